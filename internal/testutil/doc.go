@@ -1,0 +1,6 @@
+// Package testutil holds helpers shared by ftigo's tests: the "needs an
+// external tool" rule (skip locally when the tool is missing, fail when
+// FTIGO_REQUIRE_TOOLS=1 as in CI) and small data generators.
+//
+// It is imported only from _test.go files.
+package testutil

@@ -1,0 +1,260 @@
+package vfd
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Sec2 is the default driver: one OS file per name, accessed with POSIX
+// positioned I/O (pread/pwrite), restarting on EINTR and short transfers,
+// made durable with fdatasync. Its zero value is ready to use.
+type Sec2 struct{}
+
+// Name returns "sec2".
+func (Sec2) Name() string { return "sec2" }
+
+func osFlags(flag Flag) int {
+	o := os.O_RDONLY
+	if flag&ReadWrite != 0 {
+		o = os.O_RDWR
+	}
+	if flag&OCreate != 0 {
+		o |= os.O_CREATE
+	}
+	if flag&OTrunc != 0 {
+		o |= os.O_TRUNC
+	}
+	if flag&OExcl != 0 {
+		o |= os.O_EXCL
+	}
+	return o
+}
+
+// Open opens or creates name.
+func (Sec2) Open(name string, flag Flag) (File, error) {
+	fd, err := openRetry(name, osFlags(flag)|syscall.O_CLOEXEC, 0o666)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	return &sec2File{fd: fd, name: name, flag: flag}, nil
+}
+
+func openRetry(name string, flags int, perm uint32) (int, error) {
+	for {
+		fd, err := unix.Open(name, flags, perm)
+		if err != unix.EINTR {
+			return fd, errnoErr(err)
+		}
+	}
+}
+
+// errnoErr turns a nil *Errno-typed error into a nil error and keeps
+// syscall.Errno so errors.Is(err, fs.ErrNotExist) and friends work.
+func errnoErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return err
+}
+
+// Remove removes a file or empty directory.
+func (Sec2) Remove(name string) error { return os.Remove(name) }
+
+// RemoveAll removes name and its contents.
+func (Sec2) RemoveAll(name string) error { return os.RemoveAll(name) }
+
+// Rename renames oldname to newname, replacing it.
+func (Sec2) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+
+// Stat describes name.
+func (Sec2) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
+
+// ReadDir lists a directory sorted by name.
+func (Sec2) ReadDir(name string) ([]fs.DirEntry, error) {
+	ents, err := os.ReadDir(name)
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	return ents, err
+}
+
+// MkdirAll creates a directory and its parents.
+func (Sec2) MkdirAll(name string, perm fs.FileMode) error { return os.MkdirAll(name, perm) }
+
+// SyncDir fsyncs a directory so its entries are durable.
+func (Sec2) SyncDir(name string) error { return syncDirOS(name) }
+
+func syncDirOS(name string) error {
+	if name == "" {
+		name = "."
+	}
+	fd, err := openRetry(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return pathErr("syncdir", name, err)
+	}
+	err = fsyncRetry(fd)
+	cerr := unix.Close(fd)
+	if err != nil {
+		return pathErr("syncdir", name, err)
+	}
+	return pathErr("syncdir", name, cerr)
+}
+
+func fsyncRetry(fd int) error {
+	for {
+		err := unix.Fsync(fd)
+		if err != unix.EINTR {
+			return errnoErr(err)
+		}
+	}
+}
+
+type sec2File struct {
+	mu     sync.RWMutex // guards fd against Close racing I/O
+	fd     int
+	name   string
+	flag   Flag
+	closed bool
+}
+
+func (f *sec2File) Name() string { return f.name }
+func (f *sec2File) Fd() uintptr  { return uintptr(f.fd) }
+
+func (f *sec2File) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, pathErr("read", f.name, ErrNegativeOffset)
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return 0, pathErr("read", f.name, ErrClosed)
+	}
+	return preadFull(f.fd, f.name, p, off)
+}
+
+func preadFull(fd int, name string, p []byte, off int64) (int, error) {
+	done := 0
+	for done < len(p) {
+		n, err := unix.Pread(fd, p[done:], off+int64(done))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return done, pathErr("read", name, err)
+		}
+		if n == 0 {
+			return done, io.EOF
+		}
+		done += n
+	}
+	return done, nil
+}
+
+func (f *sec2File) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, pathErr("write", f.name, ErrNegativeOffset)
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return 0, pathErr("write", f.name, ErrClosed)
+	}
+	if !f.flag.Writable() {
+		return 0, pathErr("write", f.name, ErrReadOnly)
+	}
+	return pwriteFull(f.fd, f.name, p, off)
+}
+
+func pwriteFull(fd int, name string, p []byte, off int64) (int, error) {
+	done := 0
+	for done < len(p) {
+		n, err := unix.Pwrite(fd, p[done:], off+int64(done))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return done, pathErr("write", name, err)
+		}
+		if n == 0 {
+			return done, pathErr("write", name, io.ErrShortWrite)
+		}
+		done += n
+	}
+	return done, nil
+}
+
+func (f *sec2File) Size() (int64, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return 0, pathErr("stat", f.name, ErrClosed)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(f.fd, &st); err != nil {
+		return 0, pathErr("stat", f.name, err)
+	}
+	return st.Size, nil
+}
+
+func (f *sec2File) Truncate(size int64) error {
+	if size < 0 {
+		return pathErr("truncate", f.name, ErrNegativeOffset)
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return pathErr("truncate", f.name, ErrClosed)
+	}
+	if !f.flag.Writable() {
+		return pathErr("truncate", f.name, ErrReadOnly)
+	}
+	for {
+		err := unix.Ftruncate(f.fd, size)
+		if err != unix.EINTR {
+			return pathErr("truncate", f.name, errnoErr(err))
+		}
+	}
+}
+
+func (f *sec2File) Sync() error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return pathErr("sync", f.name, ErrClosed)
+	}
+	for {
+		err := unix.Fdatasync(f.fd)
+		if err != unix.EINTR {
+			return pathErr("sync", f.name, errnoErr(err))
+		}
+	}
+}
+
+// Preallocate reserves space with fallocate where the file system supports it.
+func (f *sec2File) Preallocate(off, n int64) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return pathErr("preallocate", f.name, ErrClosed)
+	}
+	err := unix.Fallocate(f.fd, unix.FALLOC_FL_KEEP_SIZE, off, n)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		return nil
+	}
+	return pathErr("preallocate", f.name, errnoErr(err))
+}
+
+func (f *sec2File) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return pathErr("close", f.name, ErrClosed)
+	}
+	f.closed = true
+	return pathErr("close", f.name, errnoErr(unix.Close(f.fd)))
+}

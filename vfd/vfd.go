@@ -1,0 +1,231 @@
+package vfd
+
+import (
+	"io"
+	"io/fs"
+)
+
+// MemType says what kind of bytes a write carries, after HDF5's memory
+// types. Drivers may route, log or fault-inject by it; most ignore it.
+type MemType uint8
+
+// The memory types. Default is used for anything that is not a format's
+// metadata (checkpoint payloads, trajectory frames).
+const (
+	MemDefault MemType = iota // unclassified bytes
+	MemSuper                  // superblock / file header
+	MemBTree                  // B-tree nodes, indexes
+	MemDraw                   // raw dataset data
+	MemGHeap                  // global heap
+	MemLHeap                  // local heap, name lists
+	MemOHdr                   // object headers, per-object metadata
+	numMemTypes
+)
+
+var memTypeNames = [numMemTypes]string{"default", "super", "btree", "draw", "gheap", "lheap", "ohdr"}
+
+// String returns the lowercase name of t.
+func (t MemType) String() string {
+	if t < numMemTypes {
+		return memTypeNames[t]
+	}
+	return "memtype(?)"
+}
+
+// IsMeta reports whether t is metadata rather than raw data; the split
+// driver sends metadata to one file and raw data to the other.
+func (t MemType) IsMeta() bool { return t != MemDraw && t != MemDefault }
+
+// Flag selects how [Driver.Open] opens a file. Combine with |.
+type Flag uint8
+
+// Open flags, after HDF5's H5F_ACC_* and the os package's O_* flags.
+const (
+	ReadOnly  Flag = 0
+	ReadWrite Flag = 1 << iota // open for reading and writing
+	OCreate                    // create the file if it does not exist
+	OTrunc                     // truncate an existing file to zero length
+	OExcl                      // with OCreate: fail with fs.ErrExist if it exists
+)
+
+// Writable reports whether f allows writing.
+func (f Flag) Writable() bool { return f&ReadWrite != 0 }
+
+// File is one format address space: a sequence of bytes addressed from 0,
+// in io conventions.
+//
+// ReadAt follows [io.ReaderAt]: a read that reaches the end of file returns
+// the bytes before it and io.EOF; holes left by sparse writes read as
+// zeros. WriteAt writes all of p or returns an error; it extends the file
+// as needed. Size is the physical end of file (HDF5's EOF). Nothing written
+// is durable until Sync returns. After Close every method returns an error
+// matching fs.ErrClosed.
+//
+// ReadAt and WriteAt may be called concurrently on disjoint ranges; the
+// other methods must not run concurrently with anything else on the file.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+	// Name is the name the file was opened with.
+	Name() string
+	// Size returns the physical end of file.
+	Size() (int64, error)
+	// Truncate sets the end of file to size, discarding or zero-extending.
+	Truncate(size int64) error
+	// Sync makes everything written so far durable.
+	Sync() error
+}
+
+// Driver maps names to [File]s and owns the namespace operations a
+// checkpoint commit needs. Names are slash-separated paths in the
+// driver's namespace (for on-disk drivers, OS paths).
+//
+// Errors are *fs.PathError wrapping fs.ErrNotExist, fs.ErrExist and the
+// like, so callers match them with errors.Is.
+type Driver interface {
+	// Name is the driver's short name, as used in a driver spec ("sec2").
+	Name() string
+	// Open opens or creates the named file as flag says.
+	Open(name string, flag Flag) (File, error)
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// RemoveAll removes a path and anything it contains; a missing path is not an error.
+	RemoveAll(name string) error
+	// Rename atomically replaces newname with oldname.
+	Rename(oldname, newname string) error
+	// Stat describes the named file or directory.
+	Stat(name string) (fs.FileInfo, error)
+	// ReadDir lists a directory sorted by name.
+	ReadDir(name string) ([]fs.DirEntry, error)
+	// MkdirAll creates a directory and any missing parents.
+	MkdirAll(name string, perm fs.FileMode) error
+	// SyncDir makes the directory's entries (creates, renames, removes) durable.
+	SyncDir(name string) error
+}
+
+// IOVec is one piece of a vectored transfer.
+type IOVec struct {
+	Type MemType
+	Off  int64
+	Buf  []byte
+}
+
+// VectorIO is the optional capability of transferring several pieces in
+// one call. Use [ReadV] and [WriteV], which fall back to a loop.
+type VectorIO interface {
+	ReadV(vecs []IOVec) error
+	WriteV(vecs []IOVec) error
+}
+
+// Preallocator is the optional capability of reserving space for
+// [off, off+n) so later writes do not fail for lack of space.
+type Preallocator interface {
+	Preallocate(off, n int64) error
+}
+
+// TypedWriter is the optional capability of taking a memory-type hint on
+// a write. Use [WriteAtType], which falls back to WriteAt.
+type TypedWriter interface {
+	WriteAtType(t MemType, p []byte, off int64) (int, error)
+}
+
+// TypedReader is the optional capability of taking a memory-type hint on
+// a read. Use [ReadAtType], which falls back to ReadAt.
+type TypedReader interface {
+	ReadAtType(t MemType, p []byte, off int64) (int, error)
+}
+
+// AddressSpace is the optional capability of drivers that keep an end of
+// allocated address (HDF5's EOA) apart from the physical end of file.
+type AddressSpace interface {
+	EOA() int64
+	SetEOA(eoa int64) error
+}
+
+// Unwrapper is implemented by wrapping files and drivers (fault, log,
+// stdio) so callers can reach the file underneath.
+type Unwrapper interface {
+	Unwrap() File
+}
+
+// Fder is implemented by files backed by one OS file descriptor.
+type Fder interface {
+	Fd() uintptr
+}
+
+// WriteAtType writes p at off with memory-type hint t when f takes hints,
+// and with WriteAt otherwise.
+func WriteAtType(f File, t MemType, p []byte, off int64) (int, error) {
+	if tw, ok := f.(TypedWriter); ok {
+		return tw.WriteAtType(t, p, off)
+	}
+	return f.WriteAt(p, off)
+}
+
+// ReadAtType reads p at off with memory-type hint t when f takes hints,
+// and with ReadAt otherwise.
+func ReadAtType(f File, t MemType, p []byte, off int64) (int, error) {
+	if tr, ok := f.(TypedReader); ok {
+		return tr.ReadAtType(t, p, off)
+	}
+	return f.ReadAt(p, off)
+}
+
+// ReadV reads every piece of vecs, each in full, using f's VectorIO when
+// it has one. A piece that reaches past the end of file is an error
+// wrapping io.ErrUnexpectedEOF.
+func ReadV(f File, vecs []IOVec) error {
+	if v, ok := f.(VectorIO); ok {
+		return v.ReadV(vecs)
+	}
+	for _, v := range vecs {
+		n, err := ReadAtType(f, v.Type, v.Buf, v.Off)
+		if n == len(v.Buf) {
+			continue
+		}
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	return nil
+}
+
+// WriteV writes every piece of vecs, using f's VectorIO when it has one.
+func WriteV(f File, vecs []IOVec) error {
+	if v, ok := f.(VectorIO); ok {
+		return v.WriteV(vecs)
+	}
+	for _, v := range vecs {
+		if _, err := WriteAtType(f, v.Type, v.Buf, v.Off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Preallocate reserves [off, off+n) when f can; otherwise it does nothing.
+func Preallocate(f File, off, n int64) error {
+	if p, ok := f.(Preallocator); ok {
+		return p.Preallocate(off, n)
+	}
+	return nil
+}
+
+// ReadFull reads exactly len(p) bytes at off. A read cut by the end of
+// file returns an error wrapping io.ErrUnexpectedEOF (io.EOF when nothing
+// at all could be read).
+func ReadFull(f File, p []byte, off int64) error {
+	n, err := f.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		if n == 0 && len(p) > 0 {
+			return io.EOF
+		}
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
