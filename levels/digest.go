@@ -1,0 +1,74 @@
+package levels
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// FileDigest returns the BLAKE3-256 of every byte of f. It is the default
+// [Env.Digest].
+func FileDigest(f vfd.File) (Digest, error) {
+	size, err := f.Size()
+	if err != nil {
+		return Digest{}, err
+	}
+	h := blake3.New()
+	buf := make([]byte, min(size, 1<<20))
+	for off := int64(0); off < size; {
+		n := min(int64(len(buf)), size-off)
+		if err := vfd.ReadFull(f, buf[:n], off); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return Digest{}, fmt.Errorf("read %s at %d: %w", f.Name(), off, err)
+		}
+		h.Write(buf[:n])
+		off += n
+	}
+	var d Digest
+	copy(d[:], h.Sum(nil))
+	return d, nil
+}
+
+// HashingWriter wraps a File and hashes what is written to it, provided
+// writes are sequential from offset 0 (it reports whether they were).
+type HashingWriter struct {
+	vfd.File
+	h          *blake3.Hasher
+	next       int64
+	sequential bool
+}
+
+// NewHashingWriter returns a File wrapper that hashes sequential writes.
+func NewHashingWriter(f vfd.File) *HashingWriter {
+	return &HashingWriter{File: f, h: blake3.New(), sequential: true}
+}
+
+// WriteAt writes through and hashes p when it continues the previous write.
+func (w *HashingWriter) WriteAt(p []byte, off int64) (int, error) {
+	n, err := w.File.WriteAt(p, off)
+	if off != w.next {
+		w.sequential = false
+	}
+	if w.sequential {
+		w.h.Write(p[:n])
+		w.next += int64(n)
+	}
+	return n, err
+}
+
+// Unwrap returns the wrapped file.
+func (w *HashingWriter) Unwrap() vfd.File { return w.File }
+
+// Sum returns the digest of everything written and true, or false when
+// the writes were not sequential (then the caller must re-read the file).
+func (w *HashingWriter) Sum() (Digest, bool) {
+	var d Digest
+	copy(d[:], w.h.Sum(nil))
+	return d, w.sequential
+}

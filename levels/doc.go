@@ -1,0 +1,68 @@
+// Package levels owns how one checkpoint is stored, committed, kept and
+// recovered: the [Level] interface that L1 (this package), L2/L3
+// (l2*.go, l3*.go: partner copies and Reed-Solomon parity) and L4
+// (l4*.go: global storage) implement, the commit protocol, the
+// [Manifest] (docs/format/manifest.md), the retention [Policy] and the
+// recovery ladder. It does not know the checkpoint file format: the
+// runtime (package ckpt) writes each rank's FTI-FF file through a
+// [WriteFunc].
+//
+// # Storage
+//
+// Each rank has three areas ([Env]): Local (its node's directory under
+// ckpt_dir, shared by the ranks of that node), Global (glbl_dir) and Meta
+// (meta_dir). Checkpoint number seq lives in directory "ckpt%08d" of each
+// area it uses; its manifest is Meta/"ckpt%08d.manifest". A checkpoint
+// exists exactly when its manifest does.
+//
+// # Lifecycle, in call order (every Engine method is collective)
+//
+//  1. [NewEngine] with the [Env] of this rank and the implemented levels.
+//  2. [Engine.Open]: creates the directories, rank 0 reads the manifests
+//     (unreadable ones are renamed *.broken) and every rank receives the
+//     same list; then each node's lowest rank removes uncommitted
+//     checkpoint directories and tmp files of its node, rank 0 those of
+//     the global area.
+//  3. On a restart, [Engine.Recover]: newest committed checkpoint first,
+//     [Level.Recover] on every rank (verify every digest, rebuild from
+//     redundancy), a vote; the first checkpoint every rank can read wins,
+//     otherwise the next older one, at whatever level, is tried.
+//  4. [Engine.Checkpoint], as often as wanted:
+//     a. every rank writes its data file as "<name>.tmp" and syncs it; vote;
+//     b. [Level.Protect] adds redundancy under tmp names, synced; vote;
+//     c. every rank renames its files into place and syncs the
+//     directories; vote;
+//     d. rank 0 writes the manifest with [vfd.WriteFileAtomic] — the
+//     commit point; vote;
+//     e. the [Policy] names superseded checkpoints; for each, rank 0
+//     removes the manifest first, then every rank its files.
+//     A failed vote removes the new files on every rank and returns an
+//     error wrapping [ErrVoteFailed] on every rank; a crash anywhere
+//     leaves the previous committed set or the new one, and step 2 of the
+//     next run removes the leftovers.
+//  5. [Engine.Delete] removes a committed checkpoint (Finalize without
+//     keep_last_ckpt).
+//
+// # Implementing a level
+//
+// [Level.Protect] runs after every data file is written and synced; it
+// writes its own files under tmp names, syncs them and appends them to
+// [Pending.Files] (a partner copy is held, and listed, by the receiving
+// rank; a shared container by one rank). Digests are always the BLAKE3
+// of the file's bytes ([FileDigest]). [Level.Recover] checks the files
+// of a manifest with [VerifyFile], rebuilds what it can with the commit
+// protocol, and returns where this rank reads its data. Both must make
+// the same collective calls on every rank whatever fails locally.
+//
+// Offline use (ftigo rebuild): run the same engine inside an in-process
+// world of Manifest.Ranks ranks (comm.Run), one goroutine per rank, each
+// with the Env of that rank's node; nothing in a level may assume it runs
+// inside the application.
+//
+// # Concurrency
+//
+// An Engine belongs to one rank and is used by one goroutine at a time.
+// Ranks of one node share the Local directory; only the node's lowest
+// rank creates, cleans or removes directories there, and no two ranks
+// write the same file. Levels are stateless values shared by all ranks.
+package levels

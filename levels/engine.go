@@ -1,0 +1,616 @@
+package levels
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// WriteFunc writes this rank's data file into f (an empty, writable file)
+// and returns its size and digest. The engine syncs and closes f. A
+// WriteFunc that cannot compute the digest while writing returns ok=false
+// and the engine re-reads the file.
+type WriteFunc func(f vfd.File) (size int64, d Digest, ok bool, err error)
+
+// Config configures an [Engine].
+type Config struct {
+	// Levels are the implemented levels; a checkpoint or a manifest at a
+	// level not listed fails with [ErrLevelUnavailable].
+	Levels []Level
+	// Policy decides which checkpoints a new one supersedes; nil is
+	// FTIPolicy{} (FTI's rule).
+	Policy Policy
+	// NodeSize and GroupSize, Nodes and Topology are recorded in manifests.
+	NodeSize  int
+	GroupSize int
+	Nodes     []string
+	Topology  []byte
+}
+
+// Stats times one checkpoint on one rank.
+type Stats struct {
+	Bytes   int64         // this rank's data file size
+	Write   time.Duration // writing and syncing the data file
+	Protect time.Duration // the level's post-processing
+	Commit  time.Duration // votes, renames, directory syncs, manifest
+	Clean   time.Duration // deleting superseded checkpoints
+	Total   time.Duration
+}
+
+// Engine runs the commit protocol and the recovery ladder for one rank.
+// Every method is collective over Env.Comm and must be called by every
+// rank in the same order with the same arguments.
+type Engine struct {
+	env       *Env
+	cfg       Config
+	levels    map[ID]Level
+	policy    Policy
+	committed []*Manifest // oldest first, identical on every rank
+	nextSeq   uint64
+	broken    []string // manifests that failed to parse, moved aside
+}
+
+// NewEngine returns an engine for env. It does no I/O; call [Engine.Open].
+func NewEngine(env *Env, cfg Config) (*Engine, error) {
+	if env.Comm == nil || env.Topo == nil {
+		return nil, errors.New("levels: engine needs a communicator and a topology")
+	}
+	if env.Logger == nil {
+		env.Logger = zap.NewNop()
+	}
+	if env.Now == nil {
+		env.Now = time.Now
+	}
+	if env.BlockSize <= 0 {
+		env.BlockSize = 1 << 20
+	}
+	if env.TransferSize <= 0 {
+		env.TransferSize = 16 << 20
+	}
+	e := &Engine{env: env, cfg: cfg, levels: map[ID]Level{}, policy: cfg.Policy, nextSeq: 1}
+	if e.policy == nil {
+		e.policy = FTIPolicy{}
+	}
+	for _, l := range cfg.Levels {
+		e.levels[l.ID()] = l
+	}
+	return e, nil
+}
+
+// Env returns the engine's environment.
+func (e *Engine) Env() *Env { return e.env }
+
+// Level returns the implementation of level id.
+func (e *Engine) Level(id ID) (Level, error) {
+	l, ok := e.levels[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %v", ErrLevelUnavailable, id)
+	}
+	return l, nil
+}
+
+// Committed returns the committed checkpoints, oldest first.
+func (e *Engine) Committed() []*Manifest { return slices.Clone(e.committed) }
+
+// Open creates the directories, reads the committed manifests (rank 0
+// reads, every rank gets the same list) and removes everything a crashed
+// run left half-written: tmp files, and checkpoint directories without a
+// manifest. Collective.
+func (e *Engine) Open() error {
+	env := e.env
+	var local error
+	if env.Rank == 0 {
+		local = errors.Join(
+			env.Meta.Driver.MkdirAll(env.Meta.Dir, 0o755),
+			env.Global.Driver.MkdirAll(env.Global.Dir, 0o755))
+	}
+	if e.nodeLeader() {
+		local = errors.Join(local, env.Local.Driver.MkdirAll(env.Local.Dir, 0o755))
+	}
+	if err := e.agree(local, "create directories"); err != nil {
+		return err
+	}
+	var payload []byte
+	var scanErr error
+	if env.Rank == 0 {
+		var raws [][]byte
+		raws, scanErr = e.readManifests()
+		if scanErr == nil {
+			payload, scanErr = json.Marshal(raws)
+		}
+	}
+	if err := e.agree(scanErr, "read manifests"); err != nil {
+		return err
+	}
+	payload, err := bcastBytes(env.Comm, 0, payload)
+	if err != nil {
+		return err
+	}
+	var raws [][]byte
+	if err := json.Unmarshal(payload, &raws); err != nil {
+		return fmt.Errorf("levels: decode manifest list: %w", err)
+	}
+	e.committed = e.committed[:0]
+	for _, raw := range raws {
+		m, err := ParseManifest("manifest", raw)
+		if err != nil {
+			return err // rank 0 parsed it already; cannot happen
+		}
+		e.committed = append(e.committed, m)
+	}
+	sort.Slice(e.committed, func(i, j int) bool { return e.committed[i].Seq < e.committed[j].Seq })
+	if n := len(e.committed); n > 0 {
+		e.nextSeq = e.committed[n-1].Seq + 1
+	}
+	return e.agree(e.cleanOrphans(), "clean half-written checkpoints")
+}
+
+// readManifests runs on rank 0: it lists the meta area, parses every
+// manifest, moves unreadable ones aside as .broken and removes tmp files.
+func (e *Engine) readManifests() ([][]byte, error) {
+	meta := e.env.Meta
+	ents, err := meta.Driver.ReadDir(meta.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", meta.Dir, err)
+	}
+	var out [][]byte
+	changed := false
+	for _, de := range ents {
+		name := de.Name()
+		if strings.HasSuffix(name, TmpSuffix) {
+			if err := meta.Driver.Remove(meta.Path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+			changed = true
+			continue
+		}
+		seq, ok := parseSeq(name, manifestSuffix)
+		if !ok {
+			continue
+		}
+		p := meta.Path(name)
+		raw, err := vfd.ReadFile(meta.Driver, p)
+		if err == nil {
+			var m *Manifest
+			m, err = ParseManifest(p, raw)
+			if err == nil && m.Seq != seq {
+				err = &CorruptionError{Path: p, Rank: -1, Err: fmt.Errorf("%w: holds seq %d", ErrBadManifest, m.Seq)}
+			}
+		}
+		if err != nil {
+			e.env.Logger.Warn("unreadable manifest moved aside", zap.String("path", p), zap.Error(err))
+			e.broken = append(e.broken, p)
+			if rerr := meta.Driver.Rename(p, p+".broken"); rerr != nil {
+				return nil, errors.Join(err, rerr)
+			}
+			changed = true
+			continue
+		}
+		out = append(out, raw)
+	}
+	if changed {
+		if err := meta.Driver.SyncDir(meta.Dir); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// cleanOrphans removes, in the areas this rank is responsible for, every
+// checkpoint directory that no manifest names and every tmp file inside
+// committed ones.
+func (e *Engine) cleanOrphans() error {
+	keep := map[string]bool{}
+	for _, m := range e.committed {
+		keep[m.Dir()] = true
+	}
+	var errs []error
+	clean := func(s Store) {
+		ents, err := s.Driver.ReadDir(s.Dir)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			return
+		}
+		changed := false
+		for _, de := range ents {
+			name := de.Name()
+			base := strings.TrimSuffix(name, TmpSuffix)
+			if _, ok := parseSeq(base, ""); !ok {
+				continue
+			}
+			if keep[name] {
+				errs = append(errs, e.cleanTmp(s, name))
+				continue
+			}
+			e.env.Logger.Debug("removing uncommitted checkpoint", zap.String("path", s.Path(name)))
+			errs = append(errs, s.Driver.RemoveAll(s.Path(name)))
+			changed = true
+		}
+		if changed {
+			errs = append(errs, s.Driver.SyncDir(s.Dir))
+		}
+	}
+	if e.nodeLeader() {
+		clean(e.env.Local)
+	}
+	if e.env.Rank == 0 {
+		clean(e.env.Global)
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Engine) cleanTmp(s Store, dir string) error {
+	ents, err := s.Driver.ReadDir(s.Path(dir))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, de := range ents {
+		if strings.HasSuffix(de.Name(), TmpSuffix) {
+			errs = append(errs, s.Driver.Remove(s.Path(path.Join(dir, de.Name()))))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nodeLeader reports whether this rank is the lowest rank on its node.
+func (e *Engine) nodeLeader() bool {
+	me := e.env.Topo.NodeOf(e.env.Rank)
+	for r := 0; r < e.env.Rank; r++ {
+		if e.env.Topo.NodeOf(r) == me {
+			return false
+		}
+	}
+	return true
+}
+
+// agree turns a per-rank error into an error every rank returns: nil
+// when every rank passed nil, otherwise the same error on every rank,
+// naming the failing ranks and the first one's message.
+func (e *Engine) agree(local error, what string) error {
+	c := e.env.Comm
+	ok, err := vote(c, local == nil)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return nil
+	}
+	msg := ""
+	if local != nil {
+		msg = local.Error()
+	}
+	all, err := gatherBytes(c, []byte(msg))
+	if err != nil {
+		return err
+	}
+	var ranks []int
+	first := ""
+	for r, b := range all {
+		if len(b) > 0 {
+			if first == "" {
+				first = fmt.Sprintf("rank %d: %s", r, b)
+			}
+			ranks = append(ranks, r)
+		}
+	}
+	agreed := fmt.Errorf("%s failed on ranks %v; %s", what, ranks, first)
+	if local != nil {
+		return &agreedError{msg: agreed.Error(), local: local}
+	}
+	return errors.New(agreed.Error())
+}
+
+// agreedError carries the message every rank shares and, on the ranks
+// that failed, the local error for errors.Is.
+type agreedError struct {
+	msg   string
+	local error
+}
+
+func (a *agreedError) Error() string { return a.msg }
+func (a *agreedError) Unwrap() error { return a.local }
+
+// Checkpoint writes, protects and commits a checkpoint at level lvl with
+// the application's id. Collective. On success the manifest is durable and
+// superseded checkpoints are deleted; on failure no rank's files remain and
+// the previous committed checkpoints are untouched.
+func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc) (*Manifest, Stats, error) {
+	env := e.env
+	start := env.Now()
+	var st Stats
+	level, err := e.Level(lvl)
+	if err != nil {
+		return nil, st, err
+	}
+	p := &Pending{Seq: e.nextSeq, ID: id, Level: lvl, Dir: CheckpointDir(e.nextSeq)}
+	e.nextSeq++
+
+	// 1. Data file under its tmp name, synced.
+	area := level.DataArea()
+	werr := e.writeData(p, area, write, &st)
+	st.Write = env.Now().Sub(start)
+	if err := e.agree(werr, "write checkpoint data"); err != nil {
+		return nil, st, e.abort(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
+	}
+
+	// 2. Redundancy.
+	t := env.Now()
+	perr := level.Protect(env, p)
+	st.Protect = env.Now().Sub(t)
+	if err := e.agree(perr, "protect checkpoint at "+lvl.String()); err != nil {
+		return nil, st, e.abort(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
+	}
+
+	// 3. Renames and directory syncs.
+	t = env.Now()
+	if err := e.agree(e.publish(p), "publish checkpoint files"); err != nil {
+		return nil, st, e.abort(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
+	}
+
+	// 4. Manifest, written last by rank 0.
+	m, err := e.writeManifest(p)
+	st.Commit = env.Now().Sub(t)
+	if err != nil {
+		return nil, st, e.abort(p, err)
+	}
+	e.committed = append(e.committed, m)
+
+	// 5. Retention: only now may older checkpoints go.
+	t = env.Now()
+	e.retain(m)
+	st.Clean = env.Now().Sub(t)
+	st.Total = env.Now().Sub(start)
+	return m, st, nil
+}
+
+func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats) error {
+	s := e.env.Store(area)
+	if err := s.Driver.MkdirAll(s.Path(p.Dir), 0o755); err != nil {
+		return fmt.Errorf("create checkpoint dir: %w", err)
+	}
+	name := RankFileName(p.Dir, RoleData, e.env.Rank)
+	full := s.Path(name) + TmpSuffix
+	f, err := vfd.CreateTrunc(s.Driver, full)
+	if err != nil {
+		return fmt.Errorf("create data file: %w", err)
+	}
+	size, d, ok, err := write(f)
+	if err == nil && !ok {
+		d, err = FileDigest(f)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", full, err)
+	}
+	st.Bytes = size
+	p.Files = append(p.Files, File{Role: RoleData, Where: area, Name: name, Size: size, Digest: d, Of: e.env.Rank})
+	return nil
+}
+
+// publish renames this rank's files into place and syncs their directories.
+func (e *Engine) publish(p *Pending) error {
+	dirs := map[Where]map[string]bool{}
+	for _, f := range p.Files {
+		s := e.env.Store(f.Where)
+		if err := s.Driver.Rename(s.Path(f.Name)+TmpSuffix, s.Path(f.Name)); err != nil {
+			return fmt.Errorf("rename into place: %w", err)
+		}
+		if dirs[f.Where] == nil {
+			dirs[f.Where] = map[string]bool{}
+		}
+		dirs[f.Where][path.Dir(f.Name)] = true
+	}
+	for w, ds := range dirs {
+		s := e.env.Store(w)
+		for d := range ds {
+			if err := s.Driver.SyncDir(s.Path(d)); err != nil {
+				return fmt.Errorf("sync checkpoint dir: %w", err)
+			}
+		}
+		// The checkpoint directory's own entry in the area.
+		if err := s.Driver.SyncDir(s.Dir); err != nil {
+			return fmt.Errorf("sync area dir: %w", err)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) writeManifest(p *Pending) (*Manifest, error) {
+	env := e.env
+	mine, err := json.Marshal(p.Files)
+	if err != nil {
+		return nil, err
+	}
+	all, err := gatherBytes(env.Comm, mine)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{
+		Seq: p.Seq, ID: p.ID, Level: p.Level, Ranks: env.Comm.Size(),
+		NodeSize: e.cfg.NodeSize, GroupSize: e.cfg.GroupSize,
+		Nodes: e.cfg.Nodes, Topology: e.cfg.Topology,
+		Time:  env.Now().UnixNano(),
+		Files: make([][]File, len(all)),
+	}
+	var werr error
+	for r, b := range all {
+		if err := json.Unmarshal(b, &m.Files[r]); err != nil {
+			werr = fmt.Errorf("decode rank %d files: %w", r, err)
+		}
+	}
+	if env.Rank == 0 && werr == nil {
+		var raw []byte
+		raw, werr = m.Marshal()
+		if werr == nil {
+			name := env.Meta.Path(ManifestName(p.Seq))
+			werr = vfd.WriteFileAtomic(env.Meta.Driver, name, raw)
+			if werr != nil {
+				// The rename may have happened: make sure the checkpoint is
+				// not left committed behind our back.
+				werr = errors.Join(werr, removeIfExists(env.Meta.Driver, name), env.Meta.Driver.SyncDir(env.Meta.Dir))
+			}
+		}
+	}
+	if err := e.agree(werr, "write manifest"); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
+	}
+	return m, nil
+}
+
+func removeIfExists(d vfd.Driver, name string) error {
+	if err := d.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// abort removes this rank's files of a failed checkpoint (tmp or renamed)
+// and returns err. Leftovers that cannot be removed are cleaned at the next Open.
+func (e *Engine) abort(p *Pending, err error) error {
+	var errs []error
+	for _, f := range p.Files {
+		s := e.env.Store(f.Where)
+		errs = append(errs, removeIfExists(s.Driver, s.Path(f.Name)+TmpSuffix), removeIfExists(s.Driver, s.Path(f.Name)))
+	}
+	// A failed data write may have left a tmp file not yet in p.Files.
+	for _, w := range []Where{Local, Global} {
+		s := e.env.Store(w)
+		errs = append(errs, removeIfExists(s.Driver, s.Path(RankFileName(p.Dir, RoleData, e.env.Rank))+TmpSuffix))
+	}
+	if cerr := errors.Join(errs...); cerr != nil {
+		e.env.Logger.Warn("cleanup after failed checkpoint", zap.Uint64("seq", p.Seq), zap.Error(cerr))
+	}
+	return err
+}
+
+// retain deletes the checkpoints the policy drops now that m committed.
+// Deletion errors are logged, not returned: m is committed either way.
+func (e *Engine) retain(m *Manifest) {
+	drop := e.policy.Drop(e.Committed(), m)
+	for _, d := range drop {
+		if d.Seq == m.Seq {
+			continue
+		}
+		if err := e.Delete(d); err != nil {
+			e.env.Logger.Warn("deleting superseded checkpoint", zap.Uint64("seq", d.Seq), zap.Error(err))
+		}
+	}
+}
+
+// Delete removes committed checkpoint m: first its manifest (so it stops
+// being committed), then every rank's files and the directories.
+// Collective.
+func (e *Engine) Delete(m *Manifest) error {
+	env := e.env
+	var merr error
+	if env.Rank == 0 {
+		merr = errors.Join(removeIfExists(env.Meta.Driver, env.Meta.Path(ManifestName(m.Seq))), env.Meta.Driver.SyncDir(env.Meta.Dir))
+	}
+	if err := e.agree(merr, "remove manifest"); err != nil {
+		return err
+	}
+	e.committed = slices.DeleteFunc(e.committed, func(x *Manifest) bool { return x.Seq == m.Seq })
+	var errs []error
+	if l, ok := e.levels[m.Level]; ok {
+		if r, ok := l.(Remover); ok {
+			errs = append(errs, r.Remove(env, m))
+		}
+	}
+	if env.Rank < len(m.Files) {
+		for _, f := range m.Files[env.Rank] {
+			s := env.Store(f.Where)
+			errs = append(errs, removeIfExists(s.Driver, s.Path(f.Name)))
+		}
+	}
+	// Directories go once every rank has removed its files.
+	if _, err := vote(env.Comm, true); err != nil {
+		return err
+	}
+	if e.nodeLeader() {
+		errs = append(errs, env.Local.Driver.RemoveAll(env.Local.Path(m.Dir())))
+	}
+	if env.Rank == 0 {
+		errs = append(errs, env.Global.Driver.RemoveAll(env.Global.Path(m.Dir())))
+	}
+	return e.agree(errors.Join(errs...), "delete checkpoint "+m.Dir())
+}
+
+// Recover walks the committed checkpoints newest first and returns the
+// first one every rank can recover, with this rank's data source. Every
+// digest is verified by the level on the way. When none is recoverable
+// the error (identical on every rank) wraps [ErrNoCheckpoint] or
+// [ErrUnrecoverable] and names each failure. Collective.
+func (e *Engine) Recover() (*Manifest, Source, error) {
+	if len(e.committed) == 0 {
+		return nil, Source{}, ErrNoCheckpoint
+	}
+	var errs []error
+	for i := len(e.committed) - 1; i >= 0; i-- {
+		m := e.committed[i]
+		src, err := e.RecoverOne(m)
+		if err == nil {
+			return m, src, nil
+		}
+		e.env.Logger.Warn("checkpoint not recoverable, trying an older one",
+			zap.Uint64("seq", m.Seq), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level), zap.Error(err))
+		errs = append(errs, err)
+	}
+	return nil, Source{}, joinedError(ErrUnrecoverable, errs)
+}
+
+// joinedError returns an error that matches head and every one of errs
+// with errors.Is, with the message "head: e1; e2; ...".
+func joinedError(head error, errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return &multiError{msg: head.Error() + ": " + strings.Join(msgs, "; "), errs: append([]error{head}, errs...)}
+}
+
+type multiError struct {
+	msg  string
+	errs []error
+}
+
+func (m *multiError) Error() string   { return m.msg }
+func (m *multiError) Unwrap() []error { return m.errs }
+
+// RecoverOne checks and rebuilds committed checkpoint m on every rank.
+// Collective; the error is identical on every rank.
+func (e *Engine) RecoverOne(m *Manifest) (Source, error) {
+	what := fmt.Sprintf("checkpoint %s (id %d, %v)", m.Dir(), m.ID, m.Level)
+	if m.Ranks != e.env.Comm.Size() {
+		return Source{}, fmt.Errorf("%s: %w: written by %d ranks, running %d", what, ErrTopologyMismatch, m.Ranks, e.env.Comm.Size())
+	}
+	l, ok := e.levels[m.Level]
+	if !ok {
+		return Source{}, fmt.Errorf("%s: %w", what, ErrLevelUnavailable)
+	}
+	src, lerr := l.Recover(e.env, m)
+	if err := e.agree(lerr, "recover "+what); err != nil {
+		return Source{}, err
+	}
+	return src, nil
+}
+
+// NextSeq returns the sequence number the next checkpoint will get.
+func (e *Engine) NextSeq() uint64 { return e.nextSeq }

@@ -1,0 +1,259 @@
+package levels
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+type flatTopo struct{ nodeSize int }
+
+func (t flatTopo) NodeOf(r int) int     { return r / t.nodeSize }
+func (t flatTopo) NodeDir(n int) string { return fmt.Sprintf("node%04d", n) }
+
+// cluster is the on-disk world of a test: one root with local/, global/ and meta/.
+type cluster struct {
+	t        testing.TB
+	d        vfd.Driver
+	root     string
+	nodeSize int
+	policy   Policy
+}
+
+func newCluster(t testing.TB, d vfd.Driver, root string, nodeSize int) *cluster {
+	return &cluster{t: t, d: d, root: root, nodeSize: nodeSize}
+}
+
+func (cl *cluster) env(c comm.Comm) *Env {
+	topo := flatTopo{cl.nodeSize}
+	return &Env{
+		Comm: c, Topo: topo, Rank: c.Rank(),
+		Local:  Store{cl.d, filepath.Join(cl.root, "local", topo.NodeDir(topo.NodeOf(c.Rank())))},
+		Global: Store{cl.d, filepath.Join(cl.root, "global")},
+		Meta:   Store{cl.d, filepath.Join(cl.root, "meta")},
+		Logger: zaptest.NewLogger(cl.t),
+	}
+}
+
+// run opens an engine on every rank of an n-rank world and calls fn.
+func (cl *cluster) run(n int, fn func(e *Engine) error) error {
+	return runWorld(n, func(c comm.Comm) error {
+		e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}, Policy: cl.policy, NodeSize: cl.nodeSize,
+			Nodes: nodeNames(n / cl.nodeSize)})
+		if err != nil {
+			return err
+		}
+		if err := e.Open(); err != nil {
+			return err
+		}
+		return fn(e)
+	})
+}
+
+func nodeNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("node%04d", i)
+	}
+	return out
+}
+
+// payload is rank r's data for checkpoint id.
+func payload(r int, id int64, size int) []byte {
+	b := make([]byte, size+r)
+	for i := range b {
+		b[i] = byte(int64(i)*7 + int64(r)*13 + id*31)
+	}
+	return b
+}
+
+func writeBytes(b []byte) WriteFunc {
+	return func(f vfd.File) (int64, Digest, bool, error) {
+		hw := NewHashingWriter(f)
+		if _, err := hw.WriteAt(b, 0); err != nil {
+			return 0, Digest{}, false, err
+		}
+		d, ok := hw.Sum()
+		return int64(len(b)), d, ok, nil
+	}
+}
+
+func readSource(src Source) ([]byte, error) {
+	return vfd.ReadFile(src.Store.Driver, src.Store.Path(src.Name))
+}
+
+func TestCheckpointRecoverRoundTrip(t *testing.T) {
+	for _, n := range []int{1, 4, 8} {
+		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
+			cl := newCluster(t, vfd.Sec2{}, t.TempDir(), min(n, 2))
+			require.NoError(t, cl.run(n, func(e *Engine) error {
+				for id := int64(1); id <= 3; id++ {
+					m, st, err := e.Checkpoint(id, L1, writeBytes(payload(e.env.Rank, id, 1000)))
+					if err != nil {
+						return err
+					}
+					if m.ID != id || m.Ranks != n || st.Bytes != int64(1000+e.env.Rank) {
+						return fmt.Errorf("bad manifest %+v stats %+v", m, st)
+					}
+				}
+				if got := len(e.Committed()); got != 1 {
+					return fmt.Errorf("FTI retention keeps 1 L1 checkpoint, have %d", got)
+				}
+				return nil
+			}))
+			// Restart.
+			var mu sync.Mutex
+			seen := map[int][]byte{}
+			require.NoError(t, cl.run(n, func(e *Engine) error {
+				m, src, err := e.Recover()
+				if err != nil {
+					return err
+				}
+				if m.ID != 3 || m.Seq != 3 {
+					return fmt.Errorf("recovered id %d seq %d", m.ID, m.Seq)
+				}
+				b, err := readSource(src)
+				mu.Lock()
+				seen[e.env.Rank] = b
+				mu.Unlock()
+				return err
+			}))
+			for r := 0; r < n; r++ {
+				assert.Equal(t, payload(r, 3, 1000), seen[r], "rank %d", r)
+			}
+			// Only the committed checkpoint's directory remains.
+			ents, err := vfd.Sec2{}.ReadDir(filepath.Join(cl.root, "meta"))
+			require.NoError(t, err)
+			require.Len(t, ents, 1)
+			assert.Equal(t, "ckpt00000003.manifest", ents[0].Name())
+		})
+	}
+}
+
+func TestRecoverNothing(t *testing.T) {
+	cl := newCluster(t, vfd.Sec2{}, t.TempDir(), 2)
+	require.NoError(t, cl.run(4, func(e *Engine) error {
+		_, _, err := e.Recover()
+		if !errors.Is(err, ErrNoCheckpoint) {
+			return fmt.Errorf("want ErrNoCheckpoint, got %v", err)
+		}
+		return nil
+	}))
+}
+
+// disrupt damages rank r's data file of checkpoint seq.
+func (cl *cluster) disrupt(t *testing.T, how string, seq uint64, r int) {
+	p := filepath.Join(cl.root, "local", fmt.Sprintf("node%04d", r/cl.nodeSize), RankFileName(CheckpointDir(seq), RoleData, r))
+	switch how {
+	case "erase":
+		require.NoError(t, cl.d.Remove(p))
+	case "corrupt":
+		f, err := cl.d.Open(p, vfd.ReadWrite)
+		require.NoError(t, err)
+		_, err = f.WriteAt([]byte("TextForCorruption"), 0)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	case "truncate":
+		f, err := cl.d.Open(p, vfd.ReadWrite)
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(10))
+		require.NoError(t, f.Close())
+	}
+}
+
+func TestL1Disruption(t *testing.T) {
+	wantErr := map[string]error{"erase": ErrMissingFile, "corrupt": ErrDigestMismatch, "truncate": ErrSizeMismatch}
+	for _, n := range []int{1, 4, 8} {
+		for _, how := range []string{"erase", "corrupt", "truncate"} {
+			for _, older := range []bool{false, true} {
+				name := fmt.Sprintf("ranks=%d/%s/older=%v", n, how, older)
+				t.Run(name, func(t *testing.T) {
+					cl := newCluster(t, vfd.Sec2{}, t.TempDir(), min(n, 4))
+					if older {
+						cl.policy = FTIPolicy{KeepLast: 2}
+					}
+					require.NoError(t, cl.run(n, func(e *Engine) error {
+						for id := int64(10); id <= 11; id++ {
+							if _, _, err := e.Checkpoint(id, L1, writeBytes(payload(e.env.Rank, id, 512))); err != nil {
+								return err
+							}
+						}
+						return nil
+					}))
+					victim := n - 1
+					cl.disrupt(t, how, 2, victim)
+					var mu sync.Mutex
+					errs := map[int]error{}
+					data := map[int][]byte{}
+					require.NoError(t, cl.run(n, func(e *Engine) error {
+						m, src, err := e.Recover()
+						mu.Lock()
+						defer mu.Unlock()
+						errs[e.env.Rank] = err
+						if err == nil {
+							if m.ID != 10 {
+								return fmt.Errorf("recovered id %d", m.ID)
+							}
+							data[e.env.Rank], err = readSource(src)
+							return err
+						}
+						return nil
+					}))
+					if !older {
+						for r := 0; r < n; r++ {
+							require.ErrorIs(t, errs[r], ErrUnrecoverable)
+							assert.Equal(t, errs[0].Error(), errs[r].Error(), "identical on every rank")
+							assert.Contains(t, errs[r].Error(), fmt.Sprintf("rank %d", victim))
+						}
+						require.ErrorIs(t, errs[victim], wantErr[how])
+						return
+					}
+					for r := 0; r < n; r++ {
+						assert.True(t, bytes.Equal(payload(r, 10, 512), data[r]), "rank %d data word by word", r)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestOpenRemovesUncommitted(t *testing.T) {
+	cl := newCluster(t, vfd.Sec2{}, t.TempDir(), 2)
+	require.NoError(t, cl.run(2, func(e *Engine) error {
+		_, _, err := e.Checkpoint(1, L1, writeBytes(payload(e.env.Rank, 1, 64)))
+		return err
+	}))
+	// A crashed checkpoint 2: files present, no manifest.
+	for _, p := range []string{"local/node0000/ckpt00000002/data000000.fti.tmp", "local/node0000/ckpt00000002/data000001.fti",
+		"global/ckpt00000002/x", "meta/ckpt00000002.manifest.tmp", "local/node0000/ckpt00000001/data000001.fti.tmp"} {
+		full := filepath.Join(cl.root, p)
+		require.NoError(t, cl.d.MkdirAll(filepath.Dir(full), 0o755))
+		f, err := vfd.CreateTrunc(cl.d, full)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	}
+	require.NoError(t, cl.run(2, func(e *Engine) error {
+		if e.NextSeq() != 2 {
+			return fmt.Errorf("next seq %d", e.NextSeq())
+		}
+		_, _, err := e.Recover()
+		return err
+	}))
+	for _, p := range []string{"local/node0000/ckpt00000002", "global/ckpt00000002", "meta/ckpt00000002.manifest.tmp", "local/node0000/ckpt00000001/data000001.fti.tmp"} {
+		_, err := cl.d.Stat(filepath.Join(cl.root, p))
+		assert.ErrorIs(t, err, fs.ErrNotExist, p)
+	}
+	_, err := cl.d.Stat(filepath.Join(cl.root, "local/node0000/ckpt00000001/data000001.fti"))
+	assert.NoError(t, err)
+}

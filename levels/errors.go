@@ -1,0 +1,54 @@
+package levels
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the levels package.
+var (
+	// ErrNoCheckpoint is returned by recovery when no committed checkpoint
+	// exists at all.
+	ErrNoCheckpoint = errors.New("levels: no committed checkpoint")
+	// ErrUnrecoverable is returned by recovery when committed checkpoints
+	// exist but none can be recovered on every rank; the error also names
+	// why each one failed.
+	ErrUnrecoverable = errors.New("levels: no recoverable checkpoint")
+	// ErrBadManifest is wrapped by a *CorruptionError for a manifest that
+	// cannot be decoded or whose hash does not match.
+	ErrBadManifest = errors.New("levels: bad manifest")
+	// ErrMissingFile is returned when a file a manifest lists is absent.
+	ErrMissingFile = errors.New("levels: checkpoint file missing")
+	// ErrSizeMismatch is returned when a file's size differs from its manifest entry.
+	ErrSizeMismatch = errors.New("levels: checkpoint file size mismatch")
+	// ErrDigestMismatch is returned when a file's digest differs from its manifest entry.
+	ErrDigestMismatch = errors.New("levels: checkpoint file digest mismatch")
+	// ErrVoteFailed is returned on every rank when the commit vote fails
+	// because some rank could not write or protect its files.
+	ErrVoteFailed = errors.New("levels: checkpoint rejected (a rank failed)")
+	// ErrLevelUnavailable is returned for a level number with no
+	// implementation registered.
+	ErrLevelUnavailable = errors.New("levels: level not available")
+	// ErrTopologyMismatch is returned when a checkpoint was written with a
+	// rank count or node layout the current run cannot map onto.
+	ErrTopologyMismatch = errors.New("levels: topology does not match checkpoint")
+)
+
+// CorruptionError describes damaged checkpoint data: which file, whose
+// rank, where, and why (Err wraps one of the sentinels).
+type CorruptionError struct {
+	Path   string
+	Rank   int // the rank whose data the file holds, -1 if none
+	Offset int64
+	Err    error
+}
+
+func (e *CorruptionError) Error() string {
+	if e.Rank >= 0 {
+		return fmt.Sprintf("%s (rank %d) at offset %d: %v", e.Path, e.Rank, e.Offset, e.Err)
+	}
+	return fmt.Sprintf("%s at offset %d: %v", e.Path, e.Offset, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *CorruptionError) Unwrap() error { return e.Err }

@@ -1,0 +1,214 @@
+package levels
+
+import (
+	"fmt"
+	"path"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// ID is a checkpoint level: 1 local, 2 partner copy, 3 Reed-Solomon group
+// parity, 4 global (parallel file system).
+//
+// wire format: never change — level numbers are stored in manifests.
+type ID int
+
+// The four levels.
+const (
+	L1 ID = 1 // node-local file only
+	L2 ID = 2 // plus a copy on the ring partner's node
+	L3 ID = 3 // plus Reed-Solomon parity across the group
+	L4 ID = 4 // on the global file system
+)
+
+// Valid reports whether id is one of L1..L4.
+func (id ID) Valid() bool { return id >= L1 && id <= L4 }
+
+// String returns "L1".."L4".
+func (id ID) String() string { return fmt.Sprintf("L%d", int(id)) }
+
+// Where names one of the three storage areas of an [Env].
+//
+// wire format: never change — stored in manifests.
+type Where uint8
+
+// Storage areas.
+const (
+	Local  Where = 1 // node-local storage of the holding rank's node (ckpt_dir)
+	Global Where = 2 // global storage shared by all nodes (glbl_dir)
+	Meta   Where = 3 // metadata storage that survives node loss (meta_dir)
+)
+
+// String returns "local", "global" or "meta".
+func (w Where) String() string {
+	switch w {
+	case Local:
+		return "local"
+	case Global:
+		return "global"
+	case Meta:
+		return "meta"
+	}
+	return fmt.Sprintf("where(%d)", int(w))
+}
+
+// Store is a directory seen through a driver.
+type Store struct {
+	Driver vfd.Driver
+	Dir    string
+}
+
+// Path joins name under the store's directory.
+func (s Store) Path(name string) string { return path.Join(s.Dir, name) }
+
+// Env is everything a level needs to run on one rank. The runtime builds
+// one per rank; levels must not keep references to it past a call.
+type Env struct {
+	// Comm is the world communicator of the application ranks. Collective
+	// level calls use it; offline tools run the same code inside an
+	// in-process world (see the package documentation).
+	Comm comm.Comm
+	// Topo is the node/group/ring layout of the ranks of Comm.
+	Topo Topology
+	// Rank is this rank in Comm.
+	Rank int
+	// Local is this rank's node-local directory (shared by the ranks of one node).
+	Local Store
+	// Global is the directory on global storage, shared by every rank.
+	Global Store
+	// Meta is the metadata directory, shared by every rank; manifests live here.
+	Meta Store
+	// BlockSize is the message size in bytes for transfers between ranks
+	// (FTI's block_size, in bytes here).
+	BlockSize int
+	// TransferSize is the piece size in bytes for local<->global copies
+	// (FTI's transfer_size, in bytes here).
+	TransferSize int
+	// Logger receives debug and warning lines; never nil inside a level call.
+	Logger *zap.Logger
+	// Now is the clock; never nil inside a level call.
+	Now func() time.Time
+}
+
+// Store returns the store of area w for this rank.
+func (e *Env) Store(w Where) Store {
+	switch w {
+	case Local:
+		return e.Local
+	case Global:
+		return e.Global
+	default:
+		return e.Meta
+	}
+}
+
+// Topology is the part of the partner package's topology the levels use:
+// ranks on nodes, nodes in groups (FTI's sectors), and the group ring.
+// *partner.Topology satisfies it.
+type Topology interface {
+	// NodeOf returns the node index of a rank.
+	NodeOf(rank int) int
+	// NodeDir returns the name of node n's directory under ckpt_dir ("node0003").
+	NodeDir(n int) string
+}
+
+// Digest is the BLAKE3-256 of all the bytes of a file ([FileDigest]).
+// Every file a manifest lists carries one.
+type Digest [32]byte
+
+// File is one file of a checkpoint as the manifest records it.
+type File struct {
+	// Role says what the file is: "data" (the rank's FTI-FF file),
+	// "partner" (L2 copy of another rank's data file), "parity" (L3),
+	// "container" (L4 shared container) or a level's own word.
+	Role string `json:"role"`
+	// Where is the storage area holding the file.
+	Where Where `json:"where"`
+	// Name is the path relative to the area's directory (for Local, the
+	// holding rank's node directory), with no ".tmp" suffix.
+	Name string `json:"name"`
+	// Size is the file's size in bytes.
+	Size int64 `json:"size"`
+	// Digest is the BLAKE3-256 of the file's bytes.
+	Digest Digest `json:"digest"`
+	// Of is the rank whose data this file protects (equal to the holder for "data").
+	Of int `json:"of"`
+	// Attrs holds level-specific values (L3 padded size, L4 offsets).
+	Attrs map[string]string `json:"attrs,omitempty"`
+}
+
+// TmpSuffix is appended to every file name while a checkpoint is being
+// written; the commit renames the file to its name without it.
+//
+// wire format: never change — Init removes leftovers by this suffix.
+const TmpSuffix = ".tmp"
+
+// Pending is a checkpoint between the data write and the commit, as one
+// rank sees it.
+type Pending struct {
+	// Seq is the commit sequence number; it names the checkpoint's directories.
+	Seq uint64
+	// ID is the application's checkpoint id.
+	ID int64
+	// Level is the level being taken.
+	Level ID
+	// Dir is the checkpoint's directory name inside each area ("ckpt00000007").
+	Dir string
+	// Files are the files this rank holds for the checkpoint, all written
+	// under Name+TmpSuffix and synced. The runtime puts the data file
+	// first; levels append the files they add.
+	Files []File
+}
+
+// Data returns this rank's data file entry.
+func (p *Pending) Data() File { return p.Files[0] }
+
+// Source is where a rank reads its recovered data file.
+type Source struct {
+	Store Store
+	Name  string // path relative to Store.Dir
+	Size  int64
+	// Digest is the data file's verified digest.
+	Digest Digest
+}
+
+// Level is one storage level. The runtime calls its methods on every rank
+// with the same arguments except the Env; calls marked collective must be
+// made by every rank, and a level must make the same sequence of
+// collective calls on every rank even when its own part fails (report the
+// failure through the return value: the runtime votes).
+type Level interface {
+	// ID returns the level number.
+	ID() ID
+
+	// DataArea returns the area where each rank writes its data file for a
+	// checkpoint at this level: Local for L1-L3, Global for an inline L4.
+	DataArea() Where
+
+	// Protect adds redundancy after every rank has written and synced its
+	// data file (p.Files[0], under its tmp name). Collective. It writes
+	// its files under their tmp names, syncs them, and appends them to
+	// p.Files; the runtime then votes, renames, syncs the directories and
+	// writes the manifest. L1 does nothing.
+	Protect(env *Env, p *Pending) error
+
+	// Recover checks, and rebuilds where it can, this rank's files of the
+	// committed checkpoint m, verifying every digest, and returns where this
+	// rank reads its data. Collective. A nil error on this rank does not mean
+	// the checkpoint is usable: the runtime combines every rank's result and
+	// moves to an older checkpoint if any rank failed. Recover must not
+	// modify files of m that are good, and writes rebuilt files with the
+	// commit protocol (tmp name, sync, rename, directory sync).
+	Recover(env *Env, m *Manifest) (Source, error)
+}
+
+// Remover is the optional capability of a level that deletes more than the
+// files its manifest lists when a checkpoint is superseded. Without it the
+// runtime removes each rank's listed files and the checkpoint directories.
+type Remover interface {
+	Remove(env *Env, m *Manifest) error
+}
