@@ -369,3 +369,8 @@ func (t *Topology) Remap(saved NodeTable) (*Topology, error) {
 	}
 	return build(t.nranks, t.nodeSize, t.groupSize, ids, table)
 }
+
+// NodeDir is the name of node n's directory under ckpt_dir ("node0003").
+//
+// wire format: never change — node directories are found by this name.
+func (t *Topology) NodeDir(n int) string { return fmt.Sprintf("node%04d", n) }

@@ -247,3 +247,9 @@ func FuzzUnmarshalTable(f *testing.F) {
 		require.Equal(t, nt, again)
 	})
 }
+
+func TestNodeDir(t *testing.T) {
+	topo, err := NewTopology(4, 1, 2, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "node0003", topo.NodeDir(3))
+}
