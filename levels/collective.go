@@ -20,8 +20,9 @@ func vote(c comm.Comm, ok bool) (bool, error) {
 	return r == 1, nil
 }
 
-// gatherBytes gives every rank every rank's b, in rank order.
-func gatherBytes(c comm.Comm, b []byte) ([][]byte, error) {
+// GatherBytes gives every rank every rank's b, in rank order; the
+// slices may have different lengths. Collective.
+func GatherBytes(c comm.Comm, b []byte) ([][]byte, error) {
 	maxLen, err := c.AllreduceInt64(int64(len(b)), comm.Max)
 	if err != nil {
 		return nil, fmt.Errorf("gather sizes: %w", err)
@@ -46,8 +47,8 @@ func gatherBytes(c comm.Comm, b []byte) ([][]byte, error) {
 	return out, nil
 }
 
-// bcastBytes sends root's b to every rank.
-func bcastBytes(c comm.Comm, root int, b []byte) ([]byte, error) {
+// BcastBytes sends root's b to every rank and returns it. Collective.
+func BcastBytes(c comm.Comm, root int, b []byte) ([]byte, error) {
 	n := int64(0)
 	if c.Rank() == root {
 		n = int64(len(b))

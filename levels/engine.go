@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -30,11 +31,6 @@ type Config struct {
 	// Policy decides which checkpoints a new one supersedes; nil is
 	// FTIPolicy{} (FTI's rule).
 	Policy Policy
-	// NodeSize and GroupSize, Nodes and Topology are recorded in manifests.
-	NodeSize  int
-	GroupSize int
-	Nodes     []string
-	Topology  []byte
 }
 
 // Stats times one checkpoint on one rank.
@@ -132,7 +128,7 @@ func (e *Engine) Open() error {
 	if err := e.agree(scanErr, "read manifests"); err != nil {
 		return err
 	}
-	payload, err := bcastBytes(env.Comm, 0, payload)
+	payload, err := BcastBytes(env.Comm, 0, payload)
 	if err != nil {
 		return err
 	}
@@ -276,11 +272,13 @@ func (e *Engine) nodeLeader() bool {
 	return true
 }
 
-// agree turns a per-rank error into an error every rank returns: nil
-// when every rank passed nil, otherwise the same error on every rank,
-// naming the failing ranks and the first one's message.
-func (e *Engine) agree(local error, what string) error {
-	c := e.env.Comm
+func (e *Engine) agree(local error, what string) error { return Agree(e.env.Comm, local, what) }
+
+// Agree turns a per-rank error into an error every rank returns: nil when
+// every rank passed nil, otherwise the same message on every rank, naming
+// what failed, the failing ranks and the first one's error. On a failing
+// rank the result also wraps its local error for errors.Is. Collective.
+func Agree(c comm.Comm, local error, what string) error {
 	ok, err := vote(c, local == nil)
 	if err != nil {
 		return err
@@ -292,7 +290,7 @@ func (e *Engine) agree(local error, what string) error {
 	if local != nil {
 		msg = local.Error()
 	}
-	all, err := gatherBytes(c, []byte(msg))
+	all, err := GatherBytes(c, []byte(msg))
 	if err != nil {
 		return err
 	}
@@ -439,14 +437,14 @@ func (e *Engine) writeManifest(p *Pending) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := gatherBytes(env.Comm, mine)
+	all, err := GatherBytes(env.Comm, mine)
 	if err != nil {
 		return nil, err
 	}
 	m := &Manifest{
 		Seq: p.Seq, ID: p.ID, Level: p.Level, Ranks: env.Comm.Size(),
-		NodeSize: e.cfg.NodeSize, GroupSize: e.cfg.GroupSize,
-		Nodes: e.cfg.Nodes, Topology: e.cfg.Topology,
+		NodeSize: env.Topo.NodeSize(), GroupSize: env.Topo.GroupSize(),
+		Nodes: env.Topo.Table(),
 		Time:  env.Now().UnixNano(),
 		Files: make([][]File, len(all)),
 	}

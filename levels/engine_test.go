@@ -14,13 +14,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
-
-type flatTopo struct{ nodeSize int }
-
-func (t flatTopo) NodeOf(r int) int     { return r / t.nodeSize }
-func (t flatTopo) NodeDir(n int) string { return fmt.Sprintf("node%04d", n) }
 
 // cluster is the on-disk world of a test: one root with local/, global/ and meta/.
 type cluster struct {
@@ -36,7 +32,8 @@ func newCluster(t testing.TB, d vfd.Driver, root string, nodeSize int) *cluster 
 }
 
 func (cl *cluster) env(c comm.Comm) *Env {
-	topo := flatTopo{cl.nodeSize}
+	topo, err := partner.NewTopology(c.Size(), cl.nodeSize, 1, nil)
+	require.NoError(cl.t, err)
 	return &Env{
 		Comm: c, Topo: topo, Rank: c.Rank(),
 		Local:  Store{cl.d, filepath.Join(cl.root, "local", topo.NodeDir(topo.NodeOf(c.Rank())))},
@@ -49,8 +46,7 @@ func (cl *cluster) env(c comm.Comm) *Env {
 // run opens an engine on every rank of an n-rank world and calls fn.
 func (cl *cluster) run(n int, fn func(e *Engine) error) error {
 	return runWorld(n, func(c comm.Comm) error {
-		e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}, Policy: cl.policy, NodeSize: cl.nodeSize,
-			Nodes: nodeNames(n / cl.nodeSize)})
+		e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}, Policy: cl.policy})
 		if err != nil {
 			return err
 		}
@@ -59,14 +55,6 @@ func (cl *cluster) run(n int, fn func(e *Engine) error) error {
 		}
 		return fn(e)
 	})
-}
-
-func nodeNames(n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("node%04d", i)
-	}
-	return out
 }
 
 // payload is rank r's data for checkpoint id.

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -72,8 +73,9 @@ type Env struct {
 	// level calls use it; offline tools run the same code inside an
 	// in-process world (see the package documentation).
 	Comm comm.Comm
-	// Topo is the node/group/ring layout of the ranks of Comm.
-	Topo Topology
+	// Topo is the node/sector/group/ring layout of the ranks of Comm
+	// (after any remap onto replacement nodes).
+	Topo *partner.Topology
 	// Rank is this rank in Comm.
 	Rank int
 	// Local is this rank's node-local directory (shared by the ranks of one node).
@@ -104,16 +106,6 @@ func (e *Env) Store(w Where) Store {
 	default:
 		return e.Meta
 	}
-}
-
-// Topology is the part of the partner package's topology the levels use:
-// ranks on nodes, nodes in groups (FTI's sectors), and the group ring.
-// *partner.Topology satisfies it.
-type Topology interface {
-	// NodeOf returns the node index of a rank.
-	NodeOf(rank int) int
-	// NodeDir returns the name of node n's directory under ckpt_dir ("node0003").
-	NodeDir(n int) string
 }
 
 // Digest is the BLAKE3-256 of all the bytes of a file ([FileDigest]).

@@ -39,16 +39,14 @@ type Manifest struct {
 	GroupSize int `json:"group_size"`
 	// Nodes lists the node identifiers (hostnames, or node%04d names) in node-index order.
 	Nodes []string `json:"nodes"`
-	// Topology is the partner package's marshalled topology, if any.
-	Topology []byte `json:"topology,omitempty"`
 	// Time is the commit time in Unix nanoseconds.
 	Time int64 `json:"time"`
 	// Files lists, per holding rank, the files that rank holds; Files[r][0]
 	// is rank r's data file unless the level keeps data elsewhere.
 	Files [][]File `json:"files"`
-	// Archived marks a checkpoint kept by keep_l4_ckpt or keep_last_ckpt
-	// that retention never deletes.
-	Archived bool `json:"archived,omitempty"`
+	// Kept marks the checkpoint Finalize kept for the next run
+	// (keep_last_ckpt); a restart from it reports that status.
+	Kept bool `json:"kept,omitempty"`
 }
 
 // Dir returns the checkpoint's directory name in every area.

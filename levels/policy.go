@@ -10,8 +10,7 @@ type Policy interface {
 
 // FTIPolicy is FTI's retention rule: a checkpoint at level L supersedes
 // every older checkpoint at a level ≤ L, so whatever lower-level checkpoint
-// still exists is newer than every higher-level one. Archived checkpoints
-// are never dropped.
+// still exists is newer than every higher-level one.
 type FTIPolicy struct {
 	// KeepL4 keeps every L4 checkpoint (FTI's keep_l4_ckpt).
 	KeepL4 bool
@@ -24,7 +23,7 @@ type FTIPolicy struct {
 func (p FTIPolicy) Drop(committed []*Manifest, latest *Manifest) []*Manifest {
 	var out []*Manifest
 	for i, m := range committed {
-		if m.Seq >= latest.Seq || m.Archived || m.Level > latest.Level {
+		if m.Seq >= latest.Seq || m.Level > latest.Level {
 			continue
 		}
 		if p.KeepL4 && m.Level == L4 {
