@@ -1,0 +1,571 @@
+package sion
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// FileInfo is the metadata of one physical file of a container: META1,
+// META2 and the mapping, decoded to host byte order.
+type FileInfo struct {
+	// Name is the physical file's name ("" for [NewReader]).
+	Name string
+	// Size is the physical file's size in bytes.
+	Size int64
+	// BigEndian reports big-endian metadata (endianness word bit 0).
+	BigEndian bool
+	// DataBigEndian is the user-data byte order the writer declared
+	// (informational; data bytes are never converted).
+	DataBigEndian bool
+	// Version and Patch are the writing library's version fields (1007, 6 for SIONlib 1.7.6).
+	Version, Patch int32
+	// FileFormat is the fileformat version (3..5).
+	FileFormat int32
+	// FSBlkSize is the alignment unit in bytes.
+	FSBlkSize int32
+	// NTasks is the number of tasks in this physical file.
+	NTasks int
+	// NFiles is the number of physical files of the set.
+	NFiles int
+	// FileNumber is this file's number in the set (the serial C writer stores 1 for a single file).
+	FileNumber int
+	// Flag1 and Flag2 are the raw flag words; Flag1's upper half is the key-value mode.
+	Flag1, Flag2 int64
+	// Prefix is the file name prefix stored in META1.
+	Prefix string
+	// GlobalRanks holds each task's global rank.
+	GlobalRanks []int64
+	// ChunkSizes holds each task's chunk size as used for the layout (for
+	// fileformat 3, rounded up to FSBlkSize as SIONlib's reader does).
+	ChunkSizes []int64
+	// MaxChunks is the number of blocks.
+	MaxChunks int
+	// StartOfMeta2 is start_of_varheader, the offset of META2.
+	StartOfMeta2 int64
+	// Start holds the offset of each task's chunk in block 0.
+	Start []int64
+	// GlobalSkip is the size of one block (the sum of the chunk sizes).
+	GlobalSkip int64
+	// BlockSizes holds, per task, the bytes used in each of its blocks
+	// (len = the task's block count).
+	BlockSizes [][]int64
+	// Mapping is the set's mapping, indexed by global rank; only file 0 of a
+	// set (or a single file with a full mapping trailer) has one.
+	Mapping []MapEntry
+}
+
+// KeyValMode returns the key-value mode from the upper half of Flag1
+// (KeyValNone when it is 0, as older writers leave it).
+func (fi *FileInfo) KeyValMode() int {
+	m := int(uint64(fi.Flag1) >> 32)
+	if m == 0 {
+		return KeyValNone
+	}
+	return m
+}
+
+// Task describes one logical task of a container.
+type Task struct {
+	// Index is the task's position in the reader (0..NTasks-1).
+	Index int
+	// File is the physical file holding the task, LocalRank its index there.
+	File, LocalRank int
+	// GlobalRank is the task's global rank from META1.
+	GlobalRank int64
+	// ChunkSize is the size of each of the task's chunks.
+	ChunkSize int64
+	// Start is the offset of the task's chunk in block 0 of its file.
+	Start int64
+	// GlobalSkip is the distance between the task's consecutive chunks.
+	GlobalSkip int64
+	// BlockSizes holds the bytes used in each of the task's blocks.
+	BlockSizes []int64
+	// Size is the length of the task's logical stream (sum of BlockSizes).
+	Size int64
+}
+
+// Reader reads a SIONlib container: one physical file or a multi-file set.
+// Its methods are safe for concurrent use; the readers it returns are not
+// (each io.Reader has its own position).
+type Reader struct {
+	files   []*FileInfo
+	data    []io.ReaderAt
+	closers []io.Closer
+	tasks   []Task
+}
+
+// NewReader reads the metadata of a single physical file of the given
+// size. For file 0 of a multi-file set it presents only the tasks of that
+// file; use [Open] to read a whole set.
+func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
+	fi, err := decodeFile(r, size, "")
+	if err != nil {
+		return nil, err
+	}
+	rd := &Reader{files: []*FileInfo{fi}, data: []io.ReaderAt{r}}
+	rd.tasks = layoutTasks(fi, 0)
+	return rd, nil
+}
+
+// Open opens the container name through d. When name is file 0 of a
+// multi-file set, its siblings name.000001... are opened too and the tasks
+// are presented in global-rank order through the mapping; otherwise the
+// tasks are those of the one physical file in layout order. Close the
+// Reader when done.
+func Open(d vfd.Driver, name string) (*Reader, error) {
+	rd := &Reader{}
+	fail := func(err error) (*Reader, error) {
+		return nil, errors.Join(err, rd.Close())
+	}
+	fi, err := rd.openMember(d, name)
+	if err != nil {
+		return fail(err)
+	}
+	if fi.NFiles <= 1 || fi.FileNumber != 0 {
+		rd.tasks = layoutTasks(fi, 0)
+		return rd, nil
+	}
+	if len(fi.Mapping) == 0 {
+		return fail(corrupt(name, fi.StartOfMeta2, "mapping", fmt.Errorf("%w: file 0 of a %d-file set has no mapping", ErrInconsistent, fi.NFiles)))
+	}
+	for k := 1; k < fi.NFiles; k++ {
+		sib := SetMemberName(name, k)
+		sf, err := rd.openMember(d, sib)
+		if err != nil {
+			return fail(fmt.Errorf("open set member %d: %w", k, err))
+		}
+		if sf.NFiles != fi.NFiles || sf.FileNumber != k {
+			return fail(corrupt(sib, offNFiles, "nfiles/filenumber",
+				fmt.Errorf("%w: member %d says nfiles %d filenumber %d, file 0 says nfiles %d", ErrInconsistent, k, sf.NFiles, sf.FileNumber, fi.NFiles)))
+		}
+	}
+	per := make([][]Task, len(rd.files))
+	for k, f := range rd.files {
+		per[k] = layoutTasks(f, k)
+	}
+	used := make([][]bool, len(rd.files))
+	for k := range used {
+		used[k] = make([]bool, rd.files[k].NTasks)
+	}
+	total := 0
+	for _, f := range rd.files {
+		total += f.NTasks
+	}
+	if len(fi.Mapping) != total {
+		return fail(corrupt(name, fi.StartOfMeta2, "mapping_size",
+			fmt.Errorf("%w: mapping has %d entries, the set holds %d tasks", ErrInconsistent, len(fi.Mapping), total)))
+	}
+	rd.tasks = make([]Task, 0, total)
+	for g, m := range fi.Mapping {
+		if m.File < 0 || int(m.File) >= len(rd.files) || m.LocalRank < 0 || int(m.LocalRank) >= rd.files[m.File].NTasks || used[m.File][m.LocalRank] {
+			return fail(corrupt(name, fi.StartOfMeta2, fmt.Sprintf("mapping[%d]", g),
+				fmt.Errorf("%w: entry (%d,%d) is out of range or repeated", ErrInconsistent, m.File, m.LocalRank)))
+		}
+		used[m.File][m.LocalRank] = true
+		t := per[m.File][m.LocalRank]
+		t.Index = g
+		rd.tasks = append(rd.tasks, t)
+	}
+	return rd, nil
+}
+
+func (rd *Reader) openMember(d vfd.Driver, name string) (*FileInfo, error) {
+	f, err := vfd.OpenRead(d, name)
+	if err != nil {
+		return nil, fmt.Errorf("sion: open: %w", err)
+	}
+	rd.closers = append(rd.closers, f)
+	size, err := f.Size()
+	if err != nil {
+		return nil, fmt.Errorf("sion: size of %s: %w", name, err)
+	}
+	fi, err := decodeFile(f, size, name)
+	if err != nil {
+		return nil, err
+	}
+	rd.files = append(rd.files, fi)
+	rd.data = append(rd.data, f)
+	return fi, nil
+}
+
+// Close closes the physical files opened by [Open]; it does nothing for a
+// Reader from [NewReader].
+func (rd *Reader) Close() error {
+	var errs []error
+	for _, c := range rd.closers {
+		errs = append(errs, c.Close())
+	}
+	rd.closers = nil
+	return errors.Join(errs...)
+}
+
+// NTasks returns the number of logical tasks (over every physical file).
+func (rd *Reader) NTasks() int { return len(rd.tasks) }
+
+// Files returns the metadata of each physical file, file 0 first. The
+// returned values must not be modified.
+func (rd *Reader) Files() []*FileInfo { return rd.files }
+
+// Task returns the description of task i.
+func (rd *Reader) Task(i int) (Task, error) {
+	if i < 0 || i >= len(rd.tasks) {
+		return Task{}, fmt.Errorf("%w: %d of %d", ErrNoTask, i, len(rd.tasks))
+	}
+	return rd.tasks[i], nil
+}
+
+// Tasks returns every task's description in reader order.
+func (rd *Reader) Tasks() []Task { return append([]Task(nil), rd.tasks...) }
+
+// KeyVal reports whether the container was written in key-value mode.
+func (rd *Reader) KeyVal() bool { return rd.files[0].KeyValMode() == KeyValInline }
+
+// TaskReader returns a reader of task i's logical stream: an
+// io.SectionReader over the concatenation of the used part of each of the
+// task's blocks, offering Read, Seek and ReadAt.
+func (rd *Reader) TaskReader(i int) (*io.SectionReader, error) {
+	t, err := rd.Task(i)
+	if err != nil {
+		return nil, err
+	}
+	s := &taskStream{r: rd.data[t.File], t: t}
+	return io.NewSectionReader(s, 0, t.Size), nil
+}
+
+// ReadTask returns task i's whole logical stream.
+func (rd *Reader) ReadTask(i int) ([]byte, error) {
+	sr, err := rd.TaskReader(i)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, sr.Size())
+	if _, err := sr.ReadAt(b, 0); err != nil && !(err == io.EOF && len(b) == 0) {
+		return nil, err
+	}
+	return b, nil
+}
+
+// BlockReader returns a reader of the used bytes of block b of task i.
+func (rd *Reader) BlockReader(i, b int) (*io.SectionReader, error) {
+	t, err := rd.Task(i)
+	if err != nil {
+		return nil, err
+	}
+	if b < 0 || b >= len(t.BlockSizes) {
+		return nil, fmt.Errorf("%w: task %d has no block %d", ErrNoTask, i, b)
+	}
+	return io.NewSectionReader(rd.data[t.File], t.Start+int64(b)*t.GlobalSkip, t.BlockSizes[b]), nil
+}
+
+// taskStream maps a task's logical offsets to its blocks.
+type taskStream struct {
+	r io.ReaderAt
+	t Task
+}
+
+// ReadAt reads the logical stream; it never reads past the stream's end.
+func (s *taskStream) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("sion: negative offset %d", off)
+	}
+	n := 0
+	var base int64
+	for b, bs := range s.t.BlockSizes {
+		if len(p) == 0 {
+			break
+		}
+		if off >= base+bs {
+			base += bs
+			continue
+		}
+		in := off - base
+		k := min(int64(len(p)), bs-in)
+		phys := s.t.Start + int64(b)*s.t.GlobalSkip + in
+		m, err := s.r.ReadAt(p[:k], phys)
+		n += m
+		if m < int(k) {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return n, fmt.Errorf("sion: read task %d block %d at %d: %w", s.t.Index, b, phys, err)
+		}
+		p = p[k:]
+		off += k
+		base += bs
+	}
+	if len(p) > 0 {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Record is one key-value record of a task stream.
+type Record struct {
+	Key int64
+	// Offset is the position of the record's data in the task stream (after its 16-byte header).
+	Offset int64
+	// Length is the number of data bytes.
+	Length int64
+}
+
+// Records parses task i's stream as key-value records, in stream order.
+func (rd *Reader) Records(i int) ([]Record, error) {
+	if !rd.KeyVal() {
+		return nil, ErrNotKeyVal
+	}
+	t, err := rd.Task(i)
+	if err != nil {
+		return nil, err
+	}
+	sr, err := rd.TaskReader(i)
+	if err != nil {
+		return nil, err
+	}
+	bo := byteOrder(rd.files[t.File].BigEndian)
+	var recs []Record
+	var hdr [recordHeader]byte
+	for off := int64(0); off < t.Size; {
+		if t.Size-off < recordHeader {
+			return recs, fmt.Errorf("task %d: stream offset %d: %w: header cut at end of stream", i, off, ErrBadRecord)
+		}
+		if _, err := sr.ReadAt(hdr[:], off); err != nil {
+			return recs, err
+		}
+		key := int64(bo.Uint64(hdr[0:]))
+		n := int64(bo.Uint64(hdr[8:]))
+		off += recordHeader
+		if n < 0 || n > t.Size-off {
+			return recs, fmt.Errorf("task %d: stream offset %d: %w: length %d, %d bytes left", i, off-recordHeader, ErrBadRecord, n, t.Size-off)
+		}
+		recs = append(recs, Record{Key: key, Offset: off, Length: n})
+		off += n
+	}
+	return recs, nil
+}
+
+// KeyReader returns the data of every record of task i with the given key,
+// concatenated in stream order (what SIONlib's sion_fread_key returns).
+func (rd *Reader) KeyReader(i int, key int64) (io.Reader, int64, error) {
+	recs, err := rd.Records(i)
+	if err != nil {
+		return nil, 0, err
+	}
+	sr, err := rd.TaskReader(i)
+	if err != nil {
+		return nil, 0, err
+	}
+	var parts []io.Reader
+	var total int64
+	for _, r := range recs {
+		if r.Key == key {
+			parts = append(parts, io.NewSectionReader(sr, r.Offset, r.Length))
+			total += r.Length
+		}
+	}
+	return io.MultiReader(parts...), total, nil
+}
+
+// layoutTasks describes the tasks of physical file fi in layout order.
+func layoutTasks(fi *FileInfo, file int) []Task {
+	ts := make([]Task, fi.NTasks)
+	for i := range ts {
+		var size int64
+		for _, b := range fi.BlockSizes[i] {
+			size += b
+		}
+		ts[i] = Task{Index: i, File: file, LocalRank: i, GlobalRank: fi.GlobalRanks[i], ChunkSize: fi.ChunkSizes[i],
+			Start: fi.Start[i], GlobalSkip: fi.GlobalSkip, BlockSizes: fi.BlockSizes[i], Size: size}
+	}
+	return ts
+}
+
+// decodeFile reads and checks META1, META2 and the mapping of one physical file.
+func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
+	readAt := func(n, off int64, field string) ([]byte, error) {
+		if off < 0 || n < 0 || off > size || n > size-off {
+			return nil, corrupt(name, off, field, fmt.Errorf("%w: %d bytes at %d, file has %d", ErrTruncated, n, off, size))
+		}
+		b := make([]byte, n)
+		m, err := r.ReadAt(b, off)
+		if int64(m) < n {
+			if err == nil || err == io.EOF {
+				err = ErrTruncated
+			}
+			return nil, corrupt(name, off, field, fmt.Errorf("read %d bytes: %w", n, err))
+		}
+		return b, nil
+	}
+	if size < 4 {
+		b := make([]byte, size)
+		if m, _ := r.ReadAt(b, 0); int64(m) == size && strings.HasPrefix(Magic, string(b)) && size > 0 {
+			return nil, corrupt(name, 0, "magic", ErrTruncated)
+		}
+		return nil, corrupt(name, 0, "magic", ErrBadMagic)
+	}
+	mg, err := readAt(4, 0, "magic")
+	if err != nil {
+		return nil, err
+	}
+	if string(mg) != Magic {
+		return nil, corrupt(name, 0, "magic", fmt.Errorf("%w: %q", ErrBadMagic, mg))
+	}
+	fix, err := readAt(meta1Fixed, 0, "META1")
+	if err != nil {
+		return nil, err
+	}
+	fi := &FileInfo{Name: name, Size: size}
+	fi.BigEndian = fix[offEndian]&1 == 1
+	fi.DataBigEndian = fix[offEndian+1]&1 == 1
+	bo := byteOrder(fi.BigEndian)
+	i32 := func(b []byte, off int) int32 { return int32(bo.Uint32(b[off:])) }
+	i64 := func(b []byte, off int) int64 { return int64(bo.Uint64(b[off:])) }
+	fi.Version = i32(fix, offVersion)
+	fi.Patch = i32(fix, offPatch)
+	fi.FileFormat = i32(fix, offFileFormat)
+	if fi.FileFormat < 3 || fi.FileFormat > FileFormat {
+		return nil, corrupt(name, offFileFormat, "fileformat", fmt.Errorf("%w: %d (this reader reads 3..5)", ErrVersion, fi.FileFormat))
+	}
+	fi.FSBlkSize = i32(fix, offFSBlkSize)
+	if fi.FSBlkSize <= 0 {
+		return nil, corrupt(name, offFSBlkSize, "fsblksize", fmt.Errorf("%w: %d", ErrInconsistent, fi.FSBlkSize))
+	}
+	nt := i32(fix, offNTasks)
+	if nt <= 0 || int64(nt) > (size-meta1Fixed)/16 {
+		if nt > 0 {
+			return nil, corrupt(name, offNTasks, "ntasks", fmt.Errorf("%w: %d tasks need %d bytes of META1, file has %d", ErrTruncated, nt, Meta1Size(int(nt)), size))
+		}
+		return nil, corrupt(name, offNTasks, "ntasks", fmt.Errorf("%w: %d", ErrInconsistent, nt))
+	}
+	n := int(nt)
+	fi.NTasks = n
+	fi.NFiles = int(i32(fix, offNFiles))
+	fi.FileNumber = int(i32(fix, offFileNumber))
+	if fi.NFiles <= 0 {
+		return nil, corrupt(name, offNFiles, "nfiles", fmt.Errorf("%w: %d", ErrInconsistent, fi.NFiles))
+	}
+	if fi.NFiles > 1 && (fi.FileNumber < 0 || fi.FileNumber >= fi.NFiles) {
+		return nil, corrupt(name, offFileNumber, "filenumber", fmt.Errorf("%w: %d of %d files", ErrInconsistent, fi.FileNumber, fi.NFiles))
+	}
+	fi.Flag1 = i64(fix, offFlag1)
+	fi.Flag2 = i64(fix, offFlag2)
+	pre := fix[offPrefix : offPrefix+PrefixLen]
+	if k := strings.IndexByte(string(pre), 0); k >= 0 {
+		pre = pre[:k]
+	}
+	fi.Prefix = string(pre)
+
+	arr, err := readAt(16*int64(n)+12, meta1Fixed, "META1 arrays")
+	if err != nil {
+		return nil, err
+	}
+	fi.GlobalRanks = make([]int64, n)
+	fi.ChunkSizes = make([]int64, n)
+	fi.Start = make([]int64, n)
+	pos, ok := roundUp(Meta1Size(n), int64(fi.FSBlkSize)), true
+	for i := 0; i < n; i++ {
+		fi.GlobalRanks[i] = i64(arr, 8*i)
+		cs := i64(arr, 8*n+8*i)
+		if cs < 0 || cs > size {
+			return nil, corrupt(name, meta1Fixed+8*int64(n+i), fmt.Sprintf("chunksize[%d]", i), fmt.Errorf("%w: %d in a file of %d bytes", ErrInconsistent, cs, size))
+		}
+		if fi.FileFormat <= 3 {
+			cs = roundUp(cs, int64(fi.FSBlkSize))
+		}
+		fi.ChunkSizes[i] = cs
+		fi.Start[i] = pos
+		if pos, ok = mulAdd(pos, cs, 1); !ok {
+			return nil, corrupt(name, meta1Fixed+8*int64(n+i), fmt.Sprintf("chunksize[%d]", i), fmt.Errorf("%w: sizes overflow", ErrInconsistent))
+		}
+	}
+	fi.GlobalSkip = pos - fi.Start[0]
+	tail := 16 * n
+	mc := i32(arr, tail)
+	fi.StartOfMeta2 = i64(arr, tail+4)
+	toff := tailOffset(n)
+	if fi.StartOfMeta2 == 0 {
+		return nil, corrupt(name, toff+4, "start_of_varheader", ErrUnclosed)
+	}
+	if mc < 0 {
+		return nil, corrupt(name, toff, "maxchunks", fmt.Errorf("%w: %d", ErrInconsistent, mc))
+	}
+	fi.MaxChunks = int(mc)
+	sov := fi.StartOfMeta2
+	if sov < Meta1Size(n) {
+		return nil, corrupt(name, toff+4, "start_of_varheader", fmt.Errorf("%w: %d lies inside META1", ErrInconsistent, sov))
+	}
+	if sov > size {
+		return nil, corrupt(name, toff+4, "start_of_varheader", fmt.Errorf("%w: META2 at %d, file has %d bytes", ErrTruncated, sov, size))
+	}
+	if int64(mc) > (size-sov)/(8*int64(n)) {
+		return nil, corrupt(name, sov, "META2", fmt.Errorf("%w: %d tasks x %d blocks need %d bytes at %d, file has %d",
+			ErrTruncated, n, mc, 8*int64(n)*(int64(mc)+1), sov, size))
+	}
+	m2len := 8 * int64(n) * (int64(mc) + 1)
+	m2, err := readAt(m2len, sov, "META2")
+	if err != nil {
+		return nil, err
+	}
+	fi.BlockSizes = make([][]int64, n)
+	for i := 0; i < n; i++ {
+		bc := i64(m2, 8*i)
+		if bc < 0 || bc > int64(mc) {
+			return nil, corrupt(name, sov+8*int64(i), fmt.Sprintf("blockcount[%d]", i), fmt.Errorf("%w: %d blocks, maxchunks %d", ErrInconsistent, bc, mc))
+		}
+		bs := make([]int64, bc)
+		for b := range bs {
+			off := 8*n + 8*(b*n+i)
+			v := i64(m2, off)
+			if v < 0 || v > fi.ChunkSizes[i] {
+				return nil, corrupt(name, sov+int64(off), fmt.Sprintf("blocksize[%d][%d]", b, i), fmt.Errorf("%w: %d bytes in a chunk of %d", ErrInconsistent, v, fi.ChunkSizes[i]))
+			}
+			end, ok := mulAdd(fi.Start[i]+v, int64(b), fi.GlobalSkip)
+			if !ok || end > sov {
+				return nil, corrupt(name, sov+int64(off), fmt.Sprintf("blocksize[%d][%d]", b, i), fmt.Errorf("%w: block data runs past META2 at %d", ErrInconsistent, sov))
+			}
+			bs[b] = v
+		}
+		fi.BlockSizes[i] = bs
+	}
+	// The mapping: read from file 0 of a set; a full trailer on a single
+	// file (mapped mode) is decoded when present and well formed.
+	mp := sov + m2len
+	if fi.NFiles > 1 && fi.FileNumber == 0 {
+		hb, err := readAt(4, mp, "mapping_size")
+		if err != nil {
+			return nil, err
+		}
+		ms := int64(i32(hb, 0))
+		if ms <= 0 || ms > (size-mp-4)/8 {
+			if ms > 0 {
+				return nil, corrupt(name, mp, "mapping", fmt.Errorf("%w: %d entries at %d, file has %d bytes", ErrTruncated, ms, mp, size))
+			}
+			return nil, corrupt(name, mp, "mapping_size", fmt.Errorf("%w: %d", ErrInconsistent, ms))
+		}
+		mb, err := readAt(8*ms, mp+4, "mapping")
+		if err != nil {
+			return nil, err
+		}
+		fi.Mapping = decodeMapping(mb, bo)
+	} else if fi.NFiles == 1 && size-mp >= 4 {
+		if hb, err := readAt(4, mp, "mapping_size"); err == nil {
+			if ms := int64(i32(hb, 0)); ms > 0 && ms == (size-mp-4)/8 && size-mp-4 == 8*ms {
+				if mb, err := readAt(8*ms, mp+4, "mapping"); err == nil {
+					fi.Mapping = decodeMapping(mb, bo)
+				}
+			}
+		}
+	}
+	return fi, nil
+}
+
+func decodeMapping(b []byte, bo interface{ Uint32([]byte) uint32 }) []MapEntry {
+	m := make([]MapEntry, len(b)/8)
+	for g := range m {
+		m[g] = MapEntry{File: int32(bo.Uint32(b[8*g:])), LocalRank: int32(bo.Uint32(b[8*g+4:]))}
+	}
+	return m
+}
