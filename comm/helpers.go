@@ -1,0 +1,235 @@
+package comm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+)
+
+// DefaultChunk is the block size of the chunked transfers when the caller
+// passes chunk <= 0: 1 MiB, FTI's default block size.
+const DefaultChunk = 1 << 20
+
+// MaxCount is the largest message a single call may carry under MPI (a C
+// int count of bytes). The chunked helpers never exceed it.
+const MaxCount = math.MaxInt32
+
+func chunkSize(chunk int) int {
+	if chunk <= 0 {
+		return DefaultChunk
+	}
+	return min(chunk, MaxCount)
+}
+
+// AllgatherBytes gathers a byte slice of any length from every rank and
+// returns them in rank order on every rank. It costs two Allgathers: the
+// lengths, then the data padded to the longest.
+func AllgatherBytes(c Comm, b []byte) ([][]byte, error) {
+	n := c.Size()
+	var lb [8]byte
+	binary.LittleEndian.PutUint64(lb[:], uint64(len(b)))
+	lens := make([]byte, 8*n)
+	if err := c.Allgather(lb[:], lens); err != nil {
+		return nil, fmt.Errorf("allgather lengths: %w", err)
+	}
+	maxLen := 0
+	sizes := make([]int, n)
+	for i := range sizes {
+		v := binary.LittleEndian.Uint64(lens[8*i:])
+		if v > MaxCount {
+			return nil, fmt.Errorf("%w: AllgatherBytes: rank %d has %d bytes (limit %d)", ErrBadArgument, i, v, MaxCount)
+		}
+		sizes[i] = int(v)
+		maxLen = max(maxLen, sizes[i])
+	}
+	send := make([]byte, maxLen)
+	copy(send, b)
+	recv := make([]byte, maxLen*n)
+	if err := c.Allgather(send, recv); err != nil {
+		return nil, fmt.Errorf("allgather data: %w", err)
+	}
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = recv[i*maxLen : i*maxLen+sizes[i] : i*maxLen+sizes[i]]
+	}
+	return out, nil
+}
+
+// BcastBytes broadcasts root's b, of any length, and returns it on every
+// rank (on root, b itself). Other ranks' b is ignored.
+func BcastBytes(c Comm, root int, b []byte) ([]byte, error) {
+	var lb [8]byte
+	if c.Rank() == root {
+		binary.LittleEndian.PutUint64(lb[:], uint64(len(b)))
+	}
+	if err := c.Bcast(root, lb[:]); err != nil {
+		return nil, fmt.Errorf("bcast length: %w", err)
+	}
+	n := binary.LittleEndian.Uint64(lb[:])
+	if c.Rank() == root {
+		return b, bcastChunked(c, root, b)
+	}
+	if n > math.MaxInt {
+		return nil, fmt.Errorf("%w: BcastBytes: length %d", ErrBadArgument, n)
+	}
+	buf := make([]byte, n)
+	if err := bcastChunked(c, root, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+func bcastChunked(c Comm, root int, buf []byte) error {
+	if len(buf) == 0 {
+		return nil
+	}
+	for off := 0; off < len(buf); off += MaxCount {
+		end := min(off+MaxCount, len(buf))
+		if err := c.Bcast(root, buf[off:end]); err != nil {
+			return fmt.Errorf("bcast data: %w", err)
+		}
+	}
+	return nil
+}
+
+// chunked transfers start with an 8-byte little-endian header carrying the
+// total length, then the data in blocks of at most chunk bytes, all on the
+// same tag.
+
+// SendChunked sends buf to dst in blocks of chunk bytes (DefaultChunk when
+// chunk <= 0) so that neither side needs more than one block in flight and
+// no single call exceeds MaxCount. The receiver must call [RecvChunked].
+func SendChunked(c Comm, dst, tag int, buf []byte, chunk int) error {
+	chunk = chunkSize(chunk)
+	var h [8]byte
+	binary.LittleEndian.PutUint64(h[:], uint64(len(buf)))
+	if err := c.Send(dst, tag, h[:]); err != nil {
+		return fmt.Errorf("send length: %w", err)
+	}
+	for off := 0; off < len(buf); off += chunk {
+		if err := c.Send(dst, tag, buf[off:min(off+chunk, len(buf))]); err != nil {
+			return fmt.Errorf("send block at %d: %w", off, err)
+		}
+	}
+	return nil
+}
+
+// RecvChunked receives a [SendChunked] transfer into buf and returns its
+// length. A transfer longer than buf is refused with ErrTruncated before any
+// data moves — and then the sender's blocks are still pending, so the
+// caller must treat the error as fatal to the job.
+func RecvChunked(c Comm, src, tag int, buf []byte, chunk int) (int, error) {
+	chunk = chunkSize(chunk)
+	var h [8]byte
+	if _, err := c.Recv(src, tag, h[:]); err != nil {
+		return 0, fmt.Errorf("recv length: %w", err)
+	}
+	total, err := headerLen(h, len(buf), src)
+	if err != nil {
+		return 0, err
+	}
+	for off := 0; off < total; off += chunk {
+		if _, err := recvExact(c, src, tag, buf[off:min(off+chunk, total)]); err != nil {
+			return off, fmt.Errorf("recv block at %d: %w", off, err)
+		}
+	}
+	return total, nil
+}
+
+func headerLen(h [8]byte, capacity, src int) (int, error) {
+	v := binary.LittleEndian.Uint64(h[:])
+	if v > uint64(capacity) {
+		return 0, fmt.Errorf("%w: %d-byte chunked transfer from rank %d into a %d-byte buffer",
+			ErrTruncated, v, src, capacity)
+	}
+	return int(v), nil
+}
+
+func recvExact(c Comm, src, tag int, b []byte) (int, error) {
+	n, err := c.Recv(src, tag, b)
+	if err == nil && n != len(b) {
+		err = fmt.Errorf("%w: short block of %d bytes from rank %d, want %d", ErrBadArgument, n, src, len(b))
+	}
+	return n, err
+}
+
+// SendrecvChunked sends send to dst and receives from src into recv, both in
+// blocks of chunk bytes (DefaultChunk when chunk <= 0), and returns the
+// received length. Every block moves with one Sendrecv (or a plain Send or
+// Recv once one direction has no blocks left), so a ring or pair exchange
+// of any size cannot deadlock and never needs more than one block in flight.
+// A transfer longer than recv fails with ErrTruncated; the job must then be
+// aborted, because the peer's blocks are still pending.
+func SendrecvChunked(c Comm, send []byte, dst int, recv []byte, src, tag, chunk int) (int, error) {
+	chunk = chunkSize(chunk)
+	var hs, hr [8]byte
+	binary.LittleEndian.PutUint64(hs[:], uint64(len(send)))
+	if _, err := c.Sendrecv(hs[:], dst, tag, hr[:], src, tag); err != nil {
+		return 0, fmt.Errorf("exchange lengths: %w", err)
+	}
+	total, err := headerLen(hr, len(recv), src)
+	if err != nil {
+		return 0, err
+	}
+	ns := (len(send) + chunk - 1) / chunk
+	nr := (total + chunk - 1) / chunk
+	for i := range max(ns, nr) {
+		off := i * chunk
+		switch {
+		case i < ns && i < nr:
+			sb := send[off:min(off+chunk, len(send))]
+			rb := recv[off:min(off+chunk, total)]
+			n, err := c.Sendrecv(sb, dst, tag, rb, src, tag)
+			if err == nil && n != len(rb) {
+				err = fmt.Errorf("%w: short block of %d bytes from rank %d, want %d", ErrBadArgument, n, src, len(rb))
+			}
+			if err != nil {
+				return off, fmt.Errorf("exchange block at %d: %w", off, err)
+			}
+		case i < ns:
+			if err := c.Send(dst, tag, send[off:min(off+chunk, len(send))]); err != nil {
+				return total, fmt.Errorf("send block at %d: %w", off, err)
+			}
+		default:
+			if _, err := recvExact(c, src, tag, recv[off:min(off+chunk, total)]); err != nil {
+				return off, fmt.Errorf("recv block at %d: %w", off, err)
+			}
+		}
+	}
+	return total, nil
+}
+
+// NodeMap tells which ranks of c share a node. nodeID names this rank's
+// node; when it is nil, a [NodeIDer] communicator names it (the in-process
+// world's simulated nodes), else the host name is used. Nodes are numbered
+// in the order of their lowest rank; nodes[k] lists the ranks on node k in
+// increasing order, and myNode is this rank's node. Every rank must call it.
+func NodeMap(c Comm, nodeID func() string) (nodes [][]int, myNode int, err error) {
+	var id string
+	switch {
+	case nodeID != nil:
+		id = nodeID()
+	default:
+		if ni, ok := c.(NodeIDer); ok {
+			id = ni.NodeID()
+		} else if id, err = os.Hostname(); err != nil {
+			return nil, 0, fmt.Errorf("node map: host name: %w", err)
+		}
+	}
+	ids, err := AllgatherBytes(c, []byte(id))
+	if err != nil {
+		return nil, 0, fmt.Errorf("node map: %w", err)
+	}
+	index := map[string]int{}
+	for r, b := range ids {
+		k, ok := index[string(b)]
+		if !ok {
+			k = len(nodes)
+			index[string(b)] = k
+			nodes = append(nodes, nil)
+		}
+		nodes[k] = append(nodes[k], r)
+	}
+	return nodes, index[id], nil
+}

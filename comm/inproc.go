@@ -1,0 +1,585 @@
+package comm
+
+import (
+	"cmp"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Option configures an in-process world made by [Run] or [NewWorld].
+type Option func(*options)
+
+type options struct {
+	timeout  time.Duration
+	nodeSize int
+}
+
+// WithTimeout sets the deadlock watchdog: a call blocked longer than d
+// returns an error matching [ErrTimeout] and aborts the world, so every other
+// blocked rank wakes with [ErrAborted]. Zero (the default) waits forever.
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) { o.timeout = d }
+}
+
+// WithNodeSize sets how many consecutive world ranks share a simulated node:
+// rank r sits on node r/k (see [NodeIDer] and [NodeMap]). The default is 1,
+// one rank per node.
+func WithNodeSize(k int) Option {
+	return func(o *options) { o.nodeSize = k }
+}
+
+// NodeIDer is the optional capability of naming the node a rank runs on.
+// In-process communicators implement it with simulated nodes of
+// [WithNodeSize] ranks; [NodeMap] falls back to the host name otherwise.
+type NodeIDer interface {
+	NodeID() string
+}
+
+// Run starts an in-process world of n goroutine ranks, calls fn on each with
+// its own Comm, and returns when every rank has returned. The result is the
+// first cause of failure: an error returned by a rank (wrapped with its rank),
+// a *[PanicError] for a rank that panicked, the cause of an Abort, or the
+// watchdog's [ErrTimeout]; nil when every rank returned nil. As soon as one
+// rank fails, every rank blocked in a call (in any sub-communicator) wakes
+// with an error matching [ErrAborted], and so does every later call.
+func Run(n int, fn func(c Comm) error, opts ...Option) error {
+	if n < 1 {
+		return fmt.Errorf("%w: world size %d", ErrBadArgument, n)
+	}
+	comms := NewWorld(n, opts...)
+	w := comms[0].(*proc).g.w
+	var wg sync.WaitGroup
+	for i, c := range comms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					w.abort(&PanicError{Rank: i, Value: p, Stack: debug.Stack()})
+				}
+			}()
+			if err := fn(c); err != nil {
+				w.abort(fmt.Errorf("comm: rank %d: %w", i, err))
+			}
+		}()
+	}
+	wg.Wait()
+	return w.err()
+}
+
+// NewWorld returns the n ranks of an in-process world for callers that run
+// the rank goroutines themselves. Each Comm must be used by one goroutine at
+// a time. Nothing fails the world automatically: call Abort on any rank (it
+// implements [Aborter]) when one of them fails, or every other rank may wait
+// forever (unless [WithTimeout] was given).
+func NewWorld(n int, opts ...Option) []Comm {
+	o := options{nodeSize: 1}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.nodeSize < 1 {
+		o.nodeSize = 1
+	}
+	w := &world{opts: o, aborted: make(chan struct{})}
+	ranks := make([]int, n)
+	for i := range ranks {
+		ranks[i] = i
+	}
+	return newGroup(w, ranks, true)
+}
+
+// world is the state shared by a world and all its sub-communicators: the
+// abort signal and the options.
+type world struct {
+	opts    options
+	once    sync.Once
+	aborted chan struct{} // closed by abort, after cause is set
+	cause   error
+}
+
+func (w *world) abort(cause error) {
+	w.once.Do(func() {
+		w.cause = cause
+		close(w.aborted)
+	})
+}
+
+// err returns the cause once aborted, else nil.
+func (w *world) err() error {
+	select {
+	case <-w.aborted:
+		return w.cause
+	default:
+		return nil
+	}
+}
+
+// wait blocks until ch is closed, the world is aborted or the watchdog fires.
+func (w *world) wait(ch <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	default:
+	}
+	var tc <-chan time.Time
+	if w.opts.timeout > 0 {
+		t := time.NewTimer(w.opts.timeout)
+		defer t.Stop()
+		tc = t.C
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-w.aborted:
+		return abortedError(w.cause)
+	case <-tc:
+		err := fmt.Errorf("%w: call blocked for %v", ErrTimeout, w.opts.timeout)
+		w.abort(err)
+		return err
+	}
+}
+
+// group is one communicator's shared state: the member list, one mailbox per
+// member and the collective rendezvous.
+type group struct {
+	w          *world
+	worldRanks []int // group rank -> world rank
+	boxes      []*mailbox
+
+	mu  sync.Mutex // guards cur
+	cur *round
+}
+
+func newGroup(w *world, worldRanks []int, isWorld bool) []Comm {
+	g := &group{w: w, worldRanks: worldRanks, boxes: make([]*mailbox, len(worldRanks))}
+	for i := range g.boxes {
+		g.boxes[i] = &mailbox{}
+	}
+	g.cur = newRound(len(worldRanks))
+	comms := make([]Comm, len(worldRanks))
+	for i := range comms {
+		comms[i] = &proc{g: g, rank: i, world: isWorld}
+	}
+	return comms
+}
+
+// proc is one rank's handle on a group; it implements Comm, Aborter and
+// NodeIDer.
+type proc struct {
+	g      *group
+	rank   int
+	world  bool
+	closed atomic.Bool
+}
+
+var (
+	_ Comm     = (*proc)(nil)
+	_ Aborter  = (*proc)(nil)
+	_ NodeIDer = (*proc)(nil)
+)
+
+func (p *proc) Rank() int { return p.rank }
+func (p *proc) Size() int { return len(p.g.worldRanks) }
+
+// NodeID returns "node<k>" with k = world rank / node size.
+func (p *proc) NodeID() string {
+	return fmt.Sprintf("node%d", p.g.worldRanks[p.rank]/p.g.w.opts.nodeSize)
+}
+
+// Abort fails the whole world (all communicators derived from it): every
+// blocked and later call returns an error matching ErrAborted, and Run
+// returns this cause unless another came first.
+func (p *proc) Abort(code int) error {
+	p.g.w.abort(&abortCall{rank: p.g.worldRanks[p.rank], code: code})
+	return nil
+}
+
+// Close marks a sub-communicator closed; later calls on it return ErrClosed.
+// Closing the world is a no-op.
+func (p *proc) Close() error {
+	if !p.world {
+		p.closed.Store(true)
+	}
+	return nil
+}
+
+// check is called on entry of every communicating method.
+func (p *proc) check() error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	if cause := p.g.w.err(); cause != nil {
+		return abortedError(cause)
+	}
+	return nil
+}
+
+func (p *proc) checkRank(what string, r int) error {
+	if r < 0 || r >= p.Size() {
+		return fmt.Errorf("%w: %s rank %d out of range [0,%d)", ErrBadArgument, what, r, p.Size())
+	}
+	return nil
+}
+
+// ---- point to point ----
+
+// mailbox holds the unmatched sends addressed to one rank and the unmatched
+// receives that rank has posted, each in posting order.
+type mailbox struct {
+	mu    sync.Mutex
+	sends []*msg
+	recvs []*msg
+}
+
+// msg is a posted send or receive. Once matched (under the mailbox lock) the
+// party that matched it copies the bytes, sets n and err, and closes done.
+type msg struct {
+	peer    int // send: source rank; recv: requested source rank
+	tag     int
+	buf     []byte
+	n       int
+	err     error
+	matched bool
+	done    chan struct{}
+}
+
+func take(list *[]*msg, peer, tag int) *msg {
+	for i, m := range *list {
+		if m.peer == peer && m.tag == tag {
+			*list = slices.Delete(*list, i, i+1)
+			m.matched = true
+			return m
+		}
+	}
+	return nil
+}
+
+// deliver copies a send into a receive: the only copy a message costs.
+func deliver(send, recv *msg, src, tag int) {
+	n := copy(recv.buf, send.buf)
+	recv.n = n
+	if len(send.buf) > len(recv.buf) {
+		recv.err = fmt.Errorf("%w: %d-byte message from rank %d tag %d into a %d-byte buffer",
+			ErrTruncated, len(send.buf), src, tag, len(recv.buf))
+	}
+}
+
+// post starts a send: it completes at once when dst has a matching receive
+// posted, otherwise it is queued and the caller must finish it with
+// finish(dst's mailbox, m, true).
+func (p *proc) post(dst, tag int, buf []byte) (*msg, *mailbox) {
+	box := p.g.boxes[dst]
+	s := &msg{peer: p.rank, tag: tag, buf: buf, done: make(chan struct{})}
+	box.mu.Lock()
+	if r := take(&box.recvs, p.rank, tag); r != nil {
+		box.mu.Unlock()
+		deliver(s, r, p.rank, tag)
+		close(r.done)
+		s.matched = true
+		close(s.done)
+		return s, box
+	}
+	box.sends = append(box.sends, s)
+	box.mu.Unlock()
+	return s, box
+}
+
+// finish waits for a posted message. When the wait fails and the message is
+// still unmatched it is withdrawn; when it was matched meanwhile the copy is
+// in progress and finish waits for it (a copy never blocks) before returning
+// the error, so the caller's buffer is free when finish returns.
+func (p *proc) finish(box *mailbox, m *msg, isSend bool) error {
+	err := p.g.w.wait(m.done)
+	if err == nil {
+		return nil
+	}
+	box.mu.Lock()
+	if !m.matched {
+		list := &box.recvs
+		if isSend {
+			list = &box.sends
+		}
+		if i := slices.Index(*list, m); i >= 0 {
+			*list = slices.Delete(*list, i, i+1)
+		}
+		box.mu.Unlock()
+		return err
+	}
+	box.mu.Unlock()
+	<-m.done
+	return err
+}
+
+func (p *proc) Send(dst, tag int, buf []byte) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	if err := p.checkRank("Send: destination", dst); err != nil {
+		return err
+	}
+	s, box := p.post(dst, tag, buf)
+	return p.finish(box, s, true)
+}
+
+func (p *proc) Recv(src, tag int, buf []byte) (int, error) {
+	if err := p.check(); err != nil {
+		return 0, err
+	}
+	if err := p.checkRank("Recv: source", src); err != nil {
+		return 0, err
+	}
+	return p.recv(src, tag, buf)
+}
+
+func (p *proc) recv(src, tag int, buf []byte) (int, error) {
+	box := p.g.boxes[p.rank]
+	r := &msg{peer: src, tag: tag, buf: buf, done: make(chan struct{})}
+	box.mu.Lock()
+	if s := take(&box.sends, src, tag); s != nil {
+		box.mu.Unlock()
+		deliver(s, r, src, tag)
+		close(s.done)
+		return r.n, r.err
+	}
+	box.recvs = append(box.recvs, r)
+	box.mu.Unlock()
+	if err := p.finish(box, r, false); err != nil {
+		return 0, err
+	}
+	return r.n, r.err
+}
+
+func (p *proc) Sendrecv(send []byte, dst, sendTag int, recv []byte, src, recvTag int) (int, error) {
+	if err := p.check(); err != nil {
+		return 0, err
+	}
+	if err := p.checkRank("Sendrecv: destination", dst); err != nil {
+		return 0, err
+	}
+	if err := p.checkRank("Sendrecv: source", src); err != nil {
+		return 0, err
+	}
+	s, box := p.post(dst, sendTag, send)
+	n, rerr := p.recv(src, recvTag, recv)
+	serr := p.finish(box, s, true)
+	if rerr != nil {
+		return n, rerr
+	}
+	return n, serr
+}
+
+// ---- collectives ----
+
+// round is one collective operation of a group: every member hands in a
+// contribution, the last to arrive computes out and closes done.
+type round struct {
+	in      []contrib
+	arrived int
+	out     any
+	done    chan struct{}
+}
+
+type contrib struct {
+	op string
+	v  any
+}
+
+func newRound(n int) *round {
+	return &round{in: make([]contrib, n), done: make(chan struct{})}
+}
+
+// rendezvous is the one collective primitive: it returns compute's result,
+// computed once by the last rank to arrive, on every rank. compute sees the
+// contributions in rank order; a mismatch of op names across ranks (ranks
+// calling different collectives) is an ErrBadArgument on every rank. An
+// error result is returned as the error.
+func (p *proc) rendezvous(op string, v any, compute func(in []contrib) any) (any, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	g := p.g
+	g.mu.Lock()
+	r := g.cur
+	r.in[p.rank] = contrib{op: op, v: v}
+	r.arrived++
+	if r.arrived == len(r.in) {
+		r.out = computeChecked(r.in, compute)
+		g.cur = newRound(len(r.in))
+		g.mu.Unlock()
+		close(r.done)
+	} else {
+		g.mu.Unlock()
+		if err := g.w.wait(r.done); err != nil {
+			return nil, err
+		}
+	}
+	if err, ok := r.out.(error); ok {
+		return nil, err
+	}
+	return r.out, nil
+}
+
+func computeChecked(in []contrib, compute func([]contrib) any) any {
+	for i, c := range in {
+		if c.op != in[0].op {
+			return fmt.Errorf("%w: collective mismatch: rank 0 called %s, rank %d called %s",
+				ErrBadArgument, in[0].op, i, c.op)
+		}
+	}
+	return compute(in)
+}
+
+func (p *proc) Barrier() error {
+	_, err := p.rendezvous("Barrier", nil, func([]contrib) any { return nil })
+	return err
+}
+
+type bcastArg struct {
+	root int
+	buf  []byte
+}
+
+func (p *proc) Bcast(root int, buf []byte) error {
+	out, err := p.rendezvous("Bcast", bcastArg{root, buf}, func(in []contrib) any {
+		a0 := in[0].v.(bcastArg)
+		if a0.root < 0 || a0.root >= len(in) {
+			return fmt.Errorf("%w: Bcast: root %d out of range [0,%d)", ErrBadArgument, a0.root, len(in))
+		}
+		for i, c := range in {
+			a := c.v.(bcastArg)
+			if a.root != a0.root {
+				return fmt.Errorf("%w: Bcast: rank %d has root %d, rank 0 has %d", ErrBadArgument, i, a.root, a0.root)
+			}
+			if len(a.buf) != len(a0.buf) {
+				return fmt.Errorf("%w: Bcast: rank %d has %d bytes, rank 0 has %d", ErrBadArgument, i, len(a.buf), len(a0.buf))
+			}
+		}
+		return in[a0.root].v.(bcastArg).buf
+	})
+	if err != nil {
+		return err
+	}
+	if p.Size() == 1 {
+		return nil
+	}
+	if p.rank != root {
+		copy(buf, out.([]byte))
+	}
+	// The root's buffer must stay untouched until every rank has copied.
+	return p.Barrier()
+}
+
+type gatherArg struct {
+	send []byte
+	nrec int
+}
+
+func (p *proc) Allgather(send, recv []byte) error {
+	out, err := p.rendezvous("Allgather", gatherArg{send, len(recv)}, func(in []contrib) any {
+		n0 := len(in[0].v.(gatherArg).send)
+		sends := make([][]byte, len(in))
+		for i, c := range in {
+			a := c.v.(gatherArg)
+			if len(a.send) != n0 {
+				return fmt.Errorf("%w: Allgather: rank %d sends %d bytes, rank 0 sends %d", ErrBadArgument, i, len(a.send), n0)
+			}
+			if a.nrec != n0*len(in) {
+				return fmt.Errorf("%w: Allgather: rank %d has a %d-byte receive buffer, want %d", ErrBadArgument, i, a.nrec, n0*len(in))
+			}
+			sends[i] = a.send
+		}
+		return sends
+	})
+	if err != nil {
+		return err
+	}
+	sends := out.([][]byte)
+	for i, s := range sends {
+		copy(recv[i*len(s):], s)
+	}
+	if p.Size() == 1 {
+		return nil
+	}
+	return p.Barrier()
+}
+
+type reduceArg struct {
+	v  int64
+	op Op
+}
+
+func (p *proc) AllreduceInt64(v int64, op Op) (int64, error) {
+	out, err := p.rendezvous("AllreduceInt64", reduceArg{v, op}, func(in []contrib) any {
+		a0 := in[0].v.(reduceArg)
+		acc := a0.v
+		for i, c := range in {
+			a := c.v.(reduceArg)
+			if a.op != a0.op {
+				return fmt.Errorf("%w: AllreduceInt64: rank %d uses %v, rank 0 uses %v", ErrBadArgument, i, a.op, a0.op)
+			}
+			if i == 0 {
+				continue
+			}
+			switch a.op {
+			case Min:
+				acc = min(acc, a.v)
+			case Max:
+				acc = max(acc, a.v)
+			case Sum:
+				acc += a.v
+			default:
+				return fmt.Errorf("%w: AllreduceInt64: unknown %v", ErrBadArgument, a.op)
+			}
+		}
+		if a0.op != Min && a0.op != Max && a0.op != Sum {
+			return fmt.Errorf("%w: AllreduceInt64: unknown %v", ErrBadArgument, a0.op)
+		}
+		return acc
+	})
+	if err != nil {
+		return 0, err
+	}
+	return out.(int64), nil
+}
+
+type splitArg struct{ color, key int }
+
+func (p *proc) Split(color, key int) (Comm, error) {
+	g := p.g
+	out, err := p.rendezvous("Split", splitArg{color, key}, func(in []contrib) any {
+		byColor := map[int][]int{}
+		for i, c := range in {
+			a := c.v.(splitArg)
+			if a.color >= 0 {
+				byColor[a.color] = append(byColor[a.color], i)
+			}
+		}
+		result := make([]Comm, len(in))
+		for _, members := range byColor {
+			slices.SortStableFunc(members, func(a, b int) int {
+				return cmp.Compare(in[a].v.(splitArg).key, in[b].v.(splitArg).key)
+			})
+			worldRanks := make([]int, len(members))
+			for j, m := range members {
+				worldRanks[j] = g.worldRanks[m]
+			}
+			sub := newGroup(g.w, worldRanks, false)
+			for j, m := range members {
+				result[m] = sub[j]
+			}
+		}
+		return result
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := out.([]Comm)[p.rank]
+	if c == nil {
+		return nil, nil
+	}
+	return c, nil
+}
