@@ -1,0 +1,415 @@
+package sion
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// MappedTask is one logical task a rank owns in a mapped container (after
+// SIONlib's sion_paropen_mapped_mpi): its global rank, chunk size, and the
+// physical file and local rank it takes there.
+type MappedTask struct {
+	GlobalRank int64
+	ChunkSize  int64
+	File       int
+	LocalRank  int
+}
+
+// ParWriter is one rank's part of a container written collectively over a
+// [comm.Comm]: [ParCreate] and [CreateMapped] open collectively, every rank
+// then writes its own tasks without communication, and [ParWriter.Close]
+// commits collectively.
+type ParWriter struct {
+	c      comm.Comm
+	d      vfd.Driver
+	log    *zap.Logger
+	files  []*physFile     // every file of the set (plans); only leaders use h for writing
+	lead   map[int]vfd.File // files this rank leads (writes META1/META2, commits)
+	open   map[int]vfd.File // files this rank writes task data to (includes led ones)
+	tasks  []*TaskWriter
+	specs  []MappedTask
+	nfiles int
+	done   bool
+}
+
+// ParCreate opens a container collectively with one task per rank, as
+// SIONlib's sion_paropen_mpi does: the task's global rank is c.Rank(), and
+// with nfiles > 1 the ranks are split into contiguous groups, one per
+// physical file (size/nfiles ranks each, the remainder in the last file),
+// named name, name.000001, .... Every rank passes its own chunk size. A
+// single file carries no mapping; file 0 of a set carries the mapping.
+func ParCreate(c comm.Comm, d vfd.Driver, name string, chunkSize int64, nfiles int, opts *Options) (*ParWriter, error) {
+	size := c.Size()
+	if nfiles < 1 {
+		nfiles = 1
+	}
+	var err error
+	if nfiles > size {
+		err = fmt.Errorf("%w: %d files for %d ranks", ErrBadArgument, nfiles, size)
+		nfiles = size
+	}
+	per := size / nfiles
+	r := c.Rank()
+	f := min(r/per, nfiles-1)
+	t := MappedTask{GlobalRank: int64(r), ChunkSize: chunkSize, File: f, LocalRank: r - f*per}
+	tr := trailerNone
+	if nfiles > 1 {
+		tr = trailerMapping
+	}
+	return parCreate(c, d, name, []MappedTask{t}, nfiles, opts, tr, err)
+}
+
+// CreateMapped opens a container collectively where each rank owns any
+// number of logical tasks (SIONlib's sion_paropen_mapped_mpi, the call
+// FTI's L4 uses). Global ranks over all ranks must be exactly 0..N-1, and
+// each file's local ranks exactly 0..n-1. File 0 always ends with the full
+// mapping, even when nfiles is 1.
+func CreateMapped(c comm.Comm, d vfd.Driver, name string, tasks []MappedTask, nfiles int, opts *Options) (*ParWriter, error) {
+	var err error
+	if nfiles < 1 {
+		err = fmt.Errorf("%w: %d files", ErrBadArgument, nfiles)
+		nfiles = 1
+	}
+	return parCreate(c, d, name, tasks, nfiles, opts, trailerMapping, err)
+}
+
+// vote combines every rank's success: it returns err on a rank that failed,
+// ErrPeerFailed on the others when any failed, and nil when all succeeded.
+func vote(c comm.Comm, err error) error {
+	var f int64
+	if err != nil {
+		f = 1
+	}
+	v, cerr := c.AllreduceInt64(f, comm.Max)
+	if cerr != nil {
+		return errors.Join(err, fmt.Errorf("sion: vote: %w", cerr))
+	}
+	if err != nil {
+		return err
+	}
+	if v != 0 {
+		return ErrPeerFailed
+	}
+	return nil
+}
+
+const specLen = 24 // grank i64, chunk i64, file i32, lrank i32
+
+func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfiles int, opts *Options, tr trailer, argErr error) (*ParWriter, error) {
+	o := opts.withDefaults()
+	if o.Prefix == "" {
+		o.Prefix = path.Base(name) // the same in every file of a set
+	}
+	if argErr == nil {
+		for _, t := range local {
+			if t.ChunkSize < 0 || t.File < 0 || t.File >= nfiles || t.LocalRank < 0 {
+				argErr = fmt.Errorf("%w: task %+v in a %d-file set", ErrBadArgument, t, nfiles)
+				break
+			}
+		}
+	}
+	if err := vote(c, argErr); err != nil {
+		return nil, err
+	}
+	msg := make([]byte, specLen*len(local))
+	for i, t := range local {
+		b := msg[specLen*i:]
+		binary.LittleEndian.PutUint64(b[0:], uint64(t.GlobalRank))
+		binary.LittleEndian.PutUint64(b[8:], uint64(t.ChunkSize))
+		binary.LittleEndian.PutUint32(b[16:], uint32(t.File))
+		binary.LittleEndian.PutUint32(b[20:], uint32(t.LocalRank))
+	}
+	all, err := comm.AllgatherBytes(c, msg)
+	if err != nil {
+		return nil, fmt.Errorf("sion: gather task layout: %w", err)
+	}
+	// Every rank builds the same plan from the same data, so a plan error
+	// is the same everywhere and needs no vote.
+	type slot struct {
+		spec  MappedTask
+		owner int
+		set   bool
+	}
+	perFile := make([][]slot, nfiles)
+	var total int64
+	for r, m := range all {
+		for k := 0; k+specLen <= len(m); k += specLen {
+			t := MappedTask{GlobalRank: int64(binary.LittleEndian.Uint64(m[k:])), ChunkSize: int64(binary.LittleEndian.Uint64(m[k+8:])),
+				File: int(binary.LittleEndian.Uint32(m[k+16:])), LocalRank: int(binary.LittleEndian.Uint32(m[k+20:]))}
+			slots := perFile[t.File]
+			for len(slots) <= t.LocalRank {
+				slots = append(slots, slot{})
+			}
+			if slots[t.LocalRank].set {
+				return nil, fmt.Errorf("%w: file %d local rank %d is taken twice", ErrBadArgument, t.File, t.LocalRank)
+			}
+			slots[t.LocalRank] = slot{spec: t, owner: r, set: true}
+			perFile[t.File] = slots
+			total++
+		}
+	}
+	mapping := make([]MapEntry, total)
+	seen := make([]bool, total)
+	for k, slots := range perFile {
+		if len(slots) == 0 {
+			return nil, fmt.Errorf("%w: file %d has no tasks", ErrBadArgument, k)
+		}
+		for l, s := range slots {
+			if !s.set {
+				return nil, fmt.Errorf("%w: file %d has no local rank %d", ErrBadArgument, k, l)
+			}
+			if tr == trailerMapping {
+				g := s.spec.GlobalRank
+				if g < 0 || g >= total || seen[g] {
+					return nil, fmt.Errorf("%w: global ranks must be 0..%d, each once (got %d)", ErrBadArgument, total-1, g)
+				}
+				seen[g] = true
+				mapping[g] = MapEntry{File: int32(k), LocalRank: int32(l)}
+			}
+		}
+	}
+	pw := &ParWriter{c: c, d: d, log: o.Logger, lead: map[int]vfd.File{}, open: map[int]vfd.File{}, specs: local, nfiles: nfiles}
+	for k, slots := range perFile {
+		chunks := make([]int64, len(slots))
+		ranks := make([]int64, len(slots))
+		for l, s := range slots {
+			chunks[l], ranks[l] = s.spec.ChunkSize, s.spec.GlobalRank
+		}
+		pf, err := newPhysFile(d, SetMemberName(name, k), &o, chunks, ranks, nfiles, k)
+		if err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			pf.tr = tr
+			if tr == trailerMapping {
+				pf.mapping = mapping
+			}
+		}
+		pw.files = append(pw.files, pf)
+	}
+	me := c.Rank()
+	// Leaders (owners of local rank 0) create their files and write META1.
+	var lerr error
+	for k, slots := range perFile {
+		if slots[0].owner == me {
+			f, err := pw.files[k].create()
+			if err != nil {
+				lerr = err
+				break
+			}
+			pw.lead[k], pw.open[k] = f, f
+		}
+	}
+	if err := vote(c, lerr); err != nil {
+		return nil, errors.Join(err, pw.discard())
+	}
+	// The other ranks open the files they hold tasks in.
+	var oerr error
+	for _, t := range local {
+		if _, ok := pw.open[t.File]; ok {
+			continue
+		}
+		f, err := d.Open(pw.files[t.File].tmp, vfd.ReadWrite)
+		if err != nil {
+			oerr = fmt.Errorf("sion: open %s: %w", pw.files[t.File].tmp, err)
+			break
+		}
+		pw.open[t.File] = f
+	}
+	if err := vote(c, oerr); err != nil {
+		return nil, errors.Join(err, pw.discard())
+	}
+	for _, t := range local {
+		pf := pw.files[t.File]
+		pw.tasks = append(pw.tasks, pf.taskWriter(pw.open[t.File], t.LocalRank, &o))
+	}
+	pw.log.Debug("sion paropen", zap.String("path", name), zap.Int("rank", me), zap.Int("local-tasks", len(local)), zap.Int("nfiles", nfiles))
+	return pw, nil
+}
+
+// discard closes every handle and lets leaders remove their temporary files.
+func (pw *ParWriter) discard() error {
+	var errs []error
+	for k, f := range pw.open {
+		if _, led := pw.lead[k]; !led {
+			errs = append(errs, f.Close())
+		}
+	}
+	for k, f := range pw.lead {
+		errs = append(errs, f.Close(), pw.d.Remove(pw.files[k].tmp))
+	}
+	pw.open, pw.lead = map[int]vfd.File{}, map[int]vfd.File{}
+	return errors.Join(errs...)
+}
+
+// NTasks returns the number of tasks this rank owns.
+func (pw *ParWriter) NTasks() int { return len(pw.tasks) }
+
+// Task returns the writer of this rank's i-th task (in the order given to
+// [CreateMapped]; [ParCreate] has exactly one).
+func (pw *ParWriter) Task(i int) *TaskWriter {
+	if i < 0 || i >= len(pw.tasks) {
+		return nil
+	}
+	return pw.tasks[i]
+}
+
+// Write writes to this rank's first task.
+func (pw *ParWriter) Write(p []byte) (int, error) { return pw.tasks[0].Write(p) }
+
+// Close commits the container collectively: every rank syncs its data,
+// block sizes are gathered, each file's leader writes META2 and the META1
+// tail, syncs, and renames its file (the siblings first, file 0 last, so a
+// set never looks complete before all its files are in place). All ranks
+// return an error when any rank failed; the temporary files are removed.
+func (pw *ParWriter) Close() error {
+	if pw.done {
+		return ErrClosed
+	}
+	pw.done = true
+	var lerr error
+	for _, tw := range pw.tasks {
+		tw.done = true
+		if tw.err != nil && lerr == nil {
+			lerr = tw.err
+		}
+	}
+	for k, f := range pw.open {
+		if _, led := pw.lead[k]; led {
+			continue
+		}
+		if err := f.Sync(); err != nil && lerr == nil {
+			lerr = fmt.Errorf("sion: sync %s: %w", pw.files[k].tmp, err)
+		}
+		if err := f.Close(); err != nil && lerr == nil {
+			lerr = fmt.Errorf("sion: close %s: %w", pw.files[k].tmp, err)
+		}
+		delete(pw.open, k)
+	}
+	if err := vote(pw.c, lerr); err != nil {
+		return errors.Join(err, pw.discard())
+	}
+	// Gather (file, lrank, nblocks, sizes...) of every task.
+	var msg []byte
+	for i, tw := range pw.tasks {
+		bs := tw.blockSizes()
+		msg = binary.LittleEndian.AppendUint32(msg, uint32(pw.specs[i].File))
+		msg = binary.LittleEndian.AppendUint32(msg, uint32(pw.specs[i].LocalRank))
+		msg = binary.LittleEndian.AppendUint32(msg, uint32(len(bs)))
+		for _, b := range bs {
+			msg = binary.LittleEndian.AppendUint64(msg, uint64(b))
+		}
+	}
+	all, err := comm.AllgatherBytes(pw.c, msg)
+	if err != nil {
+		return errors.Join(fmt.Errorf("sion: gather block sizes: %w", err), pw.discard())
+	}
+	var ferr error
+	for k, f := range pw.lead {
+		pf := pw.files[k]
+		bs := make([][]int64, len(pf.h.ChunkSizes))
+		for _, m := range all {
+			for len(m) >= 12 {
+				file, l, nb := int(binary.LittleEndian.Uint32(m)), int(binary.LittleEndian.Uint32(m[4:])), int(binary.LittleEndian.Uint32(m[8:]))
+				m = m[12:]
+				sizes := make([]int64, nb)
+				for b := range sizes {
+					sizes[b] = int64(binary.LittleEndian.Uint64(m))
+					m = m[8:]
+				}
+				if file == k {
+					bs[l] = sizes
+				}
+			}
+		}
+		if err := pf.finish(f, bs); err != nil {
+			ferr = err
+			break
+		}
+	}
+	if err := vote(pw.c, ferr); err != nil {
+		return errors.Join(err, pw.discard())
+	}
+	var cerr error
+	for k, f := range pw.lead {
+		if err := f.Close(); err != nil && cerr == nil {
+			cerr = fmt.Errorf("sion: close %s: %w", pw.files[k].tmp, err)
+		}
+	}
+	pw.lead = map[int]vfd.File{}
+	if cerr == nil {
+		for k := range pw.files {
+			if k > 0 && pw.leads(k) {
+				if err := pw.files[k].commit(); err != nil {
+					cerr = err
+					break
+				}
+			}
+		}
+	}
+	if err := vote(pw.c, cerr); err != nil {
+		return errors.Join(err, pw.removeTmp())
+	}
+	if pw.leads(0) {
+		cerr = pw.files[0].commit()
+	}
+	if err := vote(pw.c, cerr); err != nil {
+		return errors.Join(err, pw.removeTmp())
+	}
+	pw.log.Debug("sion parclose", zap.String("path", pw.files[0].name), zap.Int("rank", pw.c.Rank()))
+	return nil
+}
+
+// leads reports whether this rank leads file k (owns its local rank 0).
+func (pw *ParWriter) leads(k int) bool {
+	for _, t := range pw.specs {
+		if t.File == k && t.LocalRank == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// removeTmp removes, best effort, the temporary files this rank leads and
+// the siblings already renamed after a failed commit. File 0 under its
+// final name is never removed: a failed rename left the previous one.
+func (pw *ParWriter) removeTmp() error {
+	var errs []error
+	for k, pf := range pw.files {
+		if !pw.leads(k) {
+			continue
+		}
+		names := []string{pf.tmp}
+		if k > 0 && pf.tmp != pf.name {
+			names = append(names, pf.name)
+		}
+		for _, n := range names {
+			if err := pw.d.Remove(n); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Abort discards the container collectively: handles are closed and the
+// temporary files removed.
+func (pw *ParWriter) Abort() error {
+	if pw.done {
+		return ErrClosed
+	}
+	pw.done = true
+	for _, tw := range pw.tasks {
+		tw.done = true
+	}
+	err := pw.discard()
+	return vote(pw.c, err)
+}
