@@ -1,0 +1,407 @@
+package vfd
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sync"
+	"time"
+)
+
+// OpKind names a kind of operation seen by [Fault] and [Log].
+type OpKind uint8
+
+// The operation kinds. Size on a file counts as OpStat.
+const (
+	OpOpen OpKind = iota
+	OpRead
+	OpWrite
+	OpSync
+	OpTruncate
+	OpClose
+	OpRemove
+	OpRemoveAll
+	OpRename
+	OpStat
+	OpReadDir
+	OpMkdir
+	OpSyncDir
+	numOpKinds
+)
+
+var opKindNames = [numOpKinds]string{"open", "read", "write", "sync", "truncate", "close", "remove", "removeall", "rename", "stat", "readdir", "mkdir", "syncdir"}
+
+// String returns the lowercase name of k.
+func (k OpKind) String() string {
+	if k < numOpKinds {
+		return opKindNames[k]
+	}
+	return fmt.Sprintf("opkind(%d)", uint8(k))
+}
+
+// Op describes one operation about to run through a [Fault] driver.
+type Op struct {
+	Kind    OpKind
+	Path    string  // the file or directory name (for Rename, the old name)
+	NewPath string  // for Rename, the new name
+	Off     int64   // for Read and Write, the offset; for Truncate, the new size
+	Len     int     // for Read and Write, the buffer length
+	Type    MemType // for Write and Read, the memory-type hint (MemDefault without one)
+	Index   int     // position of this op among all ops of the Fault, from 0
+}
+
+// Injector decides whether an operation fails. MaybeError is called for
+// every operation, in order, before it runs; a non-nil error makes the
+// operation fail with it (wrapped so it matches [ErrInjected]). Injectors
+// run under the Fault's lock, one op at a time, so they may keep state
+// without locking.
+type Injector interface {
+	MaybeError(op Op) error
+}
+
+// InjectorFunc adapts a function to [Injector].
+type InjectorFunc func(op Op) error
+
+// MaybeError calls fn(op).
+func (fn InjectorFunc) MaybeError(op Op) error { return fn(op) }
+
+// ErrInjected is matched by every error a [Fault] driver injects.
+var ErrInjected = errors.New("vfd: injected fault")
+
+// InjectedError is the error a [Fault] driver returns for an injected
+// failure. It matches [ErrInjected] and unwraps to the chosen error (for
+// example syscall.ENOSPC), so errors.Is works with both.
+type InjectedError struct {
+	Op  Op
+	Err error // the chosen error; nil means just ErrInjected
+	// Torn is, for a short write, how many bytes were written before
+	// the failure; -1 when the op did not run at all.
+	Torn int
+}
+
+func (e *InjectedError) Error() string {
+	msg := fmt.Sprintf("vfd: injected fault on %s #%d %s", e.Op.Kind, e.Op.Index, e.Op.Path)
+	if e.Torn >= 0 {
+		msg += fmt.Sprintf(" after %d of %d bytes", e.Torn, e.Op.Len)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is reports whether target is ErrInjected.
+func (e *InjectedError) Is(target error) bool { return target == ErrInjected }
+
+// Unwrap returns the chosen error.
+func (e *InjectedError) Unwrap() error { return e.Err }
+
+// OnNth fails the n-th operation of kind (counting from 0) with err, once.
+func OnNth(kind OpKind, n int, err error) Injector {
+	seen := 0
+	return InjectorFunc(func(op Op) error {
+		if op.Kind != kind {
+			return nil
+		}
+		seen++
+		if seen-1 == n {
+			return orInjected(err)
+		}
+		return nil
+	})
+}
+
+// OnIndex fails the operation whose [Op.Index] is i with err, once.
+func OnIndex(i int, err error) Injector {
+	return InjectorFunc(func(op Op) error {
+		if op.Index == i {
+			return orInjected(err)
+		}
+		return nil
+	})
+}
+
+// OnPath fails every operation of the given kinds (all kinds when kinds
+// is empty) whose path matches glob (path.Match syntax) with err. A glob
+// without a slash is also matched against the last element of the path;
+// for Rename, either name may match.
+func OnPath(glob string, kinds []OpKind, err error) Injector {
+	return InjectorFunc(func(op Op) error {
+		if len(kinds) > 0 && !slices.Contains(kinds, op.Kind) {
+			return nil
+		}
+		if globMatch(glob, op.Path) || (op.NewPath != "" && globMatch(glob, op.NewPath)) {
+			return orInjected(err)
+		}
+		return nil
+	})
+}
+
+func globMatch(glob, name string) bool {
+	if ok, _ := path.Match(glob, name); ok {
+		return true
+	}
+	if !slices.Contains([]byte(glob), '/') {
+		ok, _ := path.Match(glob, path.Base(name))
+		return ok
+	}
+	return false
+}
+
+// ShortWrite tears the n-th write (counting from 0): only the first keep
+// bytes of the buffer reach the file (all but the last byte when keep is
+// negative or not smaller than the buffer), then the write fails with err.
+func ShortWrite(n, keep int, err error) Injector {
+	seen := 0
+	return InjectorFunc(func(op Op) error {
+		if op.Kind != OpWrite {
+			return nil
+		}
+		seen++
+		if seen-1 != n {
+			return nil
+		}
+		k := keep
+		if k < 0 || k >= op.Len {
+			k = max(op.Len-1, 0)
+		}
+		return &InjectedError{Op: op, Err: err, Torn: k}
+	})
+}
+
+// Latency delays every operation of the given kinds (all kinds when kinds
+// is empty) by d. It never fails an operation.
+func Latency(d time.Duration, kinds ...OpKind) Injector {
+	return InjectorFunc(func(op Op) error {
+		if len(kinds) == 0 || slices.Contains(kinds, op.Kind) {
+			time.Sleep(d)
+		}
+		return nil
+	})
+}
+
+func orInjected(err error) error {
+	if err == nil {
+		return ErrInjected
+	}
+	return err
+}
+
+// Fault wraps a driver and fails chosen operations, for tests. Every
+// operation on the driver and on the files it opens gets a global index
+// (0, 1, 2, ... in the order the operations start) and is shown to each
+// injector in turn; the first non-nil error wins and the operation does
+// not run (a torn write from [ShortWrite] runs in part). With the same
+// sequence of calls the same operations fail: Fault is deterministic.
+type Fault struct {
+	inner     Driver
+	mu        sync.Mutex
+	injectors []Injector
+	ops       int
+	injected  int
+}
+
+// NewFault wraps inner with injectors.
+func NewFault(inner Driver, injectors ...Injector) *Fault {
+	return &Fault{inner: inner, injectors: injectors}
+}
+
+// Name returns the inner driver's name.
+func (d *Fault) Name() string { return d.inner.Name() }
+
+// Inner returns the wrapped driver.
+func (d *Fault) Inner() Driver { return d.inner }
+
+// Ops returns how many operations have started so far; the next one gets
+// this number as its Index.
+func (d *Fault) Ops() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ops
+}
+
+// Injected returns how many operations have failed by injection.
+func (d *Fault) Injected() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.injected
+}
+
+// Add appends injectors.
+func (d *Fault) Add(injectors ...Injector) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.injectors = append(d.injectors, injectors...)
+}
+
+// check numbers op and asks the injectors; it returns nil or an
+// *InjectedError.
+func (d *Fault) check(op Op) *InjectedError {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	op.Index = d.ops
+	d.ops++
+	for _, in := range d.injectors {
+		err := in.MaybeError(op)
+		if err == nil {
+			continue
+		}
+		d.injected++
+		var ie *InjectedError
+		if errors.As(err, &ie) {
+			ie.Op = op
+			return ie
+		}
+		if err == ErrInjected {
+			err = nil
+		}
+		return &InjectedError{Op: op, Err: err, Torn: -1}
+	}
+	return nil
+}
+
+func (d *Fault) fail(op Op) error {
+	if ie := d.check(op); ie != nil {
+		return pathErr(op.Kind.String(), op.Path, ie)
+	}
+	return nil
+}
+
+// Open opens name through the inner driver.
+func (d *Fault) Open(name string, flag Flag) (File, error) {
+	if err := d.fail(Op{Kind: OpOpen, Path: name}); err != nil {
+		return nil, err
+	}
+	f, err := d.inner.Open(name, flag)
+	if err != nil {
+		return nil, err
+	}
+	return &faultFile{d: d, f: f}, nil
+}
+
+// Remove removes name unless an injector fails it.
+func (d *Fault) Remove(name string) error {
+	if err := d.fail(Op{Kind: OpRemove, Path: name}); err != nil {
+		return err
+	}
+	return d.inner.Remove(name)
+}
+
+// RemoveAll removes name and its contents unless an injector fails it.
+func (d *Fault) RemoveAll(name string) error {
+	if err := d.fail(Op{Kind: OpRemoveAll, Path: name}); err != nil {
+		return err
+	}
+	return d.inner.RemoveAll(name)
+}
+
+// Rename renames oldname to newname unless an injector fails it.
+func (d *Fault) Rename(oldname, newname string) error {
+	if err := d.fail(Op{Kind: OpRename, Path: oldname, NewPath: newname}); err != nil {
+		return err
+	}
+	return d.inner.Rename(oldname, newname)
+}
+
+// Stat describes name unless an injector fails it.
+func (d *Fault) Stat(name string) (fs.FileInfo, error) {
+	if err := d.fail(Op{Kind: OpStat, Path: name}); err != nil {
+		return nil, err
+	}
+	return d.inner.Stat(name)
+}
+
+// ReadDir lists name unless an injector fails it.
+func (d *Fault) ReadDir(name string) ([]fs.DirEntry, error) {
+	if err := d.fail(Op{Kind: OpReadDir, Path: name}); err != nil {
+		return nil, err
+	}
+	return d.inner.ReadDir(name)
+}
+
+// MkdirAll creates name and its parents unless an injector fails it.
+func (d *Fault) MkdirAll(name string, perm fs.FileMode) error {
+	if err := d.fail(Op{Kind: OpMkdir, Path: name}); err != nil {
+		return err
+	}
+	return d.inner.MkdirAll(name, perm)
+}
+
+// SyncDir syncs the directory unless an injector fails it.
+func (d *Fault) SyncDir(name string) error {
+	if err := d.fail(Op{Kind: OpSyncDir, Path: name}); err != nil {
+		return err
+	}
+	return d.inner.SyncDir(name)
+}
+
+type faultFile struct {
+	d *Fault
+	f File
+}
+
+func (f *faultFile) Name() string { return f.f.Name() }
+func (f *faultFile) Unwrap() File { return f.f }
+
+func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
+	return f.ReadAtType(MemDefault, p, off)
+}
+
+func (f *faultFile) ReadAtType(t MemType, p []byte, off int64) (int, error) {
+	if err := f.d.fail(Op{Kind: OpRead, Path: f.f.Name(), Off: off, Len: len(p), Type: t}); err != nil {
+		return 0, err
+	}
+	return ReadAtType(f.f, t, p, off)
+}
+
+func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
+	return f.WriteAtType(MemDefault, p, off)
+}
+
+func (f *faultFile) WriteAtType(t MemType, p []byte, off int64) (int, error) {
+	op := Op{Kind: OpWrite, Path: f.f.Name(), Off: off, Len: len(p), Type: t}
+	ie := f.d.check(op)
+	if ie == nil {
+		return WriteAtType(f.f, t, p, off)
+	}
+	if ie.Torn <= 0 {
+		return 0, pathErr("write", op.Path, ie)
+	}
+	n, err := WriteAtType(f.f, t, p[:ie.Torn], off)
+	if err != nil {
+		return n, err
+	}
+	return n, pathErr("write", op.Path, ie)
+}
+
+func (f *faultFile) Size() (int64, error) {
+	if err := f.d.fail(Op{Kind: OpStat, Path: f.f.Name()}); err != nil {
+		return 0, err
+	}
+	return f.f.Size()
+}
+
+func (f *faultFile) Truncate(size int64) error {
+	if err := f.d.fail(Op{Kind: OpTruncate, Path: f.f.Name(), Off: size}); err != nil {
+		return err
+	}
+	return f.f.Truncate(size)
+}
+
+func (f *faultFile) Sync() error {
+	if err := f.d.fail(Op{Kind: OpSync, Path: f.f.Name()}); err != nil {
+		return err
+	}
+	return f.f.Sync()
+}
+
+// Close closes the inner file even when an injector fails the close, as
+// close(2) releases the descriptor even when it reports an error.
+func (f *faultFile) Close() error {
+	if err := f.d.fail(Op{Kind: OpClose, Path: f.f.Name()}); err != nil {
+		return errors.Join(err, f.f.Close())
+	}
+	return f.f.Close()
+}
