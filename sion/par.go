@@ -31,7 +31,7 @@ type ParWriter struct {
 	c      comm.Comm
 	d      vfd.Driver
 	log    *zap.Logger
-	files  []*physFile     // every file of the set (plans); only leaders use h for writing
+	files  []*physFile      // every file of the set (plans); only leaders use h for writing
 	lead   map[int]vfd.File // files this rank leads (writes META1/META2, commits)
 	open   map[int]vfd.File // files this rank writes task data to (includes led ones)
 	tasks  []*TaskWriter
