@@ -1,0 +1,519 @@
+package gsd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// Reader reads a GSD file of version 1.0 or 2.x: the header, the namelist
+// and the used part of the index are loaded when it is made; chunk data is
+// read on demand. A Reader is safe for concurrent use; [Reader.Refresh]
+// picks up frames a writer committed since.
+type Reader struct {
+	mu      sync.RWMutex
+	r       io.ReaderAt
+	closer  io.Closer
+	sizeFn  func() (int64, error)
+	path    string
+	st      state
+	closed  bool
+	refresh int // number of successful refreshes, for tests
+}
+
+// state is everything a Reader knows about one version of the file.
+type state struct {
+	size    int64
+	hdr     Header
+	names   []string
+	ids     map[string]uint16
+	entries []Entry // the used prefix of the index
+	nframes uint64
+}
+
+// sizer is implemented by readers that know their current size (vfd.File).
+type sizer interface{ Size() (int64, error) }
+
+// NewReader reads the GSD file held in r, which has size bytes. When r also
+// has a Size() (int64, error) method (a vfd.File does), [Reader.Refresh]
+// uses it to see the file grow.
+func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
+	rd := &Reader{r: r}
+	if s, ok := r.(sizer); ok {
+		rd.sizeFn = s.Size
+	} else {
+		rd.sizeFn = func() (int64, error) { return size, nil }
+	}
+	st, err := load(r, size, "", false)
+	if err != nil {
+		return nil, err
+	}
+	rd.st = *st
+	return rd, nil
+}
+
+// Open opens the named file read-only through d.
+func Open(d vfd.Driver, name string) (*Reader, error) {
+	f, err := vfd.OpenRead(d, name)
+	if err != nil {
+		return nil, fmt.Errorf("gsd: open: %w", err)
+	}
+	size, err := f.Size()
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("gsd: size of %s: %w", name, err), f.Close())
+	}
+	st, err := load(f, size, name, false)
+	if err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return &Reader{r: f, closer: f, sizeFn: f.Size, path: name, st: *st}, nil
+}
+
+// Close releases the file of a Reader made by [Open]. It is idempotent.
+func (r *Reader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if r.closer != nil {
+		return r.closer.Close()
+	}
+	return nil
+}
+
+// load reads header, namelist and index. With lenient set, an index entry
+// that fails validation ends the used prefix at the start of its frame
+// instead of failing (used by Refresh to ignore a frame being committed).
+func load(r io.ReaderAt, size int64, path string, lenient bool) (*state, error) {
+	st := &state{size: size}
+	hdr, err := readHeader(r, size, path)
+	if err != nil {
+		return nil, err
+	}
+	st.hdr = hdr
+	names, err := readNames(r, size, path, &hdr)
+	if err != nil {
+		return nil, err
+	}
+	st.names = names
+	st.ids = make(map[string]uint16, len(names))
+	for i, n := range names {
+		if _, dup := st.ids[n]; !dup {
+			st.ids[n] = uint16(i)
+		}
+	}
+	if err := st.loadEntries(r, path, 0, lenient); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func readHeader(r io.ReaderAt, size int64, path string) (Header, error) {
+	if size < headerSize {
+		return Header{}, fmt.Errorf("gsd: %s: %d bytes, shorter than the header: %w", pathOr(path), size, ErrNotGSD)
+	}
+	b := make([]byte, headerSize)
+	if err := readFull(r, b, 0); err != nil {
+		return Header{}, &CorruptionError{Path: path, Part: "header", Entry: -1, Reason: "read header", Err: err}
+	}
+	if m := leU64(b); m != magic {
+		return Header{}, fmt.Errorf("gsd: %s: magic %#016x: %w", pathOr(path), m, ErrNotGSD)
+	}
+	h := decodeHeader(b)
+	if !versionReadable(h.GSDVersion) {
+		return Header{}, fmt.Errorf("gsd: %s: file version %s: %w", pathOr(path), h.GSDVersion, ErrVersion)
+	}
+	return h, nil
+}
+
+// inFile reports whether [loc, loc+count*unit) lies inside a file of size
+// bytes, without overflow.
+func inFile(loc int64, count uint64, unit int64, size int64) bool {
+	if loc < 0 || loc > size {
+		return false
+	}
+	return count <= uint64(size-loc)/uint64(unit)
+}
+
+func readNames(r io.ReaderAt, size int64, path string, h *Header) ([]string, error) {
+	if h.NameAllocated == 0 {
+		return nil, corruptf(path, "namelist", offNameAlloc, "namelist_allocated_entries is 0")
+	}
+	if !inFile(h.NameLocation, h.NameAllocated, nameBlockUnit, size) {
+		return nil, corruptf(path, "namelist", h.NameLocation, "namelist block of %d×64 bytes extends past the end of file (%d bytes)", h.NameAllocated, size)
+	}
+	blk := make([]byte, h.NameAllocated*nameBlockUnit)
+	if err := readFull(r, blk, h.NameLocation); err != nil {
+		return nil, &CorruptionError{Path: path, Part: "namelist", Entry: -1, Offset: h.NameLocation, Reason: "read namelist", Err: err}
+	}
+	if blk[len(blk)-1] != 0 {
+		return nil, corruptf(path, "namelist", h.NameLocation+int64(len(blk))-1, "namelist block does not end with NUL")
+	}
+	names, err := parseNames(blk, h.GSDVersion < Version2)
+	if err != nil {
+		return nil, corruptf(path, "namelist", h.NameLocation, "%v", err)
+	}
+	return names, nil
+}
+
+// parseNames splits a namelist block: 1.0 fixed 64-byte slots, 2.x
+// NUL-separated names; an empty name ends the list.
+func parseNames(blk []byte, v1 bool) ([]string, error) {
+	var names []string
+	if v1 {
+		for p := 0; p+v1NameSize <= len(blk); p += v1NameSize {
+			if blk[p] == 0 {
+				break
+			}
+			names = append(names, cString(blk[p:p+v1NameSize]))
+		}
+	} else {
+		for p := 0; p < len(blk) && blk[p] != 0; {
+			e := p
+			for e < len(blk) && blk[e] != 0 {
+				e++
+			}
+			names = append(names, string(blk[p:e]))
+			p = e + 1
+		}
+	}
+	if len(names) > maxNames {
+		return nil, fmt.Errorf("%d names, more than %d", len(names), maxNames)
+	}
+	return names, nil
+}
+
+// entryBatch is how many index slots are read per I/O while scanning.
+const entryBatch = 4096
+
+// loadEntries reads index slots from slot `from` on (keeping st.entries[:from])
+// until the first unused slot, validating each.
+func (st *state) loadEntries(r io.ReaderAt, path string, from int, lenient bool) error {
+	h := &st.hdr
+	if !inFile(h.IndexLocation, h.IndexAllocated, entrySize, st.size) {
+		return corruptf(path, "index", h.IndexLocation, "index block of %d×32 bytes extends past the end of file (%d bytes)", h.IndexAllocated, st.size)
+	}
+	st.entries = st.entries[:from]
+	buf := make([]byte, 0)
+	slot := uint64(from)
+	for slot < h.IndexAllocated {
+		n := min(h.IndexAllocated-slot, entryBatch)
+		if cap(buf) < int(n)*entrySize {
+			buf = make([]byte, int(n)*entrySize)
+		}
+		b := buf[:int(n)*entrySize]
+		off := h.IndexLocation + int64(slot)*entrySize
+		if err := readFull(r, b, off); err != nil {
+			return &CorruptionError{Path: path, Part: "index", Entry: int64(slot), Offset: off, Reason: "read index", Err: err}
+		}
+		for k := 0; k < int(n); k++ {
+			e := decodeEntry(b[k*entrySize:])
+			if e.Location == 0 {
+				st.finish()
+				return nil
+			}
+			if err := st.check(path, int64(slot)+int64(k), e); err != nil {
+				if lenient {
+					st.dropFrom(e.Frame)
+					return nil
+				}
+				return err
+			}
+			st.entries = append(st.entries, e)
+		}
+		slot += n
+	}
+	st.finish()
+	return nil
+}
+
+// dropFrom removes the trailing entries of frames ≥ frame (a frame whose
+// entries are being written) and any bad entry, then finishes.
+func (st *state) dropFrom(frame uint64) {
+	k := len(st.entries)
+	for k > 0 && st.entries[k-1].Frame >= frame {
+		k--
+	}
+	st.entries = st.entries[:k]
+	st.finish()
+}
+
+func (st *state) finish() {
+	st.nframes = 0
+	if n := len(st.entries); n > 0 {
+		st.nframes = st.entries[n-1].Frame + 1
+	}
+}
+
+// check is the validation every reader needs to be safe: a known type, data
+// inside the file, a name id that exists, frames that do not go back.
+func (st *state) check(path string, slot int64, e Entry) error {
+	off := st.hdr.IndexLocation + slot*entrySize
+	bad := func(format string, args ...any) error {
+		ce := corruptf(path, "index", off, format, args...)
+		ce.Entry, ce.Frame = slot, e.Frame
+		if int(e.ID) < len(st.names) {
+			ce.Chunk = st.names[e.ID]
+		}
+		return ce
+	}
+	if !e.Type.Valid() {
+		return bad("unknown type %d", e.Type)
+	}
+	if int(e.ID) >= len(st.names) {
+		return bad("name id %d beyond the %d names", e.ID, len(st.names))
+	}
+	if e.Location < 0 {
+		return bad("negative location %d", e.Location)
+	}
+	ds, ok := e.DataSize()
+	if !ok || ds > st.size-e.Location {
+		return bad("data of %d×%d %s at %d extends past the end of file (%d bytes)", e.N, e.M, e.Type, e.Location, st.size)
+	}
+	if n := len(st.entries); n > 0 && e.Frame < st.entries[n-1].Frame {
+		return bad("frame %d after frame %d (index not sorted)", e.Frame, st.entries[n-1].Frame)
+	}
+	return nil
+}
+
+// Refresh re-reads the header, namelist and index to see frames a writer
+// has committed since the Reader was made or last refreshed. Entries of a
+// frame whose commit is still in progress are ignored until a later
+// Refresh. On error the Reader keeps its previous view.
+func (r *Reader) Refresh() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	var err error
+	for try := 0; try < 3; try++ {
+		var st *state
+		if st, err = r.refreshOnce(); err == nil {
+			r.st = *st
+			r.refresh++
+			return nil
+		}
+	}
+	return err
+}
+
+func (r *Reader) refreshOnce() (*state, error) {
+	size, err := r.sizeFn()
+	if err != nil {
+		return nil, fmt.Errorf("gsd: size of %s: %w", pathOr(r.path), err)
+	}
+	hdr, err := readHeader(r.r, size, r.path)
+	if err != nil {
+		return nil, err
+	}
+	names, err := readNames(r.r, size, r.path, &hdr)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{size: size, hdr: hdr, names: names}
+	st.ids = make(map[string]uint16, len(names))
+	for i, n := range names {
+		if _, dup := st.ids[n]; !dup {
+			st.ids[n] = uint16(i)
+		}
+	}
+	from := 0
+	old := &r.st
+	if hdr.IndexLocation == old.hdr.IndexLocation && hdr.IndexAllocated == old.hdr.IndexAllocated && len(names) >= len(old.names) {
+		// The used prefix only grows in place: keep what was read.
+		st.entries = append(make([]Entry, 0, len(old.entries)+16), old.entries...)
+		from = len(old.entries)
+	}
+	if err := st.loadEntries(r.r, r.path, from, true); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// NFrames returns the number of frames: the last committed frame + 1.
+func (r *Reader) NFrames() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.st.nframes
+}
+
+// Header returns the decoded file header.
+func (r *Reader) Header() Header {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.st.hdr
+}
+
+// Version returns the file format version (1.0, 2.0, ...).
+func (r *Reader) Version() Version { return r.Header().GSDVersion }
+
+// Application returns the name of the application that created the file.
+func (r *Reader) Application() string { return r.Header().Application }
+
+// Schema returns the schema name and version.
+func (r *Reader) Schema() (string, Version) {
+	h := r.Header()
+	return h.Schema, h.SchemaVersion
+}
+
+// Size returns the file size the Reader last saw.
+func (r *Reader) Size() int64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.st.size
+}
+
+// Entries returns a copy of the used index entries in file order.
+func (r *Reader) Entries() []Entry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return append([]Entry(nil), r.st.entries...)
+}
+
+// Name returns the chunk name of id, or "" if there is none.
+func (r *Reader) Name(id uint16) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if int(id) < len(r.st.names) {
+		return r.st.names[id]
+	}
+	return ""
+}
+
+// ChunkNames returns, in namelist order, the names that start with prefix
+// ("" for all). A name is listed once it is in the namelist, whichever
+// frames hold it.
+func (r *Reader) ChunkNames(prefix string) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []string
+	for _, n := range r.st.names {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// find returns the entry of name in frame.
+func (st *state) find(frame uint64, name string) (Entry, bool) {
+	id, ok := st.ids[name]
+	if !ok || frame >= st.nframes {
+		return Entry{}, false
+	}
+	es := st.entries
+	i := sort.Search(len(es), func(i int) bool { return es[i].Frame >= frame })
+	for ; i < len(es) && es[i].Frame == frame; i++ {
+		if es[i].ID == id {
+			return es[i], true
+		}
+	}
+	return Entry{}, false
+}
+
+// ChunkExists reports whether frame has a chunk called name.
+func (r *Reader) ChunkExists(frame uint64, name string) bool {
+	_, err := r.ChunkInfo(frame, name)
+	return err == nil
+}
+
+// ChunkInfo returns the index entry (type, N, M, location) of chunk name
+// in frame, or an error wrapping ErrNotFound.
+func (r *Reader) ChunkInfo(frame uint64, name string) (Entry, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return Entry{}, ErrClosed
+	}
+	e, ok := r.st.find(frame, name)
+	if !ok {
+		return Entry{}, fmt.Errorf("gsd: %s: frame %d, chunk %q: %w", pathOr(r.path), frame, name, ErrNotFound)
+	}
+	return e, nil
+}
+
+// ReadChunkRaw reads the whole chunk name of frame as little-endian bytes.
+func (r *Reader) ReadChunkRaw(frame uint64, name string) ([]byte, Entry, error) {
+	e, err := r.ChunkInfo(frame, name)
+	if err != nil {
+		return nil, e, err
+	}
+	b, err := r.ReadRowsRaw(frame, name, 0, e.N)
+	return b, e, err
+}
+
+// ReadRowsRaw reads rows [row, row+count) of chunk name in frame as
+// little-endian bytes.
+func (r *Reader) ReadRowsRaw(frame uint64, name string, row, count uint64) ([]byte, error) {
+	e, off, n, err := r.rowSpan(frame, name, row, count)
+	if err != nil {
+		return nil, err
+	}
+	_ = e
+	buf := make([]byte, n)
+	if err := r.readData(buf, off, frame, name); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// rowSpan locates rows [row, row+count) of a chunk: its entry, byte offset
+// and byte length, checked against the file size.
+func (r *Reader) rowSpan(frame uint64, name string, row, count uint64) (Entry, int64, int64, error) {
+	e, err := r.ChunkInfo(frame, name)
+	if err != nil {
+		return e, 0, 0, err
+	}
+	if row > e.N || count > e.N-row {
+		return e, 0, 0, fmt.Errorf("gsd: %s: frame %d, chunk %q: rows [%d, %d) outside %d rows: %w", pathOr(r.path), frame, name, row, row+count, e.N, ErrShape)
+	}
+	rowBytes, _ := dataSize(1, e.M, e.Type)
+	off := e.Location + int64(row)*rowBytes
+	n := int64(count) * rowBytes
+	r.mu.RLock()
+	size := r.st.size
+	r.mu.RUnlock()
+	if off < 0 || n > size-off {
+		ce := corruptf(r.path, "data", off, "%d bytes extend past the end of file (%d bytes)", n, size)
+		ce.Frame, ce.Chunk = frame, name
+		return e, 0, 0, ce
+	}
+	return e, off, n, nil
+}
+
+func (r *Reader) readData(buf []byte, off int64, frame uint64, name string) error {
+	if len(buf) == 0 {
+		return nil
+	}
+	if err := readFull(r.r, buf, off); err != nil {
+		ce := &CorruptionError{Path: r.path, Part: "data", Entry: -1, Frame: frame, Chunk: name, Offset: off, Reason: "read chunk data", Err: err}
+		return ce
+	}
+	return nil
+}
+
+func readFull(r io.ReaderAt, p []byte, off int64) error {
+	n, err := r.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func pathOr(p string) string {
+	if p == "" {
+		return "<reader>"
+	}
+	return p
+}
