@@ -106,12 +106,10 @@ func (e *Engine) Open() error {
 	env := e.env
 	var local error
 	if env.Rank == 0 {
-		local = errors.Join(
-			env.Meta.Driver.MkdirAll(env.Meta.Dir, 0o755),
-			env.Global.Driver.MkdirAll(env.Global.Dir, 0o755))
+		local = errors.Join(MkdirDurable(env.Meta.Driver, env.Meta.Dir), MkdirDurable(env.Global.Driver, env.Global.Dir))
 	}
 	if e.nodeLeader() {
-		local = errors.Join(local, env.Local.Driver.MkdirAll(env.Local.Dir, 0o755))
+		local = errors.Join(local, MkdirDurable(env.Local.Driver, env.Local.Dir))
 	}
 	if err := e.agree(local, "create directories"); err != nil {
 		return err
@@ -471,6 +469,22 @@ func (e *Engine) writeManifest(p *Pending) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 	}
 	return m, nil
+}
+
+// MkdirDurable creates dir and its parents and syncs every directory on
+// the way up, so the new entries survive a crash.
+func MkdirDurable(d vfd.Driver, dir string) error {
+	if err := d.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for p := path.Clean(dir); ; p = path.Dir(p) {
+		if err := d.SyncDir(p); err != nil {
+			return err
+		}
+		if p == "/" || p == "." {
+			return nil
+		}
+	}
 }
 
 func removeIfExists(d vfd.Driver, name string) error {
