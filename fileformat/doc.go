@@ -1,0 +1,50 @@
+// Package fileformat owns FTI-FF, the self-describing checkpoint file every
+// ftigo level writes: the data of a rank's protected variables plus
+// everything needed to find, check and restore each of them without any
+// other file. The byte layout is specified in docs/format/ftiff.md.
+//
+// A file is a fixed header (magic, version, checkpoint id, rank, level) at
+// offset 0, the data blocks (each a run of containers, one per variable
+// fragment), the metadata block (variable records, one BMD per block, one
+// VMD per chunk, the dCP block hashes) and the file block FB as the last
+// 192 bytes. Every chunk is hashed with BLAKE3 in dCP blocks of a
+// configurable size; the chunk hash covers its block hashes, the file
+// checksum covers the chunk hashes in file order, the FB stores the
+// metadata's hash and a hash of itself and the header. A file whose write
+// was cut anywhere therefore fails [Open] or [Reader.Verify].
+//
+// # Lifecycle
+//
+// Writing, per checkpoint:
+//
+//	lay, sum, err := fileformat.Write(f, meta, vars, prevLayout, opts...)
+//	// f.Sync(), f.Close(); keep lay for the next checkpoint, put sum in a manifest
+//
+// Each [Var] is a view of application memory ([Var.Data]); Write streams
+// it to the [vfd.File] and hashes it alongside, never copying a variable.
+// Passing the previous [Layout] keeps existing containers in place:
+// variables that grew get a new block with only the extra part, variables
+// that shrank leave containers partly empty, new variables get a new block.
+//
+// Reading, on restart:
+//
+//	r, err := fileformat.Open(f)           // header, FB hash, metadata hash, structure
+//	n, err := r.StoredSize(id)              // FTI's GetStoredSize
+//	err = r.ReadVar(id, dst[:n])            // FTI's RecoverVar, chunk hashes checked
+//	err = r.Verify()                        // whole file, bounded memory
+//	next := r.Layout()                      // to keep writing the same layout
+//
+// Errors about the content are *[CorruptionError] values naming the file,
+// rank, variable, chunk and byte offset, wrapping [ErrNotFTIFF],
+// [ErrVersion], [ErrTruncated], [ErrHashMismatch] or [ErrCorrupt]. No input
+// makes the reader panic, and sizes read from a file are checked against
+// the file's size before anything is allocated.
+//
+// # Concurrency
+//
+// Write must not run concurrently with anything else on its file, and the
+// variables' memory must not change while it runs; it hashes large chunks
+// on up to [WithHashWorkers] goroutines while it writes. A [Reader] is
+// immutable after Open: its methods may be called from several goroutines
+// at once. [Layout] values are never modified by Write.
+package fileformat

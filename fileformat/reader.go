@@ -1,0 +1,624 @@
+package fileformat
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/zeebo/blake3"
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// Reader reads one FTI-FF file. [Open] has checked the header, the file
+// block's own hash, the metadata hash, the structure and the file checksum
+// over the chunk hashes; chunk data is verified as it is read. A Reader
+// holds no mutable state after Open, so its methods may be called
+// concurrently (the file must allow concurrent ReadAt, as vfd files do).
+type Reader struct {
+	f     vfd.File
+	o     options
+	path  string
+	hb    [HeaderSize]byte
+	fbb   [FBSize]byte
+	hdr   header
+	fb    fileBlock
+	vars  []VarInfo
+	byID  map[int32]int
+	perV  [][]int // chunk indices of each variable, by dptr
+	chunk []ChunkInfo
+}
+
+// Open reads and checks the metadata of the FTI-FF file f. It reads only
+// the header, the file block and the metadata block, never the data;
+// sizes read from the file are checked against the file's size before
+// anything is allocated. Errors about the content are *[CorruptionError]s
+// wrapping [ErrNotFTIFF], [ErrVersion], [ErrTruncated], [ErrHashMismatch]
+// or [ErrCorrupt]. Open uses [WithHashWorkers] and [WithLogger]; the other
+// options are ignored. The Reader does not own f: the caller closes it.
+func Open(f vfd.File, opts ...Option) (*Reader, error) {
+	o := buildOptions(opts)
+	r := &Reader{f: f, o: o, path: f.Name()}
+	if err := r.open(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) corrupt(varID int32, chunk int, off int64, err error) error {
+	rank := -1
+	if r.hdr.headerSize != 0 {
+		rank = int(r.hdr.rank)
+	}
+	return &CorruptionError{Path: r.path, Rank: rank, VarID: varID, Chunk: chunk, Offset: off, Err: err}
+}
+
+// fileErr is a corruption of the file as a whole at offset off.
+func (r *Reader) fileErr(off int64, err error, format string, args ...any) error {
+	return r.corrupt(-1, -1, off, fmt.Errorf("%w: %s", err, fmt.Sprintf(format, args...)))
+}
+
+// readAt reads exactly len(p) bytes at off; a short file is ErrTruncated.
+func (r *Reader) readAt(t vfd.MemType, p []byte, off int64) error {
+	n, err := vfd.ReadAtType(r.f, t, p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return r.fileErr(off+int64(n), ErrTruncated, "file ends inside a %d-byte read at %d", len(p), off)
+	}
+	return fmt.Errorf("read %s at %d: %w", r.path, off, err)
+}
+
+func (r *Reader) open() error {
+	size, err := r.f.Size()
+	if err != nil {
+		return fmt.Errorf("size of %s: %w", r.path, err)
+	}
+	// Header.
+	hn := min(size, HeaderSize)
+	if err := r.readAt(vfd.MemSuper, r.hb[:hn], 0); err != nil {
+		return err
+	}
+	if hn < HeaderSize {
+		if bytes.HasPrefix(headerMagic[:], r.hb[:min(hn, 8)]) {
+			return r.fileErr(hn, ErrTruncated, "%d bytes, shorter than the header", size)
+		}
+		return fmt.Errorf("%s: %w", r.path, ErrNotFTIFF)
+	}
+	trailerOK := false
+	if size >= HeaderSize+FBSize {
+		var m [8]byte
+		if err := r.readAt(vfd.MemSuper, m[:], size-FBSize); err != nil {
+			return err
+		}
+		trailerOK = m == fbMagic
+	}
+	if !bytes.Equal(r.hb[:8], headerMagic[:]) {
+		if trailerOK {
+			return r.fileErr(0, ErrCorrupt, "bad header magic %x but an FTI-FF file block", r.hb[:8])
+		}
+		return fmt.Errorf("%s: %w", r.path, ErrNotFTIFF)
+	}
+	hdr := decodeHeader(r.hb[:])
+	if hdr.version != Version {
+		if trailerOK {
+			var v [2]byte
+			if err := r.readAt(vfd.MemSuper, v[:], size-FBSize+8); err != nil {
+				return err
+			}
+			if le.Uint16(v[:]) == hdr.version {
+				return r.corrupt(-1, -1, 8, fmt.Errorf("%w: version %d (this reader knows %d)", ErrVersion, hdr.version, Version))
+			}
+		}
+		return r.fileErr(8, ErrCorrupt, "header version %d does not match the file block", hdr.version)
+	}
+	if hdr.headerSize != HeaderSize || hdr.fbSize != FBSize {
+		return r.fileErr(10, ErrCorrupt, "header size %d / file block size %d", hdr.headerSize, hdr.fbSize)
+	}
+	r.hdr = hdr
+	if size < HeaderSize+FBSize || !trailerOK {
+		return r.fileErr(max(size-FBSize, HeaderSize), ErrTruncated, "no file block at the end of the %d-byte file", size)
+	}
+	// File block.
+	fbOff := size - FBSize
+	if err := r.readAt(vfd.MemSuper, r.fbb[:], fbOff); err != nil {
+		return err
+	}
+	if h := fbHash(r.hb[:], r.fbb[:]); !bytes.Equal(h[:], r.fbb[fbHashOff:]) {
+		return r.fileErr(fbOff+fbHashOff, ErrHashMismatch, "file block hash")
+	}
+	fb := decodeFB(r.fbb[:])
+	r.fb = fb
+	switch {
+	case fb.version != hdr.version || fb.fbSize != FBSize:
+		return r.fileErr(fbOff+8, ErrCorrupt, "file block version %d size %d", fb.version, fb.fbSize)
+	case fb.fs > size:
+		return r.fileErr(size, ErrTruncated, "file is %d bytes, file block says %d", size, fb.fs)
+	case fb.fs != size:
+		return r.fileErr(fbOff+40, ErrCorrupt, "file is %d bytes, file block says %d", size, fb.fs)
+	case fb.flags&^knownFlags != 0:
+		return r.fileErr(fbOff+12, ErrCorrupt, "unknown flags %#x", fb.flags)
+	case fb.blockSize < MinBlockSize || fb.blockSize > MaxBlockSize:
+		return r.fileErr(fbOff+16, ErrCorrupt, "block size %d", fb.blockSize)
+	case fb.metaOff < HeaderSize || fb.metaSize < 0 || fb.metaOff > fbOff || fb.metaSize != fbOff-fb.metaOff:
+		return r.fileErr(fbOff+72, ErrCorrupt, "metadata at %d size %d", fb.metaOff, fb.metaSize)
+	case fb.ckptSize < 0 || fb.ckptSize > fb.metaOff-HeaderSize:
+		return r.fileErr(fbOff+32, ErrCorrupt, "data size %d", fb.ckptSize)
+	}
+	// Metadata block.
+	mb := make([]byte, fb.metaSize)
+	if err := r.readAt(vfd.MemOHdr, mb, fb.metaOff); err != nil {
+		return err
+	}
+	if h := blake3.Sum256(mb); h != fb.metaHash {
+		return r.fileErr(fb.metaOff, ErrHashMismatch, "metadata hash")
+	}
+	if err := r.parseMeta(mb); err != nil {
+		return err
+	}
+	if fb.flags&flagUnhashed == 0 {
+		if sum := fileChecksum(r.chunk); sum != fb.checksum {
+			return r.fileErr(fbOff+128, ErrHashMismatch, "file checksum over the chunk hashes")
+		}
+	}
+	r.o.logger.Debug("opened FTI-FF file", zap.String("path", r.path), zap.Int64("ckpt-id", hdr.ckptID),
+		zap.Int32("rank", hdr.rank), zap.Int("vars", len(r.vars)), zap.Int("chunks", len(r.chunk)))
+	return nil
+}
+
+// parseMeta decodes and checks the metadata block.
+func (r *Reader) parseMeta(mb []byte) error {
+	fb := &r.fb
+	moff := fb.metaOff
+	bad := func(p int, format string, args ...any) error {
+		return r.fileErr(moff+int64(p), ErrCorrupt, format, args...)
+	}
+	n := int64(len(mb))
+	if int64(fb.numVars)*VarRecordSize > n {
+		return bad(0, "%d variables do not fit in %d metadata bytes", fb.numVars, n)
+	}
+	r.vars = make([]VarInfo, fb.numVars)
+	r.byID = make(map[int32]int, fb.numVars)
+	p := int64(0)
+	for i := range r.vars {
+		if p+VarRecordSize > n {
+			return bad(int(p), "variable record %d past the metadata end", i)
+		}
+		b := mb[p:]
+		id := int32(le.Uint32(b[0:]))
+		t := ElemType(b[4])
+		nl := int(le.Uint16(b[6:]))
+		es := le.Uint32(b[8:])
+		sz := int64(le.Uint64(b[16:]))
+		rl := varRecordLen(nl)
+		if p+rl > n {
+			return bad(int(p), "variable record %d past the metadata end", i)
+		}
+		if id < 0 {
+			return bad(int(p), "variable id %d", id)
+		}
+		if _, dup := r.byID[id]; dup {
+			return bad(int(p), "duplicate variable id %d", id)
+		}
+		if b[5] != 0 || le.Uint32(b[12:]) != 0 || !allZero(b[VarRecordSize+nl:rl]) {
+			return bad(int(p), "variable %d: non-zero reserved bytes", id)
+		}
+		if res, ok := elemSize(t, es); !ok || res != es {
+			return bad(int(p)+4, "variable %d: element type %d size %d", id, t, es)
+		}
+		if sz < 0 || sz > fb.ckptSize || sz%int64(es) != 0 {
+			return bad(int(p)+16, "variable %d: size %d", id, sz)
+		}
+		r.byID[id] = i
+		r.vars[i] = VarInfo{ID: id, Name: string(b[VarRecordSize : VarRecordSize+nl]), Type: t, ElemSize: es,
+			Count: sz / int64(es), Size: sz}
+		p += rl
+	}
+	if int64(fb.numBlocks)*BMDSize > n-p || int64(fb.numChunks)*VMDSize > n-p {
+		return bad(int(p), "%d blocks, %d chunks do not fit in the metadata", fb.numBlocks, fb.numChunks)
+	}
+	r.chunk = make([]ChunkInfo, 0, fb.numChunks)
+	bs := fb.blockSize
+	fptr := int64(HeaderSize)
+	var bh uint64
+	var dataSize int64
+	for bi := 0; bi < int(fb.numBlocks); bi++ {
+		if p+BMDSize > n {
+			return bad(int(p), "block %d past the metadata end", bi)
+		}
+		nc := int64(le.Uint32(mb[p:]))
+		dbsize := int64(le.Uint64(mb[p+8:]))
+		if le.Uint32(mb[p+4:]) != 0 || nc == 0 {
+			return bad(int(p), "block %d: %d chunks, reserved %d", bi, nc, le.Uint32(mb[p+4:]))
+		}
+		if nc*VMDSize > n-p-BMDSize || int64(len(r.chunk))+nc > int64(fb.numChunks) {
+			return bad(int(p), "block %d: %d chunks past the metadata end", bi, nc)
+		}
+		p += BMDSize
+		var sum int64
+		for j := int64(0); j < nc; j++ {
+			v, resOK := decodeVMD(mb[p:])
+			ci := len(r.chunk)
+			switch {
+			case !resOK:
+				return bad(int(p)+13, "chunk %d: non-zero reserved bytes", ci)
+			case v.idx >= fb.numVars || r.vars[v.idx].ID != v.id:
+				return bad(int(p), "chunk %d: variable %d at index %d", ci, v.id, v.idx)
+			case v.contSize <= 0 || v.contSize > fb.metaOff || v.chunkSize < 0 || v.chunkSize > v.contSize:
+				return bad(int(p)+32, "chunk %d: chunk size %d container size %d", ci, v.chunkSize, v.contSize)
+			case (v.hasContent == 1) != (v.chunkSize > 0) || v.hasContent > 1:
+				return bad(int(p)+12, "chunk %d: hascontent %d with %d bytes", ci, v.hasContent, v.chunkSize)
+			case v.fptr != fptr || fptr+v.contSize > fb.metaOff:
+				return bad(int(p)+24, "chunk %d: fptr %d, want %d", ci, v.fptr, fptr)
+			case v.firstBHash != bh:
+				return bad(int(p)+48, "chunk %d: first block hash %d, want %d", ci, v.firstBHash, bh)
+			}
+			fptr += v.contSize
+			sum += v.contSize
+			dataSize += v.chunkSize
+			bh += uint64(numBlocks(v.chunkSize, bs))
+			r.chunk = append(r.chunk, ChunkInfo{VarID: v.id, Block: bi, Container: v.container, Dptr: v.dptr,
+				Fptr: v.fptr, Size: v.chunkSize, ContainerSize: v.contSize, Hash: v.hash})
+			p += VMDSize
+		}
+		if sum != dbsize {
+			return bad(int(p), "block %d: size %d, containers sum to %d", bi, dbsize, sum)
+		}
+	}
+	switch {
+	case len(r.chunk) != int(fb.numChunks):
+		return bad(int(p), "%d chunks, file block says %d", len(r.chunk), fb.numChunks)
+	case fptr != fb.metaOff:
+		return bad(int(p), "data ends at %d, metadata starts at %d", fptr, fb.metaOff)
+	case dataSize != fb.ckptSize:
+		return bad(int(p), "chunks hold %d bytes, file block says %d", dataSize, fb.ckptSize)
+	case bh != fb.numBHashes || uint64(n-p) != bh*HashSize || bh > uint64(n):
+		return bad(int(p), "%d block hashes in %d bytes, file block says %d", bh, n-p, fb.numBHashes)
+	}
+	unhashed := fb.flags&flagUnhashed != 0
+	for i := range r.chunk {
+		c := &r.chunk[i]
+		k := numBlocks(c.Size, bs)
+		c.BlockHashes = make([][HashSize]byte, k)
+		for j := range c.BlockHashes {
+			copy(c.BlockHashes[j][:], mb[p:p+HashSize])
+			p += HashSize
+		}
+		if !unhashed && chunkHash(c.Size, bs, c.BlockHashes) != c.Hash {
+			return r.corrupt(c.VarID, i, moff+int64(r.vmdOff(i))+56, fmt.Errorf("%w: chunk hash over its block hashes", ErrHashMismatch))
+		}
+	}
+	// Every variable's containers must tile [0, capacity) in dptr order,
+	// and its chunks must hold exactly its bytes.
+	r.perV = make([][]int, len(r.vars))
+	for i := range r.chunk {
+		vi := r.byID[r.chunk[i].VarID]
+		r.perV[vi] = append(r.perV[vi], i)
+	}
+	for vi, cs := range r.perV {
+		sortByDptr(cs, r.chunk)
+		v := &r.vars[vi]
+		var next int64
+		for k, ci := range cs {
+			c := &r.chunk[ci]
+			want := min(max(v.Size-c.Dptr, 0), c.ContainerSize)
+			if c.Dptr != next || c.Container != uint32(k) || c.Size != want {
+				return r.corrupt(v.ID, ci, moff+int64(r.vmdOff(ci)), fmt.Errorf("%w: container %d at dptr %d holding %d bytes does not fit variable of %d bytes",
+					ErrCorrupt, c.Container, c.Dptr, c.Size, v.Size))
+			}
+			next += c.ContainerSize
+		}
+		if next < v.Size {
+			return bad(0, "variable %d: %d bytes but containers hold %d", v.ID, v.Size, next)
+		}
+		v.Chunks = len(cs)
+	}
+	return nil
+}
+
+// vmdOff returns the offset of chunk i's VMD record inside the metadata block.
+func (r *Reader) vmdOff(i int) int {
+	p := 0
+	for _, v := range r.vars {
+		p += int(varRecordLen(len(v.Name)))
+	}
+	if i < len(r.chunk) {
+		p += (r.chunk[i].Block+1)*BMDSize + i*VMDSize
+	}
+	return p
+}
+
+func sortByDptr(cs []int, chunks []ChunkInfo) {
+	// insertion sort: a variable has few fragments, mostly already in order.
+	for i := 1; i < len(cs); i++ {
+		for j := i; j > 0 && chunks[cs[j]].Dptr < chunks[cs[j-1]].Dptr; j-- {
+			cs[j], cs[j-1] = cs[j-1], cs[j]
+		}
+	}
+}
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Meta returns the file's metadata.
+func (r *Reader) Meta() Meta {
+	return Meta{CkptID: r.hdr.ckptID, Rank: r.hdr.rank, Level: r.hdr.level, Timestamp: r.fb.timestamp,
+		MaxFs: r.fb.maxFs, PtFs: r.fb.ptFs}
+}
+
+// Vars lists the stored variables in the order they were written.
+func (r *Reader) Vars() []VarInfo { return append([]VarInfo(nil), r.vars...) }
+
+// Var describes the variable id, or returns an error wrapping [ErrNoVar].
+func (r *Reader) Var(id int32) (VarInfo, error) {
+	i, ok := r.byID[id]
+	if !ok {
+		return VarInfo{}, fmt.Errorf("%s: variable %d: %w", r.path, id, ErrNoVar)
+	}
+	return r.vars[i], nil
+}
+
+// StoredSize returns the stored size in bytes of variable id (FTI's
+// GetStoredSize), or an error wrapping [ErrNoVar].
+func (r *Reader) StoredSize(id int32) (int64, error) {
+	v, err := r.Var(id)
+	return v.Size, err
+}
+
+// Hashed reports whether the file carries chunk hashes (false for files
+// written with [WithoutHash]).
+func (r *Reader) Hashed() bool { return r.fb.flags&flagUnhashed == 0 }
+
+// Summary describes the file as [Write] described it when writing it.
+func (r *Reader) Summary() Summary {
+	s := Summary{FileSize: r.fb.fs, DataSize: r.fb.ckptSize, Checksum: r.fb.checksum, BlockSize: r.fb.blockSize,
+		Chunks: make([]ChunkInfo, len(r.chunk))}
+	for i, c := range r.chunk {
+		c.BlockHashes = slices.Clone(c.BlockHashes)
+		s.Chunks[i] = c
+	}
+	return s
+}
+
+// Layout rebuilds the file's layout, to pass to the next [Write] after a
+// restart so the new file keeps this one's containers.
+func (r *Reader) Layout() *Layout {
+	l := &Layout{Blocks: make([]Block, r.fb.numBlocks)}
+	for _, c := range r.chunk {
+		l.Blocks[c.Block].Containers = append(l.Blocks[c.Block].Containers,
+			Container{VarID: c.VarID, ID: c.Container, Dptr: c.Dptr, Size: c.ContainerSize})
+	}
+	return l
+}
+
+// ReadVar restores variable id into dst, whose length must be the stored
+// size ([ErrSize] otherwise). Each fragment is read straight into
+// dst[dptr:] and its blocks are verified against their hashes while the
+// next part is read; only this variable's chunks are read. On any error
+// dst is zeroed, so bad data is never left looking restored.
+func (r *Reader) ReadVar(id int32, dst []byte) error {
+	vi, ok := r.byID[id]
+	if !ok {
+		return fmt.Errorf("%s: variable %d: %w", r.path, id, ErrNoVar)
+	}
+	v := &r.vars[vi]
+	if int64(len(dst)) != v.Size {
+		return fmt.Errorf("%s: variable %d: %w (%d bytes, stored %d)", r.path, id, ErrSize, len(dst), v.Size)
+	}
+	for _, ci := range r.perV[vi] {
+		c := &r.chunk[ci]
+		if c.Size == 0 {
+			continue
+		}
+		if err := r.readChunk(ci, dst[c.Dptr:c.Dptr+c.Size]); err != nil {
+			clear(dst)
+			return err
+		}
+	}
+	return nil
+}
+
+// Verify reads the whole file and checks everything: header and file
+// block unchanged since Open, the metadata hash, every block of every
+// chunk, zero padding in partly empty containers, and the file checksum.
+// Memory use is bounded by a few segments, whatever the file size.
+func (r *Reader) Verify() error {
+	if !r.Hashed() {
+		return fmt.Errorf("%s: %w", r.path, ErrUnhashed)
+	}
+	size, err := r.f.Size()
+	if err != nil {
+		return fmt.Errorf("size of %s: %w", r.path, err)
+	}
+	if size != r.fb.fs {
+		if size < r.fb.fs {
+			return r.fileErr(size, ErrTruncated, "file is %d bytes, file block says %d", size, r.fb.fs)
+		}
+		return r.fileErr(r.fb.fs, ErrCorrupt, "file is %d bytes, file block says %d", size, r.fb.fs)
+	}
+	var hb [HeaderSize]byte
+	var fbb [FBSize]byte
+	if err := r.readAt(vfd.MemSuper, hb[:], 0); err != nil {
+		return err
+	}
+	if err := r.readAt(vfd.MemSuper, fbb[:], size-FBSize); err != nil {
+		return err
+	}
+	if i := firstDiff(hb[:], r.hb[:]); i >= 0 {
+		return r.fileErr(int64(i), ErrHashMismatch, "header changed since open")
+	}
+	if i := firstDiff(fbb[:], r.fbb[:]); i >= 0 {
+		return r.fileErr(size-FBSize+int64(i), ErrHashMismatch, "file block changed since open")
+	}
+	mh := blake3.New()
+	buf := make([]byte, min(r.fb.metaSize, 1<<20))
+	for off := int64(0); off < r.fb.metaSize; off += int64(len(buf)) {
+		p := buf[:min(int64(len(buf)), r.fb.metaSize-off)]
+		if err := r.readAt(vfd.MemOHdr, p, r.fb.metaOff+off); err != nil {
+			return err
+		}
+		_, _ = mh.Write(p)
+	}
+	var got [HashSize]byte
+	mh.Sum(got[:0])
+	if got != r.fb.metaHash {
+		return r.fileErr(r.fb.metaOff, ErrHashMismatch, "metadata hash")
+	}
+	for i := range r.chunk {
+		c := &r.chunk[i]
+		if c.Size > 0 {
+			if err := r.readChunk(i, nil); err != nil {
+				return err
+			}
+		}
+		if c.ContainerSize > c.Size {
+			if err := r.checkPadding(i); err != nil {
+				return err
+			}
+		}
+	}
+	if sum := fileChecksum(r.chunk); sum != r.fb.checksum {
+		return r.fileErr(size-FBSize+128, ErrHashMismatch, "file checksum")
+	}
+	return nil
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+func (r *Reader) checkPadding(ci int) error {
+	c := &r.chunk[ci]
+	buf := make([]byte, min(c.ContainerSize-c.Size, 1<<16))
+	for off := c.Fptr + c.Size; off < c.Fptr+c.ContainerSize; off += int64(len(buf)) {
+		p := buf[:min(int64(len(buf)), c.Fptr+c.ContainerSize-off)]
+		if err := r.readAt(vfd.MemDraw, p, off); err != nil {
+			return err
+		}
+		for j, x := range p {
+			if x != 0 {
+				return r.corrupt(c.VarID, ci, off+int64(j), fmt.Errorf("%w: non-zero byte in the empty part of container %d", ErrCorrupt, c.Container))
+			}
+		}
+	}
+	return nil
+}
+
+// segSize is the read granularity of the verifying read pipeline: a
+// multiple of the block size near 4 MiB.
+func segSize(bs uint32) int64 {
+	const target = 4 << 20
+	if int64(bs) >= target {
+		return int64(bs)
+	}
+	return target / int64(bs) * int64(bs)
+}
+
+type hashJob struct {
+	first int    // first block index
+	data  []byte // whole blocks (the last may be short)
+	buf   []byte // scratch buffer to give back, nil for caller memory
+}
+
+// readChunk reads chunk ci into dst (len = chunk size), or through scratch
+// buffers when dst is nil, and checks every block hash. Reading and hashing
+// overlap: segments are read in order while workers hash the ones before.
+func (r *Reader) readChunk(ci int, dst []byte) error {
+	c := &r.chunk[ci]
+	bs := r.fb.blockSize
+	hashed := r.Hashed()
+	seg := segSize(bs)
+	got := make([][HashSize]byte, len(c.BlockHashes))
+	workers := r.o.workers
+	if c.Size < parallelMin {
+		workers = 0
+	}
+	var free chan []byte
+	if dst == nil {
+		nbuf := max(workers, 1) + 1
+		free = make(chan []byte, nbuf)
+		for i := 0; i < nbuf; i++ {
+			free <- make([]byte, min(seg, c.Size))
+		}
+	}
+	jobs := make(chan hashJob, 4)
+	var wg sync.WaitGroup
+	hash := func(j hashJob) {
+		if hashed {
+			n := numBlocks(int64(len(j.data)), bs)
+			for k := int64(0); k < n; k++ {
+				got[int64(j.first)+k] = blake3.Sum256(blockOf(j.data, int(k), bs))
+			}
+		}
+		if j.buf != nil {
+			free <- j.buf
+		}
+	}
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				hash(j)
+			}
+		}()
+	}
+	var rerr error
+	for off := int64(0); off < c.Size; off += seg {
+		n := min(seg, c.Size-off)
+		var p, buf []byte
+		if dst != nil {
+			p = dst[off : off+n]
+		} else {
+			buf = <-free
+			p = buf[:n]
+		}
+		if err := r.readAt(vfd.MemDraw, p, c.Fptr+off); err != nil {
+			rerr = err
+			if buf != nil {
+				free <- buf
+			}
+			break
+		}
+		j := hashJob{first: int(off / int64(bs)), data: p, buf: buf}
+		if workers == 0 {
+			hash(j)
+		} else {
+			jobs <- j
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if rerr != nil {
+		var ce *CorruptionError
+		if errors.As(rerr, &ce) {
+			ce.VarID, ce.Chunk = c.VarID, ci
+		}
+		return rerr
+	}
+	if !hashed {
+		return nil
+	}
+	for k := range got {
+		if got[k] != c.BlockHashes[k] {
+			return r.corrupt(c.VarID, ci, c.Fptr+int64(k)*int64(bs), fmt.Errorf("%w: block %d of chunk", ErrHashMismatch, k))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,234 @@
+package fileformat
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// ElemType is the element type of a protected variable. The numeric values
+// are stored in files. Wire format: never change.
+type ElemType uint8
+
+// The element types. Bytes is opaque data (element size 1); Struct is a
+// composite element whose size the caller gives in [Var.ElemSize].
+// Wire format: never change these values.
+const (
+	Bytes      ElemType = 0
+	Int8       ElemType = 1
+	Int16      ElemType = 2
+	Int32      ElemType = 3
+	Int64      ElemType = 4
+	Uint8      ElemType = 5
+	Uint16     ElemType = 6
+	Uint32     ElemType = 7
+	Uint64     ElemType = 8
+	Float32    ElemType = 9
+	Float64    ElemType = 10
+	Complex64  ElemType = 11
+	Complex128 ElemType = 12
+	Struct     ElemType = 13
+
+	numElemTypes ElemType = 14
+)
+
+var elemTypeInfo = [numElemTypes]struct {
+	name string
+	size uint32
+}{
+	{"bytes", 1}, {"int8", 1}, {"int16", 2}, {"int32", 4}, {"int64", 8},
+	{"uint8", 1}, {"uint16", 2}, {"uint32", 4}, {"uint64", 8},
+	{"float32", 4}, {"float64", 8}, {"complex64", 8}, {"complex128", 16},
+	{"struct", 0},
+}
+
+// String returns the lowercase name of t ("float64").
+func (t ElemType) String() string {
+	if t < numElemTypes {
+		return elemTypeInfo[t].name
+	}
+	return fmt.Sprintf("elemtype(%d)", uint8(t))
+}
+
+// Size returns the natural element size of t in bytes, or 0 for Struct
+// (whose size is per variable) and for unknown types.
+func (t ElemType) Size() uint32 {
+	if t < numElemTypes {
+		return elemTypeInfo[t].size
+	}
+	return 0
+}
+
+// Valid reports whether t is a known element type.
+func (t ElemType) Valid() bool { return t < numElemTypes }
+
+// elemSize resolves the element size of a variable: the natural size for
+// fixed types (es must be 0 or equal to it), es itself for Struct (> 0).
+func elemSize(t ElemType, es uint32) (uint32, bool) {
+	if !t.Valid() {
+		return 0, false
+	}
+	if t == Struct {
+		return es, es > 0
+	}
+	n := t.Size()
+	return n, es == 0 || es == n
+}
+
+// Var describes one protected variable for [Write]. Data is a view of the
+// application's memory (for typed slices, unsafe.Slice over the backing
+// array); the writer reads it in place and never copies it whole. Data must
+// not change while Write runs.
+type Var struct {
+	// ID identifies the variable across checkpoints; it must be >= 0 and
+	// unique within one write.
+	ID int32
+	// Name is an optional label stored with the variable (at most 65535 bytes).
+	Name string
+	// Type is the element type.
+	Type ElemType
+	// ElemSize is the element size in bytes: 0 (or the natural size) for
+	// fixed types, required for Struct.
+	ElemSize uint32
+	// Data is the variable's bytes; its length must be a multiple of the
+	// element size.
+	Data []byte
+}
+
+// Meta is the per-file metadata: who wrote the file and when.
+type Meta struct {
+	// CkptID is the checkpoint id.
+	CkptID int64
+	// Rank is the writing rank (>= 0).
+	Rank int32
+	// Level is the checkpoint level (1..4, 0 if not known).
+	Level uint8
+	// Timestamp is the creation time in ns since the Unix epoch. Write
+	// fills it from its clock (see [WithClock]) when it is 0.
+	Timestamp int64
+	// MaxFs is the largest file size in the rank's group (FTI's maxFs,
+	// used by L3 padding); 0 when unknown.
+	MaxFs int64
+	// PtFs is the size of the partner's file (FTI's ptFs, used by L2);
+	// 0 when unknown.
+	PtFs int64
+}
+
+// VarInfo describes a variable stored in a file, as [Reader.Vars] lists it.
+type VarInfo struct {
+	ID       int32
+	Name     string
+	Type     ElemType
+	ElemSize uint32
+	// Count is the number of elements (Size / ElemSize).
+	Count int64
+	// Size is the stored size in bytes (FTI's GetStoredSize).
+	Size int64
+	// Chunks is the number of fragments (containers) the variable uses.
+	Chunks int
+}
+
+// ChunkInfo describes one chunk (VMD record) of a file, in file order.
+type ChunkInfo struct {
+	VarID int32
+	// Block is the index of the data block the container belongs to.
+	Block int
+	// Container is the container's id within its variable.
+	Container uint32
+	// Dptr is the chunk's offset in the variable's data.
+	Dptr int64
+	// Fptr is the chunk's offset in the file.
+	Fptr int64
+	// Size is the number of valid bytes in the container (FTI's chunksize).
+	Size int64
+	// ContainerSize is the space reserved in the file for the container.
+	ContainerSize int64
+	// Hash is the chunk's BLAKE3 hash (see docs/format/ftiff.md).
+	Hash [HashSize]byte
+	// BlockHashes are the BLAKE3 hashes of the chunk's dCP blocks.
+	BlockHashes [][HashSize]byte
+}
+
+// Summary describes a written file: what a level puts in its manifest.
+type Summary struct {
+	// FileSize is the size of the whole file in bytes (FTI's fs).
+	FileSize int64
+	// DataSize is the number of variable bytes stored (FTI's ckptSize).
+	DataSize int64
+	// Checksum is the file checksum: BLAKE3 over the chunk hashes in file order.
+	Checksum [HashSize]byte
+	// BlockSize is the dCP block size the block hashes were computed with.
+	BlockSize uint32
+	// Chunks lists every chunk in file order.
+	Chunks []ChunkInfo
+}
+
+// Option configures [Write] and [Open].
+type Option func(*options)
+
+type options struct {
+	blockSize uint32
+	noHash    bool
+	workers   int
+	clock     func() time.Time
+	logger    *zap.Logger
+}
+
+// DefaultBlockSize is the default dCP block size: the granularity of block
+// hashes and of parallel hashing.
+const DefaultBlockSize = 64 << 10
+
+func buildOptions(opts []Option) options {
+	o := options{
+		blockSize: DefaultBlockSize,
+		workers:   runtime.GOMAXPROCS(0),
+		clock:     time.Now,
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.workers < 1 {
+		o.workers = 1
+	}
+	if o.clock == nil {
+		o.clock = time.Now
+	}
+	if o.logger == nil {
+		o.logger = zap.NewNop()
+	}
+	return o
+}
+
+// WithBlockSize sets the dCP block size in bytes: each chunk is hashed in
+// blocks of this size, and the block hashes are stored so a later write can
+// tell which blocks changed. It must lie in [MinBlockSize, MaxBlockSize].
+// Only Write uses it; a Reader takes the size from the file.
+func WithBlockSize(n int) Option {
+	return func(o *options) {
+		if n < 0 || int64(n) > MaxBlockSize {
+			o.blockSize = 0
+			return
+		}
+		o.blockSize = uint32(n)
+	}
+}
+
+// WithoutHash makes Write skip chunk and block hashing (they are stored as
+// zeros and the file block's flag says so). The file block and metadata
+// hashes are still written. Meant for benchmarks: a Reader restores such a
+// file without verifying the data, and Verify refuses it with ErrUnhashed.
+func WithoutHash() Option { return func(o *options) { o.noHash = true } }
+
+// WithHashWorkers sets how many goroutines hash in parallel (default
+// GOMAXPROCS).
+func WithHashWorkers(n int) Option { return func(o *options) { o.workers = n } }
+
+// WithClock sets the clock Write uses for Meta.Timestamp when it is 0.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
+
+// WithLogger sets the logger (nil means no logging).
+func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = l } }

@@ -1,0 +1,230 @@
+package fileformat
+
+import (
+	"fmt"
+
+	"github.com/zeebo/blake3"
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// Write writes one FTI-FF file holding vars to f, laid out after prev (nil
+// for a fresh layout), and returns the layout it used, to pass to the next
+// Write, and a summary for the level's manifest.
+//
+// f is truncated to zero first. The data goes straight from each
+// Var.Data to f (memory type vfd.MemDraw), hashed in blocks alongside the
+// write; the metadata block (vfd.MemOHdr) and the file block (vfd.MemSuper)
+// follow, the file block last, so a write cut anywhere leaves a file that
+// fails [Open]. Write does not Sync or Close f.
+func Write(f vfd.File, meta Meta, vars []Var, prev *Layout, opts ...Option) (*Layout, Summary, error) {
+	o := buildOptions(opts)
+	if o.blockSize < MinBlockSize || o.blockSize > MaxBlockSize {
+		return nil, Summary{}, fmt.Errorf("%w: block size %d outside [%d, %d]", ErrInvalid, o.blockSize, MinBlockSize, MaxBlockSize)
+	}
+	if meta.Rank < 0 {
+		return nil, Summary{}, fmt.Errorf("%w: rank %d", ErrInvalid, meta.Rank)
+	}
+	idx, err := checkVars(vars)
+	if err != nil {
+		return nil, Summary{}, err
+	}
+	lay, err := plan(vars, prev)
+	if err != nil {
+		return nil, Summary{}, err
+	}
+	if meta.Timestamp == 0 {
+		meta.Timestamp = o.clock().UnixNano()
+	}
+	w := &writer{f: f, o: o, vars: vars, idx: idx}
+	sum, err := w.write(meta, lay)
+	if err != nil {
+		return nil, Summary{}, fmt.Errorf("write %s: %w", f.Name(), err)
+	}
+	o.logger.Debug("wrote FTI-FF file",
+		zap.String("path", f.Name()), zap.Int64("ckpt-id", meta.CkptID), zap.Int32("rank", meta.Rank),
+		zap.Int("vars", len(vars)), zap.Int("blocks", len(lay.Blocks)), zap.Int("chunks", len(sum.Chunks)),
+		zap.Int64("file-size", sum.FileSize))
+	return lay, sum, nil
+}
+
+// checkVars validates the variables and returns their index by id.
+func checkVars(vars []Var) (map[int32]int, error) {
+	idx := make(map[int32]int, len(vars))
+	for i := range vars {
+		v := &vars[i]
+		if v.ID < 0 {
+			return nil, fmt.Errorf("%w: variable id %d is negative", ErrInvalid, v.ID)
+		}
+		if _, dup := idx[v.ID]; dup {
+			return nil, fmt.Errorf("%w: duplicate variable id %d", ErrInvalid, v.ID)
+		}
+		idx[v.ID] = i
+		es, ok := elemSize(v.Type, v.ElemSize)
+		if !ok {
+			return nil, fmt.Errorf("%w: variable %d: element type %v with element size %d", ErrInvalid, v.ID, v.Type, v.ElemSize)
+		}
+		if len(v.Data)%int(es) != 0 {
+			return nil, fmt.Errorf("%w: variable %d: %d bytes is not a multiple of element size %d", ErrInvalid, v.ID, len(v.Data), es)
+		}
+		if len(v.Name) > 0xffff {
+			return nil, fmt.Errorf("%w: variable %d: name of %d bytes (max 65535)", ErrInvalid, v.ID, len(v.Name))
+		}
+	}
+	return idx, nil
+}
+
+type writer struct {
+	f    vfd.File
+	o    options
+	vars []Var
+	idx  map[int32]int
+}
+
+func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
+	bs := w.o.blockSize
+	// Place every container and size every chunk.
+	var chunks []ChunkInfo
+	fptr := int64(HeaderSize)
+	var dataSize int64
+	var nbh uint64
+	for bi, b := range lay.Blocks {
+		for _, c := range b.Containers {
+			v := &w.vars[w.idx[c.VarID]]
+			n := min(max(int64(len(v.Data))-c.Dptr, 0), c.Size)
+			chunks = append(chunks, ChunkInfo{
+				VarID: c.VarID, Block: bi, Container: c.ID, Dptr: c.Dptr, Fptr: fptr,
+				Size: n, ContainerSize: c.Size,
+				BlockHashes: make([][HashSize]byte, numBlocks(n, bs)),
+			})
+			fptr += c.Size
+			dataSize += n
+			nbh += uint64(numBlocks(n, bs))
+		}
+	}
+	metaOff := fptr
+	metaSize := int64(0)
+	for i := range w.vars {
+		metaSize += varRecordLen(len(w.vars[i].Name))
+	}
+	metaSize += int64(len(lay.Blocks))*BMDSize + int64(len(chunks))*VMDSize + int64(nbh)*HashSize
+	fs := metaOff + metaSize + FBSize
+
+	if err := w.f.Truncate(0); err != nil {
+		return Summary{}, fmt.Errorf("truncate: %w", err)
+	}
+	hdr := header{version: Version, headerSize: HeaderSize, fbSize: FBSize,
+		ckptID: meta.CkptID, rank: meta.Rank, level: meta.Level}
+	hb := hdr.encode()
+	if _, err := vfd.WriteAtType(w.f, vfd.MemSuper, hb[:], 0); err != nil {
+		return Summary{}, fmt.Errorf("write header: %w", err)
+	}
+
+	// Data: each chunk goes from the variable's memory to the file while
+	// its blocks are hashed alongside.
+	for i := range chunks {
+		c := &chunks[i]
+		if c.Size == 0 {
+			if !w.o.noHash {
+				c.Hash = chunkHash(0, bs, nil)
+			}
+			continue
+		}
+		v := &w.vars[w.idx[c.VarID]]
+		data := v.Data[c.Dptr : c.Dptr+c.Size]
+		var done chan struct{}
+		if !w.o.noHash {
+			if len(data) >= parallelMin {
+				done = make(chan struct{})
+				go func() {
+					hashBlocks(data, bs, c.BlockHashes, w.o.workers)
+					close(done)
+				}()
+			} else {
+				hashBlocks(data, bs, c.BlockHashes, 1)
+			}
+		}
+		_, err := vfd.WriteAtType(w.f, vfd.MemDraw, data, c.Fptr)
+		if done != nil {
+			<-done
+		}
+		if err != nil {
+			return Summary{}, fmt.Errorf("write var %d chunk %d at %d: %w", c.VarID, i, c.Fptr, err)
+		}
+		if !w.o.noHash {
+			c.Hash = chunkHash(c.Size, bs, c.BlockHashes)
+		}
+	}
+	var checksum [HashSize]byte
+	if !w.o.noHash {
+		checksum = fileChecksum(chunks)
+	}
+
+	// Metadata block.
+	mb := make([]byte, metaSize)
+	p := 0
+	for i := range w.vars {
+		v := &w.vars[i]
+		es, _ := elemSize(v.Type, v.ElemSize)
+		le.PutUint32(mb[p:], uint32(v.ID))
+		mb[p+4] = uint8(v.Type)
+		le.PutUint16(mb[p+6:], uint16(len(v.Name)))
+		le.PutUint32(mb[p+8:], es)
+		le.PutUint64(mb[p+16:], uint64(len(v.Data)))
+		copy(mb[p+VarRecordSize:], v.Name)
+		p += int(varRecordLen(len(v.Name)))
+	}
+	var bh uint64
+	ci := 0
+	for _, b := range lay.Blocks {
+		le.PutUint32(mb[p:], uint32(len(b.Containers)))
+		var dbsize int64
+		for _, c := range b.Containers {
+			dbsize += c.Size
+		}
+		le.PutUint64(mb[p+8:], uint64(dbsize))
+		p += BMDSize
+		for range b.Containers {
+			c := &chunks[ci]
+			r := vmd{id: c.VarID, idx: uint32(w.idx[c.VarID]), container: c.Container,
+				dptr: c.Dptr, fptr: c.Fptr, chunkSize: c.Size, contSize: c.ContainerSize,
+				firstBHash: bh, hash: c.Hash}
+			if c.Size > 0 {
+				r.hasContent = 1
+			}
+			r.put(mb[p:])
+			p += VMDSize
+			bh += uint64(len(c.BlockHashes))
+			ci++
+		}
+	}
+	for i := range chunks {
+		for _, h := range chunks[i].BlockHashes {
+			copy(mb[p:], h[:])
+			p += HashSize
+		}
+	}
+	if _, err := vfd.WriteAtType(w.f, vfd.MemOHdr, mb, metaOff); err != nil {
+		return Summary{}, fmt.Errorf("write metadata at %d: %w", metaOff, err)
+	}
+
+	// File block, last.
+	fb := fileBlock{
+		version: Version, fbSize: FBSize, blockSize: bs,
+		numVars: uint32(len(w.vars)), numBlocks: uint32(len(lay.Blocks)), numChunks: uint32(len(chunks)),
+		ckptSize: dataSize, fs: fs, maxFs: meta.MaxFs, ptFs: meta.PtFs, timestamp: meta.Timestamp,
+		metaOff: metaOff, metaSize: metaSize, numBHashes: nbh,
+		metaHash: blake3.Sum256(mb), checksum: checksum,
+	}
+	if w.o.noHash {
+		fb.flags |= flagUnhashed
+	}
+	fbb := fb.encode()
+	fb.hash = fbHash(hb[:], fbb[:])
+	copy(fbb[fbHashOff:], fb.hash[:])
+	if _, err := vfd.WriteAtType(w.f, vfd.MemSuper, fbb[:], fs-FBSize); err != nil {
+		return Summary{}, fmt.Errorf("write file block at %d: %w", fs-FBSize, err)
+	}
+	return Summary{FileSize: fs, DataSize: dataSize, Checksum: checksum, BlockSize: bs, Chunks: chunks}, nil
+}
