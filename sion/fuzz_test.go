@@ -1,0 +1,83 @@
+package sion
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// FuzzReader decodes arbitrary bytes as a single physical file. It must
+// never panic; every failure must match one of the package's sentinels;
+// whatever reads must read completely and re-write through the serial
+// writer into a container that reads back the same.
+func FuzzReader(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.sion*"))
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := NewReader(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			for _, s := range []error{ErrBadMagic, ErrVersion, ErrTruncated, ErrUnclosed, ErrInconsistent} {
+				if errors.Is(err, s) {
+					return
+				}
+			}
+			t.Fatalf("error matches no sentinel: %v", err)
+		}
+		n := r.NTasks()
+		chunks := make([]int64, n)
+		streams := make([][]byte, n)
+		for i := 0; i < n; i++ {
+			b, err := r.ReadTask(i)
+			if err != nil {
+				t.Fatalf("task %d of a valid file: %v", i, err)
+			}
+			sr, _ := r.TaskReader(i)
+			all, err := io.ReadAll(sr)
+			if err != nil || !bytes.Equal(all, b) {
+				t.Fatalf("task %d: Read and ReadAt disagree (%v)", i, err)
+			}
+			streams[i] = b
+			chunks[i] = max(int64(len(b)), 1)
+			if r.KeyVal() {
+				_, _ = r.Records(i) // may fail with ErrBadRecord, must not panic
+			}
+		}
+		if n > 64 {
+			return
+		}
+		name := filepath.Join(t.TempDir(), "re.sion")
+		w, err := Create(vfd.Sec2{}, name, chunks, nil, &Options{FSBlkSize: 64, ExactChunks: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, b := range streams {
+			if _, err := w.Task(i).Write(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r2, err := Open(vfd.Sec2{}, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r2.Close()
+		for i, b := range streams {
+			got, err := r2.ReadTask(i)
+			if err != nil || !bytes.Equal(got, b) {
+				t.Fatalf("re-written task %d differs (%v)", i, err)
+			}
+		}
+	})
+}
