@@ -3,6 +3,7 @@ package gsd
 import (
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -83,6 +84,9 @@ func Create(d vfd.Driver, name, application, schema string, schemaVersion Versio
 	if o.sync {
 		if err := f.Sync(); err != nil {
 			return nil, errors.Join(fmt.Errorf("gsd: create %s: sync: %w", name, err), f.Close())
+		}
+		if err := d.SyncDir(path.Dir(name)); err != nil {
+			return nil, errors.Join(fmt.Errorf("gsd: create %s: sync directory: %w", name, err), f.Close())
 		}
 	}
 	return w, nil
@@ -349,14 +353,10 @@ func (w *Writer) commitInner() error {
 		encodeEntry(buf[i*entrySize:], e)
 	}
 	off := w.hdr.IndexLocation + int64(w.used)*entrySize
-	// The first slot of the batch goes last: a reader scanning for the
-	// first unused slot sees the whole batch or none of it.
-	if len(buf) > entrySize {
-		if _, err := vfd.WriteAtType(w.f, vfd.MemBTree, buf[entrySize:], off+entrySize); err != nil {
-			return fmt.Errorf("gsd: %s: write index entries: %w", w.path, err)
-		}
-	}
-	if _, err := vfd.WriteAtType(w.f, vfd.MemBTree, buf[:entrySize], off); err != nil {
+	// One write for the whole batch: a kill leaves all of it or none, and
+	// never a non-zero slot after a zero one (which reference readers, who
+	// binary-search for the first unused slot, could take as corrupt).
+	if _, err := vfd.WriteAtType(w.f, vfd.MemBTree, buf, off); err != nil {
 		return fmt.Errorf("gsd: %s: write index entries: %w", w.path, err)
 	}
 	if err := w.sync("index"); err != nil {
