@@ -1,0 +1,57 @@
+//go:build mpi
+
+// Package mpi is ftigo's thin cgo binding of MPI: a [Comm] that implements
+// comm.Comm and comm.Aborter on an MPI communicator, for jobs that outgrow
+// one machine. Every file carries the build tag mpi, so a build without the
+// tag needs neither cgo nor an MPI installation.
+//
+// # Building and running
+//
+// One Go source serves Open MPI and MPICH: MPI handles cross into Go only as
+// Fortran handles (MPI_Fint), converted inside small C wrappers, and the
+// flavour is picked by a file that carries nothing but a pkg-config line:
+//
+//	go build -tags mpi ...            # Open MPI (pkg-config ompi)
+//	go build -tags 'mpi mpich' ...    # MPICH   (pkg-config mpich)
+//
+// Tests and jobs run under the flavour's own launcher (Debian points
+// /usr/bin/mpirun at Open MPI when both are installed):
+//
+//	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
+//	  go test -tags mpi -exec "mpirun.openmpi -np 4 -x GOMAXPROCS=1" ./comm/mpi/...
+//	go test -tags 'mpi mpich' -exec "mpirun.mpich -np 2" ./comm/mpi/...
+//
+// A binary started without a launcher runs as a world of size 1. Benchmarks
+// must use a fixed iteration count (-benchtime=5x) so every rank runs the
+// same number of collective iterations.
+//
+// # Lifecycle
+//
+//  1. [Init] on the goroutine that will also finalize: it locks that
+//     goroutine to its OS thread, calls MPI_Init_thread asking for
+//     MPI_THREAD_MULTIPLE and sets MPI_ERRORS_RETURN on the world.
+//  2. Communicate through the returned world and communicators split from
+//     it; Close the sub-communicators (MPI_Comm_free).
+//  3. On success, [Comm.Finalize] from the Init goroutine. On any failure,
+//     [Comm.Abort] instead: a rank that finalizes while its peers wait in a
+//     collective hangs the whole job, whereas MPI_Abort (or exiting without
+//     Finalize) makes the launcher kill the job and exit non-zero.
+//
+// # Runtime rules
+//
+//   - Errors come back as *[MPIError] carrying the call, code, class and
+//     MPI's own text; truncation matches comm.ErrTruncated and the argument
+//     classes comm.ErrBadArgument. Ranks out of range, unknown ops, wrong
+//     buffer sizes and counts above [MaxCount] (C int) are refused in Go
+//     before MPI is called; split large transfers with comm.SendChunked or
+//     comm.SendrecvChunked.
+//   - Concurrency: one goroutine per rank talks to MPI at a time. With
+//     MULTIPLE granted (Open MPI and MPICH both grant it) calls go straight
+//     through; below MULTIPLE one mutex serialises every call, and then two
+//     goroutines of one rank blocked in calls deadlock.
+//   - Buffers: only blocking calls are used, so Go slices are passed
+//     directly (legal under the cgo pointer rules: C keeps nothing after the
+//     call). Sendrecv's Isend/Recv/Wait also completes inside one C call.
+//   - Set GOMAXPROCS to the cores per rank (-x GOMAXPROCS=1 when
+//     oversubscribed); avoid os/exec in ranks after Init.
+package mpi

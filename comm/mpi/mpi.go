@@ -1,0 +1,471 @@
+//go:build mpi
+
+package mpi
+
+/*
+#include <stdlib.h>
+#include <stdint.h>
+#include <mpi.h>
+
+// Every MPI handle crosses into Go as a Fortran handle (MPI_Fint, a plain
+// int in every implementation); the conversions happen here, in C, so Go
+// never names an implementation-specific handle type.
+
+static int ftigo_init(int *provided) {
+	int flag = 0;
+	int rc = MPI_Initialized(&flag);
+	if (rc != MPI_SUCCESS) return rc;
+	if (flag) {
+		rc = MPI_Query_thread(provided);
+	} else {
+		rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, provided);
+	}
+	if (rc != MPI_SUCCESS) return rc;
+	return MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+static int ftigo_thread_multiple(void) { return MPI_THREAD_MULTIPLE; }
+static int ftigo_thread_serialized(void) { return MPI_THREAD_SERIALIZED; }
+static int ftigo_finalize(void) { return MPI_Finalize(); }
+static MPI_Fint ftigo_world(void) { return MPI_Comm_c2f(MPI_COMM_WORLD); }
+static MPI_Fint ftigo_null(void) { return MPI_Comm_c2f(MPI_COMM_NULL); }
+
+static int ftigo_rank(MPI_Fint c, int *r) { return MPI_Comm_rank(MPI_Comm_f2c(c), r); }
+static int ftigo_size(MPI_Fint c, int *n) { return MPI_Comm_size(MPI_Comm_f2c(c), n); }
+static int ftigo_barrier(MPI_Fint c) { return MPI_Barrier(MPI_Comm_f2c(c)); }
+
+static int ftigo_bcast(MPI_Fint c, void *buf, int n, int root) {
+	return MPI_Bcast(buf, n, MPI_BYTE, root, MPI_Comm_f2c(c));
+}
+
+static int ftigo_allgather(MPI_Fint c, void *send, int n, void *recv) {
+	return MPI_Allgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, MPI_Comm_f2c(c));
+}
+
+// op: 0 min, 1 max, 2 sum (comm.Op).
+static int ftigo_allreduce_int64(MPI_Fint c, int64_t v, int op, int64_t *out) {
+	MPI_Op o = op == 0 ? MPI_MIN : op == 1 ? MPI_MAX : MPI_SUM;
+	return MPI_Allreduce(&v, out, 1, MPI_INT64_T, o, MPI_Comm_f2c(c));
+}
+
+static int ftigo_send(MPI_Fint c, void *buf, int n, int dst, int tag) {
+	return MPI_Send(buf, n, MPI_BYTE, dst, tag, MPI_Comm_f2c(c));
+}
+
+static int ftigo_recv(MPI_Fint c, void *buf, int n, int src, int tag, int *count) {
+	MPI_Status st;
+	int rc = MPI_Recv(buf, n, MPI_BYTE, src, tag, MPI_Comm_f2c(c), &st);
+	if (rc == MPI_SUCCESS) MPI_Get_count(&st, MPI_BYTE, count);
+	return rc;
+}
+
+// ftigo_sendrecv is MPI_Isend + MPI_Recv + MPI_Wait inside one C call (so
+// no Go pointer outlives the call) rather than MPI_Sendrecv, because Open
+// MPI 4.1's MPI_Sendrecv does not report a truncated receive.
+static int ftigo_sendrecv(MPI_Fint c, void *send, int ns, int dst, int stag,
+		void *recv, int nr, int src, int rtag, int *count) {
+	MPI_Comm cc = MPI_Comm_f2c(c);
+	MPI_Request req;
+	MPI_Status st;
+	int rc = MPI_Isend(send, ns, MPI_BYTE, dst, stag, cc, &req);
+	if (rc != MPI_SUCCESS) return rc;
+	int rrc = MPI_Recv(recv, nr, MPI_BYTE, src, rtag, cc, &st);
+	if (rrc == MPI_SUCCESS) MPI_Get_count(&st, MPI_BYTE, count);
+	int cls = MPI_SUCCESS;
+	if (rrc != MPI_SUCCESS) MPI_Error_class(rrc, &cls);
+	if (rrc != MPI_SUCCESS && cls != MPI_ERR_TRUNCATE) MPI_Cancel(&req);
+	int wrc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+	return rrc != MPI_SUCCESS ? rrc : wrc;
+}
+
+static int ftigo_split(MPI_Fint c, int color, int key, MPI_Fint *out) {
+	MPI_Comm nc;
+	int rc = MPI_Comm_split(MPI_Comm_f2c(c), color < 0 ? MPI_UNDEFINED : color, key, &nc);
+	if (rc != MPI_SUCCESS) return rc;
+	*out = MPI_Comm_c2f(nc);
+	return MPI_SUCCESS;
+}
+
+static int ftigo_free(MPI_Fint c) {
+	MPI_Comm cc = MPI_Comm_f2c(c);
+	return MPI_Comm_free(&cc);
+}
+
+static int ftigo_abort(MPI_Fint c, int code) { return MPI_Abort(MPI_Comm_f2c(c), code); }
+
+static int ftigo_error_class(int code) {
+	int cls = code;
+	if (MPI_Error_class(code, &cls) != MPI_SUCCESS) return code;
+	return cls;
+}
+
+static void ftigo_error_string(int code, char *buf, int cap) {
+	char tmp[MPI_MAX_ERROR_STRING];
+	int n = 0;
+	buf[0] = 0;
+	if (MPI_Error_string(code, tmp, &n) != MPI_SUCCESS) return;
+	if (n >= cap) n = cap - 1;
+	for (int i = 0; i < n; i++) buf[i] = tmp[i];
+	buf[n] = 0;
+}
+
+static int ftigo_class_truncate(void) { return MPI_ERR_TRUNCATE; }
+static int ftigo_class_rank(void) { return MPI_ERR_RANK; }
+static int ftigo_class_count(void) { return MPI_ERR_COUNT; }
+static int ftigo_class_root(void) { return MPI_ERR_ROOT; }
+static int ftigo_class_tag(void) { return MPI_ERR_TAG; }
+static int ftigo_class_arg(void) { return MPI_ERR_ARG; }
+static int ftigo_class_buffer(void) { return MPI_ERR_BUFFER; }
+static int ftigo_class_op(void) { return MPI_ERR_OP; }
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ftigo/ftigo/comm"
+)
+
+// MaxCount is the largest message one MPI call carries: counts are C ints.
+// Larger transfers must be split, e.g. with [comm.SendChunked] or
+// [comm.SendrecvChunked], which never exceed it.
+const MaxCount = math.MaxInt32
+
+// ErrNotInitThread is returned by Finalize when it is not called from the
+// goroutine that called Init.
+var ErrNotInitThread = errors.New("mpi: Finalize must be called from the goroutine that called Init")
+
+// MPIError is an error returned by an MPI call: the call, its return code,
+// the code's error class and MPI's own text for it. It matches
+// [comm.ErrTruncated] for truncated receives and [comm.ErrBadArgument] for
+// the argument classes (rank, count, root, tag, buffer, op, arg).
+type MPIError struct {
+	Op    string // MPI function, e.g. "MPI_Recv"
+	Code  int    // return code
+	Class int    // MPI_Error_class of Code
+	Msg   string // MPI_Error_string of Code
+}
+
+func (e *MPIError) Error() string {
+	return fmt.Sprintf("mpi: %s: %s (code %d, class %d)", e.Op, e.Msg, e.Code, e.Class)
+}
+
+// Unwrap maps the error class to ftigo's sentinels where one fits.
+func (e *MPIError) Unwrap() error {
+	switch C.int(e.Class) {
+	case C.ftigo_class_truncate():
+		return comm.ErrTruncated
+	case C.ftigo_class_rank(), C.ftigo_class_count(), C.ftigo_class_root(), C.ftigo_class_tag(),
+		C.ftigo_class_arg(), C.ftigo_class_buffer(), C.ftigo_class_op():
+		return comm.ErrBadArgument
+	}
+	return nil
+}
+
+func mpiErr(op string, rc C.int) error {
+	if rc == 0 { // MPI_SUCCESS is 0 in every implementation
+		return nil
+	}
+	var buf [512]C.char
+	C.ftigo_error_string(rc, &buf[0], C.int(len(buf)))
+	return &MPIError{Op: op, Code: int(rc), Class: int(C.ftigo_error_class(rc)), Msg: C.GoString(&buf[0])}
+}
+
+// env is the state of one MPI initialisation, shared by the world and every
+// communicator split from it.
+type env struct {
+	serial    *sync.Mutex // non-nil when MPI granted less than MULTIPLE
+	level     int
+	initTid   int
+	finalized atomic.Bool
+}
+
+func (e *env) lock() {
+	if e.serial != nil {
+		e.serial.Lock()
+	}
+}
+
+func (e *env) unlock() {
+	if e.serial != nil {
+		e.serial.Unlock()
+	}
+}
+
+// Comm is one MPI communicator. It implements [comm.Comm] and
+// [comm.Aborter]. One goroutine per rank should use it at a time (with
+// a thread level below MULTIPLE, two goroutines blocked in calls of one
+// rank deadlock on the serialising mutex).
+type Comm struct {
+	env    *env
+	handle C.MPI_Fint
+	rank   int
+	size   int
+	world  bool
+	closed atomic.Bool
+}
+
+var (
+	_ comm.Comm    = (*Comm)(nil)
+	_ comm.Aborter = (*Comm)(nil)
+)
+
+// Init initialises MPI asking for MPI_THREAD_MULTIPLE, sets MPI_ERRORS_RETURN
+// on the world and returns it. It locks the calling goroutine to its OS
+// thread for good: call [Comm.Finalize] from the same goroutine. When MPI
+// grants less than MULTIPLE every call is serialised by one mutex. If MPI
+// is already initialised, Init only queries the thread level.
+func Init() (*Comm, error) {
+	runtime.LockOSThread()
+	var provided C.int
+	if err := mpiErr("MPI_Init_thread", C.ftigo_init(&provided)); err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	e := &env{level: int(provided), initTid: unix.Gettid()}
+	if provided < C.ftigo_thread_multiple() {
+		e.serial = &sync.Mutex{}
+	}
+	w := &Comm{env: e, handle: C.ftigo_world(), world: true}
+	if err := w.query(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (c *Comm) query() error {
+	var r, n C.int
+	if err := mpiErr("MPI_Comm_rank", C.ftigo_rank(c.handle, &r)); err != nil {
+		return err
+	}
+	if err := mpiErr("MPI_Comm_size", C.ftigo_size(c.handle, &n)); err != nil {
+		return err
+	}
+	c.rank, c.size = int(r), int(n)
+	return nil
+}
+
+// ThreadLevel reports the thread level MPI granted (MPI_THREAD_* value)
+// and whether calls are serialised by a mutex because it is below MULTIPLE.
+func (c *Comm) ThreadLevel() (level int, serialised bool) {
+	return c.env.level, c.env.serial != nil
+}
+
+// Finalize shuts MPI down. Call it on the world, from the goroutine that
+// called Init, only when every rank is known to be done: a rank that
+// finalizes while others wait in a collective hangs the job — on failure
+// call Abort instead.
+func (c *Comm) Finalize() error {
+	if !c.world {
+		return fmt.Errorf("%w: Finalize on a sub-communicator", comm.ErrBadArgument)
+	}
+	if unix.Gettid() != c.env.initTid {
+		return ErrNotInitThread
+	}
+	if c.env.finalized.Swap(true) {
+		return comm.ErrClosed
+	}
+	c.env.lock()
+	err := mpiErr("MPI_Finalize", C.ftigo_finalize())
+	c.env.unlock()
+	runtime.UnlockOSThread()
+	return err
+}
+
+// Abort ends the whole job with MPI_Abort on the world; it does not return
+// when MPI honours it.
+func (c *Comm) Abort(code int) error {
+	return mpiErr("MPI_Abort", C.ftigo_abort(C.ftigo_world(), C.int(code)))
+}
+
+func (c *Comm) Rank() int { return c.rank }
+func (c *Comm) Size() int { return c.size }
+
+// Close frees a sub-communicator (MPI_Comm_free); on the world it is a no-op.
+func (c *Comm) Close() error {
+	if c.world || c.closed.Swap(true) {
+		return nil
+	}
+	if c.env.finalized.Load() {
+		return nil
+	}
+	c.env.lock()
+	defer c.env.unlock()
+	return mpiErr("MPI_Comm_free", C.ftigo_free(c.handle))
+}
+
+func (c *Comm) check() error {
+	if c.closed.Load() || c.env.finalized.Load() {
+		return comm.ErrClosed
+	}
+	return nil
+}
+
+func (c *Comm) checkRank(what string, r int) error {
+	if r < 0 || r >= c.size {
+		return fmt.Errorf("%w: %s rank %d out of range [0,%d)", comm.ErrBadArgument, what, r, c.size)
+	}
+	return nil
+}
+
+func checkCount(op string, n int) error {
+	if n > MaxCount {
+		return fmt.Errorf("%w: %s of %d bytes exceeds MPI's count limit of %d bytes; split it (comm.SendChunked)",
+			comm.ErrBadArgument, op, n, MaxCount)
+	}
+	return nil
+}
+
+func checkTag(op string, tag int) error {
+	if tag < 0 || tag > math.MaxInt32 {
+		return fmt.Errorf("%w: %s tag %d out of range", comm.ErrBadArgument, op, tag)
+	}
+	return nil
+}
+
+// ptr returns the address of b's first byte, or nil for an empty slice.
+// Passing it to a blocking MPI call is legal under the cgo rules: the
+// memory holds no Go pointers and C keeps nothing after the call.
+func ptr(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&b[0])
+}
+
+func (c *Comm) Barrier() error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	c.env.lock()
+	defer c.env.unlock()
+	return mpiErr("MPI_Barrier", C.ftigo_barrier(c.handle))
+}
+
+func (c *Comm) Bcast(root int, buf []byte) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := c.checkRank("Bcast: root", root); err != nil {
+		return err
+	}
+	if err := checkCount("Bcast", len(buf)); err != nil {
+		return err
+	}
+	c.env.lock()
+	defer c.env.unlock()
+	return mpiErr("MPI_Bcast", C.ftigo_bcast(c.handle, ptr(buf), C.int(len(buf)), C.int(root)))
+}
+
+func (c *Comm) Allgather(send, recv []byte) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if len(recv) != c.size*len(send) {
+		return fmt.Errorf("%w: Allgather: %d-byte receive buffer, want %d", comm.ErrBadArgument, len(recv), c.size*len(send))
+	}
+	if err := checkCount("Allgather", len(send)); err != nil {
+		return err
+	}
+	c.env.lock()
+	defer c.env.unlock()
+	return mpiErr("MPI_Allgather", C.ftigo_allgather(c.handle, ptr(send), C.int(len(send)), ptr(recv)))
+}
+
+func (c *Comm) AllreduceInt64(v int64, op comm.Op) (int64, error) {
+	if err := c.check(); err != nil {
+		return 0, err
+	}
+	if op != comm.Min && op != comm.Max && op != comm.Sum {
+		return 0, fmt.Errorf("%w: AllreduceInt64: unknown %v", comm.ErrBadArgument, op)
+	}
+	var out C.int64_t
+	c.env.lock()
+	defer c.env.unlock()
+	err := mpiErr("MPI_Allreduce", C.ftigo_allreduce_int64(c.handle, C.int64_t(v), C.int(op), &out))
+	return int64(out), err
+}
+
+func (c *Comm) Send(dst, tag int, buf []byte) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := errors.Join(c.checkRank("Send: destination", dst), checkTag("Send", tag), checkCount("Send", len(buf))); err != nil {
+		return err
+	}
+	c.env.lock()
+	defer c.env.unlock()
+	return mpiErr("MPI_Send", C.ftigo_send(c.handle, ptr(buf), C.int(len(buf)), C.int(dst), C.int(tag)))
+}
+
+func (c *Comm) Recv(src, tag int, buf []byte) (int, error) {
+	if err := c.check(); err != nil {
+		return 0, err
+	}
+	if err := errors.Join(c.checkRank("Recv: source", src), checkTag("Recv", tag), checkCount("Recv", len(buf))); err != nil {
+		return 0, err
+	}
+	var n C.int
+	c.env.lock()
+	defer c.env.unlock()
+	err := mpiErr("MPI_Recv", C.ftigo_recv(c.handle, ptr(buf), C.int(len(buf)), C.int(src), C.int(tag), &n))
+	return int(n), err
+}
+
+func (c *Comm) Sendrecv(send []byte, dst, sendTag int, recv []byte, src, recvTag int) (int, error) {
+	if err := c.check(); err != nil {
+		return 0, err
+	}
+	if err := errors.Join(
+		c.checkRank("Sendrecv: destination", dst), c.checkRank("Sendrecv: source", src),
+		checkTag("Sendrecv", sendTag), checkTag("Sendrecv", recvTag),
+		checkCount("Sendrecv send", len(send)), checkCount("Sendrecv receive", len(recv)),
+	); err != nil {
+		return 0, err
+	}
+	var n C.int
+	c.env.lock()
+	defer c.env.unlock()
+	err := mpiErr("MPI_Sendrecv", C.ftigo_sendrecv(c.handle,
+		ptr(send), C.int(len(send)), C.int(dst), C.int(sendTag),
+		ptr(recv), C.int(len(recv)), C.int(src), C.int(recvTag), &n))
+	return int(n), err
+}
+
+// Split returns a sub-communicator (MPI_Comm_split, MPI_UNDEFINED for a
+// negative color, which returns a nil Comm). It inherits MPI_ERRORS_RETURN.
+func (c *Comm) Split(color, key int) (comm.Comm, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	var h C.MPI_Fint
+	c.env.lock()
+	err := mpiErr("MPI_Comm_split", C.ftigo_split(c.handle, C.int(max(color, -1)), C.int(key), &h))
+	c.env.unlock()
+	if err != nil {
+		return nil, err
+	}
+	if color < 0 || h == C.ftigo_null() {
+		return nil, nil
+	}
+	sub := &Comm{env: c.env, handle: h}
+	c.env.lock()
+	err = sub.query()
+	c.env.unlock()
+	if err != nil {
+		return nil, err
+	}
+	return sub, nil
+}
+
+// classTruncate and classRank expose two error classes to the tests.
+func classTruncate() C.int { return C.ftigo_class_truncate() }
+func classRank() C.int     { return C.ftigo_class_rank() }

@@ -1,0 +1,88 @@
+//go:build mpi
+
+package mpi_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/comm/commtest"
+	"github.com/ftigo/ftigo/comm/mpi"
+)
+
+// world is this process's rank, set up by TestMain.
+var world *mpi.Comm
+
+// TestMain initialises MPI on its own (locked) goroutine, runs the tests and
+// then either finalizes (every test passed) or calls MPI_Abort, so that a
+// failing rank never leaves its peers waiting in a collective.
+func TestMain(m *testing.M) {
+	w, err := mpi.Init()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mpi.Init:", err)
+		os.Exit(2)
+	}
+	world = w
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "rank %d: tests failed, calling MPI_Abort(%d)\n", w.Rank(), code)
+		_ = w.Abort(code)
+		os.Exit(code)
+	}
+	if err := w.Finalize(); err != nil {
+		fmt.Fprintf(os.Stderr, "rank %d: MPI_Finalize: %v\n", w.Rank(), err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func TestConformance(t *testing.T) {
+	commtest.Run(t, world)
+}
+
+func TestThreadLevel(t *testing.T) {
+	level, serialised := world.ThreadLevel()
+	t.Logf("rank %d of %d: thread level %d, serialised %v", world.Rank(), world.Size(), level, serialised)
+	assert.GreaterOrEqual(t, level, 0)
+}
+
+func TestTruncationCarriesMPIText(t *testing.T) {
+	// Every rank talks to itself, so this works at any size.
+	n, err := world.Sendrecv(make([]byte, 16), world.Rank(), 1, make([]byte, 4), world.Rank(), 1)
+	require.Error(t, err, "n=%d", n)
+	assert.ErrorIs(t, err, comm.ErrTruncated)
+	var me *mpi.MPIError
+	require.True(t, errors.As(err, &me), "got %T %v", err, err)
+	assert.Equal(t, "MPI_Sendrecv", me.Op)
+	assert.NotZero(t, me.Code)
+	assert.NotEmpty(t, me.Msg)
+	assert.Contains(t, err.Error(), "mpi: MPI_Sendrecv: ")
+	require.NoError(t, world.Barrier())
+}
+
+func TestFinalizeRules(t *testing.T) {
+	sub, err := world.Split(0, 0)
+	require.NoError(t, err)
+	defer sub.Close()
+	err = sub.(*mpi.Comm).Finalize()
+	assert.ErrorIs(t, err, comm.ErrBadArgument)
+	// This test runs on a goroutine other than TestMain's.
+	assert.ErrorIs(t, world.Finalize(), mpi.ErrNotInitThread)
+	require.NoError(t, world.Barrier())
+}
+
+func TestClosedSubCommunicator(t *testing.T) {
+	sub, err := world.Split(world.Rank()%2, 0)
+	require.NoError(t, err)
+	require.NoError(t, sub.Close())
+	require.NoError(t, sub.Close(), "second Close is a no-op")
+	assert.ErrorIs(t, sub.Barrier(), comm.ErrClosed)
+	_, err = sub.AllreduceInt64(1, comm.Sum)
+	assert.ErrorIs(t, err, comm.ErrClosed)
+}
