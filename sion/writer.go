@@ -109,11 +109,10 @@ type TaskWriter struct {
 }
 
 // Write appends p to the task's stream as the writer's [Policy] says. It
-// writes all of p or returns an error.
+// writes all of p or returns an error. In a key-value container Write
+// appends raw stream bytes (the caller then owns the record framing, as
+// when copying a stream); use WriteRecord for records.
 func (tw *TaskWriter) Write(p []byte) (int, error) {
-	if tw.kv {
-		return 0, fmt.Errorf("%w: task %d: key-value containers take WriteRecord", ErrBadArgument, tw.index)
-	}
 	if err := tw.check(); err != nil {
 		return 0, err
 	}
