@@ -26,3 +26,23 @@ func TestConformanceFault(t *testing.T) {
 		return vfd.NewFault(vfd.Sec2{}, vfd.Latency(0)), t.TempDir()
 	})
 }
+
+func familyConfig() vfdtest.Config {
+	return vfdtest.Config{
+		Name:   func(b string) string { return b + "-%03d.bin" },
+		Listed: func(b string) []string { return []string{b + "-000.bin"} },
+	}
+}
+
+func TestConformanceFamily(t *testing.T) {
+	t.Run("sec2", func(t *testing.T) {
+		vfdtest.TestDriverConfig(t, func(t *testing.T) (vfd.Driver, string) {
+			return vfd.NewFamily(vfd.Sec2{}, 4096), t.TempDir()
+		}, familyConfig())
+	})
+	t.Run("core", func(t *testing.T) {
+		vfdtest.TestDriverConfig(t, func(t *testing.T) (vfd.Driver, string) {
+			return vfd.NewFamily(vfd.NewCore(), 4096), "/"
+		}, familyConfig())
+	})
+}

@@ -202,3 +202,12 @@ func TestCoreBacking(t *testing.T) {
 	assert.Equal(t, []byte("image!"), readAll(t, c2, "img.h5"))
 	assert.Equal(t, []byte("image!"), readAll(t, c2.CrashClone(), "img.h5"), "a loaded image counts as durable")
 }
+
+// pattern returns n bytes that differ from their neighbours.
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i/251)
+	}
+	return b
+}
