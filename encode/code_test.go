@@ -1,0 +1,247 @@
+package encode
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/bits"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func randBlocks(r *rand.Rand, n, size int) [][]byte {
+	b := make([][]byte, n)
+	for i := range b {
+		b[i] = make([]byte, size)
+		for j := range b[i] {
+			b[i][j] = byte(r.Uint32())
+		}
+	}
+	return b
+}
+
+func cloneAll(b [][]byte) [][]byte {
+	out := make([][]byte, len(b))
+	for i := range b {
+		out[i] = bytes.Clone(b[i])
+	}
+	return out
+}
+
+var shapes = []struct{ k, m int }{{1, 1}, {2, 2}, {3, 3}, {4, 4}, {4, 2}, {5, 2}, {6, 3}, {8, 1}}
+
+// TestEveryErasurePattern checks, like redset's tests, that every pattern
+// of at most m losses is rebuilt bit for bit and every pattern of m+1
+// losses is refused without touching any buffer.
+func TestEveryErasurePattern(t *testing.T) {
+	for _, s := range shapes {
+		t.Run(fmt.Sprintf("k=%d,m=%d", s.k, s.m), func(t *testing.T) {
+			c, err := New(s.k, s.m)
+			require.NoError(t, err)
+			r := rand.New(rand.NewPCG(uint64(s.k), uint64(s.m)))
+			data := randBlocks(r, s.k, 97)
+			parity := randBlocks(r, s.m, 97) // garbage, overwritten
+			require.NoError(t, c.EncodeBlock(data, parity))
+			ok, err := c.Verify(data, parity)
+			require.NoError(t, err)
+			require.True(t, ok)
+			want := append(cloneAll(data), cloneAll(parity)...)
+			total := s.k + s.m
+			recovered, refused := 0, 0
+			for mask := 0; mask < 1<<total; mask++ {
+				lost := make([]bool, total)
+				shards := cloneAll(want)
+				for i := range lost {
+					if mask&(1<<i) != 0 {
+						lost[i] = true
+						for j := range shards[i] {
+							shards[i][j] = 0xEE
+						}
+					}
+				}
+				before := cloneAll(shards)
+				err := c.Reconstruct(shards, lost)
+				switch n := bits.OnesCount(uint(mask)); {
+				case n <= s.m:
+					require.NoError(t, err, "mask %b", mask)
+					require.Equal(t, want, shards, "mask %b", mask)
+					recovered++
+				default:
+					require.ErrorIs(t, err, ErrTooManyErasures, "mask %b", mask)
+					var ee *ErasureError
+					require.ErrorAs(t, err, &ee)
+					assert.Len(t, ee.Lost, n)
+					require.Equal(t, before, shards, "refused pattern must not touch buffers")
+					refused++
+				}
+			}
+			assert.Positive(t, recovered)
+			if total > s.m {
+				assert.Positive(t, refused)
+			}
+		})
+	}
+}
+
+func TestDefaultParityAndErrors(t *testing.T) {
+	c, err := New(4, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 4, c.M())
+	for _, tc := range []struct{ k, m int }{{0, 1}, {1, -1}, {200, 100}} {
+		_, err := New(tc.k, tc.m)
+		require.ErrorIs(t, err, ErrBadShape, "k=%d m=%d", tc.k, tc.m)
+	}
+	err = c.EncodeBlock(make([][]byte, 3), make([][]byte, 4))
+	require.ErrorIs(t, err, ErrBadShape)
+	err = c.EncodeBlock([][]byte{{1}, {2}, {3}, {4, 5}}, make([][]byte, 4))
+	require.ErrorIs(t, err, ErrBadShape)
+	assert.Contains(t, err.Error(), "data shard 3 has 2 bytes")
+	err = c.Reconstruct(make([][]byte, 8), make([]bool, 7))
+	require.ErrorIs(t, err, ErrBadShape)
+	err = c.Reconstruct(randBlocks(rand.New(rand.NewPCG(1, 1)), 8, 4), []bool{true, true, false, true, false, true, true, false})
+	require.ErrorIs(t, err, ErrTooManyErasures)
+	assert.Contains(t, err.Error(), "lost shards [0 1 3 5 6]")
+}
+
+// TestAddDataMatchesEncode checks that summing per-shard contributions, as
+// distributed encoding does, gives the same parity as EncodeBlock.
+func TestAddDataMatchesEncode(t *testing.T) {
+	for _, s := range shapes {
+		c, err := New(s.k, s.m)
+		require.NoError(t, err)
+		r := rand.New(rand.NewPCG(7, uint64(s.k)))
+		data := randBlocks(r, s.k, 1000)
+		want := randBlocks(r, s.m, 1000)
+		require.NoError(t, c.EncodeBlock(data, want))
+		sum := make([][]byte, s.m)
+		for j := range sum {
+			sum[j] = make([]byte, 1000)
+		}
+		for i := range data {
+			part := make([][]byte, s.m)
+			for j := range part {
+				part[j] = make([]byte, 1000)
+			}
+			require.NoError(t, c.AddData(data[i], i, part))
+			for j := range part {
+				XOR(sum[j], part[j])
+			}
+		}
+		assert.Equal(t, want, sum, "k=%d m=%d", s.k, s.m)
+	}
+}
+
+type memFile struct{ b []byte }
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(f.b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	if end := off + int64(len(p)); end > int64(len(f.b)) {
+		f.b = append(f.b, make([]byte, end-int64(len(f.b)))...)
+	}
+	return copy(f.b[off:], p), nil
+}
+
+func TestStreamUnequalSizes(t *testing.T) {
+	tests := []struct {
+		name  string
+		k, m  int
+		sizes []int64
+		block int
+		lost  []int
+	}{
+		{"equal, one data lost", 4, 4, []int64{4096, 4096, 4096, 4096}, 1000, []int{2}},
+		{"unequal, k losses", 4, 4, []int64{10, 5000, 0, 4097}, 512, []int{0, 1, 6, 7}},
+		{"all data lost", 3, 3, []int64{1, 2, 3}, 1, []int{0, 1, 2}},
+		{"m<k parity and data", 5, 2, []int64{7000, 100, 6999, 1, 7000}, 4096, []int{4, 5}},
+		{"empty group", 2, 2, []int64{0, 0}, 16, []int{0, 3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(tc.k, tc.m)
+			require.NoError(t, err)
+			r := rand.New(rand.NewPCG(3, 4))
+			files := make([]*memFile, tc.k+tc.m)
+			readers := make([]io.ReaderAt, tc.k+tc.m)
+			for i := range files {
+				files[i] = &memFile{}
+				if i < tc.k {
+					files[i].b = randBlocks(r, 1, int(tc.sizes[i]))[0]
+				}
+				readers[i] = files[i]
+			}
+			writers := make([]io.WriterAt, tc.m)
+			for j := range writers {
+				writers[j] = files[tc.k+j]
+			}
+			res, err := c.EncodeStream(readers[:tc.k], tc.sizes, writers, tc.block)
+			require.NoError(t, err)
+			assert.Equal(t, PaddedSize(tc.sizes), res.Padded)
+			for i := 0; i < tc.k; i++ {
+				assert.Equal(t, Sum(files[i].b), res.Data[i])
+				assert.Len(t, files[i].b, int(tc.sizes[i]), "data never padded on disk")
+			}
+			for j := 0; j < tc.m; j++ {
+				assert.Len(t, files[tc.k+j].b, int(res.Padded))
+				assert.Equal(t, Sum(files[tc.k+j].b), res.Parity[j])
+			}
+			want := make([][]byte, len(files))
+			for i := range files {
+				want[i] = bytes.Clone(files[i].b)
+			}
+			lost := make([]bool, tc.k+tc.m)
+			out := make([]io.WriterAt, tc.k+tc.m)
+			fresh := map[int]*memFile{}
+			for _, i := range tc.lost {
+				lost[i] = true
+				fresh[i] = &memFile{}
+				out[i] = fresh[i]
+				readers[i] = nil
+			}
+			res2, err := c.ReconstructStream(readers, tc.sizes, lost, out, tc.block)
+			require.NoError(t, err)
+			for i, f := range fresh {
+				assert.Equal(t, len(want[i]), len(f.b), "shard %d", i)
+				assert.True(t, bytes.Equal(want[i], f.b), "shard %d rebuilt bit for bit", i)
+			}
+			assert.Equal(t, res.Data, res2.Data)
+			assert.Equal(t, res.Parity, res2.Parity)
+
+			// one more loss than tolerated: refused before any write
+			extra := append([]bool(nil), lost...)
+			added := 0
+			for i := range extra {
+				if !extra[i] && added < tc.m+1-len(tc.lost) {
+					extra[i] = true
+					out[i] = &memFile{}
+					added++
+				}
+			}
+			_, err = c.ReconstructStream(readers, tc.sizes, extra, out, tc.block)
+			require.ErrorIs(t, err, ErrTooManyErasures)
+		})
+	}
+}
+
+func TestReadBlockShortFile(t *testing.T) {
+	buf := make([]byte, 8)
+	err := ReadBlock(&memFile{b: []byte("abc")}, 5, buf, 0)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	require.NoError(t, ReadBlock(&memFile{b: []byte("abc")}, 3, buf, 0))
+	assert.Equal(t, []byte("abc\x00\x00\x00\x00\x00"), buf)
+	h, err := HashReader(&memFile{b: []byte("abcdef")}, 6, 4)
+	require.NoError(t, err)
+	assert.Equal(t, Sum([]byte("abcdef")), h)
+}
