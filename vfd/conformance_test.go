@@ -3,6 +3,8 @@ package vfd_test
 import (
 	"testing"
 
+	"go.uber.org/zap/zaptest"
+
 	"github.com/ftigo/ftigo/vfd"
 	"github.com/ftigo/ftigo/vfd/vfdtest"
 )
@@ -44,5 +46,20 @@ func TestConformanceFamily(t *testing.T) {
 		vfdtest.TestDriverConfig(t, func(t *testing.T) (vfd.Driver, string) {
 			return vfd.NewFamily(vfd.NewCore(), 4096), "/"
 		}, familyConfig())
+	})
+}
+
+func TestConformanceStdio(t *testing.T) {
+	t.Run("sec2", func(t *testing.T) {
+		vfdtest.TestDriver(t, func(t *testing.T) (vfd.Driver, string) { return vfd.NewStdio(vfd.Sec2{}, 4096), t.TempDir() })
+	})
+	t.Run("core", func(t *testing.T) {
+		vfdtest.TestDriver(t, func(t *testing.T) (vfd.Driver, string) { return vfd.NewStdio(vfd.NewCore(), 0), "/" })
+	})
+}
+
+func TestConformanceLog(t *testing.T) {
+	vfdtest.TestDriver(t, func(t *testing.T) (vfd.Driver, string) {
+		return vfd.NewLog(vfd.Sec2{}, zaptest.NewLogger(t)), t.TempDir()
 	})
 }
