@@ -15,10 +15,13 @@ const (
 	ParityVersion = 1
 	headerFixed   = 64 // magic, version, k, m, index, padded, payload hash
 	headerEntry   = 40 // per data shard: size u64, BLAKE3-256
+	tailLen       = 16 // trailer length u64, magic
 )
 
-// ParityHeader is the self-describing header at the start of a parity file;
-// the parity payload (Padded bytes) follows it at [HeaderLen](K).
+// ParityHeader is the self-describing trailer of a parity file: the file is
+// the parity payload (Padded bytes, from offset 0) followed by the header
+// ([HeaderLen](K) bytes). The trailer comes last so that the payload and
+// the whole file can be hashed while they are written.
 type ParityHeader struct {
 	K, M   int   // data and parity shard counts of the group
 	Index  int   // which parity shard this file holds, 0..M-1
@@ -32,8 +35,9 @@ type ParityHeader struct {
 }
 
 // HeaderLen is the length of the header of a parity file of a group with k
-// data shards: 64 + 40k bytes of fields and a 32-byte BLAKE3 of them.
-func HeaderLen(k int) int64 { return int64(headerFixed + headerEntry*k + 32) }
+// data shards: 64 + 40k bytes of fields, a 32-byte BLAKE3 of them, and a
+// 16-byte tail (the header length and the magic again).
+func HeaderLen(k int) int64 { return int64(headerFixed + headerEntry*k + 32 + tailLen) }
 
 // Len is the header's length in bytes.
 func (h *ParityHeader) Len() int64 { return HeaderLen(h.K) }
@@ -64,12 +68,15 @@ func (h *ParityHeader) Marshal() ([]byte, error) {
 	end := headerFixed + headerEntry*h.K
 	s := Sum(b[:end])
 	copy(b[end:], s[:])
+	le.PutUint64(b[end+32:], uint64(len(b)))
+	copy(b[end+40:], ParityMagic)
 	return b, nil
 }
 
-// ParseParityHeader decodes the header at the start of b (b may hold more).
-// path only names the file in errors, which are *CorruptionError wrapping
-// [ErrBadHeader].
+// ParseParityHeader decodes the header at the start of b (b may hold more);
+// offsets in errors are relative to the header's start. path only names the
+// file in errors, which are *CorruptionError wrapping [ErrBadHeader] or
+// [ErrHashMismatch].
 func ParseParityHeader(path string, b []byte) (*ParityHeader, error) {
 	bad := func(off int64, format string, a ...any) error {
 		return &CorruptionError{Path: path, Offset: off, Err: fmt.Errorf("%w: "+format, append([]any{ErrBadHeader}, a...)...)}
@@ -104,6 +111,9 @@ func ParseParityHeader(path string, b []byte) (*ParityHeader, error) {
 	if s := Sum(b[:end]); Hash(b[end:end+32]) != s {
 		return nil, &CorruptionError{Path: path, Offset: int64(end), Err: fmt.Errorf("%w: header hash", ErrHashMismatch)}
 	}
+	if t := b[end+32:]; int64(le.Uint64(t)) != n || string(t[8:16]) != ParityMagic {
+		return nil, bad(int64(end+32), "trailer tail does not match (length %d, magic %q)", le.Uint64(t), t[8:16])
+	}
 	copy(h.Payload[:], b[32:64])
 	h.Sizes = make([]int64, h.K)
 	h.Hashes = make([]Hash, h.K)
@@ -119,28 +129,51 @@ func ParseParityHeader(path string, b []byte) (*ParityHeader, error) {
 	return h, nil
 }
 
-// ReadParityHeader reads and decodes the header of a parity file and checks
-// that the file holds the whole payload (size is the file size).
+// ReadParityHeader reads and decodes the header at the end of a parity
+// file of size bytes and checks that the file holds exactly the payload and
+// the header. Error offsets are file offsets.
 func ReadParityHeader(r io.ReaderAt, size int64, path string) (*ParityHeader, error) {
-	buf := make([]byte, min(size, HeaderLen(MaxShards)))
-	if _, err := r.ReadAt(buf[:min(int64(len(buf)), headerFixed)], 0); err != nil && !errors.Is(err, io.EOF) {
+	bad := func(off int64, err error) error { return &CorruptionError{Path: path, Offset: off, Err: err} }
+	if size < tailLen {
+		return nil, bad(0, fmt.Errorf("%w: file of %d bytes has no parity trailer", ErrBadHeader, size))
+	}
+	var tail [tailLen]byte
+	if err := readFull(r, tail[:], size-tailLen); err != nil {
+		return nil, fmt.Errorf("read parity trailer of %s: %w", path, err)
+	}
+	if string(tail[8:]) != ParityMagic {
+		return nil, bad(size-8, fmt.Errorf("%w: trailer magic %q", ErrBadHeader, tail[8:]))
+	}
+	n := int64(binary.LittleEndian.Uint64(tail[:8]))
+	if n < HeaderLen(1) || n > HeaderLen(MaxShards) || n > size {
+		return nil, bad(size-tailLen, fmt.Errorf("%w: header length %d in a file of %d bytes", ErrBadHeader, n, size))
+	}
+	b := make([]byte, n)
+	if err := readFull(r, b, size-n); err != nil {
 		return nil, fmt.Errorf("read parity header of %s: %w", path, err)
 	}
-	if int64(len(buf)) >= headerFixed {
-		k := binary.LittleEndian.Uint32(buf[12:])
-		if k >= 1 && k < MaxShards {
-			buf = buf[:min(int64(len(buf)), HeaderLen(int(k)))]
-		}
-		if _, err := r.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("read parity header of %s: %w", path, err)
-		}
-	}
-	h, err := ParseParityHeader(path, buf)
+	h, err := ParseParityHeader(path, b)
 	if err != nil {
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			ce.Offset += size - n
+		}
 		return nil, err
 	}
-	if want := h.Len() + h.Padded; size != want {
-		return nil, &CorruptionError{Path: path, Offset: size, Err: fmt.Errorf("%w: file has %d bytes, header says %d", ErrBadHeader, size, want)}
+	if h.Len() != n || h.Padded != size-n {
+		return nil, bad(size-n, fmt.Errorf("%w: header of %d bytes for %d data shards, payload %d bytes, header says %d",
+			ErrBadHeader, n, h.K, size-n, h.Padded))
 	}
 	return h, nil
+}
+
+func readFull(r io.ReaderAt, b []byte, off int64) error {
+	n, err := r.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
 }

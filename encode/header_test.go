@@ -27,7 +27,7 @@ func TestParityHeaderGolden(t *testing.T) {
 	b, err := sampleHeader().Marshal()
 	require.NoError(t, err)
 	assert.Len(t, b, int(HeaderLen(3)))
-	assert.Equal(t, int64(64+120+32), HeaderLen(3))
+	assert.Equal(t, int64(64+120+32+16), HeaderLen(3))
 	path := filepath.Join("testdata", "header-k3.golden")
 	if *rewrite {
 		require.NoError(t, vfd.WriteFileAtomic(vfd.Sec2{}, path, b))
@@ -74,14 +74,24 @@ func TestParityHeaderErrors(t *testing.T) {
 	_, err = bad.Marshal()
 	require.ErrorIs(t, err, ErrBadShape)
 
-	f := &memFile{b: append(bytes.Clone(good), make([]byte, 4999)...)}
+	f := &memFile{b: append(make([]byte, 4999), good...)}
 	_, err = ReadParityHeader(f, int64(len(f.b)), "p")
 	require.ErrorIs(t, err, ErrBadHeader)
-	assert.Contains(t, err.Error(), "header says")
-	f.b = append(f.b, 0)
+	assert.Contains(t, err.Error(), "header says 5000")
+	f.b = append(make([]byte, 5000), good...)
 	h, err := ReadParityHeader(f, int64(len(f.b)), "p")
 	require.NoError(t, err)
 	assert.Equal(t, int64(5000), h.Padded)
+	f.b[5000+70] ^= 1
+	_, err = ReadParityHeader(f, int64(len(f.b)), "p")
+	require.ErrorIs(t, err, ErrHashMismatch)
+	var ce *CorruptionError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, int64(5000+184), ce.Offset)
+	for _, size := range []int{0, 10, 100} {
+		_, err = ReadParityHeader(&memFile{b: make([]byte, size)}, int64(size), "p")
+		require.ErrorIs(t, err, ErrBadHeader)
+	}
 }
 
 func FuzzParseParityHeader(f *testing.F) {
@@ -100,6 +110,19 @@ func FuzzParseParityHeader(f *testing.F) {
 		out, err := h.Marshal()
 		require.NoError(t, err)
 		require.Equal(t, b[:len(out)], out)
-		_, _ = ReadParityHeader(&memFile{b: b}, int64(len(b)), "fuzz")
+	})
+}
+
+func FuzzReadParityHeader(f *testing.F) {
+	good, _ := sampleHeader().Marshal()
+	f.Add(append(make([]byte, 5000), good...))
+	f.Add(good)
+	f.Add([]byte(ParityMagic + ParityMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := ReadParityHeader(&memFile{b: b}, int64(len(b)), "fuzz")
+		if err != nil {
+			return
+		}
+		require.Equal(t, int64(len(b)), h.Padded+h.Len())
 	})
 }
