@@ -63,3 +63,17 @@ func TestConformanceLog(t *testing.T) {
 		return vfd.NewLog(vfd.Sec2{}, zaptest.NewLogger(t)), t.TempDir()
 	})
 }
+
+func TestConformanceSplit(t *testing.T) {
+	cfg := vfdtest.Config{Listed: func(b string) []string { return []string{b + "-m.h5", b + "-r.h5"} }}
+	t.Run("sec2", func(t *testing.T) {
+		vfdtest.TestDriverConfig(t, func(t *testing.T) (vfd.Driver, string) {
+			return vfd.NewSplit(vfd.Sec2{}, "", vfd.Sec2{}, ""), t.TempDir()
+		}, cfg)
+	})
+	t.Run("two cores", func(t *testing.T) {
+		vfdtest.TestDriverConfig(t, func(t *testing.T) (vfd.Driver, string) {
+			return vfd.NewSplit(vfd.NewCore(), "", vfd.NewCore(), ""), "/"
+		}, cfg)
+	})
+}

@@ -129,12 +129,16 @@ func TestFamilyRenameAndRemove(t *testing.T) {
 func TestFamilyInteropH5py(t *testing.T) {
 	py := testutil.NeedPython(t, "h5py", "numpy")
 	dir := t.TempDir()
-	// libhdf5 writes a family; we discover it and find the raw data.
+	// libhdf5 writes a family (which we discover) and a single file (which
+	// we write as a family for libhdf5 to read), in one interpreter start.
 	script := `import h5py, numpy as np, sys
 with h5py.File(sys.argv[1], 'w', driver='family', memb_size=2048) as f:
     f['x'] = np.arange(2000, dtype='<i4')
+with h5py.File(sys.argv[2], 'w') as f:
+    f['y'] = np.arange(3000, dtype='<f8')
 `
-	out, err := exec.Command(py, "-c", script, filepath.Join(dir, "h5fam-%d.h5")).CombinedOutput()
+	single := filepath.Join(dir, "single.h5")
+	out, err := exec.Command(py, "-c", script, filepath.Join(dir, "h5fam-%d.h5"), single).CombinedOutput()
 	require.NoError(t, err, string(out))
 	f, err := vfd.OpenRead(vfd.NewFamily(vfd.Sec2{}, 0), filepath.Join(dir, "h5fam-%d.h5"))
 	require.NoError(t, err)
@@ -153,14 +157,6 @@ with h5py.File(sys.argv[1], 'w', driver='family', memb_size=2048) as f:
 	}
 	assert.True(t, bytes.Contains(space, raw), "the dataset's bytes are contiguous in the address space")
 
-	// We write a single HDF5 image as a family; libhdf5 reads it.
-	script = `import h5py, numpy as np, sys
-with h5py.File(sys.argv[1], 'w') as f:
-    f['y'] = np.arange(3000, dtype='<f8')
-`
-	single := filepath.Join(dir, "single.h5")
-	out, err = exec.Command(py, "-c", script, single).CombinedOutput()
-	require.NoError(t, err, string(out))
 	img := readAll(t, vfd.Sec2{}, single)
 	g, err := vfd.Create(vfd.NewFamily(vfd.Sec2{}, 1024), filepath.Join(dir, "ours-%03d.h5"))
 	require.NoError(t, err)
