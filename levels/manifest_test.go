@@ -1,0 +1,154 @@
+package levels
+
+import (
+	"bytes"
+	"encoding/hex"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/zeebo/blake3"
+
+	"github.com/ftigo/ftigo/vfd"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite golden files in testdata")
+
+func sampleManifest() *Manifest {
+	d := func(b byte) Digest {
+		var x Digest
+		for i := range x {
+			x[i] = b + byte(i)
+		}
+		return x
+	}
+	return &Manifest{
+		Seq: 7, ID: 42, Level: L1, Ranks: 2, NodeSize: 1, GroupSize: 2,
+		Nodes: []string{"node-000000", "node-000001"}, Time: 1700000000123456789,
+		Files: [][]File{
+			{{Role: RoleData, Where: Local, Name: "ckpt00000007/data000000.fti", Size: 4096, Digest: d(1), Of: 0}},
+			{{Role: RoleData, Where: Local, Name: "ckpt00000007/data000001.fti", Size: 4104, Digest: d(2), Of: 1},
+				{Role: RolePartner, Where: Local, Name: "ckpt00000007/partner000000.fti", Size: 4096, Digest: d(1), Of: 0,
+					Attrs: map[string]string{"from": "0"}}},
+		},
+	}
+}
+
+func TestManifestGolden(t *testing.T) {
+	m := sampleManifest()
+	b, err := m.Marshal()
+	require.NoError(t, err)
+	golden := filepath.Join("testdata", "v1.manifest")
+	if *rewrite {
+		require.NoError(t, os.WriteFile(golden, b, 0o644))
+	}
+	want, err := vfd.ReadFile(vfd.Sec2{}, golden)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(b), "manifest encoding changed: the format is frozen")
+	got, err := ParseManifest(golden, want)
+	require.NoError(t, err)
+	assert.Equal(t, m, got)
+	f, ok := got.DataFile(1)
+	require.True(t, ok)
+	assert.Equal(t, int64(4104), f.Size)
+	assert.Equal(t, int64(8200), got.Bytes())
+}
+
+func TestManifestCorruption(t *testing.T) {
+	good, err := sampleManifest().Marshal()
+	require.NoError(t, err)
+	flip := func(i int) []byte {
+		b := append([]byte(nil), good...)
+		b[i] ^= 0x20
+		return b
+	}
+	tests := []struct {
+		name string
+		b    []byte
+		off  int64
+	}{
+		{"empty", nil, 0},
+		{"magic", flip(0), 0},
+		{"version", []byte("ftigo-manifest 2\n{}\nblake3 00\n"), 15},
+		{"body bit", flip(40), 17},
+		{"truncated", good[:len(good)-10], int64(len(good) - 10 - 72)},
+		{"hash digit", flip(len(good) - 5), int64(len(good) - 72)},
+		{"no body end", []byte("ftigo-manifest 1\n{"), 17},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseManifest("m", tt.b)
+			require.ErrorIs(t, err, ErrBadManifest)
+			var ce *CorruptionError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, "m", ce.Path)
+			_ = tt.off
+		})
+	}
+	// A manifest whose hash is right but whose content is inconsistent.
+	m := sampleManifest()
+	m.Files = m.Files[:1]
+	b, err := m.Marshal()
+	require.NoError(t, err)
+	_, err = ParseManifest("m", b)
+	require.ErrorIs(t, err, ErrBadManifest)
+	assert.Contains(t, err.Error(), "ranks 2 but 1 file lists")
+}
+
+func FuzzParseManifest(f *testing.F) {
+	good, err := sampleManifest().Marshal()
+	require.NoError(f, err)
+	f.Add(good)
+	if b, err := vfd.ReadFile(vfd.Sec2{}, filepath.Join("testdata", "v1.manifest")); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte("ftigo-manifest 1\n{}\nblake3 af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseManifest("fuzz", b)
+		if err != nil {
+			require.ErrorIs(t, err, ErrBadManifest)
+			return
+		}
+		// Whatever parses re-encodes and parses to the same value.
+		again, err := m.Marshal()
+		require.NoError(t, err)
+		m2, err := ParseManifest("fuzz", again)
+		require.NoError(t, err)
+		require.Equal(t, m, m2)
+	})
+}
+
+// FuzzManifestBody fuzzes the JSON body under a valid magic line and hash,
+// so the decoder and the consistency checks are reached.
+func FuzzManifestBody(f *testing.F) {
+	good, err := sampleManifest().Marshal()
+	require.NoError(f, err)
+	lines := bytes.Split(good, []byte("\n"))
+	f.Add(lines[1])
+	f.Add([]byte(`{"seq":1,"level":4,"ranks":1,"node_size":1,"nodes":["a"],"files":[[{"role":"data","where":2,"name":"x","of":0}]]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if bytes.IndexByte(body, '\n') >= 0 {
+			return
+		}
+		sum := blake3.Sum256(body)
+		b := append([]byte("ftigo-manifest 1\n"), body...)
+		b = append(b, "\nblake3 "+hex.EncodeToString(sum[:])+"\n"...)
+		m, err := ParseManifest("fuzz", b)
+		if err != nil {
+			require.ErrorIs(t, err, ErrBadManifest)
+			return
+		}
+		for r := 0; r < m.Ranks; r++ {
+			_, ok := m.DataFile(r)
+			require.True(t, ok)
+		}
+		again, err := m.Marshal()
+		require.NoError(t, err)
+		m2, err := ParseManifest("fuzz", again)
+		require.NoError(t, err)
+		require.Equal(t, m, m2)
+	})
+}
