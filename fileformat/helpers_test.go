@@ -2,7 +2,9 @@ package fileformat
 
 import (
 	"io"
+	"io/fs"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 	"unsafe"
@@ -106,3 +108,7 @@ func pattern(n int, seed byte) []byte {
 	}
 	return b
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func errNotExist() error { return fs.ErrNotExist }
