@@ -34,6 +34,13 @@ func FuzzReader(f *testing.F) {
 			t.Fatalf("error matches no sentinel: %v", err)
 		}
 		n := r.NTasks()
+		var total int64
+		for _, tk := range r.Tasks() {
+			total += tk.Size
+		}
+		if total > 64<<20 {
+			return // legal but large (blocks may repeat ranges); not worth re-writing
+		}
 		chunks := make([]int64, n)
 		streams := make([][]byte, n)
 		for i := 0; i < n; i++ {
@@ -55,8 +62,9 @@ func FuzzReader(f *testing.F) {
 		if n > 64 {
 			return
 		}
-		name := filepath.Join(t.TempDir(), "re.sion")
-		w, err := Create(vfd.Sec2{}, name, chunks, nil, &Options{FSBlkSize: 64, ExactChunks: true})
+		core := vfd.NewCore() // in memory: no fsync per input
+		name := "re.sion"
+		w, err := Create(core, name, chunks, nil, &Options{FSBlkSize: 64, ExactChunks: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +76,7 @@ func FuzzReader(f *testing.F) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		r2, err := Open(vfd.Sec2{}, name)
+		r2, err := Open(core, name)
 		if err != nil {
 			t.Fatal(err)
 		}
