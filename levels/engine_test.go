@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -244,4 +245,8 @@ func TestOpenRemovesUncommitted(t *testing.T) {
 	}
 	_, err := cl.d.Stat(filepath.Join(cl.root, "local/node0000/ckpt00000001/data000001.fti"))
 	assert.NoError(t, err)
+}
+
+func runWorld(n int, fn func(c comm.Comm) error) error {
+	return comm.Run(n, fn, comm.WithTimeout(30*time.Second))
 }
