@@ -1,0 +1,153 @@
+package ckpt
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// Checkpoint writes every protected variable as checkpoint id at level
+// (1 local, 2 partner copy, 3 Reed-Solomon, 4 global) and commits it when
+// every rank succeeded. Collective: every rank must call it with the same
+// id and level. A level without an implementation returns an error
+// wrapping [ErrLevelUnavailable]; a failure on any rank returns the same
+// error on every rank and leaves the previous checkpoints untouched.
+func (r *Runtime) Checkpoint(id int64, level int) error {
+	if r.finalized {
+		return ErrFinalized
+	}
+	_, err := r.checkpoint(id, levels.ID(level))
+	return err
+}
+
+func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) {
+	if err := r.sameArgs(id, int64(lvl)); err != nil {
+		return nil, err
+	}
+	if !lvl.Valid() {
+		return nil, fmt.Errorf("ckpt: checkpoint level %d: %w (use 1..4)", int(lvl), ErrLevelUnavailable)
+	}
+	if _, err := r.eng.Level(lvl); err != nil {
+		return nil, fmt.Errorf("ckpt: checkpoint at %v: %w", lvl, err)
+	}
+	vars, err := r.fileVars()
+	if err := levels.Agree(r.c, err, "collect protected variables"); err != nil {
+		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
+	}
+	meta := fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: r.now().UnixNano()}
+	write := func(f vfd.File) (int64, levels.Digest, bool, error) {
+		hw := levels.NewHashingWriter(f)
+		_, sum, err := fileformat.Write(hw, meta, vars, nil, fileformat.WithClock(r.now))
+		if err != nil {
+			return 0, levels.Digest{}, false, err
+		}
+		d, ok := hw.Sum()
+		return sum.FileSize, d, ok, nil
+	}
+	start := r.now()
+	m, st, err := r.eng.Checkpoint(id, lvl, write)
+	if err != nil {
+		return nil, fmt.Errorf("ckpt: checkpoint %d at %v: %w", id, lvl, err)
+	}
+	r.lastID = id
+	wall := r.now().Sub(start)
+	if r.c.Rank() == 0 {
+		mib := float64(m.Bytes()) / float64(m.Ranks) / (1 << 20)
+		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) taken in %.3f sec. (Wt %.3f, Ps %.3f, Cm %.3f)",
+			id, lvl, mib, wall.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
+			zap.Int64("ckpt-id", id), zap.Stringer("level", lvl), zap.Float64("mib-per-rank", mib),
+			zap.Duration("wall", wall), zap.Float64("mib-per-s", float64(m.Bytes())/(1<<20)/max(wall.Seconds(), 1e-9)),
+			zap.Duration("write", st.Write), zap.Duration("post", st.Protect), zap.Duration("commit", st.Commit),
+			zap.Duration("clean", st.Clean))
+	}
+	return m, nil
+}
+
+// sameArgs checks that every rank passed the same values.
+func (r *Runtime) sameArgs(vals ...int64) error {
+	for _, v := range vals {
+		lo, err := r.c.AllreduceInt64(v, comm.Min)
+		if err != nil {
+			return err
+		}
+		hi, err := r.c.AllreduceInt64(v, comm.Max)
+		if err != nil {
+			return err
+		}
+		if lo != hi {
+			return fmt.Errorf("%w: values %d..%d", ErrMismatchedCall, lo, hi)
+		}
+	}
+	return nil
+}
+
+// fileVars builds the file's variable list in protect order.
+func (r *Runtime) fileVars() ([]fileformat.Var, error) {
+	out := make([]fileformat.Var, 0, len(r.order))
+	for _, id := range r.order {
+		v := r.vars[id]
+		b, err := v.view()
+		if err != nil {
+			return nil, fmt.Errorf("variable %d: %w", id, err)
+		}
+		es := uint32(0)
+		if v.typ == fileformat.Struct {
+			es = uint32(v.elemSize)
+		}
+		out = append(out, fileformat.Var{ID: int32(id), Name: v.name, Type: v.typ, ElemSize: es, Data: b})
+	}
+	return out, nil
+}
+
+// Finalize ends the run: with keep_last_ckpt the newest checkpoint is kept
+// and marked so the next run restarts from it (status RestartKept);
+// otherwise every checkpoint is deleted (L4 ones are kept under
+// keep_l4_ckpt). Collective. The runtime is unusable afterwards.
+func (r *Runtime) Finalize() error {
+	if r.finalized {
+		return ErrFinalized
+	}
+	r.finalized = true
+	r.closeStored()
+	committed := r.eng.Committed()
+	var errs []error
+	if r.cfg.KeepLastCkpt && len(committed) > 0 {
+		last := committed[len(committed)-1]
+		var kerr error
+		if r.c.Rank() == 0 && !last.Kept {
+			k := *last
+			k.Kept = true
+			var raw []byte
+			raw, kerr = k.Marshal()
+			if kerr == nil {
+				kerr = vfd.WriteFileAtomic(r.env.Meta.Driver, r.env.Meta.Path(levels.ManifestName(k.Seq)), raw)
+			}
+		}
+		if err := levels.Agree(r.c, kerr, "keep last checkpoint"); err != nil {
+			return fmt.Errorf("ckpt: finalize: %w", err)
+		}
+		committed = committed[:len(committed)-1]
+	}
+	for _, m := range committed {
+		if r.cfg.KeepL4Ckpt && m.Level == levels.L4 {
+			continue
+		}
+		if err := r.eng.Delete(m); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("ckpt: finalize: %w", err)
+	}
+	if r.c.Rank() == 0 {
+		r.log.Debug("finalized", zap.Duration("uptime", time.Duration(0)))
+	}
+	return r.c.Barrier()
+}

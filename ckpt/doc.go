@@ -1,0 +1,41 @@
+// Package ckpt is ftigo's public checkpoint/restart API, with FTI's model:
+// a simulation registers its state with [Protect], calls
+// [Runtime.Checkpoint] or [Runtime.Snapshot] in its solver loop, and on the
+// next launch learns from [Runtime.Status] that it is a restart and gets
+// its data back, bit for bit, with [Runtime.Recover].
+//
+// It owns the API, the configuration ([Config], [LoadConfig] for FTI's
+// config.fti), the node table in meta_dir, the mapping of protected
+// variables onto FTI-FF files (package fileformat) and Snapshot's
+// schedule. How a checkpoint is stored, committed, kept and recovered
+// belongs to package levels; the topology to package partner.
+//
+// # Lifecycle, in call order
+//
+//  1. [Init] (collective): validates the configuration for the world size,
+//     builds the topology (a replacement node takes a vanished node's
+//     place), creates ckpt_dir/node%04d, glbl_dir and meta_dir, removes
+//     what a crashed run left half-written, and on a restart recovers the
+//     newest checkpoint every rank can read (rebuilding from redundancy);
+//     an unrecoverable restart is an error, never a fresh start.
+//  2. [Protect] / [ProtectValue] (local) for every variable, on a restart
+//     as on a fresh run; protecting an id again replaces it.
+//  3. On a restart ([Runtime.Status] is Restart or RestartKept):
+//     [Runtime.Recover] (collective), or [Runtime.RecoverVar],
+//     [Runtime.StoredSize], [Runtime.Realloc] (local).
+//  4. In the loop: [Runtime.Snapshot] every iteration, or
+//     [Runtime.Checkpoint] explicitly (both collective). A checkpoint is
+//     committed only when every rank wrote it; otherwise every rank gets
+//     the same error and the previous checkpoint stays.
+//  5. [Runtime.Finalize] (collective): applies keep_last_ckpt and deletes
+//     the rest.
+//
+// # Concurrency
+//
+// A [Runtime] belongs to one rank and is used from that rank's goroutine
+// only; ranks of an in-process world each have their own. Collective calls
+// must be made by every rank in the same order with the same arguments.
+// Protected memory must not change while Checkpoint or Snapshot runs: it
+// is written in place, without a copy. Restart state lives in meta_dir;
+// the configuration file is only read.
+package ckpt

@@ -1,0 +1,42 @@
+package ckpt
+
+import (
+	"errors"
+
+	"github.com/ftigo/ftigo/levels"
+)
+
+// Sentinel errors of the ckpt package. Every error the runtime returns from
+// a collective call is identical on every rank.
+var (
+	// ErrConfig is wrapped by every configuration error; the message says
+	// which key to change.
+	ErrConfig = errors.New("ckpt: invalid configuration")
+	// ErrLevelUnavailable is returned by Checkpoint for a level with no
+	// implementation in this build, or one the topology cannot support.
+	ErrLevelUnavailable = levels.ErrLevelUnavailable
+	// ErrNoCheckpoint is returned by Recover, RecoverVar and StoredSize on a
+	// fresh run, where there is nothing to recover.
+	ErrNoCheckpoint = errors.New("ckpt: no checkpoint to recover")
+	// ErrUnrecoverable is returned by Init on a restart when committed
+	// checkpoints exist but none can be recovered on every rank. ftigo never
+	// falls back silently to a fresh start.
+	ErrUnrecoverable = levels.ErrUnrecoverable
+	// ErrNotProtected is returned for a variable id that was never protected.
+	ErrNotProtected = errors.New("ckpt: variable not protected")
+	// ErrVarMismatch is returned by Recover and RecoverVar when a protected
+	// variable's element type or size differs from the stored one, or the
+	// stored checkpoint lacks a protected variable.
+	ErrVarMismatch = errors.New("ckpt: protected variable does not match the checkpoint")
+	// ErrBadType is returned by Protect for an element type that holds
+	// pointers (slices, strings, maps, interfaces, pointers) and so cannot be
+	// stored byte for byte; implement [Serializer] instead.
+	ErrBadType = errors.New("ckpt: element type is not fixed-size and pointer-free")
+	// ErrBadID is returned for a negative id or one above max_var_id.
+	ErrBadID = errors.New("ckpt: bad id")
+	// ErrFinalized is returned by every call after Finalize.
+	ErrFinalized = errors.New("ckpt: runtime finalized")
+	// ErrMismatchedCall is returned when ranks call a collective with
+	// different arguments (checkpoint id or level).
+	ErrMismatchedCall = errors.New("ckpt: ranks disagree on the call's arguments")
+)

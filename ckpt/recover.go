@@ -1,0 +1,160 @@
+package ckpt
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// storedFile is the recovered data file, open for reading.
+type storedFile struct {
+	f vfd.File
+	r *fileformat.Reader
+}
+
+func (r *Runtime) openStored() (*storedFile, error) {
+	if r.recovered == nil {
+		return nil, ErrNoCheckpoint
+	}
+	if r.stored != nil {
+		return r.stored, nil
+	}
+	s := r.src.Store
+	f, err := s.Driver.Open(s.Path(r.src.Name), vfd.ReadOnly)
+	if err != nil {
+		return nil, fmt.Errorf("ckpt: open recovered file: %w", err)
+	}
+	rd, err := fileformat.Open(f)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("ckpt: read recovered file: %w", err), f.Close())
+	}
+	r.stored = &storedFile{f: f, r: rd}
+	return r.stored, nil
+}
+
+func (r *Runtime) closeStored() {
+	if r.stored != nil {
+		r.stored.f.Close()
+		r.stored = nil
+	}
+}
+
+// Recover restores every protected variable from the checkpoint Init
+// recovered, resizing slices to their stored length. It fails with
+// [ErrNoCheckpoint] on a fresh run and with [ErrVarMismatch] when a
+// protected variable is missing from the checkpoint or its element type
+// or size differs. Every chunk is verified against its hash while it is
+// read. Collective: the error is the same on every rank.
+func (r *Runtime) Recover() error {
+	if r.finalized {
+		return ErrFinalized
+	}
+	var err error
+	if r.recovered == nil {
+		err = ErrNoCheckpoint
+	} else {
+		for _, id := range r.order {
+			if err = r.recoverVar(id); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		r.restored = true
+	}
+	if r.recovered == nil {
+		return ErrNoCheckpoint // same everywhere, no need to agree
+	}
+	if aerr := levels.Agree(r.c, err, "recover"); aerr != nil {
+		return fmt.Errorf("ckpt: %w", aerr)
+	}
+	return nil
+}
+
+// RecoverVar restores one protected variable (FTI_RecoverVar). Local.
+func (r *Runtime) RecoverVar(id int) error {
+	if r.finalized {
+		return ErrFinalized
+	}
+	return r.recoverVar(id)
+}
+
+func (r *Runtime) recoverVar(id int) error {
+	v, ok := r.vars[id]
+	if !ok {
+		return fmt.Errorf("%w: id %d", ErrNotProtected, id)
+	}
+	st, err := r.openStored()
+	if err != nil {
+		return err
+	}
+	info, err := st.r.Var(int32(id))
+	if err != nil {
+		return fmt.Errorf("%w: variable %d is not in checkpoint %d: %w", ErrVarMismatch, id, r.recovered.ID, err)
+	}
+	if info.Type != v.typ || int(info.ElemSize) != v.elemSize {
+		return fmt.Errorf("%w: variable %d is protected as %s (%v, %d bytes) but stored as %v with %d-byte elements",
+			ErrVarMismatch, id, v.goType, v.typ, v.elemSize, info.Type, info.ElemSize)
+	}
+	buf, err := v.target(info.Size)
+	if err != nil {
+		return fmt.Errorf("ckpt: recover variable %d: %w", id, err)
+	}
+	if err := st.r.ReadVar(int32(id), buf); err != nil {
+		return fmt.Errorf("ckpt: recover variable %d: %w", id, err)
+	}
+	if v.loaded != nil {
+		if err := v.loaded(buf); err != nil {
+			return fmt.Errorf("ckpt: recover variable %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// StoredSize returns the size in bytes of variable id in the recovered
+// checkpoint (FTI_GetStoredSize); the slice given to Protect is resized to
+// it by Recover. Local.
+func (r *Runtime) StoredSize(id int) (int64, error) {
+	if r.finalized {
+		return 0, ErrFinalized
+	}
+	st, err := r.openStored()
+	if err != nil {
+		return 0, err
+	}
+	n, err := st.r.StoredSize(int32(id))
+	if err != nil {
+		return 0, fmt.Errorf("ckpt: stored size of %d: %w", id, err)
+	}
+	return n, nil
+}
+
+// Realloc resizes protected variable id to its stored length without
+// reading it (FTI_Realloc), so the application can size dependent state
+// before Recover. Local.
+func (r *Runtime) Realloc(id int) error {
+	if r.finalized {
+		return ErrFinalized
+	}
+	v, ok := r.vars[id]
+	if !ok {
+		return fmt.Errorf("%w: id %d", ErrNotProtected, id)
+	}
+	st, err := r.openStored()
+	if err != nil {
+		return err
+	}
+	info, err := st.r.Var(int32(id))
+	if err != nil {
+		return fmt.Errorf("%w: variable %d is not in checkpoint %d: %w", ErrVarMismatch, id, r.recovered.ID, err)
+	}
+	if info.Type != v.typ || int(info.ElemSize) != v.elemSize {
+		return fmt.Errorf("%w: variable %d is protected as %s but stored as %v with %d-byte elements",
+			ErrVarMismatch, id, v.goType, info.Type, info.ElemSize)
+	}
+	_, err = v.target(info.Size)
+	return err
+}
