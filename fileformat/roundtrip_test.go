@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
 )
 
 func TestRoundTripElemTypes(t *testing.T) {
@@ -175,4 +176,31 @@ func TestCorruptionErrorMessage(t *testing.T) {
 	var ce *CorruptionError
 	assert.True(t, errors.As(fmt.Errorf("ctx: %w", e), &ce))
 	assert.ErrorIs(t, e, ErrHashMismatch)
+}
+
+// TestConcurrentReaders restores variables from one Reader on several
+// goroutines at once (run with -race), with a test logger attached.
+func TestConcurrentReaders(t *testing.T) {
+	var vars []Var
+	for i := 0; i < 8; i++ {
+		vars = append(vars, Var{ID: int32(i), Data: pattern(parallelMin+i*1000, byte(i))})
+	}
+	f, _, _ := writeFile(t, Meta{}, vars, nil, WithLogger(zaptest.NewLogger(t)))
+	r, err := Open(f, WithLogger(zaptest.NewLogger(t)), WithHashWorkers(2))
+	require.NoError(t, err)
+	errs := make(chan error, len(vars)+1)
+	for _, v := range vars {
+		go func() {
+			got := make([]byte, len(v.Data))
+			err := r.ReadVar(v.ID, got)
+			if err == nil && string(got) != string(v.Data) {
+				err = fmt.Errorf("var %d differs", v.ID)
+			}
+			errs <- err
+		}()
+	}
+	go func() { errs <- r.Verify() }()
+	for range len(vars) + 1 {
+		assert.NoError(t, <-errs)
+	}
 }
