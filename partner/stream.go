@@ -1,0 +1,464 @@
+package partner
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+
+	"github.com/zeebo/blake3"
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// DefaultBlockSize is the transfer block size when Options.BlockSize is 0.
+const DefaultBlockSize = 1 << 20
+
+// TmpSuffix is appended to a rebuilt file's name while it is written; it is
+// renamed into place once synced and verified.
+//
+// wire format: never change — it equals levels.TmpSuffix, which the
+// checkpoint runtime removes at start-up.
+const TmpSuffix = ".tmp"
+
+// Message tags used by the transfers, all in one range.
+// A stream uses its tag for blocks, tag+1 for the header and tag+2 for
+// the trailer.
+const (
+	tagCopy        = 0x6600
+	tagRestoreOwn  = 0x6610
+	tagRestoreHeld = 0x6620
+	tagFlags       = 0x6630
+)
+
+// Options tune the transfers.
+type Options struct {
+	// BlockSize is the message size in bytes (FTI's block_size); 0 means
+	// DefaultBlockSize.
+	BlockSize int
+	// Logger receives debug lines; nil means none.
+	Logger *zap.Logger
+}
+
+func (o Options) block() int {
+	if o.BlockSize <= 0 {
+		return DefaultBlockSize
+	}
+	return o.BlockSize
+}
+
+func (o Options) log() *zap.Logger {
+	if o.Logger == nil {
+		return zap.NewNop()
+	}
+	return o.Logger
+}
+
+// Ref names a file through a driver.
+type Ref struct {
+	Driver vfd.Driver
+	Path   string
+}
+
+// FileInfo is a file with its expected size and BLAKE3-256 hash.
+type FileInfo struct {
+	Ref
+	Size int64
+	Hash encode.Hash
+}
+
+// Valid reports whether the ref names a file.
+func (r Ref) Valid() bool { return r.Driver != nil && r.Path != "" }
+
+// Check verifies that f exists with its size and hash. The error is a
+// *CorruptionError naming the path and rank.
+func (f FileInfo) Check(rank int, blockSize int) error {
+	cerr := func(off int64, err error) error { return &CorruptionError{Path: f.Path, Rank: rank, Offset: off, Err: err} }
+	file, err := f.Driver.Open(f.Path, vfd.ReadOnly)
+	if err != nil {
+		return cerr(0, err)
+	}
+	defer file.Close()
+	size, err := file.Size()
+	if err != nil {
+		return cerr(0, err)
+	}
+	if size != f.Size {
+		return cerr(size, fmt.Errorf("%w: %d bytes, want %d", ErrHashMismatch, size, f.Size))
+	}
+	h, err := encode.HashReader(file, size, blockSize)
+	if err != nil {
+		return cerr(0, err)
+	}
+	if h != f.Hash {
+		return cerr(0, fmt.Errorf("%w: BLAKE3 %x, want %x", ErrHashMismatch, h[:8], f.Hash[:8]))
+	}
+	return nil
+}
+
+// source streams a file in blocks with a read-ahead goroutine and hashes it.
+type source struct {
+	f     vfd.File
+	size  int64
+	bs    int
+	ready chan []byte
+	free  chan []byte
+	done  chan struct{}
+	h     *blake3.Hasher
+	err   error // set by the reader goroutine before closing ready
+}
+
+func openSource(fi FileInfo, bs int) (*source, error) {
+	f, err := fi.Driver.Open(fi.Path, vfd.ReadOnly)
+	if err != nil {
+		return nil, err
+	}
+	size, err := f.Size()
+	if err == nil && size != fi.Size {
+		err = fmt.Errorf("%w: %s has %d bytes, want %d", ErrHashMismatch, fi.Path, size, fi.Size)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s := &source{f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: blake3.New()}
+	for range 3 {
+		s.free <- make([]byte, bs)
+	}
+	go s.run()
+	return s, nil
+}
+
+func (s *source) run() {
+	defer close(s.ready)
+	for off := int64(0); off < s.size; off += int64(s.bs) {
+		var buf []byte
+		select {
+		case buf = <-s.free:
+		case <-s.done:
+			return
+		}
+		n := int(min(int64(s.bs), s.size-off))
+		if err := vfd.ReadFull(s.f, buf[:n], off); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			s.err = fmt.Errorf("read %s at %d: %w", s.f.Name(), off, err)
+			return
+		}
+		s.h.Write(buf[:n])
+		select {
+		case s.ready <- buf[:n]:
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// next returns the next block, or nil at the end or after an error.
+func (s *source) next() []byte {
+	b, ok := <-s.ready
+	if !ok {
+		return nil
+	}
+	return b
+}
+
+func (s *source) release(b []byte) { s.free <- b[:cap(b)] }
+
+// close stops the reader and returns its error and the hash of all bytes read.
+func (s *source) close() (encode.Hash, error) {
+	close(s.done)
+	for range s.ready {
+	}
+	var h encode.Hash
+	copy(h[:], s.h.Sum(nil))
+	return h, errors.Join(s.err, s.f.Close())
+}
+
+// sink writes blocks at increasing offsets with a writer goroutine, hashes
+// them, and on finish syncs the file.
+type sink struct {
+	f    vfd.File
+	path string
+	work chan []byte
+	free chan []byte
+	done chan struct{}
+	h    *blake3.Hasher
+	off  int64
+	err  error // owned by the writer goroutine until done is closed
+}
+
+func createSink(r Ref, bs int) (*sink, error) {
+	f, err := vfd.CreateTrunc(r.Driver, r.Path)
+	if err != nil {
+		return nil, err
+	}
+	s := &sink{f: f, path: r.Path, work: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: blake3.New()}
+	for range 3 {
+		s.free <- make([]byte, bs)
+	}
+	go s.run()
+	return s, nil
+}
+
+func (s *sink) run() {
+	defer close(s.done)
+	for b := range s.work {
+		if s.err == nil {
+			if _, err := s.f.WriteAt(b, s.off); err != nil {
+				s.err = fmt.Errorf("write %s at %d: %w", s.path, s.off, err)
+			}
+			s.h.Write(b)
+			s.off += int64(len(b))
+		}
+		s.free <- b[:cap(b)]
+	}
+}
+
+func (s *sink) buffer() []byte { return <-s.free }
+
+func (s *sink) put(b []byte) { s.work <- b }
+
+// finish waits for the writes, syncs and closes the file, and returns the
+// hash and size of what was written.
+func (s *sink) finish() (encode.Hash, int64, error) {
+	close(s.work)
+	<-s.done
+	err := s.err
+	if err == nil {
+		err = s.f.Sync()
+	}
+	err = errors.Join(err, s.f.Close())
+	var h encode.Hash
+	copy(h[:], s.h.Sum(nil))
+	return h, s.off, err
+}
+
+// abandon closes and removes a sink after a failure.
+func (s *sink) abandon(d vfd.Driver) {
+	_, _, _ = s.finish()
+	_ = d.Remove(s.path)
+}
+
+// publish renames tmp into place and syncs the directory.
+func publish(d vfd.Driver, tmp, final string) error {
+	if err := d.Rename(tmp, final); err != nil {
+		return err
+	}
+	return d.SyncDir(path.Dir(final))
+}
+
+// trailer ends every stream: whether the sender's bytes matched their
+// expected hash, the size sent and the hash of the bytes sent.
+type trailer struct {
+	ok   bool
+	size int64
+	hash encode.Hash
+}
+
+const trailerLen = 1 + 8 + 32
+
+func (t trailer) marshal() []byte {
+	b := make([]byte, trailerLen)
+	if t.ok {
+		b[0] = 1
+	}
+	binary.LittleEndian.PutUint64(b[1:], uint64(t.size))
+	copy(b[9:], t.hash[:])
+	return b
+}
+
+func parseTrailer(b []byte) (trailer, bool) {
+	if len(b) != trailerLen {
+		return trailer{}, false
+	}
+	var t trailer
+	t.ok = b[0] == 1
+	t.size = int64(binary.LittleEndian.Uint64(b[1:]))
+	copy(t.hash[:], b[9:])
+	return t, true
+}
+
+// stream moves one file per rank around a ring: this rank sends out (if not
+// nil) to dst and receives from src into in (if not nil), block by block with
+// Sendrecv. Every rank of c must call stream with the same tags; the number
+// of rounds is agreed with one AllreduceInt64. Local failures do not stop
+// the exchange (the rank keeps sending empty blocks so that no peer waits
+// forever); they are returned at the end. The returned hash and size are
+// those of the received file when in is not nil.
+type streamEnd struct {
+	out     *FileInfo // file to send, expected size and hash
+	in      *Ref      // where to write the received file (a tmp name)
+	inSize  int64     // expected size of the received file
+	inHash  encode.Hash
+	inOwner int  // rank whose data is received, for errors
+	learn   bool // take inSize and inHash from the sender's header
+}
+
+// header opens every stream: the size and expected hash of the file sent.
+func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
+	var send []byte
+	if e.out != nil {
+		send = make([]byte, 40)
+		binary.LittleEndian.PutUint64(send, uint64(e.out.Size))
+		copy(send[8:], e.out.Hash[:])
+	}
+	recv := make([]byte, 40)
+	n, err := c.Sendrecv(send, dst, tag, recv, src, tag)
+	if err != nil {
+		return fmt.Errorf("exchange header: %w", err)
+	}
+	if e.in == nil {
+		return nil
+	}
+	if n != 40 {
+		return fmt.Errorf("%w: rank %d sent no file header", ErrBadArgument, src)
+	}
+	size := int64(binary.LittleEndian.Uint64(recv))
+	h := encode.Hash(recv[8:40])
+	if e.learn {
+		e.inSize, e.inHash = size, h
+		return nil
+	}
+	if size != e.inSize || h != e.inHash {
+		return &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: rank %d offers %d bytes with another hash than expected (%d bytes)", ErrHashMismatch, src, size, e.inSize)}
+	}
+	return nil
+}
+
+func stream(c comm.Comm, dst, src, tag int, bs int, e streamEnd) (recvSize int64, recvHash encode.Hash, err error) {
+	var errs []error
+	if err := exchangeHeader(c, dst, src, tag+1, &e); err != nil {
+		if errors.Is(err, comm.ErrAborted) {
+			return 0, encode.Hash{}, err
+		}
+		errs = append(errs, err)
+		if e.in != nil {
+			// still take part in the exchange, but discard what arrives
+			e.in = nil
+		}
+	}
+	var out *source
+	var outSize int64
+	if e.out != nil {
+		outSize = e.out.Size
+		s, err := openSource(*e.out, bs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("open %s for sending: %w", e.out.Path, err))
+		} else {
+			out = s
+		}
+	}
+	var in *sink
+	if e.in != nil {
+		s, err := createSink(*e.in, bs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("create %s: %w", e.in.Path, err))
+		} else {
+			in = s
+		}
+	}
+	blocks := func(n int64) int64 { return (n + int64(bs) - 1) / int64(bs) }
+	mine := blocks(outSize)
+	if e.in != nil {
+		mine = max(mine, blocks(e.inSize))
+	}
+	rounds, err := c.AllreduceInt64(mine, comm.Max)
+	if err != nil {
+		if out != nil {
+			out.close()
+		}
+		if in != nil {
+			in.abandon(e.in.Driver)
+		}
+		return 0, encode.Hash{}, fmt.Errorf("agree on rounds: %w", err)
+	}
+	scratch := make([]byte, bs)
+	var recvOff int64
+	inBad := false
+	for i := int64(0); i < rounds; i++ {
+		var send []byte
+		if out != nil {
+			send = out.next()
+		}
+		recv := scratch
+		if in != nil && !inBad {
+			recv = in.buffer()
+		}
+		n, err := c.Sendrecv(send, dst, tag, recv, src, tag)
+		if out != nil && send != nil {
+			out.release(send)
+		}
+		if err != nil {
+			// the world is broken: nothing more can be exchanged
+			if in != nil && !inBad {
+				in.free <- recv
+			}
+			errs = append(errs, fmt.Errorf("exchange block %d: %w", i, err))
+			if out != nil {
+				out.close()
+			}
+			if in != nil {
+				in.abandon(e.in.Driver)
+			}
+			return 0, encode.Hash{}, errors.Join(errs...)
+		}
+		if in != nil && !inBad {
+			want := min(int64(bs), max(e.inSize-recvOff, 0))
+			if int64(n) != want {
+				inBad = true
+				in.free <- recv
+				errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Offset: recvOff,
+					Err: fmt.Errorf("%w: received a %d-byte block from rank %d, want %d", ErrHashMismatch, n, src, want)})
+			} else if n > 0 {
+				in.put(recv[:n])
+			} else {
+				in.free <- recv
+			}
+			recvOff += int64(n)
+		}
+	}
+	// trailers
+	var t trailer
+	if out != nil {
+		h, err := out.close()
+		t = trailer{ok: err == nil && h == e.out.Hash, size: outSize, hash: h}
+		if err != nil {
+			errs = append(errs, err)
+		} else if h != e.out.Hash {
+			errs = append(errs, &CorruptionError{Path: e.out.Path, Rank: c.Rank(), Err: fmt.Errorf("%w: before sending", ErrHashMismatch)})
+		}
+	}
+	var sendT []byte
+	if e.out != nil {
+		sendT = t.marshal()
+	}
+	tb := make([]byte, trailerLen)
+	n, err := c.Sendrecv(sendT, dst, tag+2, tb, src, tag+2)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("exchange trailer: %w", err))
+	}
+	if in != nil {
+		h, size, ferr := in.finish()
+		rt, ok := parseTrailer(tb[:n])
+		switch {
+		case ferr != nil:
+			errs = append(errs, ferr)
+		case err != nil || inBad:
+		case !ok || !rt.ok:
+			errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: sender rank %d reported a bad source", ErrHashMismatch, src)})
+		case size != e.inSize || h != e.inHash || rt.hash != h:
+			errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Offset: size, Err: fmt.Errorf("%w: after receiving", ErrHashMismatch)})
+		}
+		if len(errs) > 0 {
+			_ = e.in.Driver.Remove(e.in.Path)
+		}
+		recvSize, recvHash = size, h
+	}
+	return recvSize, recvHash, errors.Join(errs...)
+}

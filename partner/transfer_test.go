@@ -1,0 +1,265 @@
+package partner
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// cluster lays simulated nodes out as directories node%04d under root.
+type cluster struct {
+	t     *testing.T
+	d     vfd.Driver
+	root  string
+	topo  *Topology
+	data  [][]byte
+	sizes []int64
+}
+
+func newCluster(t *testing.T, d vfd.Driver, nranks, nodeSize, groupSize int, sizeOf func(r int) int) *cluster {
+	topo, err := NewTopology(nranks, nodeSize, groupSize, nil)
+	require.NoError(t, err)
+	cl := &cluster{t: t, d: d, root: t.TempDir(), topo: topo}
+	r := rand.New(rand.NewPCG(uint64(nranks), 9))
+	for n := 0; n < topo.NumNodes(); n++ {
+		require.NoError(t, d.MkdirAll(cl.nodeDir(n), 0o755))
+	}
+	for rank := 0; rank < nranks; rank++ {
+		b := make([]byte, sizeOf(rank))
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		cl.data = append(cl.data, b)
+		cl.sizes = append(cl.sizes, int64(len(b)))
+		require.NoError(t, vfd.WriteFileAtomic(d, cl.dataPath(rank), b))
+	}
+	return cl
+}
+
+func (cl *cluster) nodeDir(n int) string { return path.Join(cl.root, cl.topo.NodeDir(n)) }
+func (cl *cluster) dataPath(r int) string {
+	return path.Join(cl.nodeDir(cl.topo.NodeOf(r)), fmt.Sprintf("data-%06d", r))
+}
+func (cl *cluster) copyPath(holder int) string {
+	return path.Join(cl.nodeDir(cl.topo.NodeOf(holder)), fmt.Sprintf("copy-%06d", cl.topo.Left(holder)))
+}
+func (cl *cluster) parityPath(r int) string {
+	return path.Join(cl.nodeDir(cl.topo.NodeOf(r)), fmt.Sprintf("parity-%06d", r))
+}
+
+func (cl *cluster) own(r int) FileInfo {
+	return FileInfo{Ref: Ref{cl.d, cl.dataPath(r)}, Size: cl.sizes[r], Hash: encode.Sum(cl.data[r])}
+}
+
+func (cl *cluster) held(r int) FileInfo {
+	l := cl.topo.Left(r)
+	return FileInfo{Ref: Ref{cl.d, cl.copyPath(r)}, Size: cl.sizes[l], Hash: encode.Sum(cl.data[l])}
+}
+
+func (cl *cluster) run(fn func(c comm.Comm) error) error {
+	return comm.Run(cl.topo.NumRanks(), fn, comm.WithTimeout(20*time.Second))
+}
+
+func (cl *cluster) read(p string) []byte {
+	b, err := vfd.ReadFile(cl.d, p)
+	require.NoError(cl.t, err)
+	return b
+}
+
+func (cl *cluster) corrupt(p string) {
+	f, err := cl.d.Open(p, vfd.ReadWrite)
+	require.NoError(cl.t, err)
+	_, err = f.WriteAt([]byte("TextForCorruption"), 0)
+	require.NoError(cl.t, err)
+	require.NoError(cl.t, f.Close())
+}
+
+func (cl *cluster) l2Protect(bs int) {
+	err := cl.run(func(c comm.Comm) error {
+		r := c.Rank()
+		cp, err := CopyToPartner(c, cl.topo, Options{BlockSize: bs}, cl.own(r), Ref{cl.d, cl.copyPath(r)})
+		if err != nil {
+			return err
+		}
+		l := cl.topo.Left(r)
+		if cp.Of != l || cp.Size != cl.sizes[l] || cp.Hash != encode.Sum(cl.data[l]) {
+			return fmt.Errorf("rank %d: copy %+v", r, cp)
+		}
+		return nil
+	})
+	require.NoError(cl.t, err)
+	for r := range cl.data {
+		require.True(cl.t, bytes.Equal(cl.data[cl.topo.Left(r)], cl.read(cl.copyPath(r))), "copy held by %d", r)
+	}
+}
+
+// l2Recover runs RecoverPartner on every rank and returns each rank's error.
+func (cl *cluster) l2Recover(bs int) []error {
+	errs := make([]error, cl.topo.NumRanks())
+	err := cl.run(func(c comm.Comm) error {
+		_, errs[c.Rank()] = RecoverPartner(c, cl.topo, Options{BlockSize: bs}, cl.own(c.Rank()), cl.held(c.Rank()))
+		return nil
+	})
+	require.NoError(cl.t, err)
+	return errs
+}
+
+func (cl *cluster) assertAllGood() {
+	for r := range cl.data {
+		assert.True(cl.t, bytes.Equal(cl.data[r], cl.read(cl.dataPath(r))), "data of rank %d bit for bit", r)
+	}
+}
+
+func TestCopyToPartnerSizes(t *testing.T) {
+	tests := []struct {
+		name                 string
+		nranks, nsize, gsize int
+		bs                   int
+		size                 func(r int) int
+	}{
+		{"16 on 4 nodes, 1 group", 16, 4, 4, 1000, func(r int) int { return 5000 + 37*r }},
+		{"8 on 8 nodes, 2 groups", 8, 1, 4, 64, func(r int) int { return (r % 3) * 300 }},
+		{"empty files", 4, 1, 2, 16, func(int) int { return 0 }},
+		{"block larger than files", 4, 1, 4, 1 << 16, func(r int) int { return r + 1 }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := newCluster(t, vfd.Sec2{}, tc.nranks, tc.nsize, tc.gsize, tc.size)
+			cl.l2Protect(tc.bs)
+		})
+	}
+}
+
+func TestL2Disruption(t *testing.T) {
+	type layout struct {
+		name                 string
+		nranks, nsize, gsize int
+	}
+	layouts := []layout{{"16r-4n-1g", 16, 4, 4}, {"8r-8n-2g", 8, 1, 4}}
+	tests := []struct {
+		name    string
+		disrupt func(cl *cluster)
+		ok      bool
+	}{
+		{"nothing", func(*cluster) {}, true},
+		{"erase data files on non-consecutive nodes", func(cl *cluster) {
+			for _, n := range []int{0, 2} {
+				for _, r := range cl.topo.NodeRanks(n) {
+					require.NoError(t, cl.d.Remove(cl.dataPath(r)))
+				}
+			}
+		}, true},
+		{"corrupt data files on non-consecutive nodes", func(cl *cluster) {
+			for _, n := range []int{0, 2} {
+				for _, r := range cl.topo.NodeRanks(n) {
+					cl.corrupt(cl.dataPath(r))
+				}
+			}
+		}, true},
+		{"erase partner files on non-consecutive nodes", func(cl *cluster) {
+			for _, n := range []int{0, 2} {
+				for _, r := range cl.topo.NodeRanks(n) {
+					require.NoError(t, cl.d.Remove(cl.copyPath(r)))
+				}
+			}
+		}, true},
+		{"corrupt partner files everywhere", func(cl *cluster) {
+			for r := range cl.data {
+				cl.corrupt(cl.copyPath(r))
+			}
+		}, true},
+		{"erase node dirs of non-consecutive nodes", func(cl *cluster) {
+			for _, n := range []int{0, 2} {
+				require.NoError(t, cl.d.RemoveAll(cl.nodeDir(n)))
+				require.NoError(t, cl.d.MkdirAll(cl.nodeDir(n), 0o755))
+			}
+		}, true},
+		{"erase node dirs of consecutive nodes", func(cl *cluster) {
+			for _, n := range []int{0, 1} {
+				require.NoError(t, cl.d.RemoveAll(cl.nodeDir(n)))
+				require.NoError(t, cl.d.MkdirAll(cl.nodeDir(n), 0o755))
+			}
+		}, false},
+		{"data and its copy corrupted", func(cl *cluster) {
+			cl.corrupt(cl.dataPath(0))
+			cl.corrupt(cl.copyPath(cl.topo.Right(0)))
+		}, false},
+	}
+	for _, lay := range layouts {
+		for _, tc := range tests {
+			t.Run(lay.name+"/"+tc.name, func(t *testing.T) {
+				cl := newCluster(t, vfd.Sec2{}, lay.nranks, lay.nsize, lay.gsize, func(r int) int { return 3000 + 101*r })
+				cl.l2Protect(512)
+				tc.disrupt(cl)
+				errs := cl.l2Recover(512)
+				if tc.ok {
+					for r, err := range errs {
+						require.NoError(t, err, "rank %d", r)
+					}
+					cl.assertAllGood()
+					for r := range cl.data {
+						assert.True(t, bytes.Equal(cl.data[cl.topo.Left(r)], cl.read(cl.copyPath(r))), "copy held by %d rebuilt", r)
+					}
+					return
+				}
+				failed := 0
+				for _, err := range errs {
+					if err != nil {
+						failed++
+						require.ErrorIs(t, err, ErrUnrecoverable)
+						assert.Contains(t, err.Error(), "are both lost")
+					}
+				}
+				assert.Positive(t, failed)
+			})
+		}
+	}
+}
+
+// TestCopyFaultMidTransfer injects a write error into one rank's partner
+// copy: that rank fails, the others still return (no hang).
+func TestCopyFaultMidTransfer(t *testing.T) {
+	cl := newCluster(t, vfd.Sec2{}, 8, 2, 2, func(r int) int { return 4096 })
+	fault := vfd.NewFault(vfd.Sec2{}, vfd.OnNth(vfd.OpWrite, 2, nil))
+	errs := make([]error, 8)
+	err := cl.run(func(c comm.Comm) error {
+		r := c.Rank()
+		d := vfd.Driver(cl.d)
+		if r == 3 {
+			d = fault
+		}
+		_, errs[r] = CopyToPartner(c, cl.topo, Options{BlockSize: 512}, cl.own(r), Ref{d, cl.copyPath(r)})
+		return nil
+	})
+	require.NoError(t, err)
+	for r, e := range errs {
+		if r == 3 {
+			require.ErrorIs(t, e, vfd.ErrInjected)
+			_, serr := cl.d.Stat(cl.copyPath(r))
+			assert.Error(t, serr, "failed copy removed")
+		} else {
+			assert.NoError(t, e, "rank %d", r)
+		}
+	}
+	// a corrupted source is refused before it reaches the partner
+	cl.corrupt(cl.dataPath(5))
+	err = cl.run(func(c comm.Comm) error {
+		r := c.Rank()
+		_, errs[r] = CopyToPartner(c, cl.topo, Options{BlockSize: 512}, cl.own(r), Ref{cl.d, cl.copyPath(r)})
+		return nil
+	})
+	require.NoError(t, err)
+	require.ErrorIs(t, errs[5], ErrHashMismatch)
+	require.ErrorIs(t, errs[cl.topo.Right(5)], ErrHashMismatch)
+	assert.Contains(t, errs[cl.topo.Right(5)].Error(), "reported a bad source")
+}
