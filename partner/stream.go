@@ -77,7 +77,9 @@ func (r Ref) Valid() bool { return r.Driver != nil && r.Path != "" }
 // Check verifies that f exists with its size and hash. The error is a
 // *CorruptionError naming the path and rank.
 func (f FileInfo) Check(rank int, blockSize int) error {
-	cerr := func(off int64, err error) error { return &CorruptionError{Path: f.Path, Rank: rank, Offset: off, Err: err} }
+	cerr := func(off int64, err error) error {
+		return &CorruptionError{Path: f.Path, Rank: rank, Offset: off, Err: err}
+	}
 	file, err := f.Driver.Open(f.Path, vfd.ReadOnly)
 	if err != nil {
 		return cerr(0, err)
