@@ -208,8 +208,8 @@ func NewFault(inner Driver, injectors ...Injector) *Fault {
 	return &Fault{inner: inner, injectors: injectors}
 }
 
-// Name returns the inner driver's name.
-func (d *Fault) Name() string { return d.inner.Name() }
+// Name returns "fault".
+func (d *Fault) Name() string { return "fault" }
 
 // Inner returns the wrapped driver.
 func (d *Fault) Inner() Driver { return d.inner }

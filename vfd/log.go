@@ -70,8 +70,8 @@ func (d *Log) Stats() LogStats {
 	return s
 }
 
-// Name returns the inner driver's name.
-func (d *Log) Name() string { return d.inner.Name() }
+// Name returns "log".
+func (d *Log) Name() string { return "log" }
 
 // Inner returns the wrapped driver.
 func (d *Log) Inner() Driver { return d.inner }
