@@ -35,7 +35,8 @@
 // before the second sync start_of_varheader is 0, which every reader
 // rejects with [ErrUnclosed]: a crash never leaves a file that looks
 // complete. Abort (or any error in Close) removes the temporary files.
-// [Options.InPlace] skips the rename for callers with their own commit.
+// [Options.NoCommit] leaves the finished files under their temporary
+// names for callers with their own commit protocol.
 //
 // Readers: Open (or NewReader) decodes and checks all metadata up front,
 // so a reader that opened reads every task; Close releases the files.

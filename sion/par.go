@@ -388,7 +388,7 @@ func (pw *ParWriter) removeTmp() error {
 			continue
 		}
 		names := []string{pf.tmp}
-		if k > 0 && pf.tmp != pf.name {
+		if k > 0 && !pf.noCommit {
 			names = append(names, pf.name)
 		}
 		for _, n := range names {

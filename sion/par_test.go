@@ -108,3 +108,17 @@ func TestParallelWriterByteIdentical(t *testing.T) {
 		assertSameFile(t, "mapped1.sion", name)
 	})
 }
+
+func TestNoCommitLeavesTmpFiles(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "par2.sion")
+	require.NoError(t, comm.Run(4, func(c comm.Comm) error { return writePar(c, name, 2, &Options{FSBlkSize: 1024, NoCommit: true}) }))
+	for _, n := range []string{name, name + ".000001"} {
+		_, err := os.Stat(n)
+		assert.ErrorIs(t, err, os.ErrNotExist)
+	}
+	require.NoError(t, os.Rename(name+".000001"+TmpSuffix, name+".000001"))
+	require.NoError(t, os.Rename(name+TmpSuffix, name))
+	assertSameFile(t, "par2.sion", name)
+	assertSameFile(t, "par2.sion.000001", name+".000001")
+}

@@ -51,11 +51,11 @@ type Options struct {
 	BigEndian bool
 	// DataBigEndian declares the user data big-endian (informational).
 	DataBigEndian bool
-	// InPlace writes the file under its final name and skips the rename:
-	// for callers that run their own commit protocol (the L4 level writes
-	// to a name that already ends in ".tmp"). The file is still synced at
-	// Close, with META2 and the META1 tail written last.
-	InPlace bool
+	// NoCommit leaves every finished file under its temporary name
+	// (name + TmpSuffix, for sets each member's name + TmpSuffix) for
+	// callers that run their own commit protocol, as the L4 level does.
+	// The files are still synced at Close, META2 and the META1 tail last.
+	NoCommit bool
 	// Logger receives debug lines; nil means none.
 	Logger *zap.Logger
 }
@@ -244,12 +244,13 @@ func (tw *TaskWriter) blockSizes() []int64 {
 
 // physFile is one physical file being written.
 type physFile struct {
-	d       vfd.Driver
-	name    string // final name
-	tmp     string // name written to
-	h       header
-	tr      trailer
-	mapping []MapEntry
+	d        vfd.Driver
+	name     string // final name
+	tmp      string // name written to
+	h        header
+	tr       trailer
+	mapping  []MapEntry
+	noCommit bool // leave the finished file under tmp
 }
 
 // layout fills the start pointers of the file's tasks.
@@ -298,7 +299,7 @@ func (pf *physFile) finish(f vfd.File, blockSizes [][]int64) error {
 
 // commit renames the finished file to its final name and syncs the directory.
 func (pf *physFile) commit() error {
-	if pf.tmp == pf.name {
+	if pf.noCommit {
 		return nil
 	}
 	if err := pf.d.Rename(pf.tmp, pf.name); err != nil {
@@ -343,10 +344,7 @@ func newPhysFile(d vfd.Driver, name string, o *Options, chunks, ranks []int64, n
 		}
 		cs[i] = c
 	}
-	pf := &physFile{d: d, name: name, tmp: name + TmpSuffix}
-	if o.InPlace {
-		pf.tmp = name
-	}
+	pf := &physFile{d: d, name: name, tmp: name + TmpSuffix, noCommit: o.NoCommit}
 	pf.h = header{BigEndian: o.BigEndian, DataBigEnd: o.DataBigEndian, Version: LibVersion, Patch: LibPatch,
 		FileFormat: FileFormat, FSBlkSize: o.FSBlkSize, NTasks: int32(len(cs)), NFiles: int32(nfiles),
 		FileNumber: int32(filenr), Flag1: o.flag1(), Prefix: prefix, GlobalRanks: append([]int64(nil), ranks...), ChunkSizes: cs}
@@ -372,7 +370,7 @@ type Writer struct {
 
 // Create starts a container of len(chunkSizes) tasks at name. globalRanks
 // gives each task's global rank (nil means 0..n-1). The file is written as
-// name+".tmp" (unless opts.InPlace) and appears under name at Close. As
+// name+".tmp" and appears (unless opts.NoCommit) under name at Close. As
 // SIONlib's serial writer does, it stores filenumber 1 and ends with an
 // empty mapping (4 zero bytes).
 func Create(d vfd.Driver, name string, chunkSizes, globalRanks []int64, opts *Options) (*Writer, error) {
