@@ -27,14 +27,17 @@
 // cost one copy, from the sender's buffer straight into the receiver's.
 // Collectives meet on one rendezvous per communicator: the last rank to
 // arrive computes the result (and, for Split, builds the sub-communicators)
-// and wakes the others; Bcast and Allgather then copy in parallel and meet
-// once more so no buffer is reused early. Ranks calling different
-// collectives, or disagreeing on lengths or root, all get [ErrBadArgument].
+// and wakes the others; Bcast and Allgather then copy in parallel straight
+// from the other ranks' buffers, and no rank returns while another may still
+// read its buffer (a rank that gives up on an aborted world cancels the
+// round first). Ranks calling different collectives, or disagreeing on
+// lengths or root, all get [ErrBadArgument].
 //
 // Failure never hangs: a rank returning an error, panicking (recovered into
 // a *[PanicError]), calling Abort or tripping the watchdog aborts the whole
 // world, and every call blocked or made later, in any communicator derived
 // from it, returns an error matching [ErrAborted] (and the cause).
+// [WithLogger] records the cause once.
 //
 // Simulated nodes: rank r of the world sits on node "node<r/k>" with k set
 // by [WithNodeSize] (default 1); in-process Comms expose it as [NodeIDer],

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Option configures an in-process world made by [Run] or [NewWorld].
@@ -16,6 +18,13 @@ type Option func(*options)
 type options struct {
 	timeout  time.Duration
 	nodeSize int
+	logger   *zap.Logger
+}
+
+// WithLogger sets the logger that records why a world aborted (once, at
+// warn level). nil, the default, logs nothing.
+func WithLogger(l *zap.Logger) Option {
+	return func(o *options) { o.logger = l }
 }
 
 // WithTimeout sets the deadlock watchdog: a call blocked longer than d
@@ -84,6 +93,9 @@ func NewWorld(n int, opts ...Option) []Comm {
 	if o.nodeSize < 1 {
 		o.nodeSize = 1
 	}
+	if o.logger == nil {
+		o.logger = zap.NewNop()
+	}
 	w := &world{opts: o, aborted: make(chan struct{})}
 	ranks := make([]int, n)
 	for i := range ranks {
@@ -105,6 +117,7 @@ func (w *world) abort(cause error) {
 	w.once.Do(func() {
 		w.cause = cause
 		close(w.aborted)
+		w.opts.logger.Warn("in-process world aborted", zap.Error(cause))
 	})
 }
 
@@ -375,12 +388,19 @@ func (p *proc) Sendrecv(send []byte, dst, sendTag int, recv []byte, src, recvTag
 // ---- collectives ----
 
 // round is one collective operation of a group: every member hands in a
-// contribution, the last to arrive computes out and closes done.
+// contribution, the last to arrive computes out and closes done. A member
+// that gives up waiting (abort, watchdog) before out is computed cancels the
+// round, so nobody can go on to read its buffers after it has returned.
 type round struct {
-	in      []contrib
-	arrived int
-	out     any
-	done    chan struct{}
+	in        []contrib
+	arrived   int
+	computed  bool
+	cancelled bool
+	out       any
+	done      chan struct{}
+	// release counts the members still using the result (copying from
+	// other members' buffers); see rendezvous.
+	release sync.WaitGroup
 }
 
 type contrib struct {
@@ -389,7 +409,9 @@ type contrib struct {
 }
 
 func newRound(n int) *round {
-	return &round{in: make([]contrib, n), done: make(chan struct{})}
+	r := &round{in: make([]contrib, n), done: make(chan struct{})}
+	r.release.Add(n)
+	return r
 }
 
 // rendezvous is the one collective primitive: it returns compute's result,
@@ -397,7 +419,13 @@ func newRound(n int) *round {
 // contributions in rank order; a mismatch of op names across ranks (ranks
 // calling different collectives) is an ErrBadArgument on every rank. An
 // error result is returned as the error.
-func (p *proc) rendezvous(op string, v any, compute func(in []contrib) any) (any, error) {
+//
+// use, when not nil, runs on every rank with the result (to copy out of
+// other ranks' buffers); no rank returns before every rank has finished its
+// use, so buffers handed in stay valid exactly as long as they are read.
+// That wait cannot block for long: every member has arrived and none of
+// them blocks in use.
+func (p *proc) rendezvous(op string, v any, compute func(in []contrib) any, use func(out any)) (any, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
@@ -407,18 +435,35 @@ func (p *proc) rendezvous(op string, v any, compute func(in []contrib) any) (any
 	r.in[p.rank] = contrib{op: op, v: v}
 	r.arrived++
 	if r.arrived == len(r.in) {
-		r.out = computeChecked(r.in, compute)
+		if r.cancelled {
+			r.out = abortedError(g.w.err())
+		} else {
+			r.out = computeChecked(r.in, compute)
+		}
+		r.computed = true
 		g.cur = newRound(len(r.in))
 		g.mu.Unlock()
 		close(r.done)
 	} else {
 		g.mu.Unlock()
 		if err := g.w.wait(r.done); err != nil {
-			return nil, err
+			g.mu.Lock()
+			if !r.computed {
+				r.cancelled = true
+				g.mu.Unlock()
+				return nil, err
+			}
+			g.mu.Unlock()
+			// Computed meanwhile: take part in the result like everyone else.
 		}
 	}
 	if err, ok := r.out.(error); ok {
 		return nil, err
+	}
+	if use != nil {
+		use(r.out)
+		r.release.Done()
+		r.release.Wait()
 	}
 	return r.out, nil
 }
@@ -434,7 +479,7 @@ func computeChecked(in []contrib, compute func([]contrib) any) any {
 }
 
 func (p *proc) Barrier() error {
-	_, err := p.rendezvous("Barrier", nil, func([]contrib) any { return nil })
+	_, err := p.rendezvous("Barrier", nil, func([]contrib) any { return nil }, nil)
 	return err
 }
 
@@ -444,7 +489,7 @@ type bcastArg struct {
 }
 
 func (p *proc) Bcast(root int, buf []byte) error {
-	out, err := p.rendezvous("Bcast", bcastArg{root, buf}, func(in []contrib) any {
+	_, err := p.rendezvous("Bcast", bcastArg{root, buf}, func(in []contrib) any {
 		a0 := in[0].v.(bcastArg)
 		if a0.root < 0 || a0.root >= len(in) {
 			return fmt.Errorf("%w: Bcast: root %d out of range [0,%d)", ErrBadArgument, a0.root, len(in))
@@ -459,18 +504,12 @@ func (p *proc) Bcast(root int, buf []byte) error {
 			}
 		}
 		return in[a0.root].v.(bcastArg).buf
+	}, func(out any) {
+		if p.rank != root {
+			copy(buf, out.([]byte))
+		}
 	})
-	if err != nil {
-		return err
-	}
-	if p.Size() == 1 {
-		return nil
-	}
-	if p.rank != root {
-		copy(buf, out.([]byte))
-	}
-	// The root's buffer must stay untouched until every rank has copied.
-	return p.Barrier()
+	return err
 }
 
 type gatherArg struct {
@@ -479,7 +518,7 @@ type gatherArg struct {
 }
 
 func (p *proc) Allgather(send, recv []byte) error {
-	out, err := p.rendezvous("Allgather", gatherArg{send, len(recv)}, func(in []contrib) any {
+	_, err := p.rendezvous("Allgather", gatherArg{send, len(recv)}, func(in []contrib) any {
 		n0 := len(in[0].v.(gatherArg).send)
 		sends := make([][]byte, len(in))
 		for i, c := range in {
@@ -493,18 +532,12 @@ func (p *proc) Allgather(send, recv []byte) error {
 			sends[i] = a.send
 		}
 		return sends
+	}, func(out any) {
+		for i, s := range out.([][]byte) {
+			copy(recv[i*len(s):], s)
+		}
 	})
-	if err != nil {
-		return err
-	}
-	sends := out.([][]byte)
-	for i, s := range sends {
-		copy(recv[i*len(s):], s)
-	}
-	if p.Size() == 1 {
-		return nil
-	}
-	return p.Barrier()
+	return err
 }
 
 type reduceArg struct {
@@ -539,7 +572,7 @@ func (p *proc) AllreduceInt64(v int64, op Op) (int64, error) {
 			return fmt.Errorf("%w: AllreduceInt64: unknown %v", ErrBadArgument, a0.op)
 		}
 		return acc
-	})
+	}, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -573,7 +606,7 @@ func (p *proc) Split(color, key int) (Comm, error) {
 			}
 		}
 		return result
-	})
+	}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/comm/commtest"
@@ -369,4 +371,19 @@ func TestOpString(t *testing.T) {
 	assert.Equal(t, "max", comm.Max.String())
 	assert.Equal(t, "sum", comm.Sum.String())
 	assert.Equal(t, "op(9)", comm.Op(9).String())
+}
+
+func TestLoggerRecordsAbort(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	err := comm.Run(2, func(c comm.Comm) error {
+		if c.Rank() == 1 {
+			return errBoom
+		}
+		return c.Barrier()
+	}, comm.WithLogger(zap.New(core)), comm.WithTimeout(5*time.Second))
+	require.ErrorIs(t, err, errBoom)
+	entries := logs.All()
+	require.Len(t, entries, 1)
+	assert.Equal(t, "in-process world aborted", entries[0].Message)
+	assert.Contains(t, entries[0].ContextMap()["error"], "rank 1: boom")
 }
