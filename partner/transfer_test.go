@@ -263,3 +263,209 @@ func TestCopyFaultMidTransfer(t *testing.T) {
 	require.ErrorIs(t, errs[cl.topo.Right(5)], ErrHashMismatch)
 	assert.Contains(t, errs[cl.topo.Right(5)].Error(), "reported a bad source")
 }
+
+func (cl *cluster) parity(r, m int) FileInfo {
+	return FileInfo{Ref: Ref{cl.d, cl.parityPath(r)}}
+}
+
+// l3Protect encodes every group and records the parity files' size and hash.
+func (cl *cluster) l3Protect(m, bs int) map[int]Parity {
+	got := make([]Parity, cl.topo.NumRanks())
+	err := cl.run(func(c comm.Comm) error {
+		p, err := EncodeGroup(c, cl.topo, Options{BlockSize: bs}, m, cl.own(c.Rank()), Ref{cl.d, cl.parityPath(c.Rank())})
+		got[c.Rank()] = p
+		return err
+	})
+	require.NoError(cl.t, err)
+	out := map[int]Parity{}
+	for r, p := range got {
+		if p.Held {
+			out[r] = p
+			b := cl.read(cl.parityPath(r))
+			require.Equal(cl.t, p.Size, int64(len(b)))
+			require.Equal(cl.t, p.Hash, encode.Sum(b))
+		}
+	}
+	return out
+}
+
+func (cl *cluster) l3Recover(m, bs int, par map[int]Parity) ([]L3Recovery, []error) {
+	errs := make([]error, cl.topo.NumRanks())
+	res := make([]L3Recovery, cl.topo.NumRanks())
+	err := cl.run(func(c comm.Comm) error {
+		r := c.Rank()
+		pi := FileInfo{}
+		if p, ok := par[r]; ok {
+			pi = FileInfo{Ref: Ref{cl.d, cl.parityPath(r)}, Size: p.Size, Hash: p.Hash}
+		}
+		res[r], errs[r] = RebuildGroup(c, cl.topo, Options{BlockSize: bs}, m, cl.own(r), pi)
+		return nil
+	})
+	require.NoError(cl.t, err)
+	return res, errs
+}
+
+// TestL3ParityMatchesCentral checks the distributed parity against a
+// central encoding of the same group.
+func TestL3ParityMatchesCentral(t *testing.T) {
+	for _, m := range []int{0, 2} {
+		cl := newCluster(t, vfd.Sec2{}, 4, 1, 4, func(r int) int { return 1000*r + 7 })
+		par := cl.l3Protect(m, 300)
+		mm := ParityCount(4, m)
+		require.Len(t, par, mm)
+		code, err := encode.New(4, mm)
+		require.NoError(t, err)
+		padded := encode.PaddedSize(cl.sizes)
+		data := make([][]byte, 4)
+		for i := range data {
+			data[i] = make([]byte, padded)
+			copy(data[i], cl.data[i])
+		}
+		want := make([][]byte, mm)
+		for j := range want {
+			want[j] = make([]byte, padded)
+		}
+		require.NoError(t, code.EncodeBlock(data, want))
+		for j := 0; j < mm; j++ {
+			b := cl.read(cl.parityPath(j))
+			assert.True(t, bytes.Equal(want[j], b[:padded]), "parity %d", j)
+			h, err := encode.ParseParityHeader("p", b[padded:])
+			require.NoError(t, err)
+			assert.Equal(t, cl.sizes, h.Sizes)
+			assert.Equal(t, encode.Sum(want[j]), h.Payload)
+		}
+	}
+}
+
+// TestL3EveryLossPattern: for a group of k=4 with m=4 and m=2, every pattern
+// of at most m lost files (data or parity) is rebuilt bit for bit and every
+// pattern of m+1 is refused on every member with nothing written.
+func TestL3EveryLossPattern(t *testing.T) {
+	if testing.Short() {
+		t.Skip("many in-process worlds")
+	}
+	for _, m := range []int{4, 2} {
+		cl := newCluster(t, vfd.NewCore(), 4, 1, 4, func(r int) int { return 700 + 300*r })
+		par := cl.l3Protect(m, 256)
+		orig := map[string][]byte{}
+		files := []string{}
+		for r := 0; r < 4; r++ {
+			files = append(files, cl.dataPath(r))
+		}
+		for r := 0; r < m; r++ {
+			files = append(files, cl.parityPath(r))
+		}
+		for _, f := range files {
+			orig[f] = cl.read(f)
+		}
+		for mask := 1; mask < 1<<len(files); mask++ {
+			n := 0
+			for i, f := range files {
+				if mask&(1<<i) != 0 {
+					n++
+					if i%2 == 0 {
+						require.NoError(t, cl.d.Remove(f))
+					} else {
+						cl.corrupt(f)
+					}
+				}
+			}
+			if n > m+1 {
+				// restore and skip: m+1 is the interesting negative case
+				for _, f := range files {
+					require.NoError(t, vfd.WriteFileAtomic(cl.d, f, orig[f]))
+				}
+				continue
+			}
+			_, errs := cl.l3Recover(m, 256, par)
+			for r, err := range errs {
+				if n <= m {
+					require.NoError(t, err, "m=%d mask %b rank %d", m, mask, r)
+				} else {
+					require.ErrorIs(t, err, ErrUnrecoverable, "m=%d mask %b rank %d", m, mask, r)
+				}
+			}
+			for _, f := range files {
+				if n <= m {
+					require.True(t, bytes.Equal(orig[f], cl.read(f)), "m=%d mask %b: %s rebuilt", m, mask, f)
+				}
+				require.NoError(t, vfd.WriteFileAtomic(cl.d, f, orig[f]))
+			}
+		}
+	}
+}
+
+func TestL3Disruption(t *testing.T) {
+	type layout struct {
+		name                 string
+		nranks, nsize, gsize int
+	}
+	layouts := []layout{{"16r-4n-1g", 16, 4, 4}, {"8r-8n-2g", 8, 1, 4}}
+	eraseNodes := func(nodes ...int) func(cl *cluster) {
+		return func(cl *cluster) {
+			for _, n := range nodes {
+				require.NoError(t, cl.d.RemoveAll(cl.nodeDir(n)))
+				require.NoError(t, cl.d.MkdirAll(cl.nodeDir(n), 0o755))
+			}
+		}
+	}
+	tests := []struct {
+		name    string
+		disrupt func(cl *cluster)
+		ok      bool
+	}{
+		{"erase data on non-consecutive nodes", func(cl *cluster) {
+			for _, n := range []int{0, 2} {
+				for _, r := range cl.topo.NodeRanks(n) {
+					require.NoError(t, cl.d.Remove(cl.dataPath(r)))
+				}
+			}
+		}, true},
+		{"corrupt every data file", func(cl *cluster) {
+			for r := range cl.data {
+				cl.corrupt(cl.dataPath(r))
+			}
+		}, true},
+		{"corrupt parity on non-consecutive nodes", func(cl *cluster) {
+			for _, n := range []int{0, 2} {
+				for _, r := range cl.topo.NodeRanks(n) {
+					cl.corrupt(cl.parityPath(r))
+				}
+			}
+		}, true},
+		{"erase node dirs of consecutive nodes", eraseNodes(0, 1), true},
+		{"erase node dirs of non-consecutive nodes", eraseNodes(0, 2), true},
+		{"erase three node dirs", eraseNodes(0, 1, 2), false},
+	}
+	for _, lay := range layouts {
+		for _, tc := range tests {
+			t.Run(lay.name+"/"+tc.name, func(t *testing.T) {
+				cl := newCluster(t, vfd.Sec2{}, lay.nranks, lay.nsize, lay.gsize, func(r int) int { return 2000 + 333*r })
+				par := cl.l3Protect(0, 512)
+				want := map[int][]byte{}
+				for r := range par {
+					want[r] = cl.read(cl.parityPath(r))
+				}
+				tc.disrupt(cl)
+				_, errs := cl.l3Recover(0, 512, par)
+				if tc.ok {
+					for r, err := range errs {
+						require.NoError(t, err, "rank %d", r)
+					}
+					cl.assertAllGood()
+					for r, b := range want {
+						assert.True(t, bytes.Equal(b, cl.read(cl.parityPath(r))), "parity of %d rebuilt", r)
+					}
+					return
+				}
+				for _, err := range errs {
+					if err != nil {
+						require.ErrorIs(t, err, ErrUnrecoverable)
+						assert.Contains(t, err.Error(), "data of ranks")
+					}
+				}
+				require.Error(t, errs[0])
+			})
+		}
+	}
+}
