@@ -86,3 +86,20 @@ func TestClosedSubCommunicator(t *testing.T) {
 	_, err = sub.AllreduceInt64(1, comm.Sum)
 	assert.ErrorIs(t, err, comm.ErrClosed)
 }
+
+// TestInjectedFailure fails on the rank named by FTIGO_MPI_FAIL_RANK while
+// the others wait in a Barrier that rank never joins. It only runs when the
+// variable is set, from the comm package's TestMPIFailingRankEndsJob, which
+// checks that TestMain's MPI_Abort ends the whole job instead of hanging.
+func TestInjectedFailure(t *testing.T) {
+	v := os.Getenv("FTIGO_MPI_FAIL_RANK")
+	if v == "" {
+		t.Skip("FTIGO_MPI_FAIL_RANK is not set")
+	}
+	if fmt.Sprint(world.Rank()) == v {
+		t.Errorf("rank %d: injected failure", world.Rank())
+		return
+	}
+	_ = world.Barrier() // never completes: MPI_Abort from the failed rank kills us
+	t.Errorf("rank %d: Barrier returned although rank %s never joined", world.Rank(), v)
+}
