@@ -26,6 +26,12 @@
 // variables that grew get a new block with only the extra part, variables
 // that shrank leave containers partly empty, new variables get a new block.
 //
+// [Plan] computes the layout and file size before writing (for FTI's maxFs,
+// agreed across a group before L3 encoding). For differential checkpoints
+// the file stores every chunk's dCP block hashes ([ChunkInfo.BlockHashes]);
+// [HashBlocks], [DirtyBlocks] and [ChunkHash] let a later writer find and
+// rewrite only the blocks that changed.
+//
 // Reading, on restart:
 //
 //	r, err := fileformat.Open(f)           // header, FB hash, metadata hash, structure

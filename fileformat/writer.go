@@ -17,7 +17,8 @@ import (
 // Var.Data to f (memory type vfd.MemDraw), hashed in blocks alongside the
 // write; the metadata block (vfd.MemOHdr) and the file block (vfd.MemSuper)
 // follow, the file block last, so a write cut anywhere leaves a file that
-// fails [Open]. Write does not Sync or Close f.
+// fails [Open]. Write does not Sync or Close f; on error f holds a partial
+// file that Open or [Reader.Verify] rejects.
 func Write(f vfd.File, meta Meta, vars []Var, prev *Layout, opts ...Option) (*Layout, Summary, error) {
 	o := buildOptions(opts)
 	if o.blockSize < MinBlockSize || o.blockSize > MaxBlockSize {
