@@ -48,6 +48,8 @@ type L2Recovery struct {
 	HeldRebuilt bool
 }
 
+var errNotListed = fmt.Errorf("%w: file not listed", ErrBadArgument)
+
 const (
 	flagOwnOK  = 1
 	flagHeldOK = 2
@@ -68,11 +70,17 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 	bs := o.block()
 	log := o.log()
 	var flags byte
-	ownErr := own.Check(me, bs)
+	ownErr := errNotListed
+	if own.Valid() {
+		ownErr = own.Check(me, bs)
+	}
 	if ownErr == nil {
 		flags |= flagOwnOK
 	}
-	heldErr := held.Check(left, bs)
+	heldErr := errNotListed
+	if held.Valid() {
+		heldErr = held.Check(left, bs)
+	}
 	if heldErr == nil {
 		flags |= flagHeldOK
 	}
@@ -89,14 +97,14 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 	leftOwn := fromLeft[0]&flagOwnOK != 0
 
 	var errs []error
-	needOwn := ownErr != nil
-	needHeld := heldErr != nil
-	if needOwn && !rightHeld {
+	needOwn := ownErr != nil && own.Valid()
+	needHeld := heldErr != nil && held.Valid()
+	if ownErr != nil && (!rightHeld || !own.Valid()) {
 		errs = append(errs, fmt.Errorf("%w: rank %d: its data file and its partner copy on rank %d (node %d) are both lost: %w",
 			ErrUnrecoverable, me, right, t.NodeOf(right), ownErr))
 		needOwn = false
 	}
-	if needHeld && !leftOwn {
+	if heldErr != nil && (!leftOwn || !held.Valid()) {
 		errs = append(errs, fmt.Errorf("%w: rank %d: its data file and its partner copy on rank %d (node %d) are both lost: %w",
 			ErrUnrecoverable, left, me, t.NodeOf(me), heldErr))
 		needHeld = false

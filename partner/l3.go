@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"path"
 
 	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
@@ -261,12 +262,17 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, m int, data, parity FileI
 	holds := g < m
 	bs := o.block()
 	var flag byte
-	if err := data.Check(c.Rank(), bs); err != nil {
+	if !data.Valid() {
+		flag |= lostData
+	} else if err := data.Check(c.Rank(), bs); err != nil {
 		flag |= lostData
 		o.log().Info("L3: data file lost", zap.Int("rank", c.Rank()), zap.Error(err))
 	}
 	var hdr *encode.ParityHeader
-	if holds {
+	if holds && !parity.Valid() {
+		flag |= lostParity
+		o.log().Info("L3: no parity file listed", zap.Int("rank", c.Rank()))
+	} else if holds {
 		if err := parity.Check(c.Rank(), bs); err != nil {
 			flag |= lostParity
 			o.log().Info("L3: parity file lost", zap.Int("rank", c.Rank()), zap.Error(err))
@@ -328,6 +334,8 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, m int, data, parity FileI
 		if dsrc, err = data.Driver.Open(data.Path, vfd.ReadOnly); err != nil {
 			fail(err)
 		}
+	} else if err = mkdirDurable(data.Driver, path.Dir(dtmp)); err != nil {
+		fail(err)
 	} else if dout, err = vfd.CreateTrunc(data.Driver, dtmp); err != nil {
 		fail(err)
 	}
@@ -336,6 +344,8 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, m int, data, parity FileI
 			if psrc, err = parity.Driver.Open(parity.Path, vfd.ReadOnly); err != nil {
 				fail(err)
 			}
+		} else if err = mkdirDurable(parity.Driver, path.Dir(ptmp)); err != nil {
+			fail(err)
 		} else if pout, err = vfd.CreateTrunc(parity.Driver, ptmp); err != nil {
 			fail(err)
 		}

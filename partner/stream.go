@@ -196,6 +196,9 @@ type sink struct {
 }
 
 func createSink(r Ref, bs int) (*sink, error) {
+	if err := mkdirDurable(r.Driver, path.Dir(r.Path)); err != nil {
+		return nil, err
+	}
 	f, err := vfd.CreateTrunc(r.Driver, r.Path)
 	if err != nil {
 		return nil, err
@@ -245,6 +248,18 @@ func (s *sink) finish() (encode.Hash, int64, error) {
 func (s *sink) abandon(d vfd.Driver) {
 	_, _, _ = s.finish()
 	_ = d.Remove(s.path)
+}
+
+// mkdirDurable creates dir if needed and syncs it and its parent, so a
+// directory re-created on a replacement node survives a crash.
+func mkdirDurable(d vfd.Driver, dir string) error {
+	if _, err := d.Stat(dir); err == nil {
+		return nil
+	}
+	if err := d.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return errors.Join(d.SyncDir(dir), d.SyncDir(path.Dir(dir)))
 }
 
 // publish renames tmp into place and syncs the directory.
