@@ -112,3 +112,20 @@ func pattern(n int, seed byte) []byte {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func errNotExist() error { return fs.ErrNotExist }
+
+// newFileAt creates a file at path with the sec2 driver.
+func newFileAt(t testing.TB, path string) vfd.File {
+	t.Helper()
+	f, err := vfd.Create(vfd.Sec2{}, path)
+	require.NoError(t, err)
+	return f
+}
+
+// openAt opens path read-only with the sec2 driver, closed at cleanup.
+func openAt(t testing.TB, path string) vfd.File {
+	t.Helper()
+	f, err := vfd.OpenRead(vfd.Sec2{}, path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
