@@ -334,6 +334,8 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, m int, data, parity FileI
 		if dsrc, err = data.Driver.Open(data.Path, vfd.ReadOnly); err != nil {
 			fail(err)
 		}
+	} else if !data.Valid() {
+		fail(fmt.Errorf("%w: rank %d: no data file to rebuild into", ErrBadArgument, c.Rank()))
 	} else if err = mkdirDurable(data.Driver, path.Dir(dtmp)); err != nil {
 		fail(err)
 	} else if dout, err = vfd.CreateTrunc(data.Driver, dtmp); err != nil {
@@ -344,6 +346,8 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, m int, data, parity FileI
 			if psrc, err = parity.Driver.Open(parity.Path, vfd.ReadOnly); err != nil {
 				fail(err)
 			}
+		} else if !parity.Valid() {
+			fail(fmt.Errorf("%w: rank %d: no parity file to rebuild into", ErrBadArgument, c.Rank()))
 		} else if err = mkdirDurable(parity.Driver, path.Dir(ptmp)); err != nil {
 			fail(err)
 		} else if pout, err = vfd.CreateTrunc(parity.Driver, ptmp); err != nil {

@@ -1,0 +1,85 @@
+package levels
+
+import (
+	"fmt"
+
+	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/partner"
+)
+
+// Partner2 is level 2: the data file on node-local storage plus a copy on
+// the node of the rank's right neighbour in its group ring (FTI's
+// FTI_Ptner). The copy is streamed in [Env.BlockSize] pieces, written,
+// synced and hash-checked by the receiver (FTI does not sync it), and
+// listed in the manifest by the receiving rank with role "partner" and Of
+// set to the sender. Recovery survives any set of lost or corrupted nodes
+// in which no rank lost both its file and its copy, that is, no two lost
+// nodes are ring neighbours.
+type Partner2 struct{}
+
+// ID returns L2.
+func (Partner2) ID() ID { return L2 }
+
+// DataArea returns Local.
+func (Partner2) DataArea() Where { return Local }
+
+func partnerOptions(env *Env) partner.Options {
+	return partner.Options{BlockSize: env.BlockSize, Logger: env.Logger}
+}
+
+func fileInfo(s Store, f File, suffix string) partner.FileInfo {
+	return partner.FileInfo{Ref: partner.Ref{Driver: s.Driver, Path: s.Path(f.Name) + suffix}, Size: f.Size, Hash: encode.Hash(f.Digest)}
+}
+
+// Protect sends this rank's data file to its right neighbour and receives
+// its left neighbour's. Collective.
+func (Partner2) Protect(env *Env, p *Pending) error {
+	if err := env.Topo.Validate(int(L2)); err != nil {
+		return err
+	}
+	data := p.Data()
+	left := env.Topo.Left(env.Rank)
+	name := RankFileName(p.Dir, RolePartner, left)
+	copyTo := partner.Ref{Driver: env.Local.Driver, Path: env.Local.Path(name) + TmpSuffix}
+	cp, err := partner.CopyToPartner(env.Comm, env.Topo, partnerOptions(env), fileInfo(env.Store(data.Where), data, TmpSuffix), copyTo)
+	if err != nil {
+		return fmt.Errorf("L2: %w", err)
+	}
+	p.Files = append(p.Files, File{Role: RolePartner, Where: Local, Name: name, Size: cp.Size, Digest: Digest(cp.Hash), Of: cp.Of})
+	return nil
+}
+
+// heldFile returns the file of role held by rank r for rank of in m.
+func heldFile(m *Manifest, r int, role string, of int) (File, bool) {
+	if r < 0 || r >= len(m.Files) {
+		return File{}, false
+	}
+	for _, f := range m.Files[r] {
+		if f.Role == role && f.Of == of {
+			return f, true
+		}
+	}
+	return File{}, false
+}
+
+// Recover checks this rank's data file and the copy it holds, and rebuilds
+// what its ring neighbours can restore. Collective.
+func (Partner2) Recover(env *Env, m *Manifest) (Source, error) {
+	left := env.Topo.Left(env.Rank)
+	data, okd := m.DataFile(env.Rank)
+	held, okh := heldFile(m, env.Rank, RolePartner, left)
+	var own, cp partner.FileInfo
+	if okd {
+		own = fileInfo(env.Store(data.Where), data, "")
+	}
+	if okh {
+		cp = fileInfo(env.Store(held.Where), held, "")
+	}
+	if _, err := partner.RecoverPartner(env.Comm, env.Topo, partnerOptions(env), own, cp); err != nil {
+		return Source{}, fmt.Errorf("L2: %w", err)
+	}
+	if !okd {
+		return Source{}, fmt.Errorf("%w: manifest lists no data file for rank %d", ErrMissingFile, env.Rank)
+	}
+	return Source{Store: env.Store(data.Where), Name: data.Name, Size: data.Size, Digest: data.Digest}, nil
+}

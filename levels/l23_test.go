@@ -1,0 +1,349 @@
+package levels
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/partner"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// l23World is a simulated job for the L2/L3 tests: nodes are directories
+// root/local/node%04d, one topology per run.
+type l23World struct {
+	t                    *testing.T
+	d                    vfd.Driver
+	root                 string
+	nranks, nsize, gsize int
+	topo                 *partner.Topology
+	levels               []Level
+	// faulty, when set, wraps the local driver of one rank.
+	faultRank int
+	fault     vfd.Driver
+}
+
+func newL23World(t *testing.T, d vfd.Driver, nranks, nsize, gsize int, m int) *l23World {
+	topo, err := partner.NewTopology(nranks, nsize, gsize, nil)
+	require.NoError(t, err)
+	return &l23World{t: t, d: d, root: t.TempDir(), nranks: nranks, nsize: nsize, gsize: gsize, topo: topo,
+		levels: []Level{Local1{}, Partner2{}, RS3{M: m}}, faultRank: -1}
+}
+
+func (w *l23World) nodeDir(n int) string {
+	return filepath.Join(w.root, "local", w.topo.NodeDir(n))
+}
+
+func (w *l23World) env(c comm.Comm) *Env {
+	d := w.d
+	if c.Rank() == w.faultRank {
+		d = w.fault
+	}
+	return &Env{
+		Comm: c, Topo: w.topo, Rank: c.Rank(),
+		Local:     Store{d, w.nodeDir(w.topo.NodeOf(c.Rank()))},
+		Global:    Store{w.d, filepath.Join(w.root, "global")},
+		Meta:      Store{w.d, filepath.Join(w.root, "meta")},
+		BlockSize: 1000,
+	}
+}
+
+func (w *l23World) run(fn func(e *Engine) error) error {
+	return comm.Run(w.nranks, func(c comm.Comm) error {
+		e, err := NewEngine(w.env(c), Config{Levels: w.levels})
+		if err != nil {
+			return err
+		}
+		if err := e.Open(); err != nil {
+			return err
+		}
+		defer e.Wait()
+		return fn(e)
+	}, comm.WithTimeout(30*time.Second))
+}
+
+func l23Payload(r int, id int64) []byte { return payload(r, id, 3000+97*r) }
+
+// checkpoint takes checkpoint id at lvl on every rank; errs collects each rank's error.
+func (w *l23World) checkpoint(id int64, lvl ID) []error {
+	errs := make([]error, w.nranks)
+	require.NoError(w.t, w.run(func(e *Engine) error {
+		_, _, errs[e.env.Rank] = e.Checkpoint(id, lvl, writeBytes(l23Payload(e.env.Rank, id)))
+		return nil
+	}))
+	return errs
+}
+
+// recover restarts and returns the recovered manifest id and level per rank
+// (or the error), checking the data bit for bit.
+func (w *l23World) recover() (map[int]*Manifest, []error) {
+	var mu sync.Mutex
+	ms := map[int]*Manifest{}
+	errs := make([]error, w.nranks)
+	require.NoError(w.t, w.run(func(e *Engine) error {
+		m, src, err := e.Recover()
+		r := e.env.Rank
+		if err == nil {
+			var b []byte
+			b, err = readSource(src)
+			if err == nil && !bytes.Equal(b, l23Payload(r, m.ID)) {
+				err = fmt.Errorf("rank %d: recovered data differs", r)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		errs[r] = err
+		if err == nil {
+			ms[r] = m
+		}
+		return nil
+	}))
+	return ms, errs
+}
+
+func (w *l23World) ckptFiles(node int, glob string) []string {
+	var out []string
+	dir := w.nodeDir(node)
+	ents, err := w.d.ReadDir(dir)
+	require.NoError(w.t, err)
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		sub, err := w.d.ReadDir(path.Join(dir, e.Name()))
+		require.NoError(w.t, err)
+		for _, f := range sub {
+			if ok, _ := path.Match(glob, f.Name()); ok {
+				out = append(out, path.Join(dir, e.Name(), f.Name()))
+			}
+		}
+	}
+	return out
+}
+
+func (w *l23World) corrupt(p string) {
+	f, err := w.d.Open(p, vfd.ReadWrite)
+	require.NoError(w.t, err)
+	_, err = f.WriteAt([]byte("TextForCorruption"), 0)
+	require.NoError(w.t, err)
+	require.NoError(w.t, f.Close())
+}
+
+type disruption func(w *l23World)
+
+func onFiles(glob string, remove bool, nodes ...int) disruption {
+	return func(w *l23World) {
+		for _, n := range nodes {
+			files := w.ckptFiles(n, glob)
+			require.NotEmpty(w.t, files, "node %d has %s", n, glob)
+			for _, f := range files {
+				if remove {
+					require.NoError(w.t, w.d.Remove(f))
+				} else {
+					w.corrupt(f)
+				}
+			}
+		}
+	}
+}
+
+func eraseNodeDirs(nodes ...int) disruption {
+	return func(w *l23World) {
+		for _, n := range nodes {
+			require.NoError(w.t, w.d.RemoveAll(w.nodeDir(n)))
+		}
+	}
+}
+
+// TestL2L3DisruptionMatrix runs the L2 and L3 rows of FTI's disruption
+// matrix (section 11 of the semantics spec) on both layouts.
+func TestL2L3DisruptionMatrix(t *testing.T) {
+	layouts := []struct {
+		name                 string
+		nranks, nsize, gsize int
+	}{{"16r-4n-1g", 16, 4, 4}, {"8r-8n-2g", 8, 1, 4}}
+	rows := []struct {
+		name   string
+		lvl    ID
+		hit    disruption
+		expect bool
+	}{
+		{"erase data files, non-consecutive", L2, onFiles("data*", true, 0, 2), true},
+		{"corrupt data files, non-consecutive", L2, onFiles("data*", false, 0, 2), true},
+		{"erase partner files, non-consecutive", L2, onFiles("partner*", true, 0, 2), true},
+		{"corrupt partner files, non-consecutive", L2, onFiles("partner*", false, 0, 2), true},
+		{"erase node dirs, consecutive", L2, eraseNodeDirs(0, 1), false},
+		{"erase node dirs, non-consecutive", L2, eraseNodeDirs(0, 2), true},
+		{"erase data files, non-consecutive", L3, onFiles("data*", true, 0, 2), true},
+		{"corrupt data files, non-consecutive", L3, onFiles("data*", false, 0, 2), true},
+		{"erase parity files, non-consecutive", L3, onFiles("parity*", true, 0, 2), true},
+		{"corrupt parity files, non-consecutive", L3, onFiles("parity*", false, 0, 2), true},
+		{"corrupt every data file", L3, onFiles("data*", false, 0, 1, 2, 3), true},
+		{"erase node dirs, consecutive", L3, eraseNodeDirs(0, 1), true},
+		{"erase node dirs, non-consecutive", L3, eraseNodeDirs(0, 2), true},
+		{"erase three node dirs", L3, eraseNodeDirs(0, 1, 2), false},
+		{"erase L1 files (control)", L1, onFiles("data*", true, 0, 2), false},
+	}
+	for _, lay := range layouts {
+		for _, row := range rows {
+			t.Run(fmt.Sprintf("%s/%v/%s", lay.name, row.lvl, row.name), func(t *testing.T) {
+				w := newL23World(t, vfd.NewCore(), lay.nranks, lay.nsize, lay.gsize, 0)
+				for r, err := range w.checkpoint(1, row.lvl) {
+					require.NoError(t, err, "rank %d", r)
+				}
+				row.hit(w)
+				ms, errs := w.recover()
+				for r, err := range errs {
+					if row.expect {
+						require.NoError(t, err, "rank %d", r)
+						assert.Equal(t, row.lvl, ms[r].Level)
+					} else {
+						require.ErrorIs(t, err, ErrUnrecoverable, "rank %d", r)
+					}
+				}
+				if row.expect {
+					// a second restart finds everything intact again
+					_, errs = w.recover()
+					for r, err := range errs {
+						require.NoError(t, err, "second restart, rank %d", r)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestL3ParityCount: with m=2 parity files per group of 4, any 2 lost
+// files are rebuilt and 3 are not.
+func TestL3ParityCount(t *testing.T) {
+	tests := []struct {
+		name   string
+		hit    disruption
+		expect bool
+	}{
+		{"two data files", func(w *l23World) { onFiles("data*", true, 1, 3)(w) }, true},
+		{"data and parity on one node", eraseNodeDirs(0), true},
+		{"one node and one data file", func(w *l23World) { eraseNodeDirs(0)(w); onFiles("data*", false, 2)(w) }, false},
+		{"three data files", func(w *l23World) { onFiles("data*", true, 1, 2, 3)(w) }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newL23World(t, vfd.NewCore(), 4, 1, 4, 2)
+			for r, err := range w.checkpoint(1, L3) {
+				require.NoError(t, err, "rank %d", r)
+			}
+			assert.Len(t, w.ckptFiles(0, "parity*"), 1)
+			assert.Len(t, w.ckptFiles(1, "parity*"), 1)
+			assert.Empty(t, w.ckptFiles(2, "parity*"))
+			tc.hit(w)
+			_, errs := w.recover()
+			for r, err := range errs {
+				if tc.expect {
+					require.NoError(t, err, "rank %d", r)
+				} else {
+					require.ErrorIs(t, err, ErrUnrecoverable, "rank %d", r)
+					assert.Contains(t, err.Error(), "at most 2 may be lost")
+				}
+			}
+		})
+	}
+}
+
+// TestL2L3ReplacementNode restarts with a lost node replaced by a new host
+// and the hosts listed in another order: the saved node table puts the
+// replacement in the lost node's slot, and its files are rebuilt.
+func TestL2L3ReplacementNode(t *testing.T) {
+	hosts := func(order ...string) []string {
+		var ids []string
+		for _, h := range order {
+			for range 4 {
+				ids = append(ids, h)
+			}
+		}
+		return ids
+	}
+	for _, lvl := range []ID{L2, L3} {
+		t.Run(lvl.String(), func(t *testing.T) {
+			w := newL23World(t, vfd.NewCore(), 16, 4, 4, 0)
+			var err error
+			w.topo, err = partner.NewTopology(16, 4, 4, hosts("a", "b", "c", "d"))
+			require.NoError(t, err)
+			saved, err := w.topo.Table().Marshal()
+			require.NoError(t, err)
+			for r, err := range w.checkpoint(1, lvl) {
+				require.NoError(t, err, "rank %d", r)
+			}
+			eraseNodeDirs(2)(w) // host c is gone
+			table, err := partner.UnmarshalTable(saved)
+			require.NoError(t, err)
+			// new run: x replaces c, and the launcher lists the hosts in reverse
+			cur, err := partner.NewTopologyTable(16, 4, 4, hosts("a", "b", "x", "d"), partner.NodeTable{"d", "x", "b", "a"})
+			require.NoError(t, err)
+			w.topo, err = cur.Remap(table)
+			require.NoError(t, err)
+			assert.Equal(t, partner.NodeTable{"a", "b", "x", "d"}, w.topo.Table())
+			ms, errs := w.recover()
+			for r, err := range errs {
+				require.NoError(t, err, "rank %d", r)
+				assert.Equal(t, lvl, ms[r].Level)
+			}
+			// without the remap, ranks would look in the wrong node
+			// directories: recovery must refuse, never return wrong data.
+			w.topo = cur
+			eraseNodeDirs(1)(w)
+			_, errs = w.recover()
+			for _, err := range errs {
+				if err != nil {
+					require.ErrorIs(t, err, ErrUnrecoverable)
+				}
+			}
+		})
+	}
+}
+
+// TestL2L3FaultMidTransfer injects a write error into one rank's partner
+// copy or parity file: the checkpoint is rejected on every rank and the
+// previous one stays recoverable.
+func TestL2L3FaultMidTransfer(t *testing.T) {
+	tests := []struct {
+		lvl  ID
+		glob string
+	}{{L2, "partner*"}, {L3, "parity*"}}
+	for _, tc := range tests {
+		t.Run(tc.lvl.String(), func(t *testing.T) {
+			core := vfd.NewCore()
+			w := newL23World(t, core, 8, 2, 2, 0)
+			for r, err := range w.checkpoint(1, L1) {
+				require.NoError(t, err, "rank %d", r)
+			}
+			w.faultRank = 2
+			w.fault = vfd.NewFault(core, vfd.OnPath(tc.glob, []vfd.OpKind{vfd.OpWrite}, nil))
+			for r, err := range w.checkpoint(2, tc.lvl) {
+				require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
+			}
+			w.faultRank = -1
+			ms, errs := w.recover()
+			for r, err := range errs {
+				require.NoError(t, err, "rank %d", r)
+				assert.Equal(t, int64(1), ms[r].ID)
+			}
+			// and a fault-free checkpoint at the level works afterwards
+			for r, err := range w.checkpoint(3, tc.lvl) {
+				require.NoError(t, err, "rank %d", r)
+			}
+			ms, errs = w.recover()
+			for r, err := range errs {
+				require.NoError(t, err, "rank %d", r)
+				assert.Equal(t, int64(3), ms[r].ID)
+			}
+		})
+	}
+}
