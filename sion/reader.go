@@ -462,6 +462,26 @@ func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The tail first: an unclosed or cut file is reported as such before
+	// anything that depends on its size.
+	tail := 16 * n
+	mc := i32(arr, tail)
+	fi.StartOfMeta2 = i64(arr, tail+4)
+	toff := tailOffset(n)
+	if fi.StartOfMeta2 == 0 {
+		return nil, corrupt(name, toff+4, "start_of_varheader", ErrUnclosed)
+	}
+	if mc < 0 {
+		return nil, corrupt(name, toff, "maxchunks", fmt.Errorf("%w: %d", ErrInconsistent, mc))
+	}
+	fi.MaxChunks = int(mc)
+	sov := fi.StartOfMeta2
+	if sov < Meta1Size(n) {
+		return nil, corrupt(name, toff+4, "start_of_varheader", fmt.Errorf("%w: %d lies inside META1", ErrInconsistent, sov))
+	}
+	if sov > size {
+		return nil, corrupt(name, toff+4, "start_of_varheader", fmt.Errorf("%w: META2 at %d, file has %d bytes", ErrTruncated, sov, size))
+	}
 	fi.GlobalRanks = make([]int64, n)
 	fi.ChunkSizes = make([]int64, n)
 	fi.Start = make([]int64, n)
@@ -482,24 +502,6 @@ func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
 		}
 	}
 	fi.GlobalSkip = pos - fi.Start[0]
-	tail := 16 * n
-	mc := i32(arr, tail)
-	fi.StartOfMeta2 = i64(arr, tail+4)
-	toff := tailOffset(n)
-	if fi.StartOfMeta2 == 0 {
-		return nil, corrupt(name, toff+4, "start_of_varheader", ErrUnclosed)
-	}
-	if mc < 0 {
-		return nil, corrupt(name, toff, "maxchunks", fmt.Errorf("%w: %d", ErrInconsistent, mc))
-	}
-	fi.MaxChunks = int(mc)
-	sov := fi.StartOfMeta2
-	if sov < Meta1Size(n) {
-		return nil, corrupt(name, toff+4, "start_of_varheader", fmt.Errorf("%w: %d lies inside META1", ErrInconsistent, sov))
-	}
-	if sov > size {
-		return nil, corrupt(name, toff+4, "start_of_varheader", fmt.Errorf("%w: META2 at %d, file has %d bytes", ErrTruncated, sov, size))
-	}
 	if int64(mc) > (size-sov)/(8*int64(n)) {
 		return nil, corrupt(name, sov, "META2", fmt.Errorf("%w: %d tasks x %d blocks need %d bytes at %d, file has %d",
 			ErrTruncated, n, mc, 8*int64(n)*(int64(mc)+1), sov, size))

@@ -1,0 +1,235 @@
+package levels
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strconv"
+
+	"github.com/zeebo/blake3"
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/sion"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// L4 names and manifest attributes.
+//
+// wire format: never change — stored in manifests and read at recovery.
+const (
+	// ContainerName is the L4 container's file name inside the
+	// checkpoint's directory of the global area (file 0 of a set; the
+	// others are ContainerName.000001 ...).
+	ContainerName = "l4.sion"
+	// AttrContainer, on a rank's data entry, names the container (relative
+	// to the global area) holding the rank's data as a task.
+	AttrContainer = "sion"
+	// AttrTask, on a rank's data entry, is the rank's global task number in the container.
+	AttrTask = "sion-task"
+	// AttrFile and AttrNFiles, on a container entry, give its number in the set and the set's size.
+	AttrFile   = "sion-file"
+	AttrNFiles = "sion-nfiles"
+)
+
+// Global4 is level 4: after every rank has written its data file locally,
+// the ranks copy them collectively into one SIONlib container (or a set of
+// NFiles) in the global area, one task per rank, as FTI's L4 does with
+// sion_paropen_mapped_mpi. Unlike FTI it records each rank's BLAKE3 digest
+// in the manifest and checks it when a task is read back, and every size is
+// 64-bit. Recovery uses the local data file when it is intact and otherwise
+// extracts the rank's task from the container, verified, into the local area.
+type Global4 struct {
+	// NFiles splits the container into this many physical files (ranks in
+	// contiguous groups, SIONlib's rule); <= 1 means one file.
+	NFiles int
+	// FSBlkSize is the container's alignment; <= 0 means 4096.
+	FSBlkSize int32
+}
+
+// ID returns L4.
+func (Global4) ID() ID { return L4 }
+
+// DataArea returns Local: the data file is written locally and flushed
+// into the container by Protect.
+func (Global4) DataArea() Where { return Local }
+
+func (l Global4) nfiles(size int) int { return max(1, min(l.NFiles, size)) }
+
+// transfer returns the copy piece size of env.
+func transfer(env *Env) int { return max(env.TransferSize, 4<<20) }
+
+// Protect copies this rank's data file into the container. Collective.
+func (l Global4) Protect(env *Env, p *Pending) error {
+	c := env.Comm
+	rank, size := c.Rank(), c.Size()
+	data := &p.Files[0]
+	cname := path.Join(p.Dir, ContainerName)
+	full := env.Global.Path(cname)
+	nf := l.nfiles(size)
+	per := size / nf
+	file := min(rank/per, nf-1)
+	lrank := rank - file*per
+
+	merr := env.Global.Driver.MkdirAll(path.Dir(full), 0o755)
+	if err := Agree(c, merr, "create L4 directory"); err != nil {
+		return err
+	}
+	pw, err := sion.CreateMapped(c, env.Global.Driver, full,
+		[]sion.MappedTask{{GlobalRank: int64(rank), ChunkSize: data.Size, File: file, LocalRank: lrank}}, nf,
+		&sion.Options{FSBlkSize: l.FSBlkSize, Policy: sion.PolicyFill, NoCommit: true, Logger: env.Logger})
+	if err != nil {
+		return fmt.Errorf("open L4 container: %w", err)
+	}
+	cerr := copyIntoTask(env, env.Store(data.Where).Path(data.Name)+TmpSuffix, data.Size, pw.Task(0))
+	if err := Agree(c, cerr, "copy data into L4 container"); err != nil {
+		return errors.Join(err, pw.Abort())
+	}
+	if err := pw.Close(); err != nil {
+		return fmt.Errorf("commit L4 container: %w", err)
+	}
+	if data.Attrs == nil {
+		data.Attrs = map[string]string{}
+	}
+	data.Attrs[AttrContainer] = cname
+	data.Attrs[AttrTask] = strconv.Itoa(rank)
+	if lrank != 0 {
+		return nil
+	}
+	// This rank leads physical file `file`: list it, with its digest.
+	name := sion.SetMemberName(cname, file)
+	f, err := vfd.OpenRead(env.Global.Driver, env.Global.Path(name)+TmpSuffix)
+	if err != nil {
+		return fmt.Errorf("open L4 container for its digest: %w", err)
+	}
+	defer f.Close()
+	fsize, err := f.Size()
+	if err != nil {
+		return err
+	}
+	d, err := FileDigest(f)
+	if err != nil {
+		return fmt.Errorf("digest of L4 container: %w", err)
+	}
+	p.Files = append(p.Files, File{Role: RoleContainer, Where: Global, Name: name, Size: fsize, Digest: d, Of: rank,
+		Attrs: map[string]string{AttrFile: strconv.Itoa(file), AttrNFiles: strconv.Itoa(nf)}})
+	env.Logger.Debug("L4 container written", zap.String("path", name), zap.Int64("size", fsize))
+	return nil
+}
+
+// copyIntoTask streams size bytes of the named local file into tw.
+func copyIntoTask(env *Env, src string, size int64, tw *sion.TaskWriter) error {
+	f, err := vfd.OpenRead(env.Local.Driver, src)
+	if err != nil {
+		return fmt.Errorf("open data file: %w", err)
+	}
+	defer f.Close()
+	buf := make([]byte, min(int64(transfer(env)), max(size, 1)))
+	for off := int64(0); off < size; {
+		n := min(int64(len(buf)), size-off)
+		if err := vfd.ReadFull(f, buf[:n], off); err != nil {
+			return fmt.Errorf("read %s at %d: %w", src, off, err)
+		}
+		if _, err := tw.Write(buf[:n]); err != nil {
+			return err
+		}
+		off += n
+	}
+	return nil
+}
+
+// Recover returns this rank's data: the local data file when it is intact,
+// otherwise the rank's task extracted from the container after its size and
+// BLAKE3 digest are checked against the manifest. Makes no collective calls.
+func (l Global4) Recover(env *Env, m *Manifest) (Source, error) {
+	f, ok := m.DataFile(env.Rank)
+	if !ok {
+		return Source{}, fmt.Errorf("%w: manifest lists no data file for rank %d", ErrMissingFile, env.Rank)
+	}
+	local := env.Store(f.Where)
+	lerr := VerifyFile(local, f)
+	if lerr == nil {
+		return Source{Store: local, Name: f.Name, Size: f.Size, Digest: f.Digest}, nil
+	}
+	if err := l.extract(env, m, f, local); err != nil {
+		return Source{}, fmt.Errorf("L4: local copy unusable (%v), and the container: %w", lerr, err)
+	}
+	env.Logger.Info("L4: data file rebuilt from the container", zap.Int("rank", env.Rank), zap.String("path", local.Path(f.Name)))
+	return Source{Store: local, Name: f.Name, Size: f.Size, Digest: f.Digest}, nil
+}
+
+// extract writes this rank's task of the container to local/f.Name with
+// the commit protocol, verifying size and digest.
+func (l Global4) extract(env *Env, m *Manifest, f File, local Store) error {
+	cname := f.Attrs[AttrContainer]
+	if cname == "" {
+		cname = path.Join(m.Dir(), ContainerName)
+	}
+	full := env.Global.Path(cname)
+	cerr := func(off int64, err error) error {
+		return &CorruptionError{Path: full, Rank: env.Rank, Offset: off, Err: err}
+	}
+	r, err := sion.Open(env.Global.Driver, full)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return cerr(0, fmt.Errorf("%w: %w", ErrMissingFile, err))
+		}
+		return cerr(0, err)
+	}
+	defer r.Close()
+	task := -1
+	for _, t := range r.Tasks() {
+		if t.GlobalRank == int64(env.Rank) {
+			task = t.Index
+			break
+		}
+	}
+	if task < 0 {
+		return cerr(0, fmt.Errorf("%w: no task with global rank %d", ErrMissingFile, env.Rank))
+	}
+	sr, err := r.TaskReader(task)
+	if err != nil {
+		return cerr(0, err)
+	}
+	if sr.Size() != f.Size {
+		return cerr(0, fmt.Errorf("%w: task %d holds %d bytes, manifest says %d", ErrSizeMismatch, task, sr.Size(), f.Size))
+	}
+	dst := local.Path(f.Name)
+	if err := MkdirDurable(local.Driver, path.Dir(dst)); err != nil {
+		return err
+	}
+	tmp := dst + TmpSuffix
+	out, err := vfd.CreateTrunc(local.Driver, tmp)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error { return errors.Join(err, out.Close(), local.Driver.Remove(tmp)) }
+	h := blake3.New()
+	buf := make([]byte, min(int64(transfer(env)), max(f.Size, 1)))
+	for off := int64(0); off < f.Size; {
+		n := min(int64(len(buf)), f.Size-off)
+		if _, err := sr.ReadAt(buf[:n], off); err != nil {
+			return fail(cerr(off, err))
+		}
+		h.Write(buf[:n])
+		if _, err := out.WriteAt(buf[:n], off); err != nil {
+			return fail(err)
+		}
+		off += n
+	}
+	var d Digest
+	copy(d[:], h.Sum(nil))
+	if d != f.Digest {
+		return fail(cerr(0, fmt.Errorf("%w: task %d has %s, manifest says %s", ErrDigestMismatch, task, d, f.Digest)))
+	}
+	if err := out.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := out.Close(); err != nil {
+		return errors.Join(err, local.Driver.Remove(tmp))
+	}
+	if err := local.Driver.Rename(tmp, dst); err != nil {
+		return errors.Join(err, local.Driver.Remove(tmp))
+	}
+	return local.Driver.SyncDir(path.Dir(dst))
+}

@@ -1,0 +1,183 @@
+package levels
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/sion"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// runL4 opens an engine with L1 and the given L4 on every rank and calls fn.
+func runL4(cl *cluster, n int, l4 Global4, fn func(e *Engine) error) error {
+	return runWorld(n, func(c comm.Comm) error {
+		e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}, l4}, Policy: cl.policy})
+		if err != nil {
+			return err
+		}
+		if err := e.Open(); err != nil {
+			return err
+		}
+		return fn(e)
+	})
+}
+
+func l4Payload(r int, id int64) []byte { return payload(r, id, 5000+1000*r) }
+
+// recoverAll restarts the world and returns each rank's recovered bytes and id.
+func recoverAll(t *testing.T, cl *cluster, n int, l4 Global4) (map[int][]byte, int64, error) {
+	var mu sync.Mutex
+	got := map[int][]byte{}
+	var id int64
+	err := runL4(cl, n, l4, func(e *Engine) error {
+		m, src, err := e.Recover()
+		if err != nil {
+			return err
+		}
+		b, err := readSource(src)
+		mu.Lock()
+		got[e.env.Rank], id = b, m.ID
+		mu.Unlock()
+		return err
+	})
+	return got, id, err
+}
+
+func TestL4RoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		ranks, nfiles int
+	}{{1, 1}, {4, 1}, {4, 2}, {5, 2}} {
+		t.Run(fmt.Sprintf("ranks=%d/nfiles=%d", tc.ranks, tc.nfiles), func(t *testing.T) {
+			root := t.TempDir()
+			cl := newCluster(t, vfd.Sec2{}, root, 2-tc.ranks%2)
+			l4 := Global4{NFiles: tc.nfiles, FSBlkSize: 1024}
+			require.NoError(t, runL4(cl, tc.ranks, l4, func(e *Engine) error {
+				m, _, err := e.Checkpoint(1, L4, writeBytes(l4Payload(e.env.Rank, 1)))
+				if err != nil {
+					return err
+				}
+				if m.Level != L4 {
+					return fmt.Errorf("level %v", m.Level)
+				}
+				return nil
+			}))
+			// The container reads with the sion package, every task as written.
+			r, err := sion.Open(vfd.Sec2{}, filepath.Join(root, "global", "ckpt00000001", ContainerName))
+			require.NoError(t, err)
+			require.Equal(t, tc.ranks, r.NTasks())
+			assert.Len(t, r.Files(), tc.nfiles)
+			for i := 0; i < tc.ranks; i++ {
+				b, err := r.ReadTask(i)
+				require.NoError(t, err)
+				assert.True(t, bytes.Equal(l4Payload(i, 1), b), "task %d", i)
+			}
+			require.NoError(t, r.Close())
+
+			// All local storage lost: recovered from the container, bit for bit.
+			require.NoError(t, os.RemoveAll(filepath.Join(root, "local")))
+			got, id, err := recoverAll(t, cl, tc.ranks, l4)
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), id)
+			for i := 0; i < tc.ranks; i++ {
+				assert.True(t, bytes.Equal(l4Payload(i, 1), got[i]), "rank %d", i)
+			}
+			// The rebuilt local files are in place: a second restart uses them.
+			require.NoError(t, os.RemoveAll(filepath.Join(root, "global", "ckpt00000001")))
+			got, _, err = recoverAll(t, cl, tc.ranks, l4)
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(l4Payload(0, 1), got[0]))
+		})
+	}
+}
+
+// corruptTask flips bytes inside rank r's task data in the container.
+func corruptTask(t *testing.T, root string, seq uint64, r int) {
+	name := filepath.Join(root, "global", CheckpointDir(seq), ContainerName)
+	rd, err := sion.Open(vfd.Sec2{}, name)
+	require.NoError(t, err)
+	task, err := rd.Task(r)
+	require.NoError(t, err)
+	file := rd.Files()[task.File].Name
+	require.NoError(t, rd.Close())
+	f, err := os.OpenFile(file, os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("TextForCorruption"), task.Start+10)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+func TestL4Disruption(t *testing.T) {
+	tests := []struct {
+		how  string
+		want string // in the container part of the error every rank shares
+	}{
+		{"container corrupted", "l4.sion (rank 2) at offset 0: " + ErrDigestMismatch.Error()},
+		{"container deleted", "l4.sion (rank 0) at offset 0: " + ErrMissingFile.Error()},
+		{"container truncated", sion.ErrTruncated.Error()},
+	}
+	for _, tc := range tests {
+		for _, older := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/older=%v", tc.how, older), func(t *testing.T) {
+				root := t.TempDir()
+				cl := newCluster(t, vfd.Sec2{}, root, 2)
+				cl.policy = FTIPolicy{KeepL4: older}
+				l4 := Global4{FSBlkSize: 512}
+				n := 4
+				require.NoError(t, runL4(cl, n, l4, func(e *Engine) error {
+					for id := int64(1); id <= 2; id++ {
+						if _, _, err := e.Checkpoint(id, L4, writeBytes(l4Payload(e.env.Rank, id))); err != nil {
+							return err
+						}
+					}
+					return nil
+				}))
+				require.NoError(t, os.RemoveAll(filepath.Join(root, "local")))
+				c2 := filepath.Join(root, "global", CheckpointDir(2), ContainerName)
+				switch tc.how {
+				case "container corrupted":
+					corruptTask(t, root, 2, 2)
+				case "container deleted":
+					require.NoError(t, os.Remove(c2))
+				case "container truncated":
+					require.NoError(t, os.Truncate(c2, 3000))
+				}
+				got, id, err := recoverAll(t, cl, n, l4)
+				if older {
+					require.NoError(t, err)
+					assert.Equal(t, int64(1), id, "falls back to the older L4 checkpoint")
+					for i := 0; i < n; i++ {
+						assert.True(t, bytes.Equal(l4Payload(i, 1), got[i]), "rank %d", i)
+					}
+					return
+				}
+				require.Error(t, err)
+				assert.ErrorIs(t, err, ErrUnrecoverable)
+				assert.Contains(t, err.Error(), tc.want)
+			})
+		}
+	}
+}
+
+// TestL4LocalPreferred: with local files intact, a deleted container does not matter.
+func TestL4LocalPreferred(t *testing.T) {
+	root := t.TempDir()
+	cl := newCluster(t, vfd.Sec2{}, root, 1)
+	l4 := Global4{}
+	require.NoError(t, runL4(cl, 3, l4, func(e *Engine) error {
+		_, _, err := e.Checkpoint(7, L4, writeBytes(l4Payload(e.env.Rank, 7)))
+		return err
+	}))
+	require.NoError(t, os.RemoveAll(filepath.Join(root, "global", CheckpointDir(1))))
+	got, id, err := recoverAll(t, cl, 3, l4)
+	require.NoError(t, err)
+	assert.Equal(t, int64(7), id)
+	assert.Equal(t, l4Payload(1, 7), got[1])
+}
