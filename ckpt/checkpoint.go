@@ -43,13 +43,9 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) 
 	}
 	meta := fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: r.now().UnixNano()}
 	write := func(f vfd.File) (int64, levels.Digest, bool, error) {
-		hw := levels.NewHashingWriter(f)
-		_, sum, err := fileformat.Write(hw, meta, vars, nil, fileformat.WithClock(r.now))
-		if err != nil {
-			return 0, levels.Digest{}, false, err
-		}
-		d, ok := hw.Sum()
-		return sum.FileSize, d, ok, nil
+		// The digest is computed by the engine while the file is synced.
+		_, sum, err := fileformat.Write(f, meta, vars, nil, fileformat.WithClock(r.now))
+		return sum.FileSize, levels.Digest{}, false, err
 	}
 	start := r.now()
 	m, st, err := r.eng.Checkpoint(id, lvl, write)
@@ -116,6 +112,7 @@ func (r *Runtime) Finalize() error {
 	}
 	r.finalized = true
 	r.closeStored()
+	r.eng.Wait()
 	committed := r.eng.Committed()
 	var errs []error
 	if r.cfg.KeepLastCkpt && len(committed) > 0 {

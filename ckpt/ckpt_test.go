@@ -36,6 +36,7 @@ func world(t testing.TB, n int, cfg Config, opts []Option, fn func(r *Runtime) e
 		if err != nil {
 			return err
 		}
+		defer r.eng.Wait() // the job "dies" only after its background work
 		return fn(r)
 	}, comm.WithTimeout(30*time.Second))
 }
@@ -408,6 +409,7 @@ func worldClocks(t testing.TB, n int, cfg Config, clocks []*fakeClock, fn func(r
 		if err != nil {
 			return err
 		}
+		defer r.eng.Wait()
 		return fn(r, clk)
 	}, comm.WithTimeout(30*time.Second))
 }

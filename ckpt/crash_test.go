@@ -69,6 +69,7 @@ func recoverAll(t *testing.T, n int, cfg Config, d vfd.Driver) ([]int, error) {
 		if err != nil {
 			return err
 		}
+		defer r.eng.Wait()
 		var x []uint64
 		ver := []int64{0}
 		if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
@@ -113,6 +114,7 @@ func TestCrashAtEveryOp(t *testing.T) {
 						if err != nil {
 							return err
 						}
+						defer r.eng.Wait()
 						x, ver := version(c.Rank(), 1), []int64{1}
 						if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
 							return err
@@ -129,6 +131,7 @@ func TestCrashAtEveryOp(t *testing.T) {
 						if err != nil {
 							return err
 						}
+						defer r.eng.Wait()
 						x, ver := version(c.Rank(), 2), []int64{2}
 						if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
 							return err

@@ -53,7 +53,8 @@ type Engine struct {
 	policy    Policy
 	committed []*Manifest // oldest first, identical on every rank
 	nextSeq   uint64
-	broken    []string // manifests that failed to parse, moved aside
+	broken    []string      // manifests that failed to parse, moved aside
+	bg        chan struct{} // closed when the background removal ends
 }
 
 // NewEngine returns an engine for env. It does no I/O; call [Engine.Open].
@@ -103,6 +104,7 @@ func (e *Engine) Committed() []*Manifest { return slices.Clone(e.committed) }
 // run left half-written: tmp files, and checkpoint directories without a
 // manifest. Collective.
 func (e *Engine) Open() error {
+	e.Wait()
 	env := e.env
 	var local error
 	if env.Rank == 0 {
@@ -324,6 +326,7 @@ func (a *agreedError) Unwrap() error { return a.local }
 // superseded checkpoints are deleted; on failure no rank's files remain and
 // the previous committed checkpoints are untouched.
 func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc) (*Manifest, Stats, error) {
+	e.Wait()
 	env := e.env
 	start := env.Now()
 	var st Stats
@@ -384,11 +387,25 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats) e
 		return fmt.Errorf("create data file: %w", err)
 	}
 	size, d, ok, err := write(f)
-	if err == nil && !ok {
-		d, err = FileDigest(f)
-	}
 	if err == nil {
-		err = f.Sync()
+		if ok {
+			err = f.Sync()
+		} else {
+			// Hash through a second handle while the data goes to disk:
+			// the CPU work hides behind the fsync.
+			done := make(chan error, 1)
+			go func() {
+				rf, err := s.Driver.Open(full, vfd.ReadOnly)
+				if err != nil {
+					done <- err
+					return
+				}
+				d, err = FileDigest(rf)
+				done <- errors.Join(err, rf.Close())
+			}()
+			err = f.Sync()
+			err = errors.Join(err, <-done)
+		}
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -513,56 +530,94 @@ func (e *Engine) abort(p *Pending, err error) error {
 	return err
 }
 
-// retain deletes the checkpoints the policy drops now that m committed.
-// Deletion errors are logged, not returned: m is committed either way.
+// retain deletes the checkpoints the policy drops now that m committed:
+// their manifests at once (collectively), their files in the background
+// (see [Engine.Wait]). Errors are logged, not returned: m is committed
+// either way, and leftovers are removed by the next Open.
 func (e *Engine) retain(m *Manifest) {
-	drop := e.policy.Drop(e.Committed(), m)
-	for _, d := range drop {
-		if d.Seq == m.Seq {
-			continue
+	var drop []*Manifest
+	for _, d := range e.policy.Drop(e.Committed(), m) {
+		if d.Seq != m.Seq {
+			drop = append(drop, d)
 		}
-		if err := e.Delete(d); err != nil {
-			e.env.Logger.Warn("deleting superseded checkpoint", zap.Uint64("seq", d.Seq), zap.Error(err))
+	}
+	if len(drop) == 0 {
+		return
+	}
+	if err := e.uncommit(drop); err != nil {
+		e.env.Logger.Warn("deleting superseded checkpoints", zap.Error(err))
+		return
+	}
+	done := make(chan struct{})
+	e.bg = done
+	go func() {
+		defer close(done)
+		if err := e.removeFiles(drop); err != nil {
+			e.env.Logger.Warn("removing superseded checkpoint files", zap.Error(err))
 		}
+	}()
+}
+
+// Wait blocks until the background removal of superseded checkpoint files
+// has finished. Every collective method calls it first; call it before
+// abandoning an Engine.
+func (e *Engine) Wait() {
+	if e.bg != nil {
+		<-e.bg
+		e.bg = nil
 	}
 }
 
-// Delete removes committed checkpoint m: first its manifest (so it stops
-// being committed), then every rank's files and the directories.
-// Collective.
-func (e *Engine) Delete(m *Manifest) error {
+// uncommit removes the manifests of ms (rank 0) so they stop being
+// committed. Collective.
+func (e *Engine) uncommit(ms []*Manifest) error {
 	env := e.env
 	var merr error
 	if env.Rank == 0 {
-		merr = errors.Join(removeIfExists(env.Meta.Driver, env.Meta.Path(ManifestName(m.Seq))), env.Meta.Driver.SyncDir(env.Meta.Dir))
+		for _, m := range ms {
+			merr = errors.Join(merr, removeIfExists(env.Meta.Driver, env.Meta.Path(ManifestName(m.Seq))))
+		}
+		merr = errors.Join(merr, env.Meta.Driver.SyncDir(env.Meta.Dir))
 	}
 	if err := e.agree(merr, "remove manifest"); err != nil {
 		return err
 	}
-	e.committed = slices.DeleteFunc(e.committed, func(x *Manifest) bool { return x.Seq == m.Seq })
+	e.committed = slices.DeleteFunc(e.committed, func(x *Manifest) bool {
+		return slices.ContainsFunc(ms, func(m *Manifest) bool { return m.Seq == x.Seq })
+	})
+	return nil
+}
+
+// removeFiles removes the directories of uncommitted checkpoints: the
+// node's lowest rank in the node-local area, rank 0 in the global area;
+// a level with a [Remover] removes what lies elsewhere. Local to the rank.
+func (e *Engine) removeFiles(ms []*Manifest) error {
+	env := e.env
 	var errs []error
-	if l, ok := e.levels[m.Level]; ok {
-		if r, ok := l.(Remover); ok {
-			errs = append(errs, r.Remove(env, m))
+	for _, m := range ms {
+		if l, ok := e.levels[m.Level]; ok {
+			if r, ok := l.(Remover); ok {
+				errs = append(errs, r.Remove(env, m))
+			}
+		}
+		if e.nodeLeader() {
+			errs = append(errs, env.Local.Driver.RemoveAll(env.Local.Path(m.Dir())))
+		}
+		if env.Rank == 0 {
+			errs = append(errs, env.Global.Driver.RemoveAll(env.Global.Path(m.Dir())))
 		}
 	}
-	if env.Rank < len(m.Files) {
-		for _, f := range m.Files[env.Rank] {
-			s := env.Store(f.Where)
-			errs = append(errs, removeIfExists(s.Driver, s.Path(f.Name)))
-		}
-	}
-	// Directories go once every rank has removed its files.
-	if _, err := vote(env.Comm, true); err != nil {
+	return errors.Join(errs...)
+}
+
+// Delete removes committed checkpoint m: first its manifest (so it stops
+// being committed), then its directories. Collective.
+func (e *Engine) Delete(m *Manifest) error {
+	e.Wait()
+	if err := e.uncommit([]*Manifest{m}); err != nil {
 		return err
 	}
-	if e.nodeLeader() {
-		errs = append(errs, env.Local.Driver.RemoveAll(env.Local.Path(m.Dir())))
-	}
-	if env.Rank == 0 {
-		errs = append(errs, env.Global.Driver.RemoveAll(env.Global.Path(m.Dir())))
-	}
-	return e.agree(errors.Join(errs...), "delete checkpoint "+m.Dir())
+	return e.agree(e.removeFiles([]*Manifest{m}), "delete checkpoint "+m.Dir())
 }
 
 // Recover walks the committed checkpoints newest first and returns the
@@ -571,6 +626,7 @@ func (e *Engine) Delete(m *Manifest) error {
 // the error (identical on every rank) wraps [ErrNoCheckpoint] or
 // [ErrUnrecoverable] and names each failure. Collective.
 func (e *Engine) Recover() (*Manifest, Source, error) {
+	e.Wait()
 	if len(e.committed) == 0 {
 		return nil, Source{}, ErrNoCheckpoint
 	}

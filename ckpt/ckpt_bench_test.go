@@ -1,0 +1,175 @@
+package ckpt
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+const (
+	benchRanks = 4
+	benchBytes = 64 << 20 // per rank
+)
+
+func benchData(rank int) []float64 {
+	x := make([]float64, benchBytes/8)
+	for i := range x {
+		x[i] = float64(i*benchRanks + rank)
+	}
+	return x
+}
+
+// BenchmarkCheckpointL1 measures an L1 checkpoint of 4 in-process ranks
+// with 64 MiB each, next to the physical reference: the same bytes
+// written and fsynced by 4 goroutines through vfd.Sec2 into the same file
+// system. Compare the two ns/op (or MB/s) as a ratio.
+func BenchmarkCheckpointL1(b *testing.B) {
+	data := make([][]float64, benchRanks)
+	for r := range data {
+		data[r] = benchData(r)
+	}
+	b.Run("raw-write-fsync", func(b *testing.B) {
+		dir := b.TempDir()
+		b.SetBytes(benchRanks * benchBytes)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			var wg sync.WaitGroup
+			errs := make([]error, benchRanks)
+			for r := 0; r < benchRanks; r++ {
+				wg.Add(1)
+				go func(r int) {
+					defer wg.Done()
+					errs[r] = rawWrite(filepath.Join(dir, fmt.Sprintf("raw%d-%d", r, i)), data[r])
+				}(r)
+			}
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("ckpt-L1", func(b *testing.B) {
+		cfg := testConfig(b.TempDir(), 2)
+		b.SetBytes(benchRanks * benchBytes)
+		b.ResetTimer()
+		err := comm.Run(benchRanks, func(c comm.Comm) error {
+			r, err := Init(cfg, c, WithLogger(benchLogger()))
+			if err != nil {
+				return err
+			}
+			x := data[c.Rank()]
+			if err := Protect(r, 0, &x); err != nil {
+				return err
+			}
+			for i := 0; i < b.N; i++ {
+				if err := r.Checkpoint(int64(i+1), 1); err != nil {
+					return err
+				}
+			}
+			return r.Finalize()
+		})
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkCheckpointL1Paired alternates one raw write+fsync of the same
+// bytes (4 goroutines) and one L1 checkpoint (4 ranks) in every iteration,
+// so both see the same load on a shared machine, and reports the ratio of
+// their total times as "ckpt/raw".
+func BenchmarkCheckpointL1Paired(b *testing.B) {
+	data := make([][]float64, benchRanks)
+	for r := range data {
+		data[r] = benchData(r)
+	}
+	rawDir := b.TempDir()
+	cfg := testConfig(b.TempDir(), 2)
+	b.SetBytes(benchRanks * benchBytes)
+	var rawTotal, ckptTotal time.Duration
+	b.ResetTimer()
+	err := comm.Run(benchRanks, func(c comm.Comm) error {
+		r, err := Init(cfg, c, WithLogger(benchLogger()))
+		if err != nil {
+			return err
+		}
+		x := data[c.Rank()]
+		if err := Protect(r, 0, &x); err != nil {
+			return err
+		}
+		for i := 0; i < b.N; i++ {
+			// Raw: every rank writes its bytes to a plain file and fsyncs.
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			t0 := time.Now()
+			name := filepath.Join(rawDir, fmt.Sprintf("raw%d", c.Rank()))
+			if err := rawWrite(name, x); err != nil {
+				return err
+			}
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			t1 := time.Now()
+			if err := (vfd.Sec2{}).Remove(name); err != nil {
+				return err
+			}
+			r.eng.Wait()
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			t2 := time.Now()
+			if err := r.Checkpoint(int64(i+1), 1); err != nil {
+				return err
+			}
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			if c.Rank() == 0 {
+				rawTotal += t1.Sub(t0)
+				ckptTotal += time.Since(t2)
+			}
+		}
+		return r.Finalize()
+	})
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(ckptTotal)/float64(rawTotal), "ckpt/raw")
+	b.ReportMetric(float64(b.N)*benchRanks*benchBytes/(1<<20)/rawTotal.Seconds(), "raw-MiB/s")
+	b.ReportMetric(float64(b.N)*benchRanks*benchBytes/(1<<20)/ckptTotal.Seconds(), "ckpt-MiB/s")
+}
+
+func rawWrite(name string, x []float64) error {
+	f, err := vfd.CreateTrunc(vfd.Sec2{}, name)
+	if err != nil {
+		return err
+	}
+	b := unsafeBytes(x)
+	if _, err := f.WriteAt(b, 0); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func benchLogger() *zap.Logger {
+	if testing.Verbose() {
+		l, _ := zap.NewDevelopment()
+		return l
+	}
+	return zap.NewNop()
+}

@@ -1,0 +1,7 @@
+package ckpt
+
+import "unsafe"
+
+func unsafeBytes(x []float64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), len(x)*8)
+}
