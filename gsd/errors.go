@@ -69,7 +69,7 @@ func (e *CorruptionError) Error() string {
 	if where == "" {
 		where = "<reader>"
 	}
-	s := fmt.Sprintf("gsd: %s: %s", where, e.Part)
+	s := fmt.Sprintf("gsd: %s: corrupt %s", where, e.Part)
 	if e.Entry >= 0 {
 		s += fmt.Sprintf(" entry %d (frame %d", e.Entry, e.Frame)
 		if e.Chunk != "" {

@@ -347,10 +347,10 @@ func TestRefreshSeesNewFrames(t *testing.T) {
 
 func TestCorruptionErrorFormat(t *testing.T) {
 	e := &CorruptionError{Path: "f.gsd", Part: "index", Entry: 3, Frame: 2, Chunk: "step", Offset: 352, Reason: "bad", Err: ErrCorrupt}
-	assert.Equal(t, `gsd: f.gsd: index entry 3 (frame 2, chunk "step") at offset 352: bad`, e.Error())
+	assert.Equal(t, `gsd: f.gsd: corrupt index entry 3 (frame 2, chunk "step") at offset 352: bad`, e.Error())
 	assert.ErrorIs(t, e, ErrCorrupt)
 	io := &CorruptionError{Part: "data", Entry: -1, Offset: 9, Reason: "read", Err: errors.New("disk")}
-	assert.Equal(t, "gsd: <reader>: data at offset 9: read: disk", io.Error())
+	assert.Equal(t, "gsd: <reader>: corrupt data at offset 9: read: disk", io.Error())
 	assert.ErrorIs(t, io, ErrCorrupt)
 }
 

@@ -277,6 +277,9 @@ func (st *state) check(path string, slot int64, e Entry) error {
 	if !ok || ds > st.size-e.Location {
 		return bad("data of %d×%d %s at %d extends past the end of file (%d bytes)", e.N, e.M, e.Type, e.Location, st.size)
 	}
+	if e.Frame >= st.hdr.IndexAllocated {
+		return bad("frame %d not below index_allocated_entries %d", e.Frame, st.hdr.IndexAllocated)
+	}
 	if n := len(st.entries); n > 0 && e.Frame < st.entries[n-1].Frame {
 		return bad("frame %d after frame %d (index not sorted)", e.Frame, st.entries[n-1].Frame)
 	}

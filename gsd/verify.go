@@ -195,7 +195,9 @@ func repairFile(f vfd.File, path string, o options) (RepairResult, error) {
 		if err := vfd.ReadFull(f, blk, h.NameLocation); err != nil {
 			return res, fmt.Errorf("gsd: repair %s: read namelist: %w", path, err)
 		}
-		if blk[len(blk)-1] != 0 {
+		// A namelist overlapping the header would change when the header is
+		// rewritten: move it too.
+		if blk[len(blk)-1] != 0 || h.NameLocation < headerSize {
 			rebuildNames = true
 			blk[len(blk)-1] = 0
 		}
@@ -251,6 +253,8 @@ func repairFile(f vfd.File, path string, o options) (RepairResult, error) {
 		st.entries = kept
 		if err := st.check(path, int64(s), e); err != nil {
 			reason = err.Error()
+		} else if e.Frame >= uint64(size)/entrySize {
+			reason = fmt.Sprintf("entry %d: frame %d cannot be indexed in a file of %d bytes", s, e.Frame, size)
 		} else if e.Type == TypeCharacter || e.M == 0 || e.Flags != 0 {
 			reason = fmt.Sprintf("entry %d: type %s, M %d, flags %d", s, e.Type, e.M, e.Flags)
 		} else if n := len(kept); n > 0 && !v1 && e.Frame == kept[n-1].Frame && e.ID <= kept[n-1].ID {
