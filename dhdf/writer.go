@@ -91,6 +91,11 @@ func CreateParallel(c comm.Comm, base string, opts Options) (*Writer, error) {
 	}
 	w.setID = string(got)
 	w.hosts[int32(c.Rank()+1)] = w.opts.HostName
+	// Create this rank's AHF now, so that after the next collective call
+	// every file of the set has its directory entry.
+	if _, err := w.localFile(int32(c.Rank() + 1)); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -184,7 +189,11 @@ func (w *Writer) WriteChunk(sds string, fileID int32, name string, origin, dims 
 	if err != nil {
 		return err
 	}
+	// The checksum is computed while the data is written.
+	sum := make(chan uint32, 1)
+	go func() { sum <- crc32.Checksum(data, castagnoli) }()
 	d, err := a.w.Root().CreateDataset(name, s.Type, c.Dims, data)
+	crc := <-sum
 	if err != nil {
 		return fmt.Errorf("dhdf: write chunk %q to %s: %w", name, a.f.Name(), err)
 	}
@@ -195,7 +204,7 @@ func (w *Writer) WriteChunk(sds string, fileID int32, name string, origin, dims 
 	for _, at := range []h5.Attribute{
 		h5.StringAttr(attrSDSName, sds),
 		h5.MustAttr(attrOrigin, origin64),
-		h5.MustAttr(attrCRC, crc32.Checksum(data, castagnoli)),
+		h5.MustAttr(attrCRC, crc),
 	} {
 		if err := d.SetAttr(at); err != nil {
 			return err
@@ -252,8 +261,8 @@ func (w *Writer) hostOf(id int32) string {
 }
 
 // closeLocal finishes every AHF this process writes (creating empty ones
-// so every listed file exists) and syncs their directory.
-func (w *Writer) closeLocal() error {
+// so every listed file exists) and, when syncDir is set, syncs their directory.
+func (w *Writer) closeLocal(syncDir bool) error {
 	ids := []int32{}
 	if w.c != nil {
 		ids = append(ids, int32(w.c.Rank()+1))
@@ -273,10 +282,18 @@ func (w *Writer) closeLocal() error {
 			errs = append(errs, fmt.Errorf("dhdf: finish %s: %w", a.f.Name(), err))
 		}
 	}
-	if err := w.opts.Driver.SyncDir(dirOf(w.base)); err != nil && !errors.Is(err, vfd.ErrUnsupported) {
-		errs = append(errs, fmt.Errorf("dhdf: sync directory: %w", err))
+	if syncDir {
+		errs = append(errs, w.syncDir())
 	}
 	return errors.Join(errs...)
+}
+
+// syncDir makes the set directory's entries durable.
+func (w *Writer) syncDir() error {
+	if err := w.opts.Driver.SyncDir(dirOf(w.base)); err != nil && !errors.Is(err, vfd.ErrUnsupported) {
+		return fmt.Errorf("dhdf: sync directory: %w", err)
+	}
+	return nil
 }
 
 func dirOf(base string) string {
@@ -287,30 +304,63 @@ func dirOf(base string) string {
 	return d
 }
 
-// writeMHF writes the main file from the gathered chunk records.
-func (w *Writer) writeMHF(chunks []chunkRec) error {
+// mhfFile is a main file whose body is written and synced and whose
+// superblock is not yet written.
+type mhfFile struct {
+	f  vfd.File
+	hw *h5.Writer
+}
+
+// prepareMHF writes the main file from the gathered chunk records, all
+// but its superblock.
+func (w *Writer) prepareMHF(chunks []chunkRec) (*mhfFile, error) {
 	name := MHFName(w.base)
 	f, err := vfd.CreateTrunc(w.opts.Driver, name)
 	if err != nil {
-		return fmt.Errorf("dhdf: create %s: %w", name, err)
+		return nil, fmt.Errorf("dhdf: create %s: %w", name, err)
 	}
 	hw := h5.NewWriter(f)
 	err = w.buildMHF(hw.Root(), chunks)
 	if err == nil {
-		err = hw.Close()
-	}
-	err = errors.Join(err, f.Close())
-	if err == nil {
-		err = w.opts.Driver.SyncDir(dirOf(w.base))
-		if errors.Is(err, vfd.ErrUnsupported) {
-			err = nil
-		}
+		err = hw.Flush()
 	}
 	if err != nil {
-		return fmt.Errorf("dhdf: write %s: %w", name, err)
+		return nil, fmt.Errorf("dhdf: write %s: %w", name, errors.Join(err, f.Close()))
 	}
-	w.opts.Logger.Info("dhdf set written", zap.String("mhf", name), zap.Int("files", int(w.nfiles)+1), zap.Int("sds", len(w.order)), zap.Int("chunks", len(chunks)))
+	return &mhfFile{f: f, hw: hw}, nil
+}
+
+// commit writes the main file's superblock and syncs it. The caller has
+// made the directory entries of the set durable, the MHF's included.
+func (m *mhfFile) commit(w *Writer, nchunks int) error {
+	name := MHFName(w.base)
+	if err := errors.Join(m.hw.Close(), m.f.Close()); err != nil {
+		return fmt.Errorf("dhdf: commit %s: %w", name, err)
+	}
+	w.opts.Logger.Info("dhdf set written", zap.String("mhf", name), zap.Int("files", int(w.nfiles)+1), zap.Int("sds", len(w.order)), zap.Int("chunks", nchunks))
 	return nil
+}
+
+// abandon closes and removes a main file that must not be committed.
+func (m *mhfFile) abandon(w *Writer) {
+	_ = m.f.Close()
+	_ = w.opts.Driver.Remove(MHFName(w.base))
+}
+
+// writeMHF writes the main file, makes its directory entry durable and
+// commits it.
+func (w *Writer) writeMHF(chunks []chunkRec) error {
+	m, err := w.prepareMHF(chunks)
+	if err == nil {
+		err = w.syncDir()
+	}
+	if err != nil {
+		if m != nil {
+			m.abandon(w)
+		}
+		return err
+	}
+	return m.commit(w, len(chunks))
 }
 
 func (w *Writer) buildMHF(root *h5.Group, chunks []chunkRec) error {
@@ -407,38 +457,25 @@ func (w *Writer) Close() error {
 		return ErrClosed
 	}
 	w.closed = true
-	local := w.closeLocal()
 	if w.c == nil {
-		if local != nil {
-			return local
+		if err := w.closeLocal(true); err != nil {
+			return err
 		}
 		return w.writeMHF(w.chunks)
 	}
-	return w.closeParallel(local)
+	return w.closeParallel()
 }
 
-func (w *Writer) closeParallel(local error) error {
+func (w *Writer) closeParallel() error {
 	c := w.c
-	ok := int64(1)
-	if local != nil {
-		ok = 0
-		w.opts.Logger.Error("dhdf: AHF write failed", zap.Int("rank", c.Rank()), zap.Error(local))
-	}
-	vote, err := c.AllreduceInt64(ok, comm.Min)
-	if err != nil {
-		return errors.Join(local, fmt.Errorf("dhdf: vote: %w", err))
-	}
-	if vote == 0 {
-		return errors.Join(ErrVote, local)
-	}
-	// Gather chunk records and host names.
+	// Gather the chunk lists and host names first: rank 0 writes the MHF
+	// body (not its superblock) while every rank finishes its AHF.
 	mine := encodeRecs(w.hosts[int32(c.Rank()+1)], w.chunks)
-	all, err := comm.AllgatherBytes(c, mine)
-	if err != nil {
-		return fmt.Errorf("dhdf: gather chunk lists: %w", err)
-	}
+	all, gerr := comm.AllgatherBytes(c, mine)
+	var mhf *mhfFile
 	var mhfErr error
-	if c.Rank() == 0 {
+	done := make(chan struct{})
+	if c.Rank() == 0 && gerr == nil {
 		var recs []chunkRec
 		for r, b := range all {
 			host, rs, err := decodeRecs(b)
@@ -449,9 +486,44 @@ func (w *Writer) closeParallel(local error) error {
 			w.hosts[int32(r+1)] = host
 			recs = append(recs, rs...)
 		}
-		if mhfErr == nil {
-			mhfErr = w.writeMHF(recs)
-		}
+		go func() {
+			defer close(done)
+			if mhfErr == nil {
+				mhf, mhfErr = w.prepareMHF(recs)
+			}
+			// Every AHF was created before the gather and the MHF just
+			// now: one directory sync makes all the entries durable.
+			if mhfErr == nil {
+				mhfErr = w.syncDir()
+			}
+		}()
+	} else {
+		close(done)
+	}
+	local := errors.Join(gerr, w.closeLocal(false))
+	<-done
+	if local != nil {
+		w.opts.Logger.Error("dhdf: AHF write failed", zap.Int("rank", c.Rank()), zap.Error(local))
+	}
+	ok := int64(1)
+	if local != nil || mhfErr != nil {
+		ok = 0
+	}
+	vote, err := c.AllreduceInt64(ok, comm.Min)
+	if err == nil && vote == 1 && c.Rank() == 0 {
+		// Every AHF is synced and every directory entry is durable: the
+		// MHF gets its superblock.
+		mhfErr = mhf.commit(w, len(all))
+		mhf = nil
+	}
+	if mhf != nil {
+		mhf.abandon(w)
+	}
+	if err != nil {
+		return errors.Join(local, mhfErr, fmt.Errorf("dhdf: vote: %w", err))
+	}
+	if vote == 0 {
+		return errors.Join(ErrVote, local, mhfErr)
 	}
 	ok = 1
 	if mhfErr != nil {

@@ -15,11 +15,13 @@ import (
 //
 // A Writer is not safe for concurrent use.
 type Writer struct {
-	f      vfd.File
-	eoa    int64
-	root   *Group
-	closed bool
-	err    error
+	f        vfd.File
+	eoa      int64
+	root     *Group
+	closed   bool
+	flushed  bool
+	rootAddr uint64
+	err      error
 }
 
 // Group is a group being written; create members with its methods.
@@ -78,7 +80,7 @@ func validName(name string) bool {
 }
 
 func (g *Group) add(name string, l *link) error {
-	if g.w.closed {
+	if g.w.closed || g.w.flushed {
 		return ErrClosed
 	}
 	if !validName(name) {
@@ -115,7 +117,7 @@ func (g *Group) SetAttr(a Attribute) error { return setAttr(g.w, g.attrs, a) }
 func (d *Dataset) SetAttr(a Attribute) error { return setAttr(d.w, d.attrs, a) }
 
 func setAttr(w *Writer, m map[string]Attribute, a Attribute) error {
-	if w.closed {
+	if w.closed || w.flushed {
 		return ErrClosed
 	}
 	if err := a.validate(); err != nil {
@@ -236,17 +238,46 @@ func encodeVDSBlock(ms []Mapping) []byte {
 	return le32(b, Lookup3(b, 0))
 }
 
-// Close writes the global heap, every object header (children before
-// parents, names sorted) and, after a Sync, the superblock; then syncs
-// again. It does not close the underlying file.
+// Flush writes the global heap and every object header (children before
+// parents, names sorted) and syncs, leaving only the superblock to write:
+// the file is complete but still refused by every HDF5 tool. Nothing can
+// be added afterwards. Close calls it when it has not been called.
+func (w *Writer) Flush() error {
+	if w.flushed {
+		return w.err
+	}
+	if w.closed {
+		return ErrClosed
+	}
+	w.flushed = true
+	if w.err != nil {
+		return w.err
+	}
+	w.err = w.flush()
+	return w.err
+}
+
+// Close flushes, then writes the superblock at offset 0 and syncs again.
+// It does not close the underlying file.
 func (w *Writer) Close() error {
 	if w.closed {
 		return ErrClosed
 	}
-	w.closed = true
-	if w.err != nil {
-		return w.err
+	if err := w.Flush(); err != nil {
+		w.closed = true
+		return err
 	}
+	w.closed = true
+	if _, err := vfd.WriteAtType(w.f, vfd.MemSuper, encodeSuperblock(uint64(w.eoa), w.rootAddr), 0); err != nil {
+		return fmt.Errorf("h5: write superblock: %w", err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("h5: sync superblock: %w", err)
+	}
+	return nil
+}
+
+func (w *Writer) flush() error {
 	// Collect virtual datasets in deterministic order and put their blocks
 	// into one global heap collection.
 	var vds []*Dataset
@@ -358,12 +389,7 @@ func (w *Writer) Close() error {
 	if err := w.f.Sync(); err != nil {
 		return fmt.Errorf("h5: sync before superblock: %w", err)
 	}
-	if _, err := vfd.WriteAtType(w.f, vfd.MemSuper, encodeSuperblock(uint64(w.eoa), rootAddr), 0); err != nil {
-		return fmt.Errorf("h5: write superblock: %w", err)
-	}
-	if err := w.f.Sync(); err != nil {
-		return fmt.Errorf("h5: sync superblock: %w", err)
-	}
+	w.rootAddr = rootAddr
 	return nil
 }
 
