@@ -66,8 +66,8 @@ type coreNode struct {
 
 	// Files; guarded by mu.
 	mu      sync.RWMutex
-	data    []byte // current bytes
-	synced  []byte // bytes at the last Sync
+	data    coreImage // current bytes
+	synced  coreImage // bytes at the last Sync
 	modTime time.Time
 }
 
@@ -166,7 +166,7 @@ func (c *Core) Open(name string, flag Flag) (File, error) {
 			return nil, pathErr("open", name, ErrReadOnly)
 		}
 		n.mu.Lock()
-		n.data = n.data[:0]
+		n.data.truncate(0)
 		n.modTime = c.cfg.now()
 		n.mu.Unlock()
 	}
@@ -182,7 +182,9 @@ func (c *Core) loadBacking(name string) (*coreNode, error) {
 	if err != nil {
 		return nil, pathErr("open", name, err)
 	}
-	return &coreNode{data: data, synced: slices.Clone(data), modTime: c.cfg.now()}, nil
+	n := &coreNode{data: imageOf(data), modTime: c.cfg.now()}
+	n.synced = n.data.freeze()
+	return n, nil
 }
 
 // Remove removes a file or an empty directory.
@@ -293,7 +295,7 @@ func (n *coreNode) info(name string) fs.FileInfo {
 	}
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	return coreInfo{name: name, size: int64(len(n.data)), mode: 0o644, mod: n.modTime}
+	return coreInfo{name: name, size: n.data.size, mode: 0o644, mod: n.modTime}
 }
 
 // ReadDir lists a directory sorted by name.
@@ -376,11 +378,9 @@ func (c *Core) cloneDurable(d *coreNode) *coreNode {
 			continue
 		}
 		k.mu.RLock()
-		data := slices.Clone(k.synced)
-		if data == nil {
-			data = []byte{}
-		}
-		nd.kids[name] = &coreNode{data: data, synced: slices.Clone(data), modTime: k.modTime}
+		nk := &coreNode{data: k.synced.freeze(), modTime: k.modTime}
+		nk.synced = nk.data.freeze()
+		nd.kids[name] = nk
 		k.mu.RUnlock()
 	}
 	nd.syncedKids = maps.Clone(nd.kids)
@@ -410,8 +410,8 @@ func (c *Core) Usage() CoreUsage {
 			}
 			k.mu.RLock()
 			u.Files++
-			u.Bytes += int64(len(k.data))
-			u.SyncedBytes += int64(len(k.synced))
+			u.Bytes += k.data.size
+			u.SyncedBytes += k.synced.size
 			k.mu.RUnlock()
 		}
 	}
@@ -453,35 +453,11 @@ func (f *coreFile) ReadAt(p []byte, off int64) (int, error) {
 	}
 	f.n.mu.RLock()
 	defer f.n.mu.RUnlock()
-	if off >= int64(len(f.n.data)) {
-		if len(p) == 0 {
-			return 0, nil
-		}
-		return 0, io.EOF
-	}
-	n := copy(p, f.n.data[off:])
+	n := f.n.data.readAt(p, off)
 	if n < len(p) {
 		return n, io.EOF
 	}
 	return n, nil
-}
-
-// resize sets len(n.data) to size, zeroing any bytes it uncovers; n.mu
-// must be held for writing.
-func (n *coreNode) resize(size int64) {
-	old := int64(len(n.data))
-	switch {
-	case size <= old:
-		n.data = n.data[:size]
-	case size <= int64(cap(n.data)):
-		n.data = n.data[:size]
-		clear(n.data[old:])
-	default:
-		nc := max(size, 2*int64(cap(n.data)))
-		nd := make([]byte, size, nc)
-		copy(nd, n.data)
-		n.data = nd
-	}
 }
 
 func (f *coreFile) WriteAt(p []byte, off int64) (int, error) {
@@ -496,10 +472,7 @@ func (f *coreFile) WriteAt(p []byte, off int64) (int, error) {
 	}
 	f.n.mu.Lock()
 	defer f.n.mu.Unlock()
-	if end := off + int64(len(p)); end > int64(len(f.n.data)) {
-		f.n.resize(end)
-	}
-	copy(f.n.data[off:], p)
+	f.n.data.writeAt(p, off)
 	f.n.modTime = f.c.cfg.now()
 	return len(p), nil
 }
@@ -510,7 +483,7 @@ func (f *coreFile) Size() (int64, error) {
 	}
 	f.n.mu.RLock()
 	defer f.n.mu.RUnlock()
-	return int64(len(f.n.data)), nil
+	return f.n.data.size, nil
 }
 
 func (f *coreFile) Truncate(size int64) error {
@@ -525,7 +498,7 @@ func (f *coreFile) Truncate(size int64) error {
 	}
 	f.n.mu.Lock()
 	defer f.n.mu.Unlock()
-	f.n.resize(size)
+	f.n.data.truncate(size)
 	f.n.modTime = f.c.cfg.now()
 	return nil
 }
@@ -537,7 +510,7 @@ func (f *coreFile) Sync() error {
 		return pathErr("sync", f.name, ErrClosed)
 	}
 	f.n.mu.Lock()
-	f.n.synced = append(f.n.synced[:0], f.n.data...)
+	f.n.synced = f.n.data.freeze()
 	f.n.mu.Unlock()
 	return f.writeBacking()
 }
@@ -548,7 +521,7 @@ func (f *coreFile) writeBacking() error {
 		return nil
 	}
 	f.n.mu.RLock()
-	img := slices.Clone(f.n.data)
+	img := f.n.data.bytes()
 	f.n.mu.RUnlock()
 	name := path.Join(f.c.cfg.backingDir, f.name)
 	out, err := b.Open(name, ReadWrite|OCreate|OTrunc)

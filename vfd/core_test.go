@@ -1,8 +1,10 @@
 package vfd_test
 
 import (
+	"bytes"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"syscall"
 	"testing"
 
@@ -210,4 +212,70 @@ func pattern(n int) []byte {
 		b[i] = byte(i*7 + i/251)
 	}
 	return b
+}
+
+// TestCoreModel runs random writes, truncates, syncs and crash clones on
+// a core file and checks every state against a plain byte-slice model.
+func TestCoreModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := vfd.NewCore()
+	f := writeFile(t, c, "m", nil, true)
+	require.NoError(t, c.SyncDir("/"))
+	var cur, synced []byte
+	const span = 200 << 10 // several 64 KiB pages
+	for step := range 300 {
+		switch op := rng.IntN(10); {
+		case op < 6:
+			off, n := rng.IntN(span), rng.IntN(20<<10)
+			b := bytes.Repeat([]byte{byte(step%255 + 1), byte(step % 7)}, n/2)
+			n = len(b)
+			_, err := f.WriteAt(b, int64(off))
+			require.NoError(t, err)
+			if end := off + n; end > len(cur) {
+				cur = append(cur, make([]byte, end-len(cur))...)
+			}
+			copy(cur[off:], b)
+		case op < 8:
+			size := rng.IntN(span)
+			require.NoError(t, f.Truncate(int64(size)))
+			if size < len(cur) {
+				cur = cur[:size]
+			} else {
+				cur = append(cur, make([]byte, size-len(cur))...)
+			}
+		case op < 9:
+			require.NoError(t, f.Sync())
+			synced = append([]byte(nil), cur...)
+		default:
+			got := readAll(t, c.CrashClone(), "m")
+			require.Equal(t, len(synced), len(got), "step %d", step)
+			require.True(t, bytes.Equal(synced, got), "crash clone differs at step %d", step)
+		}
+		size, err := f.Size()
+		require.NoError(t, err)
+		require.Equal(t, int64(len(cur)), size, "step %d", step)
+		if step%10 != 9 {
+			continue
+		}
+		got := make([]byte, len(cur))
+		if len(cur) > 0 {
+			require.NoError(t, vfd.ReadFull(f, got, 0))
+		}
+		require.True(t, bytes.Equal(cur, got), "content differs at step %d", step)
+	}
+	require.NoError(t, f.Close())
+}
+
+func TestCoreSparseHugeOffsetAllocatesNothingBetween(t *testing.T) {
+	c := vfd.NewCore()
+	f := writeFile(t, c, "sparse", nil, false)
+	_, err := f.WriteAt([]byte("end"), 1<<34)
+	require.NoError(t, err)
+	size, err := f.Size()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1<<34+3), size)
+	buf := make([]byte, 5)
+	require.NoError(t, vfd.ReadFull(f, buf, 1<<34-2))
+	assert.Equal(t, []byte("\x00\x00end"), buf)
+	require.NoError(t, f.Close())
 }
