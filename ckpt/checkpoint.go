@@ -37,6 +37,11 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) 
 	if _, err := r.eng.Level(lvl); err != nil {
 		return nil, fmt.Errorf("ckpt: checkpoint at %v: %w", lvl, err)
 	}
+	if lvl == levels.L2 || lvl == levels.L3 {
+		if err := r.topo.Validate(int(lvl)); err != nil {
+			return nil, fmt.Errorf("ckpt: checkpoint at %v: %w: %w", lvl, ErrLevelUnavailable, err)
+		}
+	}
 	vars, err := r.fileVars()
 	if err := levels.Agree(r.c, err, "collect protected variables"); err != nil {
 		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)

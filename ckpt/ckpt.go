@@ -74,8 +74,9 @@ func WithDrivers(local, global, meta vfd.Driver) Option {
 	return func(o *options) { o.local, o.global, o.meta = local, global, meta }
 }
 
-// WithLevels registers level implementations beyond L1 (L2-L4 from their
-// packages); a later registration of the same level number wins.
+// WithLevels registers level implementations in place of the built-in
+// ones (levels.Local1, Partner2, RS3, Global4); a later registration of
+// the same level number wins.
 func WithLevels(ls ...levels.Level) Option {
 	return func(o *options) { o.levels = append(o.levels, ls...) }
 }
@@ -160,7 +161,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (*Runtime, error) {
 		Logger:       r.log,
 		Now:          o.now,
 	}
-	ls := append([]levels.Level{levels.Local1{}}, o.levels...)
+	ls := append([]levels.Level{levels.Local1{}, levels.Partner2{}, levels.RS3{}, levels.Global4{}}, o.levels...)
 	policy := o.policy
 	if policy == nil {
 		policy = levels.FTIPolicy{KeepL4: cfg.KeepL4Ckpt, KeepLast: cfg.KeepLast}
