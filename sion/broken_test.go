@@ -111,3 +111,32 @@ func TestReadBrokenSets(t *testing.T) {
 		})
 	}
 }
+
+// TestReadOlderFileformats reads test4.sion relabelled as fileformat 4
+// (chunk sizes used as stored) and as fileformat 3 with the requested,
+// unrounded chunk sizes (the reader rounds them to fsblksize).
+func TestReadOlderFileformats(t *testing.T) {
+	orig, err := os.ReadFile(testdata("test4.sion"))
+	require.NoError(t, err)
+	le := binary.LittleEndian
+	for _, v := range []int32{3, 4} {
+		t.Run(fmt.Sprint("v", v), func(t *testing.T) {
+			b := bytes.Clone(orig)
+			le.PutUint32(b[16:], uint32(v))
+			if v == 3 {
+				for i, c := range []int64{1000, 1500, 100, 3000} {
+					le.PutUint64(b[1076+32+8*i:], uint64(c))
+				}
+			}
+			r, err := NewReader(bytes.NewReader(b), int64(len(b)))
+			require.NoError(t, err)
+			assert.Equal(t, v, r.Files()[0].FileFormat)
+			assert.Equal(t, []int64{1024, 2048, 1024, 3072}, r.Files()[0].ChunkSizes)
+			for i, w := range test4Tasks {
+				got, err := r.ReadTask(i)
+				require.NoError(t, err)
+				assert.Equal(t, w.sha, shaPrefix(got))
+			}
+		})
+	}
+}
