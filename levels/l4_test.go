@@ -181,3 +181,29 @@ func TestL4LocalPreferred(t *testing.T) {
 	assert.Equal(t, int64(7), id)
 	assert.Equal(t, l4Payload(1, 7), got[1])
 }
+
+// TestL4RebuildsDamagedLocalFile: a corrupt or truncated local data file is
+// replaced by the verified task from the container.
+func TestL4RebuildsDamagedLocalFile(t *testing.T) {
+	for _, how := range []string{"corrupt", "truncate", "erase"} {
+		t.Run(how, func(t *testing.T) {
+			root := t.TempDir()
+			cl := newCluster(t, vfd.Sec2{}, root, 2)
+			l4 := Global4{NFiles: 2}
+			require.NoError(t, runL4(cl, 4, l4, func(e *Engine) error {
+				_, _, err := e.Checkpoint(3, L4, writeBytes(l4Payload(e.env.Rank, 3)))
+				return err
+			}))
+			cl.disrupt(t, how, 1, 3)
+			got, id, err := recoverAll(t, cl, 4, l4)
+			require.NoError(t, err)
+			assert.Equal(t, int64(3), id)
+			for r := 0; r < 4; r++ {
+				assert.True(t, bytes.Equal(l4Payload(r, 3), got[r]), "rank %d", r)
+			}
+			b, err := os.ReadFile(filepath.Join(root, "local", "node0001", RankFileName(CheckpointDir(1), RoleData, 3)))
+			require.NoError(t, err)
+			assert.Equal(t, l4Payload(3, 3), b)
+		})
+	}
+}
