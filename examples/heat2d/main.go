@@ -2,46 +2,99 @@
 // ranks checkpoint through ftigo, get killed, restart and finish with a
 // field bit-identical to an uninterrupted run.
 //
-// With no flags it runs the whole demonstration in-process and prints a
-// report; see README.md and -help for the flags.
+// With no flags it runs the whole demonstration and prints a report:
+//
+//	go run ./examples/heat2d
+//
+// The demonstration runs the solver as a child process (the job) with 4
+// ranks on 4 simulated nodes, checkpointing at each available level in
+// turn; kills the child with SIGKILL during a checkpoint; deletes one
+// simulated node's local storage; relaunches the job, which restarts from
+// the newest recoverable checkpoint; and compares the final field with an
+// uninterrupted run. It exits 0 only if everything held.
+//
+// -role=job runs one launch of the job itself (what the demonstration
+// starts, and what mpirun starts under the mpi build tag).
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sync"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
-
-	"github.com/ftigo/ftigo/comm"
 )
 
 // options are the command-line settings of a run.
 type options struct {
-	ranks, nodes int
-	nx, ny       int
-	iters        int
-	alpha        float64
-	frameEvery   int
-	dir          string
+	ranks, nodes  int
+	nx, ny        int
+	iters         int
+	alpha         float64
+	frameEvery    int
+	ckptEvery     int
+	levelsFlag    string
+	levels        []int
+	config        string
+	dir           string
+	kill          string
+	loseNode      int
+	noKill        bool
+	globalLatency time.Duration
+	ioLatency     time.Duration
+	role          string
+	seed          uint64
 }
+
+const usageText = `heat2d: a 2-D heat solver that checkpoints with ftigo, is killed, restarts
+and must end bit-identical to an uninterrupted run.
+
+Examples:
+  go run ./examples/heat2d                         # the whole demonstration, report on stdout
+  go run ./examples/heat2d -dir run1 -kill random  # kill at a random moment, keep outputs in run1
+  go run ./examples/heat2d -no-kill -iters 1000    # just solve, with checkpoints
+  go run ./examples/heat2d -config config.fti      # FTI-style configuration file
+
+Flags:
+`
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("heat2d", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageText)
+		fs.PrintDefaults()
+	}
 	fs.IntVar(&o.ranks, "ranks", 4, "number of ranks (goroutines in-process)")
-	fs.IntVar(&o.nodes, "nodes", 4, "number of simulated nodes the ranks are spread over")
-	fs.IntVar(&o.nx, "nx", 128, "grid columns")
-	fs.IntVar(&o.ny, "ny", 128, "grid rows")
+	fs.IntVar(&o.nodes, "nodes", 4, "number of simulated nodes the ranks are spread over (all in one group)")
+	fs.IntVar(&o.nx, "nx", 256, "grid columns")
+	fs.IntVar(&o.ny, "ny", 256, "grid rows")
 	fs.IntVar(&o.iters, "iters", 4000, "solver iterations")
 	fs.Float64Var(&o.alpha, "alpha", 0.24, "diffusion number of the explicit scheme (stable up to 0.25)")
-	fs.IntVar(&o.frameEvery, "frame-every", 200, "write a trajectory frame every K iterations")
-	fs.StringVar(&o.dir, "dir", "", "output directory (default: a fresh temporary directory)")
+	fs.IntVar(&o.frameEvery, "frame-every", 200, "write a trajectory frame every K iterations (0: none)")
+	fs.IntVar(&o.ckptEvery, "ckpt-every", 500, "checkpoint every N iterations (0: none)")
+	fs.StringVar(&o.levelsFlag, "levels", "auto", `checkpoint levels taken in turn, e.g. "1,2,3,4"; auto: every available level`)
+	fs.StringVar(&o.config, "config", "", "FTI-style config.fti file (default: node_size = ranks/nodes, one group, dirs under -dir)")
+	fs.StringVar(&o.dir, "dir", "", "run directory (default: a fresh temporary directory)")
+	fs.StringVar(&o.kill, "kill", "auto", "when to SIGKILL the job: auto (during the first checkpoint at the highest level), ckpt:N (during checkpoint N), after:N (after checkpoint N), random, none")
+	fs.IntVar(&o.loseNode, "lose-node", -2, "simulated node whose local storage is deleted after the kill (-1: none; default: node 2 when L2 or L3 is used)")
+	fs.BoolVar(&o.noKill, "no-kill", false, "run the job once without killing it")
+	fs.DurationVar(&o.globalLatency, "global-latency", 0, "added latency per write to global storage (a slow parallel file system); the demonstration sets it so the L4 kill lands mid-write")
+	fs.DurationVar(&o.ioLatency, "io-latency", 0, "added latency per write and sync on every storage area (slow disks; widens the window a kill lands in)")
+	fs.StringVar(&o.role, "role", "", "internal: job runs one launch of the solver")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed for -kill random (0: from the clock)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	switch {
 	case o.ranks < 1:
@@ -50,80 +103,87 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-ranks (%d) must be a multiple of -nodes (%d)", o.ranks, o.nodes)
 	case o.alpha <= 0 || o.alpha > 0.25:
 		return nil, fmt.Errorf("-alpha %v is outside (0, 0.25]: the explicit scheme would be unstable", o.alpha)
-	case o.iters < 0:
-		return nil, fmt.Errorf("-iters must not be negative")
+	case o.iters < 0 || o.ckptEvery < 0 || o.frameEvery < 0:
+		return nil, fmt.Errorf("-iters, -ckpt-every and -frame-every must not be negative")
+	case o.ranks > o.ny:
+		return nil, fmt.Errorf("-ranks (%d) exceeds the grid rows (%d)", o.ranks, o.ny)
+	}
+	lv, err := parseLevels(o.levelsFlag)
+	if err != nil {
+		return nil, err
+	}
+	o.levels = lv
+	if o.loseNode == -2 {
+		o.loseNode = -1
+		if (slices.Contains(o.levels, 2) || slices.Contains(o.levels, 3)) && o.nodes > 2 {
+			o.loseNode = 2
+		}
+	}
+	if o.loseNode >= o.nodes {
+		return nil, fmt.Errorf("-lose-node %d: there are only %d nodes", o.loseNode, o.nodes)
 	}
 	return o, nil
+}
+
+// parseLevels reads the -levels list; "auto" is L1 plus every level
+// implementation the job registers.
+func parseLevels(s string) ([]int, error) {
+	if s == "auto" {
+		out := []int{1}
+		for _, l := range availableLevels() {
+			out = append(out, int(l.ID()))
+		}
+		slices.Sort(out)
+		return slices.Compact(out), nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > 4 {
+			return nil, fmt.Errorf("-levels: %q is not a level 1-4", f)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-levels: no level given")
+	}
+	return out, nil
 }
 
 func main() {
 	o, err := parseFlags(os.Args[1:], os.Stderr)
 	if err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
 		fmt.Fprintln(os.Stderr, "heat2d:", err)
 		os.Exit(2)
 	}
-	if err := run(o, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "heat2d:", err)
-		os.Exit(1)
-	}
-}
-
-// run solves the problem uninterrupted and writes the image.
-func run(o *options, out io.Writer) error {
 	if o.dir == "" {
 		d, err := os.MkdirTemp("", "heat2d-")
 		if err != nil {
-			return err
+			fmt.Fprintln(os.Stderr, "heat2d:", err)
+			os.Exit(1)
 		}
 		o.dir = d
 	}
-	if err := os.MkdirAll(o.dir, 0o755); err != nil {
-		return err
+	if abs, err := filepath.Abs(o.dir); err == nil {
+		o.dir = abs
 	}
-	start := time.Now()
-	field, err := solveInProcess(o)
+	if o.seed == 0 {
+		o.seed = rand.Uint64()
+	}
+	if o.role == "job" {
+		err = jobMain(o, os.Stdout)
+	} else {
+		err = demo(o, os.Stdout)
+	}
 	if err != nil {
-		return err
+		fmt.Fprintln(os.Stderr, "heat2d:", err)
+		os.Exit(1)
 	}
-	pngBytes, err := RenderPNG(field, o.nx, o.ny, BottomTemp, TopTemp)
-	if err != nil {
-		return err
-	}
-	pngPath := filepath.Join(o.dir, "heat2d.png")
-	if err := os.WriteFile(pngPath, pngBytes, 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "heat2d: %d×%d grid, %d iterations on %d ranks in %v\n", o.nx, o.ny, o.iters, o.ranks, time.Since(start).Round(time.Millisecond))
-	fmt.Fprintf(out, "image:  %s\n", pngPath)
-	return nil
-}
-
-// solveInProcess runs the solver on o.ranks goroutine ranks with no
-// checkpoints and returns the final field.
-func solveInProcess(o *options) ([]float64, error) {
-	var mu sync.Mutex
-	var field []float64
-	err := comm.Run(o.ranks, func(c comm.Comm) error {
-		b, err := NewBlock(o.nx, o.ny, c.Rank(), c.Size())
-		if err != nil {
-			return err
-		}
-		for it := 0; it < o.iters; it++ {
-			if err := b.Exchange(c); err != nil {
-				return err
-			}
-			b.Step(o.alpha)
-		}
-		f, err := GatherField(c, b)
-		if f != nil {
-			mu.Lock()
-			field = f
-			mu.Unlock()
-		}
-		return err
-	})
-	return field, err
 }

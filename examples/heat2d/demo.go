@@ -1,0 +1,360 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ftigo/ftigo/dhdf"
+	"github.com/ftigo/ftigo/gsd"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// childEnv marks a process started by runLaunch as the job, so a test
+// binary re-executed as the child runs the job instead of the tests.
+const childEnv = "HEAT2D_CHILD"
+
+// event is one parsed EVENT line of the job.
+type event struct {
+	kind string
+	kv   map[string]string
+}
+
+func (e event) int(k string) int64 {
+	n, _ := strconv.ParseInt(e.kv[k], 10, 64)
+	return n
+}
+
+func parseEvent(line string) (event, bool) {
+	rest, ok := strings.CutPrefix(line, "EVENT ")
+	if !ok {
+		return event{}, false
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return event{}, false
+	}
+	e := event{kind: fields[0], kv: map[string]string{}}
+	for _, f := range fields[1:] {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			e.kv[k] = v
+		}
+	}
+	return e, true
+}
+
+// launch is what the orchestrator saw of one run of the job.
+type launch struct {
+	start       event
+	checkpoints []event
+	killed      bool
+	killedAt    string
+	done        bool
+	stderr      string
+	err         error
+}
+
+// killPlan decides, from the job's events, when to send SIGKILL.
+type killPlan struct {
+	mode  string // none, ckpt, after, random
+	n     int64  // checkpoint id for ckpt/after
+	delay time.Duration
+}
+
+func planKill(o *options) (killPlan, error) {
+	if o.noKill || o.kill == "none" {
+		return killPlan{mode: "none"}, nil
+	}
+	switch {
+	case o.kill == "auto":
+		// During the first checkpoint at the highest level in the list.
+		hi := 0
+		for _, l := range o.levels {
+			hi = max(hi, l)
+		}
+		// Never the very first checkpoint: there must be an older
+		// committed one to restart from.
+		for i, l := range o.levels {
+			if l == hi && i > 0 {
+				return killPlan{mode: "ckpt", n: int64(i + 1)}, nil
+			}
+		}
+		return killPlan{mode: "ckpt", n: int64(len(o.levels) + 1)}, nil
+	case o.kill == "random":
+		rng := rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))
+		// Somewhere in the first three quarters of an uninterrupted run's
+		// expected time, measured by the reference run (set later).
+		return killPlan{mode: "random", delay: time.Duration(rng.Float64() * float64(time.Second))}, nil
+	case strings.HasPrefix(o.kill, "ckpt:") || strings.HasPrefix(o.kill, "after:"):
+		mode, num, _ := strings.Cut(o.kill, ":")
+		n, err := strconv.ParseInt(num, 10, 64)
+		if err != nil || n < 1 {
+			return killPlan{}, fmt.Errorf("-kill %s: want a checkpoint number ≥ 1", o.kill)
+		}
+		return killPlan{mode: mode, n: n}, nil
+	}
+	return killPlan{}, fmt.Errorf("-kill %q: want auto, ckpt:N, after:N, random or none", o.kill)
+}
+
+// jobArgs are the flags that reproduce o in a child job.
+func jobArgs(o *options) []string {
+	lv := make([]string, len(o.levels))
+	for i, l := range o.levels {
+		lv[i] = strconv.Itoa(l)
+	}
+	args := []string{
+		"-role=job", "-dir=" + o.dir,
+		"-ranks=" + strconv.Itoa(o.ranks), "-nodes=" + strconv.Itoa(o.nodes),
+		"-nx=" + strconv.Itoa(o.nx), "-ny=" + strconv.Itoa(o.ny),
+		"-iters=" + strconv.Itoa(o.iters), "-alpha=" + strconv.FormatFloat(o.alpha, 'g', -1, 64),
+		"-frame-every=" + strconv.Itoa(o.frameEvery), "-ckpt-every=" + strconv.Itoa(o.ckptEvery),
+		"-levels=" + strings.Join(lv, ","), "-global-latency=" + o.globalLatency.String(), "-io-latency=" + o.ioLatency.String(),
+	}
+	if o.config != "" {
+		args = append(args, "-config="+o.config)
+	}
+	return args
+}
+
+// runLaunch starts the job as a child process, follows its events and
+// kills it with SIGKILL when plan says so.
+func runLaunch(o *options, plan killPlan, out io.Writer) *launch {
+	exe, err := os.Executable()
+	if err != nil {
+		return &launch{err: err}
+	}
+	cmd := exec.Command(exe, jobArgs(o)...)
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return &launch{err: err}
+	}
+	if err := cmd.Start(); err != nil {
+		return &launch{err: err}
+	}
+	l := &launch{}
+	kill := func(why string) {
+		if !l.killed {
+			l.killed, l.killedAt = true, why
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+		}
+	}
+	if plan.mode == "random" {
+		timer := time.AfterFunc(plan.delay, func() { kill(fmt.Sprintf("at a random moment, %v after launch", plan.delay.Round(time.Millisecond))) })
+		defer timer.Stop()
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		e, ok := parseEvent(sc.Text())
+		if !ok {
+			continue
+		}
+		switch e.kind {
+		case "start":
+			l.start = e
+		case "ckpt-begin":
+			if plan.mode == "ckpt" && e.int("id") == plan.n {
+				kill(fmt.Sprintf("during checkpoint %d (L%s) at iteration %s", plan.n, e.kv["level"], e.kv["iter"]))
+			}
+		case "ckpt-end":
+			l.checkpoints = append(l.checkpoints, e)
+			if plan.mode == "after" && e.int("id") == plan.n {
+				kill(fmt.Sprintf("right after checkpoint %d (L%s) at iteration %s", plan.n, e.kv["level"], e.kv["iter"]))
+			}
+		case "done":
+			l.done = true
+		}
+	}
+	werr := cmd.Wait()
+	l.stderr = stderr.String()
+	if l.killed && plan.mode == "ckpt" {
+		for _, e := range l.checkpoints {
+			if e.int("id") == plan.n {
+				l.killedAt += "; the checkpoint had already committed when the signal landed"
+			}
+		}
+	}
+	if !l.killed && werr != nil {
+		l.err = fmt.Errorf("job failed: %w\n%s", werr, strings.TrimSpace(l.stderr))
+	}
+	return l
+}
+
+// demo is the default run: reference, launch, kill, lose a node,
+// relaunch, compare, report.
+func demo(o *options, out io.Writer) error {
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return err
+	}
+	plan, err := planKill(o)
+	if err != nil {
+		return err
+	}
+	if o.globalLatency == 0 && slicesContains(o.levels, 4) && plan.mode == "ckpt" {
+		// A slow parallel file system, so the kill lands while the L4 container is being written.
+		o.globalLatency = 2 * time.Millisecond
+	}
+	fmt.Fprintf(out, "heat2d: %d×%d grid, %d iterations, %d ranks on %d simulated nodes (one group), levels %v\n",
+		o.nx, o.ny, o.iters, o.ranks, o.nodes, o.levels)
+	fmt.Fprintf(out, "run directory: %s\n", o.dir)
+
+	t0 := time.Now()
+	ref, err := solveInProcess(o)
+	if err != nil {
+		return fmt.Errorf("reference run: %w", err)
+	}
+	refTime := time.Since(t0)
+	fmt.Fprintf(out, "reference: uninterrupted in-process run, %v\n", refTime.Round(time.Millisecond))
+	if plan.mode == "random" {
+		plan.delay = time.Duration(float64(plan.delay) * 0.75 * float64(max(refTime, 200*time.Millisecond)) / float64(time.Second))
+	}
+
+	ok := true
+	fmt.Fprintln(out, "\nlaunch 1:")
+	l1 := runLaunch(o, plan, out)
+	if l1.err != nil {
+		return l1.err
+	}
+	printCheckpoints(out, l1.checkpoints)
+	final := l1
+	if l1.killed {
+		fmt.Fprintf(out, "  killed with SIGKILL %s\n", l1.killedAt)
+		lostFiles := 0
+		if o.loseNode >= 0 {
+			nodeDir := filepath.Join(o.dir, "local", fmt.Sprintf("node%04d", o.loseNode))
+			lostFiles = countFiles(nodeDir)
+			if err := os.RemoveAll(nodeDir); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "lost node: deleted node%04d's local storage (%d files) %s\n", o.loseNode, lostFiles, nodeDir)
+		}
+		fmt.Fprintln(out, "\nlaunch 2 (restart):")
+		l2 := runLaunch(o, killPlan{mode: "none"}, out)
+		if l2.err != nil {
+			return l2.err
+		}
+		s := l2.start
+		switch {
+		case s.kv["status"] == "fresh" && len(l1.checkpoints) == 0:
+			fmt.Fprintln(out, "  started fresh: no checkpoint had committed before the kill")
+		case s.kv["status"] == "fresh":
+			fmt.Fprintln(out, "  FAILED: the relaunch started fresh although a checkpoint had committed")
+			ok = false
+		default:
+			fmt.Fprintf(out, "  restarted (%s) from checkpoint %s (L%s) at iteration %s\n", s.kv["status"], s.kv["id"], s.kv["level"], s.kv["iter"])
+			if o.loseNode >= 0 {
+				nodeDir := filepath.Join(o.dir, "local", fmt.Sprintf("node%04d", o.loseNode))
+				fmt.Fprintf(out, "  node%04d's local storage holds %d files again (rebuilt from the L%s redundancy, then new checkpoints)\n", o.loseNode, countFiles(nodeDir), s.kv["level"])
+			}
+		}
+		printCheckpoints(out, l2.checkpoints)
+		final = l2
+	}
+	if !final.done {
+		fmt.Fprintln(out, "FAILED: the job did not finish")
+		return errors.New("demonstration failed")
+	}
+	fmt.Fprintf(out, "  finished at iteration %d\n", o.iters)
+
+	got, err := os.ReadFile(filepath.Join(o.dir, "final.f64"))
+	if err != nil {
+		return err
+	}
+	want := fieldBytes(ref)
+	if bytes.Equal(got, want) {
+		fmt.Fprintf(out, "\ncomparison: final field bit-identical to the uninterrupted run (%d values)\n", len(ref))
+	} else {
+		fmt.Fprintf(out, "\ncomparison: FAILED, final field differs from the uninterrupted run (%s)\n", firstDiff(got, want))
+		ok = false
+	}
+	printOutputs(out, o)
+	if !ok {
+		return errors.New("demonstration failed")
+	}
+	fmt.Fprintln(out, "OK")
+	return nil
+}
+
+func slicesContains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func printCheckpoints(out io.Writer, cps []event) {
+	if len(cps) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "  %-4s %-5s %-6s %10s %10s %12s\n", "id", "level", "iter", "size", "time", "bandwidth")
+	for _, e := range cps {
+		bytes := e.int("bytes")
+		d := time.Duration(e.int("ns"))
+		bw := 0.0
+		if d > 0 {
+			bw = float64(bytes) / (1 << 20) / d.Seconds()
+		}
+		fmt.Fprintf(out, "  %-4s L%-4s %-6s %7.2f MiB %10v %8.1f MiB/s\n", e.kv["id"], e.kv["level"], e.kv["iter"],
+			float64(bytes)/(1<<20), d.Round(10*time.Microsecond), bw)
+	}
+}
+
+func printOutputs(out io.Writer, o *options) {
+	fmt.Fprintln(out, "outputs:")
+	if r, err := gsd.Open(vfd.Sec2{}, filepath.Join(o.dir, "heat2d.gsd")); err == nil {
+		fmt.Fprintf(out, "  trajectory  %s (%d frames)\n", filepath.Join(o.dir, "heat2d.gsd"), r.NFrames())
+		r.Close()
+	}
+	if s, err := dhdf.Open(dhdf.MHFName(filepath.Join(o.dir, "field")), dhdf.Options{}); err == nil {
+		fmt.Fprintf(out, "  HDF set     %s (+%d associated files; open with h5py or h5dump)\n", dhdf.MHFName(filepath.Join(o.dir, "field")), len(s.Files())-1)
+		s.Close()
+	}
+	fmt.Fprintf(out, "  image       %s\n", filepath.Join(o.dir, "heat2d.png"))
+	fmt.Fprintf(out, "  job log     %s\n", filepath.Join(o.dir, "job.log"))
+}
+
+func countFiles(dir string) int {
+	n := 0
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+func firstDiff(a, b []byte) string {
+	if len(a) != len(b) {
+		return fmt.Sprintf("%d bytes vs %d", len(a), len(b))
+	}
+	for i := 0; i+8 <= len(a); i += 8 {
+		if !bytes.Equal(a[i:i+8], b[i:i+8]) {
+			x := math.Float64frombits(leU64(a[i:]))
+			y := math.Float64frombits(leU64(b[i:]))
+			return fmt.Sprintf("first at value %d: %v vs %v", i/8, x, y)
+		}
+	}
+	return "no difference"
+}
+
+func leU64(b []byte) uint64 {
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}

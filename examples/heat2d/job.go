@@ -1,0 +1,352 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/ckpt"
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/dhdf"
+	"github.com/ftigo/ftigo/dhdf/h5"
+	"github.com/ftigo/ftigo/gsd"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// Variable ids protected by the job.
+const (
+	varIter  = 0
+	varField = 1
+)
+
+// jobResult is what one launch of the job reports back.
+type jobResult struct {
+	Status      ckpt.Status
+	RestartID   int64
+	RestartLvl  int
+	StartIter   int64
+	Checkpoints []ckptRecord
+	Field       []float64 // final field, on completion
+}
+
+// ckptRecord is one checkpoint taken by the job.
+type ckptRecord struct {
+	ID       int64
+	Level    int
+	Iter     int64
+	Bytes    int64 // protected bytes over all ranks
+	Duration time.Duration
+}
+
+// events receives progress lines; the orchestrator reads them from the
+// child's standard output to decide when to kill it.
+type events struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (e *events) emit(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fmt.Fprintf(e.w, "EVENT "+format+"\n", args...)
+}
+
+// areas returns the run's storage directories under dir.
+func areas(dir string) (local, global, meta string) {
+	return filepath.Join(dir, "local"), filepath.Join(dir, "global"), filepath.Join(dir, "meta")
+}
+
+// jobConfig builds the checkpoint configuration of the job: node_size
+// ranks per node, every node in one group, the three areas under dir.
+func jobConfig(o *options) (ckpt.Config, error) {
+	var cfg ckpt.Config
+	if o.config != "" {
+		c, err := ckpt.LoadConfig(vfd.Sec2{}, o.config)
+		if err != nil {
+			return cfg, err
+		}
+		cfg = c
+	} else {
+		cfg = ckpt.DefaultConfig()
+		cfg.NodeSize = o.ranks / o.nodes
+		cfg.GroupSize = o.nodes
+		cfg.LocalTest = true
+	}
+	local, global, meta := areas(o.dir)
+	if cfg.CkptDir == "" {
+		cfg.CkptDir = local
+	}
+	if cfg.GlblDir == "" {
+		cfg.GlblDir = global
+	}
+	if cfg.MetaDir == "" {
+		cfg.MetaDir = meta
+	}
+	return cfg, nil
+}
+
+// runJob runs one launch of the solver on c: it initialises the
+// checkpoint runtime, recovers when this is a restart, iterates with
+// checkpoints every o.ckptEvery iterations at the levels of o.levels in
+// turn, writes trajectory frames, and at the end the HDF set, the image
+// and the raw final field. Every rank calls it.
+func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult, error) {
+	cfg, err := jobConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	opts := []ckpt.Option{ckpt.WithLogger(logger), ckpt.WithLevels(availableLevels()...)}
+	if o.globalLatency > 0 || o.ioLatency > 0 {
+		slow := func(d time.Duration) vfd.Driver {
+			if d <= 0 {
+				return vfd.Sec2{}
+			}
+			return vfd.NewFault(vfd.Sec2{}, vfd.Latency(d, vfd.OpWrite, vfd.OpSync))
+		}
+		opts = append(opts, ckpt.WithDrivers(slow(o.ioLatency), slow(o.ioLatency+o.globalLatency), slow(o.ioLatency)))
+	}
+	rt, err := ckpt.Init(cfg, c, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("init checkpointing: %w", err)
+	}
+	b, err := NewBlock(o.nx, o.ny, c.Rank(), c.Size())
+	if err != nil {
+		return nil, err
+	}
+	iter := []int64{0}
+	if err := ckpt.Protect(rt, varIter, &iter, "iteration"); err != nil {
+		return nil, err
+	}
+	if err := ckpt.Protect(rt, varField, &b.U, "temperature"); err != nil {
+		return nil, err
+	}
+	res := &jobResult{Status: rt.Status()}
+	if rt.Status() != ckpt.Fresh {
+		if err := rt.Recover(); err != nil {
+			return nil, fmt.Errorf("recover: %w", err)
+		}
+		if len(b.U) != (b.Rows+2)*b.NX {
+			return nil, fmt.Errorf("recovered field has %d values, want %d", len(b.U), (b.Rows+2)*b.NX)
+		}
+		m := rt.Recovered()
+		res.RestartID, res.RestartLvl = m.ID, int(m.Level)
+	}
+	res.StartIter = iter[0]
+	if c.Rank() == 0 {
+		ev.emit("start status=%s id=%d level=%d iter=%d", res.Status, res.RestartID, res.RestartLvl, iter[0])
+	}
+	traj, err := openTrajectory(c, o, iter[0])
+	if err != nil {
+		return nil, err
+	}
+	defer traj.close()
+
+	protected := int64(len(b.U)*8 + 8)
+	for iter[0] < int64(o.iters) {
+		if err := b.Exchange(c); err != nil {
+			return nil, err
+		}
+		b.Step(o.alpha)
+		iter[0]++
+		if o.frameEvery > 0 && iter[0]%int64(o.frameEvery) == 0 {
+			if err := traj.frame(c, b, iter[0], o.alpha); err != nil {
+				return nil, err
+			}
+		}
+		if o.ckptEvery > 0 && iter[0]%int64(o.ckptEvery) == 0 && len(o.levels) > 0 && iter[0] < int64(o.iters) {
+			id := iter[0] / int64(o.ckptEvery)
+			level := o.levels[int(id-1)%len(o.levels)]
+			if c.Rank() == 0 {
+				ev.emit("ckpt-begin id=%d level=%d iter=%d", id, level, iter[0])
+			}
+			t0 := time.Now()
+			if err := rt.Checkpoint(id, level); err != nil {
+				return nil, fmt.Errorf("checkpoint %d at L%d: %w", id, level, err)
+			}
+			d := time.Since(t0)
+			total, err := c.AllreduceInt64(protected, comm.Sum)
+			if err != nil {
+				return nil, err
+			}
+			rec := ckptRecord{ID: id, Level: level, Iter: iter[0], Bytes: total, Duration: d}
+			res.Checkpoints = append(res.Checkpoints, rec)
+			if c.Rank() == 0 {
+				ev.emit("ckpt-end id=%d level=%d iter=%d bytes=%d ns=%d", id, level, iter[0], total, d.Nanoseconds())
+			}
+		}
+	}
+	field, err := GatherField(c, b)
+	if err != nil {
+		return nil, err
+	}
+	res.Field = field
+	if err := writeHDFSet(c, o, b); err != nil {
+		return nil, err
+	}
+	if err := rt.Finalize(); err != nil {
+		return nil, fmt.Errorf("finalize: %w", err)
+	}
+	if c.Rank() == 0 {
+		ev.emit("done iter=%d", iter[0])
+	}
+	return res, nil
+}
+
+// trajectory is rank 0's GSD writer of the whole field (nil elsewhere).
+type trajectory struct {
+	w *gsd.Writer
+}
+
+const (
+	gsdSchema    = "heat2d"
+	gsdSchemaVer = gsd.Version(1 << 16)
+)
+
+// openTrajectory opens DIR/heat2d.gsd on rank 0: created on a fresh run;
+// on a restart from iteration start, the frames the killed run wrote after
+// start are dropped first so the file holds each step once.
+func openTrajectory(c comm.Comm, o *options, start int64) (*trajectory, error) {
+	t := &trajectory{}
+	if c.Rank() != 0 || o.frameEvery <= 0 {
+		return t, nil
+	}
+	d := vfd.Sec2{}
+	name := filepath.Join(o.dir, "heat2d.gsd")
+	if _, err := d.Stat(name); err == nil {
+		if err := truncateTrajectory(d, name, start); err != nil {
+			return nil, err
+		}
+		w, err := gsd.OpenAppend(d, name)
+		if err != nil {
+			return nil, fmt.Errorf("append to trajectory: %w", err)
+		}
+		t.w = w
+		return t, nil
+	}
+	w, err := gsd.Create(d, name, "ftigo heat2d", gsdSchema, gsdSchemaVer, gsd.WithOverwrite())
+	if err != nil {
+		return nil, fmt.Errorf("create trajectory: %w", err)
+	}
+	t.w = w
+	return t, nil
+}
+
+// truncateTrajectory rewrites name keeping only the frames whose step is at
+// most last, with the write-temporary-then-rename protocol.
+func truncateTrajectory(d vfd.Driver, name string, last int64) error {
+	r, err := gsd.Open(d, name)
+	if err != nil {
+		return fmt.Errorf("open trajectory for restart: %w", err)
+	}
+	defer r.Close()
+	keep := uint64(0)
+	for f := uint64(0); f < r.NFrames(); f++ {
+		raw, _, err := r.ReadChunkRaw(f, "step")
+		if err != nil || len(raw) != 8 || int64(binary.LittleEndian.Uint64(raw)) > last {
+			break
+		}
+		keep = f + 1
+	}
+	if keep == r.NFrames() {
+		return nil
+	}
+	tmp := name + ".tmp"
+	w, err := gsd.Create(d, tmp, r.Application(), gsdSchema, gsdSchemaVer, gsd.WithOverwrite())
+	if err != nil {
+		return err
+	}
+	for f := uint64(0); f < keep; f++ {
+		for _, n := range r.ChunkNames("") {
+			if !r.ChunkExists(f, n) {
+				continue
+			}
+			raw, e, err := r.ReadChunkRaw(f, n)
+			if err != nil {
+				return errors.Join(err, w.Close())
+			}
+			if err := w.WriteRaw(n, e.Type, e.N, e.M, raw); err != nil {
+				return errors.Join(err, w.Close())
+			}
+		}
+		if err := w.EndFrame(); err != nil {
+			return errors.Join(err, w.Close())
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := d.Rename(tmp, name); err != nil {
+		return err
+	}
+	return d.SyncDir(filepath.Dir(name))
+}
+
+// frame gathers the field on rank 0 and appends it as one frame: the
+// temperature as an ny × nx float64 chunk, the step and the time.
+func (t *trajectory) frame(c comm.Comm, b *Block, step int64, alpha float64) error {
+	field, err := GatherField(c, b)
+	if err != nil || t.w == nil {
+		return err
+	}
+	if err := gsd.WriteChunk(t.w, "temperature", field, uint64(b.NY), uint32(b.NX)); err != nil {
+		return err
+	}
+	if err := gsd.WriteChunk(t.w, "step", []uint64{uint64(step)}, 1, 1); err != nil {
+		return err
+	}
+	if err := gsd.WriteChunk(t.w, "time", []float64{float64(step) * alpha}, 1, 1); err != nil {
+		return err
+	}
+	return t.w.EndFrame()
+}
+
+func (t *trajectory) close() {
+	if t.w != nil {
+		t.w.Close()
+	}
+}
+
+// writeHDFSet writes the final field as the distributed HDF set DIR/field:
+// each rank's band goes into its own associated file, rank 0 writes the
+// main file with the virtual dataset that stitches them.
+func writeHDFSet(c comm.Comm, o *options, b *Block) error {
+	w, err := dhdf.CreateParallel(c, filepath.Join(o.dir, "field"), dhdf.Options{HostName: fmt.Sprintf("node%04d", c.Rank()/(o.ranks/o.nodes))})
+	if err != nil {
+		return fmt.Errorf("create HDF set: %w", err)
+	}
+	f64, _ := h5.TypeOf(float64(0))
+	sds := dhdf.SDS{
+		Name: "temperature",
+		Type: f64,
+		Dims: []uint64{uint64(b.NY), uint64(b.NX)},
+		Attrs: []h5.Attribute{
+			h5.MustAttr("alpha", o.alpha),
+			h5.MustAttr("iterations", int64(o.iters)),
+			h5.StringAttr("units", "arbitrary temperature units"),
+		},
+	}
+	if err := w.DefineSDS(sds); err != nil {
+		return errors.Join(err, w.Close())
+	}
+	data := float64Bytes(b.Interior())
+	if err := w.WriteChunk("temperature", 0, fmt.Sprintf("rows_%05d", b.Row0), []uint64{uint64(b.Row0), 0}, []uint64{uint64(b.Rows), uint64(b.NX)}, data); err != nil {
+		return errors.Join(err, w.Close())
+	}
+	return w.Close()
+}
+
+// fieldBytes encodes a field as little-endian float64s.
+func fieldBytes(field []float64) []byte {
+	out := make([]byte, 8*len(field))
+	for i, v := range field {
+		binary.LittleEndian.PutUint64(out[8*i:], math.Float64bits(v))
+	}
+	return out
+}

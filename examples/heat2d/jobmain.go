@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/comm"
+)
+
+// jobMain runs one launch of the job in this process: every rank of the
+// world (goroutines by default, MPI processes under the mpi build tag)
+// runs runJob; rank 0 then writes the final field and the image.
+func jobMain(o *options, out io.Writer) error {
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return err
+	}
+	logger, err := jobLogger(o.dir)
+	if err != nil {
+		return err
+	}
+	defer logger.Sync()
+	ev := &events{w: out}
+	var mu sync.Mutex
+	var final *jobResult
+	err = runWorld(o.ranks, func(c comm.Comm) error {
+		res, err := runJob(c, o, ev, logger.With(zap.Int("rank", c.Rank())))
+		if err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			mu.Lock()
+			final = res
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if final == nil {
+		return nil // not rank 0 of an MPI job
+	}
+	if err := writeAtomic(filepath.Join(o.dir, "final.f64"), fieldBytes(final.Field)); err != nil {
+		return err
+	}
+	img, err := RenderPNG(final.Field, o.nx, o.ny, BottomTemp, TopTemp)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(o.dir, "heat2d.png"), img)
+}
+
+// jobLogger logs the runtime's lines as JSON to DIR/job.log.
+func jobLogger(dir string) (*zap.Logger, error) {
+	cfg := zap.NewProductionConfig()
+	cfg.OutputPaths = []string{filepath.Join(dir, "job.log")}
+	cfg.ErrorOutputPaths = []string{"stderr"}
+	cfg.Sampling = nil
+	l, err := cfg.Build()
+	if err != nil {
+		return nil, fmt.Errorf("job log: %w", err)
+	}
+	return l, nil
+}
+
+// writeAtomic writes name through a synced temporary file and a rename.
+func writeAtomic(name string, data []byte) error {
+	tmp := name + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, name)
+}

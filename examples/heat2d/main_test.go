@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/dhdf"
+	"github.com/ftigo/ftigo/gsd"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// TestMain lets the test binary act as the job when the demonstration
+// re-executes it (os.Executable is the test binary under go test).
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func smallOptions(t *testing.T, extra ...string) *options {
+	t.Helper()
+	args := append([]string{"-dir", t.TempDir(), "-nx", "40", "-ny", "32", "-iters", "300", "-ckpt-every", "50", "-frame-every", "25"}, extra...)
+	o, err := parseFlags(args, &bytes.Buffer{})
+	require.NoError(t, err)
+	o.seed = 1
+	return o
+}
+
+func TestDemoKillRestartIsBitIdentical(t *testing.T) {
+	// Slow storage makes each checkpoint take long enough that the kill
+	// always lands inside checkpoint 2, whatever the machine's load.
+	o := smallOptions(t, "-io-latency", "30ms")
+	var out bytes.Buffer
+	err := demo(o, &out)
+	require.NoError(t, err, out.String())
+	report := out.String()
+	assert.Contains(t, report, "killed with SIGKILL during checkpoint 2 (L1) at iteration 100\n")
+	assert.Contains(t, report, "restarted (restart) from checkpoint 1 (L1) at iteration 50")
+	assert.Contains(t, report, "restarted (restart) from checkpoint")
+	assert.Contains(t, report, "bit-identical to the uninterrupted run (1280 values)")
+	assert.True(t, strings.HasSuffix(strings.TrimSpace(report), "OK"), report)
+
+	// The trajectory holds every 25th step exactly once, in order, even
+	// though the killed launch wrote frames past the restart point.
+	r, err := gsd.Open(vfd.Sec2{}, filepath.Join(o.dir, "heat2d.gsd"))
+	require.NoError(t, err)
+	defer r.Close()
+	require.Equal(t, uint64(12), r.NFrames())
+	for f := uint64(0); f < r.NFrames(); f++ {
+		steps, err := gsd.ReadRows[uint64](r, f, "step", 0, 1)
+		require.NoError(t, err)
+		assert.Equal(t, 25*(f+1), steps[0], "frame %d", f)
+	}
+	// The HDF set stitches to the final field.
+	s, err := dhdf.Open(dhdf.MHFName(filepath.Join(o.dir, "field")), dhdf.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	stitched, err := s.ReadSDS("temperature")
+	require.NoError(t, err)
+	final, err := os.ReadFile(filepath.Join(o.dir, "final.f64"))
+	require.NoError(t, err)
+	assert.Equal(t, final, stitched)
+	assert.Len(t, s.Files(), 5)
+}
+
+func TestParseFlagsRejectsBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"-ranks", "3", "-nodes", "2"},
+		{"-alpha", "0.3"},
+		{"-levels", "1,5"},
+		{"-levels", ""},
+		{"-lose-node", "9"},
+		{"-ranks", "64", "-nodes", "4", "-ny", "32"},
+		{"extra"},
+	} {
+		_, err := parseFlags(args, &bytes.Buffer{})
+		assert.Error(t, err, "%v", args)
+	}
+	o, err := parseFlags([]string{"-levels", "1,2,3,4"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2, 3, 4}, o.levels)
+	assert.Equal(t, 2, o.loseNode, "a node is lost by default when L2/L3 protect it")
+}
+
+func TestPlanKill(t *testing.T) {
+	o := smallOptions(t, "-levels", "1,2,3,4,1")
+	p, err := planKill(o)
+	require.NoError(t, err)
+	assert.Equal(t, killPlan{mode: "ckpt", n: 4}, p)
+	o = smallOptions(t, "-levels", "1")
+	p, err = planKill(o)
+	require.NoError(t, err)
+	assert.Equal(t, killPlan{mode: "ckpt", n: 2}, p, "never the first checkpoint")
+	o.kill = "after:3"
+	p, err = planKill(o)
+	require.NoError(t, err)
+	assert.Equal(t, killPlan{mode: "after", n: 3}, p)
+	o.kill = "ckpt:0"
+	_, err = planKill(o)
+	assert.Error(t, err)
+	o.noKill = true
+	p, err = planKill(o)
+	require.NoError(t, err)
+	assert.Equal(t, "none", p.mode)
+}
