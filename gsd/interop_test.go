@@ -41,14 +41,6 @@ func runPy(t testing.TB, py string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// validate runs our validate_gsd.py (strict check + gsd.fl + pygsd).
-func validate(t testing.TB, py, name string) {
-	t.Helper()
-	out, err := runPy(t, py, script("validate_gsd.py"), name)
-	require.NoError(t, err, "validate_gsd.py:\n%s", out)
-	require.Contains(t, out, "\nVALID")
-}
-
 type pyDump struct {
 	Version       []int    `json:"version"`
 	Application   string   `json:"application"`
@@ -59,23 +51,40 @@ type pyDump struct {
 	Chunks        [][]any  `json:"chunks"`
 }
 
-// sameAsPython validates name with validate_gsd.py, reads it with python3-gsd (gsd.fl and gsd.pygsd) and with
-// our Reader and asserts identical metadata, names and chunk bytes,
-// dtypes and shapes. It returns the number of chunks compared.
+// pyResult is what gsd_dump.py reports for one file.
+type pyResult struct {
+	Valid  bool   `json:"valid"`
+	Report string `json:"report"`
+	Error  string `json:"error"`
+	FL     pyDump `json:"fl"`
+	PyGSD  pyDump `json:"pygsd"`
+}
+
+// pyCheck runs validate_gsd.py and reads every file with python3-gsd
+// (gsd.fl and gsd.pygsd) in one interpreter.
+func pyCheck(t *testing.T, py string, names ...string) map[string]pyResult {
+	t.Helper()
+	out, err := runPy(t, py, append([]string{script("gsd_dump.py"), "--validate"}, names...)...)
+	require.NoError(t, err, "gsd_dump.py:\n%s", out)
+	var res map[string]pyResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	return res
+}
+
+// sameAsPython validates name and asserts that python3-gsd (gsd.fl and
+// gsd.pygsd) and our Reader see identical metadata, names and chunk
+// bytes, dtypes and shapes. It returns the number of chunks compared.
 func sameAsPython(t *testing.T, py, name string) int {
 	t.Helper()
-	out, err := runPy(t, py, script("gsd_dump.py"), "--validate", name)
-	require.NoError(t, err, "gsd_dump.py:\n%s", out)
-	var verdict struct {
-		Valid  bool   `json:"valid"`
-		Report string `json:"report"`
-		FL     pyDump `json:"fl"`
-		PyGSD  pyDump `json:"pygsd"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &verdict))
-	require.True(t, verdict.Valid, "validate_gsd.py:\n%s", verdict.Report)
-	require.Contains(t, verdict.Report, "\nVALID")
-	dumps := map[string]pyDump{"fl": verdict.FL, "pygsd": verdict.PyGSD}
+	return samePy(t, pyCheck(t, py, name)[name], name)
+}
+
+func samePy(t *testing.T, res pyResult, name string) int {
+	t.Helper()
+	require.True(t, res.Valid, "%s: validate_gsd.py:\n%s", name, res.Report)
+	require.Contains(t, res.Report, "\nVALID")
+	require.Empty(t, res.Error)
+	dumps := map[string]pyDump{"fl": res.FL, "pygsd": res.PyGSD}
 	r, err := Open(vfd.Sec2{}, name)
 	require.NoError(t, err)
 	defer r.Close()
@@ -153,92 +162,108 @@ func TestInteropPythonReadsOurFiles(t *testing.T) {
 	t.Parallel()
 	py := needGSD(t)
 	dir := t.TempDir()
-	t.Run("all types", func(t *testing.T) {
-		name := filepath.Join(dir, "types.gsd")
-		writeAllTypes(t, name)
-		assert.Equal(t, 5*11-1, sameAsPython(t, py, name))
-	})
-	t.Run("index and namelist growth, long names", func(t *testing.T) {
-		name := filepath.Join(dir, "grow.gsd")
-		w, err := Create(sec2, name, "ftigo", "grow", MakeVersion(1, 0), WithSync(false))
-		require.NoError(t, err)
-		for f := 0; f < 300; f++ {
-			require.NoError(t, WriteChunk(w, "frame", []uint32{uint32(f)}, 1, 1))
-			if f < 60 {
-				require.NoError(t, WriteChunk(w, fmt.Sprintf("n/%02d/%s", f, strings.Repeat("y", 3*f)), []float64{float64(f)}, 1, 1))
-			}
-			require.NoError(t, w.EndFrame())
+	file := func(n string) string { return filepath.Join(dir, n) }
+
+	// Written by us: every type, a chunk missing in one frame, a 400-byte
+	// UTF-8 name.
+	writeAllTypes(t, file("types.gsd"))
+
+	// Index and namelist grown past their first blocks, long names.
+	w, err := Create(sec2, file("grow.gsd"), "ftigo", "grow", MakeVersion(1, 0), WithSync(false))
+	require.NoError(t, err)
+	for f := 0; f < 300; f++ {
+		require.NoError(t, WriteChunk(w, "frame", []uint32{uint32(f)}, 1, 1))
+		if f < 60 {
+			require.NoError(t, WriteChunk(w, fmt.Sprintf("n/%02d/%s", f, strings.Repeat("y", 3*f)), []float64{float64(f)}, 1, 1))
 		}
-		require.NoError(t, w.Close())
-		r, err := Open(sec2, name)
-		require.NoError(t, err)
-		h := r.Header()
-		require.NoError(t, r.Close())
-		require.Greater(t, h.IndexAllocated, uint64(256))
-		require.Greater(t, h.NameAllocated, uint64(16))
-		assert.Equal(t, 360, sameAsPython(t, py, name))
-	})
-	t.Run("appended by us and by gsd.fl", func(t *testing.T) {
-		name := filepath.Join(dir, "append.gsd")
-		writeAllTypes(t, name)
-		w, err := OpenAppend(sec2, name, WithSync(false))
-		require.NoError(t, err)
-		require.NoError(t, WriteChunk(w, "u8", []uint8{42}, 1, 1))
-		require.NoError(t, WriteChunk(w, "added/by/ftigo", []int32{1, 2, 3}, 3, 1))
 		require.NoError(t, w.EndFrame())
-		require.NoError(t, w.Close())
-		sameAsPython(t, py, name)
-		out, err := runPy(t, py, "-c", `import sys,gsd.fl,numpy as np
+	}
+	require.NoError(t, w.Close())
+	r, err := Open(sec2, file("grow.gsd"))
+	require.NoError(t, err)
+	h := r.Header()
+	require.NoError(t, r.Close())
+	require.Greater(t, h.IndexAllocated, uint64(256))
+	require.Greater(t, h.NameAllocated, uint64(16))
+
+	// Appended by us.
+	writeAllTypes(t, file("append.gsd"))
+	w, err = OpenAppend(sec2, file("append.gsd"), WithSync(false))
+	require.NoError(t, err)
+	require.NoError(t, WriteChunk(w, "u8", []uint8{42}, 1, 1))
+	require.NoError(t, WriteChunk(w, "added/by/ftigo", []int32{1, 2, 3}, 3, 1))
+	require.NoError(t, w.EndFrame())
+	require.NoError(t, w.Close())
+
+	// Left by a writer whose power was cut at its 10th fsync.
+	core := vfd.NewCore()
+	committed, err := crashWorkload(vfd.NewFault(core, vfd.OnNth(vfd.OpSync, 9, nil)), "t.gsd", 20)
+	require.ErrorIs(t, err, vfd.ErrInjected)
+	_, err = vfd.CopyFile(sec2, file("killed.gsd"), core.CrashClone(), "t.gsd", 0)
+	require.NoError(t, err)
+
+	// Cut by one byte (python refuses it), and the same file repaired.
+	writeAllTypes(t, file("cut.gsd"))
+	st, err := os.Stat(file("cut.gsd"))
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(file("cut.gsd"), st.Size()-1))
+	_, err = vfd.CopyFile(sec2, file("repaired.gsd"), sec2, file("cut.gsd"), 0)
+	require.NoError(t, err)
+	res, err := Repair(sec2, file("repaired.gsd"))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(4), res.Frames)
+
+	// A 1.0 file and its upgrade.
+	require.NoError(t, os.WriteFile(file("v1.gsd"), buildV1(3, []string{"alpha", "beta", "gamma"}), 0o644))
+	_, err = vfd.CopyFile(sec2, file("upgraded.gsd"), sec2, file("v1.gsd"), 0)
+	require.NoError(t, err)
+	require.NoError(t, Upgrade(sec2, file("upgraded.gsd")))
+
+	all := []string{"types.gsd", "grow.gsd", "append.gsd", "killed.gsd", "cut.gsd", "repaired.gsd", "v1.gsd", "upgraded.gsd"}
+	paths := make([]string, len(all))
+	for i, n := range all {
+		paths[i] = file(n)
+	}
+	results := pyCheck(t, py, paths...)
+	assert.Contains(t, results[file("cut.gsd")].Error, "Corrupt GSD file", "python3-gsd refuses a truncated file")
+	assert.False(t, results[file("cut.gsd")].Valid)
+	for _, n := range all {
+		if n == "cut.gsd" {
+			continue
+		}
+		t.Run(n, func(t *testing.T) {
+			got := samePy(t, results[file(n)], file(n))
+			switch n {
+			case "types.gsd":
+				assert.Equal(t, 5*11-1, got)
+			case "grow.gsd":
+				assert.Equal(t, 360, got)
+			case "killed.gsd":
+				assert.GreaterOrEqual(t, int(results[file(n)].FL.NFrames), committed)
+			}
+		})
+	}
+
+	// gsd.fl appends to our appended file, and we append after it.
+	out, err := runPy(t, py, "-c", `import sys,gsd.fl,numpy as np
 f=gsd.fl.open(name=sys.argv[1],mode='ab');n=f.nframes
 f.write_chunk(name='peer/appended',data=np.arange(3,dtype=np.int32));f.end_frame();f.close()
-print(n)`, name)
-		require.NoError(t, err, out)
-		assert.Equal(t, "6\n", out)
-		sameAsPython(t, py, name)
-		w, err = OpenAppend(sec2, name, WithSync(false))
-		require.NoError(t, err)
-		assert.Equal(t, uint64(7), w.Frame())
-		require.NoError(t, WriteChunk(w, "peer/appended", []int32{7}, 1, 1))
-		require.NoError(t, w.EndFrame())
-		require.NoError(t, w.Close())
-		sameAsPython(t, py, name)
-	})
-	t.Run("killed writer", func(t *testing.T) {
-		core := vfd.NewCore()
-		fd := vfd.NewFault(core, vfd.OnNth(vfd.OpSync, 9, nil))
-		committed, err := crashWorkload(fd, "t.gsd", 20)
-		require.ErrorIs(t, err, vfd.ErrInjected)
-		name := filepath.Join(dir, "killed.gsd")
-		_, err = vfd.CopyFile(sec2, name, core.CrashClone(), "t.gsd", 0)
-		require.NoError(t, err)
-		sameAsPython(t, py, name)
-		r, err := Open(sec2, name)
-		require.NoError(t, err)
-		assert.GreaterOrEqual(t, r.NFrames(), uint64(committed))
-		require.NoError(t, r.Close())
-	})
-	t.Run("truncated then repaired", func(t *testing.T) {
-		name := filepath.Join(dir, "cut.gsd")
-		writeAllTypes(t, name)
-		st, err := os.Stat(name)
-		require.NoError(t, err)
-		require.NoError(t, os.Truncate(name, st.Size()-1))
-		out, err := runPy(t, py, script("validate_gsd.py"), name)
-		require.Error(t, err)
-		assert.Contains(t, out, "Corrupt GSD file", "python3-gsd refuses a truncated file")
-		res, err := Repair(sec2, name)
-		require.NoError(t, err)
-		assert.Equal(t, uint64(4), res.Frames)
-		sameAsPython(t, py, name)
-	})
-	t.Run("upgraded 1.0", func(t *testing.T) {
-		name := filepath.Join(dir, "v1.gsd")
-		names := []string{"alpha", "beta", "gamma"}
-		require.NoError(t, os.WriteFile(name, buildV1(3, names), 0o644))
-		sameAsPython(t, py, name)
-		require.NoError(t, Upgrade(sec2, name))
-		sameAsPython(t, py, name)
-	})
+print(n)`, file("append.gsd"))
+	require.NoError(t, err, out)
+	assert.Equal(t, "6\n", out)
+	w, err = OpenAppend(sec2, file("append.gsd"), WithSync(false))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(7), w.Frame())
+	require.NoError(t, WriteChunk(w, "peer/appended", []int32{7}, 1, 1))
+	require.NoError(t, w.EndFrame())
+	require.NoError(t, w.Close())
+	r, err = Open(sec2, file("append.gsd"))
+	require.NoError(t, err)
+	v, _, err := ReadChunk[int32](r, 6, "peer/appended")
+	require.NoError(t, err)
+	assert.Equal(t, []int32{0, 1, 2}, v)
+	require.NoError(t, r.Close())
+	sameAsPython(t, py, file("append.gsd"))
 }
 
 func TestInteropWeReadPythonFiles(t *testing.T) {
@@ -248,17 +273,28 @@ func TestInteropWeReadPythonFiles(t *testing.T) {
 	out, err := runPy(t, py, script("gsd_write.py"), name, "150")
 	require.NoError(t, err, out)
 	require.NoError(t, Verify(sec2, name))
-	assert.Greater(t, sameAsPython(t, py, name), 1100)
+	r, err := Open(sec2, name)
+	require.NoError(t, err)
+	require.Equal(t, uint64(150), r.NFrames())
+	v, _, err := ReadChunk[float64](r, 149, "typed/float64")
+	require.NoError(t, err)
+	require.Len(t, v, 60)
+	assert.Equal(t, float64(150+9), v[1])
+	require.NoError(t, r.Close())
 	// And we can append to a file the reference wrote.
 	w, err := OpenAppend(sec2, name, WithSync(false))
 	require.NoError(t, err)
 	require.NoError(t, WriteChunk(w, "frame", []uint64{150}, 1, 1))
 	require.NoError(t, w.EndFrame())
 	require.NoError(t, w.Close())
-	sameAsPython(t, py, name)
-
+	files := []string{name}
 	if _, err := os.Stat(shippedV1); err == nil {
-		assert.Equal(t, 5*127, sameAsPython(t, py, shippedV1))
+		files = append(files, shippedV1)
+	}
+	results := pyCheck(t, py, files...)
+	samePy(t, results[name], name)
+	if len(files) > 1 {
+		assert.Equal(t, 5*127, samePy(t, results[shippedV1], shippedV1))
 	}
 }
 
@@ -359,7 +395,9 @@ func TestInteropSIGKILL(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	require.GreaterOrEqual(t, reported, 20, "child made progress")
-	validate(t, py, name)
+	killed := name + ".killed"
+	_, err = vfd.CopyFile(sec2, killed, sec2, name, 0)
+	require.NoError(t, err)
 	r, err := Open(sec2, name)
 	require.NoError(t, err)
 	nf := r.NFrames()
@@ -373,5 +411,13 @@ func TestInteropSIGKILL(t *testing.T) {
 	require.NoError(t, WriteChunk(w, "after", []uint8{1}, 1, 1))
 	require.NoError(t, w.EndFrame())
 	require.NoError(t, w.Close())
-	validate(t, py, name)
+	results := pyCheck(t, py, killed, name)
+	assert.Equal(t, nf, samePyFrames(t, results[killed], killed))
+	assert.Equal(t, nf+1, samePyFrames(t, results[name], name))
+}
+
+func samePyFrames(t *testing.T, res pyResult, name string) uint64 {
+	t.Helper()
+	samePy(t, res, name)
+	return res.FL.NFrames
 }
