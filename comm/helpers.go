@@ -99,7 +99,8 @@ func bcastChunked(c Comm, root int, buf []byte) error {
 
 // SendChunked sends buf to dst in blocks of chunk bytes (DefaultChunk when
 // chunk <= 0) so that neither side needs more than one block in flight and
-// no single call exceeds MaxCount. The receiver must call [RecvChunked].
+// no single call exceeds MaxCount. The receiver must call [RecvChunked]
+// with the same chunk; a mismatch fails with ErrBadArgument or ErrTruncated.
 func SendChunked(c Comm, dst, tag int, buf []byte, chunk int) error {
 	chunk = chunkSize(chunk)
 	var h [8]byte
