@@ -169,3 +169,41 @@ func TestCrashCloneDurability(t *testing.T) {
 		assert.Equal(t, v.Data, got)
 	}
 }
+
+// TestWithSync checks that WithSync writes the same bytes, makes the file
+// durable by itself, and that a failure of either sync leaves a file that
+// never verifies after a crash.
+func TestWithSync(t *testing.T) {
+	vars, lay := crashVars(t)
+	plain := &memFile{name: "p.fti"}
+	_, want, err := Write(plain, Meta{CkptID: 2, Timestamp: 7}, vars, lay)
+	require.NoError(t, err)
+
+	core := vfd.NewCore()
+	require.NoError(t, core.SyncDir("."))
+	f, err := vfd.Create(core, "c.fti")
+	require.NoError(t, err)
+	require.NoError(t, core.SyncDir("."))
+	_, got, err := Write(f, Meta{CkptID: 2, Timestamp: 7}, vars, lay, WithSync())
+	require.NoError(t, err)
+	assert.Equal(t, want.Checksum, got.Checksum)
+	crashed := core.CrashClone() // no Sync by the caller
+	b, err := vfd.ReadFile(crashed, "c.fti")
+	require.NoError(t, err)
+	assert.Equal(t, plain.b, b)
+	require.NoError(t, f.Close())
+
+	for n := 0; n < 2; n++ {
+		core := vfd.NewCore()
+		require.NoError(t, core.SyncDir("."))
+		fd := vfd.NewFault(core, vfd.OnNth(vfd.OpSync, n, nil))
+		f, err := vfd.Create(fd, "c.fti")
+		require.NoError(t, err)
+		require.NoError(t, core.SyncDir("."))
+		_, _, err = Write(f, Meta{CkptID: 2}, vars, lay, WithSync())
+		require.ErrorIs(t, err, vfd.ErrInjected, "sync %d", n)
+		crashed := core.CrashClone()
+		mustNotVerify(t, crashed, "c.fti", vars, "sync "+itoa(n)+" failed, then crash")
+		require.NoError(t, f.Close())
+	}
+}

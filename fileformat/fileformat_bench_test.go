@@ -45,10 +45,18 @@ func BenchmarkWrite(b *testing.B) {
 					}
 				}
 			})
-			for _, mode := range []struct {
+			modes := []struct {
 				name string
 				opts []Option
-			}{{"hash", nil}, {"nohash", []Option{WithoutHash()}}} {
+			}{{"hash", nil}, {"nohash", []Option{WithoutHash()}}}
+			if sync {
+				// WithSync overlaps the device flush with the hashing.
+				modes = append(modes, struct {
+					name string
+					opts []Option
+				}{"hash-withsync", []Option{WithSync()}})
+			}
+			for _, mode := range modes {
 				b.Run(benchName(n)+"/"+mode.name+suffix, func(b *testing.B) {
 					f := benchFile(b)
 					vars := []Var{{ID: 1, Type: Bytes, Data: data}}

@@ -171,6 +171,7 @@ type Option func(*options)
 type options struct {
 	blockSize uint32
 	noHash    bool
+	sync      bool
 	workers   int
 	clock     func() time.Time
 	logger    *zap.Logger
@@ -222,6 +223,13 @@ func WithBlockSize(n int) Option {
 // hashes are still written. Meant for benchmarks: a Reader restores such a
 // file without verifying the data, and Verify refuses it with ErrUnhashed.
 func WithoutHash() Option { return func(o *options) { o.noHash = true } }
+
+// WithSync makes Write durable: it writes the data, then syncs it while it
+// hashes the chunks (the device's flush time hides the hashing time), then
+// writes the metadata and the file block and syncs again. The file block
+// is thus never durable before the data it describes. Without it Write
+// hashes alongside the writes and leaves syncing to the caller.
+func WithSync() Option { return func(o *options) { o.sync = true } }
 
 // WithHashWorkers sets how many goroutines hash in parallel (default
 // GOMAXPROCS).

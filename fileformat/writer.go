@@ -122,40 +122,12 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 		return Summary{}, fmt.Errorf("write header: %w", err)
 	}
 
-	// Data: each chunk goes from the variable's memory to the file while
-	// its blocks are hashed alongside.
-	for i := range chunks {
-		c := &chunks[i]
-		if c.Size == 0 {
-			if !w.o.noHash {
-				c.Hash = chunkHash(0, bs, nil)
-			}
-			continue
+	if w.o.sync {
+		if err := w.writeDataThenHash(chunks, bs); err != nil {
+			return Summary{}, err
 		}
-		v := &w.vars[w.idx[c.VarID]]
-		data := v.Data[c.Dptr : c.Dptr+c.Size]
-		var done chan struct{}
-		if !w.o.noHash {
-			if len(data) >= parallelMin {
-				done = make(chan struct{})
-				go func() {
-					hashBlocks(data, bs, c.BlockHashes, w.o.workers)
-					close(done)
-				}()
-			} else {
-				hashBlocks(data, bs, c.BlockHashes, 1)
-			}
-		}
-		_, err := vfd.WriteAtType(w.f, vfd.MemDraw, data, c.Fptr)
-		if done != nil {
-			<-done
-		}
-		if err != nil {
-			return Summary{}, fmt.Errorf("write var %d chunk %d at %d: %w", c.VarID, i, c.Fptr, err)
-		}
-		if !w.o.noHash {
-			c.Hash = chunkHash(c.Size, bs, c.BlockHashes)
-		}
+	} else if err := w.writeAndHash(chunks, bs); err != nil {
+		return Summary{}, err
 	}
 	var checksum [HashSize]byte
 	if !w.o.noHash {
@@ -227,5 +199,81 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 	if _, err := vfd.WriteAtType(w.f, vfd.MemSuper, fbb[:], fs-FBSize); err != nil {
 		return Summary{}, fmt.Errorf("write file block at %d: %w", fs-FBSize, err)
 	}
+	if w.o.sync {
+		if err := w.f.Sync(); err != nil {
+			return Summary{}, fmt.Errorf("sync: %w", err)
+		}
+	}
 	return Summary{FileSize: fs, DataSize: dataSize, Checksum: checksum, BlockSize: bs, Chunks: chunks}, nil
+}
+
+func (w *writer) chunkData(c *ChunkInfo) []byte {
+	if c.Size == 0 {
+		return nil
+	}
+	return w.vars[w.idx[c.VarID]].Data[c.Dptr : c.Dptr+c.Size]
+}
+
+// writeAndHash writes each chunk from the variable's memory to the file
+// while its blocks are hashed alongside (large chunks on worker goroutines).
+func (w *writer) writeAndHash(chunks []ChunkInfo, bs uint32) error {
+	for i := range chunks {
+		c := &chunks[i]
+		data := w.chunkData(c)
+		var done chan struct{}
+		if !w.o.noHash {
+			if len(data) >= parallelMin {
+				done = make(chan struct{})
+				go func() {
+					hashBlocks(data, bs, c.BlockHashes, w.o.workers)
+					close(done)
+				}()
+			} else {
+				hashBlocks(data, bs, c.BlockHashes, 1)
+			}
+		}
+		var err error
+		if len(data) > 0 {
+			_, err = vfd.WriteAtType(w.f, vfd.MemDraw, data, c.Fptr)
+		}
+		if done != nil {
+			<-done
+		}
+		if err != nil {
+			return fmt.Errorf("write var %d chunk %d at %d: %w", c.VarID, i, c.Fptr, err)
+		}
+		if !w.o.noHash {
+			c.Hash = chunkHash(c.Size, bs, c.BlockHashes)
+		}
+	}
+	return nil
+}
+
+// writeDataThenHash (WithSync) writes every chunk, then flushes the data
+// to the device while it hashes the chunks from memory, so the device
+// time hides the hashing time. The caller writes the metadata and the file
+// block after it returns: they become durable only after the data.
+func (w *writer) writeDataThenHash(chunks []ChunkInfo, bs uint32) error {
+	for i := range chunks {
+		c := &chunks[i]
+		if c.Size == 0 {
+			continue
+		}
+		if _, err := vfd.WriteAtType(w.f, vfd.MemDraw, w.chunkData(c), c.Fptr); err != nil {
+			return fmt.Errorf("write var %d chunk %d at %d: %w", c.VarID, i, c.Fptr, err)
+		}
+	}
+	synced := make(chan error, 1)
+	go func() { synced <- w.f.Sync() }()
+	if !w.o.noHash {
+		for i := range chunks {
+			c := &chunks[i]
+			hashBlocks(w.chunkData(c), bs, c.BlockHashes, w.o.workers)
+			c.Hash = chunkHash(c.Size, bs, c.BlockHashes)
+		}
+	}
+	if err := <-synced; err != nil {
+		return fmt.Errorf("sync data: %w", err)
+	}
+	return nil
 }
