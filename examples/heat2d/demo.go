@@ -257,8 +257,10 @@ func demo(o *options, out io.Writer) error {
 		default:
 			fmt.Fprintf(out, "  restarted (%s) from checkpoint %s (L%s) at iteration %s\n", s.kv["status"], s.kv["id"], s.kv["level"], s.kv["iter"])
 			if o.loseNode >= 0 {
-				nodeDir := filepath.Join(o.dir, "local", fmt.Sprintf("node%04d", o.loseNode))
-				fmt.Fprintf(out, "  node%04d's local storage holds %d files again (rebuilt from the L%s redundancy, then new checkpoints)\n", o.loseNode, countFiles(nodeDir), s.kv["level"])
+				counts := strings.Split(s.kv["nodefiles"], ",")
+				if o.loseNode < len(counts) {
+					fmt.Fprintf(out, "  rebuilt %s files onto node%04d's empty storage from the L%s redundancy before the solver resumed\n", counts[o.loseNode], o.loseNode, s.kv["level"])
+				}
 			}
 		}
 		printCheckpoints(out, l2.checkpoints)

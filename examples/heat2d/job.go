@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -102,7 +104,7 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 	if err != nil {
 		return nil, err
 	}
-	opts := []ckpt.Option{ckpt.WithLogger(logger), ckpt.WithLevels(availableLevels()...)}
+	opts := []ckpt.Option{ckpt.WithLogger(logger)}
 	if o.globalLatency > 0 || o.ioLatency > 0 {
 		slow := func(d time.Duration) vfd.Driver {
 			if d <= 0 {
@@ -139,8 +141,18 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 		res.RestartID, res.RestartLvl = m.ID, int(m.Level)
 	}
 	res.StartIter = iter[0]
+	if err := c.Barrier(); err != nil {
+		return nil, err
+	}
 	if c.Rank() == 0 {
-		ev.emit("start status=%s id=%d level=%d iter=%d", res.Status, res.RestartID, res.RestartLvl, iter[0])
+		// Files per node right after recovery: a lost node's count shows
+		// what Init rebuilt onto it.
+		local, _, _ := areas(o.dir)
+		counts := make([]string, o.nodes)
+		for n := range counts {
+			counts[n] = strconv.Itoa(countFiles(filepath.Join(local, fmt.Sprintf("node%04d", n))))
+		}
+		ev.emit("start status=%s id=%d level=%d iter=%d nodefiles=%s", res.Status, res.RestartID, res.RestartLvl, iter[0], strings.Join(counts, ","))
 	}
 	traj, err := openTrajectory(c, o, iter[0])
 	if err != nil {

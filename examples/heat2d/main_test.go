@@ -42,8 +42,13 @@ func TestDemoKillRestartIsBitIdentical(t *testing.T) {
 	err := demo(o, &out)
 	require.NoError(t, err, out.String())
 	report := out.String()
-	assert.Contains(t, report, "killed with SIGKILL during checkpoint 2 (L1) at iteration 100\n")
-	assert.Contains(t, report, "restarted (restart) from checkpoint 1 (L1) at iteration 50")
+	// Levels L1, L2, L3, L4 in turn; killed inside the L4 checkpoint; node 2
+	// lost; the restart comes from L3 and Reed-Solomon rebuilds node 2.
+	assert.Contains(t, report, "levels [1 2 3 4]")
+	assert.Contains(t, report, "killed with SIGKILL during checkpoint 4 (L4) at iteration 200\n")
+	assert.Contains(t, report, "lost node: deleted node0002's local storage")
+	assert.Contains(t, report, "restarted (restart) from checkpoint 3 (L3) at iteration 150")
+	assert.Contains(t, report, "rebuilt 2 files onto node0002's empty storage from the L3 redundancy")
 	assert.Contains(t, report, "restarted (restart) from checkpoint")
 	assert.Contains(t, report, "bit-identical to the uninterrupted run (1280 values)")
 	assert.True(t, strings.HasSuffix(strings.TrimSpace(report), "OK"), report)
@@ -69,6 +74,17 @@ func TestDemoKillRestartIsBitIdentical(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, final, stitched)
 	assert.Len(t, s.Files(), 5)
+}
+
+func TestDemoL1OnlyRestartsFromOlderCheckpoint(t *testing.T) {
+	o := smallOptions(t, "-io-latency", "30ms", "-levels", "1")
+	var out bytes.Buffer
+	require.NoError(t, demo(o, &out), out.String())
+	report := out.String()
+	assert.Contains(t, report, "killed with SIGKILL during checkpoint 2 (L1) at iteration 100\n")
+	assert.NotContains(t, report, "lost node", "L1 cannot survive a lost node, so none is lost")
+	assert.Contains(t, report, "restarted (restart) from checkpoint 1 (L1) at iteration 50")
+	assert.Contains(t, report, "bit-identical")
 }
 
 func TestParseFlagsRejectsBadInput(t *testing.T) {
