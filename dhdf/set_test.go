@@ -324,3 +324,16 @@ func TestNotASet(t *testing.T) {
 	_, err = Open("absent.h5", Options{Driver: c})
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
+
+// TestDocRowLayouts pins the table row layouts stated in docs/format/dhdf.md.
+func TestDocRowLayouts(t *testing.T) {
+	assert.Equal(t, uint32(514), fileInfoType.Size)
+	assert.Equal(t, []uint32{0, 4, 259}, []uint32{fileInfoType.Members[0].Offset, fileInfoType.Members[1].Offset, fileInfoType.Members[2].Offset})
+	assert.Equal(t, uint32(515), chunkTableType.Size)
+	assert.Equal(t, []uint32{0, 4, 259, 387}, []uint32{chunkTableType.Members[0].Offset, chunkTableType.Members[1].Offset, chunkTableType.Members[2].Offset, chunkTableType.Members[3].Offset})
+	rows := encodeChunkTable([]Chunk{{FileID: 3, Name: "c", Origin: []uint64{5, 6}, Dims: []uint64{7, 8}}})
+	require.Len(t, rows, 515)
+	assert.Equal(t, []byte{3, 0, 0, 0, 'c', 0}, rows[:6])
+	assert.Equal(t, []byte{7, 0, 0, 0, 8, 0, 0, 0, 0}, rows[259:268])
+	assert.Equal(t, []byte{5, 0, 0, 0, 6, 0, 0, 0, 0}, rows[387:396])
+}

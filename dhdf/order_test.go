@@ -1,0 +1,64 @@
+package dhdf
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// TestWriteOrderAndMemTypes records every write of a set through the
+// fault driver: per file, raw data (MemDraw) first, then the global heap
+// and object headers, and the superblock (MemSuper at offset 0) last,
+// after a Sync; the MHF is created after every AHF was synced.
+func TestWriteOrderAndMemTypes(t *testing.T) {
+	c := vfd.NewCore()
+	type rec struct {
+		kind vfd.OpKind
+		typ  vfd.MemType
+		off  int64
+	}
+	ops := map[string][]rec{}
+	var order []string
+	d := vfd.NewFault(c, vfd.InjectorFunc(func(op vfd.Op) error {
+		switch op.Kind {
+		case vfd.OpWrite, vfd.OpSync:
+			ops[op.Path] = append(ops[op.Path], rec{op.Kind, op.Type, op.Off})
+		case vfd.OpOpen:
+			order = append(order, op.Path)
+		}
+		return nil
+	}))
+	writeTinySet(t, d, "o")
+	for _, name := range []string{"o.1.h5", "o.2.h5", "o.h5"} {
+		rs := ops[name]
+		require.GreaterOrEqual(t, len(rs), 4, name)
+		last := rs[len(rs)-2]
+		assert.Equal(t, rec{vfd.OpWrite, vfd.MemSuper, 0}, last, "%s: superblock is the last write", name)
+		assert.Equal(t, vfd.OpSync, rs[len(rs)-1].kind, "%s: synced after the superblock", name)
+		assert.Equal(t, vfd.OpSync, rs[len(rs)-3].kind, "%s: synced before the superblock", name)
+		seenMeta := false
+		for _, r := range rs[:len(rs)-3] {
+			switch r.typ {
+			case vfd.MemDraw:
+				assert.False(t, seenMeta, "%s: raw data after metadata", name)
+			case vfd.MemOHdr, vfd.MemGHeap:
+				seenMeta = true
+			default:
+				t.Errorf("%s: unexpected write type %v", name, r.typ)
+			}
+		}
+	}
+	// The MHF is opened after both AHFs.
+	require.NotEmpty(t, order)
+	assert.Equal(t, "o.h5", order[len(order)-1])
+	gheap := 0
+	for _, r := range ops["o.h5"] {
+		if r.typ == vfd.MemGHeap {
+			gheap++
+		}
+	}
+	assert.Equal(t, 1, gheap, "the MHF writes one global heap collection")
+}
