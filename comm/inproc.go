@@ -430,22 +430,8 @@ func (p *proc) rendezvous(op string, v any, compute func(in []contrib) any, use 
 		return nil, err
 	}
 	g := p.g
-	g.mu.Lock()
-	r := g.cur
-	r.in[p.rank] = contrib{op: op, v: v}
-	r.arrived++
-	if r.arrived == len(r.in) {
-		if r.cancelled {
-			r.out = abortedError(g.w.err())
-		} else {
-			r.out = computeChecked(r.in, compute)
-		}
-		r.computed = true
-		g.cur = newRound(len(r.in))
-		g.mu.Unlock()
-		close(r.done)
-	} else {
-		g.mu.Unlock()
+	r, last := g.arrive(p.rank, contrib{op: op, v: v}, compute)
+	if !last {
 		if err := g.w.wait(r.done); err != nil {
 			g.mu.Lock()
 			if !r.computed {
@@ -466,6 +452,30 @@ func (p *proc) rendezvous(op string, v any, compute func(in []contrib) any, use 
 		r.release.Wait()
 	}
 	return r.out, nil
+}
+
+// arrive hands in one rank's contribution to the current round. The last
+// rank to arrive computes the result (an ErrAborted error when the round
+// was cancelled), starts the next round and wakes the others.
+func (g *group) arrive(rank int, c contrib, compute func([]contrib) any) (r *round, last bool) {
+	g.mu.Lock()
+	r = g.cur
+	r.in[rank] = c
+	r.arrived++
+	if r.arrived < len(r.in) {
+		g.mu.Unlock()
+		return r, false
+	}
+	if r.cancelled {
+		r.out = abortedError(g.w.err())
+	} else {
+		r.out = computeChecked(r.in, compute)
+	}
+	r.computed = true
+	g.cur = newRound(len(r.in))
+	g.mu.Unlock()
+	close(r.done)
+	return r, true
 }
 
 func computeChecked(in []contrib, compute func([]contrib) any) any {
