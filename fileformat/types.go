@@ -224,11 +224,11 @@ func WithBlockSize(n int) Option {
 // file without verifying the data, and Verify refuses it with ErrUnhashed.
 func WithoutHash() Option { return func(o *options) { o.noHash = true } }
 
-// WithSync makes Write durable: it writes the data, then syncs it while it
-// hashes the chunks (the device's flush time hides the hashing time), then
-// writes the metadata and the file block and syncs again. The file block
-// is thus never durable before the data it describes. Without it Write
-// hashes alongside the writes and leaves syncing to the caller.
+// WithSync makes Write durable: after writing the data it syncs it while
+// the hashing (which runs alongside the writes) finishes, so the device's
+// flush time hides the hashing time; then it writes the metadata and the
+// file block and syncs again. The file block is thus never durable before
+// the data it describes. Without it Write leaves syncing to the caller.
 func WithSync() Option { return func(o *options) { o.sync = true } }
 
 // WithHashWorkers sets how many goroutines hash in parallel (default

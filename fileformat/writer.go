@@ -122,11 +122,7 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 		return Summary{}, fmt.Errorf("write header: %w", err)
 	}
 
-	if w.o.sync {
-		if err := w.writeDataThenHash(chunks, bs); err != nil {
-			return Summary{}, err
-		}
-	} else if err := w.writeAndHash(chunks, bs); err != nil {
+	if err := w.writeData(chunks, bs); err != nil {
 		return Summary{}, err
 	}
 	var checksum [HashSize]byte
@@ -214,66 +210,43 @@ func (w *writer) chunkData(c *ChunkInfo) []byte {
 	return w.vars[w.idx[c.VarID]].Data[c.Dptr : c.Dptr+c.Size]
 }
 
-// writeAndHash writes each chunk from the variable's memory to the file
-// while its blocks are hashed alongside (large chunks on worker goroutines).
-func (w *writer) writeAndHash(chunks []ChunkInfo, bs uint32) error {
-	for i := range chunks {
-		c := &chunks[i]
-		data := w.chunkData(c)
-		var done chan struct{}
-		if !w.o.noHash {
-			if len(data) >= parallelMin {
-				done = make(chan struct{})
-				go func() {
-					hashBlocks(data, bs, c.BlockHashes, w.o.workers)
-					close(done)
-				}()
-			} else {
-				hashBlocks(data, bs, c.BlockHashes, 1)
+// writeData writes every chunk from the variable's memory to the file
+// while a goroutine hashes the chunks from the same memory (blocks of
+// large chunks spread over the hash workers). With WithSync it then syncs
+// the data while the hashing finishes, so the device's flush time hides
+// the hashing time; the caller writes the metadata and the file block
+// afterwards, so they become durable only after the data.
+func (w *writer) writeData(chunks []ChunkInfo, bs uint32) error {
+	var hashed chan struct{}
+	if !w.o.noHash {
+		hashed = make(chan struct{})
+		go func() {
+			defer close(hashed)
+			for i := range chunks {
+				c := &chunks[i]
+				hashBlocks(w.chunkData(c), bs, c.BlockHashes, w.o.workers)
+				c.Hash = chunkHash(c.Size, bs, c.BlockHashes)
 			}
-		}
-		var err error
-		if len(data) > 0 {
-			_, err = vfd.WriteAtType(w.f, vfd.MemDraw, data, c.Fptr)
-		}
-		if done != nil {
-			<-done
-		}
-		if err != nil {
-			return fmt.Errorf("write var %d chunk %d at %d: %w", c.VarID, i, c.Fptr, err)
-		}
-		if !w.o.noHash {
-			c.Hash = chunkHash(c.Size, bs, c.BlockHashes)
-		}
+		}()
 	}
-	return nil
-}
-
-// writeDataThenHash (WithSync) writes every chunk, then flushes the data
-// to the device while it hashes the chunks from memory, so the device
-// time hides the hashing time. The caller writes the metadata and the file
-// block after it returns: they become durable only after the data.
-func (w *writer) writeDataThenHash(chunks []ChunkInfo, bs uint32) error {
+	var err error
 	for i := range chunks {
 		c := &chunks[i]
 		if c.Size == 0 {
 			continue
 		}
-		if _, err := vfd.WriteAtType(w.f, vfd.MemDraw, w.chunkData(c), c.Fptr); err != nil {
-			return fmt.Errorf("write var %d chunk %d at %d: %w", c.VarID, i, c.Fptr, err)
+		if _, werr := vfd.WriteAtType(w.f, vfd.MemDraw, w.chunkData(c), c.Fptr); werr != nil {
+			err = fmt.Errorf("write var %d chunk %d at %d: %w", c.VarID, i, c.Fptr, werr)
+			break
 		}
 	}
-	synced := make(chan error, 1)
-	go func() { synced <- w.f.Sync() }()
-	if !w.o.noHash {
-		for i := range chunks {
-			c := &chunks[i]
-			hashBlocks(w.chunkData(c), bs, c.BlockHashes, w.o.workers)
-			c.Hash = chunkHash(c.Size, bs, c.BlockHashes)
+	if err == nil && w.o.sync {
+		if serr := w.f.Sync(); serr != nil {
+			err = fmt.Errorf("sync data: %w", serr)
 		}
 	}
-	if err := <-synced; err != nil {
-		return fmt.Errorf("sync data: %w", err)
+	if hashed != nil {
+		<-hashed
 	}
-	return nil
+	return err
 }
