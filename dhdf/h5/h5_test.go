@@ -234,3 +234,23 @@ func TestLongLinkName(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []byte{5}, d)
 }
+
+func TestVDSNamesWithPercent(t *testing.T) {
+	f, err := vfd.CreateTrunc(vfd.NewCore(), "x.h5")
+	require.NoError(t, err)
+	w := NewWriter(f)
+	m := Mapping{File: "fam-%d.1.h5", Dataset: "/a%b", Start: []uint64{0}, Count: []uint64{2}}
+	_, err = w.Root().CreateVirtual("v", Int8, []uint64{2}, nil, []Mapping{m})
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	blk := encodeVDSBlock([]Mapping{m})
+	assert.True(t, bytes.Contains(blk, []byte("fam-%%d.1.h5\x00/a%%b\x00")), "'%%' escaped for libhdf5")
+	sz, _ := f.Size()
+	r, err := Open(f, sz, "x.h5")
+	require.NoError(t, err)
+	v, err := r.Lookup("v")
+	require.NoError(t, err)
+	assert.Equal(t, []Mapping{m}, v.Virtual)
+	_, ok := unescapeVDSName("src-%b.h5")
+	assert.False(t, ok, "%%b block substitution is outside the profile")
+}

@@ -554,6 +554,12 @@ func decodeVDSBlock(b []byte) ([]Mapping, error) {
 		if m.Dataset, p, ok = cstring(p); !ok {
 			return nil, fmt.Errorf("%w: mapping source dataset", ErrCorrupt)
 		}
+		if m.File, ok = unescapeVDSName(m.File); !ok {
+			return nil, fmt.Errorf("%w: source file name %q uses %%b substitution", ErrUnsupported, m.File)
+		}
+		if m.Dataset, ok = unescapeVDSName(m.Dataset); !ok {
+			return nil, fmt.Errorf("%w: source dataset name %q uses %%b substitution", ErrUnsupported, m.Dataset)
+		}
 		if len(p) < 16 || binary.LittleEndian.Uint32(p) != selAll || binary.LittleEndian.Uint32(p[4:]) != 1 || binary.LittleEndian.Uint64(p[8:]) != 0 {
 			return nil, fmt.Errorf("%w: source selection is not ALL", ErrUnsupported)
 		}
@@ -674,4 +680,26 @@ func (l Link) ObjectAttrs() []Attribute {
 		return nil
 	}
 	return l.Object.Attrs
+}
+
+// unescapeVDSName turns "%%" back into '%'; any other '%' sequence (the
+// "%b" block substitution) is outside the profile.
+func unescapeVDSName(s string) (string, bool) {
+	if !strings.Contains(s, "%") {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == '%' {
+			b.WriteByte('%')
+			i++
+			continue
+		}
+		return "", false
+	}
+	return b.String(), true
 }

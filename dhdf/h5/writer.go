@@ -228,9 +228,11 @@ func encodeVDSBlock(ms []Mapping) []byte {
 	b := []byte{0}
 	b = le64(b, uint64(len(ms)))
 	for _, m := range ms {
-		b = append(b, m.File...)
+		// libhdf5 expands printf-like "%b" in source names; "%%" is a
+		// literal '%' (family-driver patterns contain one).
+		b = append(b, strings.ReplaceAll(m.File, "%", "%%")...)
 		b = append(b, 0)
-		b = append(b, m.Dataset...)
+		b = append(b, strings.ReplaceAll(m.Dataset, "%", "%%")...)
 		b = append(b, 0)
 		b = encodeSelection(b, nil, nil)
 		b = encodeSelection(b, m.Start, m.Count)
