@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/levels"
@@ -136,6 +137,10 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (*Runtime, error) {
 		o.now = time.Now
 	}
 	cfg = cfg.withDefaults()
+	// verbosity: 1 debug, 2 info, 3 warnings, 4 errors.
+	if lvl := zapcore.Level(min(max(cfg.Verbosity, 1), 4) - 2); lvl > zapcore.DebugLevel {
+		o.logger = o.logger.WithOptions(zap.IncreaseLevel(lvl))
+	}
 	r := &Runtime{cfg: cfg, c: c, log: o.logger.With(zap.Int("rank", c.Rank())), now: o.now, vars: map[int]*variable{}}
 	if c.Rank() == 0 {
 		for _, w := range cfg.Warnings {

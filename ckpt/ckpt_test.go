@@ -25,6 +25,7 @@ func testConfig(root string, nodeSize int) Config {
 	c.GlblDir = filepath.Join(root, "global")
 	c.MetaDir = filepath.Join(root, "meta")
 	c.LocalTest = true
+	c.BlockSize = 16 << 10 // small transfers: tests move kilobytes
 	return c
 }
 

@@ -97,16 +97,35 @@ func recoverAll(t *testing.T, n int, cfg Config, d vfd.Driver) ([]int, error) {
 // checkpoint and checks that a restart recovers exactly the previous
 // committed checkpoint or exactly the new one, on every rank.
 func TestCrashAtEveryOp(t *testing.T) {
+	type tc struct {
+		n, level int
+		crash    bool
+	}
+	var cases []tc
 	for _, n := range []int{1, 4, 8} {
-		for _, crash := range []bool{true, false} {
-			if n == 8 && !crash {
-				continue // the fail mode is covered by 1 and 4 ranks; keep the suite fast
-			}
-			name := fmt.Sprintf("ranks=%d/crash=%v", n, crash)
+		cases = append(cases, tc{n, 1, true})
+		if n < 8 {
+			cases = append(cases, tc{n, 1, false}) // 8 ranks: crash mode only, to keep the suite fast
+		}
+	}
+	for _, l := range []int{2, 3, 4} {
+		cases = append(cases, tc{4, l, true}, tc{4, l, false})
+	}
+	for _, tc := range cases {
+		n, level, crash := tc.n, tc.level, tc.crash
+		{
+			name := fmt.Sprintf("ranks=%d/L%d/crash=%v", n, level, crash)
 			t.Run(name, func(t *testing.T) {
 				cfg := testConfig("/", min(n, 2))
+				if level == 2 || level == 3 {
+					cfg.NodeSize, cfg.GroupSize = 1, 2
+				}
 				outcomes := map[string]int{}
-				for k := 0; ; k++ {
+				stride := 1
+				if raceEnabled && (level > 1 || n > 4) {
+					stride = 7 // every 7th op under -race; every op otherwise
+				}
+				for k := 0; ; k += stride {
 					core := vfd.NewCore()
 					// Run 1 commits version 1.
 					require.NoError(t, comm.Run(n, func(c comm.Comm) error {
@@ -119,7 +138,7 @@ func TestCrashAtEveryOp(t *testing.T) {
 						if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
 							return err
 						}
-						return r.Checkpoint(1, 1)
+						return r.Checkpoint(1, level)
 					}))
 					inj := &crashInjector{core: core, crash: crash, k: k}
 					inj.base.Store(-1)
@@ -145,7 +164,7 @@ func TestCrashAtEveryOp(t *testing.T) {
 						if err := c.Barrier(); err != nil {
 							return err
 						}
-						err = r.Checkpoint(2, 1)
+						err = r.Checkpoint(2, level)
 						mu.Lock()
 						ckptErrs = append(ckptErrs, err)
 						mu.Unlock()
