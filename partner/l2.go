@@ -31,7 +31,7 @@ func CopyToPartner(c comm.Comm, t *Topology, o Options, own FileInfo, copyTo Ref
 	me := c.Rank()
 	right, left := t.Right(me), t.Left(me)
 	o.log().Debug("partner copy", zap.Int("rank", me), zap.Int("right", right), zap.Int("left", left), zap.Int64("size", own.Size))
-	size, h, err := stream(c, right, left, tagCopy, o.block(), streamEnd{out: &own, in: &copyTo, inOwner: left, learn: true})
+	size, h, err := stream(c, right, left, tagCopy, o, streamEnd{out: &own, in: &copyTo, inOwner: left, learn: true})
 	if err != nil {
 		return Copy{}, fmt.Errorf("partner copy (rank %d -> %d, from %d): %w", me, right, left, err)
 	}
@@ -122,7 +122,7 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 		if needOwn {
 			e.in, e.inSize, e.inHash = &tmp, own.Size, own.Hash
 		}
-		if _, _, err := stream(c, left, right, tagRestoreOwn, bs, e); err != nil {
+		if _, _, err := stream(c, left, right, tagRestoreOwn, o, e); err != nil {
 			errs = append(errs, fmt.Errorf("restore data of rank %d from rank %d: %w", me, right, err))
 		} else if needOwn {
 			if err := publish(own.Driver, tmp.Path, own.Path); err != nil {
@@ -145,7 +145,7 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 		if needHeld {
 			e.in, e.inSize, e.inHash = &tmp, held.Size, held.Hash
 		}
-		if _, _, err := stream(c, right, left, tagRestoreHeld, bs, e); err != nil {
+		if _, _, err := stream(c, right, left, tagRestoreHeld, o, e); err != nil {
 			errs = append(errs, fmt.Errorf("re-send data of rank %d to rank %d: %w", left, me, err))
 		} else if needHeld {
 			if err := publish(held.Driver, tmp.Path, held.Path); err != nil {

@@ -107,21 +107,21 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 			errs = append(errs, err)
 		}
 	}
-	src, err := data.Driver.Open(data.Path, vfd.ReadOnly)
+	// read-ahead (hashing the data as it goes) and write-behind (hashing the parity)
+	src, err := openSource(data, bs, true)
 	if err != nil {
 		fail(fmt.Errorf("open data %s: %w", data.Path, err))
 		src = nil
 	}
-	var out vfd.File
+	var out *sink
 	holds := g < m
 	if holds {
-		out, err = vfd.CreateTrunc(parityTo.Driver, parityTo.Path)
+		out, err = createSink(parityTo, bs)
 		if err != nil {
 			fail(fmt.Errorf("create parity %s: %w", parityTo.Path, err))
 			out = nil
 		}
 	}
-	dh, ph, fh := blake3.New(), blake3.New(), blake3.New()
 	own := make([]byte, bs)
 	partial := make([][]byte, m)
 	for j := range partial {
@@ -129,28 +129,29 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	}
 	recv := make([]byte, bs)
 	right, left := (g+1)%k, (g+k-1)%k
+	p := make([][]byte, m)
 	for off := int64(0); off < padded; off += int64(bs) {
 		n := int(min(int64(bs), padded-off))
 		blk := own[:n]
-		if src != nil {
-			if err := encode.ReadBlock(src, data.Size, blk, off); err != nil {
-				fail(fmt.Errorf("read data %s: %w", data.Path, err))
-				src.Close()
-				src = nil
-				clear(blk)
-			} else if off < data.Size {
-				dh.Write(blk[:min(int64(n), data.Size-off)])
-			}
-		} else {
-			clear(blk)
+		var got []byte
+		if src != nil && off < data.Size {
+			got = src.next()
 		}
-		p := make([][]byte, m)
+		if len(got) == n {
+			blk = got
+		} else {
+			copy(blk, got)
+			clear(blk[len(got):])
+		}
 		for j := range p {
 			p[j] = partial[j][:n]
 			clear(p[j])
 		}
 		if err := code.AddData(blk, g, p); err != nil {
 			fail(err)
+		}
+		if got != nil {
+			src.release(got)
 		}
 		// reduce-scatter around the ring: at step s send the running sum of
 		// parity (g-s-1) mod k to the right, receive (g-s-2) mod k from the left.
@@ -165,34 +166,32 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 				rb = recv[:n]
 			}
 			got, err := gc.Sendrecv(send, right, tagEncode, rb, left, tagEncode)
+			if err == nil && ri < m && got != n {
+				err = fmt.Errorf("%w: L3 encode: %d-byte block from group rank %d, want %d", ErrBadArgument, got, left, n)
+			}
 			if err != nil {
+				if src != nil {
+					src.close()
+				}
+				if out != nil {
+					out.abandon(parityTo.Driver)
+				}
 				return Parity{}, errors.Join(append(errs, fmt.Errorf("L3 encode exchange at %d: %w", off, err))...)
 			}
 			if ri < m {
-				if got != n {
-					return Parity{}, errors.Join(append(errs, fmt.Errorf("%w: L3 encode: %d-byte block from group rank %d, want %d", ErrBadArgument, got, left, n))...)
-				}
 				encode.XOR(p[ri], rb)
 			}
 		}
-		if holds {
-			ph.Write(p[g])
-			fh.Write(p[g])
-			if out != nil {
-				if _, err := out.WriteAt(p[g], off); err != nil {
-					fail(fmt.Errorf("write parity %s at %d: %w", parityTo.Path, off, err))
-					out.Close()
-					_ = parityTo.Driver.Remove(parityTo.Path)
-					out = nil
-				}
-			}
+		if out != nil {
+			b := out.buffer()
+			copy(b, p[g])
+			out.put(b[:n])
 		}
 	}
 	if src != nil {
-		fail(src.Close())
-		var h encode.Hash
-		copy(h[:], dh.Sum(nil))
-		if h != data.Hash {
+		h, _, err := src.close()
+		fail(err)
+		if err == nil && h != data.Hash {
 			fail(&CorruptionError{Path: data.Path, Rank: c.Rank(), Err: fmt.Errorf("%w: data changed before encoding", ErrHashMismatch)})
 		}
 	}
@@ -200,24 +199,17 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 		return Parity{Index: g}, errors.Join(errs...)
 	}
 	hdr := &encode.ParityHeader{K: k, M: m, Index: g, Padded: padded, Sizes: sizes, Hashes: hashes}
-	copy(hdr.Payload[:], ph.Sum(nil))
 	res := Parity{Held: true, Index: g, Header: hdr}
 	if out != nil {
-		b, err := hdr.Marshal()
-		if err == nil {
-			fh.Write(b)
-			_, err = out.WriteAt(b, padded)
-		}
-		if err == nil {
-			err = out.Sync()
-		}
-		err = errors.Join(err, out.Close())
+		_, whole, size, err := out.finishWith(func(body encode.Hash) ([]byte, error) {
+			hdr.Payload = body
+			return hdr.Marshal()
+		})
 		if err != nil {
 			fail(fmt.Errorf("finish parity %s: %w", parityTo.Path, err))
 			_ = parityTo.Driver.Remove(parityTo.Path)
 		}
-		res.Size = padded + int64(len(b))
-		copy(res.Hash[:], fh.Sum(nil))
+		res.Size, res.Hash = size, whole
 	}
 	return res, errors.Join(errs...)
 }
@@ -354,7 +346,7 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, m int, data, parity FileI
 			fail(err)
 		}
 	}
-	dh, ph, fh := blake3.New(), blake3.New(), blake3.New()
+	dh, fh := blake3.New(), blake3.New()
 	slot := 2 * bs
 	send := make([]byte, slot)
 	recv := make([]byte, slot*k)
@@ -401,7 +393,6 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, m int, data, parity FileI
 			}
 		}
 		if pout != nil {
-			ph.Write(shards[k+g])
 			fh.Write(shards[k+g])
 			if _, err := pout.WriteAt(shards[k+g], off); err != nil {
 				fail(err)
@@ -438,7 +429,7 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, m int, data, parity FileI
 	}
 	if pout != nil {
 		hdr := &encode.ParityHeader{K: k, M: m, Index: g, Padded: padded, Sizes: sizes, Hashes: hashes}
-		copy(hdr.Payload[:], ph.Sum(nil))
+		copy(hdr.Payload[:], fh.Sum(nil))
 		b, err := hdr.Marshal()
 		if err == nil {
 			fh.Write(b)

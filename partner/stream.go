@@ -42,6 +42,11 @@ type Options struct {
 	BlockSize int
 	// Logger receives debug lines; nil means none.
 	Logger *zap.Logger
+	// SkipSourceHash drops the sender's own BLAKE3 pass over the file it
+	// sends. The receiver still hashes what it wrote and compares it with
+	// the sender's recorded hash, which catches a damaged source as well,
+	// only one step later; this saves a hash pass on CPU-starved nodes.
+	SkipSourceHash bool
 }
 
 func (o Options) block() int {
@@ -114,7 +119,7 @@ type source struct {
 	err   error // set by the reader goroutine before closing ready
 }
 
-func openSource(fi FileInfo, bs int) (*source, error) {
+func openSource(fi FileInfo, bs int, hash bool) (*source, error) {
 	f, err := fi.Driver.Open(fi.Path, vfd.ReadOnly)
 	if err != nil {
 		return nil, err
@@ -127,7 +132,10 @@ func openSource(fi FileInfo, bs int) (*source, error) {
 		f.Close()
 		return nil, err
 	}
-	s := &source{f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: blake3.New()}
+	s := &source{f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{})}
+	if hash {
+		s.h = blake3.New()
+	}
 	for range 3 {
 		s.free <- make([]byte, bs)
 	}
@@ -152,7 +160,9 @@ func (s *source) run() {
 			s.err = fmt.Errorf("read %s at %d: %w", s.f.Name(), off, err)
 			return
 		}
-		s.h.Write(buf[:n])
+		if s.h != nil {
+			s.h.Write(buf[:n])
+		}
 		select {
 		case s.ready <- buf[:n]:
 		case <-s.done:
@@ -172,14 +182,17 @@ func (s *source) next() []byte {
 
 func (s *source) release(b []byte) { s.free <- b[:cap(b)] }
 
-// close stops the reader and returns its error and the hash of all bytes read.
-func (s *source) close() (encode.Hash, error) {
+// close stops the reader and returns its error and the hash of all bytes
+// read (false when it did not hash).
+func (s *source) close() (encode.Hash, bool, error) {
 	close(s.done)
 	for range s.ready {
 	}
 	var h encode.Hash
-	copy(h[:], s.h.Sum(nil))
-	return h, errors.Join(s.err, s.f.Close())
+	if s.h != nil {
+		copy(h[:], s.h.Sum(nil))
+	}
+	return h, s.h != nil, errors.Join(s.err, s.f.Close())
 }
 
 // sink writes blocks at increasing offsets with a writer goroutine, hashes
@@ -232,16 +245,34 @@ func (s *sink) put(b []byte) { s.work <- b }
 // finish waits for the writes, syncs and closes the file, and returns the
 // hash and size of what was written.
 func (s *sink) finish() (encode.Hash, int64, error) {
+	_, h, size, err := s.finishWith(nil)
+	return h, size, err
+}
+
+// finishWith waits for the writes, then, if tail is not nil, appends the
+// bytes tail returns for the hash of what was written so far; it syncs
+// and closes the file and returns the hash before the tail, the hash of
+// the whole file and its size.
+func (s *sink) finishWith(tail func(body encode.Hash) ([]byte, error)) (body, whole encode.Hash, size int64, err error) {
 	close(s.work)
 	<-s.done
-	err := s.err
+	err = s.err
+	copy(body[:], s.h.Sum(nil))
+	if err == nil && tail != nil {
+		var b []byte
+		if b, err = tail(body); err == nil {
+			if _, err = s.f.WriteAt(b, s.off); err == nil {
+				s.h.Write(b)
+				s.off += int64(len(b))
+			}
+		}
+	}
 	if err == nil {
 		err = s.f.Sync()
 	}
 	err = errors.Join(err, s.f.Close())
-	var h encode.Hash
-	copy(h[:], s.h.Sum(nil))
-	return h, s.off, err
+	copy(whole[:], s.h.Sum(nil))
+	return body, whole, s.off, err
 }
 
 // abandon closes and removes a sink after a failure.
@@ -271,11 +302,13 @@ func publish(d vfd.Driver, tmp, final string) error {
 }
 
 // trailer ends every stream: whether the sender's bytes matched their
-// expected hash, the size sent and the hash of the bytes sent.
+// expected hash (or were not hashed), the size sent and the hash of the
+// bytes sent (zero when not hashed).
 type trailer struct {
-	ok   bool
-	size int64
-	hash encode.Hash
+	ok     bool
+	hashed bool
+	size   int64
+	hash   encode.Hash
 }
 
 const trailerLen = 1 + 8 + 32
@@ -283,7 +316,10 @@ const trailerLen = 1 + 8 + 32
 func (t trailer) marshal() []byte {
 	b := make([]byte, trailerLen)
 	if t.ok {
-		b[0] = 1
+		b[0] |= 1
+	}
+	if t.hashed {
+		b[0] |= 2
 	}
 	binary.LittleEndian.PutUint64(b[1:], uint64(t.size))
 	copy(b[9:], t.hash[:])
@@ -295,7 +331,8 @@ func parseTrailer(b []byte) (trailer, bool) {
 		return trailer{}, false
 	}
 	var t trailer
-	t.ok = b[0] == 1
+	t.ok = b[0]&1 != 0
+	t.hashed = b[0]&2 != 0
 	t.size = int64(binary.LittleEndian.Uint64(b[1:]))
 	copy(t.hash[:], b[9:])
 	return t, true
@@ -348,7 +385,8 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 	return nil
 }
 
-func stream(c comm.Comm, dst, src, tag int, bs int, e streamEnd) (recvSize int64, recvHash encode.Hash, err error) {
+func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize int64, recvHash encode.Hash, err error) {
+	bs := o.block()
 	var errs []error
 	if err := exchangeHeader(c, dst, src, tag+1, &e); err != nil {
 		if errors.Is(err, comm.ErrAborted) {
@@ -364,7 +402,7 @@ func stream(c comm.Comm, dst, src, tag int, bs int, e streamEnd) (recvSize int64
 	var outSize int64
 	if e.out != nil {
 		outSize = e.out.Size
-		s, err := openSource(*e.out, bs)
+		s, err := openSource(*e.out, bs, !o.SkipSourceHash)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("open %s for sending: %w", e.out.Path, err))
 		} else {
@@ -443,11 +481,11 @@ func stream(c comm.Comm, dst, src, tag int, bs int, e streamEnd) (recvSize int64
 	// trailers
 	var t trailer
 	if out != nil {
-		h, err := out.close()
-		t = trailer{ok: err == nil && h == e.out.Hash, size: outSize, hash: h}
+		h, hashed, err := out.close()
+		t = trailer{ok: err == nil && (!hashed || h == e.out.Hash), hashed: hashed, size: outSize, hash: h}
 		if err != nil {
 			errs = append(errs, err)
-		} else if h != e.out.Hash {
+		} else if hashed && h != e.out.Hash {
 			errs = append(errs, &CorruptionError{Path: e.out.Path, Rank: c.Rank(), Err: fmt.Errorf("%w: before sending", ErrHashMismatch)})
 		}
 	}
@@ -469,7 +507,7 @@ func stream(c comm.Comm, dst, src, tag int, bs int, e streamEnd) (recvSize int64
 		case err != nil || inBad:
 		case !ok || !rt.ok:
 			errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: sender rank %d reported a bad source", ErrHashMismatch, src)})
-		case size != e.inSize || h != e.inHash || rt.hash != h:
+		case size != e.inSize || h != e.inHash || (rt.hashed && rt.hash != h):
 			errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Offset: size, Err: fmt.Errorf("%w: after receiving", ErrHashMismatch)})
 		}
 		if len(errs) > 0 {

@@ -469,3 +469,61 @@ func TestL3Disruption(t *testing.T) {
 		}
 	}
 }
+
+func TestOfflineRebuild(t *testing.T) {
+	eraseNodes := func(cl *cluster, nodes ...int) {
+		for _, n := range nodes {
+			require.NoError(t, cl.d.RemoveAll(cl.nodeDir(n)))
+		}
+	}
+	t.Run("L2", func(t *testing.T) {
+		cl := newCluster(t, vfd.NewCore(), 16, 4, 4, func(r int) int { return 1000 + 17*r })
+		cl.l2Protect(256)
+		eraseNodes(cl, 0)
+		cl.corrupt(cl.copyPath(10))
+		own, held := make([]FileInfo, 16), make([]FileInfo, 16)
+		for r := range 16 {
+			own[r], held[r] = cl.own(r), cl.held(r)
+		}
+		res, err := RebuildL2Offline(cl.topo, Options{BlockSize: 256}, own, held)
+		require.NoError(t, err)
+		assert.Len(t, res.Paths, 9) // 4 data + 4 copies on the erased node, 1 corrupted copy
+		cl.assertAllGood()
+		for r := range cl.data {
+			assert.True(t, bytes.Equal(cl.data[cl.topo.Left(r)], cl.read(cl.copyPath(r))))
+		}
+		eraseNodes(cl, 1, 2)
+		_, err = RebuildL2Offline(cl.topo, Options{BlockSize: 256}, own, held)
+		require.ErrorIs(t, err, ErrUnrecoverable)
+		assert.Contains(t, err.Error(), "rank 4: data file")
+	})
+	t.Run("L3", func(t *testing.T) {
+		cl := newCluster(t, vfd.NewCore(), 8, 1, 4, func(r int) int { return 1000 + 17*r })
+		par := cl.l3Protect(0, 256)
+		want := map[int][]byte{}
+		for r := range par {
+			want[r] = cl.read(cl.parityPath(r))
+		}
+		data, parity := make([]FileInfo, 8), make([]FileInfo, 8)
+		for r := range 8 {
+			data[r] = cl.own(r)
+			if p, ok := par[r]; ok {
+				parity[r] = FileInfo{Ref: Ref{cl.d, cl.parityPath(r)}, Size: p.Size, Hash: p.Hash}
+			}
+		}
+		eraseNodes(cl, 0, 1, 6)
+		cl.corrupt(cl.dataPath(7))
+		res, err := RebuildL3Offline(cl.topo, Options{BlockSize: 256}, 0, data, parity)
+		require.NoError(t, err)
+		assert.Len(t, res.Paths, 7)
+		cl.assertAllGood()
+		for r, b := range want {
+			assert.True(t, bytes.Equal(b, cl.read(cl.parityPath(r))), "parity %d", r)
+		}
+		eraseNodes(cl, 4, 5, 6)
+		_, err = RebuildL3Offline(cl.topo, Options{BlockSize: 256}, 0, data, parity)
+		require.ErrorIs(t, err, ErrUnrecoverable)
+		assert.Contains(t, err.Error(), "group 1 lost 6 of its 8 files")
+		assert.Contains(t, err.Error(), "data of ranks [4 5 6]")
+	})
+}

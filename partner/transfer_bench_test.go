@@ -1,0 +1,204 @@
+package partner
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+var big = flag.Bool("big", false, "benchmark 256 MiB per rank (run with -benchtime=1x)")
+
+// benchSizes are the per-rank sizes: 4 MiB with -short, 256 MiB with -big,
+// else 64 MiB.
+func benchSizes(b *testing.B) []int {
+	switch {
+	case testing.Short():
+		return []int{4 << 20}
+	case *big:
+		return []int{256 << 20}
+	}
+	return []int{64 << 20}
+}
+
+const benchRanks = 4
+
+type benchWorld struct {
+	dir  string
+	topo *Topology
+	data []byte
+	hash encode.Hash
+}
+
+func newBenchWorld(b *testing.B, size int) *benchWorld {
+	topo, err := NewTopology(benchRanks, 1, benchRanks, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := make([]byte, size)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i+8 <= len(data); i += 8 {
+		v := r.Uint64()
+		for j := range 8 {
+			data[i+j] = byte(v >> (8 * j))
+		}
+	}
+	w := &benchWorld{dir: b.TempDir(), topo: topo, data: data, hash: encode.Sum(data)}
+	for n := range benchRanks {
+		if err := (vfd.Sec2{}).MkdirAll(w.node(n), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return w
+}
+
+func (w *benchWorld) node(n int) string { return path.Join(w.dir, fmt.Sprintf("node%04d", n)) }
+
+// writeSync writes data to name in 8 MiB pieces and fsyncs: the physical
+// reference and the data-write step of a checkpoint.
+func writeSync(name string, data []byte) error {
+	_ = (vfd.Sec2{}).Remove(name) // new files on both sides: no truncation cost
+	f, err := vfd.CreateTrunc(vfd.Sec2{}, name)
+	if err != nil {
+		return err
+	}
+	for off := 0; off < len(data); off += 8 << 20 {
+		if _, err := f.WriteAt(data[off:min(off+8<<20, len(data))], int64(off)); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func parallel(n int, fn func(r int) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for r := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[r] = fn(r) }()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BenchmarkL2 compares an L2 checkpoint (each of 4 ranks writes and syncs
+// its file, then CopyToPartner) with the raw write+fsync of the same bytes
+// (own file plus a copy-sized second file per rank). SetBytes counts the
+// bytes persisted, so MB/s of the two read as a ratio.
+func BenchmarkL2(b *testing.B) {
+	for _, size := range benchSizes(b) {
+		w := newBenchWorld(b, size)
+		name := strconv.Itoa(size>>20) + "MiB"
+		b.Run("raw/"+name, func(b *testing.B) {
+			b.SetBytes(int64(2 * benchRanks * size))
+			for b.Loop() {
+				err := parallel(benchRanks, func(r int) error {
+					if err := writeSync(path.Join(w.node(r), "raw-a"), w.data); err != nil {
+						return err
+					}
+					return writeSync(path.Join(w.node(r), "raw-b"), w.data)
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		for _, skip := range []bool{false, true} {
+			label := "l2/"
+			if skip {
+				label = "l2-skip-source-hash/"
+			}
+			b.Run(label+name, func(b *testing.B) {
+				b.SetBytes(int64(2 * benchRanks * size))
+				var copyTime time.Duration
+				for b.Loop() {
+					err := comm.Run(benchRanks, func(c comm.Comm) error {
+						r := c.Rank()
+						own := path.Join(w.node(r), "data")
+						if err := writeSync(own, w.data); err != nil {
+							return err
+						}
+						_ = (vfd.Sec2{}).Remove(path.Join(w.node(r), "copy"))
+						t0 := time.Now()
+						_, err := CopyToPartner(c, w.topo, Options{BlockSize: 8 << 20, SkipSourceHash: skip},
+							FileInfo{Ref: Ref{vfd.Sec2{}, own}, Size: int64(size), Hash: w.hash}, Ref{vfd.Sec2{}, path.Join(w.node(r), "copy")})
+						if r == 0 {
+							copyTime += time.Since(t0)
+						}
+						return err
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(copyTime.Seconds()/float64(b.N), "copy-s/op")
+			})
+		}
+	}
+}
+
+// BenchmarkL3 compares an L3 checkpoint (write+fsync of each rank's file,
+// then EncodeGroup with k=m=4) with the raw write+fsync of data plus parity.
+func BenchmarkL3(b *testing.B) {
+	for _, size := range benchSizes(b) {
+		w := newBenchWorld(b, size)
+		name := strconv.Itoa(size>>20) + "MiB"
+		b.Run("raw/"+name, func(b *testing.B) {
+			b.SetBytes(int64(2 * benchRanks * size))
+			for b.Loop() {
+				err := parallel(benchRanks, func(r int) error {
+					if err := writeSync(path.Join(w.node(r), "raw-a"), w.data); err != nil {
+						return err
+					}
+					return writeSync(path.Join(w.node(r), "raw-b"), w.data)
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("l3/"+name, func(b *testing.B) {
+			b.SetBytes(int64(2 * benchRanks * size))
+			var encTime time.Duration
+			for b.Loop() {
+				err := comm.Run(benchRanks, func(c comm.Comm) error {
+					r := c.Rank()
+					own := path.Join(w.node(r), "data")
+					if err := writeSync(own, w.data); err != nil {
+						return err
+					}
+					_ = (vfd.Sec2{}).Remove(path.Join(w.node(r), "parity"))
+					t0 := time.Now()
+					_, err := EncodeGroup(c, w.topo, Options{BlockSize: 8 << 20}, 0,
+						FileInfo{Ref: Ref{vfd.Sec2{}, own}, Size: int64(size), Hash: w.hash}, Ref{vfd.Sec2{}, path.Join(w.node(r), "parity")})
+					if r == 0 {
+						encTime += time.Since(t0)
+					}
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(encTime.Seconds()/float64(b.N), "encode-s/op")
+		})
+	}
+}
