@@ -392,3 +392,22 @@ func TestReadRejectsDamage(t *testing.T) {
 		})
 	}
 }
+
+func TestReadIntoReusesMemory(t *testing.T) {
+	name := tmpName(t, "into.gsd")
+	writeThree(t, sec2, name)
+	r, err := Open(sec2, name)
+	require.NoError(t, err)
+	defer r.Close()
+	buf := make([]float32, 0, 8)
+	for f := uint64(0); f < 3; f++ {
+		got, e, err := ReadChunkInto(r, f, "temperature", buf)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(2), e.N)
+		assert.Equal(t, []float32{float32(10 * f), float32(10*f + 1), float32(10*f + 2), float32(10*f + 3)}, got)
+		assert.Same(t, &buf[:1][0], &got[0], "read into the caller's memory")
+	}
+	row, err := ReadRowsInto(r, 1, "temperature", 1, 1, make([]float32, 1))
+	require.NoError(t, err)
+	assert.Equal(t, []float32{12, 13}, row, "grown when too small")
+}

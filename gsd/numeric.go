@@ -69,6 +69,24 @@ func ReadChunk[T Numeric](r *Reader, frame uint64, name string) ([]T, Entry, err
 // ReadRows reads rows [row, row+count) of chunk name in frame as []T
 // (count·M values).
 func ReadRows[T Numeric](r *Reader, frame uint64, name string, row, count uint64) ([]T, error) {
+	return ReadRowsInto[T](r, frame, name, row, count, nil)
+}
+
+// ReadChunkInto is [ReadChunk] reading into dst's memory when its capacity
+// suffices (a new slice otherwise), so a loop over frames allocates once.
+// The result aliases dst.
+func ReadChunkInto[T Numeric](r *Reader, frame uint64, name string, dst []T) ([]T, Entry, error) {
+	e, err := r.ChunkInfo(frame, name)
+	if err != nil {
+		return nil, e, err
+	}
+	out, err := ReadRowsInto(r, frame, name, 0, e.N, dst)
+	return out, e, err
+}
+
+// ReadRowsInto is [ReadRows] reading into dst's memory when its capacity
+// suffices. The result aliases dst.
+func ReadRowsInto[T Numeric](r *Reader, frame uint64, name string, row, count uint64, dst []T) ([]T, error) {
 	e, off, n, err := r.rowSpan(frame, name, row, count)
 	if err != nil {
 		return nil, err
@@ -77,7 +95,13 @@ func ReadRows[T Numeric](r *Reader, frame uint64, name string, row, count uint64
 	if e.Type != t && !(e.Type == TypeCharacter && t.Size() == 1) {
 		return nil, fmt.Errorf("gsd: %s: frame %d, chunk %q is %s, not %s: %w", pathOr(r.path), frame, name, e.Type, t, ErrType)
 	}
-	out := make([]T, n/int64(t.Size()))
+	want := int(n / int64(t.Size()))
+	out := dst[:0]
+	if cap(out) >= want {
+		out = out[:want]
+	} else {
+		out = make([]T, want)
+	}
 	if err := r.readData(rawView(out), off, frame, name); err != nil {
 		return nil, err
 	}

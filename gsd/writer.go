@@ -23,25 +23,25 @@ type Writer struct {
 	o    options
 	log  *zap.Logger
 
-	hdr       Header
-	ids       map[string]uint16
-	nnames    int
-	nameBuf   []byte // the namelist's used bytes (names, each NUL-terminated)
-	nameDisk  int    // bytes of nameBuf known to be on disk
-	used      uint64 // committed index entries
-	eof       int64  // where the next data goes
-	frame     uint64 // current frame number
-	cur       []Entry
-	ended     []Entry // entries of ended, uncommitted frames, sorted
-	pending   int64   // bytes of data in ended, uncommitted frames
-	curBytes  int64
-	wbuf      []byte
-	wbufOff   int64
-	lastSync  time.Time
-	commits   uint64
-	closed    bool
-	sticky    error
-	headerBuf []byte
+	hdr      Header
+	ids      map[string]uint16
+	nnames   int
+	nameBuf  []byte // the namelist's used bytes (names, each NUL-terminated)
+	nameDisk int    // bytes of nameBuf known to be on disk
+	used     uint64 // committed index entries
+	eof      int64  // where the next data goes
+	frame    uint64 // current frame number
+	cur      []Entry
+	ended    []Entry // entries of ended, uncommitted frames, sorted
+	pending  int64   // bytes of data in ended, uncommitted frames
+	curBytes int64
+	wbuf     []byte
+	wbufOff  int64
+	lastSync time.Time
+	commits  uint64
+	closed   bool
+	sticky   error
+	ibuf     []byte // reused for the index entries of a commit
 }
 
 // Create creates a GSD 2.0 file called name through d, with the given
@@ -348,7 +348,10 @@ func (w *Writer) commitInner() error {
 	if len(w.ended) == 0 {
 		return nil
 	}
-	buf := make([]byte, len(w.ended)*entrySize)
+	if cap(w.ibuf) < len(w.ended)*entrySize {
+		w.ibuf = make([]byte, len(w.ended)*entrySize)
+	}
+	buf := w.ibuf[:len(w.ended)*entrySize]
 	for i, e := range w.ended {
 		encodeEntry(buf[i*entrySize:], e)
 	}
