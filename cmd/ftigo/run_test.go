@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/ckpt"
+	"github.com/ftigo/ftigo/comm"
+)
+
+// makeRun writes a run directory like heat2d's: 4 ranks on 4 nodes in one
+// group, an L1 then an L3 checkpoint, and a Finalize that keeps the last
+// one, so the directory is what a restart would find.
+func makeRun(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := ckpt.DefaultConfig()
+	cfg.NodeSize, cfg.GroupSize, cfg.LocalTest, cfg.KeepLastCkpt = 1, 4, true, true
+	cfg.CkptDir, cfg.GlblDir, cfg.MetaDir = filepath.Join(dir, "local"), filepath.Join(dir, "global"), filepath.Join(dir, "meta")
+	err := comm.Run(4, func(c comm.Comm) error {
+		rt, err := ckpt.Init(cfg, c)
+		if err != nil {
+			return err
+		}
+		data := make([]float64, 5000+100*c.Rank())
+		for i := range data {
+			data[i] = float64(c.Rank()*100000 + i)
+		}
+		if err := ckpt.Protect(rt, 1, &data); err != nil {
+			return err
+		}
+		if err := rt.Checkpoint(1, 1); err != nil {
+			return err
+		}
+		if err := rt.Checkpoint(2, 3); err != nil {
+			return err
+		}
+		return rt.Finalize()
+	})
+	require.NoError(t, err)
+	return dir
+}
+
+func ftigo(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func dataFile(t *testing.T, dir string, node int) string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "local", "node000"+string(rune('0'+node)), "ckpt*", "data*.fti"))
+	require.NoError(t, err)
+	require.Len(t, m, 1)
+	return m[0]
+}
+
+func TestInspectVerifyRebuildOnARunDirectory(t *testing.T) {
+	dir := makeRun(t)
+
+	code, out, errs := ftigo("inspect", dir)
+	require.Equal(t, 0, code, errs)
+	assert.Regexp(t, `ckpt0+2\.manifest\s+2\s+L3\s+4\s+4\s+\d+ \S+\s+8/8\s+complete`, out, "the L3 checkpoint superseded the L1 one")
+	assert.NotContains(t, out, "ckpt00000001.manifest")
+
+	code, out, _ = ftigo("verify", dir)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "8/8 files verified")
+
+	// A flipped byte in rank 1's data file: verify fails naming the file and rank.
+	victim := dataFile(t, dir, 1)
+	b, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	b[len(b)/3] ^= 0xff
+	require.NoError(t, os.WriteFile(victim, b, 0o644))
+	code, out, _ = ftigo("verify", dir)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "7/8 files verified")
+	assert.Contains(t, out, "FAIL "+victim+" (data of rank 1)")
+
+	// Offline rebuild repairs it from the Reed-Solomon parity.
+	code, out, errs = ftigo("rebuild", dir)
+	require.Equal(t, 0, code, out+errs)
+	assert.Contains(t, out, "rebuilt checkpoint 2 (L3")
+	assert.Contains(t, out, "8/8 files verified")
+
+	// A whole lost node: inspect reports the damage, rebuild restores it.
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "local", "node0002")))
+	code, out, _ = ftigo("inspect", dir)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "6/8")
+	assert.Contains(t, out, "damaged: 2 of 8 files bad; try ftigo rebuild")
+	code, out, errs = ftigo("rebuild", dir)
+	require.Equal(t, 0, code, out+errs)
+	code, out, _ = ftigo("verify", "--json", dir)
+	require.Equal(t, 0, code, out)
+	var res struct {
+		OK          bool `json:"ok"`
+		Checkpoints []struct {
+			Level  int    `json:"level"`
+			Status string `json:"status"`
+			Files  int    `json:"files"`
+		} `json:"checkpoints"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	assert.True(t, res.OK)
+	require.Len(t, res.Checkpoints, 1)
+	assert.Equal(t, 3, res.Checkpoints[0].Level)
+	assert.Equal(t, "verified", res.Checkpoints[0].Status)
+
+	// Losing three of the group's four nodes is beyond L3's tolerance.
+	for _, n := range []string{"node0000", "node0001", "node0003"} {
+		require.NoError(t, os.RemoveAll(filepath.Join(dir, "local", n)))
+	}
+	code, _, errs = ftigo("rebuild", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "ftigo rebuild:")
+}
+
+func TestRunCommandsUsage(t *testing.T) {
+	for _, c := range []string{"inspect", "verify", "rebuild"} {
+		code, _, errs := ftigo(c)
+		assert.Equal(t, 2, code, c)
+		assert.Contains(t, errs, "usage: ftigo "+c)
+		code, _, errs = ftigo(c, "--help")
+		assert.Equal(t, 0, code, c)
+		assert.Contains(t, errs, "Example:")
+		code, _, errs = ftigo(c, filepath.Join(t.TempDir(), "nope"))
+		assert.Equal(t, 1, code, c)
+		assert.Contains(t, errs, "no such file or directory")
+	}
+	code, _, errs := ftigo("inspect", t.TempDir())
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "is not a run directory")
+}
