@@ -12,6 +12,53 @@
 // ([WriteV], [Preallocate], [WriteAtType]) that fall back when a file lacks
 // them.
 //
+// # Drivers
+//
+//   - [Sec2]: the default. One OS file per name, pread/pwrite restarted on
+//     EINTR and short transfers, fdatasync, fsync of directories.
+//   - [Direct]: like Sec2 but with O_DIRECT. Aligned requests (offset,
+//     length and buffer address multiples of the alignment, see
+//     [AlignedBuffer]) go straight to the device; others go through a
+//     bounce buffer. Where the file system refuses O_DIRECT, Open fails
+//     with an error wrapping [ErrUnsupported].
+//   - [Core]: a whole namespace in memory, with power-loss simulation.
+//     Each file keeps its current bytes and the bytes of its last Sync;
+//     each directory its current entries and those of its last SyncDir.
+//     [Core.CrashClone] returns what a power cut would leave: from the
+//     root down, each directory's synced entries, each file's synced
+//     bytes. So a file created or renamed without a later SyncDir of its
+//     directory is gone (or back under its old name), a file never synced
+//     is empty, and a directory made by MkdirAll survives only once its
+//     parent has been synced. Files are held in copy-on-write pages, so
+//     Sync and CrashClone cost a page table, not a copy. [WithBacking]
+//     writes each file's image to another driver on Sync and Close, as
+//     HDF5's core driver with a backing store.
+//   - [Fault]: wraps any driver and fails chosen operations: the Nth of a
+//     kind ([OnNth]), the one with a global index ([OnIndex]), those on a
+//     path glob ([OnPath]), torn writes ([ShortWrite]), delays ([Latency]),
+//     or any [InjectorFunc]. Injected errors match [ErrInjected] and the
+//     chosen errno. [Fault.Ops] numbers every operation, for tests that
+//     fail (or crash-clone a Core) at op k for every k.
+//   - [Log]: wraps any driver and traces every operation with zap (op,
+//     path, offset, size, memory type, duration, error) and counts them
+//     ([Log.Stats]).
+//   - [Stdio]: wraps any driver with a write-back buffer per file that
+//     coalesces sequential writes.
+//   - [Family]: one address space over fixed-size member files named by a
+//     printf pattern ("data-%05d.bin"), byte-compatible with libhdf5's
+//     family driver; opening an existing family discovers its member size
+//     and rejects inconsistent members with [ErrFamilyMismatch].
+//   - [Split]: metadata and raw data of one address space in two files
+//     ("-m.h5" and "-r.h5") chosen by the memory-type hint of each
+//     transfer, at identical addresses (each file sparse). Unlike libhdf5's
+//     split driver, which relocates raw data to a second address range,
+//     the files are not meant to be opened by libhdf5.
+//
+// [Parse] builds a driver stack from a spec such as
+// "stdio:buffer=64k;family:member=1g;sec2", like HDF5_DRIVER and
+// HDF5_DRIVER_CONFIG; a [Registry] takes more drivers.
+// The conformance suite every driver passes is in package vfd/vfdtest.
+//
 // Lifecycle: choose a driver, Open (or [Create]) a file, WriteAt and ReadAt
 // freely, Sync to make it durable, Close. Nothing is durable before Sync
 // returns; a new or renamed name is durable only after SyncDir of its
@@ -20,5 +67,7 @@
 //
 // Concurrency: ReadAt and WriteAt may run concurrently on disjoint ranges
 // of one File. Other methods of a File must not overlap with anything else
-// on that File. Drivers are safe for concurrent use.
+// on that File. Drivers are safe for concurrent use. Core, Fault and Log
+// keep their state behind locks or atomics; injectors of a Fault run one
+// at a time.
 package vfd
