@@ -446,6 +446,9 @@ func (c *Comm) Split(color, key int) (comm.Comm, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	if color > math.MaxInt32 || key < math.MinInt32 || key > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: Split: color %d or key %d does not fit a C int", comm.ErrBadArgument, color, key)
+	}
 	var h C.MPI_Fint
 	c.env.lock()
 	err := mpiErr("MPI_Comm_split", C.ftigo_split(c.handle, C.int(max(color, -1)), C.int(key), &h))

@@ -103,3 +103,12 @@ func TestInjectedFailure(t *testing.T) {
 	_ = world.Barrier() // never completes: MPI_Abort from the failed rank kills us
 	t.Errorf("rank %d: Barrier returned although rank %s never joined", world.Rank(), v)
 }
+
+func TestSplitArgumentRange(t *testing.T) {
+	for _, tc := range []struct{ color, key int }{{1 << 40, 0}, {0, 1 << 40}, {0, -1 << 40}} {
+		sub, err := world.Split(tc.color, tc.key)
+		assert.ErrorIs(t, err, comm.ErrBadArgument, "color %d key %d", tc.color, tc.key)
+		assert.Nil(t, sub)
+	}
+	require.NoError(t, world.Barrier())
+}
