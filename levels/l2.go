@@ -15,7 +15,12 @@ import (
 // set to the sender. Recovery survives any set of lost or corrupted nodes
 // in which no rank lost both its file and its copy, that is, no two lost
 // nodes are ring neighbours.
-type Partner2 struct{}
+type Partner2 struct {
+	// SkipSourceHash drops the sender's own hash pass; the receiver's
+	// check against the recorded digest still catches a damaged source
+	// (see [partner.Options]).
+	SkipSourceHash bool
+}
 
 // ID returns L2.
 func (Partner2) ID() ID { return L2 }
@@ -27,13 +32,19 @@ func partnerOptions(env *Env) partner.Options {
 	return partner.Options{BlockSize: env.BlockSize, Logger: env.Logger}
 }
 
+func (l Partner2) options(env *Env) partner.Options {
+	o := partnerOptions(env)
+	o.SkipSourceHash = l.SkipSourceHash
+	return o
+}
+
 func fileInfo(s Store, f File, suffix string) partner.FileInfo {
 	return partner.FileInfo{Ref: partner.Ref{Driver: s.Driver, Path: s.Path(f.Name) + suffix}, Size: f.Size, Hash: encode.Hash(f.Digest)}
 }
 
 // Protect sends this rank's data file to its right neighbour and receives
 // its left neighbour's. Collective.
-func (Partner2) Protect(env *Env, p *Pending) error {
+func (l Partner2) Protect(env *Env, p *Pending) error {
 	if err := env.Topo.Validate(int(L2)); err != nil {
 		return err
 	}
@@ -41,7 +52,7 @@ func (Partner2) Protect(env *Env, p *Pending) error {
 	left := env.Topo.Left(env.Rank)
 	name := RankFileName(p.Dir, RolePartner, left)
 	copyTo := partner.Ref{Driver: env.Local.Driver, Path: env.Local.Path(name) + TmpSuffix}
-	cp, err := partner.CopyToPartner(env.Comm, env.Topo, partnerOptions(env), fileInfo(env.Store(data.Where), data, TmpSuffix), copyTo)
+	cp, err := partner.CopyToPartner(env.Comm, env.Topo, l.options(env), fileInfo(env.Store(data.Where), data, TmpSuffix), copyTo)
 	if err != nil {
 		return fmt.Errorf("L2: %w", err)
 	}
@@ -64,7 +75,7 @@ func heldFile(m *Manifest, r int, role string, of int) (File, bool) {
 
 // Recover checks this rank's data file and the copy it holds, and rebuilds
 // what its ring neighbours can restore. Collective.
-func (Partner2) Recover(env *Env, m *Manifest) (Source, error) {
+func (l Partner2) Recover(env *Env, m *Manifest) (Source, error) {
 	left := env.Topo.Left(env.Rank)
 	data, okd := m.DataFile(env.Rank)
 	held, okh := heldFile(m, env.Rank, RolePartner, left)
@@ -75,11 +86,42 @@ func (Partner2) Recover(env *Env, m *Manifest) (Source, error) {
 	if okh {
 		cp = fileInfo(env.Store(held.Where), held, "")
 	}
-	if _, err := partner.RecoverPartner(env.Comm, env.Topo, partnerOptions(env), own, cp); err != nil {
+	if _, err := partner.RecoverPartner(env.Comm, env.Topo, l.options(env), own, cp); err != nil {
 		return Source{}, fmt.Errorf("L2: %w", err)
 	}
 	if !okd {
 		return Source{}, fmt.Errorf("%w: manifest lists no data file for rank %d", ErrMissingFile, env.Rank)
 	}
 	return Source{Store: env.Store(data.Where), Name: data.Name, Size: data.Size, Digest: data.Digest}, nil
+}
+
+// OfflineRebuilder is implemented by the levels whose lost files can be
+// rebuilt by one process that sees every node's local area, with no
+// running job (the `ftigo rebuild` command): [Partner2] and [RS3].
+type OfflineRebuilder interface {
+	RebuildOffline(m *Manifest, topo *partner.Topology, local func(node int) Store, o partner.Options) ([]string, error)
+}
+
+// RebuildOffline restores the lost or corrupted files of an L2
+// checkpoint without a running job: local(n) is the local area of node n
+// (as the manifest's topology numbers it). It returns the paths it wrote;
+// ranks whose data file and copy are both gone are reported in an error
+// wrapping [partner.ErrUnrecoverable].
+func (Partner2) RebuildOffline(m *Manifest, topo *partner.Topology, local func(node int) Store, o partner.Options) ([]string, error) {
+	if m.Ranks != topo.NumRanks() {
+		return nil, fmt.Errorf("%w: manifest has %d ranks, topology %d", ErrTopologyMismatch, m.Ranks, topo.NumRanks())
+	}
+	own := make([]partner.FileInfo, m.Ranks)
+	held := make([]partner.FileInfo, m.Ranks)
+	for r := range m.Ranks {
+		s := local(topo.NodeOf(r))
+		if f, ok := m.DataFile(r); ok {
+			own[r] = fileInfo(s, f, "")
+		}
+		if f, ok := heldFile(m, r, RolePartner, topo.Left(r)); ok {
+			held[r] = fileInfo(s, f, "")
+		}
+	}
+	res, err := partner.RebuildL2Offline(topo, o, own, held)
+	return res.Paths, err
 }

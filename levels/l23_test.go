@@ -347,3 +347,38 @@ func TestL2L3FaultMidTransfer(t *testing.T) {
 		})
 	}
 }
+
+// TestL2L3OfflineRebuild erases node directories after a job ended and
+// rebuilds them with no communicator, from the manifest alone.
+func TestL2L3OfflineRebuild(t *testing.T) {
+	for _, lvl := range []ID{L2, L3} {
+		t.Run(lvl.String(), func(t *testing.T) {
+			w := newL23World(t, vfd.NewCore(), 16, 4, 4, 0)
+			var m *Manifest
+			require.NoError(t, w.run(func(e *Engine) error {
+				mm, _, err := e.Checkpoint(1, lvl, writeBytes(l23Payload(e.env.Rank, 1)))
+				if e.env.Rank == 0 {
+					m = mm
+				}
+				return err
+			}))
+			eraseNodeDirs(2)(w)
+			local := func(n int) Store { return Store{w.d, w.nodeDir(n)} }
+			var rb OfflineRebuilder = Partner2{}
+			if lvl == L3 {
+				rb = RS3{}
+			}
+			paths, err := rb.RebuildOffline(m, w.topo, local, partner.Options{BlockSize: 512})
+			require.NoError(t, err)
+			assert.Len(t, paths, 8) // node 2's 4 data files and 4 partner or parity files
+			for r, fs := range m.Files {
+				for _, f := range fs {
+					require.NoError(t, VerifyFile(local(w.topo.NodeOf(r)), f), "rank %d %s", r, f.Name)
+				}
+			}
+			eraseNodeDirs(1, 2, 3)(w)
+			_, err = rb.RebuildOffline(m, w.topo, local, partner.Options{})
+			require.ErrorIs(t, err, partner.ErrUnrecoverable)
+		})
+	}
+}
