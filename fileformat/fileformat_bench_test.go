@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/zeebo/blake3"
 	"golang.org/x/sys/unix"
@@ -31,6 +32,7 @@ func BenchmarkWrite(b *testing.B) {
 				f := benchFile(b)
 				b.SetBytes(int64(n))
 				b.ResetTimer()
+				defer reportCPU(b, cpuNow())
 				for i := 0; i < b.N; i++ {
 					if err := f.Truncate(0); err != nil {
 						b.Fatal(err)
@@ -62,6 +64,7 @@ func BenchmarkWrite(b *testing.B) {
 					vars := []Var{{ID: 1, Type: Bytes, Data: data}}
 					b.SetBytes(int64(n))
 					b.ResetTimer()
+					defer reportCPU(b, cpuNow())
 					for i := 0; i < b.N; i++ {
 						if _, _, err := Write(f, Meta{CkptID: int64(i)}, vars, nil, mode.opts...); err != nil {
 							b.Fatal(err)
@@ -96,6 +99,7 @@ func BenchmarkRead(b *testing.B) {
 				dst := make([]byte, n)
 				b.SetBytes(int64(n))
 				b.ResetTimer()
+				defer reportCPU(b, cpuNow())
 				for i := 0; i < b.N; i++ {
 					if cold {
 						b.StopTimer()
@@ -115,6 +119,7 @@ func BenchmarkRead(b *testing.B) {
 				dst := make([]byte, n)
 				b.SetBytes(int64(n))
 				b.ResetTimer()
+				defer reportCPU(b, cpuNow())
 				for i := 0; i < b.N; i++ {
 					if cold {
 						b.StopTimer()
@@ -180,6 +185,22 @@ func dropCache(b *testing.B, f vfd.File) {
 	if err := unix.Fadvise(int(fd.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// cpuNow returns the process's user+system CPU time. Under a shared,
+// loaded machine wall time is noisy; CPU time per op says what the work
+// itself costs.
+func cpuNow() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per op since start as "cpu-ms/op".
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuNow()-start)/float64(b.N)/1e6, "cpu-ms/op")
 }
 
 func benchFile(b *testing.B) vfd.File {
