@@ -16,6 +16,7 @@ import (
 // 1 KiB members (so every file spans several members), reads it back
 // through the same driver, and has h5py open it with driver='family'.
 func TestFamilyDriver(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fam := vfd.NewFamily(vfd.Sec2{}, 1024)
 	base := filepath.Join(dir, "fam-%d")

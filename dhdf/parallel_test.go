@@ -123,3 +123,28 @@ func TestCrashAtEveryOp(t *testing.T) {
 	assert.Less(t, complete, len(clones), "early images hold no set")
 	t.Logf("%d crash images, %d with the complete set", len(clones), complete)
 }
+
+func TestParallelMismatchedDeclarations(t *testing.T) {
+	c := vfd.NewCore()
+	errs := make([]error, 2)
+	_ = comm.Run(2, func(cm comm.Comm) error {
+		w, err := CreateParallel(cm, "mis", Options{Driver: c, Now: fixedClock})
+		if err != nil {
+			return err
+		}
+		dims := []uint64{4}
+		if cm.Rank() == 1 {
+			dims = []uint64{5}
+		}
+		if err := w.DefineSDS(SDS{Name: "x", Type: h5.Int8, Dims: dims}); err != nil {
+			return err
+		}
+		errs[cm.Rank()] = w.Close()
+		return nil
+	})
+	assert.ErrorIs(t, errs[0], ErrInvalid)
+	assert.ErrorIs(t, errs[0], ErrVote)
+	assert.ErrorIs(t, errs[1], ErrVote)
+	_, err := c.Stat("mis.h5")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}

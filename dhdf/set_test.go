@@ -337,3 +337,10 @@ func TestDocRowLayouts(t *testing.T) {
 	assert.Equal(t, []byte{7, 0, 0, 0, 8, 0, 0, 0, 0}, rows[259:268])
 	assert.Equal(t, []byte{5, 0, 0, 0, 6, 0, 0, 0, 0}, rows[387:396])
 }
+
+func TestCreateRejectsLongSetName(t *testing.T) {
+	_, err := Create(string(bytes.Repeat([]byte("s"), 250)), 2, Options{Driver: vfd.NewCore()})
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = Create("ok", 0, Options{Driver: vfd.NewCore()})
+	assert.ErrorIs(t, err, ErrInvalid)
+}

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"path"
 	"sort"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -61,6 +62,9 @@ func Create(base string, nfiles int, opts Options) (*Writer, error) {
 	if nfiles < 1 || nfiles > 1<<20 {
 		return nil, fmt.Errorf("%w: %d associated files", ErrInvalid, nfiles)
 	}
+	if err := checkBase(base, int32(nfiles)); err != nil {
+		return nil, err
+	}
 	w := newWriter(base, int32(nfiles), nil, opts)
 	if err := w.opts.Driver.MkdirAll(dirOf(base), 0o755); err != nil {
 		return nil, fmt.Errorf("dhdf: create directory: %w", err)
@@ -77,6 +81,9 @@ func Create(base string, nfiles int, opts Options) (*Writer, error) {
 // rank calls it with the same base, and later DefineSDS calls and Close
 // in the same order; WriteChunk is local.
 func CreateParallel(c comm.Comm, base string, opts Options) (*Writer, error) {
+	if err := checkBase(base, int32(c.Size())); err != nil {
+		return nil, err
+	}
 	w := newWriter(base, int32(c.Size()), c, opts)
 	if err := w.opts.Driver.MkdirAll(dirOf(base), 0o755); err != nil {
 		return nil, fmt.Errorf("dhdf: create directory: %w", err)
@@ -97,6 +104,16 @@ func CreateParallel(c comm.Comm, base string, opts Options) (*Writer, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// checkBase checks that every file name of the set fits File_Info's
+// FileName field.
+func checkBase(base string, n int32) error {
+	name := baseName(AHFName(base, n))
+	if baseName(base) == "" || strings.ContainsRune(name, 0) || len(name) >= nameLen {
+		return fmt.Errorf("%w: set name %q (file names must be under %d bytes)", ErrInvalid, base, nameLen)
+	}
+	return nil
 }
 
 func newWriter(base string, n int32, c comm.Comm, opts Options) *Writer {
@@ -470,7 +487,7 @@ func (w *Writer) closeParallel() error {
 	c := w.c
 	// Gather the chunk lists and host names first: rank 0 writes the MHF
 	// body (not its superblock) while every rank finishes its AHF.
-	mine := encodeRecs(w.hosts[int32(c.Rank()+1)], w.chunks)
+	mine := encodeRecs(w.hosts[int32(c.Rank()+1)], w.declarations(), w.chunks)
 	all, gerr := comm.AllgatherBytes(c, mine)
 	var mhf *mhfFile
 	var mhfErr error
@@ -478,9 +495,13 @@ func (w *Writer) closeParallel() error {
 	if c.Rank() == 0 && gerr == nil {
 		var recs []chunkRec
 		for r, b := range all {
-			host, rs, err := decodeRecs(b)
+			host, decl, rs, err := decodeRecs(b)
 			if err != nil {
 				mhfErr = err
+				break
+			}
+			if decl != w.declarations() {
+				mhfErr = fmt.Errorf("%w: rank %d declared other SDSs than rank 0", ErrInvalid, r)
 				break
 			}
 			w.hosts[int32(r+1)] = host
@@ -540,12 +561,13 @@ func (w *Writer) closeParallel() error {
 }
 
 // encodeRecs serialises a rank's host name and chunk records for the gather.
-func encodeRecs(host string, rs []chunkRec) []byte {
+func encodeRecs(host, decl string, rs []chunkRec) []byte {
 	putStr := func(b []byte, s string) []byte {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		return append(b, s...)
 	}
 	b := putStr(nil, host)
+	b = putStr(b, decl)
 	b = binary.AppendUvarint(b, uint64(len(rs)))
 	for _, r := range rs {
 		b = putStr(b, r.SDS)
@@ -560,7 +582,7 @@ func encodeRecs(host string, rs []chunkRec) []byte {
 	return b
 }
 
-func decodeRecs(b []byte) (string, []chunkRec, error) {
+func decodeRecs(b []byte) (string, string, []chunkRec, error) {
 	bad := fmt.Errorf("%w: malformed chunk list from a rank", ErrInconsistent)
 	uv := func() (uint64, bool) {
 		v, n := binary.Uvarint(b)
@@ -580,9 +602,10 @@ func decodeRecs(b []byte) (string, []chunkRec, error) {
 		return s, true
 	}
 	host, ok := str()
+	decl, ok1 := str()
 	n, ok2 := uv()
-	if !ok || !ok2 || n > uint64(len(b)) {
-		return "", nil, bad
+	if !ok || !ok1 || !ok2 || n > uint64(len(b)) {
+		return "", "", nil, bad
 	}
 	rs := make([]chunkRec, 0, n)
 	for i := uint64(0); i < n; i++ {
@@ -593,19 +616,30 @@ func decodeRecs(b []byte) (string, []chunkRec, error) {
 		id, ok3 := uv()
 		rank, ok4 := uv()
 		if !ok || !ok2 || !ok3 || !ok4 || rank > maxRank {
-			return "", nil, bad
+			return "", "", nil, bad
 		}
 		r.FileID = int32(id)
 		for k := uint64(0); k < rank; k++ {
 			o, ok := uv()
 			d, ok2 := uv()
 			if !ok || !ok2 {
-				return "", nil, bad
+				return "", "", nil, bad
 			}
 			r.Origin = append(r.Origin, o)
 			r.Dims = append(r.Dims, d)
 		}
 		rs = append(rs, r)
 	}
-	return host, rs, nil
+	return host, decl, rs, nil
+}
+
+// declarations summarises the SDS declarations (names, types, dims, in
+// order) so rank 0 can check that every rank declared the same.
+func (w *Writer) declarations() string {
+	var b strings.Builder
+	for _, n := range w.order {
+		s := w.sds[n]
+		fmt.Fprintf(&b, "%s %s %v;", n, s.Type.Name(), s.Dims)
+	}
+	return b.String()
 }
