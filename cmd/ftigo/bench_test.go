@@ -1,0 +1,43 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBenchJSON(t *testing.T) {
+	code, out, errs := ftigo("bench", "-size", "256KiB", "-repeats", "1", "-ranks", "4", "-dir", t.TempDir(), "-cold=false", "-json")
+	require.Equal(t, 0, code, errs)
+	var res benchResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res.Rows, 8, "a checkpoint and a restart row per level")
+	wantCases := []string{"L1 checkpoint", "L1 restart", "L2 checkpoint", "L2 restart, node 1 lost",
+		"L3 checkpoint", "L3 restart, nodes 1,2 lost", "L4 checkpoint", "L4 restart"}
+	for i, row := range res.Rows {
+		assert.Equal(t, wantCases[i], row.Case)
+		assert.Equal(t, int64(256<<10), row.BytesRank)
+		assert.Greater(t, row.Time.Median, 0.0, row.Case)
+		assert.Greater(t, row.Raw.Median, 0.0, row.Case)
+		assert.InDelta(t, row.Time.Median/row.Raw.Median, row.Ratio, 1e-9, row.Case)
+	}
+	assert.Equal(t, int64(4*256<<10), res.Rows[0].Persisted, "L1 persists the data once")
+	assert.Equal(t, int64(2*4*256<<10), res.Rows[4].Persisted, "L3 persists data plus parity")
+	assert.Greater(t, res.Blake3MBps, 0.0)
+	assert.Greater(t, res.RSEncMBps, 0.0)
+	assert.Greater(t, res.RSDecMBps, 0.0)
+}
+
+func TestBenchRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "-size", "lots"},
+		{"bench", "-levels", "1,7"},
+		{"bench", "-ranks", "1", "-levels", "2"},
+		{"bench", "-repeats", "0"},
+	} {
+		code, _, _ := ftigo(args...)
+		assert.Equal(t, 2, code, "%v", args)
+	}
+}
