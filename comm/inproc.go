@@ -49,7 +49,8 @@ type NodeIDer interface {
 }
 
 // Run starts an in-process world of n goroutine ranks, calls fn on each with
-// its own Comm, and returns when every rank has returned. The result is the
+// its own Comm, and returns when every rank has returned (or exited through
+// runtime.Goexit, which counts as a failure). The result is the
 // first cause of failure: an error returned by a rank (wrapped with its rank),
 // a *[PanicError] for a rank that panicked, the cause of an Abort, or the
 // watchdog's [ErrTimeout]; nil when every rank returned nil. As soon as one
@@ -66,12 +67,20 @@ func Run(n int, fn func(c Comm) error, opts ...Option) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			returned := false
 			defer func() {
 				if p := recover(); p != nil {
 					w.abort(&PanicError{Rank: i, Value: p, Stack: debug.Stack()})
+				} else if !returned {
+					// runtime.Goexit, typically t.FailNow (require.*) called
+					// on a rank goroutine.
+					w.abort(fmt.Errorf("%w: rank %d exited through runtime.Goexit (t.FailNow or require off the test goroutine?)",
+						ErrAborted, i))
 				}
 			}()
-			if err := fn(c); err != nil {
+			err := fn(c)
+			returned = true
+			if err != nil {
 				w.abort(fmt.Errorf("comm: rank %d: %w", i, err))
 			}
 		}()
@@ -81,11 +90,14 @@ func Run(n int, fn func(c Comm) error, opts ...Option) error {
 }
 
 // NewWorld returns the n ranks of an in-process world for callers that run
-// the rank goroutines themselves. Each Comm must be used by one goroutine at
+// the rank goroutines themselves (nil for n < 1). Each Comm must be used by one goroutine at
 // a time. Nothing fails the world automatically: call Abort on any rank (it
 // implements [Aborter]) when one of them fails, or every other rank may wait
 // forever (unless [WithTimeout] was given).
 func NewWorld(n int, opts ...Option) []Comm {
+	if n < 1 {
+		return nil
+	}
 	o := options{nodeSize: 1}
 	for _, opt := range opts {
 		opt(&o)

@@ -3,6 +3,7 @@ package comm_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -386,4 +387,21 @@ func TestLoggerRecordsAbort(t *testing.T) {
 	require.Len(t, entries, 1)
 	assert.Equal(t, "in-process world aborted", entries[0].Message)
 	assert.Contains(t, entries[0].ContextMap()["error"], "rank 1: boom")
+}
+
+func TestGoexitRankAborts(t *testing.T) {
+	start := time.Now()
+	var survivor error
+	err := comm.Run(2, func(c comm.Comm) error {
+		if c.Rank() == 0 {
+			runtime.Goexit() // what t.FailNow does on a rank goroutine
+		}
+		survivor = c.Barrier()
+		return nil
+	})
+	assert.ErrorIs(t, err, comm.ErrAborted)
+	assert.ErrorContains(t, err, "rank 0 exited through runtime.Goexit")
+	assert.ErrorIs(t, survivor, comm.ErrAborted)
+	assert.Less(t, time.Since(start), time.Second)
+	assert.Nil(t, comm.NewWorld(0))
 }
