@@ -168,3 +168,21 @@ func TestReadBrokenFiles(t *testing.T) {
 		})
 	}
 }
+
+func TestOpenSetMemberAlone(t *testing.T) {
+	r, err := Open(vfd.Sec2{}, testdata("par2.sion.000001"))
+	require.NoError(t, err)
+	defer r.Close()
+	require.Equal(t, 2, r.NTasks())
+	assert.Len(t, r.Files(), 1)
+	assert.Equal(t, 1, r.Files()[0].FileNumber)
+	assert.Nil(t, r.Files()[0].Mapping)
+	for i, want := range parTasks[2:] {
+		task, err := r.Task(i)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2+i), task.GlobalRank)
+		b, err := r.ReadTask(i)
+		require.NoError(t, err)
+		assert.Equal(t, want.sha, shaPrefix(b))
+	}
+}
