@@ -1,12 +1,16 @@
 package h5
 
 import (
+	"bytes"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ftigo/ftigo/internal/testutil"
+	"github.com/ftigo/ftigo/vfd"
 )
 
 func TestH5dumpSample(t *testing.T) {
@@ -15,4 +19,33 @@ func TestH5dumpSample(t *testing.T) {
 	out, err := exec.Command(h5dump, "--enable-error-stack", p).CombinedOutput()
 	t.Logf("%s", out)
 	require.NoError(t, err, "%s", out)
+}
+
+// TestForeignFilesRejected has libhdf5 write files of other profiles; our
+// reader must refuse each with ErrUnsupported and the file name, not
+// misread it.
+func TestForeignFilesRejected(t *testing.T) {
+	py := testutil.NeedPython(t, "h5py", "numpy")
+	dir := t.TempDir()
+	cmd := exec.Command(py, "-c", `
+import h5py, numpy as np
+for name, lv in [('earliest.h5', 'earliest'), ('latest.h5', 'latest'), ('v108.h5', ('v108', 'v108'))]:
+    with h5py.File(name, 'w', libver=lv) as f:
+        f.create_dataset('d', data=np.arange(4, dtype='<i4'))
+with h5py.File('chunked.h5', 'w', libver=('v108', 'v108')) as f:
+    f.create_dataset('d', data=np.arange(4, dtype='<i4'), chunks=(2,), track_times=False)
+`)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, name := range []string{"earliest.h5", "latest.h5", "v108.h5", "chunked.h5"} {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(dir, name)
+			b, err := vfd.ReadFile(vfd.Sec2{}, p)
+			require.NoError(t, err)
+			_, err = Open(bytes.NewReader(b), int64(len(b)), p)
+			require.ErrorIs(t, err, ErrUnsupported)
+			assert.Contains(t, err.Error(), name)
+		})
+	}
 }
