@@ -207,3 +207,53 @@ func TestL4RebuildsDamagedLocalFile(t *testing.T) {
 		})
 	}
 }
+
+// TestL4CrashAtEveryOp takes a crash image of the in-memory file system
+// before every operation of an L4 checkpoint (on top of a committed one)
+// and restarts from each image with all local storage lost: the restart
+// recovers the old checkpoint or the new one, bit for bit, never anything else.
+func TestL4CrashAtEveryOp(t *testing.T) {
+	const n = 4
+	core := vfd.NewCore()
+	var mu sync.Mutex
+	var clones []*vfd.Core
+	armed := false
+	fd := vfd.NewFault(core, vfd.InjectorFunc(func(op vfd.Op) error {
+		if armed {
+			mu.Lock()
+			clones = append(clones, core.CrashClone())
+			mu.Unlock()
+		}
+		return nil
+	}))
+	cl := newCluster(t, fd, "/r", 2)
+	cl.policy = FTIPolicy{KeepL4: true}
+	l4 := Global4{NFiles: 2, FSBlkSize: 512}
+	require.NoError(t, runL4(cl, n, l4, func(e *Engine) error {
+		_, _, err := e.Checkpoint(1, L4, writeBytes(l4Payload(e.env.Rank, 1)))
+		return err
+	}))
+	armed = true
+	require.NoError(t, runL4(cl, n, l4, func(e *Engine) error {
+		_, _, err := e.Checkpoint(2, L4, writeBytes(l4Payload(e.env.Rank, 2)))
+		return err
+	}))
+	armed = false
+	clones = append(clones, core.CrashClone())
+	require.Greater(t, len(clones), 20)
+	seen := map[int64]int{}
+	for k, img := range clones {
+		require.NoError(t, img.RemoveAll("/r/local"))
+		icl := newCluster(t, img, "/r", 2)
+		icl.policy = cl.policy
+		got, id, err := recoverAll(t, icl, n, l4)
+		require.NoError(t, err, "image %d", k)
+		for r := 0; r < n; r++ {
+			require.True(t, bytes.Equal(l4Payload(r, id), got[r]), "image %d rank %d id %d", k, r, id)
+		}
+		seen[id]++
+	}
+	t.Logf("%d crash images, recovered ids %v", len(clones), seen)
+	assert.Positive(t, seen[1], "early images recover the old checkpoint")
+	assert.Positive(t, seen[2], "the final image recovers the new one")
+}
