@@ -1,0 +1,83 @@
+package commtest_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/comm/commtest"
+)
+
+// recorder collects the suite's failures instead of failing the test.
+type recorder struct {
+	testing.TB
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, fmt.Sprintf(format, args...))
+}
+
+// sumIsLocal breaks Allreduce(Sum): it returns the rank's own value.
+type sumIsLocal struct{ comm.Comm }
+
+func (c sumIsLocal) AllreduceInt64(v int64, op comm.Op) (int64, error) {
+	r, err := c.Comm.AllreduceInt64(v, op)
+	if op == comm.Sum {
+		return v, err
+	}
+	return r, err
+}
+
+// hidesTruncation breaks Recv: truncation is not reported.
+type hidesTruncation struct{ comm.Comm }
+
+func (c hidesTruncation) Recv(src, tag int, buf []byte) (int, error) {
+	n, err := c.Comm.Recv(src, tag, buf)
+	if errors.Is(err, comm.ErrTruncated) {
+		err = nil
+	}
+	return n, err
+}
+
+// TestSuiteCatchesBugs runs the suite on deliberately broken communicators
+// and checks that it reports them.
+func TestSuiteCatchesBugs(t *testing.T) {
+	tests := []struct {
+		name string
+		wrap func(comm.Comm) comm.Comm
+		want string
+	}{
+		{"none", func(c comm.Comm) comm.Comm { return c }, ""},
+		{"Allreduce sum is local", func(c comm.Comm) comm.Comm { return sumIsLocal{c} }, "commtest RankSize: "},
+		{"Recv hides truncation", func(c comm.Comm) comm.Comm { return hidesTruncation{c} }, "commtest Truncated: "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{TB: t}
+			err := comm.Run(2, func(c comm.Comm) error {
+				commtest.Run(rec, tc.wrap(c))
+				return nil
+			}, comm.WithTimeout(10*time.Second))
+			require.NoError(t, err)
+			if tc.want == "" {
+				assert.Empty(t, rec.msgs)
+				return
+			}
+			require.NotEmpty(t, rec.msgs)
+			assert.True(t, strings.HasPrefix(rec.msgs[0], tc.want), "first report: %s", rec.msgs[0])
+		})
+	}
+}
