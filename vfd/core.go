@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path"
 	"slices"
@@ -362,29 +363,87 @@ func (c *Core) SyncDir(name string) error {
 // is empty; a directory is there only if its parent was synced after
 // its creation. The clone has the receiver's clock but no backing store.
 // The receiver is unchanged and may go on being used.
-func (c *Core) CrashClone() *Core {
+func (c *Core) CrashClone() *Core { return c.CrashCloneWith(CrashOptions{}) }
+
+// CrashOptions lets a simulated crash keep some unsynced data, as a real
+// device may have written some of it before the power went: pebble's
+// and the spec's torn-write model, at page granularity.
+type CrashOptions struct {
+	// Rand draws what survives; nil keeps nothing unsynced.
+	Rand *rand.Rand
+	// UnsyncedPages is the probability that a page of a durable file
+	// written since its last Sync reached the device anyway, and that a
+	// changed file size did. Each page is all old or all new (64 KiB).
+	UnsyncedPages float64
+}
+
+// CrashCloneWith is [Core.CrashClone] with part of the unsynced data of
+// durable files kept as o says. Directory entries follow the same rule
+// as CrashClone. With the same seed and the same history the result is
+// the same.
+func (c *Core) CrashCloneWith(o CrashOptions) *Core {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	nc := &Core{cfg: coreConfig{now: c.cfg.now}}
-	nc.root = c.cloneDurable(c.root)
+	nc.root = c.cloneDurable(c.root, o)
 	return nc
 }
 
-func (c *Core) cloneDurable(d *coreNode) *coreNode {
+func (c *Core) cloneDurable(d *coreNode, o CrashOptions) *coreNode {
 	nd := &coreNode{dir: true, kids: make(map[string]*coreNode, len(d.syncedKids)), modTime: d.modTime}
-	for name, k := range d.syncedKids {
+	for _, name := range slices.Sorted(maps.Keys(d.syncedKids)) { // sorted: the draws are deterministic
+		k := d.syncedKids[name]
 		if k.dir {
-			nd.kids[name] = c.cloneDurable(k)
+			nd.kids[name] = c.cloneDurable(k, o)
 			continue
 		}
 		k.mu.RLock()
-		nk := &coreNode{data: k.synced.freeze(), modTime: k.modTime}
+		img := k.synced.freeze()
+		if o.Rand != nil && o.UnsyncedPages > 0 {
+			img = tornImage(k.synced, k.data, o)
+		}
+		nk := &coreNode{data: img, modTime: k.modTime}
 		nk.synced = nk.data.freeze()
 		nd.kids[name] = nk
 		k.mu.RUnlock()
 	}
 	nd.syncedKids = maps.Clone(nd.kids)
 	return nd
+}
+
+// tornImage starts from synced and takes each page that differs in cur
+// (pages are shared until written, so a differing pointer is a written
+// page) with probability o.UnsyncedPages, and cur's size likewise.
+func tornImage(synced, cur coreImage, o CrashOptions) coreImage {
+	n := max(len(synced.pages), len(cur.pages))
+	pages := make([]*corePage, n)
+	copy(pages, synced.pages)
+	for i := range n {
+		var sp, cp *corePage
+		if i < len(synced.pages) {
+			sp = synced.pages[i]
+		}
+		if i < len(cur.pages) {
+			cp = cur.pages[i]
+		}
+		if sp != cp && o.Rand.Float64() < o.UnsyncedPages {
+			if cp != nil {
+				q := new(corePage)
+				q.b = cp.b
+				cp = q
+			}
+			pages[i] = cp
+		}
+	}
+	size := synced.size
+	if cur.size != synced.size && o.Rand.Float64() < o.UnsyncedPages {
+		size = cur.size
+	}
+	img := coreImage{pages: pages, size: int64(n) * corePageSize}
+	img.truncate(size) // zero what lies past the size, as the invariant wants
+	img.size = size
+	img.freeze()
+	return img
 }
 
 // CoreUsage is a summary of a [Core]'s contents.

@@ -279,3 +279,42 @@ func TestCoreSparseHugeOffsetAllocatesNothingBetween(t *testing.T) {
 	assert.Equal(t, []byte("\x00\x00end"), buf)
 	require.NoError(t, f.Close())
 }
+
+func TestCoreCrashCloneWithTornPages(t *testing.T) {
+	const page = 64 << 10
+	c := vfd.NewCore()
+	old := bytes.Repeat([]byte{'o'}, 8*page)
+	f := writeFile(t, c, "f", old, true)
+	require.NoError(t, c.SyncDir("/"))
+	_, err := f.WriteAt(bytes.Repeat([]byte{'n'}, 10*page), 0) // rewrites 8 pages, grows by 2
+	require.NoError(t, err)
+
+	clone := func(seed uint64, p float64) []byte {
+		o := vfd.CrashOptions{Rand: rand.New(rand.NewPCG(seed, 0)), UnsyncedPages: p}
+		return readAll(t, c.CrashCloneWith(o), "f")
+	}
+	assert.Equal(t, old, clone(1, 0), "probability 0 is CrashClone")
+	assert.Equal(t, old, readAll(t, c.CrashClone(), "f"))
+	assert.Equal(t, bytes.Repeat([]byte{'n'}, 10*page), clone(1, 1), "probability 1 keeps everything written")
+
+	got := clone(7, 0.5)
+	assert.Equal(t, got, clone(7, 0.5), "the same seed gives the same crash")
+	assert.Contains(t, []int{8 * page, 10 * page}, len(got))
+	var olds, news int
+	for i := 0; i < len(got); i += page {
+		pg := got[i : i+page]
+		switch {
+		case bytes.Equal(pg, bytes.Repeat([]byte{'o'}, page)):
+			olds++
+		case bytes.Equal(pg, bytes.Repeat([]byte{'n'}, page)):
+			news++
+		case i >= 8*page && bytes.Equal(pg, make([]byte, page)):
+			olds++ // the size reached the device, the page did not
+		default:
+			t.Fatalf("page %d is torn inside", i/page)
+		}
+	}
+	assert.Positive(t, olds)
+	assert.Positive(t, news)
+	require.NoError(t, f.Close())
+}

@@ -29,7 +29,9 @@
 //     bytes. So a file created or renamed without a later SyncDir of its
 //     directory is gone (or back under its old name), a file never synced
 //     is empty, and a directory made by MkdirAll survives only once its
-//     parent has been synced. Files are held in copy-on-write pages, so
+//     parent has been synced. [Core.CrashCloneWith] also keeps a seeded
+//     random share of the pages written since the last Sync (torn writes
+//     at 64 KiB granularity). Files are held in copy-on-write pages, so
 //     Sync and CrashClone cost a page table, not a copy. [WithBacking]
 //     writes each file's image to another driver on Sync and Close, as
 //     HDF5's core driver with a backing store.
