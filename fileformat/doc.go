@@ -20,6 +20,10 @@
 //	lay, sum, err := fileformat.Write(f, meta, vars, prevLayout, opts...)
 //	// f.Sync(), f.Close(); keep lay for the next checkpoint, put sum in a manifest
 //
+// With [WithSync], Write syncs by itself: the data first, overlapped with
+// the hashing, then the metadata and the file block, so the file block is
+// never durable before the data and the hashing hides behind the flush.
+//
 // Each [Var] is a view of application memory ([Var.Data]); Write streams
 // it to the [vfd.File] and hashes it alongside, never copying a variable.
 // Passing the previous [Layout] keeps existing containers in place:

@@ -146,18 +146,21 @@ func BenchmarkBLAKE3(b *testing.B) {
 	out := make([][HashSize]byte, numBlocks(int64(len(data)), DefaultBlockSize))
 	b.Run("blocks-1core", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
+		defer reportCPU(b, cpuNow())
 		for i := 0; i < b.N; i++ {
 			hashBlocks(data, DefaultBlockSize, out, 1)
 		}
 	})
 	b.Run("blocks-parallel", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
+		defer reportCPU(b, cpuNow())
 		for i := 0; i < b.N; i++ {
 			hashBlocks(data, DefaultBlockSize, out, runtime.GOMAXPROCS(0))
 		}
 	})
 	b.Run("whole-1core", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
+		defer reportCPU(b, cpuNow())
 		for i := 0; i < b.N; i++ {
 			_ = blake3.Sum256(data)
 		}
@@ -165,6 +168,7 @@ func BenchmarkBLAKE3(b *testing.B) {
 	b.Run("memcpy", func(b *testing.B) {
 		dst := make([]byte, len(data))
 		b.SetBytes(int64(len(data)))
+		defer reportCPU(b, cpuNow())
 		for i := 0; i < b.N; i++ {
 			copy(dst, data)
 		}
