@@ -109,9 +109,6 @@ func BenchmarkWrite(b *testing.B) {
 							}
 						}
 					}
-					if err := f.Sync(); err != nil {
-						b.Fatal(err)
-					}
 					_ = f.Close()
 					b.StopTimer()
 					_ = os.Remove(name)

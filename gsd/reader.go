@@ -16,14 +16,13 @@ import (
 // read on demand. A Reader is safe for concurrent use; [Reader.Refresh]
 // picks up frames a writer committed since.
 type Reader struct {
-	mu      sync.RWMutex
-	r       io.ReaderAt
-	closer  io.Closer
-	sizeFn  func() (int64, error)
-	path    string
-	st      state
-	closed  bool
-	refresh int // number of successful refreshes, for tests
+	mu     sync.RWMutex
+	r      io.ReaderAt
+	closer io.Closer
+	sizeFn func() (int64, error)
+	path   string
+	st     state
+	closed bool
 }
 
 // state is everything a Reader knows about one version of the file.
@@ -301,7 +300,6 @@ func (r *Reader) Refresh() error {
 		var st *state
 		if st, err = r.refreshOnce(); err == nil {
 			r.st = *st
-			r.refresh++
 			return nil
 		}
 	}
@@ -456,11 +454,10 @@ func (r *Reader) ReadChunkRaw(frame uint64, name string) ([]byte, Entry, error) 
 // ReadRowsRaw reads rows [row, row+count) of chunk name in frame as
 // little-endian bytes.
 func (r *Reader) ReadRowsRaw(frame uint64, name string, row, count uint64) ([]byte, error) {
-	e, off, n, err := r.rowSpan(frame, name, row, count)
+	_, off, n, err := r.rowSpan(frame, name, row, count)
 	if err != nil {
 		return nil, err
 	}
-	_ = e
 	buf := make([]byte, n)
 	if err := r.readData(buf, off, frame, name); err != nil {
 		return nil, err

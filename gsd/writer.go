@@ -278,12 +278,14 @@ func (w *Writer) Flush() error {
 
 // Close commits every ended frame and closes the file. Chunks written to a
 // frame that was not ended are discarded (their bytes stay as dead space).
+// After a failed write or commit, Close only closes the file and returns
+// that first error again.
 func (w *Writer) Close() error {
 	if w.closed {
 		return nil
 	}
-	var err error
-	if w.sticky == nil {
+	err := w.sticky
+	if err == nil {
 		err = w.commit()
 	}
 	w.closed = true

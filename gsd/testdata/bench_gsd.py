@@ -27,7 +27,6 @@ if mode == 'write':
         if fsync:
             os.fsync(fd)
     f.close()
-    os.fsync(fd)
     os.close(fd)
     dt = time.perf_counter() - t0
     nbytes = frames * data.nbytes
