@@ -233,3 +233,38 @@ func (l Global4) extract(env *Env, m *Manifest, f File, local Store) error {
 	}
 	return local.Driver.SyncDir(path.Dir(dst))
 }
+
+// CopyWrite returns a [WriteFunc] that writes a copy of the data file src
+// (for example the [Source] of the last checkpoint, from [Engine.Recover]
+// or the latest manifest) and fails with [ErrDigestMismatch] unless the
+// copy has src's digest. With [Engine.Checkpoint] at L4 it flushes an
+// existing checkpoint to global storage, which is how keep_last_ckpt keeps
+// the last checkpoint at Finalize.
+func CopyWrite(src Source) WriteFunc {
+	return func(f vfd.File) (int64, Digest, bool, error) {
+		in, err := vfd.OpenRead(src.Store.Driver, src.Store.Path(src.Name))
+		if err != nil {
+			return 0, Digest{}, false, fmt.Errorf("open %s: %w", src.Name, err)
+		}
+		defer in.Close()
+		h := blake3.New()
+		buf := make([]byte, min(int64(4<<20), max(src.Size, 1)))
+		for off := int64(0); off < src.Size; {
+			n := min(int64(len(buf)), src.Size-off)
+			if err := vfd.ReadFull(in, buf[:n], off); err != nil {
+				return off, Digest{}, false, fmt.Errorf("read %s at %d: %w", src.Name, off, err)
+			}
+			h.Write(buf[:n])
+			if _, err := f.WriteAt(buf[:n], off); err != nil {
+				return off, Digest{}, false, err
+			}
+			off += n
+		}
+		var d Digest
+		copy(d[:], h.Sum(nil))
+		if d != src.Digest {
+			return src.Size, d, true, &CorruptionError{Path: src.Store.Path(src.Name), Rank: -1, Err: fmt.Errorf("%w: copy has %s, source says %s", ErrDigestMismatch, d, src.Digest)}
+		}
+		return src.Size, d, true, nil
+	}
+}

@@ -257,3 +257,39 @@ func TestL4CrashAtEveryOp(t *testing.T) {
 	assert.Positive(t, seen[1], "early images recover the old checkpoint")
 	assert.Positive(t, seen[2], "the final image recovers the new one")
 }
+
+// TestL4FlushLastCheckpoint flushes an L1 checkpoint to L4 with CopyWrite
+// (keep_last_ckpt at Finalize); with every local directory lost the next
+// run recovers it from the container.
+func TestL4FlushLastCheckpoint(t *testing.T) {
+	root := t.TempDir()
+	cl := newCluster(t, vfd.Sec2{}, root, 2)
+	l4 := Global4{}
+	require.NoError(t, runL4(cl, 4, l4, func(e *Engine) error {
+		m, _, err := e.Checkpoint(9, L1, writeBytes(l4Payload(e.env.Rank, 9)))
+		if err != nil {
+			return err
+		}
+		src, err := e.RecoverOne(m)
+		if err != nil {
+			return err
+		}
+		_, _, err = e.Checkpoint(m.ID, L4, CopyWrite(src))
+		return err
+	}))
+	require.NoError(t, os.RemoveAll(filepath.Join(root, "local")))
+	got, id, err := recoverAll(t, cl, 4, l4)
+	require.NoError(t, err)
+	assert.Equal(t, int64(9), id)
+	for r := 0; r < 4; r++ {
+		assert.True(t, bytes.Equal(l4Payload(r, 9), got[r]), "rank %d", r)
+	}
+
+	// A source that does not match its digest is refused.
+	f, err := vfd.CreateTrunc(vfd.Sec2{}, filepath.Join(root, "x"))
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "src"), []byte("abc"), 0o644))
+	_, _, _, err = CopyWrite(Source{Store: Store{vfd.Sec2{}, root}, Name: "src", Size: 3})(f)
+	assert.ErrorIs(t, err, ErrDigestMismatch)
+}
