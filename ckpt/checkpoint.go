@@ -58,6 +58,12 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) 
 		return nil, fmt.Errorf("ckpt: checkpoint %d at %v: %w", id, lvl, err)
 	}
 	r.lastID = id
+	if r.recovered != nil {
+		// The checkpoint this run restarted from may now be superseded:
+		// the restart's data is no longer readable through Recover.
+		r.closeStored()
+		r.recovered, r.restored = nil, true
+	}
 	wall := r.now().Sub(start)
 	if r.c.Rank() == 0 {
 		mib := float64(m.Bytes()) / float64(m.Ranks) / (1 << 20)

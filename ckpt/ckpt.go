@@ -107,7 +107,8 @@ type Runtime struct {
 	vars  map[int]*variable
 	order []int // protect order
 
-	recovered *levels.Manifest
+	recovered *levels.Manifest // readable by Recover until the next checkpoint
+	from      *levels.Manifest // the checkpoint Init restarted from
 	src       levels.Source
 	stored    *storedFile // the recovered data file, opened lazily
 	restored  bool        // Recover has run (Snapshot then ticks)
@@ -188,7 +189,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: restart: %w", err)
 	}
-	r.recovered, r.src, r.lastID = m, src, m.ID
+	r.recovered, r.from, r.src, r.lastID = m, m, src, m.ID
 	r.status = Restart
 	if m.Kept {
 		r.status = RestartKept
@@ -292,7 +293,7 @@ func (r *Runtime) Topology() *partner.Topology { return r.topo }
 
 // Recovered returns the manifest of the checkpoint this run restarted
 // from, or nil on a fresh run.
-func (r *Runtime) Recovered() *levels.Manifest { return r.recovered }
+func (r *Runtime) Recovered() *levels.Manifest { return r.from }
 
 func (r *Runtime) protect(v *variable) error {
 	if r.finalized {

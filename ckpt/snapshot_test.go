@@ -1,6 +1,7 @@
 package ckpt
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -106,6 +107,16 @@ func TestSnapshotOnRestartRecovers(t *testing.T) {
 			if lvl, err := r.Snapshot(); err != nil || lvl != 0 {
 				return fmt.Errorf("tick: %d %v", lvl, err)
 			}
+		}
+		// A new checkpoint supersedes the one restarted from.
+		if err := r.Checkpoint(6, 1); err != nil {
+			return err
+		}
+		if err := r.RecoverVar(0); !errors.Is(err, ErrNoCheckpoint) {
+			return fmt.Errorf("RecoverVar after a new checkpoint: %v", err)
+		}
+		if r.Recovered() == nil || r.Recovered().ID != 5 || r.Status() != Restart {
+			return fmt.Errorf("restart info lost: %v %v", r.Recovered(), r.Status())
 		}
 		return nil
 	}))

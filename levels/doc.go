@@ -28,14 +28,17 @@
 //     redundancy), a vote; the first checkpoint every rank can read wins,
 //     otherwise the next older one, at whatever level, is tried.
 //  4. [Engine.Checkpoint], as often as wanted:
-//     a. every rank writes its data file as "<name>.tmp" and syncs it; vote;
+//     a. every rank writes its data file as "<name>.tmp" and syncs it,
+//     hashing it through a second handle during the fsync; vote;
 //     b. [Level.Protect] adds redundancy under tmp names, synced; vote;
 //     c. every rank renames its files into place and syncs the
 //     directories; vote;
 //     d. rank 0 writes the manifest with [vfd.WriteFileAtomic] — the
 //     commit point; vote;
-//     e. the [Policy] names superseded checkpoints; for each, rank 0
-//     removes the manifest first, then every rank its files.
+//     e. the [Policy] names superseded checkpoints; rank 0 removes their
+//     manifests first (collectively agreed), then each node's lowest rank
+//     removes their node-local directories, and rank 0 the global ones,
+//     in the background ([Engine.Wait]; every collective method waits).
 //     A failed vote removes the new files on every rank and returns an
 //     error wrapping [ErrVoteFailed] on every rank; a crash anywhere
 //     leaves the previous committed set or the new one, and step 2 of the
@@ -54,6 +57,9 @@
 // protocol, and returns where this rank reads its data. Both must make
 // the same collective calls on every rank whatever fails locally.
 //
+// A level that keeps files outside the checkpoint's directory ("ckpt%08d"
+// of an area) implements [Remover] to delete them.
+//
 // Offline use (ftigo rebuild): run the same engine inside an in-process
 // world of Manifest.Ranks ranks (comm.Run), one goroutine per rank, each
 // with the Env of that rank's node; nothing in a level may assume it runs
@@ -61,7 +67,9 @@
 //
 // # Concurrency
 //
-// An Engine belongs to one rank and is used by one goroutine at a time.
+// An Engine belongs to one rank and is used by one goroutine at a time;
+// its only goroutines are the background removal and the hashing of the
+// data file during its fsync.
 // Ranks of one node share the Local directory; only the node's lowest
 // rank creates, cleans or removes directories there, and no two ranks
 // write the same file. Levels are stateless values shared by all ranks.
