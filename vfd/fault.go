@@ -182,6 +182,19 @@ func Latency(d time.Duration, kinds ...OpKind) Injector {
 	})
 }
 
+// CrashCloneAt returns an injector that stores c.CrashClone() in *dst
+// just before the operation with Index k runs, for the "cut the power at
+// op k" loop with a Fault over c. It never fails an operation; *dst stays
+// nil when there is no op k.
+func CrashCloneAt(c *Core, k int, dst **Core) Injector {
+	return InjectorFunc(func(op Op) error {
+		if op.Index == k {
+			*dst = c.CrashClone()
+		}
+		return nil
+	})
+}
+
 func orInjected(err error) error {
 	if err == nil {
 		return ErrInjected

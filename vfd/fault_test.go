@@ -137,12 +137,7 @@ func TestFaultCrashAtEveryOp(t *testing.T) {
 		c := vfd.NewCore()
 		require.NoError(t, vfd.WriteFileAtomic(c, "f", []byte("old")))
 		var clone *vfd.Core
-		d := vfd.NewFault(c, vfd.InjectorFunc(func(op vfd.Op) error {
-			if op.Index == k {
-				clone = c.CrashClone()
-			}
-			return nil
-		}))
+		d := vfd.NewFault(c, vfd.CrashCloneAt(c, k, &clone))
 		require.NoError(t, vfd.WriteFileAtomic(d, "f", []byte("new")))
 		if clone == nil {
 			require.Greater(t, k, 3)

@@ -169,10 +169,6 @@ type splitFile struct {
 
 func (f *splitFile) Name() string { return f.name }
 
-// Meta returns the metadata file and Raw the raw-data file.
-func (f *splitFile) Meta() File { return f.meta }
-func (f *splitFile) Raw() File  { return f.raw }
-
 func (f *splitFile) route(t MemType) File {
 	if t.IsMeta() {
 		return f.meta
