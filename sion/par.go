@@ -44,8 +44,10 @@ type ParWriter struct {
 // SIONlib's sion_paropen_mpi does: the task's global rank is c.Rank(), and
 // with nfiles > 1 the ranks are split into contiguous groups, one per
 // physical file (size/nfiles ranks each, the remainder in the last file),
-// named name, name.000001, .... Every rank passes its own chunk size. A
-// single file carries no mapping; file 0 of a set carries the mapping.
+// named name, name.000001, .... Every rank passes the same name, nfiles
+// and options, and its own chunk size. A single file carries no mapping;
+// file 0 of a set carries the mapping. Errors are the same on every rank
+// (a rank whose own part succeeded gets [ErrPeerFailed]).
 func ParCreate(c comm.Comm, d vfd.Driver, name string, chunkSize int64, nfiles int, opts *Options) (*ParWriter, error) {
 	size := c.Size()
 	if nfiles < 1 {
