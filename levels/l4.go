@@ -41,7 +41,10 @@ const (
 // extracts the rank's task from the container, verified, into the local area.
 type Global4 struct {
 	// NFiles splits the container into this many physical files (ranks in
-	// contiguous groups, SIONlib's rule); <= 1 means one file.
+	// contiguous groups, SIONlib's rule); <= 1 means one file. The rank
+	// leading each physical file re-reads it once to record its BLAKE3 in
+	// the manifest, so for large jobs choose NFiles that keeps each file
+	// to a few GiB (the files are hashed in parallel).
 	NFiles int
 	// FSBlkSize is the container's alignment; <= 0 means 4096.
 	FSBlkSize int32
