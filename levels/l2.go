@@ -16,6 +16,9 @@ import (
 // in which no rank lost both its file and its copy, that is, no two lost
 // nodes are ring neighbours.
 type Partner2 struct {
+	// Buffers, when not nil, recycles transfer blocks between checkpoints
+	// (one per process, shared by all ranks, is enough).
+	Buffers *partner.Buffers
 	// SkipSourceHash drops the sender's own hash pass; the receiver's
 	// check against the recorded digest still catches a damaged source
 	// (see [partner.Options]).
@@ -35,6 +38,7 @@ func partnerOptions(env *Env) partner.Options {
 func (l Partner2) options(env *Env) partner.Options {
 	o := partnerOptions(env)
 	o.SkipSourceHash = l.SkipSourceHash
+	o.Buffers = l.Buffers
 	return o
 }
 

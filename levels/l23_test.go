@@ -35,7 +35,7 @@ func newL23World(t *testing.T, d vfd.Driver, nranks, nsize, gsize int, m int) *l
 	topo, err := partner.NewTopology(nranks, nsize, gsize, nil)
 	require.NoError(t, err)
 	return &l23World{t: t, d: d, root: t.TempDir(), nranks: nranks, nsize: nsize, gsize: gsize, topo: topo,
-		levels: []Level{Local1{}, Partner2{}, RS3{M: m}}, faultRank: -1}
+		levels: []Level{Local1{}, Partner2{Buffers: &partner.Buffers{}}, RS3{M: m}}, faultRank: -1}
 }
 
 func (w *l23World) nodeDir(n int) string {

@@ -27,6 +27,14 @@ type RS3 struct {
 	// M is the number of parity files per group; 0 or more than the
 	// group size means the group size.
 	M int
+	// Buffers, when not nil, recycles transfer blocks between checkpoints.
+	Buffers *partner.Buffers
+}
+
+func (l RS3) options(env *Env) partner.Options {
+	o := partnerOptions(env)
+	o.Buffers = l.Buffers
+	return o
 }
 
 // ID returns L3.
@@ -43,7 +51,7 @@ func (l RS3) Protect(env *Env, p *Pending) error {
 	data := p.Data()
 	name := RankFileName(p.Dir, RoleParity, env.Rank)
 	to := partner.Ref{Driver: env.Local.Driver, Path: env.Local.Path(name) + TmpSuffix}
-	par, err := partner.EncodeGroup(env.Comm, env.Topo, partnerOptions(env), l.M, fileInfo(env.Store(data.Where), data, TmpSuffix), to)
+	par, err := partner.EncodeGroup(env.Comm, env.Topo, l.options(env), l.M, fileInfo(env.Store(data.Where), data, TmpSuffix), to)
 	if err != nil {
 		return fmt.Errorf("L3: %w", err)
 	}
@@ -85,7 +93,7 @@ func (l RS3) Recover(env *Env, m *Manifest) (Source, error) {
 	if okp {
 		pi = fileInfo(env.Store(par.Where), par, "")
 	}
-	if _, err := partner.RebuildGroup(env.Comm, env.Topo, partnerOptions(env), l.parityCount(m), own, pi); err != nil {
+	if _, err := partner.RebuildGroup(env.Comm, env.Topo, l.options(env), l.parityCount(m), own, pi); err != nil {
 		return Source{}, fmt.Errorf("L3: %w", err)
 	}
 	if !okd {

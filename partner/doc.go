@@ -19,6 +19,39 @@
 // node-local index across a sector's nodes, one per node; within a group the
 // ring order is node order, right = group rank + 1, left = group rank - 1.
 //
+// # Transfers
+//
+// Every transfer function is collective over the world communicator: all
+// ranks call it together, each with its own files ([FileInfo]: a path
+// through a vfd driver, with the size and BLAKE3 recorded for it).
+//
+//   - L2 checkpoint: [CopyToPartner] streams each rank's data file to its
+//     right neighbour in block_size pieces (Sendrecv around the ring, a
+//     read-ahead and a write-behind goroutine, a few blocks in memory);
+//     the receiver writes the copy under a tmp name, syncs it and checks
+//     its hash against the sender's recorded one; the sender hashes what
+//     it reads as well (unless [Options].SkipSourceHash).
+//   - L2 recovery: [RecoverPartner] checks each rank's data file and held
+//     copy, exchanges the flags with both neighbours, restores originals
+//     from copies and copies from originals (tmp, sync, hash check,
+//     rename, directory sync), and reports ranks whose file and copy are
+//     both lost with [ErrUnrecoverable].
+//   - L3 checkpoint: [EncodeGroup] splits the world into group
+//     communicators; per block, each member adds its data block's
+//     contribution to the m parity blocks and the partial sums travel once
+//     around the ring (a reduce-scatter), so member j < m ends with parity
+//     shard j, written with its header trailer (docs/format/parity.md).
+//   - L3 recovery: [RebuildGroup] gathers erasure flags over the group and,
+//     if at most m of the k+m files are lost, all-gathers each block of the
+//     surviving files and rebuilds the lost ones, verified against the
+//     recorded hashes; otherwise every member returns [ErrUnrecoverable].
+//   - Offline: [RebuildL2Offline] and [RebuildL3Offline] do the same from
+//     one process that sees every node's files, with no communicator.
+//
+// A rank that fails locally (I/O error, bad hash) keeps taking part in the
+// exchange with empty or zero blocks and returns its error at the end, so
+// no peer hangs; the caller's commit vote then rejects the checkpoint.
+//
 // # Concurrency
 //
 // A [Topology] is immutable and may be shared by all ranks of an in-process

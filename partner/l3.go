@@ -97,7 +97,7 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 		return Parity{}, err
 	}
 	padded := encode.PaddedSize(sizes)
-	bs := o.block()
+	bs := int(min(int64(o.block()), max(padded, 1)))
 	log := o.log()
 	log.Debug("L3 encode", zap.Int("rank", c.Rank()), zap.Int("group-rank", g), zap.Int("k", k), zap.Int("m", m), zap.Int64("padded", padded))
 
@@ -108,7 +108,8 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 		}
 	}
 	// read-ahead (hashing the data as it goes) and write-behind (hashing the parity)
-	src, err := openSource(data, bs, true)
+	pool := o.Buffers
+	src, err := openSource(data, bs, true, pool)
 	if err != nil {
 		fail(fmt.Errorf("open data %s: %w", data.Path, err))
 		src = nil
@@ -116,18 +117,21 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	var out *sink
 	holds := g < m
 	if holds {
-		out, err = createSink(parityTo, bs)
+		out, err = createSink(parityTo, bs, padded, pool)
 		if err != nil {
 			fail(fmt.Errorf("create parity %s: %w", parityTo.Path, err))
 			out = nil
 		}
 	}
-	own := make([]byte, bs)
+	own := pool.get(bs)
+	defer pool.put(own)
 	partial := make([][]byte, m)
 	for j := range partial {
-		partial[j] = make([]byte, bs)
+		partial[j] = pool.get(bs)
+		defer pool.put(partial[j])
 	}
-	recv := make([]byte, bs)
+	recv := pool.get(bs)
+	defer pool.put(recv)
 	right, left := (g+1)%k, (g+k-1)%k
 	p := make([][]byte, m)
 	for off := int64(0); off < padded; off += int64(bs) {
@@ -347,9 +351,12 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, m int, data, parity FileI
 		}
 	}
 	dh, fh := blake3.New(), blake3.New()
+	bs = int(min(int64(bs), max(padded, 1)))
 	slot := 2 * bs
-	send := make([]byte, slot)
-	recv := make([]byte, slot*k)
+	send := o.Buffers.get(slot)
+	defer o.Buffers.put(send)
+	recv := o.Buffers.get(slot * k)
+	defer o.Buffers.put(recv)
 	for off := int64(0); off < padded; off += int64(bs) {
 		n := int(min(int64(bs), padded-off))
 		sd, sp := send[:n], send[n:2*n]

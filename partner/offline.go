@@ -82,9 +82,9 @@ func copyVerified(src, dst FileInfo, bs int) error {
 	}
 	defer in.Close()
 	return writeVerified(dst, func(out io.WriterAt) error {
-		buf := make([]byte, bs)
-		for off := int64(0); off < src.Size; off += int64(bs) {
-			n := int(min(int64(bs), src.Size-off))
+		buf := make([]byte, min(int64(bs), max(src.Size, 1)))
+		for off := int64(0); off < src.Size; off += int64(len(buf)) {
+			n := int(min(int64(len(buf)), src.Size-off))
 			if err := vfd.ReadFull(in, buf[:n], off); err != nil {
 				return fmt.Errorf("read %s at %d: %w", src.Path, off, err)
 			}

@@ -42,6 +42,8 @@ type Options struct {
 	BlockSize int
 	// Logger receives debug lines; nil means none.
 	Logger *zap.Logger
+	// Buffers, when not nil, recycles the transfer blocks between calls.
+	Buffers *Buffers
 	// SkipSourceHash drops the sender's own BLAKE3 pass over the file it
 	// sends. The receiver still hashes what it wrote and compares it with
 	// the sender's recorded hash, which catches a damaged source as well,
@@ -109,6 +111,7 @@ func (f FileInfo) Check(rank int, blockSize int) error {
 
 // source streams a file in blocks with a read-ahead goroutine and hashes it.
 type source struct {
+	pool  *Buffers
 	f     vfd.File
 	size  int64
 	bs    int
@@ -119,7 +122,7 @@ type source struct {
 	err   error // set by the reader goroutine before closing ready
 }
 
-func openSource(fi FileInfo, bs int, hash bool) (*source, error) {
+func openSource(fi FileInfo, bs int, hash bool, pool *Buffers) (*source, error) {
 	f, err := fi.Driver.Open(fi.Path, vfd.ReadOnly)
 	if err != nil {
 		return nil, err
@@ -132,12 +135,12 @@ func openSource(fi FileInfo, bs int, hash bool) (*source, error) {
 		f.Close()
 		return nil, err
 	}
-	s := &source{f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{})}
+	s := &source{pool: pool, f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{})}
 	if hash {
 		s.h = blake3.New()
 	}
-	for range 3 {
-		s.free <- make([]byte, bs)
+	for range min(3, (size+int64(bs)-1)/int64(bs)) {
+		s.free <- pool.get(bs)
 	}
 	go s.run()
 	return s, nil
@@ -186,7 +189,11 @@ func (s *source) release(b []byte) { s.free <- b[:cap(b)] }
 // read (false when it did not hash).
 func (s *source) close() (encode.Hash, bool, error) {
 	close(s.done)
-	for range s.ready {
+	for b := range s.ready {
+		s.pool.put(b)
+	}
+	for len(s.free) > 0 {
+		s.pool.put(<-s.free)
 	}
 	var h encode.Hash
 	if s.h != nil {
@@ -198,6 +205,7 @@ func (s *source) close() (encode.Hash, bool, error) {
 // sink writes blocks at increasing offsets with a writer goroutine, hashes
 // them, and on finish syncs the file.
 type sink struct {
+	pool *Buffers
 	f    vfd.File
 	path string
 	work chan []byte
@@ -208,7 +216,7 @@ type sink struct {
 	err  error // owned by the writer goroutine until done is closed
 }
 
-func createSink(r Ref, bs int) (*sink, error) {
+func createSink(r Ref, bs int, size int64, pool *Buffers) (*sink, error) {
 	if err := mkdirDurable(r.Driver, path.Dir(r.Path)); err != nil {
 		return nil, err
 	}
@@ -216,9 +224,9 @@ func createSink(r Ref, bs int) (*sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sink{f: f, path: r.Path, work: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: blake3.New()}
-	for range 3 {
-		s.free <- make([]byte, bs)
+	s := &sink{pool: pool, f: f, path: r.Path, work: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: blake3.New()}
+	for range max(1, min(3, (size+int64(bs)-1)/int64(bs))) {
+		s.free <- pool.get(bs)
 	}
 	go s.run()
 	return s, nil
@@ -256,6 +264,9 @@ func (s *sink) finish() (encode.Hash, int64, error) {
 func (s *sink) finishWith(tail func(body encode.Hash) ([]byte, error)) (body, whole encode.Hash, size int64, err error) {
 	close(s.work)
 	<-s.done
+	for len(s.free) > 0 {
+		s.pool.put(<-s.free)
+	}
 	err = s.err
 	copy(body[:], s.h.Sum(nil))
 	if err == nil && tail != nil {
@@ -386,7 +397,7 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 }
 
 func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize int64, recvHash encode.Hash, err error) {
-	bs := o.block()
+	bs := o.block() // every rank must use the same block size: never capped per rank
 	var errs []error
 	if err := exchangeHeader(c, dst, src, tag+1, &e); err != nil {
 		if errors.Is(err, comm.ErrAborted) {
@@ -402,7 +413,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 	var outSize int64
 	if e.out != nil {
 		outSize = e.out.Size
-		s, err := openSource(*e.out, bs, !o.SkipSourceHash)
+		s, err := openSource(*e.out, bs, !o.SkipSourceHash, o.Buffers)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("open %s for sending: %w", e.out.Path, err))
 		} else {
@@ -411,7 +422,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 	}
 	var in *sink
 	if e.in != nil {
-		s, err := createSink(*e.in, bs)
+		s, err := createSink(*e.in, bs, e.inSize, o.Buffers)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("create %s: %w", e.in.Path, err))
 		} else {
@@ -433,7 +444,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 		}
 		return 0, encode.Hash{}, fmt.Errorf("agree on rounds: %w", err)
 	}
-	scratch := make([]byte, bs)
+	var scratch []byte // for blocks nobody keeps, allocated on first use
 	var recvOff int64
 	inBad := false
 	for i := int64(0); i < rounds; i++ {
@@ -441,9 +452,14 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 		if out != nil {
 			send = out.next()
 		}
-		recv := scratch
+		var recv []byte
 		if in != nil && !inBad {
 			recv = in.buffer()
+		} else {
+			if scratch == nil {
+				scratch = make([]byte, bs)
+			}
+			recv = scratch
 		}
 		n, err := c.Sendrecv(send, dst, tag, recv, src, tag)
 		if out != nil && send != nil {
