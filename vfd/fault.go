@@ -172,7 +172,9 @@ func ShortWrite(n, keep int, err error) Injector {
 }
 
 // Latency delays every operation of the given kinds (all kinds when kinds
-// is empty) by d. It never fails an operation.
+// is empty) by d. It never fails an operation. Injectors run under the
+// Fault's lock, so concurrent operations queue behind the delay, as on
+// one slow device.
 func Latency(d time.Duration, kinds ...OpKind) Injector {
 	return InjectorFunc(func(op Op) error {
 		if len(kinds) == 0 || slices.Contains(kinds, op.Kind) {
