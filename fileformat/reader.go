@@ -135,6 +135,8 @@ func (r *Reader) open() error {
 	fb := decodeFB(r.fbb[:])
 	r.fb = fb
 	switch {
+	case hdr.rank < 0:
+		return r.fileErr(24, ErrCorrupt, "negative rank %d", hdr.rank)
 	case fb.version != hdr.version || fb.fbSize != FBSize:
 		return r.fileErr(fbOff+8, ErrCorrupt, "file block version %d size %d", fb.version, fb.fbSize)
 	case fb.fs > size:

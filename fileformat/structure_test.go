@@ -81,6 +81,7 @@ func TestStructureChecks(t *testing.T) {
 		{"fb checksum", func(b []byte) { b[fb+128] ^= 1 }, ErrHashMismatch},
 		{"fb version", func(b []byte) { b[fb+8] = 9 }, ErrCorrupt},
 		{"header size", func(b []byte) { b[10] = 65 }, ErrCorrupt},
+		{"negative rank", func(b []byte) { b[27] = 0x80 }, ErrCorrupt},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
