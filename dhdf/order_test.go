@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ftigo/ftigo/dhdf/h5"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -61,4 +62,34 @@ func TestWriteOrderAndMemTypes(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, gheap, "the MHF writes one global heap collection")
+}
+
+func TestOneSyncAHF(t *testing.T) {
+	c := vfd.NewCore()
+	syncs := map[string]int{}
+	var lastWrite = map[string]vfd.MemType{}
+	d := vfd.NewFault(c, vfd.InjectorFunc(func(op vfd.Op) error {
+		switch op.Kind {
+		case vfd.OpSync:
+			syncs[op.Path]++
+		case vfd.OpWrite:
+			lastWrite[op.Path] = op.Type
+		}
+		return nil
+	}))
+	w, err := Create("one", 1, Options{Driver: d, OneSyncAHF: true, Now: fixedClock})
+	require.NoError(t, err)
+	require.NoError(t, w.DefineSDS(SDS{Name: "x", Type: h5.Int8, Dims: []uint64{2}}))
+	require.NoError(t, w.WriteChunk("x", 1, "", []uint64{0}, []uint64{2}, []byte{4, 5}))
+	require.NoError(t, w.Close())
+	assert.Equal(t, 1, syncs["one.1.h5"], "one sync per AHF")
+	assert.Equal(t, 2, syncs["one.h5"], "the MHF keeps its ordered commit")
+	assert.Equal(t, vfd.MemSuper, lastWrite["one.1.h5"])
+	assert.Equal(t, vfd.MemSuper, lastWrite["one.h5"])
+	s, err := Open("one.h5", Options{Driver: c})
+	require.NoError(t, err)
+	got, err := s.ReadSDS("x")
+	require.NoError(t, err)
+	assert.Equal(t, []byte{4, 5}, got)
+	require.NoError(t, s.Close())
 }

@@ -62,6 +62,13 @@ type Options struct {
 	HostName string           // recorded in File_Info; "" means "localhost"
 	// MaxRead caps the bytes ReadSDS allocates; 0 means 4 GiB.
 	MaxRead int64
+	// OneSyncAHF syncs each AHF once, after its superblock, instead of
+	// before and after it. The set stays all-or-nothing (the MHF gets its
+	// superblock only after every AHF's sync returned), but an AHF of a
+	// set whose MHF was never committed may, after a power cut, have a
+	// superblock over torn data (its chunk CRCs still tell). It saves one
+	// storage barrier per AHF on the critical path.
+	OneSyncAHF bool
 }
 
 func (o Options) withDefaults() Options {

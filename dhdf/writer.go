@@ -166,6 +166,9 @@ func (w *Writer) localFile(id int32) (*ahf, error) {
 		return nil, fmt.Errorf("dhdf: create %s: %w", name, err)
 	}
 	a := &ahf{id: id, f: f, w: h5.NewWriter(f)}
+	if w.opts.OneSyncAHF {
+		a.w.OneSync()
+	}
 	w.ahfs[id] = a
 	return a, nil
 }

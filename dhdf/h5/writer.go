@@ -20,6 +20,7 @@ type Writer struct {
 	root     *Group
 	closed   bool
 	flushed  bool
+	oneSync  bool
 	rootAddr uint64
 	err      error
 }
@@ -259,6 +260,14 @@ func (w *Writer) Flush() error {
 	return w.err
 }
 
+// OneSync makes Flush skip its sync, so Close syncs once, after the
+// superblock. The write order (superblock last) is kept, so a process
+// killed mid-write still leaves a file every tool refuses, but a power cut
+// may make the superblock durable before the rest. Use it only when
+// something else commits the file (dhdf's MHF does, for its AHFs). Call
+// it before Flush or Close.
+func (w *Writer) OneSync() { w.oneSync = true }
+
 // Close flushes, then writes the superblock at offset 0 and syncs again.
 // It does not close the underlying file.
 func (w *Writer) Close() error {
@@ -388,8 +397,10 @@ func (w *Writer) flush() error {
 			return fmt.Errorf("h5: truncate: %w", err)
 		}
 	}
-	if err := w.f.Sync(); err != nil {
-		return fmt.Errorf("h5: sync before superblock: %w", err)
+	if !w.oneSync {
+		if err := w.f.Sync(); err != nil {
+			return fmt.Errorf("h5: sync before superblock: %w", err)
+		}
 	}
 	w.rootAddr = rootAddr
 	return nil
