@@ -37,11 +37,21 @@ type global4 struct{ levels.Local1 }
 func (global4) ID() levels.ID { return levels.L4 }
 
 func TestSnapshotSchedule(t *testing.T) {
-	for _, n := range []int{1, 4, 8} {
-		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
+	for _, tc := range []struct {
+		n       int
+		minutes bool // FTI's minutes with fast_forward instead of seconds
+	}{{1, false}, {4, false}, {8, false}, {4, true}} {
+		n := tc.n
+		t.Run(fmt.Sprintf("ranks=%d/minutes=%v", n, tc.minutes), func(t *testing.T) {
 			cfg := testConfig(t.TempDir(), 1)
 			cfg.Interval[1] = 10 * time.Second
 			cfg.Interval[4] = 30 * time.Second
+			if tc.minutes {
+				// ckpt_l1 = 1, ckpt_l4 = 3 (minutes), fast_forward = 6.
+				c, err := ParseConfig("ff", []byte("[basic]\nckpt_l1 = 1\nckpt_l4 = 3\n[advanced]\nfast_forward = 6\n"))
+				require.NoError(t, err)
+				cfg.Interval, cfg.FastForward = c.Interval, c.FastForward
+			}
 			var mu sync.Mutex
 			taken := map[int][]string{}
 			require.NoError(t, func() error {

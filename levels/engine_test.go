@@ -251,3 +251,64 @@ func TestOpenRemovesUncommitted(t *testing.T) {
 func runWorld(n int, fn func(c comm.Comm) error) error {
 	return comm.Run(n, fn, comm.WithTimeout(30*time.Second))
 }
+
+func TestOpenMovesBrokenManifestAside(t *testing.T) {
+	cl := newCluster(t, vfd.Sec2{}, t.TempDir(), 1)
+	require.NoError(t, cl.run(2, func(e *Engine) error {
+		_, _, err := e.Checkpoint(1, L1, writeBytes(payload(e.env.Rank, 1, 64)))
+		return err
+	}))
+	meta := filepath.Join(cl.root, "meta")
+	bad := filepath.Join(meta, ManifestName(5))
+	f, err := vfd.CreateTrunc(cl.d, bad)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("ftigo-manifest 1\n{}\nblake3 00\n"), 0)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, cl.run(2, func(e *Engine) error {
+		if n := len(e.Committed()); n != 1 {
+			return fmt.Errorf("%d committed", n)
+		}
+		if e.NextSeq() != 2 {
+			return fmt.Errorf("next seq %d", e.NextSeq())
+		}
+		m, _, err := e.Recover()
+		if err == nil && m.Seq != 1 {
+			err = fmt.Errorf("recovered seq %d", m.Seq)
+		}
+		return err
+	}))
+	_, err = cl.d.Stat(bad + ".broken")
+	assert.NoError(t, err)
+	_, err = cl.d.Stat(bad)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+func TestFTIPolicy(t *testing.T) {
+	mk := func(seq uint64, l ID) *Manifest { return &Manifest{Seq: seq, Level: l} }
+	seqs := func(ms []*Manifest) []uint64 {
+		var out []uint64
+		for _, m := range ms {
+			out = append(out, m.Seq)
+		}
+		return out
+	}
+	all := []*Manifest{mk(1, L4), mk(2, L3), mk(3, L2), mk(4, L1), mk(5, L1)}
+	tests := []struct {
+		name   string
+		p      FTIPolicy
+		latest *Manifest
+		want   []uint64
+	}{
+		{"L1 supersedes L1 only", FTIPolicy{}, mk(6, L1), []uint64{4, 5}},
+		{"L3 supersedes L1-L3", FTIPolicy{}, mk(6, L3), []uint64{2, 3, 4, 5}},
+		{"L4 supersedes all", FTIPolicy{}, mk(6, L4), []uint64{1, 2, 3, 4, 5}},
+		{"keep_l4_ckpt", FTIPolicy{KeepL4: true}, mk(6, L4), []uint64{2, 3, 4, 5}},
+		{"keep last 3", FTIPolicy{KeepLast: 3}, mk(6, L4), []uint64{1, 2, 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, seqs(tt.p.Drop(append(append([]*Manifest(nil), all...), tt.latest), tt.latest)))
+		})
+	}
+}
