@@ -154,3 +154,24 @@ func TestCrashBuffered(t *testing.T) {
 		t.Run(fmt.Sprintf("op%03d", k), func(t *testing.T) { checkSurvivorRange(t, after, "t.gsd", 0, ended+1) })
 	}
 }
+
+// TestCrashOrderedSync cuts the power at every operation of a writer with
+// one fsync per commit: the file stays valid with every frame committed
+// before the previous commit, and takes appends.
+func TestCrashOrderedSync(t *testing.T) {
+	const frames = 12
+	opts := []Option{WithOrderedSync()}
+	clean := vfd.NewFault(vfd.NewCore())
+	_, err := crashWorkload(clean, "t.gsd", frames, opts...)
+	require.NoError(t, err)
+	for k := 1; k < clean.Ops(); k++ {
+		core := vfd.NewCore()
+		ended, err := crashWorkload(vfd.NewFault(core, vfd.OnIndex(k, nil)), "t.gsd", frames, opts...)
+		require.ErrorIs(t, err, vfd.ErrInjected, "op %d", k)
+		after := core.CrashClone()
+		if _, statErr := after.Stat("t.gsd"); statErr != nil {
+			continue
+		}
+		t.Run(fmt.Sprintf("op%03d", k), func(t *testing.T) { checkSurvivorRange(t, after, "t.gsd", max(ended-1, 0), ended+1) })
+	}
+}

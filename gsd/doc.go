@@ -26,7 +26,9 @@
 // block moved, then the frame's index entries in one write, then fsync.
 // By default EndFrame commits; [WithBuffered] commits only when a byte
 // bound or time interval (measured with the injected clock) is reached,
-// plus on [Writer.Flush] and Close. [WithSync](false) skips the fsyncs
+// plus on [Writer.Flush] and Close. [WithOrderedSync] keeps only the
+// fsync before the entries (one per commit; the last frame may be lost
+// to a power cut but the file stays valid). [WithSync](false) skips the fsyncs
 // but not the ordering: a killed process still leaves a valid file with
 // every committed frame, a power loss may not.
 //

@@ -47,12 +47,15 @@ func benchData(f32 bool, n, m int) (any, []byte, Type) {
 func BenchmarkWrite(b *testing.B) {
 	for _, bc := range benchCases {
 		data, raw, typ := benchData(bc.f32, bc.n, bc.m)
-		for _, sync := range []bool{false, true} {
-			mode := "nosync"
+		for _, mode := range []string{"nosync", "fsync", "ordered"} {
+			sync := mode != "nosync"
 			frames := bc.frames
+			opts := []Option{WithSync(sync)}
 			if sync {
-				mode = "fsync"
 				frames = bc.syncFrames
+			}
+			if mode == "ordered" {
+				opts = []Option{WithOrderedSync()}
 			}
 			total := int64(len(raw)) * int64(frames)
 			b.Run(bc.name+"/"+mode+"/ftigo", func(b *testing.B) {
@@ -61,7 +64,7 @@ func BenchmarkWrite(b *testing.B) {
 				dir := b.TempDir()
 				for i := 0; i < b.N; i++ {
 					name := filepath.Join(dir, fmt.Sprintf("w%d.gsd", i))
-					w, err := Create(vfd.Sec2{}, name, "bench", "bench", MakeVersion(1, 0), WithSync(sync))
+					w, err := Create(vfd.Sec2{}, name, "bench", "bench", MakeVersion(1, 0), opts...)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -87,6 +90,9 @@ func BenchmarkWrite(b *testing.B) {
 					b.StartTimer()
 				}
 			})
+			if mode == "ordered" {
+				continue // the references are those of "fsync"
+			}
 			b.Run(bc.name+"/"+mode+"/raw", func(b *testing.B) {
 				b.SetBytes(total)
 				b.ReportAllocs()

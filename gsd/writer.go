@@ -288,6 +288,9 @@ func (w *Writer) Close() error {
 	if err == nil {
 		err = w.commit()
 	}
+	if err == nil && w.o.ordered {
+		err = w.sync("on close")
+	}
 	w.closed = true
 	return errors.Join(err, w.f.Close())
 }
@@ -364,8 +367,10 @@ func (w *Writer) commitInner() error {
 	if _, err := vfd.WriteAtType(w.f, vfd.MemBTree, buf, off); err != nil {
 		return fmt.Errorf("gsd: %s: write index entries: %w", w.path, err)
 	}
-	if err := w.sync("index"); err != nil {
-		return err
+	if !w.o.ordered {
+		if err := w.sync("index"); err != nil {
+			return err
+		}
 	}
 	w.used += uint64(len(w.ended))
 	w.ended = w.ended[:0]
