@@ -293,3 +293,72 @@ func TestL4FlushLastCheckpoint(t *testing.T) {
 	_, _, _, err = CopyWrite(Source{Store: Store{vfd.Sec2{}, root}, Name: "src", Size: 3})(f)
 	assert.ErrorIs(t, err, ErrDigestMismatch)
 }
+
+// TestL4FailAtEveryOp fails each driver operation of an L4 checkpoint in
+// turn: every rank gets the same outcome, and a restart with all local
+// storage lost recovers the new checkpoint when it committed and the old
+// one otherwise.
+func TestL4FailAtEveryOp(t *testing.T) {
+	const n = 4
+	l4 := Global4{NFiles: 2, FSBlkSize: 512}
+	for i := 0; ; i++ {
+		core := vfd.NewCore()
+		var mu sync.Mutex
+		count, armed, injected := 0, false, false
+		fd := vfd.NewFault(core, vfd.InjectorFunc(func(op vfd.Op) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if !armed {
+				return nil
+			}
+			count++
+			if count-1 == i {
+				injected = true
+				return vfd.ErrInjected
+			}
+			return nil
+		}))
+		cl := newCluster(t, fd, "/r", 2)
+		cl.policy = FTIPolicy{KeepL4: true}
+		require.NoError(t, runL4(cl, n, l4, func(e *Engine) error {
+			_, _, err := e.Checkpoint(1, L4, writeBytes(l4Payload(e.env.Rank, 1)))
+			return err
+		}))
+		errs := make([]error, n)
+		require.NoError(t, runL4(cl, n, l4, func(e *Engine) error {
+			c := e.env.Comm
+			if err := c.Barrier(); err != nil { // every rank is past Open
+				return err
+			}
+			if c.Rank() == 0 {
+				mu.Lock()
+				armed = true
+				mu.Unlock()
+			}
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			_, _, errs[c.Rank()] = e.Checkpoint(2, L4, writeBytes(l4Payload(c.Rank(), 2)))
+			return nil
+		}))
+		mu.Lock()
+		armed = false
+		mu.Unlock()
+		if !injected {
+			require.Greater(t, i, 20, "an L4 checkpoint takes more than 20 operations")
+			break
+		}
+		for r := 1; r < n; r++ {
+			require.Equal(t, errs[0] == nil, errs[r] == nil, "op %d: ranks disagree: %v / %v", i, errs[0], errs[r])
+		}
+		require.NoError(t, core.RemoveAll("/r/local"))
+		got, id, err := recoverAll(t, newCluster(t, core, "/r", 2), n, l4)
+		require.NoError(t, err, "op %d", i)
+		if errs[0] == nil {
+			require.Equal(t, int64(2), id, "op %d: committed checkpoint not recovered", i)
+		}
+		for r := 0; r < n; r++ {
+			require.True(t, bytes.Equal(l4Payload(r, id), got[r]), "op %d rank %d", i, r)
+		}
+	}
+}
