@@ -19,6 +19,10 @@ import (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// earlySyncSize is the chunk size from which WriteChunk syncs the data
+// while it computes the checksum.
+const earlySyncSize = 4 << 20
+
 // ahf is one associated file being written.
 type ahf struct {
 	id   int32
@@ -209,13 +213,23 @@ func (w *Writer) WriteChunk(sds string, fileID int32, name string, origin, dims 
 	if err != nil {
 		return err
 	}
-	// The checksum is computed while the data is written.
-	sum := make(chan uint32, 1)
-	go func() { sum <- crc32.Checksum(data, castagnoli) }()
 	d, err := a.w.Root().CreateDataset(name, s.Type, c.Dims, data)
-	crc := <-sum
 	if err != nil {
 		return fmt.Errorf("dhdf: write chunk %q to %s: %w", name, a.f.Name(), err)
+	}
+	// A large chunk is pushed to storage while its checksum is computed,
+	// so the CPU work hides behind the I/O wait and the sync in Close has
+	// only the metadata left.
+	var crc uint32
+	if len(data) >= earlySyncSize {
+		synced := make(chan error, 1)
+		go func() { synced <- a.f.Sync() }()
+		crc = crc32.Checksum(data, castagnoli)
+		if err := <-synced; err != nil {
+			return fmt.Errorf("dhdf: sync chunk %q to %s: %w", name, a.f.Name(), err)
+		}
+	} else {
+		crc = crc32.Checksum(data, castagnoli)
 	}
 	origin64 := make([]int64, len(c.Origin))
 	for i, o := range c.Origin {
