@@ -93,3 +93,33 @@ func TestOneSyncAHF(t *testing.T) {
 	assert.Equal(t, []byte{4, 5}, got)
 	require.NoError(t, s.Close())
 }
+
+// TestLargeChunkSyncedEarly: a chunk of earlySyncSize bytes is synced
+// as soon as it is written (while its CRC is computed), before the
+// ordered commit's two syncs.
+func TestLargeChunkSyncedEarly(t *testing.T) {
+	c := vfd.NewCore()
+	var kinds []vfd.OpKind
+	d := vfd.NewFault(c, vfd.InjectorFunc(func(op vfd.Op) error {
+		if op.Path == "big.1.h5" && (op.Kind == vfd.OpSync || op.Kind == vfd.OpWrite) {
+			kinds = append(kinds, op.Kind)
+		}
+		return nil
+	}))
+	w, err := Create("big", 1, Options{Driver: d, Now: fixedClock})
+	require.NoError(t, err)
+	require.NoError(t, w.DefineSDS(SDS{Name: "x", Type: h5.Uint8, Dims: []uint64{earlySyncSize}}))
+	data := make([]byte, earlySyncSize)
+	data[12345] = 9
+	require.NoError(t, w.WriteChunk("x", 1, "", []uint64{0}, []uint64{earlySyncSize}, data))
+	require.Equal(t, []vfd.OpKind{vfd.OpWrite, vfd.OpSync}, kinds, "data written and synced at once")
+	require.NoError(t, w.Close())
+	// Close: File_Info rows, object headers, sync, superblock, sync.
+	assert.Equal(t, []vfd.OpKind{vfd.OpWrite, vfd.OpSync, vfd.OpWrite, vfd.OpWrite, vfd.OpSync, vfd.OpWrite, vfd.OpSync}, kinds)
+	s, err := Open("big.h5", Options{Driver: c})
+	require.NoError(t, err)
+	got, err := s.ReadSDS("x")
+	require.NoError(t, err)
+	assert.Equal(t, data, got)
+	require.NoError(t, s.Close())
+}
