@@ -124,6 +124,12 @@ func (r *Registry) Register(name string, f Factory) error {
 	return nil
 }
 
+// Lookup returns the factory registered under name.
+func (r *Registry) Lookup(name string) (Factory, bool) {
+	f, ok := r.factories[name]
+	return f, ok
+}
+
 // Names returns the registered driver names, sorted.
 func (r *Registry) Names() []string { return slices.Sorted(maps.Keys(r.factories)) }
 

@@ -127,3 +127,15 @@ func FuzzParse(f *testing.F) {
 		require.NotEmpty(t, d.Name())
 	})
 }
+
+func TestRegistryLookup(t *testing.T) {
+	r := vfd.NewRegistry(nil)
+	f, ok := r.Lookup("family")
+	require.True(t, ok)
+	d, err := f(map[string]string{"member": "4096"}, vfd.NewCore())
+	require.NoError(t, err)
+	assert.Equal(t, "family", d.Name())
+	_, ok = r.Lookup("nosuch")
+	assert.False(t, ok)
+	assert.Equal(t, []string{"core", "direct", "family", "log", "sec2", "split", "stdio"}, r.Names())
+}

@@ -10,7 +10,8 @@ import (
 	"sync"
 )
 
-// The file name extensions HDF5's split driver uses by default.
+// The file name extensions HDF5's split driver uses by default. Wire
+// format (file naming shared with libhdf5): never change.
 const (
 	DefaultSplitMetaExt = "-m.h5"
 	DefaultSplitRawExt  = "-r.h5"
