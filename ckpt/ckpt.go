@@ -55,8 +55,7 @@ type options struct {
 	levels  []levels.Level
 	nodeID  func(rank int) string
 	policy  levels.Policy
-	ffOpts  []any
-	timeout time.Duration
+	buffers *partner.Buffers
 }
 
 // WithLogger sets the logger (nil: no logging).
@@ -86,6 +85,10 @@ func WithLevels(ls ...levels.Level) Option {
 // are simulated (rank/node_size) under local_test, taken from the
 // communicator when it implements comm.NodeIDer, and simulated otherwise.
 func WithNodeID(f func(rank int) string) Option { return func(o *options) { o.nodeID = f } }
+
+// WithBuffers shares one pool of L2/L3 transfer blocks between the ranks
+// of a process (by default each Runtime has its own).
+func WithBuffers(b *partner.Buffers) Option { return func(o *options) { o.buffers = b } }
 
 // WithPolicy replaces the retention policy built from the configuration.
 func WithPolicy(p levels.Policy) Option { return func(o *options) { o.policy = p } }
@@ -167,7 +170,10 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (*Runtime, error) {
 		Logger:       r.log,
 		Now:          o.now,
 	}
-	ls := append([]levels.Level{levels.Local1{}, levels.Partner2{}, levels.RS3{}, levels.Global4{}}, o.levels...)
+	if o.buffers == nil {
+		o.buffers = &partner.Buffers{}
+	}
+	ls := append([]levels.Level{levels.Local1{}, levels.Partner2{Buffers: o.buffers}, levels.RS3{Buffers: o.buffers}, levels.Global4{}}, o.levels...)
 	policy := o.policy
 	if policy == nil {
 		policy = levels.FTIPolicy{KeepL4: cfg.KeepL4Ckpt, KeepLast: cfg.KeepLast}
