@@ -20,8 +20,9 @@ type Options struct {
 // over GF(2^8) with a Cauchy matrix: any k of the k+m shards rebuild all of
 // them. A Code is safe for concurrent use.
 type Code struct {
-	k, m int
-	enc  reedsolomon.Encoder
+	k, m       int
+	goroutines int
+	enc        reedsolomon.Encoder
 }
 
 // New returns a code with k data shards and m parity shards; m = 0 means
@@ -44,7 +45,7 @@ func NewWith(k, m int, o Options) (*Code, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadShape, err)
 	}
-	return &Code{k: k, m: m, enc: enc}, nil
+	return &Code{k: k, m: m, goroutines: o.MaxGoroutines, enc: enc}, nil
 }
 
 // K is the number of data shards.

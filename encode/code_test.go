@@ -245,3 +245,32 @@ func TestReadBlockShortFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Sum([]byte("abcdef")), h)
 }
+
+// TestRowMatchesEncode checks the single-row encoders against EncodeBlock.
+func TestRowMatchesEncode(t *testing.T) {
+	for _, s := range shapes {
+		c, err := New(s.k, s.m)
+		require.NoError(t, err)
+		r := rand.New(rand.NewPCG(11, uint64(s.k)))
+		data := randBlocks(r, s.k, 777)
+		want := randBlocks(r, s.m, 777)
+		require.NoError(t, c.EncodeBlock(data, want))
+		for j := range s.m {
+			row, err := c.Row(j)
+			require.NoError(t, err)
+			acc := make([]byte, 777)
+			for _, i := range r.Perm(s.k) { // any order
+				require.NoError(t, row.Add(data[i], i, acc))
+			}
+			assert.Equal(t, want[j], acc, "k=%d m=%d row %d", s.k, s.m, j)
+		}
+	}
+	c, err := New(3, 2)
+	require.NoError(t, err)
+	_, err = c.Row(2)
+	require.ErrorIs(t, err, ErrBadShape)
+	row, err := c.Row(1)
+	require.NoError(t, err)
+	require.ErrorIs(t, row.Add(make([]byte, 4), 3, make([]byte, 4)), ErrBadShape)
+	require.ErrorIs(t, row.Add(make([]byte, 4), 0, make([]byte, 3)), ErrBadShape)
+}

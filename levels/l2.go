@@ -80,6 +80,9 @@ func heldFile(m *Manifest, r int, role string, of int) (File, bool) {
 // Recover checks this rank's data file and the copy it holds, and rebuilds
 // what its ring neighbours can restore. Collective.
 func (l Partner2) Recover(env *Env, m *Manifest) (Source, error) {
+	if err := env.Topo.Validate(int(L2)); err != nil {
+		return Source{}, err
+	}
 	left := env.Topo.Left(env.Rank)
 	data, okd := m.DataFile(env.Rank)
 	held, okh := heldFile(m, env.Rank, RolePartner, left)

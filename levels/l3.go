@@ -84,6 +84,9 @@ func (l RS3) parityCount(m *Manifest) int {
 // Recover checks this rank's data and parity files and rebuilds the
 // group's lost files. Collective.
 func (l RS3) Recover(env *Env, m *Manifest) (Source, error) {
+	if err := env.Topo.Validate(int(L3)); err != nil {
+		return Source{}, err
+	}
 	data, okd := m.DataFile(env.Rank)
 	par, okp := heldFile(m, env.Rank, RoleParity, env.Rank)
 	var own, pi partner.FileInfo

@@ -37,10 +37,9 @@
 //     rename, directory sync), and reports ranks whose file and copy are
 //     both lost with [ErrUnrecoverable].
 //   - L3 checkpoint: [EncodeGroup] splits the world into group
-//     communicators; per block, each member adds its data block's
-//     contribution to the m parity blocks and the partial sums travel once
-//     around the ring (a reduce-scatter), so member j < m ends with parity
-//     shard j, written with its header trailer (docs/format/parity.md).
+//     communicators; per block, each member's data block travels once
+//     around the ring and member j < m multiplies every block it sees into
+//     parity row j, written with its header trailer (docs/format/parity.md).
 //   - L3 recovery: [RebuildGroup] gathers erasure flags over the group and,
 //     if at most m of the k+m files are lost, all-gathers each block of the
 //     surviving files and rebuilds the lost ones, verified against the

@@ -74,12 +74,13 @@ func gatherInfo(gc comm.Comm, size int64, h encode.Hash, flag byte) ([]int64, []
 // parity shard j to parityTo (a tmp name; payload, then the header trailer,
 // synced). Files of different sizes are padded with zeros in memory only.
 //
-// The encoding is pipelined by blocks of o.BlockSize: every member adds its
-// own block's contribution to each parity block, and the partial sums travel
-// once around the group ring (a reduce-scatter: k-1 Sendrecv steps per
-// block), so a member holds its m partial blocks and one received block,
-// never other ranks' data. The data hash is checked while reading; a member
-// that fails keeps exchanging (zeros) and returns its error at the end.
+// The encoding is pipelined by blocks of o.BlockSize, as FTI does it: each
+// member's data block travels once around the group ring (k-1 Sendrecv
+// steps per block) and every parity holder multiplies each block it sees
+// into its own parity row ([encode.Row]), so a member holds its own block,
+// two blocks in transit and its parity block, whatever the group size. The
+// data hash is checked while reading; a member that fails keeps exchanging
+// (zeros) and returns its error at the end.
 func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, parityTo Ref) (Parity, error) {
 	gc, err := groupComm(c, t)
 	if err != nil {
@@ -123,17 +124,32 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 			out = nil
 		}
 	}
+	// FTI's scheme: each data block travels once around the ring; every
+	// member multiplies each block it sees into its own parity row. A
+	// member holds its own block, two blocks in transit and its parity block.
+	var row *encode.Row
+	if holds {
+		if row, err = code.Row(g); err != nil {
+			return Parity{}, err
+		}
+	}
 	own := pool.get(bs)
 	defer pool.put(own)
-	partial := make([][]byte, m)
-	for j := range partial {
-		partial[j] = pool.get(bs)
-		defer pool.put(partial[j])
-	}
-	recv := pool.get(bs)
-	defer pool.put(recv)
+	acc := pool.get(bs)
+	defer pool.put(acc)
+	transit := [2][]byte{pool.get(bs), pool.get(bs)}
+	defer pool.put(transit[0])
+	defer pool.put(transit[1])
 	right, left := (g+1)%k, (g+k-1)%k
-	p := make([][]byte, m)
+	abort := func(err error) (Parity, error) {
+		if src != nil {
+			src.close()
+		}
+		if out != nil {
+			out.abandon(parityTo.Driver)
+		}
+		return Parity{}, errors.Join(append(errs, err)...)
+	}
 	for off := int64(0); off < padded; off += int64(bs) {
 		n := int(min(int64(bs), padded-off))
 		blk := own[:n]
@@ -147,48 +163,40 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 			copy(blk, got)
 			clear(blk[len(got):])
 		}
-		for j := range p {
-			p[j] = partial[j][:n]
-			clear(p[j])
+		a := acc[:n]
+		if holds {
+			clear(a)
+			if err := row.Add(blk, g, a); err != nil {
+				fail(err)
+			}
 		}
-		if err := code.AddData(blk, g, p); err != nil {
-			fail(err)
+		send := blk
+		for s := 1; s < k; s++ {
+			rb := transit[s%2][:n]
+			nr, err := gc.Sendrecv(send, right, tagEncode, rb, left, tagEncode)
+			if err == nil && nr != n {
+				err = fmt.Errorf("%w: L3 encode: %d-byte block from group rank %d, want %d", ErrBadArgument, nr, left, n)
+			}
+			if err != nil {
+				return abort(fmt.Errorf("L3 encode exchange at %d: %w", off, err))
+			}
+			if s == 1 && got != nil {
+				src.release(got) // own block sent and added
+				got = nil
+			}
+			if holds {
+				if err := row.Add(rb, ((g-s)%k+k)%k, a); err != nil {
+					fail(err)
+				}
+			}
+			send = rb
 		}
 		if got != nil {
 			src.release(got)
 		}
-		// reduce-scatter around the ring: at step s send the running sum of
-		// parity (g-s-1) mod k to the right, receive (g-s-2) mod k from the left.
-		for s := 0; s < k-1; s++ {
-			si, ri := ((g-s-1)%k+2*k)%k, ((g-s-2)%k+2*k)%k
-			var send []byte
-			if si < m {
-				send = p[si]
-			}
-			rb := recv[:0]
-			if ri < m {
-				rb = recv[:n]
-			}
-			got, err := gc.Sendrecv(send, right, tagEncode, rb, left, tagEncode)
-			if err == nil && ri < m && got != n {
-				err = fmt.Errorf("%w: L3 encode: %d-byte block from group rank %d, want %d", ErrBadArgument, got, left, n)
-			}
-			if err != nil {
-				if src != nil {
-					src.close()
-				}
-				if out != nil {
-					out.abandon(parityTo.Driver)
-				}
-				return Parity{}, errors.Join(append(errs, fmt.Errorf("L3 encode exchange at %d: %w", off, err))...)
-			}
-			if ri < m {
-				encode.XOR(p[ri], rb)
-			}
-		}
 		if out != nil {
 			b := out.buffer()
-			copy(b, p[g])
+			copy(b, a)
 			out.put(b[:n])
 		}
 	}
