@@ -26,7 +26,8 @@ const (
 // aligned blocks, then the file is cut back to its true size). Where the
 // file system refuses O_DIRECT, Open fails with an error wrapping
 // [ErrUnsupported] and the errno. Sync is fdatasync. The namespace
-// operations are those of [Sec2].
+// operations are those of [Sec2]. A direct file keeps its size in memory,
+// so another writer of the same file behind its back is not seen.
 type Direct struct {
 	Sec2
 	align  int

@@ -55,13 +55,18 @@ func (d *Split) same() bool { return d.meta == d.raw }
 
 // Open opens (or creates) both files of name.
 func (d *Split) Open(name string, flag Flag) (File, error) {
+	_, serr := d.meta.Stat(name + d.metaExt)
 	m, err := d.meta.Open(name+d.metaExt, flag)
 	if err != nil {
 		return nil, err
 	}
 	r, err := d.raw.Open(name+d.rawExt, flag)
 	if err != nil {
-		return nil, errors.Join(err, m.Close())
+		err = errors.Join(err, m.Close())
+		if errors.Is(serr, fs.ErrNotExist) { // this call created it: undo
+			err = errors.Join(err, d.meta.Remove(name+d.metaExt))
+		}
+		return nil, err
 	}
 	return &splitFile{name: name, flag: flag, meta: m, raw: r}, nil
 }

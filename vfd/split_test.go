@@ -2,6 +2,7 @@ package vfd_test
 
 import (
 	"io"
+	"io/fs"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,4 +72,13 @@ func TestSplitRoutesByMemType(t *testing.T) {
 	require.NoError(t, d.Remove("moved"))
 	assert.Equal(t, vfd.CoreUsage{}, meta.Usage())
 	assert.Equal(t, vfd.CoreUsage{}, raw.Usage())
+}
+
+func TestSplitOpenFailureLeavesNoHalfFile(t *testing.T) {
+	meta, raw := vfd.NewCore(), vfd.NewCore()
+	require.NoError(t, vfd.WriteFileAtomic(raw, "x-r.h5", []byte("old raw")))
+	_, err := vfd.Create(vfd.NewSplit(meta, "", raw, ""), "x")
+	require.ErrorIs(t, err, fs.ErrExist)
+	_, err = meta.Stat("x-m.h5")
+	assert.ErrorIs(t, err, fs.ErrNotExist, "the meta file this open created is removed")
 }
