@@ -11,14 +11,14 @@ package mpi
 // int in every implementation); the conversions happen here, in C, so Go
 // never names an implementation-specific handle type.
 
-static int ftigo_init(int *provided) {
+static int ftigo_init(int required, int *provided) {
 	int flag = 0;
 	int rc = MPI_Initialized(&flag);
 	if (rc != MPI_SUCCESS) return rc;
 	if (flag) {
 		rc = MPI_Query_thread(provided);
 	} else {
-		rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, provided);
+		rc = MPI_Init_thread(NULL, NULL, required, provided);
 	}
 	if (rc != MPI_SUCCESS) return rc;
 	return MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -26,6 +26,8 @@ static int ftigo_init(int *provided) {
 
 static int ftigo_thread_multiple(void) { return MPI_THREAD_MULTIPLE; }
 static int ftigo_thread_serialized(void) { return MPI_THREAD_SERIALIZED; }
+static int ftigo_thread_funneled(void) { return MPI_THREAD_FUNNELED; }
+static int ftigo_thread_single(void) { return MPI_THREAD_SINGLE; }
 static int ftigo_finalize(void) { return MPI_Finalize(); }
 static MPI_Fint ftigo_world(void) { return MPI_Comm_c2f(MPI_COMM_WORLD); }
 static MPI_Fint ftigo_null(void) { return MPI_Comm_c2f(MPI_COMM_NULL); }
@@ -218,20 +220,45 @@ var (
 	_ comm.Aborter = (*Comm)(nil)
 )
 
-// Init initialises MPI asking for MPI_THREAD_MULTIPLE, sets MPI_ERRORS_RETURN
-// on the world and returns it. It locks the calling goroutine to its OS
-// thread for good: call [Comm.Finalize] from the same goroutine. When MPI
-// grants less than MULTIPLE every call is serialised by one mutex. If MPI
-// is already initialised, Init only queries the thread level.
-func Init() (*Comm, error) {
+// Thread levels for [InitThread], in increasing order.
+const (
+	ThreadSingle = iota
+	ThreadFunneled
+	ThreadSerialized
+	ThreadMultiple
+)
+
+// Init initialises MPI asking for MPI_THREAD_MULTIPLE; see [InitThread].
+func Init() (*Comm, error) { return InitThread(ThreadMultiple) }
+
+// InitThread initialises MPI asking for the given thread level
+// (ThreadSerialized or ThreadMultiple), sets MPI_ERRORS_RETURN on the world
+// and returns it. It locks the calling goroutine to its OS thread for good:
+// call [Comm.Finalize] from the same goroutine. When MPI grants less than
+// MULTIPLE every call is serialised by one mutex (FUNNELED and SINGLE are
+// treated the same way, which is only correct as long as MPI is in fact
+// called from the Init goroutine). If MPI is already initialised, InitThread
+// only queries the thread level. Asking for less than MULTIPLE is mainly
+// for testing the serialised path.
+func InitThread(level int) (*Comm, error) {
+	levels := [...]C.int{C.ftigo_thread_single(), C.ftigo_thread_funneled(), C.ftigo_thread_serialized(), C.ftigo_thread_multiple()}
+	if level < ThreadSingle || level > ThreadMultiple {
+		return nil, fmt.Errorf("%w: thread level %d", comm.ErrBadArgument, level)
+	}
 	runtime.LockOSThread()
 	var provided C.int
-	if err := mpiErr("MPI_Init_thread", C.ftigo_init(&provided)); err != nil {
+	if err := mpiErr("MPI_Init_thread", C.ftigo_init(levels[level], &provided)); err != nil {
 		runtime.UnlockOSThread()
 		return nil, err
 	}
-	e := &env{level: int(provided), initTid: unix.Gettid()}
-	if provided < C.ftigo_thread_multiple() {
+	granted := ThreadSingle
+	for i, l := range levels {
+		if provided >= l {
+			granted = i
+		}
+	}
+	e := &env{level: granted, initTid: unix.Gettid()}
+	if granted < ThreadMultiple {
 		e.serial = &sync.Mutex{}
 	}
 	w := &Comm{env: e, handle: C.ftigo_world(), world: true}
@@ -253,8 +280,8 @@ func (c *Comm) query() error {
 	return nil
 }
 
-// ThreadLevel reports the thread level MPI granted (MPI_THREAD_* value)
-// and whether calls are serialised by a mutex because it is below MULTIPLE.
+// ThreadLevel reports the thread level MPI granted (ThreadSingle ..
+// ThreadMultiple) and whether calls are serialised by a mutex because it is below MULTIPLE.
 func (c *Comm) ThreadLevel() (level int, serialised bool) {
 	return c.env.level, c.env.serial != nil
 }
