@@ -148,3 +148,50 @@ func TestParallelMismatchedDeclarations(t *testing.T) {
 	_, err := c.Stat("mis.h5")
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
+
+// TestParallelCrashAtEveryOp takes a crash image before every operation
+// of a 3-rank parallel write, in both sync modes: each image holds no
+// set or the complete one.
+func TestParallelCrashAtEveryOp(t *testing.T) {
+	for _, one := range []bool{false, true} {
+		t.Run(fmt.Sprintf("OneSyncAHF=%v", one), func(t *testing.T) {
+			c := vfd.NewCore()
+			var clones []*vfd.Core
+			d := vfd.NewFault(c, vfd.InjectorFunc(func(op vfd.Op) error {
+				clones = append(clones, c.CrashClone())
+				return nil
+			}))
+			const ranks, ny, nx = 3, 6, 4
+			err := comm.Run(ranks, func(cm comm.Comm) error {
+				w, err := CreateParallel(cm, "pc", Options{Driver: d, Now: fixedClock, OneSyncAHF: one})
+				if err != nil {
+					return err
+				}
+				if err := w.DefineSDS(SDS{Name: "f", Type: h5.Uint64, Dims: []uint64{ny, nx}}); err != nil {
+					return err
+				}
+				r0 := cm.Rank() * ny / ranks
+				if err := w.WriteChunk("f", 0, "", []uint64{uint64(r0), 0}, []uint64{ny / ranks, nx}, blockRows(r0, ny/ranks, nx)); err != nil {
+					return err
+				}
+				return w.Close()
+			})
+			require.NoError(t, err)
+			clones = append(clones, c.CrashClone())
+			complete := 0
+			for i, cl := range clones {
+				s, err := Open("pc.h5", Options{Driver: cl})
+				if err != nil {
+					continue
+				}
+				complete++
+				got, err := s.ReadSDS("f")
+				require.NoError(t, err, "crash image %d", i)
+				require.Equal(t, blockRows(0, ny, nx), got, "crash image %d", i)
+				require.NoError(t, s.Close())
+			}
+			assert.GreaterOrEqual(t, complete, 1)
+			assert.Less(t, complete, len(clones))
+		})
+	}
+}

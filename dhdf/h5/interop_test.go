@@ -14,6 +14,7 @@ import (
 )
 
 func TestH5dumpSample(t *testing.T) {
+	t.Parallel()
 	h5dump := testutil.NeedTool(t, "h5dump", "check that libhdf5 reads our files")
 	p := writeSampleFile(t)
 	out, err := exec.Command(h5dump, "--enable-error-stack", p).CombinedOutput()
@@ -25,6 +26,7 @@ func TestH5dumpSample(t *testing.T) {
 // reader must refuse each with ErrUnsupported and the file name, not
 // misread it.
 func TestForeignFilesRejected(t *testing.T) {
+	t.Parallel()
 	py := testutil.NeedPython(t, "h5py", "numpy")
 	dir := t.TempDir()
 	cmd := exec.Command(py, "-c", `
