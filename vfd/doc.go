@@ -37,8 +37,9 @@
 //     HDF5's core driver with a backing store.
 //   - [Fault]: wraps any driver and fails chosen operations: the Nth of a
 //     kind ([OnNth]), the one with a global index ([OnIndex]), those on a
-//     path glob ([OnPath]), torn writes ([ShortWrite]), delays ([Latency]),
-//     or any [InjectorFunc]. Injected errors match [ErrInjected] and the
+//     path glob ([OnPath]), seeded random ones ([Randomly]), torn writes
+//     ([ShortWrite]), delays ([Latency]), or any [InjectorFunc]; or take a
+//     crash clone at op k ([CrashCloneAt]). Injected errors match [ErrInjected] and the
 //     chosen errno. [Fault.Ops] numbers every operation, for tests that
 //     fail (or crash-clone a Core) at op k for every k.
 //   - [Log]: wraps any driver and traces every operation with zap (op,

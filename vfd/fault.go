@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"path"
 	"slices"
 	"sync"
@@ -168,6 +169,23 @@ func ShortWrite(n, keep int, err error) Injector {
 			k = max(op.Len-1, 0)
 		}
 		return &InjectedError{Op: op, Err: err, Torn: k}
+	})
+}
+
+// Randomly fails each operation of the given kinds (all kinds when kinds
+// is empty) with probability p and err, drawing from a generator seeded
+// with seed: the same seed and the same sequence of operations fail the
+// same ones.
+func Randomly(p float64, seed uint64, err error, kinds ...OpKind) Injector {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	return InjectorFunc(func(op Op) error {
+		if len(kinds) > 0 && !slices.Contains(kinds, op.Kind) {
+			return nil
+		}
+		if rng.Float64() < p {
+			return orInjected(err)
+		}
+		return nil
 	})
 }
 

@@ -2,6 +2,7 @@ package vfd_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"syscall"
 	"testing"
@@ -145,4 +146,25 @@ func TestFaultCrashAtEveryOp(t *testing.T) {
 		}
 		assert.Contains(t, []string{"old", "new"}, string(readAll(t, clone, "f")), "crash before op %d", k)
 	}
+}
+
+func TestFaultRandomlyIsSeeded(t *testing.T) {
+	run := func(seed uint64) []int {
+		d := vfd.NewFault(vfd.NewCore(), vfd.Randomly(0.3, seed, syscall.EIO, vfd.OpMkdir))
+		var failed []int
+		for i := range 50 {
+			if err := d.MkdirAll(fmt.Sprintf("d%d", i), 0o755); err != nil {
+				require.ErrorIs(t, err, syscall.EIO)
+				failed = append(failed, i)
+			}
+			_, err := d.Stat("/") // other kinds never fail
+			require.NoError(t, err)
+		}
+		return failed
+	}
+	a := run(42)
+	assert.Equal(t, a, run(42))
+	assert.NotEqual(t, a, run(43))
+	assert.Greater(t, len(a), 5)
+	assert.Less(t, len(a), 30)
 }
