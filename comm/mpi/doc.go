@@ -30,6 +30,8 @@
 //  1. [Init] on the goroutine that will also finalize: it locks that
 //     goroutine to its OS thread, calls MPI_Init_thread asking for
 //     MPI_THREAD_MULTIPLE and sets MPI_ERRORS_RETURN on the world.
+//     [InitThread] asks for another level (ThreadSerialized exercises the
+//     one-mutex path; the tests run the suite that way too).
 //  2. Communicate through the returned world and communicators split from
 //     it; Close the sub-communicators (MPI_Comm_free).
 //  3. On success, [Comm.Finalize] from the Init goroutine. On any failure,
