@@ -21,7 +21,11 @@
 //	w.WriteChunk(sds, fileID, name, origin, dims, data) // raw data reaches the AHF now
 //	w.Close() // AHFs finished and synced (superblock last), then the MHF
 //
-// The MHF is written only after every AHF is durable; under CreateParallel
+// Chunks of 4 MiB or more are synced as soon as they are written, while
+// their CRC-32C is computed. [Options].OneSyncAHF trades the sync before
+// each AHF's superblock for one fewer storage barrier (see
+// docs/format/dhdf.md). The MHF is written only after every AHF is
+// durable; under CreateParallel
 // the ranks vote with an all-reduce first and again after rank 0 wrote the
 // MHF, so a set whose MHF opens has all its AHFs. Reading:
 //

@@ -18,7 +18,10 @@
 //	d, _ := g.CreateDataset(name, type, dims, data) // raw data written now (vfd.MemDraw)
 //	d.SetAttr(...)
 //	g.CreateExternalLink(...); g.CreateVirtual(...)
-//	w.Close() // global heap (MemGHeap), object headers bottom-up (MemOHdr), Sync, superblock at 0 (MemSuper), Sync
+//	w.Flush() // optional: global heap (MemGHeap), object headers bottom-up (MemOHdr), Sync
+//	w.Close() // Flush if not done, then the superblock at 0 (MemSuper), Sync
+//
+// [Writer.OneSync] drops the Sync of Flush (one barrier instead of two).
 //
 // Until Close has written the superblock the file starts with zeros, so a
 // cut write leaves a file that every HDF5 tool refuses. Output is
