@@ -122,9 +122,12 @@ type SDSInfo struct {
 	Chunks []Chunk
 }
 
-// MHFName and AHFName give the file names of a set whose base is base
-// ("dir/sim" → "dir/sim.h5", "dir/sim.3.h5").
-func MHFName(base string) string           { return base + ".h5" }
+// MHFName is the main file name of the set with base path base
+// ("dir/sim" → "dir/sim.h5").
+func MHFName(base string) string { return base + ".h5" }
+
+// AHFName is the name of associated file id of the set with base path
+// base ("dir/sim", 3 → "dir/sim.3.h5").
 func AHFName(base string, id int32) string { return fmt.Sprintf("%s.%d.h5", base, id) }
 
 func reserved(name string) bool {
