@@ -527,3 +527,24 @@ func TestOfflineRebuild(t *testing.T) {
 		assert.Contains(t, err.Error(), "data of ranks [4 5 6]")
 	})
 }
+
+// TestSkipSourceHashStillCatchesBadSource: without the sender's hash pass,
+// the receiver's check against the recorded hash rejects a damaged source.
+func TestSkipSourceHashStillCatchesBadSource(t *testing.T) {
+	cl := newCluster(t, vfd.NewCore(), 4, 1, 4, func(r int) int { return 2048 })
+	cl.corrupt(cl.dataPath(1))
+	errs := make([]error, 4)
+	require.NoError(t, cl.run(func(c comm.Comm) error {
+		r := c.Rank()
+		_, errs[r] = CopyToPartner(c, cl.topo, Options{BlockSize: 512, SkipSourceHash: true, Buffers: &Buffers{}}, cl.own(r), Ref{cl.d, cl.copyPath(r)})
+		return nil
+	}))
+	require.NoError(t, errs[1], "the sender did not hash")
+	require.ErrorIs(t, errs[2], ErrHashMismatch)
+	assert.Contains(t, errs[2].Error(), "after receiving")
+	_, err := cl.d.Stat(cl.copyPath(2))
+	require.Error(t, err, "rejected copy removed")
+	for _, r := range []int{0, 3} {
+		require.NoError(t, errs[r])
+	}
+}
