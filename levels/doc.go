@@ -28,8 +28,9 @@
 //     redundancy), a vote; the first checkpoint every rank can read wins,
 //     otherwise the next older one, at whatever level, is tried.
 //  4. [Engine.Checkpoint], as often as wanted:
-//     a. every rank writes its data file as "<name>.tmp" and syncs it,
-//     hashing it through a second handle during the fsync; vote;
+//     a. every rank writes its data file as "<name>.tmp" and syncs it;
+//     its digest is the FTI-FF checksum at L1, or a BLAKE3 of the file
+//     computed through a second handle during the fsync; vote;
 //     b. [Level.Protect] adds redundancy under tmp names, synced; vote;
 //     c. every rank renames its files into place and syncs the
 //     directories; vote;
@@ -51,8 +52,10 @@
 // [Level.Protect] runs after every data file is written and synced; it
 // writes its own files under tmp names, syncs them and appends them to
 // [Pending.Files] (a partner copy is held, and listed, by the receiving
-// rank; a shared container by one rank). Digests are always the BLAKE3
-// of the file's bytes ([FileDigest]). [Level.Recover] checks the files
+// rank; a shared container by one rank). Digests are the BLAKE3 of the
+// file's bytes ([FileDigest]) for every checkpoint at L2-L4; only L1 data
+// files in FTI-FF record the format's own checksum ([DigestFTIFF]), and
+// [VerifyFile] checks either kind. [Level.Recover] checks the files
 // of a manifest with [VerifyFile], rebuilds what it can with the commit
 // protocol, and returns where this rank reads its data. Both must make
 // the same collective calls on every rank whatever fails locally.

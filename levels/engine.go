@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -387,6 +388,17 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats) e
 		return fmt.Errorf("create data file: %w", err)
 	}
 	size, d, ok, err := write(f)
+	var attrs map[string]string
+	if err == nil && !ok && area == Local {
+		if _, l1 := e.levels[p.Level].(Local1); l1 {
+			// An L1 data file in FTI-FF carries a BLAKE3 hash of every
+			// block: record its file checksum instead of hashing it again.
+			if rd, ferr := fileformat.Open(f); ferr == nil && rd.Hashed() {
+				d, ok = Digest(rd.Summary().Checksum), true
+				attrs = map[string]string{AttrDigest: DigestFTIFF}
+			}
+		}
+	}
 	if err == nil {
 		if ok {
 			err = f.Sync()
@@ -414,7 +426,7 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats) e
 		return fmt.Errorf("write %s: %w", full, err)
 	}
 	st.Bytes = size
-	p.Files = append(p.Files, File{Role: RoleData, Where: area, Name: name, Size: size, Digest: d, Of: e.env.Rank})
+	p.Files = append(p.Files, File{Role: RoleData, Where: area, Name: name, Size: size, Digest: d, Of: e.env.Rank, Attrs: attrs})
 	return nil
 }
 

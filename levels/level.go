@@ -108,8 +108,9 @@ func (e *Env) Store(w Where) Store {
 	}
 }
 
-// Digest is the BLAKE3-256 of all the bytes of a file ([FileDigest]).
-// Every file a manifest lists carries one.
+// Digest is the BLAKE3-256 of all the bytes of a file ([FileDigest]), or
+// for an L1 FTI-FF data file its file checksum ([DigestFTIFF]). Every file
+// a manifest lists carries one.
 type Digest [32]byte
 
 // File is one file of a checkpoint as the manifest records it.
@@ -125,7 +126,8 @@ type File struct {
 	Name string `json:"name"`
 	// Size is the file's size in bytes.
 	Size int64 `json:"size"`
-	// Digest is the BLAKE3-256 of the file's bytes.
+	// Digest is the BLAKE3-256 of the file's bytes (see [AttrDigest] for
+	// the one exception).
 	Digest Digest `json:"digest"`
 	// Of is the rank whose data this file protects (equal to the holder for "data").
 	Of int `json:"of"`
