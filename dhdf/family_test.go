@@ -45,8 +45,12 @@ func TestFamilyDriver(t *testing.T) {
 	require.NoError(t, rs.Close())
 	assert.Equal(t, want, got)
 
+	h5dump := testutil.NeedTool(t, "h5dump", "read a family-driver set with libhdf5")
+	out := run(t, dir, h5dump, "--enable-error-stack", "--filedriver=family", "-d", "/t", "fam-%d.h5")
+	assert.Contains(t, out, "(2,0): 20, 21, 22,")
+
 	py := testutil.NeedPython(t, "h5py", "numpy")
-	out := run(t, dir, py, "-c", `
+	out = run(t, dir, py, "-c", `
 import h5py
 f = h5py.File('fam-%d.h5', 'r', driver='family', memb_size=1024)
 print(f.attrs['DHDF_SetId'].decode(), [r['FileName'].decode() for r in f['File_Info'][...]], f['t'][...].sum(), f['u'][...].tolist())
