@@ -136,3 +136,48 @@ func TestBadL1FallsBackToOlderLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestReplacementNode: a node vanishes with its disk and the restart runs
+// on a new host; the new host takes the lost node's place in the saved
+// node table (partner's Remap), so its directory is rebuilt from the L2
+// partner copies and every rank gets its data back.
+func TestReplacementNode(t *testing.T) {
+	root := t.TempDir()
+	cfg := testConfig(root, 1)
+	cfg.LocalTest, cfg.GroupSize = false, 2
+	hosts := []string{"alpha", "beta", "gamma", "delta"}
+	require.NoError(t, world(t, 4, cfg, []Option{WithNodeID(func(r int) string { return hosts[r] })}, func(r *Runtime) error {
+		x := []uint32{uint32(r.c.Rank()) * 3, 7}
+		if err := Protect(r, 0, &x); err != nil {
+			return err
+		}
+		return r.Checkpoint(1, 2)
+	}))
+	require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(root, "local", "node0002")))
+	// gamma is gone; epsilon starts in its place.
+	newHosts := []string{"alpha", "beta", "epsilon", "delta"}
+	var mu sync.Mutex
+	nodeOf := map[string]int{}
+	require.NoError(t, world(t, 4, cfg, []Option{WithNodeID(func(r int) string { return newHosts[r] })}, func(r *Runtime) error {
+		mu.Lock()
+		nodeOf[newHosts[r.c.Rank()]] = r.Topology().NodeOf(r.c.Rank())
+		mu.Unlock()
+		var x []uint32
+		if err := Protect(r, 0, &x); err != nil {
+			return err
+		}
+		if err := r.Recover(); err != nil {
+			return err
+		}
+		if len(x) != 2 || x[0] != uint32(r.c.Rank())*3 || x[1] != 7 {
+			return fmt.Errorf("rank %d recovered %v", r.c.Rank(), x)
+		}
+		return nil
+	}))
+	assert.Equal(t, map[string]int{"alpha": 0, "beta": 1, "epsilon": 2, "delta": 3}, nodeOf)
+	// The node table in meta_dir now names the new host.
+	b, err := vfd.ReadFile(vfd.Sec2{}, filepath.Join(root, "meta", "topology"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "epsilon")
+	assert.NotContains(t, string(b), "gamma")
+}
