@@ -3,7 +3,6 @@ package ckpt
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -155,7 +154,7 @@ func (r *Runtime) Finalize() error {
 		return fmt.Errorf("ckpt: finalize: %w", err)
 	}
 	if r.c.Rank() == 0 {
-		r.log.Debug("finalized", zap.Duration("uptime", time.Duration(0)))
+		r.log.Debug("finalized", zap.Bool("kept-last", r.cfg.KeepLastCkpt))
 	}
 	return r.c.Barrier()
 }

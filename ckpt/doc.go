@@ -30,6 +30,10 @@
 //  5. [Runtime.Finalize] (collective): applies keep_last_ckpt and deletes
 //     the rest.
 //
+// [RebuildOffline] runs step 1 (verification and rebuild) for a job that
+// is not running (ftigo rebuild), in an in-process world shaped like the
+// newest checkpoint.
+//
 // # Concurrency
 //
 // A [Runtime] belongs to one rank and is used from that rank's goroutine

@@ -54,7 +54,6 @@ type Engine struct {
 	policy    Policy
 	committed []*Manifest // oldest first, identical on every rank
 	nextSeq   uint64
-	broken    []string      // manifests that failed to parse, moved aside
 	bg        chan struct{} // closed when the background removal ends
 }
 
@@ -186,7 +185,6 @@ func (e *Engine) readManifests() ([][]byte, error) {
 		}
 		if err != nil {
 			e.env.Logger.Warn("unreadable manifest moved aside", zap.String("path", p), zap.Error(err))
-			e.broken = append(e.broken, p)
 			if rerr := meta.Driver.Rename(p, p+".broken"); rerr != nil {
 				return nil, errors.Join(err, rerr)
 			}
