@@ -10,8 +10,8 @@ import (
 // data shards per second) beside a memcpy of the same bytes, so the result
 // reads as a ratio.
 func BenchmarkRS(b *testing.B) {
-	const shard = 1 << 20
-	for _, s := range []struct{ k, m int }{{4, 4}, {8, 8}, {8, 2}} {
+	for _, s := range []struct{ k, m, shard int }{{4, 4, 1 << 20}, {4, 4, 16 << 20}, {8, 8, 1 << 20}, {8, 2, 1 << 20}} {
+		shard := s.shard
 		c, err := NewWith(s.k, s.m, Options{MaxGoroutines: 1})
 		if err != nil {
 			b.Fatal(err)
@@ -19,7 +19,7 @@ func BenchmarkRS(b *testing.B) {
 		r := rand.New(rand.NewPCG(1, 2))
 		data := randBlocks(r, s.k, shard)
 		parity := randBlocks(r, s.m, shard)
-		name := fmt.Sprintf("k=%d,m=%d", s.k, s.m)
+		name := fmt.Sprintf("k=%d,m=%d,shard=%dMiB", s.k, s.m, shard>>20)
 		b.Run("memcpy/"+name, func(b *testing.B) {
 			dst := randBlocks(r, s.k, shard)
 			b.SetBytes(int64(s.k * shard))
