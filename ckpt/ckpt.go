@@ -173,7 +173,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (*Runtime, error) {
 	if o.buffers == nil {
 		o.buffers = &partner.Buffers{}
 	}
-	ls := append([]levels.Level{levels.Local1{}, levels.Partner2{Buffers: o.buffers}, levels.RS3{Buffers: o.buffers}, levels.Global4{}}, o.levels...)
+	ls := append([]levels.Level{levels.Local1{}, levels.Partner2{Buffers: o.buffers}, levels.RS3{M: cfg.L3Parity, Buffers: o.buffers}, levels.Global4{}}, o.levels...)
 	policy := o.policy
 	if policy == nil {
 		policy = levels.FTIPolicy{KeepL4: cfg.KeepL4Ckpt, KeepLast: cfg.KeepLast}

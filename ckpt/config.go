@@ -32,6 +32,12 @@ type Config struct {
 	// it ([basic] ckpt_l1..ckpt_l4: minutes as in FTI, or a Go duration such
 	// as "30s" as an ftigo extension). Index 0 is unused.
 	Interval [5]time.Duration
+	// L3Parity is the number of Reed-Solomon parity files per group at L3
+	// ([basic] l3_parity, an ftigo extension). 0 means group_size, FTI's
+	// tolerance (a group of k nodes survives the loss of any k of its 2k
+	// files); 1..group_size-1 stores less parity (overhead m/k) and
+	// tolerates the loss of any m of the group's k+m files.
+	L3Parity int
 	// KeepLastCkpt keeps the last checkpoint at Finalize so the next run
 	// restarts from it ([basic] keep_last_ckpt).
 	KeepLastCkpt bool
@@ -138,6 +144,11 @@ func (c Config) Validate(ranks int) error {
 		return cfgErr("max_var_id %d: must not be negative", c.MaxVarID)
 	case c.KeepLast < 0:
 		return cfgErr("keep_last_n %d: must not be negative", c.KeepLast)
+	case c.L3Parity < 0:
+		return cfgErr("l3_parity %d: use 0 (= group_size) or 1..group_size", c.L3Parity)
+	case c.L3Parity > c.GroupSize:
+		return cfgErr("l3_parity %d is larger than group_size %d: use 0 (= group_size) or 1..%d",
+			c.L3Parity, c.GroupSize, c.GroupSize)
 	}
 	for l := 1; l <= 4; l++ {
 		if c.Interval[l] < 0 {
@@ -250,6 +261,7 @@ var sections = map[string]map[string]setter{
 		"keep_last_ckpt": boolKey(func(c *Config) *bool { return &c.KeepLastCkpt }),
 		"keep_l4_ckpt":   boolKey(func(c *Config) *bool { return &c.KeepL4Ckpt }),
 		"keep_last_n":    intKey(func(c *Config) *int { return &c.KeepLast }),
+		"l3_parity":      intKey(func(c *Config) *int { return &c.L3Parity }),
 		"verbosity":      intKey(func(c *Config) *int { return &c.Verbosity }),
 		"head":           boolKey(func(c *Config) *bool { return &c.Head }),
 		"max_var_id":     intKey(func(c *Config) *int { return &c.MaxVarID }),

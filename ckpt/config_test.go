@@ -106,6 +106,8 @@ func TestConfigErrors(t *testing.T) {
 		{"transfer_size", 4, func(c *Config) { c.TransferSize = 1 << 20 }, "transfer_size 1 MiB: use 8..64"},
 		{"fast_forward", 4, func(c *Config) { c.FastForward = 11 }, "fast_forward 11"},
 		{"negative interval", 4, func(c *Config) { c.Interval[1] = -time.Second }, "ckpt_l1 is negative"},
+		{"l3_parity above group_size", 4, func(c *Config) { c.L3Parity = 3 }, "l3_parity 3 is larger than group_size 2: use 0 (= group_size) or 1..2"},
+		{"negative l3_parity", 4, func(c *Config) { c.L3Parity = -1 }, "l3_parity -1: use 0"},
 		{"negative node size", 4, func(c *Config) { c.NodeSize = -1 }, "node_size -1"},
 	}
 	for _, tt := range tests {
@@ -128,6 +130,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"[basic]\nnode_size\n", "want key = value"},
 		{"[basic]\nckpt_l1 = soon\n", "want minutes or a duration"},
 		{"[advanced]\nblock_size = 1k\n", "[advanced] block_size"},
+		{"[basic]\nl3_parity = two\n", "cfg:2: [basic] l3_parity: want an integer"},
 	}
 	for _, tt := range tests {
 		_, err := ParseConfig("cfg", []byte(tt.text))

@@ -34,6 +34,17 @@
 // is not running (ftigo rebuild), in an in-process world shaped like the
 // newest checkpoint.
 //
+// # Configuration beyond FTI
+//
+// [Config] reads FTI's config.fti keys with their meanings, plus a few
+// ftigo extensions: keep_last_n (keep the newest n checkpoints) and
+// l3_parity in [basic], the number m of Reed-Solomon parity files per L3
+// group. l3_parity = 0 (or absent) is group_size, FTI's tolerance: a group
+// of k nodes survives the loss of any k of its 2k files. 1 <= m <
+// group_size stores m/k of the data as parity and survives the loss of
+// any m of the group's k+m files; parity is held by group members 0..m-1,
+// so losing one of their nodes costs that group two files.
+//
 // # Concurrency
 //
 // A [Runtime] belongs to one rank and is used from that rank's goroutine
