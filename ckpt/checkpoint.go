@@ -46,9 +46,14 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) 
 		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
 	meta := fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: r.now().UnixNano()}
+	// The file keeps the previous checkpoint's layout (FTI-FF's data
+	// blocks): a variable that grew gets a new container for the extra
+	// part only. The layout advances only once the checkpoint committed.
+	var lay *fileformat.Layout
 	write := func(f vfd.File) (int64, levels.Digest, bool, error) {
 		// The digest is computed by the engine while the file is synced.
-		_, sum, err := fileformat.Write(f, meta, vars, nil, fileformat.WithClock(r.now))
+		l, sum, err := fileformat.Write(f, meta, vars, r.layout, fileformat.WithClock(r.now))
+		lay = l
 		return sum.FileSize, levels.Digest{}, false, err
 	}
 	start := r.now()
@@ -57,6 +62,9 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) 
 		return nil, fmt.Errorf("ckpt: checkpoint %d at %v: %w", id, lvl, err)
 	}
 	r.lastID = id
+	if lay != nil {
+		r.layout = lay
+	}
 	if r.recovered != nil {
 		// The checkpoint this run restarted from may now be superseded:
 		// the restart's data is no longer readable through Recover.

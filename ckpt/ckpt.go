@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/levels"
 	"github.com/ftigo/ftigo/partner"
 	"github.com/ftigo/ftigo/vfd"
@@ -116,6 +117,9 @@ type Runtime struct {
 	stored    *storedFile // the recovered data file, opened lazily
 	restored  bool        // Recover has run (Snapshot then ticks)
 	lastID    int64
+	// layout is the FTI-FF layout of the last committed checkpoint (or of
+	// the recovered file), passed to the next fileformat.Write.
+	layout *fileformat.Layout
 
 	snap      snapState
 	finalized bool
@@ -196,6 +200,12 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (*Runtime, error) {
 		return nil, fmt.Errorf("ckpt: restart: %w", err)
 	}
 	r.recovered, r.from, r.src, r.lastID = m, m, src, m.ID
+	// The next checkpoint continues the recovered file's layout.
+	if st, err := r.openStored(); err == nil {
+		r.layout = st.r.Layout()
+	} else {
+		r.log.Debug("recovered file's layout unreadable; the next checkpoint lays variables out afresh", zap.Error(err))
+	}
 	r.status = Restart
 	if m.Kept {
 		r.status = RestartKept
