@@ -336,17 +336,34 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc) (*Manifest, Stats
 	p := &Pending{Seq: e.nextSeq, ID: id, Level: lvl, Dir: CheckpointDir(e.nextSeq)}
 	e.nextSeq++
 
-	// 1. Data file under its tmp name, synced.
+	// 1. Data file under its tmp name, synced; or, for a level that
+	// places the data itself, the level's file.
 	area := level.DataArea()
-	werr := e.writeData(p, area, write, &st)
+	opener, direct := level.(DataOpener)
+	direct = direct && opener.OpensData()
+	var held vfd.File // non-nil on every rank or on none
+	var werr error
+	if direct {
+		held, werr = e.writeDirect(p, opener, area, write, &st)
+	} else {
+		werr = e.writeData(p, area, write, &st)
+	}
 	st.Write = env.Now().Sub(start)
 	if err := e.agree(werr, "write checkpoint data"); err != nil {
+		if held != nil {
+			err = errors.Join(err, opener.AbortData(env, p, held))
+		}
 		return nil, st, e.abort(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
 	}
 
 	// 2. Redundancy.
 	t := env.Now()
-	perr := level.Protect(env, p)
+	var perr error
+	if direct {
+		perr = opener.ProtectData(env, p, held)
+	} else {
+		perr = level.Protect(env, p)
+	}
 	st.Protect = env.Now().Sub(t)
 	if err := e.agree(perr, "protect checkpoint at "+lvl.String()); err != nil {
 		return nil, st, e.abort(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
@@ -428,10 +445,79 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats) e
 	return nil
 }
 
+// DataOpener is the optional capability of a level that places each
+// rank's data itself instead of in a data file of its own (the inline L4
+// writes it straight into its container). The engine then calls, on every
+// rank: OpenData (collective; every rank gets a file or every rank an
+// error), the [WriteFunc] on that file, Sync and Close, and after the vote
+// ProtectData instead of [Level.Protect] — or AbortData when the vote
+// failed. ProtectData records on p.Files[0] (the data entry, at the
+// level's DataArea under the conventional name) where the data is and
+// marks it with [AttrInContainer] when no file exists under that name.
+type DataOpener interface {
+	// OpensData reports whether the level uses this path; the answer
+	// must be the same on every rank.
+	OpensData() bool
+	// OpenData returns the file this rank's data is written to. hint is
+	// the size of this rank's data in the newest committed checkpoint
+	// (0 when there is none). Collective.
+	OpenData(env *Env, p *Pending, hint int64) (vfd.File, error)
+	// ProtectData commits what f was written into and appends the files
+	// it made to p.Files, under their tmp names, synced. Collective; on
+	// error it has discarded them.
+	ProtectData(env *Env, p *Pending, f vfd.File) error
+	// AbortData discards what f was written into. Collective.
+	AbortData(env *Env, p *Pending, f vfd.File) error
+}
+
+// writeDirect writes this rank's data through the level's DataOpener. The
+// returned file is non-nil whenever OpenData succeeded, even on error.
+func (e *Engine) writeDirect(p *Pending, opener DataOpener, area Where, write WriteFunc, st *Stats) (vfd.File, error) {
+	var hint int64
+	if n := len(e.committed); n > 0 {
+		if f, ok := e.committed[n-1].DataFile(e.env.Rank); ok {
+			hint = f.Size
+		}
+	}
+	f, err := opener.OpenData(e.env, p, hint)
+	if err != nil {
+		return nil, fmt.Errorf("open data: %w", err)
+	}
+	size, d, ok, err := write(f)
+	var attrs map[string]string
+	if err == nil && !ok {
+		// An FTI-FF file carries a BLAKE3 hash of every block: record its
+		// file checksum instead of reading the data back.
+		if rd, ferr := fileformat.Open(f); ferr == nil && rd.Hashed() {
+			d, ok = Digest(rd.Summary().Checksum), true
+			attrs = map[string]string{AttrDigest: DigestFTIFF}
+		}
+	}
+	if err == nil && !ok {
+		d, err = FileDigest(f)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return f, fmt.Errorf("write %s: %w", f.Name(), err)
+	}
+	st.Bytes = size
+	p.Files = append(p.Files, File{Role: RoleData, Where: area, Name: RankFileName(p.Dir, RoleData, e.env.Rank),
+		Size: size, Digest: d, Of: e.env.Rank, Attrs: attrs})
+	return f, nil
+}
+
 // publish renames this rank's files into place and syncs their directories.
 func (e *Engine) publish(p *Pending) error {
 	dirs := map[Where]map[string]bool{}
 	for _, f := range p.Files {
+		if f.Attrs[AttrInContainer] != "" {
+			continue // no file of its own
+		}
 		s := e.env.Store(f.Where)
 		if err := s.Driver.Rename(s.Path(f.Name)+TmpSuffix, s.Path(f.Name)); err != nil {
 			return fmt.Errorf("rename into place: %w", err)

@@ -32,19 +32,28 @@ const (
 	AttrNFiles = "sion-nfiles"
 )
 
-// Global4 is level 4: after every rank has written its data file locally,
-// the ranks copy them collectively into one SIONlib container (or a set of
-// NFiles) in the global area, one task per rank, as FTI's L4 does with
-// sion_paropen_mapped_mpi. Unlike FTI it records each rank's BLAKE3 digest
-// in the manifest and checks it when a task is read back, and every size is
-// 64-bit. Recovery uses the local data file when it is intact and otherwise
-// extracts the rank's task from the container, verified, into the local area.
+// Global4 is level 4: every rank's data file becomes its task of one
+// SIONlib container (or a set of NFiles) in the global area, opened
+// collectively as FTI's L4 does with sion_paropen_mapped_mpi. Unlike FTI
+// the manifest records each rank's digest and recovery checks it when a
+// task is read back, and every size is 64-bit. Recovery uses the rank's
+// local copy when it is intact and otherwise extracts the rank's task from
+// the container, verified, into the local area (where later restarts find
+// it).
+//
+// With Inline, each rank writes straight into its task ([Global4.OpenData],
+// the engine's [DataOpener] path): nothing is written locally, nothing is
+// read back, and the digest is the FTI-FF file checksum (or the BLAKE3 the
+// writer computed). Without it, the data file is written locally first and
+// [Global4.Protect] copies it into the container, whose physical files are
+// hashed for the manifest.
 type Global4 struct {
+	// Inline writes the data straight into the container (FTI's inline L4).
+	Inline bool
 	// NFiles splits the container into this many physical files (ranks in
-	// contiguous groups, SIONlib's rule); <= 1 means one file. The rank
-	// leading each physical file re-reads it once to record its BLAKE3 in
-	// the manifest, so for large jobs choose NFiles that keeps each file
-	// to a few GiB (the files are hashed in parallel).
+	// contiguous groups, SIONlib's rule); <= 1 means one file. Without
+	// Inline, the rank leading each physical file re-reads it once to
+	// record its BLAKE3 in the manifest.
 	NFiles int
 	// FSBlkSize is the container's alignment; <= 0 means 4096.
 	FSBlkSize int32
@@ -53,8 +62,9 @@ type Global4 struct {
 // ID returns L4.
 func (Global4) ID() ID { return L4 }
 
-// DataArea returns Local: the data file is written locally and flushed
-// into the container by Protect.
+// DataArea returns Local: where the data file is written before Protect
+// copies it (without Inline), and where recovery stages a rank's data
+// taken from the container.
 func (Global4) DataArea() Where { return Local }
 
 func (l Global4) nfiles(size int) int { return max(1, min(l.NFiles, size)) }
@@ -207,6 +217,7 @@ func (l Global4) extract(env *Env, m *Manifest, f File, local Store) error {
 		return err
 	}
 	fail := func(err error) error { return errors.Join(err, out.Close(), local.Driver.Remove(tmp)) }
+	ftiff := f.Attrs[AttrDigest] == DigestFTIFF
 	h := blake3.New()
 	buf := make([]byte, min(int64(transfer(env)), max(f.Size, 1)))
 	for off := int64(0); off < f.Size; {
@@ -214,16 +225,25 @@ func (l Global4) extract(env *Env, m *Manifest, f File, local Store) error {
 		if _, err := sr.ReadAt(buf[:n], off); err != nil {
 			return fail(cerr(off, err))
 		}
-		h.Write(buf[:n])
+		if !ftiff {
+			h.Write(buf[:n])
+		}
 		if _, err := out.WriteAt(buf[:n], off); err != nil {
 			return fail(err)
 		}
 		off += n
 	}
-	var d Digest
-	copy(d[:], h.Sum(nil))
-	if d != f.Digest {
-		return fail(cerr(0, fmt.Errorf("%w: task %d has %s, manifest says %s", ErrDigestMismatch, task, d, f.Digest)))
+	if ftiff {
+		// The FTI-FF checksum and every block hash, checked on the copy.
+		if err := verifyFTIFF(out, f, cerr); err != nil {
+			return fail(err)
+		}
+	} else {
+		var d Digest
+		copy(d[:], h.Sum(nil))
+		if d != f.Digest {
+			return fail(cerr(0, fmt.Errorf("%w: task %d has %s, manifest says %s", ErrDigestMismatch, task, d, f.Digest)))
+		}
 	}
 	if err := out.Sync(); err != nil {
 		return fail(err)
