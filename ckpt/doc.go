@@ -26,7 +26,12 @@
 //  4. In the loop: [Runtime.Snapshot] every iteration, or
 //     [Runtime.Checkpoint] explicitly (both collective). A checkpoint is
 //     committed only when every rank wrote it; otherwise every rank gets
-//     the same error and the previous checkpoint stays.
+//     the same error and the previous checkpoint stays. Rank 0 logs one
+//     info line per committed checkpoint, in FTI's manner: "Ckpt. ID 7 (L2)
+//     (64.00 MiB/proc) taken in 0.412 sec., 621.4 MiB/s (Wt 0.301, Ps 0.090,
+//     Cm 0.021)" — size per rank, wall time, aggregate bandwidth, and the
+//     time spent writing the data, post-processing at the level (partner
+//     copy, parity, container) and committing; the same values are fields.
 //  5. [Runtime.Finalize] (collective): applies keep_last_ckpt and deletes
 //     the rest.
 //

@@ -1,0 +1,116 @@
+package ckpt
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/ftigo/ftigo/levels"
+)
+
+// tickClock advances by step on every reading, so every measured interval
+// is positive and a multiple of step.
+type tickClock struct {
+	mu   sync.Mutex
+	t    time.Time
+	step time.Duration
+}
+
+func (c *tickClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(c.step)
+	return c.t
+}
+
+// TestCheckpointInfoLine: every committed checkpoint logs exactly one info
+// line (from rank 0) in FTI's manner, with id, level, MiB per rank, wall
+// time, bandwidth and the split between writing, post-processing and
+// commit, as text and as fields; a rejected checkpoint logs none.
+func TestCheckpointInfoLine(t *testing.T) {
+	const n = 4
+	cfg := testConfig(t.TempDir(), 1)
+	cfg.GroupSize = 2
+	core, logs := observer.New(zapcore.InfoLevel)
+	clk := &tickClock{t: time.Unix(5000, 0), step: time.Millisecond}
+	opts := []Option{WithLogger(zap.New(core)), WithClock(clk.Now), WithLevels(failingL2{})}
+	var bytes [5]int64 // per checkpoint id
+	require.NoError(t, world(t, n, cfg, opts, func(r *Runtime) error {
+		x := make([]float64, 4096*(r.c.Rank()+1))
+		if err := Protect(r, 0, &x); err != nil {
+			return err
+		}
+		for id, lvl := range []int{1: 1, 2: 3, 3: 4} {
+			if id == 0 {
+				continue
+			}
+			if err := r.Checkpoint(int64(id), lvl); err != nil {
+				return err
+			}
+			if r.c.Rank() == 0 {
+				c := r.eng.Committed()
+				bytes[id] = c[len(c)-1].Bytes()
+			}
+		}
+		if err := r.Checkpoint(4, 2); err == nil {
+			return fmt.Errorf("the failing L2 checkpoint committed")
+		}
+		return nil
+	}))
+
+	lines := logs.FilterMessageSnippet("Ckpt. ID").AllUntimed()
+	require.Len(t, lines, 3, "one line per committed checkpoint, none for the rejected one")
+	re := regexp.MustCompile(`^Ckpt\. ID (\d+) \((L\d)\) \((\d+\.\d\d) MiB/proc\) taken in (\d+\.\d{3}) sec\., (\d+\.\d) MiB/s \(Wt (\d+\.\d{3}), Ps (\d+\.\d{3}), Cm (\d+\.\d{3})\)$`)
+	for i, e := range lines {
+		id := i + 1
+		lvl := []levels.ID{0, levels.L1, levels.L3, levels.L4}[id]
+		assert.Equal(t, zapcore.InfoLevel, e.Level)
+		m := re.FindStringSubmatch(e.Message)
+		require.NotNil(t, m, "line %q", e.Message)
+		assert.Equal(t, strconv.Itoa(id), m[1])
+		assert.Equal(t, lvl.String(), m[2])
+
+		f := e.ContextMap()
+		assert.Equal(t, int64(0), f["rank"], "logged by rank 0")
+		assert.Equal(t, int64(id), f["ckpt-id"])
+		assert.Equal(t, lvl.String(), f["level"])
+		assert.Equal(t, bytes[id], f["bytes"])
+		mib := float64(bytes[id]) / n / (1 << 20)
+		assert.InDelta(t, mib, f["mib-per-rank"], 1e-12)
+		assert.Equal(t, fmt.Sprintf("%.2f", mib), m[3])
+		wall := f["wall"].(time.Duration)
+		wt, ps, cm := f["write"].(time.Duration), f["post"].(time.Duration), f["commit"].(time.Duration)
+		for _, d := range []time.Duration{wall, wt, ps, cm} {
+			assert.Positive(t, d)
+			assert.Zero(t, d%time.Millisecond, "measured with the injected clock")
+		}
+		assert.LessOrEqual(t, wt+ps+cm, wall, "the split fits in the wall time")
+		assert.InDelta(t, float64(bytes[id])/(1<<20)/wall.Seconds(), f["mib-per-s"], 1e-9)
+		assert.Equal(t, fmt.Sprintf("%.3f", wall.Seconds()), m[4])
+		assert.Equal(t, fmt.Sprintf("%.1f", f["mib-per-s"]), m[5])
+		assert.Equal(t, fmt.Sprintf("%.3f", wt.Seconds()), m[6])
+		assert.Equal(t, fmt.Sprintf("%.3f", ps.Seconds()), m[7])
+		assert.Equal(t, fmt.Sprintf("%.3f", cm.Seconds()), m[8])
+	}
+	// At verbosity 3 (warnings) the line is not logged, as in FTI.
+	cfg.Verbosity = 3
+	core, logs = observer.New(zapcore.DebugLevel)
+	opts[0] = WithLogger(zap.New(core))
+	require.NoError(t, world(t, n, cfg, opts, func(r *Runtime) error {
+		x := []float64{1}
+		if err := Protect(r, 0, &x); err != nil {
+			return err
+		}
+		return r.Checkpoint(9, 1)
+	}))
+	assert.Zero(t, logs.FilterMessageSnippet("Ckpt. ID").Len())
+}
