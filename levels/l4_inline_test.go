@@ -3,6 +3,7 @@ package levels
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/sion"
 	"github.com/ftigo/ftigo/vfd"
@@ -172,3 +174,46 @@ func (m *memFile) Name() string                       { return "mem" }
 func (m *memFile) Size() (int64, error)               { return int64(len(m.b)), nil }
 func (m *memFile) Truncate(int64) error               { return os.ErrPermission }
 func (m *memFile) Sync() error                        { return nil }
+
+// TestL4TaskFileEdges: reads past the end stop with io.EOF, bad offsets and
+// closed files fail, and an aborted container leaves no file behind.
+func TestL4TaskFileEdges(t *testing.T) {
+	root := t.TempDir()
+	cl := newCluster(t, vfd.Sec2{}, root, 1)
+	require.NoError(t, runWorld(1, func(c comm.Comm) error {
+		env := cl.env(c)
+		l4 := Global4{Inline: true, FSBlkSize: 512}
+		p := &Pending{Seq: 1, Dir: CheckpointDir(1), Level: L4}
+		f, err := l4.OpenData(env, p, 100) // chunk 512
+		require.NoError(t, err)
+		b := payload(0, 1, 1300) // three blocks
+		n, err := f.WriteAt(b, 0)
+		require.NoError(t, err)
+		require.Equal(t, len(b), n)
+		got := make([]byte, 200)
+		n, err = f.ReadAt(got, 1200)
+		assert.ErrorIs(t, err, io.EOF)
+		assert.Equal(t, b[1200:], got[:n])
+		_, err = f.ReadAt(got, -1)
+		assert.Error(t, err)
+		_, err = f.WriteAt(got, -1)
+		assert.Error(t, err)
+		require.NoError(t, f.Truncate(1400))
+		size, err := f.Size()
+		require.NoError(t, err)
+		assert.Equal(t, int64(1400), size)
+		assert.ErrorIs(t, f.Truncate(10), ErrSizeMismatch)
+		require.NoError(t, f.Sync())
+		require.NoError(t, f.Close())
+		_, err = f.ReadAt(got, 0)
+		assert.ErrorIs(t, err, vfd.ErrClosed)
+		_, err = f.WriteAt(got, 0)
+		assert.ErrorIs(t, err, vfd.ErrClosed)
+		assert.ErrorIs(t, f.Sync(), vfd.ErrClosed)
+		require.NoError(t, l4.AbortData(env, p, f))
+		return nil
+	}))
+	ents, err := os.ReadDir(filepath.Join(root, "global", CheckpointDir(1)))
+	require.NoError(t, err)
+	assert.Empty(t, ents)
+}
