@@ -311,6 +311,13 @@ func (r *Runtime) Topology() *partner.Topology { return r.topo }
 // from, or nil on a fresh run.
 func (r *Runtime) Recovered() *levels.Manifest { return r.from }
 
+// Wait blocks until this rank's background deletion of superseded
+// checkpoint files has finished. A job that ends without [Runtime.Finalize]
+// (keeping every committed checkpoint for the next run, as after a kill)
+// calls it before it exits; Checkpoint and Finalize wait by themselves.
+// Local.
+func (r *Runtime) Wait() { r.eng.Wait() }
+
 func (r *Runtime) protect(v *variable) error {
 	if r.finalized {
 		return ErrFinalized

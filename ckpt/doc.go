@@ -35,6 +35,10 @@
 //  5. [Runtime.Finalize] (collective): applies keep_last_ckpt and deletes
 //     the rest.
 //
+// A job that ends without Finalize (every committed checkpoint stays for
+// the next run) calls [Runtime.Wait] so no background deletion of
+// superseded checkpoints is cut short.
+//
 // [RebuildOffline] runs step 1 (verification and rebuild) for a job that
 // is not running (ftigo rebuild), in an in-process world shaped like the
 // newest checkpoint.
