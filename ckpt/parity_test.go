@@ -153,4 +153,16 @@ func TestL3ParityKey(t *testing.T) {
 		}
 		t.Log(errs[0])
 	})
+	// The limit of m < k: nodes 0 and 1 hold both parity files of each
+	// group besides data, so losing those two nodes costs every group 4
+	// of its 6 files, more than m = 2.
+	t.Run("lose-parity-nodes", func(t *testing.T) {
+		for _, n := range []int{0, 1} {
+			require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(base.CkptDir, topo.NodeDir(n))))
+		}
+		for _, err := range restart(t) {
+			require.ErrorIs(t, err, ErrUnrecoverable)
+			assert.Contains(t, err.Error(), "at most 2 may be lost")
+		}
+	})
 }
