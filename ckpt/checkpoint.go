@@ -124,10 +124,14 @@ func (r *Runtime) fileVars() ([]fileformat.Var, error) {
 	return out, nil
 }
 
-// Finalize ends the run: with keep_last_ckpt the newest checkpoint is kept
-// and marked so the next run restarts from it (status RestartKept);
-// otherwise every checkpoint is deleted (L4 ones are kept under
-// keep_l4_ckpt). Collective. The runtime is unusable afterwards.
+// Finalize ends the run. With keep_last_ckpt the newest checkpoint is
+// flushed to L4 (as FTI does; unless it is an L4 checkpoint already) and
+// that L4 copy is kept and marked so the next run restarts from it, status
+// RestartKept, even when every node-local directory is gone. If the flush
+// fails, the newest checkpoint is kept at its own level and the error is
+// returned. Without keep_last_ckpt every checkpoint is deleted (L4 ones
+// are kept under keep_l4_ckpt). Collective. The runtime is unusable
+// afterwards.
 func (r *Runtime) Finalize() error {
 	if r.finalized {
 		return ErrFinalized
@@ -135,8 +139,16 @@ func (r *Runtime) Finalize() error {
 	r.finalized = true
 	r.closeStored()
 	r.eng.Wait()
-	committed := r.eng.Committed()
 	var errs []error
+	if r.cfg.KeepLastCkpt {
+		if committed := r.eng.Committed(); len(committed) > 0 && committed[len(committed)-1].Level != levels.L4 {
+			if err := r.flushL4(committed[len(committed)-1]); err != nil {
+				errs = append(errs, err)
+			}
+			r.eng.Wait() // the flush superseded the local checkpoints
+		}
+	}
+	committed := r.eng.Committed()
 	if r.cfg.KeepLastCkpt && len(committed) > 0 {
 		last := committed[len(committed)-1]
 		var kerr error
@@ -150,9 +162,13 @@ func (r *Runtime) Finalize() error {
 			}
 		}
 		if err := levels.Agree(r.c, kerr, "keep last checkpoint"); err != nil {
-			return fmt.Errorf("ckpt: finalize: %w", err)
+			return fmt.Errorf("ckpt: finalize: %w", errors.Join(append(errs, err)...))
 		}
 		committed = committed[:len(committed)-1]
+		if r.c.Rank() == 0 {
+			r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) kept for the next run", last.ID, last.Level),
+				zap.Int64("ckpt-id", last.ID), zap.Stringer("level", last.Level), zap.String("dir", last.Dir()))
+		}
 	}
 	for _, m := range committed {
 		if r.cfg.KeepL4Ckpt && m.Level == levels.L4 {
@@ -169,4 +185,82 @@ func (r *Runtime) Finalize() error {
 		r.log.Debug("finalized", zap.Bool("kept-last", r.cfg.KeepLastCkpt))
 	}
 	return r.c.Barrier()
+}
+
+// flushL4 copies committed checkpoint m to L4 as a new checkpoint with the
+// same id (keep_last_ckpt at Finalize). Every rank copies its own data
+// file, which this run wrote or Init recovered and rebuilt in place; the
+// copy is verified against m's digest. Collective.
+func (r *Runtime) flushL4(m *levels.Manifest) error {
+	var src levels.Source
+	var ftiff bool
+	f, ok := m.DataFile(r.c.Rank())
+	if ok {
+		src = levels.Source{Store: r.env.Store(f.Where), Name: f.Name, Size: f.Size, Digest: f.Digest}
+		ftiff = f.Attrs[levels.AttrDigest] == levels.DigestFTIFF
+	}
+	if r.from != nil && r.from.Seq == m.Seq && r.src.Name != "" {
+		src = r.src // where Init found (or rebuilt) this rank's data
+	}
+	write := func(out vfd.File) (int64, levels.Digest, bool, error) {
+		if !ok && src.Name == "" {
+			return 0, levels.Digest{}, false, fmt.Errorf("%w: checkpoint %d lists no data file for rank %d", levels.ErrMissingFile, m.ID, r.c.Rank())
+		}
+		if !ftiff {
+			return levels.CopyWrite(src)(out)
+		}
+		return copyFTIFF(src, out, r.cfg.TransferSize)
+	}
+	start := r.now()
+	m4, st, err := r.eng.Checkpoint(m.ID, levels.L4, write)
+	if err != nil {
+		return fmt.Errorf("keep_last_ckpt: flush checkpoint %d (%v) to L4 failed, it stays kept at %v: %w", m.ID, m.Level, m.Level, err)
+	}
+	if r.c.Rank() == 0 {
+		wall := r.now().Sub(start)
+		mib := float64(m4.Bytes()) / float64(m4.Ranks) / (1 << 20)
+		r.log.Info(fmt.Sprintf("Ckpt. ID %d flushed from %v to %v at Finalize (%.2f MiB/proc) in %.3f sec. (Wt %.3f, Ps %.3f, Cm %.3f)",
+			m.ID, m.Level, m4.Level, mib, wall.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
+			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m4.Level), zap.Stringer("from-level", m.Level),
+			zap.Float64("mib-per-rank", mib), zap.Duration("wall", wall))
+	}
+	return nil
+}
+
+// copyFTIFF copies the FTI-FF data file src into out, hashing the bytes
+// written, and verifies the copy with fileformat (every chunk hash) and
+// its file checksum against src.Digest (an FTI-FF checksum, as the L1
+// engine records it).
+func copyFTIFF(src levels.Source, out vfd.File, piece int) (int64, levels.Digest, bool, error) {
+	p := src.Store.Path(src.Name)
+	in, err := vfd.OpenRead(src.Store.Driver, p)
+	if err != nil {
+		return 0, levels.Digest{}, false, fmt.Errorf("open %s: %w", p, err)
+	}
+	defer in.Close()
+	hw := levels.NewHashingWriter(out)
+	buf := make([]byte, min(int64(max(piece, 1<<20)), max(src.Size, 1)))
+	for off := int64(0); off < src.Size; {
+		n := min(int64(len(buf)), src.Size-off)
+		if err := vfd.ReadFull(in, buf[:n], off); err != nil {
+			return off, levels.Digest{}, false, fmt.Errorf("read %s at %d: %w", p, off, err)
+		}
+		if _, err := hw.WriteAt(buf[:n], off); err != nil {
+			return off, levels.Digest{}, false, err
+		}
+		off += n
+	}
+	rd, err := fileformat.Open(out)
+	if err == nil {
+		err = rd.Verify()
+	}
+	if err == nil && levels.Digest(rd.Summary().Checksum) != src.Digest {
+		err = &levels.CorruptionError{Path: p, Rank: -1, Err: fmt.Errorf("%w: copy has FTI-FF checksum %s, manifest says %s",
+			levels.ErrDigestMismatch, levels.Digest(rd.Summary().Checksum), src.Digest)}
+	}
+	if err != nil {
+		return src.Size, levels.Digest{}, false, fmt.Errorf("copy of %s: %w", p, err)
+	}
+	d, seq := hw.Sum()
+	return src.Size, d, seq, nil
 }

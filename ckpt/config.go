@@ -38,8 +38,9 @@ type Config struct {
 	// files); 1..group_size-1 stores less parity (overhead m/k) and
 	// tolerates the loss of any m of the group's k+m files.
 	L3Parity int
-	// KeepLastCkpt keeps the last checkpoint at Finalize so the next run
-	// restarts from it ([basic] keep_last_ckpt).
+	// KeepLastCkpt flushes the last checkpoint to L4 at Finalize (unless
+	// it is an L4 one) and keeps it, so the next run restarts from it even
+	// without node-local storage ([basic] keep_last_ckpt).
 	KeepLastCkpt bool
 	// KeepL4Ckpt keeps every L4 checkpoint instead of superseding it ([basic] keep_l4_ckpt).
 	KeepL4Ckpt bool

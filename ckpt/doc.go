@@ -32,7 +32,9 @@
 //     Cm 0.021)" — size per rank, wall time, aggregate bandwidth, and the
 //     time spent writing the data, post-processing at the level (partner
 //     copy, parity, container) and committing; the same values are fields.
-//  5. [Runtime.Finalize] (collective): applies keep_last_ckpt and deletes
+//  5. [Runtime.Finalize] (collective): applies keep_last_ckpt (the newest
+//     checkpoint is flushed to L4 unless it is at L4 already, and that L4
+//     checkpoint is kept for the next run, status RestartKept) and deletes
 //     the rest.
 //
 // A job that ends without Finalize (every committed checkpoint stays for

@@ -14,14 +14,14 @@ import (
 	"github.com/ftigo/ftigo/comm"
 )
 
-// makeRun writes a run directory like heat2d's: 4 ranks on 4 nodes in one
-// group, an L1 then an L3 checkpoint, and a Finalize that keeps the last
-// one, so the directory is what a restart would find.
+// makeRun writes a run directory like a killed heat2d job's: 4 ranks on 4
+// nodes in one group, an L1 then an L3 checkpoint, and no Finalize, so the
+// directory is what a restart would find.
 func makeRun(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := ckpt.DefaultConfig()
-	cfg.NodeSize, cfg.GroupSize, cfg.LocalTest, cfg.KeepLastCkpt = 1, 4, true, true
+	cfg.NodeSize, cfg.GroupSize, cfg.LocalTest = 1, 4, true
 	cfg.CkptDir, cfg.GlblDir, cfg.MetaDir = filepath.Join(dir, "local"), filepath.Join(dir, "global"), filepath.Join(dir, "meta")
 	err := comm.Run(4, func(c comm.Comm) error {
 		rt, err := ckpt.Init(cfg, c)
@@ -41,7 +41,10 @@ func makeRun(t *testing.T) string {
 		if err := rt.Checkpoint(2, 3); err != nil {
 			return err
 		}
-		return rt.Finalize()
+		// The job ends without Finalize, as if killed, so the L3 checkpoint
+		// stays (Finalize with keep_last_ckpt would flush it to L4).
+		rt.Wait()
+		return nil
 	})
 	require.NoError(t, err)
 	return dir
