@@ -76,8 +76,10 @@ func WithDrivers(local, global, meta vfd.Driver) Option {
 }
 
 // WithLevels registers level implementations in place of the built-in
-// ones (levels.Local1, Partner2, RS3, Global4); a later registration of
-// the same level number wins.
+// ones (levels.Local1, Partner2, RS3, and Global4 with Inline: each rank
+// writes its L4 data straight into its task of the global container, with
+// no local copy); a later registration of the same level number wins, so
+// WithLevels(levels.Global4{}) restores the local-then-copy L4.
 func WithLevels(ls ...levels.Level) Option {
 	return func(o *options) { o.levels = append(o.levels, ls...) }
 }
@@ -177,7 +179,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (*Runtime, error) {
 	if o.buffers == nil {
 		o.buffers = &partner.Buffers{}
 	}
-	ls := append([]levels.Level{levels.Local1{}, levels.Partner2{Buffers: o.buffers}, levels.RS3{M: cfg.L3Parity, Buffers: o.buffers}, levels.Global4{}}, o.levels...)
+	ls := append([]levels.Level{levels.Local1{}, levels.Partner2{Buffers: o.buffers}, levels.RS3{M: cfg.L3Parity, Buffers: o.buffers}, levels.Global4{Inline: true}}, o.levels...)
 	policy := o.policy
 	if policy == nil {
 		policy = levels.FTIPolicy{KeepL4: cfg.KeepL4Ckpt, KeepLast: cfg.KeepLast}

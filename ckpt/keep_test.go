@@ -1,7 +1,9 @@
 package ckpt
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -57,6 +59,16 @@ func TestKeepLastFlushesToL4(t *testing.T) {
 					for _, m := range r.eng.Committed() {
 						seqs = append(seqs, m.Seq)
 					}
+				}
+				// The default L4 is the inline one: the data is only the
+				// rank's task of the global container, no local file.
+				c := r.eng.Committed()
+				df, ok := c[len(c)-1].DataFile(r.c.Rank())
+				if !ok || df.Attrs[levels.AttrInContainer] != "1" {
+					return fmt.Errorf("rank %d: data entry %+v is not sion-only", r.c.Rank(), df)
+				}
+				if _, err := (vfd.Sec2{}).Stat(filepath.Join(cfg.CkptDir, r.topo.NodeDir(r.topo.NodeOf(r.c.Rank())), df.Name)); !errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("rank %d: local data file of an inline L4 checkpoint: %v", r.c.Rank(), err)
 				}
 				return nil
 			}))

@@ -54,7 +54,15 @@ func TestLayoutChaining(t *testing.T) {
 		if !ok {
 			return nil, fmt.Errorf("no data file")
 		}
-		f, err := vfd.OpenRead(vfd.Sec2{}, filepath.Join(cfg.CkptDir, r.topo.NodeDir(r.topo.NodeOf(r.c.Rank())), df.Name))
+		var f vfd.File
+		var err error
+		if df.Attrs[levels.AttrInContainer] != "" {
+			// The inline L4 writes the data only as the rank's task of
+			// the global container: read it there.
+			f, err = levels.OpenTask(levels.Store{Driver: vfd.Sec2{}, Dir: cfg.GlblDir}, df)
+		} else {
+			f, err = vfd.OpenRead(vfd.Sec2{}, filepath.Join(cfg.CkptDir, r.topo.NodeDir(r.topo.NodeOf(r.c.Rank())), df.Name))
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -30,8 +30,16 @@
 //  4. [Engine.Checkpoint], as often as wanted:
 //     a. every rank writes its data file as "<name>.tmp" and syncs it;
 //     its digest is the FTI-FF checksum at L1, or a BLAKE3 of the file
-//     computed through a second handle during the fsync; vote;
-//     b. [Level.Protect] adds redundancy under tmp names, synced; vote;
+//     computed through a second handle during the fsync; vote. A level
+//     implementing [DataOpener] whose OpensData is true (the inline
+//     [Global4], ckpt's default L4) places the data itself instead:
+//     [DataOpener.OpenData] (collective) returns the file each rank
+//     writes — its task of the L4 container — and the digest is the
+//     FTI-FF checksum, or a BLAKE3 read back through that file; vote;
+//     b. [Level.Protect] adds redundancy under tmp names, synced — or,
+//     for a [DataOpener], [DataOpener.ProtectData] commits what was
+//     written and marks the data entry [AttrInContainer] (or, when the
+//     vote in a failed, [DataOpener.AbortData] discards it); vote;
 //     c. every rank renames its files into place and syncs the
 //     directories; vote;
 //     d. rank 0 writes the manifest with [vfd.WriteFileAtomic] — the
@@ -55,7 +63,10 @@
 // rank; a shared container by one rank). Digests are the BLAKE3 of the
 // file's bytes ([FileDigest]) for every checkpoint at L2-L4; only L1 data
 // files in FTI-FF record the format's own checksum ([DigestFTIFF]), and
-// [VerifyFile] checks either kind. [Level.Recover] checks the files
+// so does the inline L4 for its tasks, whose container entries carry
+// [DigestSION] (metadata checked by the sion reader). [VerifyFile] checks
+// every kind, and a data entry marked [AttrInContainer] inside its
+// container ([OpenTask] reads such a task). [Level.Recover] checks the files
 // of a manifest with [VerifyFile], rebuilds what it can with the commit
 // protocol, and returns where this rank reads its data. Both must make
 // the same collective calls on every rank whatever fails locally.

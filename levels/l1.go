@@ -3,9 +3,12 @@ package levels
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"strconv"
 
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/sion"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -52,10 +55,21 @@ const (
 )
 
 // VerifyFile checks that the file f of a manifest exists in s with its
-// recorded size and digest (of the kind its Attrs name). The error is a
-// *CorruptionError wrapping [ErrMissingFile], [ErrSizeMismatch] or
+// recorded size and digest (of the kind its Attrs name). s is the store of
+// the area holding f's bytes: for a data entry marked [AttrInContainer],
+// which has no file of its own, the global area holding its L4 container.
+// Such an entry is checked inside the container: the rank's task must
+// exist with the recorded size, and its bytes must verify as an FTI-FF
+// file with the recorded checksum (or hash to the recorded BLAKE3). A
+// container entry of digest kind [DigestSION] is checked by opening it
+// with the sion reader (its metadata; its tasks are checked through the
+// data entries). The error is a *CorruptionError naming the file and
+// rank, wrapping [ErrMissingFile], [ErrSizeMismatch] or
 // [ErrDigestMismatch].
 func VerifyFile(s Store, f File) error {
+	if f.Attrs[AttrInContainer] != "" {
+		return verifyTask(s, f)
+	}
 	p := s.Path(f.Name)
 	cerr := func(off int64, err error) error { return &CorruptionError{Path: p, Rank: f.Of, Offset: off, Err: err} }
 	file, err := s.Driver.Open(p, 0)
@@ -73,8 +87,14 @@ func VerifyFile(s Store, f File) error {
 	if size != f.Size {
 		return cerr(size, fmt.Errorf("%w: %d bytes, manifest says %d", ErrSizeMismatch, size, f.Size))
 	}
-	if f.Attrs[AttrDigest] == DigestFTIFF {
+	switch f.Attrs[AttrDigest] {
+	case DigestFTIFF:
 		return verifyFTIFF(file, f, cerr)
+	case DigestSION:
+		if _, err := sion.NewReader(file, size); err != nil {
+			return cerr(sionOffset(err), fmt.Errorf("%w: %w", ErrDigestMismatch, err))
+		}
+		return nil
 	}
 	d, err := FileDigest(file)
 	if err != nil {
@@ -85,6 +105,109 @@ func VerifyFile(s Store, f File) error {
 	}
 	return nil
 }
+
+// sionOffset returns the offset a sion error names, or 0.
+func sionOffset(err error) int64 {
+	var se *sion.CorruptionError
+	if errors.As(err, &se) {
+		return se.Offset
+	}
+	return 0
+}
+
+// ContainerPath returns the L4 container (file 0 of its set, relative to
+// the global area) holding the data entry f as a task, and the task's
+// global rank; ok is false when f names no container.
+func ContainerPath(f File) (name string, rank int64, ok bool) {
+	name = f.Attrs[AttrContainer]
+	if name == "" {
+		return "", 0, false
+	}
+	rank = int64(f.Of)
+	if t, err := strconv.ParseInt(f.Attrs[AttrTask], 10, 64); err == nil {
+		rank = t
+	}
+	return name, rank, true
+}
+
+// OpenTask opens the L4 container in global holding the data entry f and
+// returns f's task as a read-only file (Close releases the container). The
+// error is a *CorruptionError naming the container and the rank: a
+// missing container or task wraps [ErrMissingFile], a task of another
+// size [ErrSizeMismatch], unreadable container metadata
+// [ErrDigestMismatch].
+func OpenTask(global Store, f File) (vfd.File, error) {
+	cname, rank, ok := ContainerPath(f)
+	if !ok {
+		return nil, &CorruptionError{Path: global.Path(f.Name), Rank: f.Of, Err: fmt.Errorf("%w: the entry names no L4 container", ErrMissingFile)}
+	}
+	full := global.Path(cname)
+	cerr := func(off int64, err error) error {
+		return &CorruptionError{Path: full, Rank: f.Of, Offset: off, Err: err}
+	}
+	r, err := sion.Open(global.Driver, full)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, cerr(0, fmt.Errorf("%w: %w", ErrMissingFile, err))
+		}
+		return nil, cerr(sionOffset(err), fmt.Errorf("%w: %w", ErrDigestMismatch, err))
+	}
+	for _, t := range r.Tasks() {
+		if t.GlobalRank != rank {
+			continue
+		}
+		if t.Size != f.Size {
+			return nil, errors.Join(cerr(0, fmt.Errorf("%w: task %d holds %d bytes, manifest says %d", ErrSizeMismatch, t.Index, t.Size, f.Size)), r.Close())
+		}
+		sr, err := r.TaskReader(t.Index)
+		if err != nil {
+			return nil, errors.Join(cerr(0, err), r.Close())
+		}
+		return &taskView{SectionReader: sr, r: r, name: fmt.Sprintf("%s (task of rank %d)", full, rank)}, nil
+	}
+	return nil, errors.Join(cerr(0, fmt.Errorf("%w: no task with global rank %d", ErrMissingFile, rank)), r.Close())
+}
+
+// verifyTask checks the data entry f inside its L4 container in global.
+func verifyTask(global Store, f File) error {
+	tf, err := OpenTask(global, f)
+	if err != nil {
+		return err
+	}
+	defer tf.Close()
+	cname, _, _ := ContainerPath(f)
+	full := global.Path(cname)
+	cerr := func(off int64, err error) error {
+		return &CorruptionError{Path: full, Rank: f.Of, Offset: off, Err: err}
+	}
+	if f.Attrs[AttrDigest] == DigestFTIFF {
+		return verifyFTIFF(tf, f, cerr)
+	}
+	d, err := FileDigest(tf)
+	if err != nil {
+		return cerr(0, err)
+	}
+	if d != f.Digest {
+		return cerr(0, fmt.Errorf("%w: task has %s, manifest says %s", ErrDigestMismatch, d, f.Digest))
+	}
+	return nil
+}
+
+// taskView is an L4 task seen as a read-only vfd.File.
+type taskView struct {
+	*io.SectionReader
+	r    *sion.Reader
+	name string
+}
+
+func (t *taskView) Name() string         { return t.name }
+func (t *taskView) Size() (int64, error) { return t.SectionReader.Size(), nil }
+func (t *taskView) WriteAt([]byte, int64) (int, error) {
+	return 0, fmt.Errorf("%s: %w", t.name, vfd.ErrReadOnly)
+}
+func (t *taskView) Truncate(int64) error { return fmt.Errorf("%s: %w", t.name, vfd.ErrReadOnly) }
+func (t *taskView) Sync() error          { return nil }
+func (t *taskView) Close() error         { return t.r.Close() }
 
 // verifyFTIFF checks an FTI-FF file completely and compares its checksum.
 func verifyFTIFF(file vfd.File, f File, cerr func(int64, error) error) error {

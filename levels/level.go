@@ -126,8 +126,8 @@ type File struct {
 	Name string `json:"name"`
 	// Size is the file's size in bytes.
 	Size int64 `json:"size"`
-	// Digest is the BLAKE3-256 of the file's bytes (see [AttrDigest] for
-	// the one exception).
+	// Digest is the BLAKE3-256 of the file's bytes unless [AttrDigest]
+	// names another kind ([DigestFTIFF], [DigestSION]).
 	Digest Digest `json:"digest"`
 	// Of is the rank whose data this file protects (equal to the holder for "data").
 	Of int `json:"of"`

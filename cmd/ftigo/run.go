@@ -102,6 +102,11 @@ func filePath(cfg ckpt.Config, m *levels.Manifest, holder int, f levels.File) (l
 		dir = cfg.MetaDir
 	}
 	s := levels.Store{Driver: vfd.Sec2{}, Dir: dir}
+	if cname, _, ok := levels.ContainerPath(f); ok && f.Attrs[levels.AttrInContainer] != "" {
+		// The data exists only as the rank's task of the L4 container.
+		s.Dir = cfg.GlblDir
+		return s, s.Path(cname)
+	}
 	return s, s.Path(f.Name)
 }
 
@@ -143,10 +148,17 @@ func check(cfg ckpt.Config, m *levels.Manifest, full bool, progress func()) []fi
 			s, p := filePath(cfg, m, holder, f)
 			c := fileCheck{Path: p, Role: f.Role, Holder: holder, Of: f.Of, Size: f.Size}
 			var err error
+			inTask := f.Attrs[levels.AttrInContainer] != ""
 			if full {
 				err = levels.VerifyFile(s, f)
 				if err == nil && f.Role == "data" {
-					err = verifyFTIFF(p)
+					err = verifyFTIFF(s, f)
+				}
+			} else if inTask {
+				// Present when the container holds the task with its size.
+				var tf vfd.File
+				if tf, err = levels.OpenTask(s, f); err == nil {
+					err = tf.Close()
 				}
 			} else if st, serr := os.Stat(p); serr != nil {
 				err = serr
@@ -166,9 +178,16 @@ func check(cfg ckpt.Config, m *levels.Manifest, full bool, progress func()) []fi
 	return out
 }
 
-// verifyFTIFF re-reads a data file chunk by chunk.
-func verifyFTIFF(p string) error {
-	f, err := vfd.OpenRead(vfd.Sec2{}, p)
+// verifyFTIFF re-reads a data file chunk by chunk: the local file, or the
+// rank's task of the L4 container for an entry that lives only there.
+func verifyFTIFF(s levels.Store, df levels.File) error {
+	var f vfd.File
+	var err error
+	if df.Attrs[levels.AttrInContainer] != "" {
+		f, err = levels.OpenTask(s, df)
+	} else {
+		f, err = vfd.OpenRead(s.Driver, s.Path(df.Name))
+	}
 	if err != nil {
 		return err
 	}
@@ -272,8 +291,9 @@ func parseRunArgs(fs *flag.FlagSet, args []string) (ckpt.Config, int, error) {
 func runInspect(args []string, stdout, stderr io.Writer) int {
 	fs, jsonOut := runFlags("inspect", `Lists every checkpoint under the run's meta directory: sequence, id, level,
 ranks, nodes, bytes, commit time, whether it is committed, and whether its
-files are all present with their recorded sizes (inspect does not re-hash;
-use verify). Exit 0 when the listing succeeded.
+files are all present with their recorded sizes (an L4 rank's data counts as
+present when the container holds its task with that size; inspect does not
+re-hash; use verify). Exit 0 when the listing succeeded.
 
 Example:
   ftigo inspect /tmp/heat2d-123
@@ -319,8 +339,10 @@ Example:
 
 func runVerify(args []string, stdout, stderr io.Writer) int {
 	fs, jsonOut := runFlags("verify", `Re-hashes every file of every committed checkpoint (BLAKE3 digests from the
-manifest) and every chunk of every data file (FTI-FF hashes). Prints the
-file, rank, variable and offset of each mismatch. Exit 0 when everything
+manifest) and every chunk of every data file (FTI-FF hashes); the data of an
+L4 checkpoint, which lives only in its SIONlib container, is checked as each
+rank's task there. Prints the file, rank, variable and offset of each
+mismatch. Exit 0 when everything
 verifies, 1 when anything does not (or there is nothing to verify).
 
 Example:

@@ -12,12 +12,21 @@ import (
 
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/sion"
+	"github.com/ftigo/ftigo/vfd"
 )
 
 // makeRun writes a run directory like a killed heat2d job's: 4 ranks on 4
 // nodes in one group, an L1 then an L3 checkpoint, and no Finalize, so the
 // directory is what a restart would find.
 func makeRun(t *testing.T) string {
+	t.Helper()
+	return makeRunAt(t, 1, 3)
+}
+
+// makeRunAt is makeRun with the levels of its two checkpoints.
+func makeRunAt(t *testing.T, first, second int) string {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := ckpt.DefaultConfig()
@@ -35,10 +44,10 @@ func makeRun(t *testing.T) string {
 		if err := ckpt.Protect(rt, 1, &data); err != nil {
 			return err
 		}
-		if err := rt.Checkpoint(1, 1); err != nil {
+		if err := rt.Checkpoint(1, first); err != nil {
 			return err
 		}
-		if err := rt.Checkpoint(2, 3); err != nil {
+		if err := rt.Checkpoint(2, second); err != nil {
 			return err
 		}
 		// The job ends without Finalize, as if killed, so the L3 checkpoint
@@ -121,6 +130,70 @@ func TestInspectVerifyRebuildOnARunDirectory(t *testing.T) {
 	for _, n := range []string{"node0000", "node0001", "node0003"} {
 		require.NoError(t, os.RemoveAll(filepath.Join(dir, "local", n)))
 	}
+	code, _, errs = ftigo("rebuild", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "ftigo rebuild:")
+}
+
+// TestInspectVerifyRebuildL4: the inline L4 keeps each rank's data only
+// as its task of the global container; inspect and verify check it there,
+// a flipped byte in a task fails verify naming the container and the rank,
+// and rebuild recovers every rank from the container after all local
+// storage is lost.
+func TestInspectVerifyRebuildL4(t *testing.T) {
+	dir := makeRunAt(t, 1, 4)
+	container := filepath.Join(dir, "global", "ckpt00000002", levels.ContainerName)
+
+	code, out, errs := ftigo("inspect", dir)
+	require.Equal(t, 0, code, errs)
+	assert.Regexp(t, `ckpt0+2\.manifest\s+2\s+L4\s+4\s+4\s+\d+ \S+\s+5/5\s+complete`, out, "4 tasks and the container")
+
+	code, out, _ = ftigo("verify", dir)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "5/5 files verified")
+
+	// A flipped byte inside rank 1's task of the container.
+	rd, err := sion.Open(vfd.Sec2{}, container)
+	require.NoError(t, err)
+	var task sion.Task
+	for _, tk := range rd.Tasks() {
+		if tk.GlobalRank == 1 {
+			task = tk
+		}
+	}
+	require.NoError(t, rd.Close())
+	require.Positive(t, task.Size)
+	off := task.Start + min(task.Size, task.ChunkSize)/2
+	orig, err := os.ReadFile(container)
+	require.NoError(t, err)
+	bad := bytes.Clone(orig)
+	bad[off] ^= 0xff
+	require.NoError(t, os.WriteFile(container, bad, 0o644))
+	code, out, _ = ftigo("verify", dir)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "4/5 files verified")
+	assert.Contains(t, out, "FAIL "+container+" (data of rank 1)")
+	code, out, _ = ftigo("inspect", dir)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "5/5", "inspect checks presence and size only")
+	require.NoError(t, os.WriteFile(container, orig, 0o644))
+
+	// Every local directory erased: rebuild recovers from the container.
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "local")))
+	code, out, errs = ftigo("rebuild", dir)
+	require.Equal(t, 0, code, out+errs)
+	assert.Contains(t, out, "rebuilt checkpoint 2 (L4")
+	assert.Contains(t, out, "5/5 files verified")
+	for r := range 4 {
+		assert.FileExists(t, dataFile(t, dir, r), "rank %d staged locally", r)
+	}
+
+	// The container gone as well: nothing is left to rebuild from.
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "local")))
+	require.NoError(t, os.Remove(container))
+	code, out, _ = ftigo("verify", dir)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "0/5 files verified")
 	code, _, errs = ftigo("rebuild", dir)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errs, "ftigo rebuild:")
