@@ -25,6 +25,7 @@ func TestBenchJSON(t *testing.T) {
 	}
 	assert.Equal(t, int64(4*256<<10), res.Rows[0].Persisted, "L1 persists the data once")
 	assert.Equal(t, int64(2*4*256<<10), res.Rows[4].Persisted, "L3 persists data plus parity")
+	assert.Equal(t, int64(4*256<<10), res.Rows[6].Persisted, "L4 writes the data once, into the container")
 	assert.Greater(t, res.Blake3MBps, 0.0)
 	assert.Greater(t, res.RSEncMBps, 0.0)
 	assert.Greater(t, res.RSDecMBps, 0.0)
