@@ -83,21 +83,9 @@ func (r *Runtime) RecoverVar(id int) error {
 }
 
 func (r *Runtime) recoverVar(id int) error {
-	v, ok := r.vars[id]
-	if !ok {
-		return fmt.Errorf("%w: id %d", ErrNotProtected, id)
-	}
-	st, err := r.openStored()
+	v, info, st, err := r.storedVar(id)
 	if err != nil {
 		return err
-	}
-	info, err := st.r.Var(int32(id))
-	if err != nil {
-		return fmt.Errorf("%w: variable %d is not in checkpoint %d: %w", ErrVarMismatch, id, r.recovered.ID, err)
-	}
-	if info.Type != v.typ || int(info.ElemSize) != v.elemSize {
-		return fmt.Errorf("%w: variable %d is protected as %s (%v, %d bytes) but stored as %v with %d-byte elements",
-			ErrVarMismatch, id, v.goType, v.typ, v.elemSize, info.Type, info.ElemSize)
 	}
 	buf, err := v.target(info.Size)
 	if err != nil {
@@ -139,22 +127,33 @@ func (r *Runtime) Realloc(id int) error {
 	if r.finalized {
 		return ErrFinalized
 	}
-	v, ok := r.vars[id]
-	if !ok {
-		return fmt.Errorf("%w: id %d", ErrNotProtected, id)
-	}
-	st, err := r.openStored()
+	v, info, _, err := r.storedVar(id)
 	if err != nil {
 		return err
 	}
-	info, err := st.r.Var(int32(id))
-	if err != nil {
-		return fmt.Errorf("%w: variable %d is not in checkpoint %d: %w", ErrVarMismatch, id, r.recovered.ID, err)
-	}
-	if info.Type != v.typ || int(info.ElemSize) != v.elemSize {
-		return fmt.Errorf("%w: variable %d is protected as %s but stored as %v with %d-byte elements",
-			ErrVarMismatch, id, v.goType, info.Type, info.ElemSize)
-	}
 	_, err = v.target(info.Size)
 	return err
+}
+
+// storedVar returns protected variable id, its description in the
+// recovered file and the open file, after checking that the stored
+// element type and size match the protected ones.
+func (r *Runtime) storedVar(id int) (*variable, fileformat.VarInfo, *storedFile, error) {
+	v, ok := r.vars[id]
+	if !ok {
+		return nil, fileformat.VarInfo{}, nil, fmt.Errorf("%w: id %d", ErrNotProtected, id)
+	}
+	st, err := r.openStored()
+	if err != nil {
+		return nil, fileformat.VarInfo{}, nil, err
+	}
+	info, err := st.r.Var(int32(id))
+	if err != nil {
+		return nil, fileformat.VarInfo{}, nil, fmt.Errorf("%w: variable %d is not in checkpoint %d: %w", ErrVarMismatch, id, r.recovered.ID, err)
+	}
+	if info.Type != v.typ || int(info.ElemSize) != v.elemSize {
+		return nil, fileformat.VarInfo{}, nil, fmt.Errorf("%w: variable %d is protected as %s (%v, %d bytes) but stored as %v with %d-byte elements",
+			ErrVarMismatch, id, v.goType, v.typ, v.elemSize, info.Type, info.ElemSize)
+	}
+	return v, info, st, nil
 }
