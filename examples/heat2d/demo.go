@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,9 +70,10 @@ type launch struct {
 
 // killPlan decides, from the job's events, when to send SIGKILL.
 type killPlan struct {
-	mode  string // none, ckpt, after, random
-	n     int64  // checkpoint id for ckpt/after
-	delay time.Duration
+	mode  string        // none, ckpt, after, random
+	n     int64         // checkpoint id for ckpt/after
+	frac  float64       // random: when to kill, as a fraction of the reference run's time
+	delay time.Duration // random: the delay after launch, set from frac by demo
 }
 
 func planKill(o *options) (killPlan, error) {
@@ -95,8 +98,8 @@ func planKill(o *options) (killPlan, error) {
 	case o.kill == "random":
 		rng := rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))
 		// Somewhere in the first three quarters of an uninterrupted run's
-		// expected time, measured by the reference run (set later).
-		return killPlan{mode: "random", delay: time.Duration(rng.Float64() * float64(time.Second))}, nil
+		// time, measured by the reference run (demo sets the delay).
+		return killPlan{mode: "random", frac: 0.75 * rng.Float64()}, nil
 	case strings.HasPrefix(o.kill, "ckpt:") || strings.HasPrefix(o.kill, "after:"):
 		mode, num, _ := strings.Cut(o.kill, ":")
 		n, err := strconv.ParseInt(num, 10, 64)
@@ -204,7 +207,7 @@ func demo(o *options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.globalLatency == 0 && slicesContains(o.levels, 4) && plan.mode == "ckpt" {
+	if o.globalLatency == 0 && slices.Contains(o.levels, 4) && plan.mode == "ckpt" {
 		// A slow parallel file system, so the kill lands while the L4 container is being written.
 		o.globalLatency = 2 * time.Millisecond
 	}
@@ -220,7 +223,7 @@ func demo(o *options, out io.Writer) error {
 	refTime := time.Since(t0)
 	fmt.Fprintf(out, "reference: uninterrupted in-process run, %v\n", refTime.Round(time.Millisecond))
 	if plan.mode == "random" {
-		plan.delay = time.Duration(float64(plan.delay) * 0.75 * float64(max(refTime, 200*time.Millisecond)) / float64(time.Second))
+		plan.delay = time.Duration(plan.frac * float64(max(refTime, 200*time.Millisecond)))
 	}
 
 	ok := true
@@ -291,15 +294,6 @@ func demo(o *options, out io.Writer) error {
 	return nil
 }
 
-func slicesContains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 func printCheckpoints(out io.Writer, cps []event) {
 	if len(cps) == 0 {
 		return
@@ -348,15 +342,10 @@ func firstDiff(a, b []byte) string {
 	}
 	for i := 0; i+8 <= len(a); i += 8 {
 		if !bytes.Equal(a[i:i+8], b[i:i+8]) {
-			x := math.Float64frombits(leU64(a[i:]))
-			y := math.Float64frombits(leU64(b[i:]))
+			x := math.Float64frombits(binary.LittleEndian.Uint64(a[i:]))
+			y := math.Float64frombits(binary.LittleEndian.Uint64(b[i:]))
 			return fmt.Sprintf("first at value %d: %v vs %v", i/8, x, y)
 		}
 	}
 	return "no difference"
-}
-
-func leU64(b []byte) uint64 {
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/vfd"
 )
 
 // jobMain runs one launch of the job in this process: every rank of the
@@ -45,14 +46,14 @@ func jobMain(o *options, out io.Writer) error {
 	if final == nil {
 		return nil // not rank 0 of an MPI job
 	}
-	if err := writeAtomic(filepath.Join(o.dir, "final.f64"), fieldBytes(final.Field)); err != nil {
+	if err := vfd.WriteFileAtomic(vfd.Sec2{}, filepath.Join(o.dir, "final.f64"), fieldBytes(final.Field)); err != nil {
 		return err
 	}
 	img, err := RenderPNG(final.Field, o.nx, o.ny, BottomTemp, TopTemp)
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(o.dir, "heat2d.png"), img)
+	return vfd.WriteFileAtomic(vfd.Sec2{}, filepath.Join(o.dir, "heat2d.png"), img)
 }
 
 // jobLogger logs the runtime's lines as JSON to DIR/job.log.
@@ -66,25 +67,4 @@ func jobLogger(dir string) (*zap.Logger, error) {
 		return nil, fmt.Errorf("job log: %w", err)
 	}
 	return l, nil
-}
-
-// writeAtomic writes name through a synced temporary file and a rename.
-func writeAtomic(name string, data []byte) error {
-	tmp := name + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, name)
 }

@@ -122,6 +122,14 @@ func TestPlanKill(t *testing.T) {
 	o.kill = "ckpt:0"
 	_, err = planKill(o)
 	assert.Error(t, err)
+	o.kill = "random"
+	p, err = planKill(o)
+	require.NoError(t, err)
+	assert.Equal(t, "random", p.mode)
+	assert.True(t, p.frac >= 0 && p.frac < 0.75, "frac %v", p.frac)
+	again, err := planKill(o)
+	require.NoError(t, err)
+	assert.Equal(t, p, again, "the same seed gives the same moment")
 	o.noKill = true
 	p, err = planKill(o)
 	require.NoError(t, err)
