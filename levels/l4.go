@@ -69,6 +69,18 @@ func (Global4) DataArea() Where { return Local }
 
 func (l Global4) nfiles(size int) int { return max(1, min(l.NFiles, size)) }
 
+// place returns the number of physical container files for a job of size
+// ranks, and the physical file and rank within it of each rank: ranks are
+// split into nf runs of size/nf, the last file taking the remainder.
+func (l Global4) place(size int) (nf int, fileOf func(rank int) (file, lrank int)) {
+	nf = l.nfiles(size)
+	per := size / nf
+	return nf, func(rank int) (int, int) {
+		file := min(rank/per, nf-1)
+		return file, rank - file*per
+	}
+}
+
 // transfer returns the copy piece size of env.
 func transfer(env *Env) int { return max(env.TransferSize, 4<<20) }
 
@@ -79,10 +91,8 @@ func (l Global4) Protect(env *Env, p *Pending) error {
 	data := &p.Files[0]
 	cname := path.Join(p.Dir, ContainerName)
 	full := env.Global.Path(cname)
-	nf := l.nfiles(size)
-	per := size / nf
-	file := min(rank/per, nf-1)
-	lrank := rank - file*per
+	nf, fileOf := l.place(size)
+	file, lrank := fileOf(rank)
 
 	merr := env.Global.Driver.MkdirAll(path.Dir(full), 0o755)
 	if err := Agree(c, merr, "create L4 directory"); err != nil {

@@ -48,10 +48,8 @@ func (l Global4) OpenData(env *Env, p *Pending, hint int64) (vfd.File, error) {
 	rank, size := c.Rank(), c.Size()
 	cname := path.Join(p.Dir, ContainerName)
 	full := env.Global.Path(cname)
-	nf := l.nfiles(size)
-	per := size / nf
-	file := min(rank/per, nf-1)
-	lrank := rank - file*per
+	nf, fileOf := l.place(size)
+	file, lrank := fileOf(rank)
 	fsblk := int64(l.FSBlkSize)
 	if fsblk <= 0 {
 		fsblk = sion.DefaultFSBlkSize
@@ -74,7 +72,7 @@ func (l Global4) OpenData(env *Env, p *Pending, hint int64) (vfd.File, error) {
 	tf := &taskFile{cname: cname, file: file, lrank: lrank, nfiles: nf, chunk: chunk}
 	nInFile := 0
 	for r := range size {
-		if min(r/per, nf-1) != file {
+		if f, _ := fileOf(r); f != file {
 			continue
 		}
 		cs, perr := strconv.ParseInt(string(chunks[r]), 10, 64)
