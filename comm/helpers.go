@@ -149,10 +149,19 @@ func headerLen(h [8]byte, capacity, src int) (int, error) {
 
 func recvExact(c Comm, src, tag int, b []byte) (int, error) {
 	n, err := c.Recv(src, tag, b)
-	if err == nil && n != len(b) {
-		err = fmt.Errorf("%w: short block of %d bytes from rank %d, want %d", ErrBadArgument, n, src, len(b))
+	if err == nil {
+		err = checkBlock(n, len(b), src)
 	}
 	return n, err
+}
+
+// checkBlock refuses a chunked-transfer block of n bytes from src when
+// want were due: both sides must have used the same chunk size.
+func checkBlock(n, want, src int) error {
+	if n != want {
+		return fmt.Errorf("%w: short block of %d bytes from rank %d, want %d", ErrBadArgument, n, src, want)
+	}
+	return nil
 }
 
 // SendrecvChunked sends send to dst and receives from src into recv, both in
@@ -182,8 +191,8 @@ func SendrecvChunked(c Comm, send []byte, dst int, recv []byte, src, tag, chunk 
 			sb := send[off:min(off+chunk, len(send))]
 			rb := recv[off:min(off+chunk, total)]
 			n, err := c.Sendrecv(sb, dst, tag, rb, src, tag)
-			if err == nil && n != len(rb) {
-				err = fmt.Errorf("%w: short block of %d bytes from rank %d, want %d", ErrBadArgument, n, src, len(rb))
+			if err == nil {
+				err = checkBlock(n, len(rb), src)
 			}
 			if err != nil {
 				return off, fmt.Errorf("exchange block at %d: %w", off, err)
