@@ -406,12 +406,7 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats) e
 	var attrs map[string]string
 	if err == nil && !ok && area == Local {
 		if _, l1 := e.levels[p.Level].(Local1); l1 {
-			// An L1 data file in FTI-FF carries a BLAKE3 hash of every
-			// block: record its file checksum instead of hashing it again.
-			if rd, ferr := fileformat.Open(f); ferr == nil && rd.Hashed() {
-				d, ok = Digest(rd.Summary().Checksum), true
-				attrs = map[string]string{AttrDigest: DigestFTIFF}
-			}
+			d, attrs, ok = ffDigest(f)
 		}
 	}
 	if err == nil {
@@ -443,6 +438,18 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats) e
 	st.Bytes = size
 	p.Files = append(p.Files, File{Role: RoleData, Where: area, Name: name, Size: size, Digest: d, Of: e.env.Rank, Attrs: attrs})
 	return nil
+}
+
+// ffDigest returns the file checksum of f when f is an FTI-FF file that
+// carries a BLAKE3 hash of every block, with the attributes that mark the
+// digest as such, so that the data need not be read back and hashed again.
+// ok is false for any other file.
+func ffDigest(f vfd.File) (d Digest, attrs map[string]string, ok bool) {
+	rd, err := fileformat.Open(f)
+	if err != nil || !rd.Hashed() {
+		return Digest{}, nil, false
+	}
+	return Digest(rd.Summary().Checksum), map[string]string{AttrDigest: DigestFTIFF}, true
 }
 
 // DataOpener is the optional capability of a level that places each
@@ -486,12 +493,7 @@ func (e *Engine) writeDirect(p *Pending, opener DataOpener, area Where, write Wr
 	size, d, ok, err := write(f)
 	var attrs map[string]string
 	if err == nil && !ok {
-		// An FTI-FF file carries a BLAKE3 hash of every block: record its
-		// file checksum instead of reading the data back.
-		if rd, ferr := fileformat.Open(f); ferr == nil && rd.Hashed() {
-			d, ok = Digest(rd.Summary().Checksum), true
-			attrs = map[string]string{AttrDigest: DigestFTIFF}
-		}
+		d, attrs, ok = ffDigest(f)
 	}
 	if err == nil && !ok {
 		d, err = FileDigest(f)
