@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,6 +21,22 @@ func TestH5dumpSample(t *testing.T) {
 	out, err := exec.Command(h5dump, "--enable-error-stack", p).CombinedOutput()
 	t.Logf("%s", out)
 	require.NoError(t, err, "%s", out)
+	// libhdf5 must see the values we wrote, not just open the file.
+	dump := strings.Join(strings.Fields(string(out)), " ")
+	for _, want := range []string{
+		`ATTRIBUTE "title" {`, `(0): "sample"`,
+		`ATTRIBUTE "version" { DATATYPE H5T_STD_I32LE DATASPACE SCALAR DATA { (0): 3 }`,
+		`TARGETFILE "sample.h5" TARGETPATH "/grp/floats"`,
+		`DATASET "floats" { DATATYPE H5T_IEEE_F32LE DATASPACE SIMPLE { ( 2 ) / ( 2 ) } DATA { (0): 1.5, -2.25 }`,
+		`DATASET "scalar" { DATATYPE H5T_IEEE_F64LE DATASPACE SCALAR DATA { (0): 42 }`,
+		`DATASET "ints" { DATATYPE H5T_STD_I32LE DATASPACE SIMPLE { ( 2, 3 ) / ( 2, 3 ) } DATA { (0,0): 0, 1, 2, (1,0): 3, 4, 5 }`,
+		`ATTRIBUTE "origin" { DATATYPE H5T_STD_I64LE DATASPACE SIMPLE { ( 2 ) / ( 2 ) } DATA { (0): 7, 8 }`,
+		`ATTRIBUTE "scale" { DATATYPE H5T_IEEE_F64LE DATASPACE SCALAR DATA { (0): 0.5 }`,
+		`"alpha\000\000\000", [ 0, 1, 2 ]`, `[ 10, 11, 12 ]`, `(0): "TABLE"`,
+		`DATASET "virt" { DATATYPE H5T_STD_I32LE DATASPACE SIMPLE { ( 4, 3 ) / ( 4, 3 ) } DATA { (0,0): 0, 1, 2, (1,0): 3, 4, 5, (2,0): 0, 1, 2, (3,0): 3, 4, 5 }`,
+	} {
+		assert.Contains(t, dump, want)
+	}
 }
 
 // TestForeignFilesRejected has libhdf5 write files of other profiles; our
