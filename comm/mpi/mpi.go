@@ -136,10 +136,11 @@ import (
 	"github.com/ftigo/ftigo/comm"
 )
 
-// MaxCount is the largest message one MPI call carries: counts are C ints.
-// Larger transfers must be split, e.g. with [comm.SendChunked] or
+// MaxCount is the largest message one MPI call carries: counts are C ints
+// ([comm.MaxCount], the limit the chunked helpers already honour). Larger
+// transfers must be split, e.g. with [comm.SendChunked] or
 // [comm.SendrecvChunked], which never exceed it.
-const MaxCount = math.MaxInt32
+const MaxCount = comm.MaxCount
 
 // ErrNotInitThread is returned by Finalize when it is not called from the
 // goroutine that called Init.
