@@ -262,7 +262,7 @@ func ftruncateRetry(fd int, size int64) error {
 	for {
 		err := unix.Ftruncate(fd, size)
 		if err != unix.EINTR {
-			return errnoErr(err)
+			return err
 		}
 	}
 }

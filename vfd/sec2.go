@@ -50,18 +50,9 @@ func openRetry(name string, flags int, perm uint32) (int, error) {
 	for {
 		fd, err := unix.Open(name, flags, perm)
 		if err != unix.EINTR {
-			return fd, errnoErr(err)
+			return fd, err
 		}
 	}
-}
-
-// errnoErr turns a nil *Errno-typed error into a nil error and keeps
-// syscall.Errno so errors.Is(err, fs.ErrNotExist) and friends work.
-func errnoErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	return err
 }
 
 // Remove removes a file or empty directory.
@@ -109,7 +100,7 @@ func fsyncRetry(fd int) error {
 	for {
 		err := unix.Fsync(fd)
 		if err != unix.EINTR {
-			return errnoErr(err)
+			return err
 		}
 	}
 }
@@ -216,7 +207,7 @@ func (f *sec2File) Truncate(size int64) error {
 	for {
 		err := unix.Ftruncate(f.fd, size)
 		if err != unix.EINTR {
-			return pathErr("truncate", f.name, errnoErr(err))
+			return pathErr("truncate", f.name, err)
 		}
 	}
 }
@@ -230,7 +221,7 @@ func (f *sec2File) Sync() error {
 	for {
 		err := unix.Fdatasync(f.fd)
 		if err != unix.EINTR {
-			return pathErr("sync", f.name, errnoErr(err))
+			return pathErr("sync", f.name, err)
 		}
 	}
 }
@@ -246,7 +237,7 @@ func (f *sec2File) Preallocate(off, n int64) error {
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
 		return nil
 	}
-	return pathErr("preallocate", f.name, errnoErr(err))
+	return pathErr("preallocate", f.name, err)
 }
 
 func (f *sec2File) Close() error {
@@ -256,5 +247,5 @@ func (f *sec2File) Close() error {
 		return pathErr("close", f.name, ErrClosed)
 	}
 	f.closed = true
-	return pathErr("close", f.name, errnoErr(unix.Close(f.fd)))
+	return pathErr("close", f.name, unix.Close(f.fd))
 }
