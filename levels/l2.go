@@ -115,20 +115,32 @@ type OfflineRebuilder interface {
 // ranks whose data file and copy are both gone are reported in an error
 // wrapping [partner.ErrUnrecoverable].
 func (Partner2) RebuildOffline(m *Manifest, topo *partner.Topology, local func(node int) Store, o partner.Options) ([]string, error) {
-	if m.Ranks != topo.NumRanks() {
-		return nil, fmt.Errorf("%w: manifest has %d ranks, topology %d", ErrTopologyMismatch, m.Ranks, topo.NumRanks())
-	}
-	own := make([]partner.FileInfo, m.Ranks)
-	held := make([]partner.FileInfo, m.Ranks)
-	for r := range m.Ranks {
-		s := local(topo.NodeOf(r))
-		if f, ok := m.DataFile(r); ok {
-			own[r] = fileInfo(s, f, "")
-		}
-		if f, ok := heldFile(m, r, RolePartner, topo.Left(r)); ok {
-			held[r] = fileInfo(s, f, "")
-		}
+	own, held, err := offlineFiles(m, topo, local, RolePartner, topo.Left)
+	if err != nil {
+		return nil, err
 	}
 	res, err := partner.RebuildL2Offline(topo, o, own, held)
 	return res.Paths, err
+}
+
+// offlineFiles lists, for an offline rebuild, every rank's data file and
+// the file of the given role it holds of rank of(r), each in the local
+// area of the rank's node; ranks the manifest lists no such file for get a
+// zero FileInfo.
+func offlineFiles(m *Manifest, topo *partner.Topology, local func(node int) Store, role string, of func(r int) int) (data, held []partner.FileInfo, err error) {
+	if m.Ranks != topo.NumRanks() {
+		return nil, nil, fmt.Errorf("%w: manifest has %d ranks, topology %d", ErrTopologyMismatch, m.Ranks, topo.NumRanks())
+	}
+	data = make([]partner.FileInfo, m.Ranks)
+	held = make([]partner.FileInfo, m.Ranks)
+	for r := range m.Ranks {
+		s := local(topo.NodeOf(r))
+		if f, ok := m.DataFile(r); ok {
+			data[r] = fileInfo(s, f, "")
+		}
+		if f, ok := heldFile(m, r, role, of(r)); ok {
+			held[r] = fileInfo(s, f, "")
+		}
+	}
+	return data, held, nil
 }

@@ -379,6 +379,10 @@ func TestL2L3OfflineRebuild(t *testing.T) {
 			eraseNodeDirs(1, 2, 3)(w)
 			_, err = rb.RebuildOffline(m, w.topo, local, partner.Options{})
 			require.ErrorIs(t, err, partner.ErrUnrecoverable)
+			other, err := partner.NewTopology(2*m.Ranks, 4, 4, nil)
+			require.NoError(t, err)
+			_, err = rb.RebuildOffline(m, other, local, partner.Options{})
+			require.ErrorIs(t, err, ErrTopologyMismatch)
 		})
 	}
 }

@@ -110,19 +110,9 @@ func (l RS3) Recover(env *Env, m *Manifest) (Source, error) {
 // It returns the paths it wrote; groups that lost more than their parity
 // count are reported in an error wrapping [partner.ErrUnrecoverable].
 func (l RS3) RebuildOffline(m *Manifest, topo *partner.Topology, local func(node int) Store, o partner.Options) ([]string, error) {
-	if m.Ranks != topo.NumRanks() {
-		return nil, fmt.Errorf("%w: manifest has %d ranks, topology %d", ErrTopologyMismatch, m.Ranks, topo.NumRanks())
-	}
-	data := make([]partner.FileInfo, m.Ranks)
-	parity := make([]partner.FileInfo, m.Ranks)
-	for r := range m.Ranks {
-		s := local(topo.NodeOf(r))
-		if f, ok := m.DataFile(r); ok {
-			data[r] = fileInfo(s, f, "")
-		}
-		if f, ok := heldFile(m, r, RoleParity, r); ok {
-			parity[r] = fileInfo(s, f, "")
-		}
+	data, parity, err := offlineFiles(m, topo, local, RoleParity, func(r int) int { return r })
+	if err != nil {
+		return nil, err
 	}
 	res, err := partner.RebuildL3Offline(topo, o, l.parityCount(m), data, parity)
 	return res.Paths, err
