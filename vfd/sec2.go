@@ -5,7 +5,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"sort"
 	"sync"
 	"syscall"
 
@@ -67,12 +66,8 @@ func (Sec2) Rename(oldname, newname string) error { return os.Rename(oldname, ne
 // Stat describes name.
 func (Sec2) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
 
-// ReadDir lists a directory sorted by name.
-func (Sec2) ReadDir(name string) ([]fs.DirEntry, error) {
-	ents, err := os.ReadDir(name)
-	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
-	return ents, err
-}
+// ReadDir lists a directory sorted by name (os.ReadDir already sorts).
+func (Sec2) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
 
 // MkdirAll creates a directory and its parents.
 func (Sec2) MkdirAll(name string, perm fs.FileMode) error { return os.MkdirAll(name, perm) }
