@@ -137,13 +137,22 @@ func (f *File) read(off, n uint64, what string) ([]byte, error) {
 		return nil, f.corrupt(off, what, fmt.Errorf("%w: %d bytes at %d beyond end of file %d", ErrCorrupt, n, off, f.eof))
 	}
 	p := make([]byte, n)
-	if k, err := f.r.ReadAt(p, int64(off)); k < len(p) {
-		if err == nil || errors.Is(err, io.EOF) {
-			return nil, f.corrupt(off, what, ErrTruncated)
-		}
-		return nil, fmt.Errorf("h5: read %s at %d: %w", f.path, off, err)
+	if err := f.readInto(p, off, what); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// readInto fills p from off; a read cut short by the end of the file is a
+// CorruptionError wrapping ErrTruncated.
+func (f *File) readInto(p []byte, off uint64, what string) error {
+	if k, err := f.r.ReadAt(p, int64(off)); k < len(p) {
+		if err == nil || errors.Is(err, io.EOF) {
+			return f.corrupt(off, what, ErrTruncated)
+		}
+		return fmt.Errorf("h5: read %s at %d: %w", f.path, off, err)
+	}
+	return nil
 }
 
 func (f *File) object(addr uint64, depth int) (*Object, error) {
@@ -665,13 +674,7 @@ func (f *File) ReadDataInto(o *Object, p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
-	if k, err := f.r.ReadAt(p, int64(o.DataAddr)); k < len(p) {
-		if err == nil || errors.Is(err, io.EOF) {
-			return f.corrupt(o.DataAddr, "raw data", ErrTruncated)
-		}
-		return fmt.Errorf("h5: read %s at %d: %w", f.path, o.DataAddr, err)
-	}
-	return nil
+	return f.readInto(p, o.DataAddr, "raw data")
 }
 
 // ObjectAttrs returns the attributes of the linked object (nil for external links).
