@@ -258,15 +258,6 @@ func (f *directFile) bounceWrite(p []byte, off, size int64) error {
 	return nil
 }
 
-func ftruncateRetry(fd int, size int64) error {
-	for {
-		err := unix.Ftruncate(fd, size)
-		if err != unix.EINTR {
-			return err
-		}
-	}
-}
-
 func (f *directFile) Size() (int64, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()

@@ -199,10 +199,14 @@ func (f *sec2File) Truncate(size int64) error {
 	if !f.flag.Writable() {
 		return pathErr("truncate", f.name, ErrReadOnly)
 	}
+	return pathErr("truncate", f.name, ftruncateRetry(f.fd, size))
+}
+
+func ftruncateRetry(fd int, size int64) error {
 	for {
-		err := unix.Ftruncate(f.fd, size)
+		err := unix.Ftruncate(fd, size)
 		if err != unix.EINTR {
-			return pathErr("truncate", f.name, err)
+			return err
 		}
 	}
 }
