@@ -236,11 +236,7 @@ func (st *state) loadEntries(r io.ReaderAt, path string, from int, lenient bool)
 // dropFrom removes the trailing entries of frames ≥ frame (a frame whose
 // entries are being written) and any bad entry, then finishes.
 func (st *state) dropFrom(frame uint64) {
-	k := len(st.entries)
-	for k > 0 && st.entries[k-1].Frame >= frame {
-		k--
-	}
-	st.entries = st.entries[:k]
+	st.entries = dropFrame(st.entries, frame)
 	st.finish()
 }
 

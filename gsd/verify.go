@@ -1,6 +1,7 @@
 package gsd
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -216,7 +217,7 @@ func repairFile(f vfd.File, path string, o options) (RepairResult, error) {
 			if !v1 {
 				if i := slices.Index(blk, 0); i < 0 {
 					blk = blk[:0]
-				} else if k := lastIndexByte(blk, 0); k >= 0 {
+				} else if k := bytes.LastIndexByte(blk, 0); k >= 0 {
 					blk = blk[:k+1]
 				}
 			} else {
@@ -334,15 +335,6 @@ func repairFile(f vfd.File, path string, o options) (RepairResult, error) {
 	o.logger.Info("gsd file repaired", zap.String("gsd-file", path), zap.Uint64("frames", res.Frames),
 		zap.Int("entries", res.Entries), zap.Int("dropped", res.Dropped), zap.String("reason", reason))
 	return res, nil
-}
-
-func lastIndexByte(b []byte, c byte) int {
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // dropFrame removes the trailing entries of frame (an incomplete frame).
