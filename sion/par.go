@@ -314,25 +314,28 @@ func (pw *ParWriter) Close() error {
 	if err != nil {
 		return errors.Join(fmt.Errorf("sion: gather block sizes: %w", err), pw.discard())
 	}
-	var ferr error
-	for k, f := range pw.lead {
-		pf := pw.files[k]
-		bs := make([][]int64, len(pf.h.ChunkSizes))
-		for _, m := range all {
-			for len(m) >= 12 {
-				file, l, nb := int(binary.LittleEndian.Uint32(m)), int(binary.LittleEndian.Uint32(m[4:])), int(binary.LittleEndian.Uint32(m[8:]))
-				m = m[12:]
-				sizes := make([]int64, nb)
-				for b := range sizes {
-					sizes[b] = int64(binary.LittleEndian.Uint64(m))
-					m = m[8:]
-				}
-				if file == k {
-					bs[l] = sizes
-				}
+	// Decode the gathered sizes once, keeping those of the files this rank leads.
+	bsOf := make(map[int][][]int64, len(pw.lead))
+	for k := range pw.lead {
+		bsOf[k] = make([][]int64, len(pw.files[k].h.ChunkSizes))
+	}
+	for _, m := range all {
+		for len(m) >= 12 {
+			file, l, nb := int(binary.LittleEndian.Uint32(m)), int(binary.LittleEndian.Uint32(m[4:])), int(binary.LittleEndian.Uint32(m[8:]))
+			m = m[12:]
+			sizes := make([]int64, nb)
+			for b := range sizes {
+				sizes[b] = int64(binary.LittleEndian.Uint64(m))
+				m = m[8:]
+			}
+			if bs, led := bsOf[file]; led {
+				bs[l] = sizes
 			}
 		}
-		if err := pf.finish(f, bs); err != nil {
+	}
+	var ferr error
+	for k, f := range pw.lead {
+		if err := pw.files[k].finish(f, bsOf[k]); err != nil {
 			ferr = err
 			break
 		}
