@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"path"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -184,7 +185,7 @@ func (s *Set) readSDSs(mhf *member) error {
 		for i, c := range info.Chunks {
 			m, ok := s.mem[c.FileID]
 			mp := o.Virtual[i]
-			if !ok || c.FileID == 0 || mp.File != m.info.Name || mp.Dataset != "/"+c.Name || !equal(mp.Start, c.Origin) || !equal(mp.Count, c.Dims) {
+			if !ok || c.FileID == 0 || mp.File != m.info.Name || mp.Dataset != "/"+c.Name || !slices.Equal(mp.Start, c.Origin) || !slices.Equal(mp.Count, c.Dims) {
 				return s.corrupt(s.path, "%w: SDS %q: chunk %d (%q in file %d) disagrees with its virtual mapping", ErrInconsistent, l.Name, i, c.Name, c.FileID)
 			}
 			if err := info.SDS.checkChunk(c); err != nil {
@@ -196,7 +197,7 @@ func (s *Set) readSDSs(mhf *member) error {
 				}
 			}
 			co, err := m.h.Lookup("/" + c.Name)
-			if err != nil || co.Kind != h5.KindDataset || co.IsVirtual() || !co.Type.Equal(o.Type) || !equal(co.Dims, c.Dims) {
+			if err != nil || co.Kind != h5.KindDataset || co.IsVirtual() || !co.Type.Equal(o.Type) || !slices.Equal(co.Dims, c.Dims) {
 				return s.corrupt(m.h.Path(), "%w: chunk %q of SDS %q missing or of another shape", ErrInconsistent, c.Name, l.Name)
 			}
 			if n, ok := stringAttr(co, attrSDSName); !ok || n != l.Name {
@@ -206,18 +207,6 @@ func (s *Set) readSDSs(mhf *member) error {
 		s.sds = append(s.sds, info)
 	}
 	return nil
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // SetID is the set's DHDF_SetId.
