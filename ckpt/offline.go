@@ -2,7 +2,6 @@ package ckpt
 
 import (
 	"fmt"
-	"path"
 	"slices"
 
 	"github.com/ftigo/ftigo/comm"
@@ -48,23 +47,18 @@ func RebuildOffline(cfg Config, opts ...Option) (*levels.Manifest, error) {
 	return got, nil
 }
 
-// newestManifest reads the newest readable manifest in dir.
+// newestManifest returns the newest manifest in dir that a restart would
+// accept: the same scan and checks as the runtime's start-up
+// (levels.ScanManifests), so the world is shaped like the checkpoint Init
+// will find.
 func newestManifest(d vfd.Driver, dir string) (*levels.Manifest, error) {
-	ents, err := d.ReadDir(dir)
+	ms, err := levels.ScanManifests(levels.Store{Driver: d, Dir: dir})
 	if err != nil {
-		return nil, fmt.Errorf("ckpt: list %s: %w", dir, err)
+		return nil, fmt.Errorf("ckpt: %w", err)
 	}
-	for i := len(ents) - 1; i >= 0; i-- {
-		name := ents[i].Name()
-		if path.Ext(name) != ".manifest" {
-			continue
-		}
-		raw, err := vfd.ReadFile(d, path.Join(dir, name))
-		if err != nil {
-			continue
-		}
-		if m, err := levels.ParseManifest(path.Join(dir, name), raw); err == nil {
-			return m, nil
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Err == nil {
+			return ms[i].M, nil
 		}
 	}
 	return nil, fmt.Errorf("%w in %s", levels.ErrNoCheckpoint, dir)

@@ -50,3 +50,62 @@ func TestRebuildOffline(t *testing.T) {
 	_, err = RebuildOffline(testConfig(empty, 1))
 	require.True(t, errors.Is(err, levels.ErrNoCheckpoint), fmt.Sprint(err))
 }
+
+// TestOfflineChoosesWhatRestartChooses: a newer manifest whose content
+// names another sequence number (and another world: one rank) is refused
+// by the offline rebuild exactly as by the runtime's start-up, so both
+// pick the same checkpoint and the offline world has its shape.
+func TestOfflineChoosesWhatRestartChooses(t *testing.T) {
+	root := t.TempDir()
+	cfg := testConfig(root, 1)
+	require.NoError(t, world(t, 2, cfg, nil, func(r *Runtime) error {
+		x := []int32{int32(r.c.Rank()) + 40}
+		if err := Protect(r, 0, &x); err != nil {
+			return err
+		}
+		return r.Checkpoint(9, 1)
+	}))
+	meta := filepath.Join(root, "meta")
+	raw, err := vfd.ReadFile(vfd.Sec2{}, filepath.Join(meta, levels.ManifestName(1)))
+	require.NoError(t, err)
+	bogus, err := levels.ParseManifest("m", raw)
+	require.NoError(t, err)
+	bogus.Seq, bogus.ID, bogus.Ranks = 2, 10, 1
+	bogus.Files, bogus.Nodes = bogus.Files[:1], bogus.Nodes[:1]
+	b, err := bogus.Marshal()
+	require.NoError(t, err)
+	bad := filepath.Join(meta, levels.ManifestName(5))
+	require.NoError(t, vfd.WriteFileAtomic(vfd.Sec2{}, bad, b))
+
+	m, err := newestManifest(vfd.Sec2{}, meta)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), m.Seq)
+	assert.Equal(t, 2, m.Ranks)
+
+	off := cfg
+	off.NodeSize, off.GroupSize, off.LocalTest = 0, 0, false
+	m, err = RebuildOffline(off, WithLogger(zaptest.NewLogger(t)))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), m.Seq)
+	assert.Equal(t, int64(9), m.ID)
+	_, err = vfd.Sec2{}.Stat(bad + ".broken")
+	require.NoError(t, err, "start-up moved the bad manifest aside")
+
+	require.NoError(t, vfd.WriteFileAtomic(vfd.Sec2{}, bad, b))
+	require.NoError(t, world(t, 2, cfg, nil, func(r *Runtime) error {
+		if got := r.Recovered(); got == nil || got.Seq != 1 || got.ID != 9 {
+			return fmt.Errorf("restart chose %+v", got)
+		}
+		var x []int32
+		if err := Protect(r, 0, &x); err != nil {
+			return err
+		}
+		if err := r.Recover(); err != nil {
+			return err
+		}
+		if len(x) != 1 || x[0] != int32(r.c.Rank())+40 {
+			return fmt.Errorf("rank %d recovered %v", r.c.Rank(), x)
+		}
+		return nil
+	}))
+}

@@ -151,47 +151,36 @@ func (e *Engine) Open() error {
 	return e.agree(e.cleanOrphans(), "clean half-written checkpoints")
 }
 
-// readManifests runs on rank 0: it lists the meta area, parses every
-// manifest, moves unreadable ones aside as .broken and removes tmp files.
+// readManifests runs on rank 0: it lists the meta area, removes tmp
+// files, checks every manifest with the scan offline tools use
+// ([ScanManifests]) and moves unusable ones aside as .broken.
 func (e *Engine) readManifests() ([][]byte, error) {
 	meta := e.env.Meta
 	ents, err := meta.Driver.ReadDir(meta.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", meta.Dir, err)
 	}
-	var out [][]byte
 	changed := false
 	for _, de := range ents {
-		name := de.Name()
-		if strings.HasSuffix(name, TmpSuffix) {
+		if name := de.Name(); strings.HasSuffix(name, TmpSuffix) {
 			if err := meta.Driver.Remove(meta.Path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return nil, err
 			}
 			changed = true
-			continue
 		}
-		seq, ok := parseSeq(name, manifestSuffix)
-		if !ok {
-			continue
-		}
-		p := meta.Path(name)
-		raw, err := vfd.ReadFile(meta.Driver, p)
-		if err == nil {
-			var m *Manifest
-			m, err = ParseManifest(p, raw)
-			if err == nil && m.Seq != seq {
-				err = &CorruptionError{Path: p, Rank: -1, Err: fmt.Errorf("%w: holds seq %d", ErrBadManifest, m.Seq)}
-			}
-		}
-		if err != nil {
-			e.env.Logger.Warn("unreadable manifest moved aside", zap.String("path", p), zap.Error(err))
+	}
+	var out [][]byte
+	for _, sm := range scanManifests(meta, ents) {
+		if sm.Err != nil {
+			p := meta.Path(sm.Name)
+			e.env.Logger.Warn("unreadable manifest moved aside", zap.String("path", p), zap.Error(sm.Err))
 			if rerr := meta.Driver.Rename(p, p+".broken"); rerr != nil {
-				return nil, errors.Join(err, rerr)
+				return nil, errors.Join(sm.Err, rerr)
 			}
 			changed = true
 			continue
 		}
-		out = append(out, raw)
+		out = append(out, sm.Raw)
 	}
 	if changed {
 		if err := meta.Driver.SyncDir(meta.Dir); err != nil {

@@ -5,10 +5,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/zeebo/blake3"
+
+	"github.com/ftigo/ftigo/vfd"
 )
 
 // Manifest format constants; see docs/format/manifest.md.
@@ -125,6 +129,72 @@ func parseSeq(name, suffix string) (uint64, bool) {
 	}
 	v, err := strconv.ParseUint(num, 10, 64)
 	return v, err == nil
+}
+
+// ScannedManifest is one manifest file of a meta area, as
+// [ScanManifests] found it: either usable (M and Raw set) or not (Err).
+type ScannedManifest struct {
+	// Name is the file name in the meta area; Seq the number it carries.
+	Name string
+	Seq  uint64
+	// Raw is the file's bytes and M their decoding, when Err is nil.
+	Raw []byte
+	M   *Manifest
+	// Err says why the manifest is unusable: the read error, or a
+	// *CorruptionError wrapping [ErrBadManifest] (bad content, or a
+	// sequence number other than the one in its name).
+	Err error
+}
+
+// ScanManifests reads and checks every manifest ("ckpt%08d.manifest") in
+// the meta area meta, and returns them in sequence order. It is the one
+// check start-up ([Engine.Open]) and offline tools apply: the manifest
+// parses ([ParseManifest]) and holds the sequence number of its name. It
+// changes nothing on disk (Open moves the unusable ones aside).
+func ScanManifests(meta Store) ([]ScannedManifest, error) {
+	ents, err := meta.Driver.ReadDir(meta.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", meta.Dir, err)
+	}
+	return scanManifests(meta, ents), nil
+}
+
+// scanManifests checks the manifests among the entries ents of meta.
+func scanManifests(meta Store, ents []fs.DirEntry) []ScannedManifest {
+	var out []ScannedManifest
+	for _, de := range ents {
+		name := de.Name()
+		seq, ok := parseSeq(name, manifestSuffix)
+		if !ok {
+			continue
+		}
+		sm := ScannedManifest{Name: name, Seq: seq}
+		p := meta.Path(name)
+		raw, err := vfd.ReadFile(meta.Driver, p)
+		if err == nil {
+			var m *Manifest
+			m, err = ParseManifest(p, raw)
+			if err == nil && m.Seq != seq {
+				err = &CorruptionError{Path: p, Rank: -1, Err: fmt.Errorf("%w: holds seq %d", ErrBadManifest, m.Seq)}
+			}
+			if err == nil {
+				sm.Raw, sm.M = raw, m
+			}
+		}
+		sm.Err = err
+		out = append(out, sm)
+	}
+	// Names order by number only up to 8 digits; sequence order always.
+	slices.SortStableFunc(out, func(a, b ScannedManifest) int {
+		switch {
+		case a.Seq < b.Seq:
+			return -1
+		case a.Seq > b.Seq:
+			return 1
+		}
+		return 0
+	})
+	return out
 }
 
 // MarshalText encodes a digest as lowercase hex.

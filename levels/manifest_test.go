@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -151,4 +152,49 @@ func FuzzManifestBody(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, m, m2)
 	})
+}
+
+// TestScanManifests: the scan start-up and offline tools share accepts a
+// manifest only when it parses and holds the number of its name, and
+// returns every manifest in sequence order (beyond 8 digits too).
+func TestScanManifests(t *testing.T) {
+	dir := t.TempDir()
+	put := func(name string, b []byte) {
+		require.NoError(t, vfd.WriteFileAtomic(vfd.Sec2{}, filepath.Join(dir, name), b))
+	}
+	at := func(seq uint64) []byte {
+		m := sampleManifest()
+		m.Seq = seq
+		b, err := m.Marshal()
+		require.NoError(t, err)
+		return b
+	}
+	put(ManifestName(7), at(7))
+	put(ManifestName(8), at(3))                            // newer name, other sequence inside
+	put(ManifestName(9), []byte("ftigo-manifest 1\n{}\n")) // unreadable
+	put(ManifestName(123456789), at(123456789))            // sorts before ckpt00000007 by name
+	put("topology", []byte("x"))
+	put(ManifestName(10)+TmpSuffix, at(10))
+	ms, err := ScanManifests(Store{Driver: vfd.Sec2{}, Dir: dir})
+	require.NoError(t, err)
+	type row struct {
+		seq uint64
+		ok  bool
+	}
+	var got []row
+	for _, sm := range ms {
+		got = append(got, row{sm.Seq, sm.Err == nil})
+		if sm.Err != nil {
+			require.ErrorIs(t, sm.Err, ErrBadManifest, sm.Name)
+			assert.Nil(t, sm.M)
+			continue
+		}
+		assert.Equal(t, sm.Seq, sm.M.Seq)
+		assert.Equal(t, at(sm.Seq), sm.Raw)
+	}
+	assert.Equal(t, []row{{7, true}, {8, false}, {9, false}, {123456789, true}}, got)
+	assert.Contains(t, ms[1].Err.Error(), "holds seq 3")
+
+	_, err = ScanManifests(Store{Driver: vfd.Sec2{}, Dir: filepath.Join(dir, "absent")})
+	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
