@@ -192,6 +192,46 @@ func parseNames(blk []byte, v1 bool) ([]string, error) {
 // entryBatch is how many index slots are read per I/O while scanning.
 const entryBatch = 4096
 
+// scanIndex walks the index slots [from, to) of the block at loc, reading
+// them entryBatch at a time, and calls visit with each slot's number, its
+// 32 raw bytes and its decoded entry until visit returns false. It is the
+// one index walk of the loader and [VerifyReaderAt]. A failed read ends
+// the walk with a *CorruptionError (part "index", the first slot of the
+// failed read).
+func scanIndex(r io.ReaderAt, path string, loc int64, from, to uint64, visit func(slot uint64, raw []byte, e Entry) bool) error {
+	var buf []byte
+	for slot := from; slot < to; {
+		n := min(to-slot, entryBatch)
+		if cap(buf) < int(n)*entrySize {
+			buf = make([]byte, int(n)*entrySize)
+		}
+		b := buf[:int(n)*entrySize]
+		off := loc + int64(slot)*entrySize
+		if err := readFull(r, b, off); err != nil {
+			return &CorruptionError{Path: path, Part: "index", Entry: int64(slot), Offset: off, Reason: "read index", Err: err}
+		}
+		for k := range int(n) {
+			eb := b[k*entrySize : (k+1)*entrySize]
+			if !visit(slot+uint64(k), eb, decodeEntry(eb)) {
+				return nil
+			}
+		}
+		slot += n
+	}
+	return nil
+}
+
+// entryError is the *CorruptionError for index entry e in slot, at byte
+// offset off, naming its frame and, when the name id exists, its chunk.
+func entryError(path string, off, slot int64, e Entry, names []string, format string, args ...any) *CorruptionError {
+	ce := corruptf(path, "index", off, format, args...)
+	ce.Entry, ce.Frame = slot, e.Frame
+	if int(e.ID) < len(names) {
+		ce.Chunk = names[e.ID]
+	}
+	return ce
+}
+
 // loadEntries reads index slots from slot `from` on (keeping st.entries[:from])
 // until the first unused slot, validating each.
 func (st *state) loadEntries(r io.ReaderAt, path string, from int, lenient bool) error {
@@ -200,44 +240,31 @@ func (st *state) loadEntries(r io.ReaderAt, path string, from int, lenient bool)
 		return corruptf(path, "index", h.IndexLocation, "index block of %d×32 bytes extends past the end of file (%d bytes)", h.IndexAllocated, st.size)
 	}
 	st.entries = st.entries[:from]
-	buf := make([]byte, 0)
-	slot := uint64(from)
-	for slot < h.IndexAllocated {
-		n := min(h.IndexAllocated-slot, entryBatch)
-		if cap(buf) < int(n)*entrySize {
-			buf = make([]byte, int(n)*entrySize)
+	var bad error
+	err := scanIndex(r, path, h.IndexLocation, uint64(from), h.IndexAllocated, func(slot uint64, _ []byte, e Entry) bool {
+		if e.Location == 0 {
+			return false
 		}
-		b := buf[:int(n)*entrySize]
-		off := h.IndexLocation + int64(slot)*entrySize
-		if err := readFull(r, b, off); err != nil {
-			return &CorruptionError{Path: path, Part: "index", Entry: int64(slot), Offset: off, Reason: "read index", Err: err}
-		}
-		for k := 0; k < int(n); k++ {
-			e := decodeEntry(b[k*entrySize:])
-			if e.Location == 0 {
-				st.finish()
-				return nil
+		if err := st.check(path, int64(slot), e); err != nil {
+			if lenient {
+				// A frame being committed: end the used prefix before it.
+				st.entries = dropFrame(st.entries, e.Frame)
+			} else {
+				bad = err
 			}
-			if err := st.check(path, int64(slot)+int64(k), e); err != nil {
-				if lenient {
-					st.dropFrom(e.Frame)
-					return nil
-				}
-				return err
-			}
-			st.entries = append(st.entries, e)
+			return false
 		}
-		slot += n
+		st.entries = append(st.entries, e)
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if bad != nil {
+		return bad
 	}
 	st.finish()
 	return nil
-}
-
-// dropFrom removes the trailing entries of frames ≥ frame (a frame whose
-// entries are being written) and any bad entry, then finishes.
-func (st *state) dropFrom(frame uint64) {
-	st.entries = dropFrame(st.entries, frame)
-	st.finish()
 }
 
 func (st *state) finish() {
@@ -252,12 +279,7 @@ func (st *state) finish() {
 func (st *state) check(path string, slot int64, e Entry) error {
 	off := st.hdr.IndexLocation + slot*entrySize
 	bad := func(format string, args ...any) error {
-		ce := corruptf(path, "index", off, format, args...)
-		ce.Entry, ce.Frame = slot, e.Frame
-		if int(e.ID) < len(st.names) {
-			ce.Chunk = st.names[e.ID]
-		}
-		return ce
+		return entryError(path, off, slot, e, st.names, format, args...)
 	}
 	if !e.Type.Valid() {
 		return bad("unknown type %d", e.Type)

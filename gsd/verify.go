@@ -65,86 +65,65 @@ func VerifyReaderAt(r io.ReaderAt, size int64, path string) error {
 	v2 := h.GSDVersion >= Version2
 	var prev Entry
 	used := uint64(0)
-	buf := make([]byte, 0)
 	terminated := false
-	for slot := uint64(0); slot < h.IndexAllocated; {
-		n := min(h.IndexAllocated-slot, entryBatch)
-		if cap(buf) < int(n)*entrySize {
-			buf = make([]byte, int(n)*entrySize)
+	nonzero := func(eb []byte) bool { return slices.ContainsFunc(eb, func(c byte) bool { return c != 0 }) }
+	err = scanIndex(r, path, h.IndexLocation, 0, h.IndexAllocated, func(s uint64, eb []byte, e Entry) bool {
+		eoff := h.IndexLocation + int64(s)*entrySize
+		if terminated {
+			if nonzero(eb) {
+				return add(corruptf(path, "index", eoff, "unused slot %d after the last used entry is not zero", s))
+			}
+			return true
 		}
-		b := buf[:int(n)*entrySize]
-		off := h.IndexLocation + int64(slot)*entrySize
-		if err := readFull(r, b, off); err != nil {
-			return errors.Join(append(probs, &CorruptionError{Path: path, Part: "index", Entry: int64(slot), Offset: off, Reason: "read index", Err: err})...)
+		if e.Location == 0 {
+			terminated = true
+			if nonzero(eb) {
+				add(corruptf(path, "index", eoff, "unused slot %d is not zero", s))
+			}
+			return true
 		}
-		for k := 0; k < int(n); k++ {
-			eb := b[k*entrySize : (k+1)*entrySize]
-			s := slot + uint64(k)
-			eoff := h.IndexLocation + int64(s)*entrySize
-			e := decodeEntry(eb)
-			if terminated {
-				if slices.ContainsFunc(eb, func(c byte) bool { return c != 0 }) {
-					if !add(corruptf(path, "index", eoff, "unused slot %d after the last used entry is not zero", s)) {
-						return errors.Join(probs...)
-					}
-				}
-				continue
-			}
-			if e.Location == 0 {
-				terminated = true
-				if slices.ContainsFunc(eb, func(c byte) bool { return c != 0 }) {
-					add(corruptf(path, "index", eoff, "unused slot %d is not zero", s))
-				}
-				continue
-			}
-			used++
-			bad := func(format string, args ...any) bool {
-				ce := corruptf(path, "index", eoff, format, args...)
-				ce.Entry, ce.Frame = int64(s), e.Frame
-				if int(e.ID) < len(names) {
-					ce.Chunk = names[e.ID]
-				}
-				return add(ce)
-			}
-			ok := true
+		used++
+		bad := func(format string, args ...any) bool {
+			return add(entryError(path, eoff, int64(s), e, names, format, args...))
+		}
+		ok := true
+		switch {
+		case e.Type == TypeCharacter:
+			ok = bad("type 11 (character): python3-gsd 2.7 reports such files as corrupt")
+		case !e.Type.Valid():
+			ok = bad("unknown type %d", e.Type)
+		}
+		if ok && e.M == 0 {
+			ok = bad("M is 0")
+		}
+		if ok && e.Flags != 0 {
+			ok = bad("flags %d, not 0", e.Flags)
+		}
+		if ok && int(e.ID) >= len(names) {
+			ok = bad("name id %d beyond the %d names", e.ID, len(names))
+		}
+		if ok && e.Frame >= h.IndexAllocated {
+			ok = bad("frame %d not below index_allocated_entries %d (readers call that corrupt)", e.Frame, h.IndexAllocated)
+		}
+		if ok && e.Location < 0 {
+			ok = bad("negative location %d", e.Location)
+		}
+		if ds, fits := e.DataSize(); ok && (!fits || e.Location < 0 || ds > size-e.Location) {
+			ok = bad("data of %d×%d %s at %d extends past the end of file (%d bytes)", e.N, e.M, e.Type, e.Location, size)
+		}
+		if ok && used > 1 {
 			switch {
-			case e.Type == TypeCharacter:
-				ok = bad("type 11 (character): python3-gsd 2.7 reports such files as corrupt")
-			case !e.Type.Valid():
-				ok = bad("unknown type %d", e.Type)
+			case e.Frame < prev.Frame || (v2 && e.Frame == prev.Frame && e.ID < prev.ID):
+				ok = bad("index not sorted by (frame, id): follows frame %d id %d", prev.Frame, prev.ID)
+			case v2 && e.Frame == prev.Frame && e.ID == prev.ID:
+				ok = bad("duplicate (frame %d, id %d)", e.Frame, e.ID)
 			}
-			if ok && e.M == 0 {
-				ok = bad("M is 0")
-			}
-			if ok && e.Flags != 0 {
-				ok = bad("flags %d, not 0", e.Flags)
-			}
-			if ok && int(e.ID) >= len(names) {
-				ok = bad("name id %d beyond the %d names", e.ID, len(names))
-			}
-			if ok && e.Frame >= h.IndexAllocated {
-				ok = bad("frame %d not below index_allocated_entries %d (readers call that corrupt)", e.Frame, h.IndexAllocated)
-			}
-			if ok && e.Location < 0 {
-				ok = bad("negative location %d", e.Location)
-			}
-			if ds, fits := e.DataSize(); ok && (!fits || e.Location < 0 || ds > size-e.Location) {
-				ok = bad("data of %d×%d %s at %d extends past the end of file (%d bytes)", e.N, e.M, e.Type, e.Location, size)
-			}
-			if ok && used > 1 {
-				switch {
-				case e.Frame < prev.Frame || (v2 && e.Frame == prev.Frame && e.ID < prev.ID):
-					ok = bad("index not sorted by (frame, id): follows frame %d id %d", prev.Frame, prev.ID)
-				case v2 && e.Frame == prev.Frame && e.ID == prev.ID:
-					ok = bad("duplicate (frame %d, id %d)", e.Frame, e.ID)
-				}
-			}
-			if !ok {
-				return errors.Join(probs...)
-			}
-			prev = e
 		}
-		slot += n
+		prev = e
+		return ok
+	})
+	if err != nil {
+		probs = append(probs, err)
 	}
 	return errors.Join(probs...)
 }
