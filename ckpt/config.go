@@ -32,11 +32,11 @@ type Config struct {
 	// it ([basic] ckpt_l1..ckpt_l4: minutes as in FTI, or a Go duration such
 	// as "30s" as an ftigo extension). Index 0 is unused.
 	Interval [5]time.Duration
-	// L3Parity is the number of Reed-Solomon parity files per group at L3
-	// ([basic] l3_parity, an ftigo extension). 0 means group_size, FTI's
-	// tolerance (a group of k nodes survives the loss of any k of its 2k
-	// files); 1..group_size-1 stores less parity (overhead m/k) and
-	// tolerates the loss of any m of the group's k+m files.
+	// L3Parity is the Reed-Solomon parity count m of L3 groups ([basic]
+	// l3_parity, an ftigo extension). 0 means group_size, FTI's scheme (a
+	// group of k nodes survives the loss of any k of its 2k files);
+	// 1..group_size-1 rotates the parity over stripes as SCR does (parity
+	// overhead m/(k-m); any m nodes of a group may be lost).
 	L3Parity int
 	// KeepLastCkpt flushes the last checkpoint to L4 at Finalize (unless
 	// it is an L4 one) and keeps it, so the next run restarts from it even

@@ -49,12 +49,14 @@
 //
 // [Config] reads FTI's config.fti keys with their meanings, plus a few
 // ftigo extensions: keep_last_n (keep the newest n checkpoints) and
-// l3_parity in [basic], the number m of Reed-Solomon parity files per L3
-// group. l3_parity = 0 (or absent) is group_size, FTI's tolerance: a group
-// of k nodes survives the loss of any k of its 2k files. 1 <= m <
-// group_size stores m/k of the data as parity and survives the loss of
-// any m of the group's k+m files; parity is held by group members 0..m-1,
-// so losing one of their nodes costs that group two files.
+// l3_parity in [basic], the Reed-Solomon parity count m of L3 groups.
+// l3_parity = 0 (or absent, or group_size) is FTI's scheme: each member of
+// a group of k nodes holds a parity file as large as the group's largest
+// data file, and the group survives the loss of any k of its 2k files (up
+// to half its nodes). 1 <= m < group_size rotates the parity over stripes
+// as SCR does: each parity file is about m/(k-m) of a data file and the
+// group survives the loss of any m of its nodes with all their files
+// (e.g. group_size = 8, l3_parity = 2: overhead 1/3, any 2 nodes).
 //
 // # Concurrency
 //

@@ -25,9 +25,11 @@ func l3ParityState(rank int) []uint64 {
 }
 
 // TestL3ParityKey: l3_parity = 2 on 8 ranks, 4 nodes, one sector of 4
-// nodes (two rank groups of 4 members): each group holds 2 parity files
-// (members 0 and 1), every loss of 2 of a group's 6 files is rebuilt bit
-// for bit, and 3 losses fail with an error naming the unrecoverable group.
+// nodes (two rank groups of 4 members): the parity is rotated, so every
+// rank holds a parity file; any 2 members of each group may lose all their
+// files (every pair of nodes, every pair of members per group) and are
+// rebuilt bit for bit, and 3 nodes fail with an error naming the
+// unrecoverable group.
 func TestL3ParityKey(t *testing.T) {
 	root := t.TempDir()
 	base := testConfig(root, 2)
@@ -56,34 +58,49 @@ func TestL3ParityKey(t *testing.T) {
 	}))
 	require.Equal(t, 2, topo.NumGroups())
 
-	// The manifest: per group, parity files held by members 0 and 1, with
-	// rs-k 4, rs-m 2 and distinct indices.
+	// The manifest: one parity file per rank with rs-k 4, rs-m 2, the
+	// member's index and the group's stripe unit; overhead m/(k-m) = 1.
 	type file struct {
 		rank int
 		role string
 	}
-	groupFiles := map[int][]file{}
+	members := map[int][]int{}
+	unit := map[int]string{}
+	parSize := map[int]int64{}
 	for r := range 8 {
 		g := topo.GroupOf(r)
-		groupFiles[g] = append(groupFiles[g], file{r, levels.RoleData})
+		members[g] = append(members[g], r)
 		var par []levels.File
 		for _, f := range m.Files[r] {
 			if f.Role == levels.RoleParity {
 				par = append(par, f)
 			}
 		}
-		if topo.GroupRank(r) < 2 {
-			require.Len(t, par, 1, "rank %d", r)
-			assert.Equal(t, "4", par[0].Attrs[levels.AttrRSK])
-			assert.Equal(t, "2", par[0].Attrs[levels.AttrRSM])
-			assert.Equal(t, strconv.Itoa(topo.GroupRank(r)), par[0].Attrs[levels.AttrRSIndex])
-			groupFiles[g] = append(groupFiles[g], file{r, levels.RoleParity})
-		} else {
-			assert.Empty(t, par, "rank %d holds no parity", r)
+		require.Len(t, par, 1, "rank %d", r)
+		assert.Equal(t, "4", par[0].Attrs[levels.AttrRSK])
+		assert.Equal(t, "2", par[0].Attrs[levels.AttrRSM])
+		assert.Equal(t, strconv.Itoa(topo.GroupRank(r)), par[0].Attrs[levels.AttrRSIndex])
+		require.NotEmpty(t, par[0].Attrs[levels.AttrRSUnit])
+		if u, ok := unit[g]; ok {
+			assert.Equal(t, u, par[0].Attrs[levels.AttrRSUnit], "one unit per group")
 		}
+		unit[g] = par[0].Attrs[levels.AttrRSUnit]
+		parSize[r] = par[0].Size
 	}
-	for g, fs := range groupFiles {
-		require.Len(t, fs, 6, "group %d: 4 data + 2 parity files", g)
+	for g, rs := range members {
+		var largest int64
+		for _, r := range rs {
+			data, ok := m.DataFile(r)
+			require.True(t, ok)
+			largest = max(largest, data.Size)
+		}
+		for _, r := range rs {
+			// m/(k-m) of the group's largest file, rounded up to whole
+			// units, plus the header
+			u, err := strconv.Atoi(unit[g])
+			require.NoError(t, err)
+			assert.InDelta(t, float64(largest), float64(parSize[r]), float64(2*u+512), "rank %d", r)
+		}
 	}
 	pathOf := func(f file) string {
 		return filepath.Join(base.CkptDir, topo.NodeDir(topo.NodeOf(f.rank)), levels.RankFileName(m.Dir(), f.role, f.rank))
@@ -107,30 +124,35 @@ func TestL3ParityKey(t *testing.T) {
 		}))
 	}
 
-	// Every pair of group 0's files, and at the same time a different pair
-	// in group 1: rebuilt (the tree is whole again after each restart).
-	fs0, fs1 := groupFiles[0], groupFiles[1]
-	for i := range fs0 {
-		for j := i + 1; j < len(fs0); j++ {
-			lost := []file{fs0[i], fs0[j], fs1[(i+1)%6], fs1[(j+2)%6]}
-			if fs1[(i+1)%6] == fs1[(j+2)%6] {
+	// Every pair of group 0's members, and at the same time a different
+	// pair of group 1's, lose data and parity: rebuilt (the tree is whole
+	// again after each restart).
+	g0, g1 := members[0], members[1]
+	for i := range g0 {
+		for j := i + 1; j < len(g0); j++ {
+			lost := []int{g0[i], g0[j], g1[(i+1)%4], g1[(j+2)%4]}
+			if lost[2] == lost[3] {
 				lost = lost[:3]
 			}
-			t.Run(fmt.Sprintf("lose-%d%s-%d%s", fs0[i].rank, fs0[i].role, fs0[j].rank, fs0[j].role), func(t *testing.T) {
-				for _, f := range lost {
-					require.NoError(t, vfd.Sec2{}.Remove(pathOf(f)))
+			t.Run(fmt.Sprintf("lose-ranks-%v", lost), func(t *testing.T) {
+				for _, r := range lost {
+					for _, role := range []string{levels.RoleData, levels.RoleParity} {
+						require.NoError(t, vfd.Sec2{}.Remove(pathOf(file{r, role})))
+					}
 				}
 				recovers(t)
-				for _, f := range lost {
-					_, err := vfd.Sec2{}.Stat(pathOf(f))
-					require.NoError(t, err, "%s rebuilt", pathOf(f))
+				for _, r := range lost {
+					for _, role := range []string{levels.RoleData, levels.RoleParity} {
+						_, err := vfd.Sec2{}.Stat(pathOf(file{r, role}))
+						require.NoError(t, err, "%s rebuilt", pathOf(file{r, role}))
+					}
 				}
 			})
 		}
 	}
-	// Whole nodes: node 0 holds one data and one parity file of each
-	// group (2 losses per group), nodes 2 and 3 hold data only.
-	for _, nodes := range [][]int{{0}, {1}, {2, 3}} {
+	// Whole nodes: every node holds one member of each group, so any two
+	// nodes cost each group two members.
+	for _, nodes := range [][]int{{0}, {0, 1}, {0, 2}, {1, 3}, {2, 3}} {
 		t.Run(fmt.Sprintf("lose-nodes-%v", nodes), func(t *testing.T) {
 			for _, n := range nodes {
 				require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(base.CkptDir, topo.NodeDir(n))))
@@ -138,31 +160,19 @@ func TestL3ParityKey(t *testing.T) {
 			recovers(t)
 		})
 	}
-	// Three losses in group 1 (any kind) are refused on every rank with the
-	// same error; nothing is returned.
-	t.Run("lose-3", func(t *testing.T) {
-		for _, f := range []file{fs1[0], fs1[3], fs1[4]} {
-			require.NoError(t, vfd.Sec2{}.Remove(pathOf(f)))
+	// Three nodes: three members of each group, refused on every rank with
+	// the same error; nothing is returned.
+	t.Run("lose-3-nodes", func(t *testing.T) {
+		for _, n := range []int{0, 1, 3} {
+			require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(base.CkptDir, topo.NodeDir(n))))
 		}
 		errs := restart(t)
 		for _, err := range errs {
 			require.ErrorIs(t, err, ErrUnrecoverable)
-			assert.Contains(t, err.Error(), "group 1 lost 3 of its 6 files")
-			assert.Contains(t, err.Error(), "at most 2 may be lost")
+			assert.Contains(t, err.Error(), "lost 6 of its 8 files")
+			assert.Contains(t, err.Error(), "at most 2 may be lost (any 2 of the 4 members)")
 			assert.Equal(t, errs[0].Error(), err.Error())
 		}
 		t.Log(errs[0])
-	})
-	// The limit of m < k: nodes 0 and 1 hold both parity files of each
-	// group besides data, so losing those two nodes costs every group 4
-	// of its 6 files, more than m = 2.
-	t.Run("lose-parity-nodes", func(t *testing.T) {
-		for _, n := range []int{0, 1} {
-			require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(base.CkptDir, topo.NodeDir(n))))
-		}
-		for _, err := range restart(t) {
-			require.ErrorIs(t, err, ErrUnrecoverable)
-			assert.Contains(t, err.Error(), "at most 2 may be lost")
-		}
 	})
 }

@@ -3,10 +3,15 @@
 // file management: callers hand it byte blocks, io.ReaderAt and
 // io.WriterAt values.
 //
-// A [Code] has k data and m parity shards (m = k by default, FTI's
-// tolerance: any k of the 2k shards may be lost; m < k for cheaper,
-// SCR/redset-style parity). It is systematic, over GF(2^8) with a Cauchy
-// matrix (github.com/klauspost/reedsolomon).
+// A [Code] has k data and m parity shards (m = k by default). It is
+// systematic, over GF(2^8) with a Cauchy matrix
+// (github.com/klauspost/reedsolomon). A [Layout] places the data and
+// parity of an L3 group on its members: FTI's full scheme (m = k: one
+// codeword of k data and k parity shards, any k of the 2k files may be
+// lost) or the rotated scheme (m < k: k stripes of k-m data and m parity
+// shards, one shard of each stripe per member, any m members may be lost,
+// overhead m/(k-m)), with [Layout.Check] for erasure patterns and
+// [Layout.EncodeFiles] as the in-memory reference.
 //
 // # Lifecycle
 //

@@ -11,22 +11,30 @@ import (
 //
 // wire format: never change.
 const (
-	ParityMagic   = "FTIGORS\x00"
+	ParityMagic = "FTIGORS\x00"
+	// ParityVersion is the version of full-scheme parity files (m == k).
 	ParityVersion = 1
-	headerFixed   = 64 // magic, version, k, m, index, padded, payload hash
-	headerEntry   = 40 // per data shard: size u64, BLAKE3-256
-	tailLen       = 16 // trailer length u64, magic
+	// ParityVersionRotated is the version of rotated-scheme parity files
+	// (m < k); their header has the stripe unit after the padded size.
+	ParityVersionRotated = 2
+	headerFixed          = 64 // magic, version, k, m, index, padded, payload hash
+	headerUnit           = 8  // version 2: stripe unit u64 after the fixed part
+	headerEntry          = 40 // per data shard: size u64, BLAKE3-256
+	tailLen              = 16 // trailer length u64, magic
 )
 
 // ParityHeader is the self-describing trailer of a parity file: the file is
-// the parity payload (Padded bytes, from offset 0) followed by the header
-// ([HeaderLen](K) bytes). The trailer comes last so that the payload and
-// the whole file can be hashed while they are written.
+// the parity payload ([Layout.ParitySize] bytes, from offset 0) followed by
+// the header ([HeaderLen](K, M) bytes). The trailer comes last so that the
+// payload and the whole file can be hashed while they are written.
 type ParityHeader struct {
-	K, M   int   // data and parity shard counts of the group
-	Index  int   // which parity shard this file holds, 0..M-1
-	Padded int64 // payload length: the largest data size
-	// Payload is the BLAKE3-256 of the Padded payload bytes.
+	K, M  int // group members and parity shards per codeword (M == K: full scheme, M < K: rotated)
+	Index int // the group member holding this file, 0..K-1
+	// Padded is the largest data size of the group.
+	Padded int64
+	// Unit is the stripe unit of the rotated scheme (0 in the full scheme).
+	Unit int
+	// Payload is the BLAKE3-256 of the payload bytes.
 	Payload Hash
 	// Sizes and Hashes are the data shards' real sizes and BLAKE3-256,
 	// by group rank.
@@ -34,21 +42,42 @@ type ParityHeader struct {
 	Hashes []Hash
 }
 
+// fixedLen is the length of the fields before the entries.
+func fixedLen(k, m int) int {
+	if m < k {
+		return headerFixed + headerUnit
+	}
+	return headerFixed
+}
+
 // HeaderLen is the length of the header of a parity file of a group with k
-// data shards: 64 + 40k bytes of fields, a 32-byte BLAKE3 of them, and a
-// 16-byte tail (the header length and the magic again).
-func HeaderLen(k int) int64 { return int64(headerFixed + headerEntry*k + 32 + tailLen) }
+// members and m parity shards: 64 bytes of fixed fields (72 in the rotated
+// scheme, m < k, which adds the stripe unit), 40 bytes per member, a
+// 32-byte BLAKE3 of them, and a 16-byte tail (the header length and the
+// magic again).
+func HeaderLen(k, m int) int64 { return int64(fixedLen(k, m) + headerEntry*k + 32 + tailLen) }
 
 // Len is the header's length in bytes.
-func (h *ParityHeader) Len() int64 { return HeaderLen(h.K) }
+func (h *ParityHeader) Len() int64 { return HeaderLen(h.K, h.M) }
 
-// Marshal encodes the header (little-endian).
-func (h *ParityHeader) Marshal() ([]byte, error) {
-	if h.K < 1 || h.M < 1 || h.K+h.M > MaxShards || h.Index < 0 || h.Index >= h.M ||
-		len(h.Sizes) != h.K || len(h.Hashes) != h.K || h.Padded < 0 {
-		return nil, fmt.Errorf("%w: k=%d m=%d index=%d with %d sizes and %d hashes", ErrBadShape, h.K, h.M, h.Index, len(h.Sizes), len(h.Hashes))
+// Layout returns the group layout the header describes.
+func (h *ParityHeader) Layout() (Layout, error) {
+	unit := h.Unit
+	if h.M == h.K {
+		unit = 1 << 20 // any unit: the full scheme does not depend on it
 	}
-	b := make([]byte, HeaderLen(h.K))
+	return NewLayout(h.K, h.M, h.Padded, unit)
+}
+
+// Marshal encodes the header (little-endian): version 1 when M == K,
+// version 2 (with Unit) when M < K.
+func (h *ParityHeader) Marshal() ([]byte, error) {
+	if h.K < 1 || h.M < 1 || h.M > h.K || h.K+h.M > MaxShards || h.Index < 0 || h.Index >= h.K ||
+		len(h.Sizes) != h.K || len(h.Hashes) != h.K || h.Padded < 0 || (h.M < h.K && h.Unit < 1) {
+		return nil, fmt.Errorf("%w: k=%d m=%d index=%d unit=%d with %d sizes and %d hashes",
+			ErrBadShape, h.K, h.M, h.Index, h.Unit, len(h.Sizes), len(h.Hashes))
+	}
+	b := make([]byte, h.Len())
 	copy(b, ParityMagic)
 	le := binary.LittleEndian
 	le.PutUint32(b[8:], ParityVersion)
@@ -57,15 +86,20 @@ func (h *ParityHeader) Marshal() ([]byte, error) {
 	le.PutUint32(b[20:], uint32(h.Index))
 	le.PutUint64(b[24:], uint64(h.Padded))
 	copy(b[32:64], h.Payload[:])
+	fixed := fixedLen(h.K, h.M)
+	if h.M < h.K {
+		le.PutUint32(b[8:], ParityVersionRotated)
+		le.PutUint64(b[headerFixed:], uint64(h.Unit))
+	}
 	for i := 0; i < h.K; i++ {
-		e := b[headerFixed+headerEntry*i:]
+		e := b[fixed+headerEntry*i:]
 		if h.Sizes[i] < 0 || h.Sizes[i] > h.Padded {
 			return nil, fmt.Errorf("%w: data size %d of shard %d outside 0..%d", ErrBadShape, h.Sizes[i], i, h.Padded)
 		}
 		le.PutUint64(e, uint64(h.Sizes[i]))
 		copy(e[8:40], h.Hashes[i][:])
 	}
-	end := headerFixed + headerEntry*h.K
+	end := fixed + headerEntry*h.K
 	s := Sum(b[:end])
 	copy(b[end:], s[:])
 	le.PutUint64(b[end+32:], uint64(len(b)))
@@ -88,26 +122,44 @@ func ParseParityHeader(path string, b []byte) (*ParityHeader, error) {
 		return nil, bad(0, "magic %q", b[:8])
 	}
 	le := binary.LittleEndian
-	if v := le.Uint32(b[8:]); v != ParityVersion {
-		return nil, bad(8, "version %d, want %d", v, ParityVersion)
+	v := le.Uint32(b[8:])
+	if v != ParityVersion && v != ParityVersionRotated {
+		return nil, bad(8, "version %d, want %d or %d", v, ParityVersion, ParityVersionRotated)
 	}
 	k, m, idx := le.Uint32(b[12:]), le.Uint32(b[16:]), le.Uint32(b[20:])
 	if k < 1 || m < 1 || uint64(k)+uint64(m) > MaxShards {
 		return nil, bad(12, "k=%d m=%d out of range", k, m)
 	}
-	if idx >= m {
-		return nil, bad(20, "parity index %d, m=%d", idx, m)
+	switch {
+	case v == ParityVersion && m != k:
+		return nil, bad(16, "version 1 with m=%d < k=%d: the layout where members 0..m-1 held whole parity shards is no longer supported (re-run the checkpoint)", m, k)
+	case v == ParityVersionRotated && m >= k:
+		return nil, bad(16, "version 2 (rotated) with m=%d >= k=%d", m, k)
+	}
+	if idx >= k {
+		return nil, bad(20, "member index %d, k=%d", idx, k)
 	}
 	padded := le.Uint64(b[24:])
 	if padded > 1<<62 {
 		return nil, bad(24, "padded size %d", padded)
 	}
 	h := &ParityHeader{K: int(k), M: int(m), Index: int(idx), Padded: int64(padded)}
-	n := HeaderLen(h.K)
+	fixed := fixedLen(h.K, h.M)
+	if len(b) < fixed {
+		return nil, bad(int64(len(b)), "%d bytes, header needs at least %d", len(b), fixed)
+	}
+	if v == ParityVersionRotated {
+		u := le.Uint64(b[headerFixed:])
+		if u < 1 || u > 1<<40 {
+			return nil, bad(headerFixed, "stripe unit %d", u)
+		}
+		h.Unit = int(u)
+	}
+	n := h.Len()
 	if int64(len(b)) < n {
 		return nil, bad(int64(len(b)), "%d bytes, header needs %d", len(b), n)
 	}
-	end := headerFixed + headerEntry*h.K
+	end := fixed + headerEntry*h.K
 	if s := Sum(b[:end]); Hash(b[end:end+32]) != s {
 		return nil, &CorruptionError{Path: path, Offset: int64(end), Err: fmt.Errorf("%w: header hash", ErrHashMismatch)}
 	}
@@ -118,10 +170,10 @@ func ParseParityHeader(path string, b []byte) (*ParityHeader, error) {
 	h.Sizes = make([]int64, h.K)
 	h.Hashes = make([]Hash, h.K)
 	for i := 0; i < h.K; i++ {
-		e := b[headerFixed+headerEntry*i:]
+		e := b[fixed+headerEntry*i:]
 		s := le.Uint64(e)
 		if s > padded {
-			return nil, bad(int64(headerFixed+headerEntry*i), "data size %d of shard %d exceeds padded size %d", s, i, padded)
+			return nil, bad(int64(fixed+headerEntry*i), "data size %d of shard %d exceeds padded size %d", s, i, padded)
 		}
 		h.Sizes[i] = int64(s)
 		copy(h.Hashes[i][:], e[8:40])
@@ -145,7 +197,7 @@ func ReadParityHeader(r io.ReaderAt, size int64, path string) (*ParityHeader, er
 		return nil, bad(size-8, fmt.Errorf("%w: trailer magic %q", ErrBadHeader, tail[8:]))
 	}
 	n := int64(binary.LittleEndian.Uint64(tail[:8]))
-	if n < HeaderLen(1) || n > HeaderLen(MaxShards) || n > size {
+	if n < HeaderLen(1, 1) || n > HeaderLen(MaxShards, 1) || n > size {
 		return nil, bad(size-tailLen, fmt.Errorf("%w: header length %d in a file of %d bytes", ErrBadHeader, n, size))
 	}
 	b := make([]byte, n)
@@ -160,9 +212,13 @@ func ReadParityHeader(r io.ReaderAt, size int64, path string) (*ParityHeader, er
 		}
 		return nil, err
 	}
-	if h.Len() != n || h.Padded != size-n {
-		return nil, bad(size-n, fmt.Errorf("%w: header of %d bytes for %d data shards, payload %d bytes, header says %d",
-			ErrBadHeader, n, h.K, size-n, h.Padded))
+	lay, err := h.Layout()
+	if err != nil {
+		return nil, bad(size-n, fmt.Errorf("%w: %w", ErrBadHeader, err))
+	}
+	if h.Len() != n || lay.ParitySize() != size-n {
+		return nil, bad(size-n, fmt.Errorf("%w: header of %d bytes for %d members, payload %d bytes, header says %d",
+			ErrBadHeader, n, h.K, size-n, lay.ParitySize()))
 	}
 	return h, nil
 }

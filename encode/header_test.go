@@ -2,6 +2,7 @@ package encode
 
 import (
 	"bytes"
+	"encoding/binary"
 	"flag"
 	"path/filepath"
 	"testing"
@@ -26,8 +27,8 @@ func sampleHeader() *ParityHeader {
 func TestParityHeaderGolden(t *testing.T) {
 	b, err := sampleHeader().Marshal()
 	require.NoError(t, err)
-	assert.Len(t, b, int(HeaderLen(3)))
-	assert.Equal(t, int64(64+120+32+16), HeaderLen(3))
+	assert.Len(t, b, int(HeaderLen(3, 3)))
+	assert.Equal(t, int64(64+120+32+16), HeaderLen(3, 3))
 	path := filepath.Join("testdata", "header-k3.golden")
 	if *rewrite {
 		require.NoError(t, vfd.WriteFileAtomic(vfd.Sec2{}, path, b))
@@ -38,6 +39,81 @@ func TestParityHeaderGolden(t *testing.T) {
 	h, err := ParseParityHeader("p", append(b, 1, 2, 3))
 	require.NoError(t, err)
 	assert.Equal(t, sampleHeader(), h)
+}
+
+// sampleRotated is a rotated-scheme header: k=3 members, m=1, unit 512.
+func sampleRotated() *ParityHeader {
+	h := sampleHeader()
+	h.M, h.Index, h.Unit = 1, 2, 512
+	return h
+}
+
+// TestParityHeaderRotatedGolden: version 2 carries the stripe unit after
+// the fixed fields; the payload is Rows*M*Unit bytes.
+func TestParityHeaderRotatedGolden(t *testing.T) {
+	b, err := sampleRotated().Marshal()
+	require.NoError(t, err)
+	assert.Equal(t, int64(72+120+32+16), HeaderLen(3, 1))
+	require.Len(t, b, int(HeaderLen(3, 1)))
+	assert.Equal(t, uint32(2), binary.LittleEndian.Uint32(b[8:]), "version")
+	assert.Equal(t, uint64(512), binary.LittleEndian.Uint64(b[64:]), "unit")
+	path := filepath.Join("testdata", "header-k3-m1.golden")
+	if *rewrite {
+		require.NoError(t, vfd.WriteFileAtomic(vfd.Sec2{}, path, b))
+	}
+	want, err := vfd.ReadFile(vfd.Sec2{}, path)
+	require.NoError(t, err)
+	assert.Equal(t, want, b, "wire format changed")
+	h, err := ParseParityHeader("p", b)
+	require.NoError(t, err)
+	assert.Equal(t, sampleRotated(), h)
+
+	// 5000 bytes over 2 data segments of 512-byte units: 5 rows, 5*1*512
+	// payload bytes.
+	lay, err := h.Layout()
+	require.NoError(t, err)
+	require.Equal(t, int64(2560), lay.ParitySize())
+	f := &memFile{b: append(make([]byte, 2560), b...)}
+	got, err := ReadParityHeader(f, int64(len(f.b)), "p")
+	require.NoError(t, err)
+	assert.Equal(t, sampleRotated(), got)
+	f.b = append(make([]byte, 5000), b...)
+	_, err = ReadParityHeader(f, int64(len(f.b)), "p")
+	require.ErrorIs(t, err, ErrBadHeader)
+	assert.Contains(t, err.Error(), "header says 2560")
+
+	mut := func(off int, v byte) []byte { c := bytes.Clone(b); c[off] ^= v; return c }
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		off  int64
+		msg  string
+	}{
+		{"version 1 with m < k", mut(8, 3), 16, "no longer supported"},
+		{"unit zero", func() []byte { c := bytes.Clone(b); binary.LittleEndian.PutUint64(c[64:], 0); return c }(), 64, "stripe unit 0"},
+		{"member index >= k", mut(20, 1), 20, "member index 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseParityHeader("p", tc.in)
+			require.ErrorIs(t, err, ErrBadHeader)
+			var ce *CorruptionError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tc.off, ce.Offset)
+			assert.Contains(t, err.Error(), tc.msg)
+		})
+	}
+	v2full := sampleHeader()
+	v2full.Unit = 512
+	full, err := v2full.Marshal()
+	require.NoError(t, err)
+	binary.LittleEndian.PutUint32(full[8:], 2)
+	_, err = ParseParityHeader("p", full)
+	require.ErrorIs(t, err, ErrBadHeader)
+	assert.Contains(t, err.Error(), "version 2 (rotated) with m=3 >= k=3")
+	bad := sampleRotated()
+	bad.Unit = 0
+	_, err = bad.Marshal()
+	require.ErrorIs(t, err, ErrBadShape)
 }
 
 func TestParityHeaderErrors(t *testing.T) {
@@ -97,8 +173,12 @@ func TestParityHeaderErrors(t *testing.T) {
 func FuzzParseParityHeader(f *testing.F) {
 	good, _ := sampleHeader().Marshal()
 	f.Add(good)
-	if b, err := vfd.ReadFile(vfd.Sec2{}, filepath.Join("testdata", "header-k3.golden")); err == nil {
-		f.Add(b)
+	rot, _ := sampleRotated().Marshal()
+	f.Add(rot)
+	for _, name := range []string{"header-k3.golden", "header-k3-m1.golden"} {
+		if b, err := vfd.ReadFile(vfd.Sec2{}, filepath.Join("testdata", name)); err == nil {
+			f.Add(b)
+		}
 	}
 	f.Add(good[:64])
 	f.Add([]byte(ParityMagic))
@@ -117,12 +197,16 @@ func FuzzReadParityHeader(f *testing.F) {
 	good, _ := sampleHeader().Marshal()
 	f.Add(append(make([]byte, 5000), good...))
 	f.Add(good)
+	rot, _ := sampleRotated().Marshal()
+	f.Add(append(make([]byte, 2560), rot...))
 	f.Add([]byte(ParityMagic + ParityMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := ReadParityHeader(&memFile{b: b}, int64(len(b)), "fuzz")
 		if err != nil {
 			return
 		}
-		require.Equal(t, int64(len(b)), h.Padded+h.Len())
+		lay, err := h.Layout()
+		require.NoError(t, err)
+		require.Equal(t, int64(len(b)), lay.ParitySize()+h.Len())
 	})
 }

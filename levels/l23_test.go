@@ -221,8 +221,12 @@ func TestL2L3DisruptionMatrix(t *testing.T) {
 	}
 }
 
-// TestL3ParityCount: with m=2 parity files per group of 4, any 2 lost
-// files are rebuilt and 3 are not.
+// TestL3ParityCount: with m=2 of a group of 4 the parity is rotated:
+// every member holds a parity file about as large as its data file
+// (overhead m/(k-m) = 1), any 2 members may lose data, parity or both and
+// are rebuilt, and 3 whole members are refused. Losing only data files is
+// counted per stripe: three members' data with all parity intact leaves
+// every stripe with 2 of its 4 shards, which is rebuilt.
 func TestL3ParityCount(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -231,8 +235,14 @@ func TestL3ParityCount(t *testing.T) {
 	}{
 		{"two data files", func(w *l23World) { onFiles("data*", true, 1, 3)(w) }, true},
 		{"data and parity on one node", eraseNodeDirs(0), true},
-		{"one node and one data file", func(w *l23World) { eraseNodeDirs(0)(w); onFiles("data*", false, 2)(w) }, false},
-		{"three data files", func(w *l23World) { onFiles("data*", true, 1, 2, 3)(w) }, false},
+		{"one node and one data file", func(w *l23World) { eraseNodeDirs(0)(w); onFiles("data*", false, 2)(w) }, true},
+		{"two nodes", eraseNodeDirs(1, 2), true},
+		{"two parity files and one data file of a third node", func(w *l23World) {
+			onFiles("parity*", true, 0, 1)(w)
+			onFiles("data*", true, 3)(w)
+		}, false},
+		{"three data files", func(w *l23World) { onFiles("data*", true, 1, 2, 3)(w) }, true},
+		{"three nodes", eraseNodeDirs(0, 1, 3), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -240,9 +250,9 @@ func TestL3ParityCount(t *testing.T) {
 			for r, err := range w.checkpoint(1, L3) {
 				require.NoError(t, err, "rank %d", r)
 			}
-			assert.Len(t, w.ckptFiles(0, "parity*"), 1)
-			assert.Len(t, w.ckptFiles(1, "parity*"), 1)
-			assert.Empty(t, w.ckptFiles(2, "parity*"))
+			for n := range 4 {
+				assert.Len(t, w.ckptFiles(n, "parity*"), 1, "node %d holds a parity file", n)
+			}
 			tc.hit(w)
 			_, errs := w.recover()
 			for r, err := range errs {
@@ -250,7 +260,7 @@ func TestL3ParityCount(t *testing.T) {
 					require.NoError(t, err, "rank %d", r)
 				} else {
 					require.ErrorIs(t, err, ErrUnrecoverable, "rank %d", r)
-					assert.Contains(t, err.Error(), "at most 2 may be lost")
+					assert.Contains(t, err.Error(), "at most 2 may be lost (any 2 of the 4 members)")
 				}
 			}
 		})

@@ -13,19 +13,23 @@ import (
 const (
 	AttrRSK     = "rs-k"     // data shards (group size)
 	AttrRSM     = "rs-m"     // parity shards
-	AttrRSIndex = "rs-index" // parity shard held in this file
+	AttrRSIndex = "rs-index" // the group member holding this file
+	AttrRSUnit  = "rs-unit"  // stripe unit of the rotated scheme (m < k)
 )
 
 // RS3 is level 3: the data file on node-local storage plus Reed-Solomon
-// parity across the rank's group (FTI's FTI_RSenc). With k group members
-// and M parity shards (0 means M = k, FTI's tolerance: any k of the 2k
-// files may be lost), group members 0..M-1 each hold one parity file
-// (docs/format/parity.md), listed with role "parity". Encoding is
+// parity across the rank's group (FTI's FTI_RSenc). Every member of a
+// group of k holds one parity file (docs/format/parity.md), listed with
+// role "parity". With M = k (the default, FTI's) each parity file is as
+// large as the largest data file and any k of the group's 2k files may be
+// lost, that is up to half its nodes. With 1 <= M < k the parity is
+// rotated over stripes as SCR does: each parity file is about M/(k-M) of
+// a data file and any M members may lose all their files. Encoding is
 // distributed and pipelined (see [partner.EncodeGroup]); recovery rebuilds
-// any M lost data or parity files of a group and refuses more.
+// what the code allows and refuses more (see [partner.RebuildGroup]).
 type RS3 struct {
-	// M is the number of parity files per group; 0 or more than the
-	// group size means the group size.
+	// M is the parity count; 0 or more than the group size means the
+	// group size.
 	M int
 	// Buffers, when not nil, recycles transfer blocks between checkpoints.
 	Buffers *partner.Buffers
@@ -56,29 +60,31 @@ func (l RS3) Protect(env *Env, p *Pending) error {
 		return fmt.Errorf("L3: %w", err)
 	}
 	if par.Held {
-		p.Files = append(p.Files, File{Role: RoleParity, Where: Local, Name: name, Size: par.Size, Digest: Digest(par.Hash), Of: env.Rank,
-			Attrs: map[string]string{
-				AttrRSK:     strconv.Itoa(par.Header.K),
-				AttrRSM:     strconv.Itoa(par.Header.M),
-				AttrRSIndex: strconv.Itoa(par.Index),
-			}})
+		attrs := map[string]string{
+			AttrRSK:     strconv.Itoa(par.Header.K),
+			AttrRSM:     strconv.Itoa(par.Header.M),
+			AttrRSIndex: strconv.Itoa(par.Index),
+		}
+		if par.Header.Unit > 0 {
+			attrs[AttrRSUnit] = strconv.Itoa(par.Header.Unit)
+		}
+		p.Files = append(p.Files, File{Role: RoleParity, Where: Local, Name: name, Size: par.Size, Digest: Digest(par.Hash), Of: env.Rank, Attrs: attrs})
 	}
 	return nil
 }
 
-// parityCount returns the parity count recorded in m (every rank reads the
-// same manifest, so every rank agrees), or the level's own.
-func (l RS3) parityCount(m *Manifest) int {
-	for _, fs := range m.Files {
-		for _, f := range fs {
-			if f.Role == RoleParity {
-				if v, err := strconv.Atoi(f.Attrs[AttrRSM]); err == nil && v > 0 {
-					return v
-				}
-			}
+// shape returns the parity count and stripe unit recorded in m for the
+// parity file of rank r (every member of a group wrote the same values:
+// the unit depends on the group's largest file), or the level's own
+// parity count when m lists none.
+func (l RS3) shape(m *Manifest, r int) partner.Shape {
+	if f, ok := heldFile(m, r, RoleParity, r); ok {
+		if v, err := strconv.Atoi(f.Attrs[AttrRSM]); err == nil && v > 0 {
+			u, _ := strconv.Atoi(f.Attrs[AttrRSUnit])
+			return partner.Shape{M: v, Unit: max(u, 0)}
 		}
 	}
-	return l.M
+	return partner.Shape{M: l.M}
 }
 
 // Recover checks this rank's data and parity files and rebuilds the
@@ -96,7 +102,7 @@ func (l RS3) Recover(env *Env, m *Manifest) (Source, error) {
 	if okp {
 		pi = fileInfo(env.Store(par.Where), par, "")
 	}
-	if _, err := partner.RebuildGroup(env.Comm, env.Topo, l.options(env), l.parityCount(m), own, pi); err != nil {
+	if _, err := partner.RebuildGroup(env.Comm, env.Topo, l.options(env), l.shape(m, env.Rank), own, pi); err != nil {
 		return Source{}, fmt.Errorf("L3: %w", err)
 	}
 	if !okd {
@@ -107,13 +113,17 @@ func (l RS3) Recover(env *Env, m *Manifest) (Source, error) {
 
 // RebuildOffline rebuilds the lost or corrupted files of an L3
 // checkpoint without a running job: local(n) is the local area of node n.
-// It returns the paths it wrote; groups that lost more than their parity
-// count are reported in an error wrapping [partner.ErrUnrecoverable].
+// It returns the paths it wrote; groups that lost more than their code
+// tolerates are reported in an error wrapping [partner.ErrUnrecoverable].
 func (l RS3) RebuildOffline(m *Manifest, topo *partner.Topology, local func(node int) Store, o partner.Options) ([]string, error) {
 	data, parity, err := offlineFiles(m, topo, local, RoleParity, func(r int) int { return r })
 	if err != nil {
 		return nil, err
 	}
-	res, err := partner.RebuildL3Offline(topo, o, l.parityCount(m), data, parity)
+	shapes := make([]partner.Shape, m.Ranks)
+	for r := range shapes {
+		shapes[r] = l.shape(m, r)
+	}
+	res, err := partner.RebuildL3Offline(topo, o, shapes, data, parity)
 	return res.Paths, err
 }

@@ -37,15 +37,22 @@
 //     rename, directory sync), and reports ranks whose file and copy are
 //     both lost with [ErrUnrecoverable].
 //   - L3 checkpoint: [EncodeGroup] splits the world into group
-//     communicators; per block, each member's data block travels once
-//     around the ring and member j < m multiplies every block it sees into
-//     parity row j, written with its header trailer (docs/format/parity.md).
+//     communicators and places parity by the group's [encode.Layout]:
+//     FTI's full scheme for m = k (member j holds parity shard j of the
+//     whole files) or SCR-style rotated stripes for m < k (every member
+//     holds m/(k-m) of a file of parity and any m members may be lost).
+//     Row by row, in k shifts of a pairwise exchange, every data unit
+//     reaches the members holding parity of its stripe, which multiply it
+//     into their parity units; each member writes its parity file with its
+//     header trailer (docs/format/parity.md).
 //   - L3 recovery: [RebuildGroup] gathers erasure flags over the group and,
-//     if at most m of the k+m files are lost, all-gathers each block of the
-//     surviving files and rebuilds the lost ones, verified against the
-//     recorded hashes; otherwise every member returns [ErrUnrecoverable].
-//   - Offline: [RebuildL2Offline] and [RebuildL3Offline] do the same from
-//     one process that sees every node's files, with no communicator.
+//     if no stripe lost more shards than it has parity, sends each member
+//     that lost a file just the surviving units its stripes need, and
+//     rebuilds its files, verified against the recorded hashes; otherwise
+//     every member returns [ErrUnrecoverable].
+//   - Offline: [RebuildL2Offline] does the L2 restores from one process
+//     that sees every node's files; [RebuildL3Offline] runs [RebuildGroup]
+//     for every rank in an in-process world.
 //
 // A rank that fails locally (I/O error, bad hash) keeps taking part in the
 // exchange with empty or zero blocks and returns its error at the end, so

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
+	"strings"
 
 	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
@@ -16,15 +18,25 @@ import (
 
 // Parity describes the parity file a group member holds after L3 encoding.
 type Parity struct {
-	// Held is false for members that hold no parity (group rank >= m).
+	// Held is true when the member holds a parity file (every member does).
 	Held bool
-	// Index is the parity shard in the file (the member's group rank).
+	// Index is the member's group rank.
 	Index int
 	// Size and Hash are those of the whole file (payload and header).
 	Size int64
 	Hash encode.Hash
-	// Header is the decoded header.
+	// Header is the decoded header; its Unit is the stripe unit to pass to
+	// [RebuildGroup] in [Shape] (0 in the full scheme).
 	Header *encode.ParityHeader
+}
+
+// Shape is what a group's parity was made with, as recorded at
+// checkpoint time: the parity count M (see [ParityCount]) and, for the
+// rotated scheme, the stripe unit. A zero Unit derives the unit from the
+// options' block size as [EncodeGroup] does.
+type Shape struct {
+	M    int
+	Unit int
 }
 
 // ParityCount returns m for a group of k members: m itself when 1 <= m <= k,
@@ -34,6 +46,16 @@ func ParityCount(k, m int) int {
 		return k
 	}
 	return m
+}
+
+// stripeUnit is the stripe unit EncodeGroup uses: the block size, but no
+// more than a data segment needs, so small files get small parity.
+func stripeUnit(k, m int, padded int64, bs int) int {
+	if m >= k {
+		return int(min(int64(bs), max(padded, 1)))
+	}
+	d := int64(k - m)
+	return int(max(1, min(int64(bs), (padded+d-1)/d)))
 }
 
 // groupComm splits the world into the group communicators (ring order).
@@ -68,19 +90,82 @@ func gatherInfo(gc comm.Comm, size int64, h encode.Hash, flag byte) ([]int64, []
 	return sizes, hashes, flags, nil
 }
 
+// A shift is one step of the group's pairwise exchange: at shift s, member
+// g sends to g+s and receives from g-s (mod k); shift 0 is the member's
+// own units. Every unit of a row reaches its destinations in k shifts.
+type shift struct {
+	send []int      // units of my row (segments) sent to g+s, increasing
+	recv []recvUnit // units received from g-s, in the sender's order
+}
+
+// recvUnit is one received data unit: its codeword position and the parity
+// chunks of this member it is added into (with their parity shard index).
+type recvUnit struct {
+	pos    int
+	chunks [][2]int // {chunk, parity shard}
+}
+
+// encodePlan lists, for member g of layout l, what it sends and receives
+// at each shift, and which shifts nobody uses (skipped by every member).
+func encodePlan(l encode.Layout, g int) (shifts []shift, used []bool) {
+	k, d := l.K, l.DataShards()
+	holders := func(member, s int) []int { // parity holders of member's segment s
+		t, _ := l.Segment(member, s)
+		out := make([]int, l.M)
+		for j := range l.M {
+			out[j] = l.Holder(t, d+j).Member
+		}
+		return out
+	}
+	shifts = make([]shift, k)
+	used = make([]bool, k)
+	for s := range k {
+		to, from := (g+s)%k, (g-s+k)%k
+		for seg := range l.Segments() {
+			if slices.Contains(holders(g, seg), to) {
+				shifts[s].send = append(shifts[s].send, seg)
+			}
+			t, pos := l.Segment(from, seg)
+			ru := recvUnit{pos: pos}
+			for j := range l.M {
+				if h := l.Holder(t, d+j); h.Member == g {
+					ru.chunks = append(ru.chunks, [2]int{h.Unit, j})
+				}
+			}
+			if len(ru.chunks) > 0 {
+				ru.chunks = slices.Clip(ru.chunks)
+				shifts[s].recv = append(shifts[s].recv, ru)
+			}
+		}
+		for x := range k { // anyone sends at this shift?
+			for seg := range l.Segments() {
+				if slices.Contains(holders(x, seg), (x+s)%k) {
+					used[s] = true
+				}
+			}
+		}
+	}
+	return shifts, used
+}
+
 // EncodeGroup is L3's distributed encoding. Collective over the world c.
 // Each rank passes its synced data file with the size and hash recorded
-// for it; the member at group rank j < m (m from [ParityCount]) writes
-// parity shard j to parityTo (a tmp name; payload, then the header trailer,
-// synced). Files of different sizes are padded with zeros in memory only.
+// for it, and every member of the group writes its parity payload to
+// parityTo (a tmp name; payload, then the header trailer, synced). Where
+// parity goes is the group's [encode.Layout]: with m = k (FTI's default,
+// see [ParityCount]) member j holds parity shard j of the whole files; with
+// m < k the parity is rotated over stripes, and the stripe unit is the
+// block size (at most a data segment's length). Files of different sizes
+// are padded with zeros in memory only.
 //
-// The encoding is pipelined by blocks of o.BlockSize, as FTI does it: each
-// member's data block travels once around the group ring (k-1 Sendrecv
-// steps per block) and every parity holder multiplies each block it sees
-// into its own parity row ([encode.Row]), so a member holds its own block,
-// two blocks in transit and its parity block, whatever the group size. The
-// data hash is checked while reading; a member that fails keeps exchanging
-// (zeros) and returns its error at the end.
+// The encoding is pipelined by rows of units. For each row, every member
+// reads its data units (hashing the file as it goes), and in k shifts of a
+// pairwise exchange (member g sends to g+s and receives from g-s) every
+// data unit reaches the members holding parity of its stripe, which
+// multiply it into their parity units ([encode.Row]). A member holds its
+// own row, one row in transit and its parity row, whatever the group size.
+// A member that fails keeps exchanging (zeros) and returns its error at
+// the end.
 func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, parityTo Ref) (Parity, error) {
 	gc, err := groupComm(c, t)
 	if err != nil {
@@ -89,18 +174,30 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	defer gc.Close()
 	k, g := gc.Size(), gc.Rank()
 	m = ParityCount(k, m)
-	code, err := encode.New(k, m)
-	if err != nil {
-		return Parity{}, err
-	}
 	sizes, hashes, _, err := gatherInfo(gc, data.Size, data.Hash, 0)
 	if err != nil {
 		return Parity{}, err
 	}
 	padded := encode.PaddedSize(sizes)
-	bs := int(min(int64(o.block()), max(padded, 1)))
+	lay, err := encode.NewLayout(k, m, padded, stripeUnit(k, m, padded, o.block()))
+	if err != nil {
+		return Parity{}, err
+	}
+	code, err := lay.Code(encode.Options{})
+	if err != nil {
+		return Parity{}, err
+	}
+	rows := make([]*encode.Row, lay.Chunks())
+	for c := range rows {
+		_, j := lay.Chunk(g, c)
+		if rows[c], err = code.Row(j); err != nil {
+			return Parity{}, err
+		}
+	}
+	shifts, used := encodePlan(lay, g)
 	log := o.log()
-	log.Debug("L3 encode", zap.Int("rank", c.Rank()), zap.Int("group-rank", g), zap.Int("k", k), zap.Int("m", m), zap.Int64("padded", padded))
+	log.Debug("L3 encode", zap.Int("rank", c.Rank()), zap.Int("group-rank", g), zap.Int("k", k), zap.Int("m", m),
+		zap.Int64("padded", padded), zap.Int("unit", lay.Unit), zap.Bool("rotated", lay.Rotated()))
 
 	var errs []error
 	fail := func(err error) {
@@ -108,39 +205,20 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 			errs = append(errs, err)
 		}
 	}
-	// read-ahead (hashing the data as it goes) and write-behind (hashing the parity)
+	unit := lay.Unit
+	dataRow, parRow := lay.Segments()*unit, lay.Chunks()*unit
 	pool := o.Buffers
-	src, err := openSource(data, bs, true, pool)
+	// read-ahead hashing the data, write-behind hashing the parity
+	src, err := openSource(data, dataRow, true, pool)
 	if err != nil {
 		fail(fmt.Errorf("open data %s: %w", data.Path, err))
 		src = nil
 	}
-	var out *sink
-	holds := g < m
-	if holds {
-		out, err = createSink(parityTo, bs, padded, pool)
-		if err != nil {
-			fail(fmt.Errorf("create parity %s: %w", parityTo.Path, err))
-			out = nil
-		}
+	out, err := createSink(parityTo, parRow, lay.ParitySize(), pool)
+	if err != nil {
+		fail(fmt.Errorf("create parity %s: %w", parityTo.Path, err))
+		out = nil
 	}
-	// FTI's scheme: each data block travels once around the ring; every
-	// member multiplies each block it sees into its own parity row. A
-	// member holds its own block, two blocks in transit and its parity block.
-	var row *encode.Row
-	if holds {
-		if row, err = code.Row(g); err != nil {
-			return Parity{}, err
-		}
-	}
-	own := pool.get(bs)
-	defer pool.put(own)
-	acc := pool.get(bs)
-	defer pool.put(acc)
-	transit := [2][]byte{pool.get(bs), pool.get(bs)}
-	defer pool.put(transit[0])
-	defer pool.put(transit[1])
-	right, left := (g+1)%k, (g+k-1)%k
 	abort := func(err error) (Parity, error) {
 		if src != nil {
 			src.close()
@@ -150,54 +228,59 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 		}
 		return Parity{}, errors.Join(append(errs, err)...)
 	}
-	for off := int64(0); off < padded; off += int64(bs) {
-		n := int(min(int64(bs), padded-off))
-		blk := own[:n]
+	maxUnits := 1
+	for _, s := range shifts {
+		maxUnits = max(maxUnits, len(s.send), len(s.recv))
+	}
+	own := pool.get(dataRow)
+	defer pool.put(own)
+	acc := pool.get(parRow)
+	defer pool.put(acc)
+	transit := pool.get(maxUnits * unit)
+	defer pool.put(transit)
+	var pack []byte // for send lists that are not one run of units
+	for r := range lay.Rows() {
+		n := lay.UnitLen(r)
+		row := own[:lay.Segments()*n]
 		var got []byte
-		if src != nil && off < data.Size {
+		if src != nil && lay.DataOffset(r) < data.Size {
 			got = src.next()
 		}
-		if len(got) == n {
-			blk = got
-		} else {
-			copy(blk, got)
-			clear(blk[len(got):])
-		}
-		a := acc[:n]
-		if holds {
-			clear(a)
-			if err := row.Add(blk, g, a); err != nil {
-				fail(err)
-			}
-		}
-		send := blk
-		for s := 1; s < k; s++ {
-			rb := transit[s%2][:n]
-			nr, err := gc.Sendrecv(send, right, tagEncode, rb, left, tagEncode)
-			if err == nil && nr != n {
-				err = fmt.Errorf("%w: L3 encode: %d-byte block from group rank %d, want %d", ErrBadArgument, nr, left, n)
-			}
-			if err != nil {
-				return abort(fmt.Errorf("L3 encode exchange at %d: %w", off, err))
-			}
-			if s == 1 && got != nil {
-				src.release(got) // own block sent and added
-				got = nil
-			}
-			if holds {
-				if err := row.Add(rb, ((g-s)%k+k)%k, a); err != nil {
-					fail(err)
-				}
-			}
-			send = rb
-		}
+		copy(row, got)
+		clear(row[len(got):])
 		if got != nil {
 			src.release(got)
+		}
+		a := acc[:lay.Chunks()*n]
+		clear(a)
+		for s, sh := range shifts {
+			if !used[s] {
+				continue
+			}
+			send := unitsOf(row, sh.send, n, &pack)
+			rb := send
+			if s > 0 {
+				to, from := (g+s)%k, (g-s+k)%k
+				rb = transit[:len(sh.recv)*n]
+				nr, err := gc.Sendrecv(send, to, tagEncode, rb, from, tagEncode)
+				if err == nil && nr != len(rb) {
+					err = fmt.Errorf("%w: L3 encode: %d bytes from group rank %d, want %d", ErrBadArgument, nr, from, len(rb))
+				}
+				if err != nil {
+					return abort(fmt.Errorf("L3 encode exchange at row %d: %w", r, err))
+				}
+			}
+			for i, ru := range sh.recv {
+				blk := rb[i*n : (i+1)*n]
+				for _, cj := range ru.chunks {
+					fail(rows[cj[0]].Add(blk, ru.pos, a[cj[0]*n:(cj[0]+1)*n]))
+				}
+			}
 		}
 		if out != nil {
 			b := out.buffer()
 			copy(b, a)
-			out.put(b[:n])
+			out.put(b[:len(a)])
 		}
 	}
 	if src != nil {
@@ -207,10 +290,10 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 			fail(&CorruptionError{Path: data.Path, Rank: c.Rank(), Err: fmt.Errorf("%w: data changed before encoding", ErrHashMismatch)})
 		}
 	}
-	if !holds {
-		return Parity{Index: g}, errors.Join(errs...)
-	}
 	hdr := &encode.ParityHeader{K: k, M: m, Index: g, Padded: padded, Sizes: sizes, Hashes: hashes}
+	if lay.Rotated() {
+		hdr.Unit = unit
+	}
 	res := Parity{Held: true, Index: g, Header: hdr}
 	if out != nil {
 		_, whole, size, err := out.finishWith(func(body encode.Hash) ([]byte, error) {
@@ -226,9 +309,30 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	return res, errors.Join(errs...)
 }
 
-// tagEncode and tagDecode are the L3 message tags (group communicator).
+// unitsOf returns units idx (each n bytes) of row as one slice: a sub-slice
+// when they are consecutive, else packed into *pack.
+func unitsOf(row []byte, idx []int, n int, pack *[]byte) []byte {
+	if len(idx) == 0 {
+		return nil
+	}
+	first, last := idx[0], idx[len(idx)-1]
+	if last-first+1 == len(idx) {
+		return row[first*n : (last+1)*n]
+	}
+	if cap(*pack) < len(idx)*n {
+		*pack = make([]byte, len(idx)*n)
+	}
+	p := (*pack)[:len(idx)*n]
+	for i, u := range idx {
+		copy(p[i*n:], row[u*n:(u+1)*n])
+	}
+	return p
+}
+
+// tagEncode and tagRebuild are the L3 message tags (group communicator).
 const (
-	tagEncode = 0x6640
+	tagEncode  = 0x6640
+	tagRebuild = 0x6641
 )
 
 // L3Recovery says what [RebuildGroup] did on one rank.
@@ -244,26 +348,104 @@ const (
 	lostParity = 2
 )
 
+// checkParity reports why this member's parity file cannot be used, or nil.
+func checkParity(parity FileInfo, rank, bs, k, m, g int, unit int) error {
+	if !parity.Valid() {
+		return fmt.Errorf("%w: no parity file listed", ErrBadArgument)
+	}
+	if err := parity.Check(rank, bs); err != nil {
+		return err
+	}
+	f, err := parity.Driver.Open(parity.Path, vfd.ReadOnly)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	hdr, err := encode.ReadParityHeader(f, parity.Size, parity.Path)
+	if err != nil {
+		return err
+	}
+	if hdr.K != k || hdr.M != m || hdr.Index != g || (m < k && unit > 0 && hdr.Unit != unit) {
+		return &CorruptionError{Path: parity.Path, Rank: rank, Err: fmt.Errorf("%w: parity header k=%d m=%d member=%d unit=%d does not fit group k=%d m=%d member=%d unit=%d",
+			ErrHashMismatch, hdr.K, hdr.M, hdr.Index, hdr.Unit, k, m, g, unit)}
+	}
+	return nil
+}
+
+// rebuildPlan is what one member sends and receives at each shift of a
+// rebuild, and the stripes it rebuilds.
+type rebuildPlan struct {
+	need   []int      // stripes where this member lost a shard
+	chosen [][]int    // per stripe: the DataShards() surviving positions used
+	send   [][][2]int // per shift: {stripe, position} of my shards sent to g+s
+	recv   [][][2]int // per shift: {stripe, position} received from g-s
+	used   []bool     // per shift: whether anyone exchanges
+	most   int        // the most stripes any member needs
+}
+
+func planRebuild(l encode.Layout, dmg encode.Damage, g int) rebuildPlan {
+	k, d := l.K, l.DataShards()
+	p := rebuildPlan{chosen: make([][]int, l.Stripes()), send: make([][][2]int, k), recv: make([][][2]int, k), used: make([]bool, k)}
+	need := make([][]int, k) // per member
+	for t := range l.Stripes() {
+		for pos, lost := range l.Lost(dmg, t) {
+			if !lost && len(p.chosen[t]) < d {
+				p.chosen[t] = append(p.chosen[t], pos)
+			}
+			if m := l.Holder(t, pos).Member; lost && !slices.Contains(need[m], t) {
+				need[m] = append(need[m], t)
+			}
+		}
+	}
+	p.need = need[g]
+	for _, n := range need {
+		p.most = max(p.most, len(n))
+	}
+	// sent(x, y): what member x sends member y
+	sent := func(x, y int) [][2]int {
+		var out [][2]int
+		for _, t := range need[y] {
+			for _, pos := range p.chosen[t] {
+				if l.Holder(t, pos).Member == x {
+					out = append(out, [2]int{t, pos})
+				}
+			}
+		}
+		return out
+	}
+	for s := range k {
+		p.send[s] = sent(g, (g+s)%k)
+		p.recv[s] = sent((g-s+k)%k, g)
+		for x := range k {
+			if len(sent(x, (x+s)%k)) > 0 {
+				p.used[s] = true
+			}
+		}
+	}
+	return p
+}
+
 // RebuildGroup is L3's recovery. Collective over the world c. data is this
-// rank's data file and parity its parity file (Ref zero when the member
-// holds none), each with the size and hash of the whole file recorded at
-// checkpoint time; m as for [EncodeGroup]. Every member checks its files,
-// the erasure flags are gathered over the group, and when no more than m of
-// the k+m files are lost, the lost data and parity files are rebuilt block
-// by block (each block of every surviving file is all-gathered over the
-// group), written under tmp names, synced, checked against the recorded
-// hashes and renamed into place. More than m losses give an error wrapping
-// [ErrUnrecoverable] on every member, naming the lost files; nothing is
-// written then.
-func RebuildGroup(c comm.Comm, t *Topology, o Options, m int, data, parity FileInfo) (L3Recovery, error) {
+// rank's data file and parity its parity file, each with the size and hash
+// of the whole file recorded at checkpoint time; shape as recorded for the
+// checkpoint. Every member checks its files and the erasure flags are
+// gathered over the group. When every stripe of the group's
+// [encode.Layout] has lost no more shards than it has parity, each member
+// that lost a file receives, row by row, just the surviving units its lost
+// stripes need (one shard per surviving holder, no more than the code
+// needs) and rebuilds its units; the files are written under tmp names,
+// synced, read back and checked against the recorded hashes, and renamed
+// into place. Otherwise every member returns an error wrapping
+// [ErrUnrecoverable] naming the lost files and the ranks whose data is
+// gone, and nothing is written.
+func RebuildGroup(c comm.Comm, t *Topology, o Options, shape Shape, data, parity FileInfo) (L3Recovery, error) {
 	gc, err := groupComm(c, t)
 	if err != nil {
 		return L3Recovery{}, err
 	}
 	defer gc.Close()
 	k, g := gc.Size(), gc.Rank()
-	m = ParityCount(k, m)
-	holds := g < m
+	m := ParityCount(k, shape.M)
 	bs := o.block()
 	var flag byte
 	if !data.Valid() {
@@ -272,58 +454,70 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, m int, data, parity FileI
 		flag |= lostData
 		o.log().Info("L3: data file lost", zap.Int("rank", c.Rank()), zap.Error(err))
 	}
-	var hdr *encode.ParityHeader
-	if holds && !parity.Valid() {
+	if err := checkParity(parity, c.Rank(), bs, k, m, g, shape.Unit); err != nil {
 		flag |= lostParity
-		o.log().Info("L3: no parity file listed", zap.Int("rank", c.Rank()))
-	} else if holds {
-		if err := parity.Check(c.Rank(), bs); err != nil {
-			flag |= lostParity
-			o.log().Info("L3: parity file lost", zap.Int("rank", c.Rank()), zap.Error(err))
-		} else if f, err := parity.Driver.Open(parity.Path, vfd.ReadOnly); err == nil {
-			hdr, err = encode.ReadParityHeader(f, parity.Size, parity.Path)
-			f.Close()
-			if err != nil || hdr.K != k || hdr.M != m || hdr.Index != g {
-				flag |= lostParity
-				o.log().Info("L3: parity header does not fit the group", zap.Int("rank", c.Rank()), zap.Error(err))
-			}
-		} else {
-			flag |= lostParity
-		}
+		o.log().Info("L3: parity file lost", zap.Int("rank", c.Rank()), zap.Error(err))
 	}
 	sizes, hashes, flags, err := gatherInfo(gc, data.Size, data.Hash, flag)
 	if err != nil {
 		return L3Recovery{}, err
 	}
+	padded := encode.PaddedSize(sizes)
+	unit := shape.Unit
+	if unit <= 0 || m == k {
+		unit = stripeUnit(k, m, padded, bs)
+	}
+	lay, err := encode.NewLayout(k, m, padded, unit)
+	if err != nil {
+		return L3Recovery{}, err
+	}
 	var res L3Recovery
-	lost := make([]bool, k+m)
-	nlost := 0
+	dmg := encode.Damage{Data: make([]bool, k), Parity: make([]bool, k)}
 	var lostRanks []int
 	for i, f := range flags {
 		if f&lostData != 0 {
-			lost[i] = true
+			dmg.Data[i] = true
 			res.Lost = append(res.Lost, fmt.Sprintf("d%d", i))
 			lostRanks = append(lostRanks, t.Member(c.Rank(), i))
-			nlost++
 		}
-		if i < m && f&lostParity != 0 {
-			lost[k+i] = true
+		if f&lostParity != 0 {
+			dmg.Parity[i] = true
 			res.Lost = append(res.Lost, fmt.Sprintf("p%d", i))
-			nlost++
 		}
 	}
-	if nlost > m {
-		return res, fmt.Errorf("%w: group %d lost %d of its %d files (%v), at most %d may be lost; data of ranks %v is gone",
-			ErrUnrecoverable, t.GroupOf(c.Rank()), nlost, k+m, res.Lost, m, lostRanks)
-	}
-	if nlost == 0 {
+	if len(res.Lost) == 0 {
 		return res, nil
 	}
-	code, err := encode.New(k, m)
-	if err != nil {
-		return res, err
+	if stripe, err := lay.Check(dmg); err != nil {
+		return res, unrecoverable(lay, t.GroupOf(c.Rank()), res.Lost, lostRanks, stripe, err)
 	}
-	padded := encode.PaddedSize(sizes)
+	return res, rebuildMember(gc, c.Rank(), o, lay, dmg, data, parity, sizes, hashes, &res)
+}
+
+// unrecoverable is the error of a group with too many losses.
+func unrecoverable(l encode.Layout, group int, lost []string, ranks []int, stripe int, err error) error {
+	var ee *encode.ErasureError
+	if !errors.As(err, &ee) {
+		return err
+	}
+	if !l.Rotated() {
+		return fmt.Errorf("%w: group %d lost %d of its %d files (%v), at most %d may be lost; data of ranks %v is gone",
+			ErrUnrecoverable, group, len(lost), 2*l.K, strings.Join(lost, " "), l.M, ranks)
+	}
+	return fmt.Errorf("%w: group %d lost %d of its %d files (%v); stripe %d lost %d of its %d shards, at most %d may be lost (any %d of the %d members); data of ranks %v is gone",
+		ErrUnrecoverable, group, len(lost), 2*l.K, strings.Join(lost, " "), stripe, len(ee.Lost), l.DataShards()+l.M, l.M, l.M, l.K, ranks)
+}
+
+// rebuildMember runs the rebuild exchange on member gc.Rank() and writes
+// its lost files.
+func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg encode.Damage, data, parity FileInfo,
+	sizes []int64, hashes []encode.Hash, res *L3Recovery) error {
+	k, g, d := lay.K, gc.Rank(), lay.DataShards()
+	code, err := lay.Code(encode.Options{})
+	if err != nil {
+		return err
+	}
+	plan := planRebuild(lay, dmg, g)
 	var errs []error
 	fail := func(err error) {
 		if err != nil {
@@ -331,86 +525,127 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, m int, data, parity FileI
 		}
 	}
 	// my surviving files to read, my lost files to write
-	var dsrc, psrc vfd.File
-	var dout, pout vfd.File
-	dtmp, ptmp := data.Path+TmpSuffix, parity.Path+TmpSuffix
-	if !lost[g] {
-		if dsrc, err = data.Driver.Open(data.Path, vfd.ReadOnly); err != nil {
-			fail(err)
-		}
-	} else if !data.Valid() {
-		fail(fmt.Errorf("%w: rank %d: no data file to rebuild into", ErrBadArgument, c.Rank()))
-	} else if err = mkdirDurable(data.Driver, path.Dir(dtmp)); err != nil {
-		fail(err)
-	} else if dout, err = vfd.CreateTrunc(data.Driver, dtmp); err != nil {
-		fail(err)
-	}
-	if holds {
-		if !lost[k+g] {
-			if psrc, err = parity.Driver.Open(parity.Path, vfd.ReadOnly); err != nil {
-				fail(err)
+	open := func(f FileInfo, lost bool, what string) (src, dst vfd.File) {
+		var err error
+		switch {
+		case !lost:
+			src, err = f.Driver.Open(f.Path, vfd.ReadOnly)
+		case !f.Valid():
+			err = fmt.Errorf("%w: rank %d: no %s file to rebuild into", ErrBadArgument, rank, what)
+		default:
+			if err = mkdirDurable(f.Driver, path.Dir(f.Path)); err == nil {
+				dst, err = vfd.CreateTrunc(f.Driver, f.Path+TmpSuffix)
 			}
-		} else if !parity.Valid() {
-			fail(fmt.Errorf("%w: rank %d: no parity file to rebuild into", ErrBadArgument, c.Rank()))
-		} else if err = mkdirDurable(parity.Driver, path.Dir(ptmp)); err != nil {
-			fail(err)
-		} else if pout, err = vfd.CreateTrunc(parity.Driver, ptmp); err != nil {
-			fail(err)
+		}
+		fail(err)
+		return src, dst
+	}
+	dsrc, dout := open(data, dmg.Data[g], "data")
+	psrc, pout := open(parity, dmg.Parity[g], "parity")
+	closeAll := func() {
+		for _, f := range []vfd.File{dsrc, psrc, dout, pout} {
+			if f != nil {
+				f.Close()
+			}
 		}
 	}
-	dh, fh := blake3.New(), blake3.New()
-	bs = int(min(int64(bs), max(padded, 1)))
-	slot := 2 * bs
-	send := o.Buffers.get(slot)
-	defer o.Buffers.put(send)
-	recv := o.Buffers.get(slot * k)
-	defer o.Buffers.put(recv)
-	for off := int64(0); off < padded; off += int64(bs) {
-		n := int(min(int64(bs), padded-off))
-		sd, sp := send[:n], send[n:2*n]
-		clear(send[:2*n])
-		if dsrc != nil {
-			if err := encode.ReadBlock(dsrc, data.Size, sd, off); err != nil {
-				fail(fmt.Errorf("read %s: %w", data.Path, err))
-				dsrc.Close()
-				dsrc = nil
+	// A row is processed in pieces small enough that a member holds about
+	// k units of others' shards at once, however many stripes it rebuilds.
+	unit := lay.Unit
+	pieces := max(1, (plan.most*d+max(k, 4)-1)/max(k, 4))
+	piece := (unit + pieces - 1) / pieces
+	// Received shards of my stripes land in recv, shift after shift; base[s]
+	// is where shift s's units start (in units).
+	base := make([]int, k+1)
+	for s := range k {
+		base[s+1] = base[s] + len(plan.recv[s])
+	}
+	where := map[[2]int]int{} // {stripe, position} -> unit index in recv
+	for s := range k {
+		for i, tp := range plan.recv[s] {
+			where[tp] = base[s] + i
+		}
+	}
+	most := 0
+	for s := range k {
+		most = max(most, len(plan.send[s]))
+	}
+	sendBuf := o.Buffers.get(max(most, 1) * piece)
+	defer o.Buffers.put(sendBuf)
+	recvBuf := o.Buffers.get(max(base[k], 1) * piece)
+	defer o.Buffers.put(recvBuf)
+	scratch := o.Buffers.get(lay.M * piece)
+	defer o.Buffers.put(scratch)
+	paritySize := lay.ParitySize()
+	// unitAt is the file, its size and the offset of piece a of a unit of row r.
+	unitAt := func(r int64, n, a int, h encode.Shard) (vfd.File, vfd.File, int64, int64) {
+		if h.Parity {
+			return psrc, pout, lay.ParityOffset(r) + int64(h.Unit*n+a), paritySize
+		}
+		return dsrc, dout, lay.DataOffset(r) + int64(h.Unit*n+a), data.Size
+	}
+	shards := make([][]byte, d+lay.M)
+	mask := make([]bool, d+lay.M)
+	for r := range lay.Rows() {
+		n := lay.UnitLen(r)
+		for a := 0; a < n; a += piece {
+			pl := min(piece, n-a)
+			for s := range k {
+				if !plan.used[s] {
+					continue
+				}
+				send := sendBuf[:len(plan.send[s])*pl]
+				into := recvBuf[base[s]*pl : base[s+1]*pl]
+				if s == 0 {
+					send = into // my own shards for my own stripes
+				}
+				for i, tp := range plan.send[s] {
+					src, _, off, size := unitAt(r, n, a, lay.Holder(tp[0], tp[1]))
+					b := send[i*pl : (i+1)*pl]
+					if src == nil {
+						clear(b)
+					} else if err := encode.ReadBlock(src, size, b, off); err != nil {
+						fail(fmt.Errorf("read %s: %w", src.Name(), err))
+						clear(b)
+					}
+				}
+				if s == 0 {
+					continue
+				}
+				to, from := (g+s)%k, (g-s+k)%k
+				nr, err := gc.Sendrecv(send, to, tagRebuild, into, from, tagRebuild)
+				if err == nil && nr != len(into) {
+					err = fmt.Errorf("%w: L3 rebuild: %d bytes from group rank %d, want %d", ErrBadArgument, nr, from, len(into))
+				}
+				if err != nil {
+					closeAll()
+					removeTmps(data, parity, dout, pout)
+					return errors.Join(append(errs, fmt.Errorf("L3 rebuild exchange at row %d: %w", r, err))...)
+				}
 			}
-		}
-		if psrc != nil {
-			if err := encode.ReadBlock(psrc, padded, sp, off); err != nil {
-				fail(fmt.Errorf("read %s: %w", parity.Path, err))
-				psrc.Close()
-				psrc = nil
-			}
-		}
-		if err := gc.Allgather(send[:2*n], recv[:2*n*k]); err != nil {
-			return res, errors.Join(append(errs, fmt.Errorf("L3 rebuild allgather at %d: %w", off, err))...)
-		}
-		shards := make([][]byte, k+m)
-		for i := range k {
-			shards[i] = recv[2*n*i : 2*n*i+n]
-		}
-		for j := range m {
-			shards[k+j] = recv[2*n*j+n : 2*n*(j+1)]
-		}
-		if !lost[g] && !(holds && lost[k+g]) {
-			continue // nothing of mine to rebuild; keep the pace of the group
-		}
-		if err := code.Reconstruct(shards, lost); err != nil {
-			fail(err)
-			continue
-		}
-		if dout != nil && off < data.Size {
-			b := shards[g][:min(int64(n), data.Size-off)]
-			dh.Write(b)
-			if _, err := dout.WriteAt(b, off); err != nil {
-				fail(err)
-			}
-		}
-		if pout != nil {
-			fh.Write(shards[k+g])
-			if _, err := pout.WriteAt(shards[k+g], off); err != nil {
-				fail(err)
+			for _, t := range plan.need {
+				free := scratch
+				for p := range shards {
+					if i, ok := where[[2]int{t, p}]; ok && slices.Contains(plan.chosen[t], p) {
+						shards[p], mask[p] = recvBuf[i*pl:(i+1)*pl], false
+					} else {
+						shards[p], mask[p], free = free[:pl], true, free[pl:]
+					}
+				}
+				if err := code.Reconstruct(shards, mask); err != nil {
+					fail(err)
+					continue
+				}
+				for p := range shards {
+					h := lay.Holder(t, p)
+					_, dst, off, size := unitAt(r, n, a, h)
+					if h.Member != g || dst == nil || off >= size {
+						continue
+					}
+					if _, err := dst.WriteAt(shards[p][:min(int64(pl), size-off)], off); err != nil {
+						fail(fmt.Errorf("write %s at %d: %w", dst.Name(), off, err))
+					}
+				}
 			}
 		}
 	}
@@ -419,44 +654,76 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, m int, data, parity FileI
 			fail(f.Close())
 		}
 	}
-	finish := func(d vfd.Driver, f vfd.File, tmp, final string, got, want encode.Hash, what string) bool {
-		err := f.Sync()
-		err = errors.Join(err, f.Close())
-		if err == nil && got != want {
-			err = &CorruptionError{Path: final, Rank: c.Rank(), Err: fmt.Errorf("%w: rebuilt %s does not match the recorded hash", ErrHashMismatch, what)}
+	dsrc, psrc = nil, nil
+	// Finish: the header of a rebuilt parity file, sync, read back and
+	// compare with the recorded hashes, rename into place.
+	if pout != nil && len(errs) == 0 {
+		hdr := &encode.ParityHeader{K: k, M: lay.M, Index: g, Padded: lay.Padded, Sizes: sizes, Hashes: hashes}
+		if lay.Rotated() {
+			hdr.Unit = unit
 		}
+		body := blake3.New()
+		fail(hashBack(pout, paritySize, o.block(), body))
+		copy(hdr.Payload[:], body.Sum(nil))
+		b, err := hdr.Marshal()
+		if err == nil {
+			_, err = pout.WriteAt(b, paritySize)
+		}
+		fail(err)
+	}
+	finish := func(f FileInfo, out vfd.File, what string) bool {
+		err := out.Sync()
 		if err == nil && len(errs) == 0 {
-			err = publish(d, tmp, final)
-			if err == nil {
+			h := blake3.New()
+			if err = hashBack(out, f.Size, o.block(), h); err == nil {
+				if size, serr := out.Size(); serr != nil || size != f.Size || encode.Hash(h.Sum(nil)) != f.Hash {
+					err = errors.Join(serr, &CorruptionError{Path: f.Path, Rank: rank, Offset: size,
+						Err: fmt.Errorf("%w: rebuilt %s does not match the recorded size and hash", ErrHashMismatch, what)})
+				}
+			}
+		}
+		err = errors.Join(err, out.Close())
+		if err == nil && len(errs) == 0 {
+			if err = publish(f.Driver, f.Path+TmpSuffix, f.Path); err == nil {
 				return true
 			}
 		}
 		fail(err)
+		_ = f.Driver.Remove(f.Path + TmpSuffix)
 		return false
 	}
 	if dout != nil {
-		var h encode.Hash
-		copy(h[:], dh.Sum(nil))
-		res.DataRebuilt = finish(data.Driver, dout, dtmp, data.Path, h, data.Hash, "data")
-		if !res.DataRebuilt {
-			_ = data.Driver.Remove(dtmp)
-		}
+		res.DataRebuilt = finish(data, dout, "data")
 	}
 	if pout != nil {
-		hdr := &encode.ParityHeader{K: k, M: m, Index: g, Padded: padded, Sizes: sizes, Hashes: hashes}
-		copy(hdr.Payload[:], fh.Sum(nil))
-		b, err := hdr.Marshal()
-		if err == nil {
-			fh.Write(b)
-			_, err = pout.WriteAt(b, padded)
-		}
-		fail(err)
-		var h encode.Hash
-		copy(h[:], fh.Sum(nil))
-		res.ParityRebuilt = finish(parity.Driver, pout, ptmp, parity.Path, h, parity.Hash, "parity")
-		if !res.ParityRebuilt {
-			_ = parity.Driver.Remove(ptmp)
-		}
+		res.ParityRebuilt = finish(parity, pout, "parity")
 	}
-	return res, errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// removeTmps closes nothing: it removes the tmp files of a failed rebuild.
+func removeTmps(data, parity FileInfo, dout, pout vfd.File) {
+	if dout != nil {
+		_ = data.Driver.Remove(data.Path + TmpSuffix)
+	}
+	if pout != nil {
+		_ = parity.Driver.Remove(parity.Path + TmpSuffix)
+	}
+}
+
+// hashBack feeds the first size bytes of f to every hasher, read in
+// blocks of bs bytes.
+func hashBack(f vfd.File, size int64, bs int, hs ...*blake3.Hasher) error {
+	buf := make([]byte, min(int64(max(bs, 1)), max(size, 1)))
+	for off := int64(0); off < size; {
+		n := int(min(int64(len(buf)), size-off))
+		if err := vfd.ReadFull(f, buf[:n], off); err != nil {
+			return fmt.Errorf("read back %s at %d: %w", f.Name(), off, err)
+		}
+		for _, h := range hs {
+			h.Write(buf[:n])
+		}
+		off += int64(n)
+	}
+	return nil
 }

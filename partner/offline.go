@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/encode"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -132,166 +133,48 @@ func writeVerified(dst FileInfo, fill func(out io.WriterAt) error, bs int) error
 }
 
 // RebuildL3Offline rebuilds lost L3 files of every group. data[r] is rank
-// r's data file; parity[r] its parity file (zero FileInfo for ranks that
-// hold none, group rank >= m); m as for [EncodeGroup]. Groups with more
-// than m lost files are reported in an error wrapping [ErrUnrecoverable]
-// naming the ranks whose data is gone; the other groups are still rebuilt.
-func RebuildL3Offline(t *Topology, o Options, m int, data, parity []FileInfo) (Rebuilt, error) {
+// r's data file and parity[r] its parity file, each with the size and hash
+// recorded at checkpoint time; shapes[r] is the shape recorded for rank r's
+// parity (as for [RebuildGroup]; the stripe unit differs between groups
+// whose largest files differ). It runs
+// [RebuildGroup] for every rank in an in-process world (one goroutine per
+// rank), so the offline and the online rebuild are one code. Groups that
+// lost more than they tolerate are reported in an error wrapping
+// [ErrUnrecoverable] naming the ranks whose data is gone; the other groups
+// are still rebuilt.
+func RebuildL3Offline(t *Topology, o Options, shapes []Shape, data, parity []FileInfo) (Rebuilt, error) {
 	n := t.NumRanks()
-	if len(data) != n || len(parity) != n {
-		return Rebuilt{}, fmt.Errorf("%w: %d data and %d parity files for %d ranks", ErrBadArgument, len(data), len(parity), n)
+	if len(data) != n || len(parity) != n || len(shapes) != n {
+		return Rebuilt{}, fmt.Errorf("%w: %d data files, %d parity files and %d shapes for %d ranks", ErrBadArgument, len(data), len(parity), len(shapes), n)
 	}
-	bs := o.block()
+	recs := make([]L3Recovery, n)
+	errs := make([]error, n)
+	err := comm.Run(n, func(c comm.Comm) error {
+		r := c.Rank()
+		recs[r], errs[r] = RebuildGroup(c, t, o, shapes[r], data[r], parity[r])
+		return nil
+	})
+	if err != nil {
+		return Rebuilt{}, err
+	}
 	var res Rebuilt
-	var errs []error
-	for g := range t.NumGroups() {
-		members := t.GroupMembers(g)
-		k := len(members)
-		mm := ParityCount(k, m)
-		code, err := encode.New(k, mm)
-		if err != nil {
-			return res, err
+	var out []error
+	seen := map[string]bool{}
+	for r := range n {
+		if recs[r].DataRebuilt {
+			res.Paths = append(res.Paths, data[r].Path)
 		}
-		lost := make([]bool, k+mm)
-		var names []string
-		var gone []int
-		for i, r := range members {
-			if checkValid(data[r], r, bs) != nil {
-				lost[i] = true
-				names = append(names, fmt.Sprintf("d%d", i))
-				gone = append(gone, r)
-			}
-			if i < mm && checkValid(parity[r], r, bs) != nil {
-				lost[k+i] = true
-				names = append(names, fmt.Sprintf("p%d", i))
-			}
+		if recs[r].ParityRebuilt {
+			res.Paths = append(res.Paths, parity[r].Path)
 		}
-		if len(names) == 0 {
-			continue
-		}
-		if len(names) > mm {
-			errs = append(errs, fmt.Errorf("%w: group %d lost %d of its %d files (%v), at most %d may be lost; data of ranks %v is gone",
-				ErrUnrecoverable, g, len(names), k+mm, names, mm, gone))
-			continue
-		}
-		if err := rebuildGroupOffline(code, members, data, parity, lost, bs, &res); err != nil {
-			errs = append(errs, fmt.Errorf("group %d: %w", g, err))
+		// every member of an unrecoverable group reports the same error
+		if e := errs[r]; e != nil && !seen[e.Error()] {
+			seen[e.Error()] = true
+			out = append(out, e)
 		}
 	}
 	if len(res.Paths) > 0 {
 		o.log().Info("L3 offline rebuild", zap.Strings("rebuilt", res.Paths))
 	}
-	return res, errors.Join(errs...)
-}
-
-func rebuildGroupOffline(code *encode.Code, members []int, data, parity []FileInfo, lost []bool, bs int, res *Rebuilt) error {
-	k, m := code.K(), code.M()
-	sizes := make([]int64, k)
-	hashes := make([]encode.Hash, k)
-	for i, r := range members {
-		sizes[i], hashes[i] = data[members[i]].Size, data[r].Hash
-	}
-	padded := encode.PaddedSize(sizes)
-	readers := make([]io.ReaderAt, k+m)
-	writers := make([]io.WriterAt, k+m)
-	targets := make([]FileInfo, k+m)
-	var closers []io.Closer
-	defer func() {
-		for _, c := range closers {
-			c.Close()
-		}
-	}()
-	for i := range k + m {
-		var f FileInfo
-		if i < k {
-			f = data[members[i]]
-		} else {
-			f = parity[members[i-k]]
-		}
-		targets[i] = f
-		if !lost[i] {
-			in, err := f.Driver.Open(f.Path, vfd.ReadOnly)
-			if err != nil {
-				return err
-			}
-			closers = append(closers, in)
-			readers[i] = in
-			continue
-		}
-		if !f.Valid() {
-			return fmt.Errorf("%w: shard %d has no file to rebuild into", ErrBadArgument, i)
-		}
-		if err := mkdirDurable(f.Driver, path.Dir(f.Path)); err != nil {
-			return err
-		}
-		out, err := vfd.CreateTrunc(f.Driver, f.Path+TmpSuffix)
-		if err != nil {
-			return err
-		}
-		closers = append(closers, out)
-		writers[i] = out
-	}
-	removeTmps := func() {
-		for i := range k + m {
-			if lost[i] {
-				_ = targets[i].Driver.Remove(targets[i].Path + TmpSuffix)
-			}
-		}
-	}
-	sr, err := code.ReconstructStream(readers, sizes, lost, writers, bs)
-	if err != nil {
-		removeTmps()
-		return err
-	}
-	for i := range k {
-		if sr.Data[i] != hashes[i] {
-			removeTmps()
-			return &CorruptionError{Path: targets[i].Path, Rank: members[i], Err: fmt.Errorf("%w: data after rebuild", ErrHashMismatch)}
-		}
-	}
-	for j := range m {
-		if !lost[k+j] {
-			continue
-		}
-		hdr := &encode.ParityHeader{K: k, M: m, Index: j, Padded: padded, Payload: sr.Parity[j], Sizes: sizes, Hashes: hashes}
-		b, err := hdr.Marshal()
-		if err == nil {
-			_, err = writers[k+j].WriteAt(b, padded)
-		}
-		if err != nil {
-			removeTmps()
-			return err
-		}
-	}
-	for i := range k + m {
-		if !lost[i] {
-			continue
-		}
-		f := targets[i]
-		out := writers[i].(vfd.File)
-		err := out.Sync()
-		var size int64
-		var h encode.Hash
-		if err == nil {
-			size, err = out.Size()
-		}
-		if err == nil {
-			h, err = encode.HashReader(out, size, bs)
-		}
-		if err == nil && (size != f.Size || h != f.Hash) {
-			err = &CorruptionError{Path: f.Path, Rank: -1, Offset: size, Err: fmt.Errorf("%w: rebuilt file does not match the recorded size and hash", ErrHashMismatch)}
-		}
-		if err == nil {
-			err = out.Close()
-		}
-		if err == nil {
-			err = publish(f.Driver, f.Path+TmpSuffix, f.Path)
-		}
-		if err != nil {
-			removeTmps()
-			return err
-		}
-		res.Paths = append(res.Paths, f.Path)
-	}
-	return nil
+	return res, errors.Join(out...)
 }

@@ -301,7 +301,7 @@ func BenchmarkRestart(b *testing.B) {
 					err := comm.Run(benchRanks, func(c comm.Comm) error {
 						r := c.Rank()
 						pi := FileInfo{Ref: ref(r, "parity"), Size: par[r].Size, Hash: par[r].Hash}
-						_, err := RebuildGroup(c, w.topo, o, 0, own(r), pi)
+						_, err := RebuildGroup(c, w.topo, o, Shape{}, own(r), pi)
 						return err
 					})
 					took += time.Since(t0)

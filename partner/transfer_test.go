@@ -289,6 +289,18 @@ func (cl *cluster) l3Protect(m, bs int) map[int]Parity {
 	return out
 }
 
+// shapes are the shapes recorded for every rank's parity.
+func shapes(n, m int, par map[int]Parity) []Shape {
+	out := make([]Shape, n)
+	for r := range out {
+		out[r] = Shape{M: m}
+		if p, ok := par[r]; ok {
+			out[r].Unit = p.Header.Unit
+		}
+	}
+	return out
+}
+
 func (cl *cluster) l3Recover(m, bs int, par map[int]Parity) ([]L3Recovery, []error) {
 	errs := make([]error, cl.topo.NumRanks())
 	res := make([]L3Recovery, cl.topo.NumRanks())
@@ -298,100 +310,125 @@ func (cl *cluster) l3Recover(m, bs int, par map[int]Parity) ([]L3Recovery, []err
 		if p, ok := par[r]; ok {
 			pi = FileInfo{Ref: Ref{cl.d, cl.parityPath(r)}, Size: p.Size, Hash: p.Hash}
 		}
-		res[r], errs[r] = RebuildGroup(c, cl.topo, Options{BlockSize: bs}, m, cl.own(r), pi)
+		res[r], errs[r] = RebuildGroup(c, cl.topo, Options{BlockSize: bs}, shapes(len(res), m, par)[r], cl.own(r), pi)
 		return nil
 	})
 	require.NoError(cl.t, err)
 	return res, errs
 }
 
-// TestL3ParityMatchesCentral checks the distributed parity against a
-// central encoding of the same group.
+// TestL3ParityMatchesCentral checks the distributed parity of every member
+// against the central encoding of the same group (encode.Layout.EncodeFiles),
+// for FTI's full scheme (m = 0, i.e. k) and rotated schemes (m < k), with
+// files of different sizes and units that do and do not divide them.
 func TestL3ParityMatchesCentral(t *testing.T) {
-	for _, m := range []int{0, 2} {
-		cl := newCluster(t, vfd.Sec2{}, 4, 1, 4, func(r int) int { return 1000*r + 7 })
-		par := cl.l3Protect(m, 300)
-		mm := ParityCount(4, m)
-		require.Len(t, par, mm)
-		code, err := encode.New(4, mm)
-		require.NoError(t, err)
-		padded := encode.PaddedSize(cl.sizes)
-		data := make([][]byte, 4)
-		for i := range data {
-			data[i] = make([]byte, padded)
-			copy(data[i], cl.data[i])
-		}
-		want := make([][]byte, mm)
-		for j := range want {
-			want[j] = make([]byte, padded)
-		}
-		require.NoError(t, code.EncodeBlock(data, want))
-		for j := 0; j < mm; j++ {
-			b := cl.read(cl.parityPath(j))
-			assert.True(t, bytes.Equal(want[j], b[:padded]), "parity %d", j)
-			h, err := encode.ParseParityHeader("p", b[padded:])
+	for _, tc := range []struct{ m, bs int }{{0, 300}, {4, 4096}, {1, 300}, {2, 300}, {3, 256}, {2, 1 << 20}} {
+		t.Run(fmt.Sprintf("m%d-bs%d", tc.m, tc.bs), func(t *testing.T) {
+			cl := newCluster(t, vfd.Sec2{}, 4, 1, 4, func(r int) int { return 1000*r + 7 })
+			par := cl.l3Protect(tc.m, tc.bs)
+			require.Len(t, par, 4, "every member holds parity")
+			mm := ParityCount(4, tc.m)
+			padded := encode.PaddedSize(cl.sizes)
+			lay, err := encode.NewLayout(4, mm, padded, stripeUnit(4, mm, padded, tc.bs))
 			require.NoError(t, err)
-			assert.Equal(t, cl.sizes, h.Sizes)
-			assert.Equal(t, encode.Sum(want[j]), h.Payload)
-		}
+			want, err := lay.EncodeFiles(cl.data)
+			require.NoError(t, err)
+			for r := range 4 {
+				b := cl.read(cl.parityPath(r))
+				size := lay.ParitySize()
+				require.Equal(t, size+encode.HeaderLen(4, mm), int64(len(b)), "parity file of %d", r)
+				assert.True(t, bytes.Equal(want[r], b[:size]), "parity of member %d", r)
+				h, err := encode.ParseParityHeader("p", b[size:])
+				require.NoError(t, err)
+				assert.Equal(t, cl.sizes, h.Sizes)
+				assert.Equal(t, r, h.Index)
+				assert.Equal(t, encode.Sum(want[r]), h.Payload)
+				if mm < 4 {
+					assert.Equal(t, lay.Unit, h.Unit)
+					// overhead m/(k-m), plus less than one row of units
+					ideal := float64(padded) * float64(mm) / float64(4-mm)
+					assert.InDelta(t, ideal, float64(size), float64(mm*lay.Unit), "parity size of %d", r)
+				} else {
+					assert.Equal(t, padded, size)
+				}
+			}
+		})
 	}
 }
 
-// TestL3EveryLossPattern: for a group of k=4 with m=4 and m=2, every pattern
-// of at most m lost files (data or parity) is rebuilt bit for bit and every
-// pattern of m+1 is refused on every member with nothing written.
+// TestL3EveryLossPattern: for a group of k=4 with m=4 (FTI), m=2 and m=1
+// (rotated), every pattern of lost or corrupted files (data and parity) is
+// rebuilt bit for bit when the layout tolerates it and refused on every
+// member with nothing written when it does not. In the rotated schemes
+// every loss of m whole members is tolerated and no loss of m+1 is; in
+// the full scheme every loss of m files is tolerated and no loss of m+1.
 func TestL3EveryLossPattern(t *testing.T) {
 	if testing.Short() {
 		t.Skip("many in-process worlds")
 	}
-	for _, m := range []int{4, 2} {
-		cl := newCluster(t, vfd.NewCore(), 4, 1, 4, func(r int) int { return 700 + 300*r })
-		par := cl.l3Protect(m, 256)
-		orig := map[string][]byte{}
-		files := []string{}
-		for r := 0; r < 4; r++ {
-			files = append(files, cl.dataPath(r))
-		}
-		for r := 0; r < m; r++ {
-			files = append(files, cl.parityPath(r))
-		}
-		for _, f := range files {
-			orig[f] = cl.read(f)
-		}
-		for mask := 1; mask < 1<<len(files); mask++ {
-			n := 0
-			for i, f := range files {
-				if mask&(1<<i) != 0 {
+	for _, m := range []int{4, 2, 1} {
+		t.Run(fmt.Sprintf("m%d", m), func(t *testing.T) {
+			cl := newCluster(t, vfd.NewCore(), 4, 1, 4, func(r int) int { return 700 + 300*r })
+			par := cl.l3Protect(m, 128)
+			lay, err := encode.NewLayout(4, m, encode.PaddedSize(cl.sizes), max(par[0].Header.Unit, 128))
+			require.NoError(t, err)
+			orig := map[string][]byte{}
+			files := []string{} // data of member i at 2i, parity at 2i+1
+			for r := 0; r < 4; r++ {
+				files = append(files, cl.dataPath(r), cl.parityPath(r))
+			}
+			for _, f := range files {
+				orig[f] = cl.read(f)
+			}
+			tested := map[bool]int{}
+			for mask := 1; mask < 1<<len(files); mask++ {
+				dmg := encode.Damage{Data: make([]bool, 4), Parity: make([]bool, 4)}
+				n := 0
+				for i, f := range files {
+					if mask&(1<<i) == 0 {
+						continue
+					}
 					n++
 					if i%2 == 0 {
+						dmg.Data[i/2] = true
+					} else {
+						dmg.Parity[i/2] = true
+					}
+					if n%2 == 0 {
 						require.NoError(t, cl.d.Remove(f))
 					} else {
 						cl.corrupt(f)
 					}
 				}
-			}
-			if n > m+1 {
-				// restore and skip: m+1 is the interesting negative case
+				_, cerr := lay.Check(dmg)
+				ok := cerr == nil
+				if m == 4 {
+					require.Equal(t, n <= m, ok, "full scheme: any %d files", m)
+				}
+				if wholeMembers := mask&0x55 == (mask&0xaa)>>1; wholeMembers && m < 4 {
+					require.Equal(t, n/2 <= m, ok, "rotated: any %d members, mask %b", m, mask)
+				}
+				tested[ok]++
+				_, errs := cl.l3Recover(m, 128, par)
+				for r, err := range errs {
+					if ok {
+						require.NoError(t, err, "m=%d mask %b rank %d", m, mask, r)
+					} else {
+						require.ErrorIs(t, err, ErrUnrecoverable, "m=%d mask %b rank %d", m, mask, r)
+						require.Equal(t, errs[0].Error(), err.Error())
+					}
+				}
 				for _, f := range files {
+					if ok {
+						require.True(t, bytes.Equal(orig[f], cl.read(f)), "m=%d mask %b: %s rebuilt", m, mask, f)
+					}
 					require.NoError(t, vfd.WriteFileAtomic(cl.d, f, orig[f]))
 				}
-				continue
 			}
-			_, errs := cl.l3Recover(m, 256, par)
-			for r, err := range errs {
-				if n <= m {
-					require.NoError(t, err, "m=%d mask %b rank %d", m, mask, r)
-				} else {
-					require.ErrorIs(t, err, ErrUnrecoverable, "m=%d mask %b rank %d", m, mask, r)
-				}
-			}
-			for _, f := range files {
-				if n <= m {
-					require.True(t, bytes.Equal(orig[f], cl.read(f)), "m=%d mask %b: %s rebuilt", m, mask, f)
-				}
-				require.NoError(t, vfd.WriteFileAtomic(cl.d, f, orig[f]))
-			}
-		}
+			assert.Positive(t, tested[true])
+			assert.Positive(t, tested[false])
+			t.Logf("m=%d: %d patterns rebuilt, %d refused", m, tested[true], tested[false])
+		})
 	}
 }
 
@@ -513,7 +550,7 @@ func TestOfflineRebuild(t *testing.T) {
 		}
 		eraseNodes(cl, 0, 1, 6)
 		cl.corrupt(cl.dataPath(7))
-		res, err := RebuildL3Offline(cl.topo, Options{BlockSize: 256}, 0, data, parity)
+		res, err := RebuildL3Offline(cl.topo, Options{BlockSize: 256}, shapes(8, 0, par), data, parity)
 		require.NoError(t, err)
 		assert.Len(t, res.Paths, 7)
 		cl.assertAllGood()
@@ -521,7 +558,7 @@ func TestOfflineRebuild(t *testing.T) {
 			assert.True(t, bytes.Equal(b, cl.read(cl.parityPath(r))), "parity %d", r)
 		}
 		eraseNodes(cl, 4, 5, 6)
-		_, err = RebuildL3Offline(cl.topo, Options{BlockSize: 256}, 0, data, parity)
+		_, err = RebuildL3Offline(cl.topo, Options{BlockSize: 256}, shapes(8, 0, par), data, parity)
 		require.ErrorIs(t, err, ErrUnrecoverable)
 		assert.Contains(t, err.Error(), "group 1 lost 6 of its 8 files")
 		assert.Contains(t, err.Error(), "data of ranks [4 5 6]")
@@ -546,5 +583,91 @@ func TestSkipSourceHashStillCatchesBadSource(t *testing.T) {
 	require.Error(t, err, "rejected copy removed")
 	for _, r := range []int{0, 3} {
 		require.NoError(t, errs[r])
+	}
+}
+
+// TestL3RotatedDisruption: whole-node losses with rotated parity (m < k):
+// any m nodes of a group are rebuilt bit for bit, data and parity, and
+// m+1 nodes of one group are refused naming the stripe and the ranks;
+// the offline rebuild does the same from one process.
+func TestL3RotatedDisruption(t *testing.T) {
+	tests := []struct {
+		name                 string
+		nranks, nsize, gsize int
+		m                    int
+		erase                []int
+		ok                   bool
+		bs                   int
+	}{
+		{"8r-8n-2g/m1/one node", 8, 1, 4, 1, []int{2}, true, 0},
+		{"8r-8n-2g/m1/one node per group", 8, 1, 4, 1, []int{0, 5}, true, 0},
+		{"8r-8n-2g/m1/two nodes of a group", 8, 1, 4, 1, []int{4, 6}, false, 0},
+		{"8r-8n-2g/m2/two adjacent nodes", 8, 1, 4, 2, []int{0, 1}, true, 0},
+		{"8r-8n-2g/m2/two nodes per group", 8, 1, 4, 2, []int{0, 3, 5, 6}, true, 0},
+		{"8r-8n-2g/m2/three nodes of a group", 8, 1, 4, 2, []int{4, 5, 7}, false, 0},
+		{"16r-4n-1g/m1/one node", 16, 4, 4, 1, []int{3}, true, 0},
+		{"16r-4n-1g/m3/three nodes", 16, 4, 4, 3, []int{0, 1, 3}, true, 0},
+		{"16r-4n-1g/m2/three nodes", 16, 4, 4, 2, []int{0, 1, 3}, false, 0},
+	}
+	type run struct {
+		offline bool
+		bs      int
+	}
+	for _, tc := range tests {
+		// bs 256: every group's unit is 256; bs 1 MiB: the unit is a data
+		// segment's length, which differs between groups.
+		for _, rn := range []run{{false, 256}, {true, 256}, {false, 1 << 20}, {true, 1 << 20}} {
+			name := fmt.Sprintf("%s/bs%d", tc.name, rn.bs)
+			if rn.offline {
+				name += "/offline"
+			}
+			t.Run(name, func(t *testing.T) {
+				tc, offline := tc, rn.offline
+				tc.bs = rn.bs
+				cl := newCluster(t, vfd.NewCore(), tc.nranks, tc.nsize, tc.gsize, func(r int) int { return 900 + 211*r })
+				par := cl.l3Protect(tc.m, tc.bs)
+				want := map[int][]byte{}
+				for r := range par {
+					want[r] = cl.read(cl.parityPath(r))
+				}
+				for _, n := range tc.erase {
+					require.NoError(t, cl.d.RemoveAll(cl.nodeDir(n)))
+				}
+				var errs []error
+				if offline {
+					data, parity := make([]FileInfo, tc.nranks), make([]FileInfo, tc.nranks)
+					for r := range tc.nranks {
+						data[r] = cl.own(r)
+						parity[r] = FileInfo{Ref: Ref{cl.d, cl.parityPath(r)}, Size: par[r].Size, Hash: par[r].Hash}
+					}
+					res, err := RebuildL3Offline(cl.topo, Options{BlockSize: tc.bs}, shapes(tc.nranks, tc.m, par), data, parity)
+					errs = []error{err}
+					if tc.ok {
+						assert.Len(t, res.Paths, 2*len(tc.erase)*tc.nsize, "data and parity of every erased rank")
+					}
+				} else {
+					_, errs = cl.l3Recover(tc.m, tc.bs, par)
+				}
+				if tc.ok {
+					for r, err := range errs {
+						require.NoError(t, err, "rank %d", r)
+					}
+					cl.assertAllGood()
+					for r, b := range want {
+						assert.True(t, bytes.Equal(b, cl.read(cl.parityPath(r))), "parity of %d rebuilt", r)
+					}
+					return
+				}
+				for _, err := range errs {
+					if err != nil {
+						require.ErrorIs(t, err, ErrUnrecoverable)
+						assert.Contains(t, err.Error(), fmt.Sprintf("at most %d may be lost (any %d of the 4 members)", tc.m, tc.m))
+						assert.Contains(t, err.Error(), "data of ranks")
+					}
+				}
+				require.Error(t, errs[len(errs)-1])
+				t.Log(errs[len(errs)-1])
+			})
+		}
 	}
 }
