@@ -2,11 +2,15 @@ package vfd_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/zeebo/blake3"
 
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -373,4 +377,207 @@ func BenchmarkCoreSync(b *testing.B) {
 			copy(dst, src)
 		}
 	})
+}
+
+// BenchmarkWriteback is the checkpoint writer's pattern: wbWriters
+// goroutines each write a wbFile-byte file in wbBlock pieces, with CPU
+// work between the pieces (two BLAKE3 hashes of the piece, as a writer
+// that hashes and encodes), then fsync it. Variants, in one set:
+//
+//   - raw: *os.File writes and fsync without the CPU work, the physical
+//     reference (what the device costs);
+//   - cpu-only: the CPU work without any I/O (what the CPU costs);
+//   - cpu+fsync: the writer as it is, sec2, fdatasync at the end;
+//   - cpu+writeback+fsync: the same with vfd.StartWriteback after each
+//     piece, so the device writes while the CPU hashes.
+//
+// At best cpu+writeback+fsync approaches the larger of raw and cpu-only;
+// cpu+fsync costs about their sum. The files are overwritten in place
+// (created once, untimed), so every iteration writes the same bytes to
+// the same blocks and freeing or discarding blocks plays no part. Each
+// iteration moves wbWriters*wbFile bytes to the device: run with
+// -benchtime=1x or 2x, e.g.
+//
+//	go test -run=^$ -bench=Writeback -benchtime=2x -count=3 ./vfd
+//
+// and compare the variants as ratios of ns/op (or MB/s) within one run;
+// the interleaved sub-benchmark computes the ratios itself.
+func BenchmarkWriteback(b *testing.B) {
+	const (
+		wbWriters = 4
+		wbFile    = 128 << 20
+		wbBlock   = 8 << 20
+	)
+	blk := pattern(wbBlock)
+	work := func() byte {
+		h1 := blake3.Sum256(blk)
+		h2 := blake3.Sum256(blk)
+		return h1[0] ^ h2[0]
+	}
+	// write writes one file through f (nil: no I/O) and syncs it.
+	write := func(f vfd.File, withCPU, hint bool) (byte, error) {
+		var sink byte
+		for off := int64(0); off < wbFile; off += wbBlock {
+			if f != nil {
+				if _, err := f.WriteAt(blk, off); err != nil {
+					return 0, err
+				}
+				if hint {
+					if err := vfd.StartWriteback(f, off, wbBlock); err != nil {
+						return 0, err
+					}
+				}
+			}
+			if withCPU {
+				sink ^= work()
+			}
+		}
+		if f == nil {
+			return sink, nil
+		}
+		return sink, f.Sync()
+	}
+	openOS := func(name string) (vfd.File, error) {
+		o, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+		return osFile{o}, err
+	}
+	openSec2 := func(name string) (vfd.File, error) { return vfd.Sec2{}.Open(name, vfd.ReadWrite|vfd.OCreate) }
+	variants := []struct {
+		name    string
+		open    func(name string) (vfd.File, error) // nil: no I/O
+		withCPU bool
+		hint    bool
+	}{
+		{"raw", openOS, false, false},
+		{"cpu-only", nil, true, false},
+		{"cpu+fsync", openSec2, true, false},
+		{"cpu+writeback+fsync", openSec2, true, true},
+	}
+	dir := b.TempDir()
+	for w := range wbWriters { // create the files once, untimed
+		f, err := openOS(filepath.Join(dir, fmt.Sprintf("w%d", w)))
+		if err == nil {
+			_, err = write(f, false, false)
+			err = errors.Join(err, f.Close())
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	// run runs one variant: every writer's file written, synced, closed.
+	run := func(open func(string) (vfd.File, error), withCPU, hint bool) error {
+		var wg sync.WaitGroup
+		errs := make([]error, wbWriters)
+		for w := range wbWriters {
+			wg.Go(func() {
+				var f vfd.File
+				if open != nil {
+					var err error
+					if f, err = open(filepath.Join(dir, fmt.Sprintf("w%d", w))); err != nil {
+						errs[w] = err
+						return
+					}
+				}
+				_, err := write(f, withCPU, hint)
+				if f != nil {
+					err = errors.Join(err, f.Close())
+				}
+				errs[w] = err
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			b.SetBytes(wbWriters * wbFile)
+			for range b.N {
+				if err := run(v.open, v.withCPU, v.hint); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	// interleaved runs every variant once per iteration, in a rotating
+	// order, and reports the median time of each (ms-<variant>) and the
+	// ratios that matter, which drifting load on a shared machine
+	// disturbs less than separate sub-benchmarks: x-raw (the writer
+	// over the raw reference, without and with the hint) and wb/fsync.
+	b.Run("interleaved", func(b *testing.B) {
+		times := make([][]time.Duration, len(variants))
+		for i := range b.N {
+			for j := range variants {
+				k := (i + j) % len(variants)
+				v := variants[k]
+				start := time.Now()
+				if err := run(v.open, v.withCPU, v.hint); err != nil {
+					b.Fatal(err)
+				}
+				times[k] = append(times[k], time.Since(start))
+			}
+		}
+		med := make([]float64, len(variants))
+		for k, v := range variants {
+			med[k] = float64(median(times[k]))
+			b.ReportMetric(med[k]/1e6, "ms-"+v.name)
+		}
+		b.ReportMetric(med[2]/med[0], "fsync-x-raw")
+		b.ReportMetric(med[3]/med[0], "wb-x-raw")
+		b.ReportMetric(med[3]/med[2], "wb/fsync")
+	})
+}
+
+// BenchmarkDirectUnalignedRead reads pieces of a 16 MiB file through
+// the direct driver (4 MiB bounce buffer): aligned (the fast path, the
+// reference for each size), unaligned with a buffer whose address lines
+// up with the file's blocks, unaligned with one that does not, and
+// 100-byte reads (one block each, where a per-read allocation shows).
+// ReportAllocs shows the pooled bounce buffers.
+func BenchmarkDirectUnalignedRead(b *testing.B) {
+	const file = 16 << 20
+	dir := b.TempDir()
+	name := filepath.Join(dir, "r")
+	if err := vfd.WriteFileAtomic(vfd.Sec2{}, name, pattern(file)); err != nil {
+		b.Fatal(err)
+	}
+	d, err := vfd.NewDirect(0, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := vfd.OpenRead(d, name)
+	if errors.Is(err, vfd.ErrUnsupported) {
+		b.Skipf("skipping: %v", err)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	cases := []struct {
+		name  string
+		n     int
+		off   int64 // offset within each piece
+		shift int   // buffer address modulo 4096
+	}{
+		{"aligned-1MiB", 1 << 20, 0, 0},
+		{"lined-up-1MiB", 1 << 20, 100, 100},
+		{"misaligned-1MiB", 1 << 20, 100, 0},
+		{"aligned-8MiB", 8 << 20, 0, 0},
+		{"lined-up-8MiB", 8 << 20, 100, 100},
+		{"misaligned-8MiB", 8 << 20, 100, 0},
+		{"100B", 100, 1000, 0},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			piece := max(c.n, 1<<20)
+			buf := vfd.AlignedBuffer(c.n+4096, 4096)[c.shift : c.shift+c.n]
+			b.SetBytes(int64(c.n))
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				off := int64(i%(file/piece-1))*int64(piece) + c.off
+				if err := vfd.ReadFull(f, buf, off); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -562,6 +562,19 @@ func (f *coreFile) Truncate(size int64) error {
 	return nil
 }
 
+// StartWriteback does nothing: memory has no device to start writing
+// to. In particular it is not a sync: bytes only "written back" are lost
+// in a crash clone like any other unsynced bytes.
+func (f *coreFile) StartWriteback(off, n int64) error {
+	if err := checkWritebackRange(f.name, off, n); err != nil {
+		return err
+	}
+	if f.closed.Load() {
+		return pathErr("writeback", f.name, ErrClosed)
+	}
+	return nil
+}
+
 // Sync snapshots the current bytes as the synced bytes, and writes the
 // image to the backing store when there is one.
 func (f *coreFile) Sync() error {

@@ -21,13 +21,18 @@ const (
 // Direct is the O_DIRECT driver, after HDF5's direct driver: one OS file
 // per name opened with O_DIRECT so transfers bypass the page cache. A
 // request whose offset, length and buffer address are all multiples of
-// the alignment goes straight to pread/pwrite; any other request goes
-// through an aligned bounce buffer (read-modify-write of the covering
-// aligned blocks, then the file is cut back to its true size). Where the
-// file system refuses O_DIRECT, Open fails with an error wrapping
-// [ErrUnsupported] and the errno. Sync is fdatasync. The namespace
-// operations are those of [Sec2]. A direct file keeps its size in memory,
-// so another writer of the same file behind its back is not seen.
+// the alignment goes straight to pread/pwrite. Any other read reads only
+// the aligned blocks covering it, through an aligned bounce buffer (a
+// read longer than the bounce buffer whose address lines up with the
+// blocks takes its whole blocks straight into the caller's buffer, only
+// its ends through the bounce buffer). Any other write goes through a
+// bounce buffer (read-modify-write of the covering aligned blocks, then
+// the file is cut back to its true size). Bounce buffers are pooled per
+// driver. Where the file system refuses O_DIRECT, Open fails with an
+// error wrapping [ErrUnsupported] and the errno. Sync is fdatasync. The
+// namespace operations are those of [Sec2]. A direct file keeps its size
+// in memory, so another writer of the same file behind its back is not
+// seen.
 type Direct struct {
 	Sec2
 	align  int
@@ -35,6 +40,15 @@ type Direct struct {
 	// setDirect turns O_DIRECT on for fd; tests replace it to simulate a
 	// file system that refuses it.
 	setDirect func(fd int) error
+	// onPread, when set, is told of every pread a direct file issues;
+	// tests count the bytes asked of the device with it.
+	onPread func(off int64, n int)
+	// Aligned bounce buffers shared by the driver's files: edge holds
+	// buffers of edgeSize bytes (two blocks, enough for any request that
+	// fits in a block and for the partial blocks at the ends of a
+	// request), bulk buffers of bounce bytes for long misaligned spans.
+	edgeSize   int
+	edge, bulk sync.Pool
 }
 
 // NewDirect returns an O_DIRECT driver with the given alignment (a power
@@ -51,7 +65,28 @@ func NewDirect(alignment, bounce int) (*Direct, error) {
 		bounce = DefaultDirectBounce
 	}
 	bounce = (bounce + alignment - 1) &^ (alignment - 1)
-	return &Direct{align: alignment, bounce: bounce, setDirect: setODirect}, nil
+	d := &Direct{align: alignment, bounce: bounce, setDirect: setODirect, edgeSize: min(2*alignment, bounce)}
+	d.edge.New = func() any { b := alignedBuf(d.edgeSize, d.align); return &b }
+	d.bulk.New = func() any { b := alignedBuf(d.bounce, d.align); return &b }
+	return d, nil
+}
+
+// buffer returns a pooled aligned buffer for a bounce transfer spanning
+// span bytes of whole blocks: an edge buffer when the span fits in one,
+// a bounce-sized one otherwise. Give it back with release.
+func (d *Direct) buffer(span int64) *[]byte {
+	if span <= int64(d.edgeSize) && d.edgeSize < d.bounce {
+		return d.edge.Get().(*[]byte)
+	}
+	return d.bulk.Get().(*[]byte)
+}
+
+func (d *Direct) release(b *[]byte) {
+	if len(*b) < d.bounce {
+		d.edge.Put(b)
+		return
+	}
+	d.bulk.Put(b)
 }
 
 // Name returns "direct".
@@ -107,7 +142,6 @@ type directFile struct {
 	wmu      sync.Mutex // serialises writes and truncates
 	smu      sync.RWMutex
 	size     int64 // guarded by smu, changed under wmu
-	bounce   []byte
 }
 
 // AlignedBuffer returns a zeroed buffer of n bytes whose address is a
@@ -154,7 +188,7 @@ func (f *directFile) ReadAt(p []byte, off int64) (int, error) {
 	want := p[:min(int64(len(p)), size-off)]
 	var err error
 	if f.aligned(want, off) {
-		_, err = preadFull(f.fd, f.name, want, off)
+		_, err = f.pread(want, off)
 	} else {
 		err = f.bounceRead(want, off)
 	}
@@ -167,17 +201,58 @@ func (f *directFile) ReadAt(p []byte, off int64) (int, error) {
 	return len(want), nil
 }
 
-// bounceRead reads p at off (inside the file) through aligned buffers.
+// pread reads p at off from the file, telling the test hook.
+func (f *directFile) pread(p []byte, off int64) (int, error) {
+	if f.d.onPread != nil {
+		f.d.onPread(off, len(p))
+	}
+	return preadFull(f.fd, f.name, p, off)
+}
+
+// bounceRead reads p at off (inside the file), which is not aligned as
+// a whole. It reads only the aligned blocks that cover the request. When
+// the request spans more than one bounce buffer (so the bounce path would
+// take several preads anyway) and the address of p lines up with the
+// file's blocks, the whole blocks inside it go straight into p in one
+// pread and only the partial blocks at its ends go through a bounce
+// buffer; otherwise everything does, in one pread per bounce buffer.
 func (f *directFile) bounceRead(p []byte, off int64) error {
 	a := int64(f.d.align)
-	span := (off+int64(len(p))+a-1)&^(a-1) - off&^(a-1)
-	buf := alignedBuf(int(min(span, int64(f.d.bounce))), f.d.align)
+	end := off + int64(len(p))
+	lo, hi := (off+a-1)&^(a-1), end&^(a-1) // the whole blocks inside the request
+	span := (end+a-1)&^(a-1) - off&^(a-1)
+	if span > int64(f.d.bounce) && lo < hi && uintptr(unsafe.Pointer(&p[lo-off]))%uintptr(a) == 0 {
+		mid := p[lo-off : hi-off]
+		n, err := f.pread(mid, lo)
+		if err != nil && err != io.EOF {
+			return err
+		}
+		clear(mid[n:])
+		if err := f.readThrough(p[:lo-off], off); err != nil {
+			return err
+		}
+		return f.readThrough(p[hi-off:], hi)
+	}
+	return f.readThrough(p, off)
+}
+
+// readThrough reads p at off through a pooled aligned buffer, one piece
+// of at most the buffer's size at a time, each piece the aligned blocks
+// covering it.
+func (f *directFile) readThrough(p []byte, off int64) error {
+	if len(p) == 0 {
+		return nil
+	}
+	a := int64(f.d.align)
+	bp := f.d.buffer((off+int64(len(p))+a-1)&^(a-1) - off&^(a-1))
+	defer f.d.release(bp)
+	buf := *bp
 	for done := 0; done < len(p); {
 		pos := off + int64(done)
 		start := pos &^ (a - 1)
 		end := min((pos+int64(len(p)-done)+a-1)&^(a-1), start+int64(len(buf)))
 		chunk := buf[:end-start]
-		n, err := preadFull(f.fd, f.name, chunk, start)
+		n, err := f.pread(chunk, start)
 		if err != nil && err != io.EOF {
 			return err
 		}
@@ -232,18 +307,18 @@ func (f *directFile) WriteAt(p []byte, off int64) (int, error) {
 // size is the file's true size (blocks past it read as zeros).
 func (f *directFile) bounceWrite(p []byte, off, size int64) error {
 	a := int64(f.d.align)
-	if f.bounce == nil {
-		f.bounce = alignedBuf(f.d.bounce, f.d.align)
-	}
+	bp := f.d.buffer((off+int64(len(p))+a-1)&^(a-1) - off&^(a-1))
+	defer f.d.release(bp)
+	buf := *bp
 	for done := 0; done < len(p); {
 		pos := off + int64(done)
 		start := pos &^ (a - 1)
-		end := min((pos+int64(len(p)-done)+a-1)&^(a-1), start+int64(len(f.bounce)))
-		chunk := f.bounce[:end-start]
+		end := min((pos+int64(len(p)-done)+a-1)&^(a-1), start+int64(len(buf)))
+		chunk := buf[:end-start]
 		// Only the first and last blocks can be partly covered by p.
 		clear(chunk)
 		if start < size && (pos > start || off+int64(len(p)) < end) {
-			n, err := preadFull(f.fd, f.name, chunk, start)
+			n, err := f.pread(chunk, start)
 			if err != nil && err != io.EOF {
 				return err
 			}
@@ -254,6 +329,21 @@ func (f *directFile) bounceWrite(p []byte, off, size int64) error {
 			return err
 		}
 		done += n
+	}
+	return nil
+}
+
+// StartWriteback has nothing to start: O_DIRECT writes bypass the page
+// cache, so no dirty pages wait for writeback. It checks the range and
+// that the file is open.
+func (f *directFile) StartWriteback(off, n int64) error {
+	if err := checkWritebackRange(f.name, off, n); err != nil {
+		return err
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return pathErr("writeback", f.name, ErrClosed)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package vfd_test
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"syscall"
@@ -99,4 +100,62 @@ func TestDirectAlignedFastPath(t *testing.T) {
 	assert.Equal(t, int64(12288), size)
 	require.NoError(t, f.Close())
 	assert.Equal(t, append(make([]byte, 4096), pattern(8192)...), readAll(t, vfd.Sec2{}, name))
+}
+
+// TestDirectUnalignedReadReadsCoveringBlocks counts what an unaligned
+// read asks of the device: only the aligned blocks that cover it, in one
+// pread per 16 KiB bounce buffer; a read spanning more than that whose
+// buffer address lines up with the blocks takes three (head block, the
+// whole blocks straight into the buffer, tail block).
+func TestDirectUnalignedReadReadsCoveringBlocks(t *testing.T) {
+	dir := directDir(t)
+	d := newDirect(t)
+	calls, bytes := vfd.CountDirectPreads(d)
+	name := filepath.Join(dir, "r")
+	want := pattern(50000)
+	require.NoError(t, vfd.WriteFileAtomic(vfd.Sec2{}, name, want))
+	f, err := vfd.OpenRead(d, name)
+	require.NoError(t, err)
+	defer f.Close()
+	tests := []struct {
+		name    string
+		off     int64
+		n       int
+		lineUp  bool // the buffer's address lines up with the file's blocks
+		bytes   int64
+		preads  int64
+		eof     bool
+		wantLen int
+	}{
+		{"inside one block", 100, 100, false, 4096, 1, false, 100},
+		{"across two blocks", 4000, 123, true, 8192, 1, false, 123},
+		{"aligned address, unaligned ends", 4000, 20000, true, 24576, 3, false, 20000},
+		{"aligned start, unaligned length", 8192, 10000, true, 12288, 1, false, 10000},
+		{"misaligned address", 4000, 20000, false, 24576, 2, false, 20000},
+		{"long lined up", 100, 40000, true, 40960, 3, false, 40000},
+		{"long misaligned", 100, 40000, false, 40960, 3, false, 40000},
+		{"long lined up to the end of file", 4000, 60000, true, 53248, 3, true, 46000},
+		{"to the end of file", 45000, 8000, true, 12288, 1, true, 5000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			shift := int(tt.off % 4096)
+			if !tt.lineUp {
+				shift = (shift + 8) % 4096
+			}
+			buf := vfd.AlignedBuffer(tt.n+4096, 4096)[shift : shift+tt.n]
+			calls.Store(0)
+			bytes.Store(0)
+			n, err := f.ReadAt(buf, tt.off)
+			if tt.eof {
+				assert.ErrorIs(t, err, io.EOF)
+			} else {
+				require.NoError(t, err)
+			}
+			require.Equal(t, tt.wantLen, n)
+			assert.Equal(t, want[tt.off:tt.off+int64(n)], buf[:n])
+			assert.Equal(t, tt.bytes, bytes.Load(), "bytes asked of the device")
+			assert.Equal(t, tt.preads, calls.Load(), "preads")
+		})
+	}
 }

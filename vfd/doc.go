@@ -7,10 +7,10 @@
 // Size, Truncate, Sync, Close). A [Driver] opens files by name and owns the
 // namespace operations a commit needs (Remove, Rename, Stat, ReadDir,
 // MkdirAll, SyncDir). Optional capabilities (vectored I/O, preallocation,
-// memory-type hints, an address space apart from the end of file) are
-// separate small interfaces found by type assertion, with package functions
-// ([WriteV], [Preallocate], [WriteAtType]) that fall back when a file lacks
-// them.
+// memory-type hints, early writeback, an address space apart from the end
+// of file) are separate small interfaces found by type assertion, with
+// package functions ([WriteV], [Preallocate], [WriteAtType],
+// [StartWriteback]) that fall back when a file lacks them.
 //
 // # Drivers
 //
@@ -68,9 +68,39 @@
 // directory. [WriteFileAtomic] is the commit protocol used across ftigo:
 // write a temporary name, sync, rename, sync the directory.
 //
-// Concurrency: ReadAt and WriteAt may run concurrently on disjoint ranges
-// of one File. Other methods of a File must not overlap with anything else
-// on that File. Drivers are safe for concurrent use. Core, Fault and Log
+// # Early writeback
+//
+// A checkpoint writer (partner copies, parity files, FTI-FF files) writes
+// a file in large blocks with CPU work between them and syncs at the end;
+// left alone, the kernel keeps the blocks dirty in the page cache and the
+// final Sync waits for the whole file to reach the device after the CPU
+// work is over. [StartWriteback] after each block (off, n of that block)
+// starts the device write at once, so it overlaps the CPU work that
+// follows and the final Sync finds little left to do (RocksDB's
+// bytes_per_sync):
+//
+//	for off := int64(0); off < size; off += block {
+//		fill(buf) // hash, encode, ...
+//		if _, err := f.WriteAt(buf, off); err != nil { ... }
+//		if err := vfd.StartWriteback(f, off, block); err != nil { ... }
+//	}
+//	err := f.Sync() // still required: the hint makes nothing durable
+//
+// It is only a hint ([WritebackStarter]): content and size do not change,
+// nothing becomes durable before Sync, and a crash clone of a [Core]
+// loses bytes that were only written back. [Sec2] issues
+// sync_file_range(SYNC_FILE_RANGE_WRITE) and, where the kernel or file
+// system refuses it, stops trying for that file and returns nil; [Direct]
+// and [Core] have nothing to start; [Stdio] first writes its buffer when
+// it overlaps the range; [Log] traces and counts it; [Family] passes each
+// member its part of the range and [Split] passes the range to both
+// files; [Fault] shows it to its injectors as OpWriteback without a global
+// index (so the indices of the other ops do not depend on whether a
+// writer hints; see [Fault.NumberWriteback]).
+//
+// Concurrency: ReadAt, WriteAt and StartWriteback may run concurrently on
+// disjoint ranges of one File. Other methods of a File must not overlap
+// with anything else on that File. Drivers are safe for concurrent use. Core, Fault and Log
 // keep their state behind locks or atomics; injectors of a Fault run one
 // at a time.
 package vfd

@@ -16,7 +16,8 @@ var (
 	// ErrUnsupported is returned when a driver cannot do what is asked
 	// (for example O_DIRECT on a file system that refuses it).
 	ErrUnsupported = errors.New("vfd: operation not supported by driver")
-	// ErrNegativeOffset is returned for reads, writes and truncates at a negative offset.
+	// ErrNegativeOffset is returned for reads, writes and truncates at a
+	// negative offset, and for a writeback range with a negative offset or length.
 	ErrNegativeOffset = errors.New("vfd: negative offset")
 	// ErrFamilyMismatch is returned when an existing family's members do not fit the configured member size.
 	ErrFamilyMismatch = errors.New("vfd: family member size mismatch")

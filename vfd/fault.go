@@ -14,7 +14,9 @@ import (
 // OpKind names a kind of operation seen by [Fault] and [Log].
 type OpKind uint8
 
-// The operation kinds. Size on a file counts as OpStat.
+// The operation kinds. Size on a file counts as OpStat. OpWriteback is
+// [StartWriteback] on a file; it came last so the values of the others
+// did not change.
 const (
 	OpOpen OpKind = iota
 	OpRead
@@ -29,10 +31,11 @@ const (
 	OpReadDir
 	OpMkdir
 	OpSyncDir
+	OpWriteback
 	numOpKinds
 )
 
-var opKindNames = [numOpKinds]string{"open", "read", "write", "sync", "truncate", "close", "remove", "removeall", "rename", "stat", "readdir", "mkdir", "syncdir"}
+var opKindNames = [numOpKinds]string{"open", "read", "write", "sync", "truncate", "close", "remove", "removeall", "rename", "stat", "readdir", "mkdir", "syncdir", "writeback"}
 
 // String returns the lowercase name of k.
 func (k OpKind) String() string {
@@ -47,10 +50,12 @@ type Op struct {
 	Kind    OpKind
 	Path    string  // the file or directory name (for Rename, the old name)
 	NewPath string  // for Rename, the new name
-	Off     int64   // for Read and Write, the offset; for Truncate, the new size
-	Len     int     // for Read and Write, the buffer length
+	Off     int64   // for Read, Write and Writeback, the offset; for Truncate, the new size
+	Len     int     // for Read and Write, the buffer length; for Writeback, the range length (0: to the end)
 	Type    MemType // for Write and Read, the memory-type hint (MemDefault without one)
-	Index   int     // position of this op among all ops of the Fault, from 0
+	// Index is the position of this op among all ops of the Fault, from
+	// 0; -1 for a Writeback op unless [Fault.NumberWriteback] is on.
+	Index int
 }
 
 // Injector decides whether an operation fails. MaybeError is called for
@@ -84,6 +89,9 @@ type InjectedError struct {
 
 func (e *InjectedError) Error() string {
 	msg := fmt.Sprintf("vfd: injected fault on %s #%d %s", e.Op.Kind, e.Op.Index, e.Op.Path)
+	if e.Op.Index < 0 {
+		msg = fmt.Sprintf("vfd: injected fault on %s %s", e.Op.Kind, e.Op.Path)
+	}
 	if e.Torn >= 0 {
 		msg += fmt.Sprintf(" after %d of %d bytes", e.Torn, e.Op.Len)
 	}
@@ -115,9 +123,10 @@ func OnNth(kind OpKind, n int, err error) Injector {
 }
 
 // OnIndex fails the operation whose [Op.Index] is i with err, once.
+// Unnumbered ops (Index -1) never match.
 func OnIndex(i int, err error) Injector {
 	return InjectorFunc(func(op Op) error {
-		if op.Index == i {
+		if op.Index >= 0 && op.Index == i {
 			return orInjected(err)
 		}
 		return nil
@@ -208,7 +217,7 @@ func Latency(d time.Duration, kinds ...OpKind) Injector {
 // nil when there is no op k.
 func CrashCloneAt(c *Core, k int, dst **Core) Injector {
 	return InjectorFunc(func(op Op) error {
-		if op.Index == k {
+		if op.Index >= 0 && op.Index == k {
 			*dst = c.CrashClone()
 		}
 		return nil
@@ -228,12 +237,24 @@ func orInjected(err error) error {
 // injector in turn; the first non-nil error wins and the operation does
 // not run (a torn write from [ShortWrite] runs in part). With the same
 // sequence of calls the same operations fail: Fault is deterministic.
+//
+// Writeback hints ([StartWriteback], kind OpWriteback) are shown to the
+// injectors like every op, so tests can fail them (OnNth(OpWriteback, ...),
+// OnPath with that kind), but by default they take no global index
+// (Index -1) and do not advance [Fault.Ops]. A hint changes neither the
+// content nor what survives a crash: numbering it would shift the index
+// of every later op whenever a writer starts or stops hinting (and the
+// indices tests compute or record with it), and a "crash at op k" loop
+// would gain steps whose crash state is the previous step's. Tests that
+// want to fail hints pick them by kind or path, or number them with
+// [Fault.NumberWriteback].
 type Fault struct {
-	inner     Driver
-	mu        sync.Mutex
-	injectors []Injector
-	ops       int
-	injected  int
+	inner           Driver
+	mu              sync.Mutex
+	injectors       []Injector
+	ops             int
+	injected        int
+	numberWriteback bool
 }
 
 // NewFault wraps inner with injectors.
@@ -262,6 +283,15 @@ func (d *Fault) Injected() int {
 	return d.injected
 }
 
+// NumberWriteback sets whether Writeback ops take a global index (and
+// count in [Fault.Ops]) like the others; off by default. Set it before
+// the ops it should apply to.
+func (d *Fault) NumberWriteback(on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.numberWriteback = on
+}
+
 // Add appends injectors.
 func (d *Fault) Add(injectors ...Injector) {
 	d.mu.Lock()
@@ -274,8 +304,12 @@ func (d *Fault) Add(injectors ...Injector) {
 func (d *Fault) check(op Op) *InjectedError {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	op.Index = d.ops
-	d.ops++
+	if op.Kind == OpWriteback && !d.numberWriteback {
+		op.Index = -1
+	} else {
+		op.Index = d.ops
+		d.ops++
+	}
 	for _, in := range d.injectors {
 		err := in.MaybeError(op)
 		if err == nil {
@@ -407,6 +441,14 @@ func (f *faultFile) WriteAtType(t MemType, p []byte, off int64) (int, error) {
 		return n, err
 	}
 	return n, pathErr("write", op.Path, ie)
+}
+
+// StartWriteback passes the hint on unless an injector fails it.
+func (f *faultFile) StartWriteback(off, n int64) error {
+	if err := f.d.fail(Op{Kind: OpWriteback, Path: f.f.Name(), Off: off, Len: int(n)}); err != nil {
+		return err
+	}
+	return StartWriteback(f.f, off, n)
 }
 
 func (f *faultFile) Size() (int64, error) {

@@ -22,7 +22,7 @@ func WithLogClock(now func() time.Time) LogOption { return func(d *Log) { d.now 
 
 // Log wraps a driver and traces every operation on it and on its files
 // with zap, after HDF5's log driver: the op, the path, offset and size
-// for reads, writes and truncates, the memory type of typed transfers,
+// for reads, writes, writeback hints and truncates, the memory type of typed transfers,
 // the duration and the error. It also keeps counters, read with
 // [Log.Stats]. It is safe for concurrent use.
 type Log struct {
@@ -109,6 +109,8 @@ func (d *Log) done(op Op, start time.Time, n int, err error, extra ...zap.Field)
 		fields = append(fields, zap.Int64("offset", op.Off), zap.Int("size", op.Len), zap.Int("done", n), zap.Stringer("mem-type", op.Type))
 	case OpTruncate:
 		fields = append(fields, zap.Int64("size", op.Off))
+	case OpWriteback:
+		fields = append(fields, zap.Int64("offset", op.Off), zap.Int("size", op.Len))
 	}
 	fields = append(fields, zap.Duration("duration", dur))
 	fields = append(fields, extra...)
@@ -213,6 +215,15 @@ func (f *logFile) WriteAtType(t MemType, p []byte, off int64) (int, error) {
 	n, err := WriteAtType(f.f, t, p, off)
 	f.d.done(Op{Kind: OpWrite, Path: f.f.Name(), Off: off, Len: len(p), Type: t}, start, n, err)
 	return n, err
+}
+
+// StartWriteback passes the hint on, traces it (op "writeback", offset,
+// size, 0 meaning to the end) and counts it under OpWriteback.
+func (f *logFile) StartWriteback(off, n int64) error {
+	start := f.d.now()
+	err := StartWriteback(f.f, off, n)
+	f.d.done(Op{Kind: OpWriteback, Path: f.f.Name(), Off: off, Len: int(n)}, start, 0, err)
+	return err
 }
 
 func (f *logFile) Size() (int64, error) {

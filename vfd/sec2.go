@@ -4,8 +4,10 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -106,6 +108,9 @@ type sec2File struct {
 	name   string
 	flag   Flag
 	closed bool
+	// noWriteback is set once the kernel or the file system refused
+	// sync_file_range on this file; StartWriteback then does nothing.
+	noWriteback atomic.Bool
 }
 
 func (f *sec2File) Name() string { return f.name }
@@ -222,6 +227,40 @@ func (f *sec2File) Sync() error {
 		if err != unix.EINTR {
 			return pathErr("sync", f.name, err)
 		}
+	}
+}
+
+// StartWriteback starts writing the dirty pages of [off, off+n) with
+// sync_file_range(SYNC_FILE_RANGE_WRITE) and returns without waiting.
+// Where the kernel or the file system refuses it (ENOSYS, EINVAL,
+// EOPNOTSUPP, ESPIPE) it returns nil and does nothing more for this file.
+func (f *sec2File) StartWriteback(off, n int64) error {
+	if err := checkWritebackRange(f.name, off, n); err != nil {
+		return err
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return pathErr("writeback", f.name, ErrClosed)
+	}
+	if f.noWriteback.Load() {
+		return nil
+	}
+	if n > math.MaxInt64-off { // the kernel refuses a range that wraps
+		n = 0
+	}
+	for {
+		err := unix.SyncFileRange(f.fd, off, n, unix.SYNC_FILE_RANGE_WRITE)
+		switch err {
+		case nil:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.ENOSYS, unix.EINVAL, unix.EOPNOTSUPP, unix.ESPIPE:
+			f.noWriteback.Store(true)
+			return nil
+		}
+		return pathErr("writeback", f.name, err)
 	}
 }
 

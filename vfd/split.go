@@ -263,6 +263,20 @@ func (f *splitFile) Truncate(size int64) error {
 	return f.raw.Truncate(size)
 }
 
+// StartWriteback passes the hint on to both files, whose addresses are
+// the same.
+func (f *splitFile) StartWriteback(off, n int64) error {
+	if err := checkWritebackRange(f.name, off, n); err != nil {
+		return err
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return pathErr("writeback", f.name, ErrClosed)
+	}
+	return errors.Join(StartWriteback(f.meta, off, n), StartWriteback(f.raw, off, n))
+}
+
 // Sync syncs both files.
 func (f *splitFile) Sync() error {
 	f.mu.RLock()

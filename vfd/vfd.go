@@ -3,6 +3,7 @@ package vfd
 import (
 	"io"
 	"io/fs"
+	"math"
 )
 
 // MemType says what kind of bytes a write carries, after HDF5's memory
@@ -61,8 +62,9 @@ func (f Flag) Writable() bool { return f&ReadWrite != 0 }
 // is durable until Sync returns. After Close every method returns an error
 // matching fs.ErrClosed.
 //
-// ReadAt and WriteAt may be called concurrently on disjoint ranges; the
-// other methods must not run concurrently with anything else on the file.
+// ReadAt and WriteAt (and [WritebackStarter.StartWriteback], where a file
+// has it) may be called concurrently on disjoint ranges; the other methods
+// must not run concurrently with anything else on the file.
 type File interface {
 	io.ReaderAt
 	io.WriterAt
@@ -122,6 +124,24 @@ type VectorIO interface {
 // [off, off+n) so later writes do not fail for lack of space.
 type Preallocator interface {
 	Preallocate(off, n int64) error
+}
+
+// WritebackStarter is the optional capability of starting the write of
+// [off, off+n) to the device without waiting for it, so that a later Sync
+// finds less to do: a writer that goes on computing between blocks lets
+// the device work meanwhile (Linux sync_file_range with
+// SYNC_FILE_RANGE_WRITE, RocksDB's bytes_per_sync). Use [StartWriteback],
+// which does nothing for files without it.
+//
+// It is a hint. It makes nothing durable (Sync is still required, and
+// only Sync is a durability point), it changes neither the content nor
+// the size of the file, and a driver may ignore it. n == 0 means through
+// the end of the file; a range past the end of file is no error. A
+// negative off or n is an error wrapping [ErrNegativeOffset]; on a closed
+// file the error matches fs.ErrClosed. Like ReadAt and WriteAt, it may
+// run concurrently with ReadAt and WriteAt.
+type WritebackStarter interface {
+	StartWriteback(off, n int64) error
 }
 
 // TypedWriter is the optional capability of taking a memory-type hint on
@@ -211,6 +231,37 @@ func Preallocate(f File, off, n int64) error {
 		return p.Preallocate(off, n)
 	}
 	return nil
+}
+
+// StartWriteback asks f to start writing [off, off+n) to the device (n ==
+// 0: through the end of file) when it can, and does nothing otherwise. It
+// is only a hint that lets the device work while the caller goes on: it
+// makes nothing durable, so Sync is still required. See
+// [WritebackStarter].
+func StartWriteback(f File, off, n int64) error {
+	if w, ok := f.(WritebackStarter); ok {
+		return w.StartWriteback(off, n)
+	}
+	return nil
+}
+
+// checkWritebackRange reports a negative offset or length of a
+// StartWriteback call.
+func checkWritebackRange(name string, off, n int64) error {
+	if off < 0 || n < 0 {
+		return pathErr("writeback", name, ErrNegativeOffset)
+	}
+	return nil
+}
+
+// writebackEnd returns the exclusive end of the writeback range [off,
+// off+n): math.MaxInt64 for n == 0 (through the end of file) or when
+// off+n does not fit.
+func writebackEnd(off, n int64) int64 {
+	if n == 0 || n > math.MaxInt64-off {
+		return math.MaxInt64
+	}
+	return off + n
 }
 
 // ReadFull reads exactly len(p) bytes at off. A read cut by the end of

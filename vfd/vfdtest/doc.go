@@ -6,7 +6,7 @@
 // returns a fresh driver and an existing, empty directory in it; the suite
 // runs one subtest per property, each on a fresh driver.
 //
-// Concurrency: the subtests run sequentially; one of them runs ReadAt and
-// WriteAt concurrently on disjoint ranges of one file, so run the suite
-// under -race.
+// Concurrency: the subtests run sequentially; one of them runs ReadAt,
+// WriteAt and [vfd.StartWriteback] concurrently on disjoint ranges of one
+// file, so run the suite under -race.
 package vfdtest

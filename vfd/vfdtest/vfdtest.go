@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path"
 	"slices"
 	"sync"
@@ -59,6 +60,7 @@ func TestDriverConfig(t *testing.T, newDriver NewFunc, cfg Config) {
 		{"DirsAndStat", testDirs},
 		{"SyncAndReopen", testSync},
 		{"Closed", testClosed},
+		{"StartWriteback", testWriteback},
 		{"ConcurrentDisjoint", testConcurrent},
 	}
 	for _, tt := range tests {
@@ -362,6 +364,49 @@ func testClosed(t *testing.T, s *suite) {
 	assert.Equal(t, []byte("x"), s.get(t, "closed"))
 }
 
+// testWriteback checks the writeback hint: it changes neither content
+// nor size, takes ranges past the end, rejects negative ranges and
+// closed files when the file has the capability, and falls back to a
+// no-op when it has not.
+func testWriteback(t *testing.T, s *suite) {
+	f := s.create(t, "writeback")
+	_, starter := f.(vfd.WritebackStarter)
+	data := pattern(20000, 5)
+	_, err := f.WriteAt(data, 0)
+	require.NoError(t, err)
+	ranges := []struct{ off, n int64 }{
+		{0, 20000}, {4096, 8192}, {100, 0}, {19999, 1}, {0, math.MaxInt64},
+		{20000, 4096}, {1 << 40, 1 << 20}, {1 << 40, 0}, // past the end
+	}
+	for _, r := range ranges {
+		assert.NoError(t, vfd.StartWriteback(f, r.off, r.n), "range %d+%d", r.off, r.n)
+	}
+	assert.Equal(t, int64(len(data)), size(t, f), "a hint does not change the size")
+	assert.Equal(t, data, readAt(t, f, 0, len(data)), "a hint does not change the content")
+	_, err = f.WriteAt([]byte("after"), 20000)
+	require.NoError(t, err)
+	require.NoError(t, vfd.StartWriteback(f, 20000, 5))
+	assert.Equal(t, []byte("after"), readAt(t, f, 20000, 5))
+	require.NoError(t, f.Sync())
+	if starter {
+		assert.ErrorIs(t, vfd.StartWriteback(f, -1, 10), vfd.ErrNegativeOffset)
+		assert.ErrorIs(t, vfd.StartWriteback(f, 0, -1), vfd.ErrNegativeOffset)
+	}
+	require.NoError(t, f.Close())
+	err = vfd.StartWriteback(f, 0, 10)
+	if starter {
+		assert.ErrorIs(t, err, fs.ErrClosed, "StartWriteback on a closed file")
+	} else {
+		assert.NoError(t, err, "a file without the capability: the helper does nothing")
+	}
+	assert.Equal(t, append(data, "after"...), s.get(t, "writeback"))
+
+	g, err := vfd.OpenRead(s.d, s.path("writeback"))
+	require.NoError(t, err)
+	assert.NoError(t, vfd.StartWriteback(g, 0, 0), "a hint on a read-only file")
+	require.NoError(t, g.Close())
+}
+
 func testConcurrent(t *testing.T, s *suite) {
 	const workers, chunk, rounds = 8, 8192, 4
 	f := s.create(t, "concurrent")
@@ -375,6 +420,10 @@ func testConcurrent(t *testing.T, s *suite) {
 				off := int64((r*workers + w) * chunk)
 				want := pattern(chunk, byte(w*31+r))
 				if _, err := f.WriteAt(want, off); err != nil {
+					errs <- err
+					return
+				}
+				if err := vfd.StartWriteback(f, off, chunk); err != nil {
 					errs <- err
 					return
 				}
