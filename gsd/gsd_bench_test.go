@@ -234,3 +234,83 @@ func BenchmarkRead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRepairScan measures Repair's walk over an index of 20000 used
+// slots among 32768 (1 MiB) in a file on vfd.Sec2: raw is one read of the
+// whole index block (the reference), one-pass is scanForRepair (a few
+// large reads), slot-at-a-time the walk it replaced (two reads per used
+// slot). Compare the MB/s of each against raw.
+func BenchmarkRepairScan(b *testing.B) {
+	const frames, capacity = 10000, 32768
+	name := filepath.Join(b.TempDir(), "scan.gsd")
+	w, err := Create(vfd.Sec2{}, name, "bench", "bench", MakeVersion(1, 0), WithSync(false), WithIndexCapacity(capacity))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for f := range frames {
+		if err := WriteChunk(w, "a", []uint8{uint8(f)}, 1, 1); err != nil {
+			b.Fatal(err)
+		}
+		if err := WriteChunk(w, "b", []int32{int32(f)}, 1, 1); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.EndFrame(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	f, err := vfd.OpenRead(vfd.Sec2{}, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := readHeader(f, size, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	names, err := readNames(f, size, name, &h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	slots := repairSlots(h, size)
+	if slots != capacity {
+		b.Fatalf("%d index slots in the file, want %d", slots, capacity)
+	}
+	walks := []struct {
+		name string
+		walk func() (int, error)
+	}{
+		{"raw", func() (int, error) {
+			buf := make([]byte, slots*entrySize)
+			return int(slots), vfd.ReadFull(f, buf, h.IndexLocation)
+		}},
+		{"one-pass", func() (int, error) {
+			sc, err := scanForRepair(f, name, h, size, names, slots)
+			return sc.used, err
+		}},
+		{"slot-at-a-time", func() (int, error) {
+			sc, err := legacyRepairScan(f, name, h, size, names, slots)
+			return sc.used, err
+		}},
+	}
+	for _, wk := range walks {
+		b.Run(wk.name, func(b *testing.B) {
+			b.SetBytes(int64(slots) * entrySize)
+			for b.Loop() {
+				n, err := wk.walk()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if wk.name != "raw" && n != 2*frames {
+					b.Fatalf("%d used slots, want %d", n, 2*frames)
+				}
+			}
+		})
+	}
+}

@@ -189,19 +189,28 @@ func parseNames(blk []byte, v1 bool) ([]string, error) {
 	return names, nil
 }
 
-// entryBatch is how many index slots are read per I/O while scanning.
-const entryBatch = 4096
+// entryBatch is how many index slots the first read of an index walk
+// covers; each further read covers twice as many, up to maxEntryBatch
+// (2 MiB), so a small index costs one small read and a large one a few
+// large reads in bounded memory.
+const (
+	entryBatch    = 4096
+	maxEntryBatch = 1 << 16
+)
 
 // scanIndex walks the index slots [from, to) of the block at loc, reading
-// them entryBatch at a time, and calls visit with each slot's number, its
-// 32 raw bytes and its decoded entry until visit returns false. It is the
-// one index walk of the loader and [VerifyReaderAt]. A failed read ends
-// the walk with a *CorruptionError (part "index", the first slot of the
-// failed read).
+// them in batches (entryBatch slots first, then doubling up to
+// maxEntryBatch), and calls visit with each slot's number, its 32 raw
+// bytes and its decoded entry until visit returns false. It is the one
+// index walk of the loader, [VerifyReaderAt] and [Repair]. A failed read
+// ends the walk with a *CorruptionError (part "index", the first slot of
+// the failed read).
 func scanIndex(r io.ReaderAt, path string, loc int64, from, to uint64, visit func(slot uint64, raw []byte, e Entry) bool) error {
 	var buf []byte
+	batch := uint64(entryBatch)
 	for slot := from; slot < to; {
-		n := min(to-slot, entryBatch)
+		n := min(to-slot, batch)
+		batch = min(2*batch, maxEntryBatch)
 		if cap(buf) < int(n)*entrySize {
 			buf = make([]byte, int(n)*entrySize)
 		}

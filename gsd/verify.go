@@ -213,47 +213,13 @@ func repairFile(f vfd.File, path string, o options) (RepairResult, error) {
 	if h.IndexLocation >= headerSize && h.IndexLocation <= size {
 		slots = min(h.IndexAllocated, uint64(size-h.IndexLocation)/entrySize)
 	}
-	cut := slots < h.IndexAllocated
-	st := &state{size: size, hdr: h, names: names}
-	var kept []Entry
-	reason := ""
-	dirtyTail := false
-	for s := uint64(0); s < slots; s++ {
-		b := make([]byte, entrySize)
-		if err := vfd.ReadFull(f, b, h.IndexLocation+int64(s)*entrySize); err != nil {
-			return res, fmt.Errorf("gsd: repair %s: read index: %w", path, err)
-		}
-		e := decodeEntry(b)
-		if e.Location == 0 {
-			// The rest must be zero; a fresh index is written if not.
-			dirtyTail = slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) || !zeroSlots(f, h.IndexLocation, s+1, slots)
-			cut = false
-			break
-		}
-		st.entries = kept
-		if err := st.check(path, int64(s), e); err != nil {
-			reason = err.Error()
-		} else if e.Frame >= uint64(size)/entrySize {
-			reason = fmt.Sprintf("entry %d: frame %d cannot be indexed in a file of %d bytes", s, e.Frame, size)
-		} else if e.Type == TypeCharacter || e.M == 0 || e.Flags != 0 {
-			reason = fmt.Sprintf("entry %d: type %s, M %d, flags %d", s, e.Type, e.M, e.Flags)
-		} else if n := len(kept); n > 0 && !v1 && e.Frame == kept[n-1].Frame && e.ID <= kept[n-1].ID {
-			reason = fmt.Sprintf("entry %d: not sorted by (frame, id)", s)
-		}
-		if reason != "" {
-			kept = dropFrame(kept, e.Frame)
-			cut = false
-			break
-		}
-		kept = append(kept, e)
-		if s == slots-1 && cut {
-			reason = "index block cut by the end of file"
-			kept = dropFrame(kept, e.Frame)
-		}
+	sc, err := scanForRepair(f, path, h, size, names, slots)
+	if err != nil {
+		return res, err
 	}
-	total := countUsed(f, h, slots)
+	kept, reason, dirtyTail, cut := sc.kept, sc.reason, sc.dirtyTail, sc.cut
 	res.Entries = len(kept)
-	res.Dropped = total - len(kept)
+	res.Dropped = sc.used - len(kept)
 	res.Reason = reason
 	if len(kept) > 0 {
 		res.Frames = kept[len(kept)-1].Frame + 1
@@ -325,35 +291,93 @@ func dropFrame(es []Entry, frame uint64) []Entry {
 	return es[:k]
 }
 
-// zeroSlots reports whether slots [from, to) of the index are all zero.
-func zeroSlots(f vfd.File, loc int64, from, to uint64) bool {
-	buf := make([]byte, entrySize*entryBatch)
-	for s := from; s < to; {
-		n := min(to-s, entryBatch)
-		b := buf[:n*entrySize]
-		if err := vfd.ReadFull(f, b, loc+int64(s)*entrySize); err != nil {
-			return false
-		}
-		if slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
-			return false
-		}
-		s += n
-	}
-	return true
+// repairScan is what [Repair] learns from its one walk over the index.
+type repairScan struct {
+	// kept is the longest prefix of complete frames whose entries are valid.
+	kept []Entry
+	// used counts the slots before the first unused one (location 0).
+	used int
+	// reason says why entries were dropped ("" when none were).
+	reason string
+	// dirtyTail is set when an unused slot after the used ones is not zero.
+	dirtyTail bool
+	// cut is set when the end of file cuts the index block and every slot
+	// inside the file is used.
+	cut bool
 }
 
-// countUsed counts the slots before the first zero location among the
-// first slots slots of the index.
-func countUsed(f vfd.File, h Header, slots uint64) int {
-	b := make([]byte, 8)
-	n := 0
-	for s := uint64(0); s < slots; s++ {
-		if vfd.ReadFull(f, b, h.IndexLocation+int64(s)*entrySize+16) != nil || leU64(b) == 0 {
-			break
+// scanForRepair walks the first slots slots of the index once, in large
+// reads (scanIndex): the valid prefix, then, after a bad entry, only the
+// count of used slots, or, after the first unused slot, the check that
+// the rest is zero. A failed read while the prefix is being taken is an
+// error; later it ends the count, or marks the tail dirty.
+func scanForRepair(r io.ReaderAt, path string, h Header, size int64, names []string, slots uint64) (repairScan, error) {
+	const (
+		keeping = iota
+		counting
+		checkingTail
+	)
+	sc := repairScan{cut: slots < h.IndexAllocated}
+	st := &state{size: size, hdr: h, names: names}
+	v1 := h.GSDVersion < Version2
+	nonzero := func(b []byte) bool { return slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) }
+	phase := keeping
+	err := scanIndex(r, path, h.IndexLocation, 0, slots, func(s uint64, raw []byte, e Entry) bool {
+		switch phase {
+		case checkingTail:
+			sc.dirtyTail = nonzero(raw)
+			return !sc.dirtyTail
+		case counting:
+			if e.Location == 0 {
+				return false
+			}
+			sc.used++
+			return true
 		}
-		n++
+		if e.Location == 0 {
+			// The rest must be zero; a fresh index is written if not.
+			sc.dirtyTail = nonzero(raw)
+			sc.cut = false
+			phase = checkingTail
+			return !sc.dirtyTail
+		}
+		sc.used++
+		st.entries = sc.kept
+		reason := ""
+		if err := st.check(path, int64(s), e); err != nil {
+			reason = err.Error()
+		} else if e.Frame >= uint64(size)/entrySize {
+			reason = fmt.Sprintf("entry %d: frame %d cannot be indexed in a file of %d bytes", s, e.Frame, size)
+		} else if e.Type == TypeCharacter || e.M == 0 || e.Flags != 0 {
+			reason = fmt.Sprintf("entry %d: type %s, M %d, flags %d", s, e.Type, e.M, e.Flags)
+		} else if n := len(sc.kept); n > 0 && !v1 && e.Frame == sc.kept[n-1].Frame && e.ID <= sc.kept[n-1].ID {
+			reason = fmt.Sprintf("entry %d: not sorted by (frame, id)", s)
+		}
+		if reason != "" {
+			sc.reason = reason
+			sc.kept = dropFrame(sc.kept, e.Frame)
+			sc.cut = false
+			phase = counting
+			return true
+		}
+		sc.kept = append(sc.kept, e)
+		if s == slots-1 && sc.cut {
+			sc.reason = "index block cut by the end of file"
+			sc.kept = dropFrame(sc.kept, e.Frame)
+		}
+		return true
+	})
+	var ce *CorruptionError
+	switch {
+	case err == nil:
+	case phase == keeping && errors.As(err, &ce):
+		return sc, fmt.Errorf("gsd: repair %s: read index: %w", path, ce.Err)
+	case phase == keeping:
+		return sc, fmt.Errorf("gsd: repair %s: read index: %w", path, err)
+	case phase == checkingTail:
+		sc.dirtyTail = true
 	}
-	return n
+	return sc, nil
 }
 
 // Upgrade converts a 1.0 file to 2.0 in a crash-safe way: the index sorted
