@@ -46,19 +46,36 @@ func fileInfo(s Store, f File, suffix string) partner.FileInfo {
 	return partner.FileInfo{Ref: partner.Ref{Driver: s.Driver, Path: s.Path(f.Name) + suffix}, Size: f.Size, Hash: encode.Hash(f.Digest)}
 }
 
+// dataInfo is the pending checkpoint's data file (its tmp name), with its
+// hash to be computed by the transfer when the digest is pending.
+func dataInfo(env *Env, p *Pending) partner.FileInfo {
+	data := p.Data()
+	fi := fileInfo(env.Store(data.Where), data, TmpSuffix)
+	if p.DigestPending {
+		fi.Hash, fi.HashUnknown = encode.Hash{}, true
+	}
+	return fi
+}
+
+// ReadsData reports true: Protect sends the whole data file, hashing it
+// (see [DataReader]).
+func (Partner2) ReadsData() bool { return true }
+
 // Protect sends this rank's data file to its right neighbour and receives
 // its left neighbour's. Collective.
 func (l Partner2) Protect(env *Env, p *Pending) error {
 	if err := env.Topo.Validate(int(L2)); err != nil {
 		return err
 	}
-	data := p.Data()
 	left := env.Topo.Left(env.Rank)
 	name := RankFileName(p.Dir, RolePartner, left)
 	copyTo := partner.Ref{Driver: env.Local.Driver, Path: env.Local.Path(name) + TmpSuffix}
-	cp, err := partner.CopyToPartner(env.Comm, env.Topo, l.options(env), fileInfo(env.Store(data.Where), data, TmpSuffix), copyTo)
+	cp, err := partner.CopyToPartner(env.Comm, env.Topo, l.options(env), dataInfo(env, p), copyTo)
 	if err != nil {
 		return fmt.Errorf("L2: %w", err)
+	}
+	if p.DigestPending {
+		p.SetDataDigest(Digest(cp.Sent))
 	}
 	p.Files = append(p.Files, File{Role: RolePartner, Where: Local, Name: name, Size: cp.Size, Digest: Digest(cp.Hash), Of: cp.Of})
 	return nil

@@ -44,6 +44,10 @@ func (l RS3) options(env *Env) partner.Options {
 // ID returns L3.
 func (RS3) ID() ID { return L3 }
 
+// ReadsData reports true: Protect encodes the whole data file, hashing it
+// (see [DataReader]).
+func (RS3) ReadsData() bool { return true }
+
 // DataArea returns Local.
 func (RS3) DataArea() Where { return Local }
 
@@ -52,12 +56,14 @@ func (l RS3) Protect(env *Env, p *Pending) error {
 	if err := env.Topo.Validate(int(L3)); err != nil {
 		return err
 	}
-	data := p.Data()
 	name := RankFileName(p.Dir, RoleParity, env.Rank)
 	to := partner.Ref{Driver: env.Local.Driver, Path: env.Local.Path(name) + TmpSuffix}
-	par, err := partner.EncodeGroup(env.Comm, env.Topo, l.options(env), l.M, fileInfo(env.Store(data.Where), data, TmpSuffix), to)
+	par, err := partner.EncodeGroup(env.Comm, env.Topo, l.options(env), l.M, dataInfo(env, p), to)
 	if err != nil {
 		return fmt.Errorf("L3: %w", err)
+	}
+	if p.DigestPending {
+		p.SetDataDigest(Digest(par.Data))
 	}
 	if par.Held {
 		attrs := map[string]string{

@@ -156,10 +156,34 @@ type Pending struct {
 	// under Name+TmpSuffix and synced. The runtime puts the data file
 	// first; levels append the files they add.
 	Files []File
+	// DigestPending is set when the runtime left the data file's digest
+	// to a [DataReader] level: its Protect computes it from the bytes it
+	// reads and records it with [Pending.SetDataDigest].
+	DigestPending bool
 }
 
 // Data returns this rank's data file entry.
 func (p *Pending) Data() File { return p.Files[0] }
+
+// SetDataDigest records the data file's digest computed by a level.
+func (p *Pending) SetDataDigest(d Digest) {
+	p.Files[0].Digest = d
+	p.DigestPending = false
+}
+
+// DataReader is implemented by levels whose Protect reads the whole data
+// file anyway (L2 sends it, L3 encodes it). For them the runtime neither
+// reads the file back to compute its digest nor waits for its fsync
+// before Protect: it sets [Pending.DigestPending], Protect hashes the
+// bytes as it reads them (from the page cache) and records the digest,
+// and the data file's fsync runs meanwhile and is voted on with Protect.
+// The digest means the same either way: the BLAKE3 of the file's bytes as
+// read back after writing.
+type DataReader interface {
+	Level
+	// ReadsData reports whether Protect computes the data digest.
+	ReadsData() bool
+}
 
 // Source is where a rank reads its recovered data file.
 type Source struct {

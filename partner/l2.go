@@ -16,6 +16,10 @@ type Copy struct {
 	Of   int
 	Size int64
 	Hash encode.Hash
+	// Sent is the hash of this rank's own file as it was sent (zero when
+	// the sender did not hash: Options.SkipSourceHash with a known hash).
+	// With own.HashUnknown it is the hash to record for own.
+	Sent encode.Hash
 }
 
 // CopyToPartner is L2's transfer. Collective over the world c (every rank
@@ -25,17 +29,19 @@ type Copy struct {
 // is written, synced and hash-checked), in blocks of o.BlockSize with
 // Sendrecv, holding a few blocks at most. The hash of own is checked as it
 // is read; a mismatch on either side is an error on that rank, and the
-// receiver removes a copy that fails its check. A local failure never
-// stops the exchange, so every rank returns.
+// receiver removes a copy that fails its check. With own.HashUnknown the
+// hash is computed as own is read (returned in Copy.Sent) and the receiver
+// checks the copy against it. A local failure never stops the exchange, so
+// every rank returns.
 func CopyToPartner(c comm.Comm, t *Topology, o Options, own FileInfo, copyTo Ref) (Copy, error) {
 	me := c.Rank()
 	right, left := t.Right(me), t.Left(me)
 	o.log().Debug("partner copy", zap.Int("rank", me), zap.Int("right", right), zap.Int("left", left), zap.Int64("size", own.Size))
-	size, h, err := stream(c, right, left, tagCopy, o, streamEnd{out: &own, in: &copyTo, inOwner: left, learn: true})
+	size, h, sent, err := stream(c, right, left, tagCopy, o, streamEnd{out: &own, in: &copyTo, inOwner: left, learn: true})
 	if err != nil {
 		return Copy{}, fmt.Errorf("partner copy (rank %d -> %d, from %d): %w", me, right, left, err)
 	}
-	return Copy{Of: left, Size: size, Hash: h}, nil
+	return Copy{Of: left, Size: size, Hash: h, Sent: sent}, nil
 }
 
 // L2Recovery says what [RecoverPartner] did on one rank.
@@ -122,7 +128,7 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 		if needOwn {
 			e.in, e.inSize, e.inHash = &tmp, own.Size, own.Hash
 		}
-		if _, _, err := stream(c, left, right, tagRestoreOwn, o, e); err != nil {
+		if _, _, _, err := stream(c, left, right, tagRestoreOwn, o, e); err != nil {
 			errs = append(errs, fmt.Errorf("restore data of rank %d from rank %d: %w", me, right, err))
 		} else if needOwn {
 			if err := publish(own.Driver, tmp.Path, own.Path); err != nil {
@@ -145,7 +151,7 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 		if needHeld {
 			e.in, e.inSize, e.inHash = &tmp, held.Size, held.Hash
 		}
-		if _, _, err := stream(c, right, left, tagRestoreHeld, o, e); err != nil {
+		if _, _, _, err := stream(c, right, left, tagRestoreHeld, o, e); err != nil {
 			errs = append(errs, fmt.Errorf("re-send data of rank %d to rank %d: %w", left, me, err))
 		} else if needHeld {
 			if err := publish(held.Driver, tmp.Path, held.Path); err != nil {

@@ -28,6 +28,9 @@ type Parity struct {
 	// Header is the decoded header; its Unit is the stripe unit to pass to
 	// [RebuildGroup] in [Shape] (0 in the full scheme).
 	Header *encode.ParityHeader
+	// Data is the hash of the member's data file as it was read: with
+	// data.HashUnknown, the hash to record for it.
+	Data encode.Hash
 }
 
 // Shape is what a group's parity was made with, as recorded at
@@ -149,8 +152,10 @@ func encodePlan(l encode.Layout, g int) (shifts []shift, used []bool) {
 }
 
 // EncodeGroup is L3's distributed encoding. Collective over the world c.
-// Each rank passes its synced data file with the size and hash recorded
-// for it, and every member of the group writes its parity payload to
+// Each rank passes its data file with the size and hash recorded for it
+// (or data.HashUnknown: the hash is computed while encoding, returned in
+// Parity.Data and put in the header), and every member of the group
+// writes its parity payload to
 // parityTo (a tmp name; payload, then the header trailer, synced). Where
 // parity goes is the group's [encode.Layout]: with m = k (FTI's default,
 // see [ParityCount]) member j holds parity shard j of the whole files; with
@@ -174,7 +179,11 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	defer gc.Close()
 	k, g := gc.Size(), gc.Rank()
 	m = ParityCount(k, m)
-	sizes, hashes, _, err := gatherInfo(gc, data.Size, data.Hash, 0)
+	var unknown byte
+	if data.HashUnknown {
+		unknown = 1
+	}
+	sizes, hashes, flags, err := gatherInfo(gc, data.Size, data.Hash, unknown)
 	if err != nil {
 		return Parity{}, err
 	}
@@ -234,8 +243,10 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	}
 	own := pool.get(dataRow)
 	defer pool.put(own)
-	acc := pool.get(parRow)
-	defer pool.put(acc)
+	var acc []byte // parity row when there is no write-behind block to fill
+	if out == nil {
+		acc = make([]byte, parRow)
+	}
 	transit := pool.get(maxUnits * unit)
 	defer pool.put(transit)
 	var pack []byte // for send lists that are not one run of units
@@ -246,12 +257,18 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 		if src != nil && lay.DataOffset(r) < data.Size {
 			got = src.next()
 		}
-		copy(row, got)
-		clear(row[len(got):])
-		if got != nil {
-			src.release(got)
+		if len(got) == len(row) {
+			row = got // a whole row read: use the read-ahead block itself
+		} else {
+			copy(row, got)
+			clear(row[len(got):])
 		}
-		a := acc[:lay.Chunks()*n]
+		// accumulate straight into the write-behind block
+		a := acc
+		if out != nil {
+			a = out.buffer()
+		}
+		a = a[:lay.Chunks()*n]
 		clear(a)
 		for s, sh := range shifts {
 			if !used[s] {
@@ -267,6 +284,9 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 					err = fmt.Errorf("%w: L3 encode: %d bytes from group rank %d, want %d", ErrBadArgument, nr, from, len(rb))
 				}
 				if err != nil {
+					if out != nil {
+						out.put(a[:0])
+					}
 					return abort(fmt.Errorf("L3 encode exchange at row %d: %w", r, err))
 				}
 			}
@@ -277,24 +297,35 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 				}
 			}
 		}
+		if got != nil {
+			src.release(got)
+		}
 		if out != nil {
-			b := out.buffer()
-			copy(b, a)
-			out.put(b[:len(a)])
+			out.put(a)
 		}
 	}
+	var read encode.Hash
 	if src != nil {
 		h, _, err := src.close()
+		src = nil
 		fail(err)
-		if err == nil && h != data.Hash {
+		read = h
+		if err == nil && !data.HashUnknown && h != data.Hash {
 			fail(&CorruptionError{Path: data.Path, Rank: c.Rank(), Err: fmt.Errorf("%w: data changed before encoding", ErrHashMismatch)})
+		}
+	}
+	if slices.Contains(flags, 1) {
+		// hashes learnt while encoding, for the header
+		_, hashes, _, err = gatherInfo(gc, data.Size, read, 0)
+		if err != nil {
+			return abort(err)
 		}
 	}
 	hdr := &encode.ParityHeader{K: k, M: m, Index: g, Padded: padded, Sizes: sizes, Hashes: hashes}
 	if lay.Rotated() {
 		hdr.Unit = unit
 	}
-	res := Parity{Held: true, Index: g, Header: hdr}
+	res := Parity{Held: true, Index: g, Header: hdr, Data: read}
 	if out != nil {
 		_, whole, size, err := out.finishWith(func(body encode.Hash) ([]byte, error) {
 			hdr.Payload = body

@@ -76,6 +76,12 @@ type FileInfo struct {
 	Ref
 	Size int64
 	Hash encode.Hash
+	// HashUnknown says Hash is not known yet: a checkpoint transfer
+	// ([CopyToPartner], [EncodeGroup]) then computes it from the bytes it
+	// reads and returns it, so that the caller can record it, and the
+	// receivers check what they got against that hash instead. It saves
+	// the caller a pass over a file the transfer reads anyway.
+	HashUnknown bool
 }
 
 // Valid reports whether the ref names a file.
@@ -203,7 +209,8 @@ func (s *source) close() (encode.Hash, bool, error) {
 }
 
 // sink writes blocks at increasing offsets with a writer goroutine, hashes
-// them, and on finish syncs the file.
+// them, starts their writeback to the device (vfd.StartWriteback), and on
+// finish syncs the file.
 type sink struct {
 	pool *Buffers
 	f    vfd.File
@@ -238,6 +245,11 @@ func (s *sink) run() {
 		if s.err == nil {
 			if _, err := s.f.WriteAt(b, s.off); err != nil {
 				s.err = fmt.Errorf("write %s at %d: %w", s.path, s.off, err)
+			} else {
+				// let the device work while the CPU goes on; the final
+				// Sync then has little left to wait for (a hint only:
+				// its failure costs nothing but that)
+				_ = vfd.StartWriteback(s.f, s.off, int64(len(b)))
 			}
 			s.h.Write(b)
 			s.off += int64(len(b))
@@ -363,17 +375,26 @@ type streamEnd struct {
 	inHash  encode.Hash
 	inOwner int  // rank whose data is received, for errors
 	learn   bool // take inSize and inHash from the sender's header
+	// inHashUnknown is learnt from a sender that does not know its hash:
+	// the received bytes are checked against the hash in its trailer.
+	inHashUnknown bool
 }
+
+// headerLen is the length of a stream header: size u64, hash, flags.
+const headerLen = 8 + 32 + 1
 
 // header opens every stream: the size and expected hash of the file sent.
 func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 	var send []byte
 	if e.out != nil {
-		send = make([]byte, 40)
+		send = make([]byte, headerLen)
 		binary.LittleEndian.PutUint64(send, uint64(e.out.Size))
 		copy(send[8:], e.out.Hash[:])
+		if e.out.HashUnknown {
+			send[40] = 1
+		}
 	}
-	recv := make([]byte, 40)
+	recv := make([]byte, headerLen)
 	n, err := c.Sendrecv(send, dst, tag, recv, src, tag)
 	if err != nil {
 		return fmt.Errorf("exchange header: %w", err)
@@ -381,13 +402,13 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 	if e.in == nil {
 		return nil
 	}
-	if n != 40 {
+	if n != headerLen {
 		return fmt.Errorf("%w: rank %d sent no file header", ErrBadArgument, src)
 	}
 	size := int64(binary.LittleEndian.Uint64(recv))
 	h := encode.Hash(recv[8:40])
 	if e.learn {
-		e.inSize, e.inHash = size, h
+		e.inSize, e.inHash, e.inHashUnknown = size, h, recv[40]&1 != 0
 		return nil
 	}
 	if size != e.inSize || h != e.inHash {
@@ -396,12 +417,12 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 	return nil
 }
 
-func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize int64, recvHash encode.Hash, err error) {
+func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize int64, recvHash, sentHash encode.Hash, err error) {
 	bs := o.block() // every rank must use the same block size: never capped per rank
 	var errs []error
 	if err := exchangeHeader(c, dst, src, tag+1, &e); err != nil {
 		if errors.Is(err, comm.ErrAborted) {
-			return 0, encode.Hash{}, err
+			return 0, encode.Hash{}, encode.Hash{}, err
 		}
 		errs = append(errs, err)
 		if e.in != nil {
@@ -413,7 +434,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 	var outSize int64
 	if e.out != nil {
 		outSize = e.out.Size
-		s, err := openSource(*e.out, bs, !o.SkipSourceHash, o.Buffers)
+		s, err := openSource(*e.out, bs, !o.SkipSourceHash || e.out.HashUnknown, o.Buffers)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("open %s for sending: %w", e.out.Path, err))
 		} else {
@@ -442,7 +463,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 		if in != nil {
 			in.abandon(e.in.Driver)
 		}
-		return 0, encode.Hash{}, fmt.Errorf("agree on rounds: %w", err)
+		return 0, encode.Hash{}, encode.Hash{}, fmt.Errorf("agree on rounds: %w", err)
 	}
 	var scratch []byte // for blocks nobody keeps, allocated on first use
 	var recvOff int64
@@ -477,7 +498,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 			if in != nil {
 				in.abandon(e.in.Driver)
 			}
-			return 0, encode.Hash{}, errors.Join(errs...)
+			return 0, encode.Hash{}, encode.Hash{}, errors.Join(errs...)
 		}
 		if in != nil && !inBad {
 			want := min(int64(bs), max(e.inSize-recvOff, 0))
@@ -498,10 +519,12 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 	var t trailer
 	if out != nil {
 		h, hashed, err := out.close()
-		t = trailer{ok: err == nil && (!hashed || h == e.out.Hash), hashed: hashed, size: outSize, hash: h}
+		known := hashed && !e.out.HashUnknown
+		t = trailer{ok: err == nil && (!known || h == e.out.Hash), hashed: hashed, size: outSize, hash: h}
+		sentHash = h
 		if err != nil {
 			errs = append(errs, err)
-		} else if hashed && h != e.out.Hash {
+		} else if known && h != e.out.Hash {
 			errs = append(errs, &CorruptionError{Path: e.out.Path, Rank: c.Rank(), Err: fmt.Errorf("%w: before sending", ErrHashMismatch)})
 		}
 	}
@@ -523,7 +546,9 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 		case err != nil || inBad:
 		case !ok || !rt.ok:
 			errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: sender rank %d reported a bad source", ErrHashMismatch, src)})
-		case size != e.inSize || h != e.inHash || (rt.hashed && rt.hash != h):
+		case e.inHashUnknown && !rt.hashed:
+			errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: sender rank %d sent no hash", ErrHashMismatch, src)})
+		case size != e.inSize || (!e.inHashUnknown && h != e.inHash) || (rt.hashed && rt.hash != h):
 			errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Offset: size, Err: fmt.Errorf("%w: after receiving", ErrHashMismatch)})
 		}
 		if len(errs) > 0 {
@@ -531,5 +556,5 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 		}
 		recvSize, recvHash = size, h
 	}
-	return recvSize, recvHash, errors.Join(errs...)
+	return recvSize, recvHash, sentHash, errors.Join(errs...)
 }
