@@ -57,6 +57,10 @@ type options struct {
 	nodeID  func(rank int) string
 	policy  levels.Policy
 	buffers *partner.Buffers
+	// verifyAll makes Init verify every file of the checkpoint it
+	// restarts from, even data that Recover would check while reading it
+	// (RebuildOffline: nothing reads the data afterwards).
+	verifyAll bool
 }
 
 // WithLogger sets the logger (nil: no logging).
@@ -135,6 +139,15 @@ type Runtime struct {
 // returns. A restart whose checkpoints are all unrecoverable returns an
 // error wrapping [ErrUnrecoverable]; Init never turns it into a fresh
 // start. Collective; the status and any error are identical on every rank.
+//
+// Data is read and hashed once per restart. When every rank's data file
+// of the newest checkpoint is in place as written (an L1 checkpoint),
+// Init checks its size, header, metadata and file checksum against the
+// manifest without reading the data, and [Runtime.Recover] checks every
+// block against its hash as it reads it; should a block not match,
+// Recover verifies every file and falls back to older checkpoints as
+// Init otherwise does (see [Runtime.Recover]). Any other checkpoint is
+// verified completely by Init.
 func Init(cfg Config, c comm.Comm, opts ...Option) (*Runtime, error) {
 	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}}
 	for _, opt := range opts {
@@ -197,10 +210,28 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (*Runtime, error) {
 		r.log.Debug("fresh run")
 		return r, nil
 	}
-	m, src, err := r.eng.Recover()
+	var m *levels.Manifest
+	var src levels.Source
+	if o.verifyAll {
+		m, src, err = r.eng.Recover()
+	} else {
+		m, src, _, err = r.eng.RecoverDeferred()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: restart: %w", err)
 	}
+	r.restartFrom(m, src)
+	if c.Rank() == 0 {
+		r.log.Info("this is a restart", zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level),
+			zap.String("dir", m.Dir()), zap.Stringer("status", r.status))
+	}
+	return r, nil
+}
+
+// restartFrom makes m, with this rank's data at src, the checkpoint the
+// run restarts from.
+func (r *Runtime) restartFrom(m *levels.Manifest, src levels.Source) {
+	r.closeStored()
 	r.recovered, r.from, r.src, r.lastID = m, m, src, m.ID
 	// The next checkpoint continues the recovered file's layout.
 	if st, err := r.openStored(); err == nil {
@@ -212,11 +243,6 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (*Runtime, error) {
 	if m.Kept {
 		r.status = RestartKept
 	}
-	if c.Rank() == 0 {
-		r.log.Info("this is a restart", zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level),
-			zap.String("dir", m.Dir()), zap.Stringer("status", r.status))
-	}
-	return r, nil
 }
 
 // topologyFile is the node table's name in meta_dir.

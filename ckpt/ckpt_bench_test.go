@@ -1,6 +1,7 @@
 package ckpt
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -172,4 +173,95 @@ func benchLogger() *zap.Logger {
 		return l
 	}
 	return zap.NewNop()
+}
+
+// BenchmarkRestartL1Paired restarts 4 ranks (Init, Protect, Recover) from
+// one L1 checkpoint of 64 MiB per rank, and in every iteration also reads
+// the same data files raw (vfd.Sec2, into the same arrays) as the
+// physical reference, so both see the same load and the same page cache;
+// it reports the ratio of their total times as "restart/raw".
+func BenchmarkRestartL1Paired(b *testing.B) {
+	cfg := testConfig(b.TempDir(), 2)
+	err := comm.Run(benchRanks, func(c comm.Comm) error {
+		r, err := Init(cfg, c, WithLogger(benchLogger()))
+		if err != nil {
+			return err
+		}
+		defer r.Wait()
+		x := benchData(c.Rank())
+		if err := Protect(r, 0, &x); err != nil {
+			return err
+		}
+		return r.Checkpoint(1, 1) // no Finalize: the checkpoint stays
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dst := make([][]float64, benchRanks)
+	for r := range dst {
+		dst[r] = make([]float64, benchBytes/8)
+		for i := range dst[r] {
+			dst[r][i] = -1
+		}
+	}
+	b.SetBytes(benchRanks * benchBytes)
+	var rawTotal, restartTotal time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		err := comm.Run(benchRanks, func(c comm.Comm) error {
+			x := dst[c.Rank()]
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			t0 := time.Now()
+			r, err := Init(cfg, c, WithLogger(benchLogger()))
+			if err != nil {
+				return err
+			}
+			defer r.Wait()
+			if err := Protect(r, 0, &x); err != nil {
+				return err
+			}
+			if err := r.Recover(); err != nil {
+				return err
+			}
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			t1 := time.Now()
+			if x[len(x)-1] != float64((len(x)-1)*benchRanks+c.Rank()) {
+				return fmt.Errorf("rank %d restored wrong data", c.Rank())
+			}
+			// Raw: the same file's bytes into the same array.
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			t2 := time.Now()
+			f, err := vfd.OpenRead(vfd.Sec2{}, r.src.Store.Path(r.src.Name))
+			if err != nil {
+				return err
+			}
+			if err := vfd.ReadFull(f, unsafeBytes(x), 0); err != nil {
+				return errors.Join(err, f.Close())
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			if c.Rank() == 0 {
+				restartTotal += t1.Sub(t0)
+				rawTotal += time.Since(t2)
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(restartTotal)/float64(rawTotal), "restart/raw")
+	b.ReportMetric(float64(b.N)*benchRanks*benchBytes/(1<<20)/rawTotal.Seconds(), "raw-MiB/s")
+	b.ReportMetric(float64(b.N)*benchRanks*benchBytes/(1<<20)/restartTotal.Seconds(), "restart-MiB/s")
 }

@@ -28,7 +28,8 @@ func RebuildOffline(cfg Config, opts ...Option) (*levels.Manifest, error) {
 	}
 	cfg.NodeSize, cfg.GroupSize = newest.NodeSize, newest.GroupSize
 	nodes := newest.Nodes
-	opts = append(slices.Clone(opts), WithNodeID(func(rank int) string { return nodes[rank/cfg.NodeSize] }))
+	opts = append(slices.Clone(opts), WithNodeID(func(rank int) string { return nodes[rank/cfg.NodeSize] }),
+		func(o *options) { o.verifyAll = true }) // nothing reads the data after Init here
 	var got *levels.Manifest
 	err = comm.Run(newest.Ranks, func(c comm.Comm) error {
 		r, err := Init(cfg, c, opts...)

@@ -109,3 +109,27 @@ func TestOfflineChoosesWhatRestartChooses(t *testing.T) {
 		return nil
 	}))
 }
+
+// TestRebuildOfflineReadsTheData: the offline rebuild verifies every byte
+// (no Recover follows to hash the data while reading it), so a flipped
+// data byte of an L1 checkpoint, whose header and metadata are intact,
+// makes it unrecoverable.
+func TestRebuildOfflineReadsTheData(t *testing.T) {
+	root := t.TempDir()
+	cfg := testConfig(root, 1)
+	require.NoError(t, world(t, 2, cfg, nil, func(r *Runtime) error {
+		x := make([]float64, 2000)
+		if err := Protect(r, 0, &x); err != nil {
+			return err
+		}
+		return r.Checkpoint(1, 1)
+	}))
+	off := cfg
+	off.NodeSize, off.GroupSize, off.LocalTest = 0, 0, false
+	_, err := RebuildOffline(off, WithLogger(zaptest.NewLogger(t)))
+	require.NoError(t, err)
+	p := filepath.Join(root, "local", "node0001", levels.RankFileName(levels.CheckpointDir(1), levels.RoleData, 1))
+	require.NoError(t, flipData(p, 0))
+	_, err = RebuildOffline(off, WithLogger(zaptest.NewLogger(t)))
+	require.ErrorIs(t, err, ErrUnrecoverable)
+}

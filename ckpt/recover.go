@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"go.uber.org/zap"
+
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/levels"
 	"github.com/ftigo/ftigo/vfd"
@@ -46,27 +48,48 @@ func (r *Runtime) closeStored() {
 // recovered, resizing slices to their stored length. It fails with
 // [ErrNoCheckpoint] on a fresh run and with [ErrVarMismatch] when a
 // protected variable is missing from the checkpoint or its element type
-// or size differs. Every chunk is verified against its hash while it is
-// read. Collective: the error is the same on every rank.
+// or size differs. Every block is checked against its hash while it is
+// read, and a variable whose read fails is zeroed, so bad data is never
+// left looking restored.
+//
+// When any rank finds data that does not match its hashes (changed since
+// Init looked at the file, or never read by Init: see [Init]), every rank
+// runs the recovery Init runs, verifying every file: it rebuilds what
+// redundancy allows, or falls back to the newest older checkpoint every
+// rank can read, and the variables are read again from that one
+// ([Runtime.Recovered] and [Runtime.Status] then describe it). When no
+// checkpoint is left, the error wraps [ErrUnrecoverable] (and, on the
+// ranks whose files failed, the corruption: [levels.ErrDigestMismatch] or
+// [levels.ErrMissingFile]). Collective: the error is the same on every
+// rank.
 func (r *Runtime) Recover() error {
 	if r.finalized {
 		return ErrFinalized
 	}
-	var err error
 	if r.recovered == nil {
-		err = ErrNoCheckpoint
-	} else {
-		for _, id := range r.order {
-			if err = r.recoverVar(id); err != nil {
-				break
-			}
+		return ErrNoCheckpoint // same everywhere, no need to agree
+	}
+	bad, err := r.restoreAll()
+	var badErr error
+	if bad {
+		badErr = err
+	}
+	if aerr := levels.Agree(r.c, badErr, "read recovered data"); aerr != nil {
+		r.log.Warn("recovered data does not match the checkpoint; verifying every file", zap.Error(aerr))
+		m, src, rerr := r.eng.Recover()
+		if rerr != nil {
+			r.closeStored()
+			return fmt.Errorf("ckpt: restart: %w", rerr)
 		}
+		r.restartFrom(m, src)
+		if r.c.Rank() == 0 {
+			r.log.Info("restarting from a verified checkpoint", zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level),
+				zap.String("dir", m.Dir()), zap.Stringer("status", r.status))
+		}
+		_, err = r.restoreAll()
 	}
 	if err == nil {
 		r.restored = true
-	}
-	if r.recovered == nil {
-		return ErrNoCheckpoint // same everywhere, no need to agree
 	}
 	if aerr := levels.Agree(r.c, err, "recover"); aerr != nil {
 		return fmt.Errorf("ckpt: %w", aerr)
@@ -74,7 +97,24 @@ func (r *Runtime) Recover() error {
 	return nil
 }
 
-// RecoverVar restores one protected variable (FTI_RecoverVar). Local.
+// restoreAll restores every protected variable in protect order and
+// stops at the first error; bad reports that the error is about the
+// stored data (unreadable or not matching its hashes) rather than about
+// the application's variables.
+func (r *Runtime) restoreAll() (bad bool, err error) {
+	for _, id := range r.order {
+		if bad, err = r.restoreVar(id); err != nil {
+			return bad, err
+		}
+	}
+	return false, nil
+}
+
+// RecoverVar restores one protected variable (FTI_RecoverVar), every
+// block checked against its hash as it is read. Local: unlike
+// [Runtime.Recover] it cannot fall back to another checkpoint, so data
+// that does not match its hashes is an error (wrapping the fileformat
+// corruption) and the variable is zeroed.
 func (r *Runtime) RecoverVar(id int) error {
 	if r.finalized {
 		return ErrFinalized
@@ -83,23 +123,31 @@ func (r *Runtime) RecoverVar(id int) error {
 }
 
 func (r *Runtime) recoverVar(id int) error {
+	_, err := r.restoreVar(id)
+	return err
+}
+
+// restoreVar reads variable id into its memory, every block checked
+// against its hash; on a failed read the memory is zeroed. bad reports
+// that the error is about the stored data.
+func (r *Runtime) restoreVar(id int) (bad bool, err error) {
 	v, info, st, err := r.storedVar(id)
 	if err != nil {
-		return err
+		return !errors.Is(err, ErrVarMismatch) && !errors.Is(err, ErrNotProtected), err
 	}
 	buf, err := v.target(info.Size)
 	if err != nil {
-		return fmt.Errorf("ckpt: recover variable %d: %w", id, err)
+		return false, fmt.Errorf("ckpt: recover variable %d: %w", id, err)
 	}
 	if err := st.r.ReadVar(int32(id), buf); err != nil {
-		return fmt.Errorf("ckpt: recover variable %d: %w", id, err)
+		return true, fmt.Errorf("ckpt: recover variable %d: %w", id, err)
 	}
 	if v.loaded != nil {
 		if err := v.loaded(buf); err != nil {
-			return fmt.Errorf("ckpt: recover variable %d: %w", id, err)
+			return false, fmt.Errorf("ckpt: recover variable %d: %w", id, err)
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // StoredSize returns the size in bytes of variable id in the recovered

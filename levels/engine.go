@@ -731,6 +731,79 @@ func (e *Engine) Recover() (*Manifest, Source, error) {
 	return nil, Source{}, joinedError(ErrUnrecoverable, errs)
 }
 
+// RecoverDeferred is [Engine.Recover] for a caller that checks every
+// block of the data against its hash while reading it (fileformat's
+// ReadVar does), so that the data need not be read twice on a restart.
+// When on every rank the newest committed checkpoint's data file is an
+// FTI-FF file in its place whose digest is its file checksum
+// ([DigestFTIFF]: the L1 data files), with the recorded size, a header
+// and metadata that check and that checksum, it returns that checkpoint
+// with verified false, without reading the data: the checksum covers the
+// hash of every block, so a block that matches its hash holds the
+// committed bytes. The caller must then read only through those hashes
+// and, when a block does not match, call Recover, which verifies every
+// file, rebuilds from redundancy and falls back to older checkpoints.
+// Otherwise it returns what Recover returns, with verified true.
+// Collective; the result is identical on every rank.
+func (e *Engine) RecoverDeferred() (m *Manifest, src Source, verified bool, err error) {
+	e.Wait()
+	if len(e.committed) == 0 {
+		return nil, Source{}, false, ErrNoCheckpoint
+	}
+	m = e.committed[len(e.committed)-1]
+	src, lerr := e.checkInPlace(m)
+	if Agree(e.env.Comm, lerr, "check data file in place") == nil {
+		return m, src, false, nil
+	}
+	e.env.Logger.Debug("newest checkpoint not checkable in place, verifying every file",
+		zap.Uint64("seq", m.Seq), zap.NamedError("local", lerr))
+	m, src, err = e.Recover()
+	return m, src, true, err
+}
+
+// errNotInPlace says the data of a checkpoint cannot be checked in place.
+var errNotInPlace = errors.New("levels: data file not checkable in place")
+
+// checkInPlace returns this rank's data file of m when it is an FTI-FF
+// file in place whose header, metadata and file checksum match the
+// manifest. It reads no data. Local.
+func (e *Engine) checkInPlace(m *Manifest) (Source, error) {
+	if m.Ranks != e.env.Comm.Size() {
+		return Source{}, fmt.Errorf("%w: %w", errNotInPlace, ErrTopologyMismatch)
+	}
+	if _, ok := e.levels[m.Level]; !ok {
+		return Source{}, fmt.Errorf("%w: %w", errNotInPlace, ErrLevelUnavailable)
+	}
+	f, ok := m.DataFile(e.env.Rank)
+	if !ok {
+		return Source{}, fmt.Errorf("%w: %w", errNotInPlace, ErrMissingFile)
+	}
+	if f.Attrs[AttrDigest] != DigestFTIFF || f.Attrs[AttrInContainer] != "" {
+		return Source{}, errNotInPlace
+	}
+	s := e.env.Store(f.Where)
+	file, err := s.Driver.Open(s.Path(f.Name), vfd.ReadOnly)
+	if err != nil {
+		return Source{}, fmt.Errorf("%w: %w", errNotInPlace, err)
+	}
+	defer file.Close()
+	size, err := file.Size()
+	if err != nil {
+		return Source{}, fmt.Errorf("%w: %w", errNotInPlace, err)
+	}
+	if size != f.Size {
+		return Source{}, fmt.Errorf("%w: %w: %d bytes, manifest says %d", errNotInPlace, ErrSizeMismatch, size, f.Size)
+	}
+	rd, err := fileformat.Open(file)
+	if err != nil {
+		return Source{}, fmt.Errorf("%w: %w", errNotInPlace, err)
+	}
+	if !rd.Hashed() || Digest(rd.Summary().Checksum) != f.Digest {
+		return Source{}, fmt.Errorf("%w: %w: FTI-FF checksum", errNotInPlace, ErrDigestMismatch)
+	}
+	return Source{Store: s, Name: f.Name, Size: f.Size, Digest: f.Digest}, nil
+}
+
 // joinedError returns an error that matches head and every one of errs
 // with errors.Is, with the message "head: e1; e2; ...".
 func joinedError(head error, errs []error) error {

@@ -312,3 +312,8 @@ func TestFTIPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoverDeferred: an L1 checkpoint of FTI-FF files is returned
+// unverified without reading its data (the caller hashes while reading);
+// data files of another digest kind, a damaged header or a missing file
+// take the verifying ladder, which reads every byte, and falls back.
