@@ -317,3 +317,73 @@ func TestFTIPolicy(t *testing.T) {
 // unverified without reading its data (the caller hashes while reading);
 // data files of another digest kind, a damaged header or a missing file
 // take the verifying ladder, which reads every byte, and falls back.
+func TestRecoverDeferred(t *testing.T) {
+	const n = 2
+	tests := []struct {
+		name         string
+		write        func(r int, id int64) WriteFunc
+		disrupt      string // on rank 1's file of the newest checkpoint
+		wantVerified bool
+		wantID       int64
+	}{
+		{"ftiff in place", ftiffWrite, "", false, 2},
+		{"whole-file digest", func(r int, id int64) WriteFunc { return writeBytes(payload(r, id, 9000)) }, "", true, 2},
+		{"ftiff header damaged", ftiffWrite, "corrupt", true, 1},
+		{"ftiff erased", ftiffWrite, "erase", true, 1},
+		{"ftiff truncated", ftiffWrite, "truncate", true, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lg := vfd.NewLog(vfd.Sec2{}, nil)
+			cl := newCluster(t, lg, t.TempDir(), 1)
+			cl.policy = keepAll{}
+			var size int64
+			require.NoError(t, cl.run(n, func(e *Engine) error {
+				for id := int64(1); id <= 2; id++ {
+					m, _, err := e.Checkpoint(id, L1, tt.write(e.env.Rank, id))
+					if err != nil {
+						return err
+					}
+					if e.env.Rank == 0 && id == 2 {
+						size = m.Bytes()
+					}
+				}
+				return nil
+			}))
+			if tt.disrupt != "" {
+				cl.disrupt(t, tt.disrupt, 2, 1)
+			}
+			before := lg.Stats().BytesRead
+			var mu sync.Mutex
+			verified := map[int]bool{}
+			require.NoError(t, cl.run(n, func(e *Engine) error {
+				m, src, v, err := e.RecoverDeferred()
+				if err != nil {
+					return err
+				}
+				if m.ID != tt.wantID {
+					return fmt.Errorf("recovered id %d", m.ID)
+				}
+				if f, _ := m.DataFile(e.env.Rank); src.Name != f.Name || src.Digest != f.Digest {
+					return fmt.Errorf("source %+v for entry %+v", src, f)
+				}
+				mu.Lock()
+				verified[e.env.Rank] = v
+				mu.Unlock()
+				return nil
+			}))
+			read := lg.Stats().BytesRead - before
+			assert.Equal(t, map[int]bool{0: tt.wantVerified, 1: tt.wantVerified}, verified)
+			if tt.wantVerified {
+				assert.GreaterOrEqual(t, read, size/2, "the ladder reads the data")
+			} else {
+				assert.Less(t, read, size/4, "only headers and metadata are read (%d of %d bytes)", read, size)
+			}
+		})
+	}
+}
+
+// keepAll is a policy that drops nothing.
+type keepAll struct{}
+
+func (keepAll) Drop([]*Manifest, *Manifest) []*Manifest { return nil }
