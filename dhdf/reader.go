@@ -182,6 +182,7 @@ func (s *Set) readSDSs(mhf *member) error {
 		if len(info.Chunks) != len(o.Virtual) {
 			return s.corrupt(s.path, "%w: SDS %q: %d chunks in the table, %d virtual mappings", ErrInconsistent, l.Name, len(info.Chunks), len(o.Virtual))
 		}
+		placed := newChunkSet(len(o.Dims))
 		for i, c := range info.Chunks {
 			m, ok := s.mem[c.FileID]
 			mp := o.Virtual[i]
@@ -191,11 +192,10 @@ func (s *Set) readSDSs(mhf *member) error {
 			if err := info.SDS.checkChunk(c); err != nil {
 				return s.corrupt(s.path, "%w: %v", ErrInconsistent, err)
 			}
-			for _, d := range info.Chunks[:i] {
-				if overlap(c, d) {
-					return s.corrupt(s.path, "%w: SDS %q: chunks %q and %q overlap", ErrInconsistent, l.Name, c.Name, d.Name)
-				}
+			if j, ok := placed.first(c.Origin, c.Dims); ok {
+				return s.corrupt(s.path, "%w: SDS %q: chunks %q and %q overlap", ErrInconsistent, l.Name, c.Name, info.Chunks[j].Name)
 			}
+			placed.add(c.Origin, c.Dims, i)
 			co, err := m.h.Lookup("/" + c.Name)
 			if err != nil || co.Kind != h5.KindDataset || co.IsVirtual() || !co.Type.Equal(o.Type) || !slices.Equal(co.Dims, c.Dims) {
 				return s.corrupt(m.h.Path(), "%w: chunk %q of SDS %q missing or of another shape", ErrInconsistent, c.Name, l.Name)

@@ -186,15 +186,6 @@ func (s SDS) checkChunk(c Chunk) error {
 	return nil
 }
 
-func overlap(a, b Chunk) bool {
-	for k := range a.Origin {
-		if a.Origin[k]+a.Dims[k] <= b.Origin[k] || b.Origin[k]+b.Dims[k] <= a.Origin[k] {
-			return false
-		}
-	}
-	return true
-}
-
 func nbytes(t h5.Datatype, dims []uint64) uint64 {
 	n, _ := h5.NumElements(dims)
 	return n * uint64(t.Size)

@@ -54,6 +54,7 @@ type Writer struct {
 	sds    map[string]SDS
 	order  []string // SDS declaration order
 	chunks []chunkRec
+	placed map[string]*chunkSet // per SDS, the blocks of its chunks in w.chunks
 	seq    map[string]int
 	hosts  map[int32]string
 	closed bool
@@ -123,7 +124,7 @@ func checkBase(base string, n int32) error {
 func newWriter(base string, n int32, c comm.Comm, opts Options) *Writer {
 	return &Writer{
 		opts: opts.withDefaults(), base: base, nfiles: n, c: c,
-		ahfs: map[int32]*ahf{}, sds: map[string]SDS{}, seq: map[string]int{}, hosts: map[int32]string{},
+		ahfs: map[int32]*ahf{}, sds: map[string]SDS{}, placed: map[string]*chunkSet{}, seq: map[string]int{}, hosts: map[int32]string{},
 	}
 }
 
@@ -204,10 +205,13 @@ func (w *Writer) WriteChunk(sds string, fileID int32, name string, origin, dims 
 	if uint64(len(data)) != nbytes(s.Type, c.Dims) {
 		return fmt.Errorf("%w: chunk %q: %d bytes for %v elements of %d bytes", ErrInvalid, name, len(data), dims, s.Type.Size)
 	}
-	for _, r := range w.chunks {
-		if r.SDS == sds && overlap(c, Chunk{Origin: r.Origin, Dims: r.Dims}) {
-			return fmt.Errorf("%w: chunk %q overlaps chunk %q of SDS %q", ErrInvalid, name, r.Name, sds)
-		}
+	placed := w.placed[sds]
+	if placed == nil {
+		placed = newChunkSet(len(s.Dims))
+		w.placed[sds] = placed
+	}
+	if j, ok := placed.first(c.Origin, c.Dims); ok {
+		return fmt.Errorf("%w: chunk %q overlaps chunk %q of SDS %q", ErrInvalid, name, w.chunks[j].Name, sds)
 	}
 	a, err := w.localFile(fileID)
 	if err != nil {
@@ -244,6 +248,7 @@ func (w *Writer) WriteChunk(sds string, fileID int32, name string, origin, dims 
 			return err
 		}
 	}
+	placed.add(c.Origin, c.Dims, len(w.chunks))
 	w.chunks = append(w.chunks, chunkRec{SDS: sds, FileID: fileID, Name: name, Origin: c.Origin, Dims: c.Dims})
 	return nil
 }
@@ -426,6 +431,7 @@ func (w *Writer) buildMHF(root *h5.Group, chunks []chunkRec) error {
 	for _, name := range w.order {
 		s := w.sds[name]
 		var cs []Chunk
+		placed := newChunkSet(len(s.Dims))
 		var maps []h5.Mapping
 		lg, err := links.CreateGroup(name)
 		if err != nil {
@@ -439,11 +445,10 @@ func (w *Writer) buildMHF(root *h5.Group, chunks []chunkRec) error {
 			if err := s.checkChunk(c); err != nil {
 				return err
 			}
-			for _, d := range cs {
-				if overlap(c, d) {
-					return fmt.Errorf("%w: chunk %q overlaps chunk %q of SDS %q", ErrInvalid, c.Name, d.Name, name)
-				}
+			if j, ok := placed.first(c.Origin, c.Dims); ok {
+				return fmt.Errorf("%w: chunk %q overlaps chunk %q of SDS %q", ErrInvalid, c.Name, cs[j].Name, name)
 			}
+			placed.add(c.Origin, c.Dims, len(cs))
 			cs = append(cs, c)
 			file := baseName(AHFName(w.base, r.FileID))
 			maps = append(maps, h5.Mapping{File: file, Dataset: "/" + r.Name, Start: r.Origin, Count: r.Dims})
