@@ -30,7 +30,11 @@
 //  4. [Engine.Checkpoint], as often as wanted:
 //     a. every rank writes its data file as "<name>.tmp" and syncs it;
 //     its digest is the FTI-FF checksum at L1, or a BLAKE3 of the file
-//     computed through a second handle during the fsync; vote. A level
+//     computed through a second handle during the fsync; vote. At a
+//     [DataReader] level (L2, L3), whose Protect reads the whole file
+//     anyway, neither happens here: Protect hashes the file as it reads
+//     it and records the digest, and the fsync runs beside Protect and is
+//     voted on in b. A level
 //     implementing [DataOpener] whose OpensData is true (the inline
 //     [Global4], ckpt's default L4) places the data itself instead:
 //     [DataOpener.OpenData] (collective) returns the file each rank

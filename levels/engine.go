@@ -332,26 +332,43 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc) (*Manifest, Stats
 	direct = direct && opener.OpensData()
 	var held vfd.File // non-nil on every rank or on none
 	var werr error
+	var syncData func() error // the data file's fsync, left to run beside Protect
 	if direct {
 		held, werr = e.writeDirect(p, opener, area, write, &st)
 	} else {
-		werr = e.writeData(p, area, write, &st)
+		reader, ok := level.(DataReader)
+		syncData, werr = e.writeData(p, area, write, &st, ok && reader.ReadsData())
 	}
 	st.Write = env.Now().Sub(start)
 	if err := e.agree(werr, "write checkpoint data"); err != nil {
 		if held != nil {
 			err = errors.Join(err, opener.AbortData(env, p, held))
 		}
+		if syncData != nil {
+			err = errors.Join(err, syncData())
+		}
 		return nil, st, e.abort(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
 	}
 
-	// 2. Redundancy.
+	// 2. Redundancy. A DataReader's Protect reads the data file from the
+	// page cache while the file's fsync runs; both are voted on together.
 	t := env.Now()
+	var synced chan error
+	if syncData != nil {
+		synced = make(chan error, 1)
+		go func() { synced <- syncData() }()
+	}
 	var perr error
 	if direct {
 		perr = opener.ProtectData(env, p, held)
 	} else {
 		perr = level.Protect(env, p)
+	}
+	if synced != nil {
+		perr = errors.Join(perr, <-synced)
+	}
+	if perr == nil && p.DigestPending {
+		perr = fmt.Errorf("%w (level %v)", ErrDigestNotRecorded, lvl)
 	}
 	st.Protect = env.Now().Sub(t)
 	if err := e.agree(perr, "protect checkpoint at "+lvl.String()); err != nil {
@@ -380,16 +397,21 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc) (*Manifest, Stats
 	return m, st, nil
 }
 
-func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats) error {
+// writeData writes the data file under its tmp name and records it. The
+// file is synced and its digest known on return, except with readBy (the
+// level's Protect reads the whole file, see [DataReader]) when the write
+// gave no digest: then the digest is left pending for Protect, and the
+// returned function syncs and closes the file, to be run beside Protect.
+func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, readBy bool) (func() error, error) {
 	s := e.env.Store(area)
 	if err := s.Driver.MkdirAll(s.Path(p.Dir), 0o755); err != nil {
-		return fmt.Errorf("create checkpoint dir: %w", err)
+		return nil, fmt.Errorf("create checkpoint dir: %w", err)
 	}
 	name := RankFileName(p.Dir, RoleData, e.env.Rank)
 	full := s.Path(name) + TmpSuffix
 	f, err := vfd.CreateTrunc(s.Driver, full)
 	if err != nil {
-		return fmt.Errorf("create data file: %w", err)
+		return nil, fmt.Errorf("create data file: %w", err)
 	}
 	size, d, ok, err := write(f)
 	var attrs map[string]string
@@ -397,6 +419,18 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats) e
 		if _, l1 := e.levels[p.Level].(Local1); l1 {
 			d, attrs, ok = ffDigest(f)
 		}
+	}
+	if err == nil && !ok && readBy {
+		st.Bytes = size
+		p.Files = append(p.Files, File{Role: RoleData, Where: area, Name: name, Size: size, Of: e.env.Rank})
+		p.DigestPending = true
+		return func() error {
+			err := errors.Join(f.Sync(), f.Close())
+			if err != nil {
+				return fmt.Errorf("sync %s: %w", full, err)
+			}
+			return nil
+		}, nil
 	}
 	if err == nil {
 		if ok {
@@ -422,11 +456,11 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats) e
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("write %s: %w", full, err)
+		return nil, fmt.Errorf("write %s: %w", full, err)
 	}
 	st.Bytes = size
 	p.Files = append(p.Files, File{Role: RoleData, Where: area, Name: name, Size: size, Digest: d, Of: e.env.Rank, Attrs: attrs})
-	return nil
+	return nil, nil
 }
 
 // ffDigest returns the file checksum of f when f is an FTI-FF file that

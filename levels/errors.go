@@ -29,6 +29,9 @@ var (
 	// ErrLevelUnavailable is returned for a level number with no
 	// implementation registered.
 	ErrLevelUnavailable = errors.New("levels: level not available")
+	// ErrDigestNotRecorded is returned when a [DataReader] level's Protect
+	// succeeded without recording the data digest left to it.
+	ErrDigestNotRecorded = errors.New("levels: level did not record the data digest")
 	// ErrTopologyMismatch is returned when a checkpoint was written with a
 	// rank count or node layout the current run cannot map onto.
 	ErrTopologyMismatch = errors.New("levels: topology does not match checkpoint")

@@ -3,14 +3,17 @@ package levels
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zeebo/blake3"
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/partner"
@@ -74,9 +77,14 @@ func l23Payload(r int, id int64) []byte { return payload(r, id, 3000+97*r) }
 
 // checkpoint takes checkpoint id at lvl on every rank; errs collects each rank's error.
 func (w *l23World) checkpoint(id int64, lvl ID) []error {
+	return w.checkpointWith(id, lvl, func(r int) WriteFunc { return writeBytes(l23Payload(r, id)) })
+}
+
+// checkpointWith is checkpoint with each rank's write function.
+func (w *l23World) checkpointWith(id int64, lvl ID, write func(r int) WriteFunc) []error {
 	errs := make([]error, w.nranks)
 	require.NoError(w.t, w.run(func(e *Engine) error {
-		_, _, errs[e.env.Rank] = e.Checkpoint(id, lvl, writeBytes(l23Payload(e.env.Rank, id)))
+		_, _, errs[e.env.Rank] = e.Checkpoint(id, lvl, write(e.env.Rank))
 		return nil
 	}))
 	return errs
@@ -393,6 +401,78 @@ func TestL2L3OfflineRebuild(t *testing.T) {
 			require.NoError(t, err)
 			_, err = rb.RebuildOffline(m, other, local, partner.Options{})
 			require.ErrorIs(t, err, ErrTopologyMismatch)
+		})
+	}
+}
+
+// TestDataReaderDigest: at L2 and L3 the data file is read once, by
+// Protect, which records its digest (the engine does not read it back),
+// the digest is the BLAKE3 of the file, and the data file's fsync,
+// running beside Protect, is voted on: a failed data fsync rejects the
+// checkpoint on every rank and the previous one stays recoverable.
+func TestDataReaderDigest(t *testing.T) {
+	for _, lvl := range []ID{L2, L3} {
+		t.Run(lvl.String(), func(t *testing.T) {
+			core := vfd.NewCore()
+			var mu sync.Mutex
+			read := map[string]int64{} // bytes read per data file
+			counter := vfd.NewFault(core, vfd.InjectorFunc(func(op vfd.Op) error {
+				if op.Kind == vfd.OpRead && path.Base(path.Dir(op.Path)) != "meta" {
+					if ok, _ := path.Match("data*", path.Base(op.Path)); ok {
+						mu.Lock()
+						read[path.Base(op.Path)] += int64(op.Len)
+						mu.Unlock()
+					}
+				}
+				return nil
+			}))
+			w := newL23World(t, counter, 4, 1, 4, 0)
+			// a writer that cannot hash while writing (ckpt's FTI-FF
+			// writer gives no whole-file BLAKE3), so the digest is left
+			// to the engine or the level
+			plain := func(id int64) func(r int) WriteFunc {
+				return func(r int) WriteFunc {
+					return func(f vfd.File) (int64, Digest, bool, error) {
+						b := l23Payload(r, id)
+						_, err := f.WriteAt(b, 0)
+						return int64(len(b)), Digest{}, false, err
+					}
+				}
+			}
+			for r, err := range w.checkpointWith(1, lvl, plain(1)) {
+				require.NoError(t, err, "rank %d", r)
+			}
+			atCheckpoint := maps.Clone(read)
+			var m *Manifest
+			ms, errs := w.recover()
+			for r, err := range errs {
+				require.NoError(t, err, "rank %d", r)
+				m = ms[r]
+			}
+			for r := range 4 {
+				f, ok := m.DataFile(r)
+				require.True(t, ok)
+				b, err := vfd.ReadFile(core, filepath.Join(w.nodeDir(w.topo.NodeOf(r)), f.Name))
+				require.NoError(t, err)
+				assert.Equal(t, Digest(blake3.Sum256(b)), f.Digest, "rank %d: recorded digest is the file's BLAKE3", r)
+				// one pass while checkpointing: Protect's
+				assert.Equal(t, f.Size, atCheckpoint[path.Base(f.Name)+TmpSuffix], "rank %d: bytes read while checkpointing", r)
+			}
+
+			w.faultRank = 1
+			w.fault = vfd.NewFault(core, vfd.OnPath("data*", []vfd.OpKind{vfd.OpSync}, syscall.EIO))
+			for r, err := range w.checkpointWith(2, lvl, plain(2)) {
+				require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
+				if r == 1 {
+					require.ErrorIs(t, err, syscall.EIO)
+				}
+			}
+			w.faultRank = -1
+			ms, errs = w.recover()
+			for r, err := range errs {
+				require.NoError(t, err, "rank %d", r)
+				assert.Equal(t, int64(1), ms[r].ID)
+			}
 		})
 	}
 }
