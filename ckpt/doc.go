@@ -15,9 +15,13 @@
 //  1. [Init] (collective): validates the configuration for the world size,
 //     builds the topology (a replacement node takes a vanished node's
 //     place), creates ckpt_dir/node%04d, glbl_dir and meta_dir, removes
-//     what a crashed run left half-written, and on a restart recovers the
+//     what a crashed run left half-written, and on a restart finds the
 //     newest checkpoint every rank can read (rebuilding from redundancy);
-//     an unrecoverable restart is an error, never a fresh start.
+//     an unrecoverable restart is an error, never a fresh start. An L1
+//     checkpoint whose files are in place is checked without reading its
+//     data (size, header, metadata and the file checksum over every block
+//     hash); Recover then hashes every block as it reads it and, on a
+//     mismatch, falls back as Init would have.
 //  2. [Protect] / [ProtectValue] (local) for every variable, on a restart
 //     as on a fresh run; protecting an id again replaces it.
 //  3. On a restart ([Runtime.Status] is Restart or RestartKept):

@@ -27,6 +27,10 @@
 //     [Level.Recover] on every rank (verify every digest, rebuild from
 //     redundancy), a vote; the first checkpoint every rank can read wins,
 //     otherwise the next older one, at whatever level, is tried.
+//     [Engine.RecoverDeferred] first tries the newest checkpoint in place
+//     without reading the data (FTI-FF files recorded by their checksum),
+//     for a caller that checks every block while reading and calls
+//     Recover on a mismatch.
 //  4. [Engine.Checkpoint], as often as wanted:
 //     a. every rank writes its data file as "<name>.tmp" and syncs it;
 //     its digest is the FTI-FF checksum at L1, or a BLAKE3 of the file
