@@ -23,19 +23,18 @@ import (
 // exactly, so the answer is exact for any layout; only the work grows for
 // layouts that mix very long and short extents in one dimension.
 type chunkSet struct {
-	rank   int
+	rank int
+	// coords holds, per block in order of addition, its origin then its
+	// dims (2·rank values); seqs the caller's sequence numbers. Levels
+	// refer to blocks by their position here, so merging moves 4-byte ids.
+	coords []uint64
+	seqs   []int
 	levels []chunkLevel
 }
 
 type chunkLevel struct {
-	boxes  []chunkBox // sorted by origin, lexicographically
-	maxLen []uint64   // per dimension, the largest extent in boxes
-}
-
-// chunkBox is one block and the caller's sequence number for it.
-type chunkBox struct {
-	origin, dims []uint64
-	seq          int
+	ids    []int32  // blocks sorted by origin, lexicographically
+	maxLen []uint64 // per dimension, the largest extent in the level
 }
 
 // linearCutoff is the run length below which a level is scanned rather
@@ -44,15 +43,24 @@ const linearCutoff = 8
 
 func newChunkSet(rank int) *chunkSet { return &chunkSet{rank: rank} }
 
+func (s *chunkSet) origin(id int32) []uint64 {
+	at := int(id) * 2 * s.rank
+	return s.coords[at : at+s.rank]
+}
+
+func (s *chunkSet) dims(id int32) []uint64 {
+	at := int(id)*2*s.rank + s.rank
+	return s.coords[at : at+s.rank]
+}
+
 // first returns the smallest sequence number of a block that overlaps
 // (origin, dims), or false if none does. origin and dims have the set's
 // rank and lie inside the SDS (checkChunk).
 func (s *chunkSet) first(origin, dims []uint64) (int, bool) {
-	q := chunkBox{origin: origin, dims: dims}
 	best := -1
 	for i := range s.levels {
 		lv := &s.levels[i]
-		lv.search(0, len(lv.boxes), 0, &q, &best)
+		s.search(lv, 0, len(lv.ids), 0, origin, dims, &best)
 	}
 	return best, best >= 0
 }
@@ -60,35 +68,38 @@ func (s *chunkSet) first(origin, dims []uint64) (int, bool) {
 // add inserts a block, which must not overlap any block already added,
 // under sequence number seq.
 func (s *chunkSet) add(origin, dims []uint64, seq int) {
-	carry := []chunkBox{{origin: origin, dims: dims, seq: seq}}
+	id := int32(len(s.seqs))
+	s.coords = append(append(s.coords, origin...), dims...)
+	s.seqs = append(s.seqs, seq)
+	carry := []int32{id}
 	for i := 0; ; i++ {
 		if i == len(s.levels) {
 			s.levels = append(s.levels, chunkLevel{})
 		}
-		if len(s.levels[i].boxes) == 0 {
-			s.levels[i] = newChunkLevel(carry, s.rank)
+		if len(s.levels[i].ids) == 0 {
+			s.levels[i] = s.newLevel(carry)
 			return
 		}
-		carry = mergeBoxes(s.levels[i].boxes, carry)
+		carry = s.merge(s.levels[i].ids, carry)
 		s.levels[i] = chunkLevel{}
 	}
 }
 
-func newChunkLevel(boxes []chunkBox, rank int) chunkLevel {
-	lv := chunkLevel{boxes: boxes, maxLen: make([]uint64, rank)}
-	for _, b := range boxes {
-		for k, d := range b.dims {
+func (s *chunkSet) newLevel(ids []int32) chunkLevel {
+	lv := chunkLevel{ids: ids, maxLen: make([]uint64, s.rank)}
+	for _, id := range ids {
+		for k, d := range s.dims(id) {
 			lv.maxLen[k] = max(lv.maxLen[k], d)
 		}
 	}
 	return lv
 }
 
-// mergeBoxes merges two slices sorted by origin into a new one.
-func mergeBoxes(a, b []chunkBox) []chunkBox {
-	out := make([]chunkBox, 0, len(a)+len(b))
+// merge merges two id lists sorted by origin into a new one.
+func (s *chunkSet) merge(a, b []int32) []int32 {
+	out := make([]int32, 0, len(a)+len(b))
 	for len(a) > 0 && len(b) > 0 {
-		if slices.Compare(b[0].origin, a[0].origin) < 0 {
+		if slices.Compare(s.origin(b[0]), s.origin(a[0])) < 0 {
 			out, b = append(out, b[0]), b[1:]
 		} else {
 			out, a = append(out, a[0]), a[1:]
@@ -97,15 +108,16 @@ func mergeBoxes(a, b []chunkBox) []chunkBox {
 	return append(append(out, a...), b...)
 }
 
-// search lowers *best to the sequence number of any block in boxes[lo:hi]
-// that overlaps q and has a smaller one. The blocks of boxes[lo:hi] share
-// their origin in dimensions 0..k-1 and are sorted by dimension k.
-func (lv *chunkLevel) search(lo, hi, k int, q *chunkBox, best *int) {
-	bs := lv.boxes
-	if hi-lo <= linearCutoff || k == len(q.origin) {
-		for i := lo; i < hi; i++ {
-			if (*best < 0 || bs[i].seq < *best) && overlaps(&bs[i], q) {
-				*best = bs[i].seq
+// search lowers *best to the sequence number of any block of
+// lv.ids[lo:hi] that overlaps (qo, qd) and has a smaller one. The blocks
+// of lv.ids[lo:hi] share their origin in dimensions 0..k-1 and are sorted
+// by dimension k.
+func (s *chunkSet) search(lv *chunkLevel, lo, hi, k int, qo, qd []uint64, best *int) {
+	ids := lv.ids
+	if hi-lo <= linearCutoff || k == s.rank {
+		for _, id := range ids[lo:hi] {
+			if seq := s.seqs[id]; (*best < 0 || seq < *best) && overlaps(s.origin(id), s.dims(id), qo, qd) {
+				*best = seq
 			}
 		}
 		return
@@ -113,24 +125,25 @@ func (lv *chunkLevel) search(lo, hi, k int, q *chunkBox, best *int) {
 	// A block overlapping q in dimension k starts after q.origin-maxLen
 	// and before q's end.
 	low := uint64(0)
-	if m := lv.maxLen[k]; q.origin[k] >= m {
-		low = q.origin[k] - m + 1
+	if m := lv.maxLen[k]; qo[k] >= m {
+		low = qo[k] - m + 1
 	}
-	high := q.origin[k] + q.dims[k]
-	from := lo + sort.Search(hi-lo, func(i int) bool { return bs[lo+i].origin[k] >= low })
-	to := from + sort.Search(hi-from, func(i int) bool { return bs[from+i].origin[k] >= high })
+	high := qo[k] + qd[k]
+	at := func(i int) uint64 { return s.coords[int(ids[i])*2*s.rank+k] }
+	from := lo + sort.Search(hi-lo, func(i int) bool { return at(lo+i) >= low })
+	to := from + sort.Search(hi-from, func(i int) bool { return at(from+i) >= high })
 	for i := from; i < to; {
-		v := bs[i].origin[k]
-		j := i + sort.Search(to-i, func(x int) bool { return bs[i+x].origin[k] > v })
-		lv.search(i, j, k+1, q, best)
+		v := at(i)
+		j := i + sort.Search(to-i, func(x int) bool { return at(i+x) > v })
+		s.search(lv, i, j, k+1, qo, qd, best)
 		i = j
 	}
 }
 
-// overlaps reports whether two blocks share an element.
-func overlaps(a, b *chunkBox) bool {
-	for k := range a.origin {
-		if a.origin[k]+a.dims[k] <= b.origin[k] || b.origin[k]+b.dims[k] <= a.origin[k] {
+// overlaps reports whether blocks (ao, ad) and (bo, bd) share an element.
+func overlaps(ao, ad, bo, bd []uint64) bool {
+	for k := range ao {
+		if ao[k]+ad[k] <= bo[k] || bo[k]+bd[k] <= ao[k] {
 			return false
 		}
 	}

@@ -88,14 +88,10 @@ func BenchmarkChunkOverlap(b *testing.B) {
 		}
 		b.Run(l.name+"/pairwise", func(b *testing.B) {
 			b.SetBytes(rowBytes)
-			boxes := make([]chunkBox, len(cs))
-			for i, c := range cs {
-				boxes[i] = chunkBox{origin: c.Origin, dims: c.Dims}
-			}
 			for b.Loop() {
-				for i := range boxes {
-					for j := range boxes[:i] {
-						if overlaps(&boxes[i], &boxes[j]) {
+				for i, c := range cs {
+					for j, d := range cs[:i] {
+						if overlaps(c.Origin, c.Dims, d.Origin, d.Dims) {
 							b.Fatalf("chunks %d and %d overlap", i, j)
 						}
 					}

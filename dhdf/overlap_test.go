@@ -21,7 +21,7 @@ func blk(origin, dims []uint64) block { return block{origin, dims} }
 // block (in order) that overlaps q, or -1.
 func firstPairwise(placed []block, q block) int {
 	for j, b := range placed {
-		if overlaps(&chunkBox{origin: b.origin, dims: b.dims}, &chunkBox{origin: q.origin, dims: q.dims}) {
+		if overlaps(b.origin, b.dims, q.origin, q.dims) {
 			return j
 		}
 	}
