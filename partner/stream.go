@@ -209,8 +209,7 @@ func (s *source) close() (encode.Hash, bool, error) {
 }
 
 // sink writes blocks at increasing offsets with a writer goroutine, hashes
-// them, starts their writeback to the device (vfd.StartWriteback), and on
-// finish syncs the file.
+// them, and on finish syncs the file.
 type sink struct {
 	pool *Buffers
 	f    vfd.File
@@ -243,13 +242,11 @@ func (s *sink) run() {
 	defer close(s.done)
 	for b := range s.work {
 		if s.err == nil {
+			// No vfd.StartWriteback here: measured end to end (4 ranks ×
+			// 256 MiB at L2), hinting every block or every 16 MiB made
+			// the checkpoint 15-40% slower on the reference machine.
 			if _, err := s.f.WriteAt(b, s.off); err != nil {
 				s.err = fmt.Errorf("write %s at %d: %w", s.path, s.off, err)
-			} else {
-				// let the device work while the CPU goes on; the final
-				// Sync then has little left to wait for (a hint only:
-				// its failure costs nothing but that)
-				_ = vfd.StartWriteback(s.f, s.off, int64(len(b)))
 			}
 			s.h.Write(b)
 			s.off += int64(len(b))
