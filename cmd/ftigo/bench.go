@@ -93,9 +93,7 @@ For each level: the checkpoint time and the restart time of N in-process
 ranks, each beside the physical reference measured in the same run on the
 same file system (raw write+fsync, and raw read, of the bytes the level
 must persist, by the same number of writers), as a ratio; min, median and
-max over the repeats. Each run takes two checkpoints: the first of a run
-("first checkpoint") pays one-time costs, the second is what every later
-checkpoint of a solver costs. Restarts of L2 and L3 are measured after losing
+max over the repeats. Restarts of L2 and L3 are measured after losing
 node 1 (L3: nodes 1 and 2), so they include the rebuild. Also BLAKE3 and
 Reed-Solomon throughput per core.
 
@@ -185,14 +183,14 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 		}
 	}
 	for _, level := range bc.levels {
-		var first, ck, rs, rawW, rawR []time.Duration
+		var ck, rs, rawW, rawR []time.Duration
 		for rep := 0; rep < bc.repeats; rep++ {
 			run := filepath.Join(bc.dir, fmt.Sprintf("L%d-%d", level, rep))
-			f, c, r, err := benchLevel(bc, data, level, run)
+			c, r, err := benchLevel(bc, data, level, run)
 			if err != nil {
 				return nil, fmt.Errorf("L%d: %w", level, err)
 			}
-			first, ck, rs = append(first, f), append(ck, c), append(rs, r)
+			ck, rs = append(ck, c), append(rs, r)
 			tick()
 			w, rd, err := rawIO(bc, filepath.Join(bc.dir, fmt.Sprintf("raw-%d", rep)), bc.size*persistFactor[level], bc.size)
 			if err != nil {
@@ -202,15 +200,10 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 			tick()
 			os.RemoveAll(run)
 		}
-		for _, c := range []struct {
-			name  string
-			times []time.Duration
-		}{{"L%d first checkpoint", first}, {"L%d checkpoint", ck}} {
-			row := benchRow{Case: fmt.Sprintf(c.name, level), Level: level, Ranks: bc.ranks, BytesRank: bc.size,
-				Persisted: bc.size * persistFactor[level] * int64(bc.ranks), Time: summarize(c.times), Raw: summarize(rawW)}
-			row.Ratio = row.Time.Median / row.Raw.Median
-			res.Rows = append(res.Rows, row)
-		}
+		row := benchRow{Case: fmt.Sprintf("L%d checkpoint", level), Level: level, Ranks: bc.ranks, BytesRank: bc.size,
+			Persisted: bc.size * persistFactor[level] * int64(bc.ranks), Time: summarize(ck), Raw: summarize(rawW)}
+		row.Ratio = row.Time.Median / row.Raw.Median
+		res.Rows = append(res.Rows, row)
 		restart := fmt.Sprintf("L%d restart", level)
 		switch level {
 		case 2:
@@ -218,7 +211,7 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 		case 3:
 			restart += ", nodes 1,2 lost"
 		}
-		row := benchRow{Case: restart, Level: level, Ranks: bc.ranks, BytesRank: bc.size, Persisted: bc.size * int64(bc.ranks),
+		row = benchRow{Case: restart, Level: level, Ranks: bc.ranks, BytesRank: bc.size, Persisted: bc.size * int64(bc.ranks),
 			Time: summarize(rs), Raw: summarize(rawR)}
 		row.Ratio = row.Time.Median / row.Raw.Median
 		res.Rows = append(res.Rows, row)
@@ -228,12 +221,10 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 	return res, nil
 }
 
-// benchLevel takes two checkpoints at level in a fresh run directory (the
-// first of a run pays one-time costs: directories, first-touch pages of
-// the transfer blocks; the second is what every later checkpoint of a
-// solver costs), then (after deleting the nodes a level is meant to
-// survive) restarts and recovers the second, returning the three times.
-func benchLevel(bc benchConfig, data [][]float64, level int, dir string) (firstTime, ckptTime, restartTime time.Duration, err error) {
+// benchLevel takes one checkpoint at level in a fresh run directory,
+// then (after deleting the nodes a level is meant to survive) restarts
+// and recovers, returning both times.
+func benchLevel(bc benchConfig, data [][]float64, level int, dir string) (ckptTime, restartTime time.Duration, err error) {
 	cfg := ckpt.DefaultConfig()
 	cfg.NodeSize, cfg.GroupSize, cfg.LocalTest = 1, bc.ranks, true
 	cfg.CkptDir, cfg.GlblDir, cfg.MetaDir = filepath.Join(dir, "local"), filepath.Join(dir, "global"), filepath.Join(dir, "meta")
@@ -250,34 +241,28 @@ func benchLevel(bc benchConfig, data [][]float64, level int, dir string) (firstT
 		if err := c.Barrier(); err != nil {
 			return err
 		}
-		for id := int64(1); id <= 2; id++ {
-			t0 := time.Now()
-			if err := rt.Checkpoint(id, level); err != nil {
-				return err
-			}
-			if err := c.Barrier(); err != nil {
-				return err
-			}
-			if c.Rank() == 0 {
-				mu.Lock()
-				if id == 1 {
-					firstTime = time.Since(t0)
-				} else {
-					ckptTime = time.Since(t0)
-				}
-				mu.Unlock()
-			}
+		t0 := time.Now()
+		if err := rt.Checkpoint(1, level); err != nil {
+			return err
 		}
-		return nil // no Finalize: the job "dies" with its checkpoints committed
+		if err := c.Barrier(); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			mu.Lock()
+			ckptTime = time.Since(t0)
+			mu.Unlock()
+		}
+		return nil // no Finalize: the job "dies" with its checkpoint committed
 	})
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
 	lost := map[int][]int{2: {1}, 3: {1, 2}}[level]
 	for _, n := range lost {
 		if n < bc.ranks {
 			if err := os.RemoveAll(filepath.Join(cfg.CkptDir, fmt.Sprintf("node%04d", n))); err != nil {
-				return 0, 0, 0, err
+				return 0, 0, err
 			}
 		}
 	}
@@ -319,7 +304,7 @@ func benchLevel(bc benchConfig, data [][]float64, level int, dir string) (firstT
 		}
 		return rt.Finalize()
 	})
-	return firstTime, ckptTime, restartTime, err
+	return ckptTime, restartTime, err
 }
 
 // rawIO is the physical reference: n writers each write and fsync
