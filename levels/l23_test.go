@@ -277,7 +277,8 @@ func TestL3ParityCount(t *testing.T) {
 
 // TestL2L3ReplacementNode restarts with a lost node replaced by a new host
 // and the hosts listed in another order: the saved node table puts the
-// replacement in the lost node's slot, and its files are rebuilt.
+// replacement in the lost node's slot, and its files are rebuilt (L2, L3
+// with FTI's parity and with rotated parity, m = 1).
 func TestL2L3ReplacementNode(t *testing.T) {
 	hosts := func(order ...string) []string {
 		var ids []string
@@ -288,9 +289,13 @@ func TestL2L3ReplacementNode(t *testing.T) {
 		}
 		return ids
 	}
-	for _, lvl := range []ID{L2, L3} {
-		t.Run(lvl.String(), func(t *testing.T) {
-			w := newL23World(t, vfd.NewCore(), 16, 4, 4, 0)
+	for _, tc := range []struct {
+		lvl ID
+		m   int
+	}{{L2, 0}, {L3, 0}, {L3, 1}} {
+		lvl := tc.lvl
+		t.Run(fmt.Sprintf("%v-m%d", lvl, tc.m), func(t *testing.T) {
+			w := newL23World(t, vfd.NewCore(), 16, 4, 4, tc.m)
 			var err error
 			w.topo, err = partner.NewTopology(16, 4, 4, hosts("a", "b", "c", "d"))
 			require.NoError(t, err)
