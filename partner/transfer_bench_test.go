@@ -120,6 +120,34 @@ func overlapped(name string, data []byte, transfer func() error) error {
 	return errors.Join(err, <-done)
 }
 
+// benchRaw runs the physical references of L2 and L3: every rank writes
+// and fsyncs two files of its size, one after the other ("raw") and with
+// the first file's fsync running while the second is written
+// ("raw-overlapped", the physical best for two files).
+func benchRaw(b *testing.B, w *benchWorld, name string) {
+	for _, ovl := range []bool{false, true} {
+		label := "raw/"
+		if ovl {
+			label = "raw-overlapped/"
+		}
+		b.Run(label+name, func(b *testing.B) {
+			b.SetBytes(int64(2 * benchRanks * len(w.data)))
+			for b.Loop() {
+				err := parallel(benchRanks, func(r int) error {
+					second := func() error { return writeSync(path.Join(w.node(r), "raw-b"), w.data) }
+					if ovl {
+						return overlapped(path.Join(w.node(r), "raw-a"), w.data, second)
+					}
+					return errors.Join(writeSync(path.Join(w.node(r), "raw-a"), w.data), second())
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 func parallel(n int, fn func(r int) error) error {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -144,35 +172,7 @@ func BenchmarkL2(b *testing.B) {
 	for _, size := range benchSizes(b) {
 		w := newBenchWorld(b, size)
 		name := strconv.Itoa(size>>20) + "MiB"
-		b.Run("raw/"+name, func(b *testing.B) {
-			b.SetBytes(int64(2 * benchRanks * size))
-			for b.Loop() {
-				err := parallel(benchRanks, func(r int) error {
-					if err := writeSync(path.Join(w.node(r), "raw-a"), w.data); err != nil {
-						return err
-					}
-					return writeSync(path.Join(w.node(r), "raw-b"), w.data)
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		// raw-overlapped: the same bytes, the first file's fsync running
-		// while the second is written: the physical best for two files
-		b.Run("raw-overlapped/"+name, func(b *testing.B) {
-			b.SetBytes(int64(2 * benchRanks * size))
-			for b.Loop() {
-				err := parallel(benchRanks, func(r int) error {
-					return overlapped(path.Join(w.node(r), "raw-a"), w.data, func() error {
-						return writeSync(path.Join(w.node(r), "raw-b"), w.data)
-					})
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		benchRaw(b, w, name)
 		// l2: a checkpoint as the engine takes it: the copy learns the
 		// data hash as it reads (the digest) while the data file syncs
 		b.Run("l2/"+name, func(b *testing.B) {
@@ -235,35 +235,7 @@ func BenchmarkL3(b *testing.B) {
 	for _, size := range benchSizes(b) {
 		w := newBenchWorld(b, size)
 		name := strconv.Itoa(size>>20) + "MiB"
-		b.Run("raw/"+name, func(b *testing.B) {
-			b.SetBytes(int64(2 * benchRanks * size))
-			for b.Loop() {
-				err := parallel(benchRanks, func(r int) error {
-					if err := writeSync(path.Join(w.node(r), "raw-a"), w.data); err != nil {
-						return err
-					}
-					return writeSync(path.Join(w.node(r), "raw-b"), w.data)
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		// raw-overlapped: the same bytes, the first file's fsync running
-		// while the second is written: the physical best for two files
-		b.Run("raw-overlapped/"+name, func(b *testing.B) {
-			b.SetBytes(int64(2 * benchRanks * size))
-			for b.Loop() {
-				err := parallel(benchRanks, func(r int) error {
-					return overlapped(path.Join(w.node(r), "raw-a"), w.data, func() error {
-						return writeSync(path.Join(w.node(r), "raw-b"), w.data)
-					})
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		benchRaw(b, w, name)
 		// l3: a checkpoint as the engine takes it: the encoding learns
 		// the data hash as it reads while the data file syncs
 		b.Run("l3/"+name, func(b *testing.B) {

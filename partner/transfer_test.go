@@ -114,6 +114,27 @@ func (cl *cluster) l2Recover(bs int) []error {
 	return errs
 }
 
+// parities reads the parity file of every rank in par.
+func (cl *cluster) parities(par map[int]Parity) map[int][]byte {
+	out := map[int][]byte{}
+	for r := range par {
+		out[r] = cl.read(cl.parityPath(r))
+	}
+	return out
+}
+
+// assertRebuilt checks that no rank failed, that every data file holds
+// its bytes and every parity file in want its former bytes.
+func (cl *cluster) assertRebuilt(errs []error, want map[int][]byte) {
+	for r, err := range errs {
+		require.NoError(cl.t, err, "rank %d", r)
+	}
+	cl.assertAllGood()
+	for r, b := range want {
+		assert.True(cl.t, bytes.Equal(b, cl.read(cl.parityPath(r))), "parity of %d rebuilt", r)
+	}
+}
+
 func (cl *cluster) assertAllGood() {
 	for r := range cl.data {
 		assert.True(cl.t, bytes.Equal(cl.data[r], cl.read(cl.dataPath(r))), "data of rank %d bit for bit", r)
@@ -479,20 +500,11 @@ func TestL3Disruption(t *testing.T) {
 			t.Run(lay.name+"/"+tc.name, func(t *testing.T) {
 				cl := newCluster(t, vfd.Sec2{}, lay.nranks, lay.nsize, lay.gsize, func(r int) int { return 2000 + 333*r })
 				par := cl.l3Protect(0, 512)
-				want := map[int][]byte{}
-				for r := range par {
-					want[r] = cl.read(cl.parityPath(r))
-				}
+				want := cl.parities(par)
 				tc.disrupt(cl)
 				_, errs := cl.l3Recover(0, 512, par)
 				if tc.ok {
-					for r, err := range errs {
-						require.NoError(t, err, "rank %d", r)
-					}
-					cl.assertAllGood()
-					for r, b := range want {
-						assert.True(t, bytes.Equal(b, cl.read(cl.parityPath(r))), "parity of %d rebuilt", r)
-					}
+					cl.assertRebuilt(errs, want)
 					return
 				}
 				for _, err := range errs {
@@ -626,10 +638,7 @@ func TestL3RotatedDisruption(t *testing.T) {
 				tc.bs = rn.bs
 				cl := newCluster(t, vfd.NewCore(), tc.nranks, tc.nsize, tc.gsize, func(r int) int { return 900 + 211*r })
 				par := cl.l3Protect(tc.m, tc.bs)
-				want := map[int][]byte{}
-				for r := range par {
-					want[r] = cl.read(cl.parityPath(r))
-				}
+				want := cl.parities(par)
 				for _, n := range tc.erase {
 					require.NoError(t, cl.d.RemoveAll(cl.nodeDir(n)))
 				}
@@ -649,13 +658,7 @@ func TestL3RotatedDisruption(t *testing.T) {
 					_, errs = cl.l3Recover(tc.m, tc.bs, par)
 				}
 				if tc.ok {
-					for r, err := range errs {
-						require.NoError(t, err, "rank %d", r)
-					}
-					cl.assertAllGood()
-					for r, b := range want {
-						assert.True(t, bytes.Equal(b, cl.read(cl.parityPath(r))), "parity of %d rebuilt", r)
-					}
+					cl.assertRebuilt(errs, want)
 					return
 				}
 				for _, err := range errs {
