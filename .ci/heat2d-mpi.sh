@@ -10,6 +10,21 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 work=$(mktemp -d)
 trap 'pkill -9 -f "$work/heat2d-mpi" 2>/dev/null || true; rm -rf "$work"' EXIT
 
+# kill_when EVENT LOG PID: wait (up to 120 s) until LOG has the line EVENT,
+# then SIGKILL mpirun PID and every rank; fail if the job ends before.
+kill_when() {
+  for _ in $(seq 1 1200); do
+    if grep -q "$1" "$2"; then break; fi
+    if ! kill -0 "$3" 2>/dev/null; then echo "the job ended before \"$1\""; cat "$2"; exit 1; fi
+    sleep 0.1
+  done
+  grep -q "$1" "$2" || { echo "no \"$1\" within 120 s"; cat "$2"; exit 1; }
+  pkill -9 -f "$work/heat2d-mpi" || true
+  kill -9 "$3" 2>/dev/null || true
+  wait "$3" 2>/dev/null || true
+  while pgrep -f "$work/heat2d-mpi" > /dev/null; do sleep 0.1; done
+}
+
 go build -tags mpi -o "$work/heat2d-mpi" ./examples/heat2d
 go build -o "$work/heat2d" ./examples/heat2d
 args=(-role=job -ranks 4 -nodes 4 -nx 128 -ny 128 -iters 2000 -frame-every 100)
@@ -21,16 +36,7 @@ args=(-role=job -ranks 4 -nodes 4 -nx 128 -ny 128 -iters 2000 -frame-every 100)
 mpirun.openmpi -np 4 -x GOMAXPROCS=1 "$work/heat2d-mpi" "${args[@]}" -dir "$work/run" \
   -ckpt-every 250 -levels 1,2,3,4 -global-latency 50ms > "$work/launch1.log" 2>&1 &
 mpipid=$!
-for _ in $(seq 1 1200); do
-  if grep -q "EVENT ckpt-begin id=4 level=4" "$work/launch1.log"; then break; fi
-  if ! kill -0 "$mpipid" 2>/dev/null; then echo "launch 1 ended before the L4 checkpoint"; cat "$work/launch1.log"; exit 1; fi
-  sleep 0.1
-done
-grep -q "EVENT ckpt-begin id=4 level=4" "$work/launch1.log" || { echo "no L4 checkpoint within 120 s"; cat "$work/launch1.log"; exit 1; }
-pkill -9 -f "$work/heat2d-mpi" || true
-kill -9 "$mpipid" 2>/dev/null || true
-wait "$mpipid" 2>/dev/null || true
-while pgrep -f "$work/heat2d-mpi" > /dev/null; do sleep 0.1; done
+kill_when "EVENT ckpt-begin id=4 level=4" "$work/launch1.log" "$mpipid"
 echo "launch 1 killed with SIGKILL during the L4 checkpoint:"
 grep EVENT "$work/launch1.log"
 if grep -q "EVENT ckpt-end id=4" "$work/launch1.log"; then echo "the L4 checkpoint finished before the kill"; exit 1; fi
@@ -57,16 +63,7 @@ printf '[basic]\nnode_size = 1\ngroup_size = 4\nl3_parity = 2\n[advanced]\nlocal
 mpirun.openmpi -np 4 -x GOMAXPROCS=1 "$work/heat2d-mpi" "${args[@]}" -dir "$work/rot" -config "$work/rotated.fti" \
   -ckpt-every 250 -levels 3 -io-latency 2ms > "$work/rot1.log" 2>&1 &
 mpipid=$!
-for _ in $(seq 1 1200); do
-  if grep -q "EVENT ckpt-end id=3 level=3" "$work/rot1.log"; then break; fi
-  if ! kill -0 "$mpipid" 2>/dev/null; then echo "rotated launch 1 ended before checkpoint 3"; cat "$work/rot1.log"; exit 1; fi
-  sleep 0.1
-done
-grep -q "EVENT ckpt-end id=3 level=3" "$work/rot1.log" || { echo "no third L3 checkpoint within 120 s"; cat "$work/rot1.log"; exit 1; }
-pkill -9 -f "$work/heat2d-mpi" || true
-kill -9 "$mpipid" 2>/dev/null || true
-wait "$mpipid" 2>/dev/null || true
-while pgrep -f "$work/heat2d-mpi" > /dev/null; do sleep 0.1; done
+kill_when "EVENT ckpt-end id=3 level=3" "$work/rot1.log" "$mpipid"
 test ! -e "$work/rot/final.f64"
 ls "$work/rot/local/node0001"/ckpt*/parity* > /dev/null  # every member holds parity
 rm -rf "$work/rot/local/node0001" "$work/rot/local/node0003"
