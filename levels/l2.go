@@ -19,9 +19,12 @@ type Partner2 struct {
 	// Buffers, when not nil, recycles transfer blocks between checkpoints
 	// (one per process, shared by all ranks, is enough).
 	Buffers *partner.Buffers
-	// SkipSourceHash drops the sender's own hash pass; the receiver's
-	// check against the recorded digest still catches a damaged source
-	// (see [partner.Options]).
+	// SkipSourceHash drops the sender's own hash pass when the data
+	// digest is already known (a WriteFunc that hashes while writing); the
+	// receiver's check against the recorded digest still catches a
+	// damaged source (see [partner.Options]). When the digest is left to
+	// Protect ([Pending.DigestPending], ckpt's case) the sender must hash,
+	// and does so once.
 	SkipSourceHash bool
 }
 

@@ -729,3 +729,48 @@ func TestHashUnknown(t *testing.T) {
 		}
 	})
 }
+
+// TestL3RandomShapes: groups of 2 to 8 members with any parity count,
+// files of random sizes (empty ones, one group all empty) and random block
+// sizes: the distributed parity equals the central encoding, and a random
+// tolerated loss of whole members is rebuilt bit for bit.
+func TestL3RandomShapes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for trial := range 24 {
+		k := []int{2, 3, 5, 8}[trial%4]
+		m := 1 + rng.IntN(k)
+		bs := 1 + rng.IntN(700)
+		sizes := make([]int, k)
+		for i := range sizes {
+			if trial != 5 && rng.IntN(4) > 0 {
+				sizes[i] = rng.IntN(3000)
+			}
+		}
+		t.Run(fmt.Sprintf("k%d-m%d-bs%d-%v", k, m, bs, sizes), func(t *testing.T) {
+			cl := newCluster(t, vfd.NewCore(), k, 1, k, func(r int) int { return sizes[r] })
+			par := cl.l3Protect(m, bs)
+			padded := encode.PaddedSize(cl.sizes)
+			lay, err := encode.NewLayout(k, m, padded, stripeUnit(k, m, padded, bs))
+			require.NoError(t, err)
+			want, err := lay.EncodeFiles(cl.data)
+			require.NoError(t, err)
+			for r := range k {
+				assert.True(t, bytes.Equal(want[r], cl.read(cl.parityPath(r))[:lay.ParitySize()]), "parity of %d", r)
+			}
+			tol := m
+			if m == k {
+				tol = k / 2
+			}
+			if tol == 0 {
+				return
+			}
+			lost := rng.Perm(k)[:1+rng.IntN(tol)]
+			before := cl.parities(par)
+			for _, n := range lost {
+				require.NoError(t, cl.d.RemoveAll(cl.nodeDir(n)))
+			}
+			_, errs := cl.l3Recover(m, bs, par)
+			cl.assertRebuilt(errs, before)
+		})
+	}
+}
