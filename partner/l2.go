@@ -116,6 +116,10 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 		needHeld = false
 	}
 	var res L2Recovery
+	// Every file sent below was hashed by Check a moment ago, so the
+	// senders do not hash it again; each receiver still checks what it
+	// wrote against the recorded hash.
+	o.SkipSourceHash = true
 	// Phase 1: right neighbours send back the copies they hold (ring leftwards).
 	{
 		e := streamEnd{inOwner: me}
