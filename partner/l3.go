@@ -657,7 +657,7 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 			for _, t := range plan.need {
 				free := scratch
 				for p := range shards {
-					if i, ok := where[[2]int{t, p}]; ok && slices.Contains(plan.chosen[t], p) {
+					if i, ok := where[[2]int{t, p}]; ok {
 						shards[p], mask[p] = recvBuf[i*pl:(i+1)*pl], false
 					} else {
 						shards[p], mask[p], free = free[:pl], true, free[pl:]
