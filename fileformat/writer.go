@@ -210,6 +210,26 @@ func (w *writer) chunkData(c *ChunkInfo) []byte {
 	return w.vars[w.idx[c.VarID]].Data[c.Dptr : c.Dptr+c.Size]
 }
 
+// writebackPiece is the piece of chunk data written before its writeback
+// is started (vfd.StartWriteback), so that the device works while the
+// rest is copied and hashed and the final fsync has less left to wait
+// for. Measured with BenchmarkCheckpointPaired/L1 (4 × 64 MiB): 0.94-1.05×
+// raw with it, 1.02-1.18× without; neutral at L2 and L3.
+const writebackPiece = 16 << 20
+
+// writeStarting writes b at off in writebackPiece pieces, starting the
+// writeback of each (a hint; a driver without it ignores it).
+func writeStarting(f vfd.File, b []byte, off int64) error {
+	for o := 0; o < len(b); o += writebackPiece {
+		e := min(o+writebackPiece, len(b))
+		if _, err := vfd.WriteAtType(f, vfd.MemDraw, b[o:e], off+int64(o)); err != nil {
+			return fmt.Errorf("at %d: %w", off+int64(o), err)
+		}
+		_ = vfd.StartWriteback(f, off+int64(o), int64(e-o))
+	}
+	return nil
+}
+
 // writeData writes every chunk from the variable's memory to the file
 // while a goroutine hashes the chunks from the same memory (blocks of
 // large chunks spread over the hash workers). With WithSync it then syncs
@@ -235,8 +255,8 @@ func (w *writer) writeData(chunks []ChunkInfo, bs uint32) error {
 		if c.Size == 0 {
 			continue
 		}
-		if _, werr := vfd.WriteAtType(w.f, vfd.MemDraw, w.chunkData(c), c.Fptr); werr != nil {
-			err = fmt.Errorf("write var %d chunk %d at %d: %w", c.VarID, i, c.Fptr, werr)
+		if werr := writeStarting(w.f, w.chunkData(c), c.Fptr); werr != nil {
+			err = fmt.Errorf("write var %d chunk %d: %w", c.VarID, i, werr)
 			break
 		}
 	}
