@@ -25,7 +25,10 @@
 // never durable before the data and the hashing hides behind the flush.
 //
 // Each [Var] is a view of application memory ([Var.Data]); Write streams
-// it to the [vfd.File] and hashes it alongside, never copying a variable.
+// it to the [vfd.File] in 16 MiB pieces, starting each piece's writeback
+// ([vfd.StartWriteback], a hint drivers may ignore) so that the device
+// works while the rest is copied, and hashes it alongside, never copying a
+// variable.
 // Passing the previous [Layout] keeps existing containers in place:
 // variables that grew get a new block with only the extra part, variables
 // that shrank leave containers partly empty, new variables get a new block.
