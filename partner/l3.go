@@ -197,9 +197,9 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 		return Parity{}, err
 	}
 	rows := make([]*encode.Row, lay.Chunks())
-	for c := range rows {
-		_, j := lay.Chunk(g, c)
-		if rows[c], err = code.Row(j); err != nil {
+	for ch := range rows {
+		_, j := lay.Chunk(g, ch)
+		if rows[ch], err = code.Row(j); err != nil {
 			return Parity{}, err
 		}
 	}
