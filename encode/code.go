@@ -87,23 +87,6 @@ func (c *Code) EncodeBlock(data, parity [][]byte) error {
 	return c.enc.Encode(shards)
 }
 
-// AddData adds the contribution of data shard idx to the m parity blocks
-// (parity must start zeroed; every data shard must be added exactly once).
-// It is the building block of distributed encoding: each member adds its own
-// shard and the partial parities are summed (XOR) across the group.
-func (c *Code) AddData(data []byte, idx int, parity [][]byte) error {
-	if idx < 0 || idx >= c.k {
-		return fmt.Errorf("%w: data shard %d of %d", ErrBadShape, idx, c.k)
-	}
-	if _, err := sameLen("parity", parity, len(data), c.m); err != nil {
-		return err
-	}
-	if len(data) == 0 {
-		return nil
-	}
-	return c.enc.EncodeIdx(data, idx, parity)
-}
-
 // Reconstruct rebuilds the shards marked lost. shards holds k+m blocks
 // (data first); lost[i] marks shard i as erased, and its buffer (which must
 // have the block length, contents ignored) receives the rebuilt bytes. More

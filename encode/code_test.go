@@ -106,34 +106,6 @@ func TestDefaultParityAndErrors(t *testing.T) {
 	assert.Contains(t, err.Error(), "lost shards [0 1 3 5 6]")
 }
 
-// TestAddDataMatchesEncode checks that summing per-shard contributions, as
-// distributed encoding does, gives the same parity as EncodeBlock.
-func TestAddDataMatchesEncode(t *testing.T) {
-	for _, s := range shapes {
-		c, err := New(s.k, s.m)
-		require.NoError(t, err)
-		r := rand.New(rand.NewPCG(7, uint64(s.k)))
-		data := randBlocks(r, s.k, 1000)
-		want := randBlocks(r, s.m, 1000)
-		require.NoError(t, c.EncodeBlock(data, want))
-		sum := make([][]byte, s.m)
-		for j := range sum {
-			sum[j] = make([]byte, 1000)
-		}
-		for i := range data {
-			part := make([][]byte, s.m)
-			for j := range part {
-				part[j] = make([]byte, 1000)
-			}
-			require.NoError(t, c.AddData(data[i], i, part))
-			for j := range part {
-				XOR(sum[j], part[j])
-			}
-		}
-		assert.Equal(t, want, sum, "k=%d m=%d", s.k, s.m)
-	}
-}
-
 type memFile struct{ b []byte }
 
 func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
@@ -152,87 +124,6 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		f.b = append(f.b, make([]byte, end-int64(len(f.b)))...)
 	}
 	return copy(f.b[off:], p), nil
-}
-
-func TestStreamUnequalSizes(t *testing.T) {
-	tests := []struct {
-		name  string
-		k, m  int
-		sizes []int64
-		block int
-		lost  []int
-	}{
-		{"equal, one data lost", 4, 4, []int64{4096, 4096, 4096, 4096}, 1000, []int{2}},
-		{"unequal, k losses", 4, 4, []int64{10, 5000, 0, 4097}, 512, []int{0, 1, 6, 7}},
-		{"all data lost", 3, 3, []int64{1, 2, 3}, 1, []int{0, 1, 2}},
-		{"m<k parity and data", 5, 2, []int64{7000, 100, 6999, 1, 7000}, 4096, []int{4, 5}},
-		{"empty group", 2, 2, []int64{0, 0}, 16, []int{0, 3}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := New(tc.k, tc.m)
-			require.NoError(t, err)
-			r := rand.New(rand.NewPCG(3, 4))
-			files := make([]*memFile, tc.k+tc.m)
-			readers := make([]io.ReaderAt, tc.k+tc.m)
-			for i := range files {
-				files[i] = &memFile{}
-				if i < tc.k {
-					files[i].b = randBlocks(r, 1, int(tc.sizes[i]))[0]
-				}
-				readers[i] = files[i]
-			}
-			writers := make([]io.WriterAt, tc.m)
-			for j := range writers {
-				writers[j] = files[tc.k+j]
-			}
-			res, err := c.EncodeStream(readers[:tc.k], tc.sizes, writers, tc.block)
-			require.NoError(t, err)
-			assert.Equal(t, PaddedSize(tc.sizes), res.Padded)
-			for i := 0; i < tc.k; i++ {
-				assert.Equal(t, Sum(files[i].b), res.Data[i])
-				assert.Len(t, files[i].b, int(tc.sizes[i]), "data never padded on disk")
-			}
-			for j := 0; j < tc.m; j++ {
-				assert.Len(t, files[tc.k+j].b, int(res.Padded))
-				assert.Equal(t, Sum(files[tc.k+j].b), res.Parity[j])
-			}
-			want := make([][]byte, len(files))
-			for i := range files {
-				want[i] = bytes.Clone(files[i].b)
-			}
-			lost := make([]bool, tc.k+tc.m)
-			out := make([]io.WriterAt, tc.k+tc.m)
-			fresh := map[int]*memFile{}
-			for _, i := range tc.lost {
-				lost[i] = true
-				fresh[i] = &memFile{}
-				out[i] = fresh[i]
-				readers[i] = nil
-			}
-			res2, err := c.ReconstructStream(readers, tc.sizes, lost, out, tc.block)
-			require.NoError(t, err)
-			for i, f := range fresh {
-				assert.Equal(t, len(want[i]), len(f.b), "shard %d", i)
-				assert.True(t, bytes.Equal(want[i], f.b), "shard %d rebuilt bit for bit", i)
-			}
-			assert.Equal(t, res.Data, res2.Data)
-			assert.Equal(t, res.Parity, res2.Parity)
-
-			// one more loss than tolerated: refused before any write
-			extra := append([]bool(nil), lost...)
-			added := 0
-			for i := range extra {
-				if !extra[i] && added < tc.m+1-len(tc.lost) {
-					extra[i] = true
-					out[i] = &memFile{}
-					added++
-				}
-			}
-			_, err = c.ReconstructStream(readers, tc.sizes, extra, out, tc.block)
-			require.ErrorIs(t, err, ErrTooManyErasures)
-		})
-	}
 }
 
 func TestReadBlockShortFile(t *testing.T) {

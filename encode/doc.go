@@ -16,20 +16,19 @@
 // # Lifecycle
 //
 //  1. [New] (or [NewWith]) once per group shape.
-//  2. Encode: [Code.EncodeBlock] per block, or [Code.AddData] per member
-//     with the partial parities summed by [XOR] (distributed encoding), or
-//     [Code.EncodeStream] over whole files of different sizes, padded with
-//     zeros in memory only.
-//  3. Record the hashes ([StreamResult], [ParityHeader]).
-//  4. Rebuild: [Code.Reconstruct] per block with an erasure mask, or
-//     [Code.ReconstructStream] over files; more than m losses give an
-//     [*ErasureError] naming the lost shards, never wrong data. Check the
-//     rebuilt hashes against the recorded ones.
+//  2. [NewLayout] for a group; encode per block with [Code.EncodeBlock],
+//     or one parity row at a time with [Code.Row] as blocks arrive
+//     (distributed encoding, package partner); files shorter than the
+//     group's largest are padded with zeros in memory only ([ReadBlock]).
+//  3. Record the hashes ([ParityHeader]).
+//  4. Rebuild: [Layout.Check] the damage, then [Code.Reconstruct] per block
+//     with an erasure mask; more than m losses give an [*ErasureError]
+//     naming the lost shards, never wrong data. Check the rebuilt hashes
+//     against the recorded ones.
 //
 // # Concurrency
 //
 // A Code is immutable and safe for concurrent use; it may use several
-// goroutines inside one call ([Options].MaxGoroutines bounds them). Stream
-// functions hold k+m blocks of blockSize bytes. No package-level mutable
-// state.
+// goroutines inside one call ([Options].MaxGoroutines bounds them). No
+// package-level mutable state.
 package encode
