@@ -687,26 +687,36 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 	}
 	dsrc, psrc = nil, nil
 	// Finish: the header of a rebuilt parity file, sync, read back and
-	// compare with the recorded hashes, rename into place.
+	// compare with the recorded hashes, rename into place. A parity
+	// payload is read back once: its hash goes into the header, and with
+	// the header appended it is the whole file's hash.
+	var parityWhole *blake3.Hasher
 	if pout != nil && len(errs) == 0 {
 		hdr := &encode.ParityHeader{K: k, M: lay.M, Index: g, Padded: lay.Padded, Sizes: sizes, Hashes: hashes}
 		if lay.Rotated() {
 			hdr.Unit = unit
 		}
-		body := blake3.New()
-		fail(hashBack(pout, paritySize, o.block(), body))
+		body, whole := blake3.New(), blake3.New()
+		fail(hashBack(pout, paritySize, o.block(), body, whole))
 		copy(hdr.Payload[:], body.Sum(nil))
 		b, err := hdr.Marshal()
 		if err == nil {
 			_, err = pout.WriteAt(b, paritySize)
 		}
 		fail(err)
+		whole.Write(b)
+		parityWhole = whole
 	}
-	finish := func(f FileInfo, out vfd.File, what string) bool {
+	// finish checks out against f's recorded size and hash: h when the
+	// bytes were hashed already, else read back.
+	finish := func(f FileInfo, out vfd.File, what string, h *blake3.Hasher) bool {
 		err := out.Sync()
 		if err == nil && len(errs) == 0 {
-			h := blake3.New()
-			if err = hashBack(out, f.Size, o.block(), h); err == nil {
+			if h == nil {
+				h = blake3.New()
+				err = hashBack(out, f.Size, o.block(), h)
+			}
+			if err == nil {
 				if size, serr := out.Size(); serr != nil || size != f.Size || encode.Hash(h.Sum(nil)) != f.Hash {
 					err = errors.Join(serr, &CorruptionError{Path: f.Path, Rank: rank, Offset: size,
 						Err: fmt.Errorf("%w: rebuilt %s does not match the recorded size and hash", ErrHashMismatch, what)})
@@ -724,15 +734,15 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 		return false
 	}
 	if dout != nil {
-		res.DataRebuilt = finish(data, dout, "data")
+		res.DataRebuilt = finish(data, dout, "data", nil)
 	}
 	if pout != nil {
-		res.ParityRebuilt = finish(parity, pout, "parity")
+		res.ParityRebuilt = finish(parity, pout, "parity", parityWhole)
 	}
 	return errors.Join(errs...)
 }
 
-// removeTmps closes nothing: it removes the tmp files of a failed rebuild.
+// removeTmps removes the tmp files of a failed rebuild (closed by the caller).
 func removeTmps(data, parity FileInfo, dout, pout vfd.File) {
 	if dout != nil {
 		_ = data.Driver.Remove(data.Path + TmpSuffix)

@@ -3,6 +3,7 @@ package partner
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"path"
 	"testing"
@@ -772,5 +773,48 @@ func TestL3RandomShapes(t *testing.T) {
 			_, errs := cl.l3Recover(m, bs, par)
 			cl.assertRebuilt(errs, before)
 		})
+	}
+}
+
+// TestL3RebuildChecksRecordedHashes: a rebuilt file that does not match
+// the size and hash recorded for it (here: a wrong record) is refused with
+// ErrHashMismatch and no file, tmp or final, is left in its place; the
+// same rebuild with the right records succeeds.
+func TestL3RebuildChecksRecordedHashes(t *testing.T) {
+	for _, m := range []int{0, 2} {
+		for _, what := range []string{"data", "parity"} {
+			t.Run(fmt.Sprintf("m%d-%s", m, what), func(t *testing.T) {
+				cl := newCluster(t, vfd.NewCore(), 4, 1, 4, func(r int) int { return 1200 + 50*r })
+				par := cl.l3Protect(m, 256)
+				want := cl.parities(par)
+				require.NoError(t, cl.d.RemoveAll(cl.nodeDir(1)))
+				errs := make([]error, 4)
+				require.NoError(t, cl.run(func(c comm.Comm) error {
+					r := c.Rank()
+					data := cl.own(r)
+					pi := FileInfo{Ref: Ref{cl.d, cl.parityPath(r)}, Size: par[r].Size, Hash: par[r].Hash}
+					if r == 1 && what == "data" {
+						data.Hash[0] ^= 1
+					}
+					if r == 1 && what == "parity" {
+						pi.Hash[0] ^= 1
+					}
+					_, errs[r] = RebuildGroup(c, cl.topo, Options{BlockSize: 256}, shapes(4, m, par)[r], data, pi)
+					return nil
+				}))
+				require.ErrorIs(t, errs[1], ErrHashMismatch)
+				assert.Contains(t, errs[1].Error(), "rebuilt "+what+" does not match the recorded size and hash")
+				p := cl.dataPath(1)
+				if what == "parity" {
+					p = cl.parityPath(1)
+				}
+				for _, name := range []string{p, p + TmpSuffix} {
+					_, err := cl.d.Stat(name)
+					require.ErrorIs(t, err, fs.ErrNotExist, "%s", name)
+				}
+				_, errs = cl.l3Recover(m, 256, par)
+				cl.assertRebuilt(errs, want)
+			})
+		}
 	}
 }
