@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,64 +24,6 @@ func benchData(rank int) []float64 {
 		x[i] = float64(i*benchRanks + rank)
 	}
 	return x
-}
-
-// BenchmarkCheckpointL1 measures an L1 checkpoint of 4 in-process ranks
-// with 64 MiB each, next to the physical reference: the same bytes
-// written and fsynced by 4 goroutines through vfd.Sec2 into the same file
-// system. Compare the two ns/op (or MB/s) as a ratio.
-func BenchmarkCheckpointL1(b *testing.B) {
-	data := make([][]float64, benchRanks)
-	for r := range data {
-		data[r] = benchData(r)
-	}
-	b.Run("raw-write-fsync", func(b *testing.B) {
-		dir := b.TempDir()
-		b.SetBytes(benchRanks * benchBytes)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			var wg sync.WaitGroup
-			errs := make([]error, benchRanks)
-			for r := 0; r < benchRanks; r++ {
-				wg.Add(1)
-				go func(r int) {
-					defer wg.Done()
-					errs[r] = rawWrite(filepath.Join(dir, fmt.Sprintf("raw%d-%d", r, i)), data[r])
-				}(r)
-			}
-			wg.Wait()
-			for _, err := range errs {
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
-	b.Run("ckpt-L1", func(b *testing.B) {
-		cfg := testConfig(b.TempDir(), 2)
-		b.SetBytes(benchRanks * benchBytes)
-		b.ResetTimer()
-		err := comm.Run(benchRanks, func(c comm.Comm) error {
-			r, err := Init(cfg, c, WithLogger(benchLogger()))
-			if err != nil {
-				return err
-			}
-			x := data[c.Rank()]
-			if err := Protect(r, 0, &x); err != nil {
-				return err
-			}
-			for i := 0; i < b.N; i++ {
-				if err := r.Checkpoint(int64(i+1), 1); err != nil {
-					return err
-				}
-			}
-			return r.Finalize()
-		})
-		b.StopTimer()
-		if err != nil {
-			b.Fatal(err)
-		}
-	})
 }
 
 // BenchmarkCheckpointPaired takes checkpoints at L1, L2 and L3 (4
