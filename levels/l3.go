@@ -65,17 +65,15 @@ func (l RS3) Protect(env *Env, p *Pending) error {
 	if p.DigestPending {
 		p.SetDataDigest(Digest(par.Data))
 	}
-	if par.Held {
-		attrs := map[string]string{
-			AttrRSK:     strconv.Itoa(par.Header.K),
-			AttrRSM:     strconv.Itoa(par.Header.M),
-			AttrRSIndex: strconv.Itoa(par.Index),
-		}
-		if par.Header.Unit > 0 {
-			attrs[AttrRSUnit] = strconv.Itoa(par.Header.Unit)
-		}
-		p.Files = append(p.Files, File{Role: RoleParity, Where: Local, Name: name, Size: par.Size, Digest: Digest(par.Hash), Of: env.Rank, Attrs: attrs})
+	attrs := map[string]string{
+		AttrRSK:     strconv.Itoa(par.Header.K),
+		AttrRSM:     strconv.Itoa(par.Header.M),
+		AttrRSIndex: strconv.Itoa(par.Index),
 	}
+	if par.Header.Unit > 0 {
+		attrs[AttrRSUnit] = strconv.Itoa(par.Header.Unit)
+	}
+	p.Files = append(p.Files, File{Role: RoleParity, Where: Local, Name: name, Size: par.Size, Digest: Digest(par.Hash), Of: env.Rank, Attrs: attrs})
 	return nil
 }
 

@@ -18,8 +18,6 @@ import (
 
 // Parity describes the parity file a group member holds after L3 encoding.
 type Parity struct {
-	// Held is true when the member holds a parity file (every member does).
-	Held bool
 	// Index is the member's group rank.
 	Index int
 	// Size and Hash are those of the whole file (payload and header).
@@ -325,7 +323,7 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	if lay.Rotated() {
 		hdr.Unit = unit
 	}
-	res := Parity{Held: true, Index: g, Header: hdr, Data: read}
+	res := Parity{Index: g, Header: hdr, Data: read}
 	if out != nil {
 		_, whole, size, err := out.finishWith(func(body encode.Hash) ([]byte, error) {
 			hdr.Payload = body

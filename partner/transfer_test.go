@@ -301,12 +301,10 @@ func (cl *cluster) l3Protect(m, bs int) map[int]Parity {
 	require.NoError(cl.t, err)
 	out := map[int]Parity{}
 	for r, p := range got {
-		if p.Held {
-			out[r] = p
-			b := cl.read(cl.parityPath(r))
-			require.Equal(cl.t, p.Size, int64(len(b)))
-			require.Equal(cl.t, p.Hash, encode.Sum(b))
-		}
+		out[r] = p
+		b := cl.read(cl.parityPath(r))
+		require.Equal(cl.t, p.Size, int64(len(b)))
+		require.Equal(cl.t, p.Hash, encode.Sum(b))
 	}
 	return out
 }
