@@ -108,6 +108,10 @@ type recvUnit struct {
 
 // encodePlan lists, for member g of layout l, what it sends and receives
 // at each shift, and which shifts nobody uses (skipped by every member).
+// What a member sends at a shift is always a run of consecutive segments
+// (in the full scheme its one segment; in the rotated scheme the segments
+// whose stripes the receiver holds parity of are consecutive), so it goes
+// out of the row buffer without copying.
 func encodePlan(l encode.Layout, g int) (shifts []shift, used []bool) {
 	k, d := l.K, l.DataShards()
 	holders := func(member, s int) []int { // parity holders of member's segment s
@@ -247,7 +251,6 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	}
 	transit := pool.get(maxUnits * unit)
 	defer pool.put(transit)
-	var pack []byte // for send lists that are not one run of units
 	for r := range lay.Rows() {
 		n := lay.UnitLen(r)
 		row := own[:lay.Segments()*n]
@@ -272,7 +275,7 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 			if !used[s] {
 				continue
 			}
-			send := unitsOf(row, sh.send, n, &pack)
+			send := unitsOf(row, sh.send, n)
 			rb := send
 			if s > 0 {
 				to, from := (g+s)%k, (g-s+k)%k
@@ -338,24 +341,13 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	return res, errors.Join(errs...)
 }
 
-// unitsOf returns units idx (each n bytes) of row as one slice: a sub-slice
-// when they are consecutive, else packed into *pack.
-func unitsOf(row []byte, idx []int, n int, pack *[]byte) []byte {
+// unitsOf returns units idx (each n bytes) of row as one slice; idx is a
+// run of consecutive segments (see encodePlan).
+func unitsOf(row []byte, idx []int, n int) []byte {
 	if len(idx) == 0 {
 		return nil
 	}
-	first, last := idx[0], idx[len(idx)-1]
-	if last-first+1 == len(idx) {
-		return row[first*n : (last+1)*n]
-	}
-	if cap(*pack) < len(idx)*n {
-		*pack = make([]byte, len(idx)*n)
-	}
-	p := (*pack)[:len(idx)*n]
-	for i, u := range idx {
-		copy(p[i*n:], row[u*n:(u+1)*n])
-	}
-	return p
+	return row[idx[0]*n : (idx[len(idx)-1]+1)*n]
 }
 
 // tagEncode and tagRebuild are the L3 message tags (group communicator).
