@@ -54,6 +54,9 @@ type Core struct {
 	cfg  coreConfig
 	mu   sync.Mutex // guards the namespace: every dir node's kids and syncedKids
 	root *coreNode
+
+	lockMu sync.Mutex      // guards locks
+	locks  map[string]bool // names held through Lock
 }
 
 // coreNode is one inode: a directory or a file. A node stays alive while

@@ -112,7 +112,7 @@ func (d *Direct) Open(name string, flag Flag) (File, error) {
 		_, err := d.Stat(name)
 		existed = err == nil
 	}
-	fd, err := openRetry(name, osFlags(flag)|syscall.O_CLOEXEC, 0o666)
+	fd, err := openRegular(name, osFlags(flag)|syscall.O_CLOEXEC)
 	if err != nil {
 		return nil, pathErr("open", name, err)
 	}

@@ -10,7 +10,15 @@
 // memory-type hints, early writeback, an address space apart from the end
 // of file) are separate small interfaces found by type assertion, with
 // package functions ([WriteV], [Preallocate], [WriteAtType],
-// [StartWriteback]) that fall back when a file lacks them.
+// [StartWriteback]) that fall back when a file lacks them. Drivers may
+// also take exclusive locks ([Locker], [Lock]: flock(2) on disk), which
+// the runtime uses so two jobs never write into one meta_dir at once.
+//
+// Open opens regular files only: a directory, FIFO, device or socket is
+// refused with an error wrapping [ErrNotRegular] (without blocking on a
+// FIFO), and [ReadFileLimit] reads small files (configuration,
+// manifests, tables) with a bound, refusing a larger one with
+// [ErrTooLarge] before allocating anything.
 //
 // # Drivers
 //

@@ -23,6 +23,17 @@ var (
 	ErrFamilyMismatch = errors.New("vfd: family member size mismatch")
 	// ErrBadSpec is returned by Parse for a malformed driver spec.
 	ErrBadSpec = errors.New("vfd: bad driver spec")
+	// ErrNotRegular is returned by Open for a name that is not a regular
+	// file (a directory, a FIFO, a device, a socket): opening a FIFO for
+	// reading would block until a writer appears, and a device such as
+	// /dev/zero reads as an endless or empty file.
+	ErrNotRegular = errors.New("vfd: not a regular file")
+	// ErrTooLarge is returned by [ReadFileLimit] for a file larger than
+	// the limit the caller allows.
+	ErrTooLarge = errors.New("vfd: file larger than allowed")
+	// ErrLocked is returned by [Lock] when another process or another
+	// holder in this process has the lock.
+	ErrLocked = errors.New("vfd: locked by another holder")
 )
 
 func pathErr(op, name string, err error) error {

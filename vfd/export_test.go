@@ -2,6 +2,7 @@ package vfd
 
 import (
 	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,3 +25,14 @@ func CountDirectPreads(d *Direct) (calls, bytes *atomic.Int64) {
 // WritebackRefused reports whether a sec2 file has stopped issuing
 // sync_file_range because the kernel or file system refused it.
 func WritebackRefused(f File) bool { return f.(*sec2File).noWriteback.Load() }
+
+// OpenSec2AnyKind opens name as a sec2 file without Open's check that it
+// is a regular file, so tests can reach code paths only other kinds of
+// file take (sync_file_range refused on a FIFO).
+func OpenSec2AnyKind(name string, flag Flag) (File, error) {
+	fd, err := openRetry(name, osFlags(flag)|syscall.O_CLOEXEC, 0o666)
+	if err != nil {
+		return nil, err
+	}
+	return &sec2File{fd: fd, name: name, flag: flag}, nil
+}

@@ -2,6 +2,7 @@ package vfd
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math"
@@ -38,13 +39,60 @@ func osFlags(flag Flag) int {
 	return o
 }
 
-// Open opens or creates name.
+// Open opens or creates name. Only regular files open: any other kind of
+// file (directory, FIFO, device, socket) is refused with an error
+// wrapping [ErrNotRegular], without blocking on a FIFO.
 func (Sec2) Open(name string, flag Flag) (File, error) {
-	fd, err := openRetry(name, osFlags(flag)|syscall.O_CLOEXEC, 0o666)
+	fd, err := openRegular(name, osFlags(flag)|syscall.O_CLOEXEC)
 	if err != nil {
 		return nil, pathErr("open", name, err)
 	}
 	return &sec2File{fd: fd, name: name, flag: flag}, nil
+}
+
+// openRegular opens name with flags and returns the descriptor when it
+// is a regular file. It opens with O_NONBLOCK, so that a FIFO without a
+// writer does not block the open, checks the kind with fstat and clears
+// O_NONBLOCK again.
+func openRegular(name string, flags int) (int, error) {
+	fd, err := openRetry(name, flags|syscall.O_NONBLOCK, 0o666)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return -1, errors.Join(err, unix.Close(fd))
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return -1, errors.Join(fmt.Errorf("%w (%s)", ErrNotRegular, fileKind(st.Mode)), unix.Close(fd))
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err == nil {
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
+	}
+	if err != nil {
+		return -1, errors.Join(err, unix.Close(fd))
+	}
+	return fd, nil
+}
+
+// fileKind names the kind of file of a stat mode.
+func fileKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFLNK:
+		return "a symbolic link"
+	}
+	return fmt.Sprintf("mode %#o", mode&unix.S_IFMT)
 }
 
 func openRetry(name string, flags int, perm uint32) (int, error) {

@@ -3,7 +3,7 @@ package vfd
 import (
 	"errors"
 	"fmt"
-	"io"
+	"math"
 	"path"
 )
 
@@ -21,22 +21,10 @@ func CreateTrunc(d Driver, name string) (File, error) {
 	return d.Open(name, ReadWrite|OCreate|OTrunc)
 }
 
-// ReadFile reads a whole file.
+// ReadFile reads a whole file, whatever its size; [ReadFileLimit] bounds
+// what a caller is prepared to hold in memory.
 func ReadFile(d Driver, name string) ([]byte, error) {
-	f, err := d.Open(name, ReadOnly)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, size)
-	if err := ReadFull(f, buf, 0); err != nil && !(size == 0 && errors.Is(err, io.EOF)) {
-		return nil, pathErr("read", name, err)
-	}
-	return buf, nil
+	return ReadFileLimit(d, name, math.MaxInt64)
 }
 
 // WriteFileAtomic writes data to name with the commit protocol used
