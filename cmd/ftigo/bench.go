@@ -209,7 +209,7 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 			run := filepath.Join(bc.dir, fmt.Sprintf("L%d-%d", level, rep))
 			c, r, err := benchLevel(bc, data, level, run)
 			if err != nil {
-				return nil, fmt.Errorf("L%d: %w", level, err)
+				return nil, fmt.Errorf("level %d: %w", level, err)
 			}
 			ck, rs = append(ck, c), append(rs, r)
 			tick()

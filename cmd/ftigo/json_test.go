@@ -225,7 +225,7 @@ func TestGSDJSON(t *testing.T) {
 	odd := filepath.Join(dir, "odd.gsd")
 	w, err := gsd.Create(vfd.Sec2{}, odd, "cli-test", "heat2d", gsd.MakeVersion(1, 0), gsd.WithSync(false))
 	require.NoError(t, err)
-	require.NoError(t, gsd.WriteChunk(w, "f", []float64{math.NaN(), math.Inf(1), math.Inf(-1), -0.0, 1e300}, 5, 1))
+	require.NoError(t, gsd.WriteChunk(w, "f", []float64{math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 1e300}, 5, 1))
 	require.NoError(t, gsd.WriteChunk(w, "g", []float32{float32(math.NaN()), 0.1}, 2, 1))
 	require.NoError(t, gsd.WriteChunk(w, "i", []int64{math.MinInt64}, 1, 1))
 	require.NoError(t, gsd.WriteChunk(w, "u", []uint64{math.MaxUint64}, 1, 1))
@@ -236,12 +236,13 @@ func TestGSDJSON(t *testing.T) {
 	assert.Contains(t, out, `"+Inf",`)
 	assert.Contains(t, out, `"-Inf",`)
 	assert.Contains(t, out, "1e+300")
+	assert.Contains(t, out, "-0,", "negative zero keeps its sign")
 	assert.Contains(t, out, "0.1\n", "float32 0.1 printed as float32, not 0.10000000149011612")
 	assert.Contains(t, out, "-9223372036854775808")
 	assert.Contains(t, out, "18446744073709551615", "uint64 values exactly")
 	code, text, _ := ftigo("gsd", "dump", "--values", "5", odd)
 	require.Equal(t, 0, code)
-	assert.Contains(t, text, "[NaN +Inf -Inf 0 1e+300]")
+	assert.Contains(t, text, "[NaN +Inf -Inf -0 1e+300]")
 	assert.Contains(t, text, "[NaN 0.1]")
 }
 

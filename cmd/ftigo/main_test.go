@@ -91,9 +91,11 @@ func TestHelpIsTheSameEverywhere(t *testing.T) {
 	a, _, _ := testApp(false)
 	var paths [][]string
 	walk(a.newRoot(), func(c *cobra.Command) {
-		if c.Hidden || c.Name() == "help" && c.HasParent() && c.Parent().HasParent() {
+		if c.Hidden {
 			return
 		}
+		assert.NotEmpty(t, c.Short, c.CommandPath())
+		assert.NotEmpty(t, c.Long, c.CommandPath())
 		p := strings.Fields(c.CommandPath())[1:]
 		paths = append(paths, p)
 	})
