@@ -75,7 +75,7 @@ type benchResult struct {
 // sizeFlag is a byte count flag accepting the suffixes of vfd.ParseSize.
 type sizeFlag int64
 
-func (s *sizeFlag) String() string { return humanBytes(int64(*s)) }
+func (s *sizeFlag) String() string { return strings.ReplaceAll(humanBytes(int64(*s)), " ", "") }
 func (s *sizeFlag) Type() string   { return "size" }
 func (s *sizeFlag) Set(v string) error {
 	n, err := vfd.ParseSize(v)

@@ -53,3 +53,16 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 		assert.Contains(t, errs, "Usage: ftigo bench [flags]", "%v", tc.args)
 	}
 }
+
+// TestSizeFlagRoundTrips: the default --size shown in the help parses back.
+func TestSizeFlagRoundTrips(t *testing.T) {
+	for _, n := range []int64{8, 1000, 64 << 10, 256 << 20, 3 << 30} {
+		s := sizeFlag(n)
+		var back sizeFlag
+		require.NoError(t, back.Set(s.String()), s.String())
+		assert.Equal(t, s, back)
+	}
+	code, out, _ := ftigo("bench", "--help")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "(default 256MiB)")
+}
