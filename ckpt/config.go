@@ -304,7 +304,7 @@ func strKey(dst func(c *Config) *string) setter {
 var durationSyntax = regexp.MustCompile(`^\+?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // intervalKey reads whole or fractional minutes (FTI) or a Go duration
-// ("30s", an ftigo extension), 0 to disable; a value that overflows a
+// ("30s", an ftigo extension), 0 or empty to disable; a value that overflows a
 // time.Duration (about 292 years) is out of range, not negative.
 func intervalKey(level int) setter {
 	return func(c *Config, v string) error {
@@ -313,7 +313,8 @@ func intervalKey(level int) setter {
 		wantErr := fmt.Errorf("want minutes or a duration such as 30s, got %q", v)
 		var d time.Duration
 		switch {
-		case v != "" && strings.Trim(v, "+-0123456789") == "": // whole minutes, as in FTI
+		case v == "": // FTI reads an empty value as 0: off
+		case strings.Trim(v, "+-0123456789") == "": // whole minutes, as in FTI
 			n, err := parseInt(v)
 			switch {
 			case err != nil && !errors.Is(err, errRange):
@@ -324,7 +325,7 @@ func intervalKey(level int) setter {
 				return rangeErr
 			}
 			d = time.Duration(n) * time.Minute
-		case v != "" && strings.Trim(v, "+-0123456789.eE") == "": // fractional minutes
+		case strings.Trim(v, "+-0123456789.eE") == "": // fractional minutes
 			n, err := strconv.ParseFloat(v, 64)
 			switch {
 			case err != nil && !errors.Is(err, strconv.ErrRange):
@@ -460,18 +461,34 @@ var featureKeys = []featureKey{
 	{"restart", "failure", intIn(1, 2), "ftigo keeps the restart state in meta_dir and decides from it whether this is a restart"},
 }
 
+// flagInt reads a feature key's value as FTI does (iniparser_getint):
+// an integer, with an empty value as 0; true and false are accepted as 1
+// and 0, as for ftigo's own boolean keys.
+func flagInt(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	if b, err := parseBool(v); err == nil {
+		if b {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	return parseInt(v)
+}
+
 // intIn requests the feature for the integers listed.
 func intIn(vals ...int64) func(string) (bool, error) {
 	return func(v string) (bool, error) {
-		n, err := parseInt(v)
-		return slices.Contains(vals, n), err
+		n, err := flagInt(v)
+		return err == nil && slices.Contains(vals, n), err
 	}
 }
 
 // intOutside requests it for integers outside lo..hi.
 func intOutside(lo, hi int64) func(string) (bool, error) {
 	return func(v string) (bool, error) {
-		n, err := parseInt(v)
+		n, err := flagInt(v)
 		return err == nil && (n < lo || n > hi), err
 	}
 }
@@ -479,26 +496,27 @@ func intOutside(lo, hi int64) func(string) (bool, error) {
 // intNonZero requests it for a non-zero integer (FTI reads these keys
 // with iniparser_getint and tests the result as a boolean).
 func intNonZero(v string) (bool, error) {
-	n, err := parseInt(v)
+	n, err := flagInt(v)
 	return err == nil && n != 0, err
 }
 
 // intZero requests it for 0 (inline_lN = 0 asks for head ranks).
 func intZero(v string) (bool, error) {
-	n, err := parseInt(v)
+	n, err := flagInt(v)
 	return err == nil && n == 0, err
 }
 
 // iniBoolean reads a value as iniparser_getboolean does: y, t or 1 first
-// is true, n, f or 0 first is false.
+// is true, n, f or 0 first is false, empty is false.
 func iniBoolean(v string) (bool, error) {
-	if v != "" {
-		switch v[0] {
-		case 'y', 'Y', 't', 'T', '1':
-			return true, nil
-		case 'n', 'N', 'f', 'F', '0':
-			return false, nil
-		}
+	if v == "" {
+		return false, nil
+	}
+	switch v[0] {
+	case 'y', 'Y', 't', 'T', '1':
+		return true, nil
+	case 'n', 'N', 'f', 'F', '0':
+		return false, nil
 	}
 	return false, fmt.Errorf("want 0 or 1, got %q", v)
 }
@@ -625,7 +643,7 @@ func ParseConfig(name string, raw []byte) (Config, error) {
 			return nil
 		}
 		if err := set(&c, val); err != nil {
-			return cfgErr("%s:%d: [%s] %s = %s: %v", name, at, section, key, val, err)
+			return cfgErr("%s:%d: [%s] %s = %s: %v", name, at, section, key, shown(val), err)
 		}
 		known++
 		final[[2]string{section, key}] = setting{val, at}
@@ -668,10 +686,10 @@ func ParseConfig(name string, raw []byte) (Config, error) {
 		}
 		on, err := f.requests(st.value)
 		if err != nil {
-			return Config{}, cfgErr("%s:%d: [%s] %s = %s: %v", name, st.line, f.section, f.key, st.value, err)
+			return Config{}, cfgErr("%s:%d: [%s] %s = %s: %v", name, st.line, f.section, f.key, shown(st.value), err)
 		}
 		if on {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: [%s] %s = %s ignored: %s", name, st.line, f.section, f.key, st.value, f.warning))
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: [%s] %s = %s ignored: %s", name, st.line, f.section, f.key, shown(st.value), f.warning))
 		}
 	}
 	if len(unknown) > 0 {
@@ -689,6 +707,14 @@ func ParseConfig(name string, raw []byte) (Config, error) {
 		c.MaxSyncIntv = p
 	}
 	return c, nil
+}
+
+// shown is a value as messages show it: "" when empty.
+func shown(v string) string {
+	if v == "" {
+		return `""`
+	}
+	return v
 }
 
 // FormatConfig writes c as config.fti text that [ParseConfig] reads back

@@ -316,7 +316,11 @@ func TestConfigFeatureKeys(t *testing.T) {
 		{"[restart]\nfailure = 3", "cfg:3: [restart] failure = 3 ignored: variate processor restart"},
 		{"[restart]\nfailure = 1", "[restart] failure = 1 ignored: ftigo keeps the restart state in meta_dir"},
 		{"[restart]\nfailure = 2", "[restart] failure = 2 ignored"},
+		{"inline_l2 =", `[basic] inline_l2 = "" ignored: post-processing by a head rank`}, // empty is 0 in FTI
+		{"head = true", "[basic] head = true ignored: dedicated head ranks"},
 		{"enable_dcp = 1\nenable_dcp = 0", ""}, // the last setting counts
+		{"enable_dcp =\nh5_single_file_enable =\ndcp_l4 =\n[restart]\nfailure =", ""},
+		{"ckpt_l3 =", ""}, // empty interval: off, as FTI reads it
 		{"ckpt_io = 1", ""},
 		{"ckpt_io = 3", ""},
 		{"ckpt_io = 4", ""},
