@@ -722,7 +722,7 @@ func shown(v string) string {
 // in whole minutes where they are (FTI's unit) and as Go durations
 // otherwise, each directory quoted as iniparser needs (for ; # or a
 // leading quote). It fails for a value no config.fti can hold (a line
-// break, a NUL byte, white space at either end, both kinds of quote with
+// feed, a NUL byte, white space at either end, both kinds of quote with
 // a comment character) and for sizes that are not whole KiB or MiB.
 func FormatConfig(c Config) ([]byte, error) {
 	c = c.withDefaults()
@@ -777,8 +777,8 @@ func FormatConfig(c Config) ([]byte, error) {
 // quoteValue returns v written so that iniValue reads it back: bare when
 // that works, else in double or single quotes.
 func quoteValue(v string) (string, error) {
-	if strings.ContainsAny(v, "\n\r\x00") || strings.Trim(v, cSpace) != v {
-		return "", errors.New("a config value cannot hold a line break, a NUL byte or white space at either end")
+	if strings.ContainsAny(v, "\n\x00") || strings.Trim(v, cSpace) != v {
+		return "", errors.New("a config value cannot hold a line feed, a NUL byte or white space at either end")
 	}
 	for _, q := range []string{v, `"` + v + `"`, `'` + v + `'`} {
 		if iniValue(q) == v && !strings.HasSuffix(q, `\`) {

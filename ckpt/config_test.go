@@ -414,7 +414,7 @@ func TestLoadConfigRefusesSpecialFiles(t *testing.T) {
 // ParseConfig reads it back, with directories quoted as iniparser needs.
 func TestFormatConfigRoundTrip(t *testing.T) {
 	for _, dir := range []string{"/tmp/plain", "/tmp/a b", "/tmp/a;b", "/tmp/#x", `/tmp/"q"`, "/tmp/it's", `"lead`, `'lead`, `C:\dir\`,
-		`""`, `/a"b'c`, "", "/tmp/ü"} {
+		`""`, `/a"b'c`, "", "/tmp/ü", "/tmp/cr\rmid", "/tmp/tab\tmid"} {
 		c := DefaultConfig()
 		c.CkptDir, c.GlblDir, c.MetaDir = dir, dir+"/g", "/m"
 		c.NodeSize, c.GroupSize, c.KeepLast, c.L3Parity, c.Verbosity = 4, 2, 3, 1, 3

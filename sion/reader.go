@@ -238,7 +238,9 @@ func (rd *Reader) TaskReader(i int) (*io.SectionReader, error) {
 	return io.NewSectionReader(s, 0, t.Size), nil
 }
 
-// ReadTask returns task i's whole logical stream.
+// ReadTask returns task i's whole logical stream, read into memory at
+// once (a task stream may be as large as the file): stream large tasks
+// with [Reader.TaskReader] instead.
 func (rd *Reader) ReadTask(i int) ([]byte, error) {
 	sr, err := rd.TaskReader(i)
 	if err != nil {
