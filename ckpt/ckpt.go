@@ -285,7 +285,7 @@ func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
 	if c.Rank() == 0 {
 		rerr = meta.MkdirAll(cfg.MetaDir, 0o755)
 		if rerr == nil {
-			saved, rerr = vfd.ReadFile(meta, name)
+			saved, rerr = vfd.ReadFileLimit(meta, name, maxTopologySize)
 			if errors.Is(rerr, fs.ErrNotExist) {
 				saved, rerr = nil, nil
 			}
