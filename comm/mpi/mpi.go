@@ -189,6 +189,10 @@ type env struct {
 	level     int
 	initTid   int
 	finalized atomic.Bool
+	// maxCount is the largest byte count the typed operations pass to one
+	// MPI call (MaxCount; the tests lower it to exercise the paths that
+	// split or describe larger transfers).
+	maxCount int
 }
 
 func (e *env) lock() {
@@ -258,7 +262,7 @@ func InitThread(level int) (*Comm, error) {
 			granted = i
 		}
 	}
-	e := &env{level: granted, initTid: unix.Gettid()}
+	e := &env{level: granted, initTid: unix.Gettid(), maxCount: MaxCount}
 	if granted < ThreadMultiple {
 		e.serial = &sync.Mutex{}
 	}
