@@ -21,16 +21,18 @@ type vecArg struct {
 	local      string // what is wrong with this rank's own arguments
 }
 
-// Allreduce implements [Reducer]. The last rank to arrive combines the
-// sends in rank order into rank 0's recv; every other rank then copies that
-// result into its own recv.
+// Allreduce implements [Reducer]. The vector is cut into one slice per
+// rank; each rank combines its slice of every rank's send, in rank order,
+// and writes the result into every rank's recv, so the arithmetic is
+// spread over the ranks and each element is still computed once, the same
+// way, whichever rank does it.
 func (p *proc) Allreduce(send, recv []byte, t Datatype, op Op) error {
 	if t.Size() == 0 || !validOp(op) {
 		return fmt.Errorf("%w: Allreduce: %v with %v", ErrBadArgument, t, op)
 	}
 	_, err := p.rendezvous("Allreduce", vecArg{send: send, recv: recv, t: t, op: op, local: checkReduceArgs(send, recv, t)}, func(in []contrib) any {
 		a0 := in[0].v.(vecArg)
-		parts := make([][]byte, len(in))
+		args := make([]vecArg, len(in))
 		for i, c := range in {
 			a := c.v.(vecArg)
 			switch {
@@ -41,15 +43,28 @@ func (p *proc) Allreduce(send, recv []byte, t Datatype, op Op) error {
 			case a.t != a0.t || a.op != a0.op:
 				return fmt.Errorf("%w: Allreduce: rank %d uses %v of %v, rank 0 %v of %v", ErrBadArgument, i, a.op, a.t, a0.op, a0.t)
 			}
-			parts[i] = a.send
+			args[i] = a
+		}
+		return args
+	}, func(out any) {
+		args := out.([]vecArg)
+		n, es := len(args), t.Size()
+		elems := len(send) / es
+		lo, hi := es*(elems*p.rank/n), es*(elems*(p.rank+1)/n)
+		if lo == hi {
+			return
+		}
+		parts := make([][]byte, n)
+		for i, a := range args {
+			parts[i] = a.send[lo:hi]
 		}
 		// Rank 0's recv may be its send (in place): reduceParts reads
-		// parts[0] before it writes the first element.
-		reduceParts(a0.recv, parts, a0.t, a0.op)
-		return a0.recv
-	}, func(out any) {
-		if p.rank != 0 {
-			copy(recv, out.([]byte))
+		// parts[0] before it writes. Each slice is read before it is
+		// written, and by this rank alone.
+		acc := args[0].recv[lo:hi]
+		reduceParts(acc, parts, t, op)
+		for _, a := range args[1:] {
+			copy(a.recv[lo:hi], acc)
 		}
 	})
 	return err

@@ -33,9 +33,9 @@ func (b bytesOnly) Split(color, key int) (comm.Comm, error) {
 // celsius checks that types defined on the element types work.
 type celsius float64
 
-// reduceLengths straddle the MPI binding's small-vector path (13 elements
+// reduceLengths straddle the MPI binding's small-vector path (25 elements
 // travel with the length check) and its chunked large path.
-var reduceLengths = []int{0, 1, 2, 12, 13, 14, 15, 100, 3001}
+var reduceLengths = []int{0, 1, 2, 13, 24, 25, 26, 27, 100, 3001}
 
 func (s *suite) typedAllreduce() {
 	ival := func(r, i int) int64 { return int64((r+1)*(i%11+1)) - int64(7*i) + int64(r*r*1_000_003) }
@@ -172,7 +172,9 @@ func (s *suite) typedAllreduceErrors() {
 	}{
 		{"recv longer than send on rank 0", func() []float64 { return make([]float64, 3) }, func() []float64 { return make([]float64, 3+b2i(s.rank == 0)) }},
 		{"rank 0 one element longer", func() []float64 { return make([]float64, 3+b2i(s.rank == 0)) }, nil},
-		{"rank 0 longer than the small path", func() []float64 { return make([]float64, 3+20*b2i(s.rank == 0)) }, nil},
+		{"rank 0 longer than the small path", func() []float64 { return make([]float64, 3+40*b2i(s.rank == 0)) }, nil},
+		{"rank 0 shorter than the small path", func() []float64 { return make([]float64, 30-20*b2i(s.rank == 0)) }, nil},
+		{"lengths that differ by 65536", func() []float64 { return make([]float64, 30+65536*b2i(s.rank == 0)) }, nil},
 		{"long vectors of different lengths", func() []float64 { return make([]float64, 40+b2i(s.rank == s.size-1)) }, nil},
 	} {
 		send := tc.send()

@@ -112,6 +112,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"unsafe"
 
@@ -124,10 +125,14 @@ var (
 	_ comm.NonBlocker = (*Comm)(nil)
 )
 
-// smallElems is how many elements travel in the first MPI_Allreduce of a
-// reduction, together with the three-element length check: a vector of up
-// to smallElems elements (every scalar convergence check) costs one call.
-const smallElems = 13
+// The first MPI_Allreduce of a reduction carries headSlots elements of
+// length check, then the first smallElems elements of data: a vector of up
+// to smallElems elements (every scalar convergence check) costs one call of
+// 256 bytes, a longer one a second call for the rest.
+const (
+	headSlots  = 7
+	smallElems = 32 - headSlots
+)
 
 // overlap reports whether a and b share memory and whether they are the
 // same slice.
@@ -169,14 +174,58 @@ func (c *Comm) allreduceCall(send, recv unsafe.Pointer, n int, t comm.Datatype, 
 	return mpiErr("MPI_Allreduce", C.ftigo_allreduce_v(c.handle, send, recv, C.int(n), C.int(t), C.int(op)))
 }
 
+// lengthCheck fills the head of the first call so that, combined with op,
+// it tells every rank alike whether all ranks passed n elements and whether
+// any rank's own arguments are wrong (bad). Min and Max carry n and -n
+// (their results are the least and greatest length) and the flag; Sum
+// carries the length in three 16-bit pieces a with their squares, since
+// by Cauchy-Schwarz size·Σa² = (Σa)² exactly when all a agree, and pieces
+// this small keep every sum exact, even in float64, up to 2^21 ranks.
+func lengthCheck(head []uint64, t comm.Datatype, op comm.Op, n int64, bad bool) {
+	switch op {
+	case comm.Sum:
+		for k := range 3 {
+			a := n >> (16 * k) & 0xffff
+			head[2*k], head[2*k+1] = word(t, a), word(t, a*a)
+		}
+		head[6] = word(t, b2i(bad))
+	case comm.Min:
+		head[0], head[1], head[2] = word(t, n), word(t, -n), word(t, -b2i(bad))
+	case comm.Max:
+		head[0], head[1], head[2] = word(t, n), word(t, -n), word(t, b2i(bad))
+	}
+}
+
+// lengthVerdict reads the combined head: whether some rank flagged bad
+// arguments, and a description of the disagreement on the length, or "".
+func lengthVerdict(head []uint64, t comm.Datatype, op comm.Op, size int) (bad bool, differ string) {
+	if op != comm.Sum {
+		lo, hi := unword(t, head[0]), -unword(t, head[1])
+		if op == comm.Max {
+			lo, hi = hi, lo
+		}
+		if lo != hi {
+			differ = fmt.Sprintf("between %d and %d elements", lo, hi)
+		}
+		return unword(t, head[2]) != 0, differ
+	}
+	for k := range 3 {
+		sum, sq := uint64(unword(t, head[2*k])), uint64(unword(t, head[2*k+1]))
+		h1, l1 := bits.Mul64(uint64(size), sq)
+		h2, l2 := bits.Mul64(sum, sum)
+		if h1 != h2 || l1 != l2 {
+			differ = "different lengths"
+		}
+	}
+	return unword(t, head[6]) != 0, differ
+}
+
 // Allreduce implements [comm.Reducer] with MPI_Allreduce on MPI_INT64_T or
-// MPI_DOUBLE. The first call carries a length check (each rank's length,
-// capped at smallElems+1, combined so that every rank learns whether all
-// agree, and a flag for bad local arguments) and the first smallElems
-// elements; longer vectors then agree on their exact length and reduce the
-// rest in calls of at most the count limit. So a mismatch is an
-// ErrBadArgument on every rank instead of MPI's undefined behaviour, and
-// a short vector costs one call.
+// MPI_DOUBLE. The first call carries a length check (see lengthCheck) and
+// the first smallElems elements; a longer vector reduces the rest in calls
+// of at most the count limit. So lengths that differ between ranks, or bad
+// arguments on one rank, are an ErrBadArgument on every rank instead of
+// MPI's undefined behaviour, and a short vector costs one call.
 func (c *Comm) Allreduce(send, recv []byte, t comm.Datatype, op comm.Op) error {
 	if err := c.check(); err != nil {
 		return err
@@ -195,47 +244,23 @@ func (c *Comm) Allreduce(send, recv []byte, t comm.Datatype, op comm.Op) error {
 		local = "send and recv overlap without being the same slice"
 	}
 	n := len(send) / 8
-	l := int64(min(n, smallElems+1))
-	var in, out [3 + smallElems]uint64
-	switch op {
-	case comm.Sum:
-		in[0], in[1], in[2] = word(t, l), word(t, l*l), word(t, b2i(local != ""))
-	case comm.Min:
-		in[0], in[1], in[2] = word(t, l), word(t, -l), word(t, -b2i(local != ""))
-	case comm.Max:
-		in[0], in[1], in[2] = word(t, l), word(t, -l), word(t, b2i(local != ""))
-	}
+	var in, out [headSlots + smallElems]uint64
+	lengthCheck(in[:headSlots], t, op, int64(n), local != "")
 	head := min(n, smallElems)
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&in[3])), 8*smallElems), send[:8*head])
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&in[headSlots])), 8*smallElems), send[:8*head])
 	if err := c.allreduceCall(unsafe.Pointer(&in[0]), unsafe.Pointer(&out[0]), len(in), t, op); err != nil {
 		return err
 	}
-	h0, h1, h2 := unword(t, out[0]), unword(t, out[1]), unword(t, out[2])
-	agree := h0 == -h1
-	if op == comm.Sum {
-		agree = int64(c.size)*h1 == h0*h0
-	}
+	bad, differ := lengthVerdict(out[:headSlots], t, op, c.size)
 	switch {
 	case local != "":
 		return fmt.Errorf("%w: Allreduce: %s", comm.ErrBadArgument, local)
-	case h2 != 0:
+	case bad:
 		return fmt.Errorf("%w: Allreduce: another rank passed bad arguments", comm.ErrBadArgument)
-	case !agree:
-		return fmt.Errorf("%w: Allreduce: the ranks pass different lengths (%d elements here)", comm.ErrBadArgument, n)
+	case differ != "":
+		return fmt.Errorf("%w: Allreduce: the ranks pass %s (%d here)", comm.ErrBadArgument, differ, n)
 	}
-	copy(recv[:8*head], unsafe.Slice((*byte)(unsafe.Pointer(&out[3])), 8*head))
-	if n <= smallElems {
-		return nil
-	}
-	// Every rank has more than smallElems elements: agree on how many.
-	lens := [2]int64{int64(n), -int64(n)}
-	var got [2]int64
-	if err := c.allreduceCall(unsafe.Pointer(&lens[0]), unsafe.Pointer(&got[0]), 2, comm.Int64, comm.Max); err != nil {
-		return err
-	}
-	if got[0] != -got[1] {
-		return fmt.Errorf("%w: Allreduce: the ranks pass between %d and %d elements", comm.ErrBadArgument, -got[1], got[0])
-	}
+	copy(recv[:8*head], unsafe.Slice((*byte)(unsafe.Pointer(&out[headSlots])), 8*head))
 	chunk := max(1, c.env.maxCount/8)
 	for off := smallElems; off < n; off += chunk {
 		k := min(chunk, n-off)
