@@ -207,8 +207,8 @@ func (e *env) unlock() {
 	}
 }
 
-// Comm is one MPI communicator. It implements [comm.Comm] and
-// [comm.Aborter]. One goroutine per rank should use it at a time (with
+// Comm is one MPI communicator. It implements [comm.Comm],
+// [comm.Aborter], [comm.Reducer], [comm.Gatherer] and [comm.NonBlocker]. One goroutine per rank should use it at a time (with
 // a thread level below MULTIPLE, two goroutines blocked in calls of one
 // rank deadlock on the serialising mutex).
 type Comm struct {
