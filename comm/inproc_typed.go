@@ -21,11 +21,44 @@ type vecArg struct {
 	local      string // what is wrong with this rank's own arguments
 }
 
-// Allreduce implements [Reducer]. The vector is cut into one slice per
-// rank; each rank combines its slice of every rank's send, in rank order,
-// and writes the result into every rank's recv, so the arithmetic is
-// spread over the ranks and each element is still computed once, the same
-// way, whichever rank does it.
+// serialBytes is the size up to which one goroutine (the last to arrive)
+// does all the copying and arithmetic of a typed collective; above it, the
+// ranks share the work and then wait for each other once more.
+const serialBytes = 32 << 10
+
+// reducePlan is the result of an Allreduce rendezvous.
+type reducePlan struct {
+	args []vecArg
+	done bool // compute did all the work
+}
+
+func (r reducePlan) finished() bool { return r.done }
+
+// reduceRange combines bytes [lo, hi) of every rank's send, in rank order,
+// into rank 0's recv and copies the result to every other rank's recv.
+// Rank 0's recv may be its send (in place): reduceParts reads parts[0]
+// before it writes; each range is read before it is written, and by one
+// goroutine alone.
+func reduceRange(args []vecArg, lo, hi int) {
+	if lo == hi {
+		return
+	}
+	parts := make([][]byte, len(args))
+	for i, a := range args {
+		parts[i] = a.send[lo:hi]
+	}
+	acc := args[0].recv[lo:hi]
+	reduceParts(acc, parts, args[0].t, args[0].op)
+	for _, a := range args[1:] {
+		copy(a.recv[lo:hi], acc)
+	}
+}
+
+// Allreduce implements [Reducer]. A vector up to serialBytes is combined
+// by the last rank to arrive; a longer one is cut into one range per rank,
+// and each rank combines its range of every rank's send and writes the
+// result into every rank's recv, so the arithmetic is spread over the
+// ranks. Either way each element is computed once, in rank order, for all.
 func (p *proc) Allreduce(send, recv []byte, t Datatype, op Op) error {
 	if t.Size() == 0 || !validOp(op) {
 		return fmt.Errorf("%w: Allreduce: %v with %v", ErrBadArgument, t, op)
@@ -45,27 +78,16 @@ func (p *proc) Allreduce(send, recv []byte, t Datatype, op Op) error {
 			}
 			args[i] = a
 		}
-		return args
+		if len(a0.send) <= serialBytes {
+			reduceRange(args, 0, len(a0.send))
+			return reducePlan{args: args, done: true}
+		}
+		return reducePlan{args: args}
 	}, func(out any) {
-		args := out.([]vecArg)
+		args := out.(reducePlan).args
 		n, es := len(args), t.Size()
 		elems := len(send) / es
-		lo, hi := es*(elems*p.rank/n), es*(elems*(p.rank+1)/n)
-		if lo == hi {
-			return
-		}
-		parts := make([][]byte, n)
-		for i, a := range args {
-			parts[i] = a.send[lo:hi]
-		}
-		// Rank 0's recv may be its send (in place): reduceParts reads
-		// parts[0] before it writes. Each slice is read before it is
-		// written, and by this rank alone.
-		acc := args[0].recv[lo:hi]
-		reduceParts(acc, parts, t, op)
-		for _, a := range args[1:] {
-			copy(a.recv[lo:hi], acc)
-		}
+		reduceRange(args, es*(elems*p.rank/n), es*(elems*(p.rank+1)/n))
 	})
 	return err
 }
@@ -80,21 +102,52 @@ type gathervArg struct {
 type gathervPlan struct {
 	args  []gathervArg
 	displ []int
+	done  bool // compute did all the copies
 }
 
-// planGatherv checks the contributions of a v-collective and returns the
-// displacements. lenOf picks the length that is distributed (send for
-// gathers, recv for scatter); totalOf is the buffer that must hold the
-// total on rank r (or nil when it does not matter for r).
-func planGatherv(name string, in []contrib, rooted bool, lenOf func(gathervArg) []byte,
-	totalOf func(r int, a gathervArg) []byte, overlapOn func(r int, a gathervArg) bool) any {
+func (g gathervPlan) finished() bool { return g.done }
+
+// vKind tells planGatherv which v-collective it plans.
+type vKind int
+
+const (
+	vGather vKind = iota
+	vAllgather
+	vScatter
+)
+
+// copyPart does rank r's copies of a v-collective.
+func (pl gathervPlan) copyPart(kind vKind, r int) {
+	a := pl.args[r]
+	switch kind {
+	case vGather:
+		copy(pl.args[a.root].recv[pl.displ[r]:], a.send)
+	case vAllgather:
+		for q, b := range pl.args {
+			copy(a.recv[pl.displ[q]:], b.send)
+		}
+	case vScatter:
+		copy(a.recv, pl.args[a.root].send[pl.displ[r]:])
+	}
+}
+
+// planGatherv checks the contributions of a v-collective, the same way
+// for every rank, and computes the displacements of the distributed
+// lengths (sends for gathers, recvs for scatter). Up to serialBytes in all,
+// it also does every rank's copies.
+func planGatherv(kind vKind, in []contrib) any {
+	name := [...]string{"Gather", "Allgather", "Scatter"}[kind]
 	args := make([]gathervArg, len(in))
 	displ := make([]int, len(in)+1)
 	for i, c := range in {
 		args[i] = c.v.(gathervArg)
-		displ[i+1] = displ[i] + len(lenOf(args[i]))
+		d := args[i].send
+		if kind == vScatter {
+			d = args[i].recv
+		}
+		displ[i+1] = displ[i] + len(d)
 	}
-	root := args[0].root
+	root, rooted := args[0].root, kind != vAllgather
 	for i, a := range args {
 		if rooted && a.root != root {
 			return fmt.Errorf("%w: %s: rank %d has root %d, rank 0 has %d", ErrBadArgument, name, i, a.root, root)
@@ -105,81 +158,56 @@ func planGatherv(name string, in []contrib, rooted bool, lenOf func(gathervArg) 
 	}
 	total := displ[len(in)]
 	for i, a := range args {
-		if b := totalOf(i, a); b != nil && len(b) != total {
+		if rooted && i != root {
+			continue
+		}
+		// The buffer that holds the total: recv for gathers, send for scatter.
+		b := a.recv
+		if kind == vScatter {
+			b = a.send
+		}
+		if len(b) != total {
 			return fmt.Errorf("%w: %s: rank %d has a %d-byte buffer for a total of %d", ErrBadArgument, name, i, len(b), total)
 		}
-		if overlapOn(i, a) {
-			if ov, _ := overlap(a.send, a.recv); ov {
-				return fmt.Errorf("%w: %s: rank %d's send overlaps its recv", ErrBadArgument, name, i)
-			}
+		if ov, _ := overlap(a.send, a.recv); ov {
+			return fmt.Errorf("%w: %s: rank %d's send overlaps its recv", ErrBadArgument, name, i)
 		}
 	}
-	return gathervPlan{args: args, displ: displ}
+	pl := gathervPlan{args: args, displ: displ}
+	if total <= serialBytes {
+		for r := range args {
+			pl.copyPart(kind, r)
+		}
+		pl.done = true
+	}
+	return pl
 }
 
 // Gatherv implements [Gatherer]: every rank copies its own send into
-// root's recv, in parallel.
+// root's recv, in parallel (or the last rank to arrive does all, when
+// small).
 func (p *proc) Gatherv(root int, send, recv []byte) error {
-	_, err := p.rendezvous("Gatherv", gathervArg{root, send, recv}, func(in []contrib) any {
-		return planGatherv("Gather", in, true,
-			func(a gathervArg) []byte { return a.send },
-			func(r int, a gathervArg) []byte {
-				if r == a.root {
-					return nonNil(a.recv)
-				}
-				return nil
-			},
-			func(r int, a gathervArg) bool { return r == a.root })
-	}, func(out any) {
-		pl := out.(gathervPlan)
-		copy(pl.args[root].recv[pl.displ[p.rank]:], send)
-	})
-	return err
+	return p.vCollective("Gatherv", vGather, gathervArg{root, send, recv})
 }
 
 // Allgatherv implements [Gatherer].
 func (p *proc) Allgatherv(send, recv []byte) error {
-	_, err := p.rendezvous("Allgatherv", gathervArg{0, send, recv}, func(in []contrib) any {
-		return planGatherv("Allgather", in, false,
-			func(a gathervArg) []byte { return a.send },
-			func(_ int, a gathervArg) []byte { return nonNil(a.recv) },
-			func(int, gathervArg) bool { return true })
-	}, func(out any) {
-		pl := out.(gathervPlan)
-		for r, a := range pl.args {
-			copy(recv[pl.displ[r]:], a.send)
-		}
-	})
-	return err
+	return p.vCollective("Allgatherv", vAllgather, gathervArg{0, send, recv})
 }
 
 // Scatterv implements [Gatherer]: every rank copies its part out of root's
-// send, in parallel.
+// send.
 func (p *proc) Scatterv(root int, send, recv []byte) error {
-	_, err := p.rendezvous("Scatterv", gathervArg{root, send, recv}, func(in []contrib) any {
-		return planGatherv("Scatter", in, true,
-			func(a gathervArg) []byte { return a.recv },
-			func(r int, a gathervArg) []byte {
-				if r == a.root {
-					return nonNil(a.send)
-				}
-				return nil
-			},
-			func(r int, a gathervArg) bool { return r == a.root })
-	}, func(out any) {
-		pl := out.(gathervPlan)
-		copy(recv, pl.args[root].send[pl.displ[p.rank]:])
-	})
-	return err
+	return p.vCollective("Scatterv", vScatter, gathervArg{root, send, recv})
 }
 
-// nonNil turns a nil slice into an empty one, so that a nil buffer on root
-// still has its length checked.
-func nonNil(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
+func (p *proc) vCollective(op string, kind vKind, a gathervArg) error {
+	_, err := p.rendezvous(op, a, func(in []contrib) any {
+		return planGatherv(kind, in)
+	}, func(out any) {
+		out.(gathervPlan).copyPart(kind, p.rank)
+	})
+	return err
 }
 
 // ---- non-blocking point to point ----

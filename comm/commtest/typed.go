@@ -35,7 +35,7 @@ type celsius float64
 
 // reduceLengths straddle the MPI binding's small-vector path (25 elements
 // travel with the length check) and its chunked large path.
-var reduceLengths = []int{0, 1, 2, 13, 24, 25, 26, 27, 100, 3001}
+var reduceLengths = []int{0, 1, 2, 13, 24, 25, 26, 27, 100, 3001, 5003}
 
 func (s *suite) typedAllreduce() {
 	ival := func(r, i int) int64 { return int64((r+1)*(i%11+1)) - int64(7*i) + int64(r*r*1_000_003) }
@@ -281,6 +281,27 @@ func (s *suite) typedGathers() {
 	checkGathers[int32](s, "int32")
 	checkGathers[float32](s, "float32")
 	checkGathers[uint64](s, "uint64")
+	// Large bands (the in-process world shares the copying out above 32 KiB).
+	big := func(r int) []float64 { return fill[float64](r, 4099+r) }
+	var want []float64
+	for r := range s.size {
+		want = append(want, big(r)...)
+	}
+	all := make([]float64, len(want))
+	if s.ok("Allgather of large bands", comm.Allgather(s.c, big(s.rank), all)) {
+		eqSlice(s, "Allgather of large bands", all, want)
+	}
+	var recv []float64
+	if s.rank == s.size-1 {
+		recv = make([]float64, len(want))
+	}
+	if s.ok("Gather of large bands", comm.Gather(s.c, s.size-1, big(s.rank), recv)) && recv != nil {
+		eqSlice(s, "Gather of large bands", recv, want)
+	}
+	part := make([]float64, 4099+s.rank)
+	if s.ok("Scatter of large bands", comm.Scatter(s.c, 0, all, part)) {
+		eqSlice(s, "Scatter of large bands", part, big(s.rank))
+	}
 	// Nothing at all.
 	s.ok("Gather of nothing", comm.Gather[float64](s.c, 0, nil, nil))
 	s.ok("Allgather of nothing", comm.Allgather[float64](s.c, nil, nil))
