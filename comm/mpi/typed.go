@@ -114,6 +114,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/ftigo/ftigo/comm"
@@ -173,6 +174,10 @@ func (c *Comm) allreduceCall(send, recv unsafe.Pointer, n int, t comm.Datatype, 
 	defer c.env.unlock()
 	return mpiErr("MPI_Allreduce", C.ftigo_allreduce_v(c.handle, send, recv, C.int(n), C.int(t), C.int(op)))
 }
+
+// firstCalls recycles the buffers of the first call of a reduction, which
+// would otherwise escape to the heap on every call.
+var firstCalls = sync.Pool{New: func() any { return new([2][headSlots + smallElems]uint64) }}
 
 // lengthCheck fills the head of the first call so that, combined with op,
 // it tells every rank alike whether all ranks passed n elements and whether
@@ -244,7 +249,10 @@ func (c *Comm) Allreduce(send, recv []byte, t comm.Datatype, op comm.Op) error {
 		local = "send and recv overlap without being the same slice"
 	}
 	n := len(send) / 8
-	var in, out [headSlots + smallElems]uint64
+	scratch := firstCalls.Get().(*[2][headSlots + smallElems]uint64)
+	defer firstCalls.Put(scratch)
+	in, out := &scratch[0], &scratch[1]
+	clear(in[headSlots:])
 	lengthCheck(in[:headSlots], t, op, int64(n), local != "")
 	head := min(n, smallElems)
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(&in[headSlots])), 8*smallElems), send[:8*head])
