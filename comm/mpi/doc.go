@@ -55,9 +55,10 @@
 //   - Buffers: blocking calls take Go slices directly (legal under the cgo
 //     pointer rules: C keeps nothing after the call); Sendrecv's
 //     Isend/Recv/Wait also completes inside one C call. Isend and Irecv
-//     (comm.NonBlocker) pin their buffer with runtime.Pinner from posting
-//     until Wait or Test completes the request, since MPI keeps the
-//     pointer; a request never completed keeps its buffer pinned.
+//     (comm.NonBlocker) pin their buffer with runtime.Pinner when they post
+//     it, since MPI keeps the pointer; the buffers are unpinned together
+//     once no request is pending, so a request never completed keeps every
+//     later buffer pinned too.
 //   - Typed operations (comm.Reducer, comm.Gatherer, comm.NonBlocker):
 //     Allreduce is MPI_Allreduce on MPI_INT64_T or MPI_DOUBLE whose first
 //     call also carries a length check, so lengths that differ between

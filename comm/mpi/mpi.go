@@ -193,6 +193,34 @@ type env struct {
 	// MPI call (MaxCount; the tests lower it to exercise the paths that
 	// split or describe larger transfers).
 	maxCount int
+
+	// The buffers of pending non-blocking requests are pinned in one
+	// Pinner, unpinned together when the last pending request completes
+	// (one Pinner per request would cost a finalizer each).
+	pinMu   sync.Mutex
+	pinner  runtime.Pinner
+	pending int
+}
+
+// pin pins buf's memory for a request about to be posted.
+func (e *env) pin(buf []byte) {
+	e.pinMu.Lock()
+	defer e.pinMu.Unlock()
+	if len(buf) > 0 {
+		e.pinner.Pin(&buf[0])
+	}
+	e.pending++
+}
+
+// unpin records that a request completed (or failed to post); the last
+// one unpins every buffer.
+func (e *env) unpin() {
+	e.pinMu.Lock()
+	defer e.pinMu.Unlock()
+	e.pending--
+	if e.pending == 0 {
+		e.pinner.Unpin()
+	}
 }
 
 func (e *env) lock() {

@@ -113,7 +113,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"runtime"
 	"sync"
 	"unsafe"
 
@@ -417,12 +416,11 @@ func (c *Comm) Scatterv(root int, send, recv []byte) error {
 }
 
 // request is a pending MPI_Isend or MPI_Irecv. Its buffer stays pinned
-// (runtime.Pinner) until the request completes, since MPI keeps the
-// pointer after the posting call returns.
+// (runtime.Pinner, see env.pin) until the request completes, since MPI
+// keeps the pointer after the posting call returns.
 type request struct {
 	c    *Comm
 	h    C.MPI_Fint
-	pin  runtime.Pinner
 	send bool
 	size int
 	done bool
@@ -445,23 +443,24 @@ func (c *Comm) ipost(send bool, peer, tag int, buf []byte) (comm.Request, error)
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	name, what := "Irecv", "Irecv: source"
+	name, mpiName, what := "Irecv", "MPI_Irecv", "Irecv: source"
 	if send {
-		name, what = "Isend", "Isend: destination"
+		name, mpiName, what = "Isend", "MPI_Isend", "Isend: destination"
 	}
-	if err := errors.Join(c.checkRank(what, peer), checkTag(name, tag)); err != nil {
+	if err := c.checkRank(what, peer); err != nil {
+		return nil, err
+	}
+	if err := checkTag(name, tag); err != nil {
 		return nil, err
 	}
 	r := &request{c: c, send: send, size: len(buf)}
-	if len(buf) > 0 {
-		r.pin.Pin(&buf[0])
-	}
+	c.env.pin(buf)
 	var h C.MPI_Fint
 	c.env.lock()
 	rc := C.ftigo_ipost(C.int(b2i(send)), c.handle, ptr(buf), C.longlong(len(buf)), C.int(c.env.maxCount), C.int(peer), C.int(tag), &h)
 	c.env.unlock()
-	if err := mpiErr("MPI_"+name, rc); err != nil {
-		r.pin.Unpin()
+	if err := mpiErr(mpiName, rc); err != nil {
+		c.env.unpin()
 		return nil, err
 	}
 	r.h = h
@@ -470,7 +469,7 @@ func (c *Comm) ipost(send bool, peer, tag int, buf []byte) (comm.Request, error)
 
 func (r *request) finish(rc C.int, count C.longlong) {
 	r.done = true
-	r.pin.Unpin()
+	r.c.env.unpin()
 	if err := mpiErr("MPI_Wait", rc); err != nil {
 		r.err = err
 		return
