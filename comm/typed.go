@@ -73,6 +73,12 @@ type Reducer interface {
 // ranks that disagree on root, a root out of range, or a send overlapping
 // the recv of the same rank are an error matching ErrBadArgument on every
 // rank.
+//
+// A capability method (of Gatherer or [Reducer]) may return an error
+// matching errors.ErrUnsupported, on every rank alike (a collective
+// decision, e.g. taken after the ranks exchanged their lengths), to hand
+// the call to the package function's fallback: the MPI binding does so
+// when a gather's total exceeds MPI's int count limit.
 type Gatherer interface {
 	// Gatherv concatenates every rank's send, in rank order, into root's
 	// recv, whose length must be the total; recv is ignored on other ranks.
@@ -85,12 +91,6 @@ type Gatherer interface {
 	// total of all ranks' recv lengths; send is ignored on other ranks.
 	Scatterv(root int, send, recv []byte) error
 }
-
-// An implementation of a capability may return an error matching
-// errors.ErrUnsupported from a call, on every rank alike (it must be a
-// collective decision, e.g. taken after the ranks exchanged their lengths),
-// to hand that call to the package function's fallback: the MPI binding
-// does so when a gather exceeds MPI's int count limit.
 
 // datatypeOf returns the Datatype of a Number type.
 func datatypeOf[T Number]() Datatype {
