@@ -69,7 +69,7 @@ func recoverAll(t *testing.T, n int, cfg Config, d vfd.Driver) ([]int, error) {
 		if err != nil {
 			return err
 		}
-		defer r.eng.Wait()
+		defer r.Close()
 		var x []uint64
 		ver := []int64{0}
 		if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
@@ -133,7 +133,7 @@ func TestCrashAtEveryOp(t *testing.T) {
 						if err != nil {
 							return err
 						}
-						defer r.eng.Wait()
+						defer r.Close()
 						x, ver := version(c.Rank(), 1), []int64{1}
 						if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
 							return err
@@ -150,7 +150,7 @@ func TestCrashAtEveryOp(t *testing.T) {
 						if err != nil {
 							return err
 						}
-						defer r.eng.Wait()
+						defer r.Close()
 						x, ver := version(c.Rank(), 2), []int64{2}
 						if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
 							return err

@@ -1,15 +1,18 @@
 package ckpt
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zeebo/blake3"
 
 	"github.com/ftigo/ftigo/levels"
 	"github.com/ftigo/ftigo/vfd"
@@ -103,18 +106,20 @@ func TestKeepLastFlushesToL4(t *testing.T) {
 	}
 }
 
-// TestKeepLastFlushFailureKeepsLocal: when the flush to L4 fails (rank 1's
-// L2 data file was damaged after the checkpoint), Finalize returns the
-// error on every rank and keeps the L2 checkpoint instead; the next run
-// restarts from it (RestartKept), rebuilding rank 1's file from its
-// partner copy, bit for bit.
-func TestKeepLastFlushFailureKeepsLocal(t *testing.T) {
+// TestKeepLastFlushFailureKeepsStorage: when the flush to L4 fails (rank
+// 1's L2 data file was damaged after the checkpoint), Finalize returns
+// the error on every rank and leaves storage exactly as it was: nothing
+// deleted, no manifest rewritten, no half-made L4 directory. The next run
+// restarts from the L2 checkpoint as after a kill, rebuilding rank 1's
+// file from its partner copy, bit for bit.
+func TestKeepLastFlushFailureKeepsStorage(t *testing.T) {
 	const n = 4
 	root := t.TempDir()
 	cfg := testConfig(root, 1)
 	cfg.GroupSize, cfg.KeepLastCkpt = 2, true
 	var mu sync.Mutex
 	var finErrs []error
+	var before map[string]string
 	require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
 		s := makeState(r.c.Rank(), 3, 25)
 		if err := s.protect(r); err != nil {
@@ -131,6 +136,12 @@ func TestKeepLastFlushFailureKeepsLocal(t *testing.T) {
 		if err := r.c.Barrier(); err != nil {
 			return err
 		}
+		if r.c.Rank() == 0 {
+			before = tree(t, root)
+		}
+		if err := r.c.Barrier(); err != nil {
+			return err
+		}
 		err := r.Finalize()
 		mu.Lock()
 		finErrs = append(finErrs, err)
@@ -140,12 +151,13 @@ func TestKeepLastFlushFailureKeepsLocal(t *testing.T) {
 	require.Len(t, finErrs, n)
 	for _, err := range finErrs {
 		require.ErrorIs(t, err, levels.ErrVoteFailed)
-		assert.Contains(t, err.Error(), "flush checkpoint 3 (L2) to L4 failed, it stays kept at L2")
+		assert.Contains(t, err.Error(), "flush checkpoint 3 (L2) to L4 failed; nothing was deleted, checkpoint 3 stays at L2 for the next run")
 		assert.Equal(t, finErrs[0].Error(), err.Error())
 	}
+	assert.Equal(t, before, tree(t, root), "a failed flush leaves storage as it was")
 	require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
 		m := r.Recovered()
-		if r.Status() != RestartKept || m.Level != levels.L2 || m.ID != 3 {
+		if r.Status() != Restart || m.Level != levels.L2 || m.ID != 3 {
 			return fmt.Errorf("status %v from %+v", r.Status(), m)
 		}
 		s := &state{Map: &mapVar{}}
@@ -160,4 +172,112 @@ func TestKeepLastFlushFailureKeepsLocal(t *testing.T) {
 		}
 		return nil
 	}))
+}
+
+// tree returns every file under root with a hash of its content, and
+// every directory (value "dir").
+func tree(t testing.TB, root string) map[string]string {
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() {
+			out[rel] = "dir"
+			return nil
+		}
+		b, err := vfd.ReadFile(vfd.Sec2{}, p)
+		if err != nil {
+			return err
+		}
+		sum := blake3.Sum256(b)
+		out[rel] = fmt.Sprintf("%d:%x", len(b), sum[:8])
+		return nil
+	}))
+	return out
+}
+
+// TestKeepLastAfterFallback is issue 14's scenario: keep_last_ckpt, 16
+// ranks on 4 nodes; run 1 takes checkpoints 1-4 at L4, L3, L2, L1 and
+// ends without Finalize; checkpoint 4's L1 files are erased (or one byte
+// of one is flipped). Run 2 restarts from checkpoint 3, warning on
+// standard error that checkpoint 4 was skipped, and Finalizes: it must
+// flush checkpoint 3 (the one it recovered), not the unrecoverable 4, and
+// keep it. Run 3 restarts from that kept L4 copy, bit for bit.
+func TestKeepLastAfterFallback(t *testing.T) {
+	const n = 16
+	for _, how := range []string{"erase", "flip"} {
+		t.Run(how, func(t *testing.T) {
+			root := t.TempDir()
+			cfg := testConfig(root, 4)
+			cfg.GroupSize, cfg.KeepLastCkpt = 4, true
+			require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
+				for id, lvl := range []int{4, 3, 2, 1} {
+					s := makeState(r.c.Rank(), id+1, 10+r.c.Rank())
+					if err := s.protect(r); err != nil {
+						return err
+					}
+					if err := r.Checkpoint(int64(id+1), lvl); err != nil {
+						return err
+					}
+				}
+				return nil // no Finalize
+			}))
+			files, err := filepath.Glob(filepath.Join(root, "local", "node*", levels.CheckpointDir(4), "data*.fti"))
+			require.NoError(t, err)
+			require.Len(t, files, n)
+			if how == "erase" {
+				for _, f := range files {
+					require.NoError(t, vfd.Sec2{}.Remove(f))
+				}
+			} else {
+				require.NoError(t, flipData(files[5], 1))
+			}
+			var warn bytes.Buffer
+			require.NoError(t, world(t, n, cfg, []Option{WithWarnings(&warn)}, func(r *Runtime) error {
+				m := r.Recovered()
+				if r.Status() != Restart || m.ID != 3 || m.Level != levels.L2 {
+					return fmt.Errorf("run 2: status %v from %+v", r.Status(), m)
+				}
+				s := &state{Map: &mapVar{}}
+				if err := s.protect(r); err != nil {
+					return err
+				}
+				if err := r.Recover(); err != nil {
+					return err
+				}
+				if want := makeState(r.c.Rank(), 3, 10+r.c.Rank()); !assert.ObjectsAreEqual(want, s) {
+					return fmt.Errorf("run 2, rank %d: data differs", r.c.Rank())
+				}
+				return r.Finalize()
+			}))
+			assert.Contains(t, warn.String(), "ftigo: warning: checkpoint 4 (L1, ckpt00000004) is unrecoverable and was skipped: ")
+			assert.Contains(t, warn.String(), "ftigo: warning: restarting from the older checkpoint 3 (L2, ckpt00000003)")
+			assert.Equal(t, 2, strings.Count(warn.String(), "\n"), "printed once, by rank 0: %q", warn.String())
+			// Only the kept L4 copy of checkpoint 3 is left.
+			ms, err := filepath.Glob(filepath.Join(root, "meta", "*.manifest"))
+			require.NoError(t, err)
+			assert.Equal(t, []string{filepath.Join(root, "meta", levels.ManifestName(5))}, ms)
+			for run := 3; run <= 4; run++ {
+				require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
+					m := r.Recovered()
+					if r.Status() != RestartKept || m.ID != 3 || m.Level != levels.L4 || !m.Kept {
+						return fmt.Errorf("run %d: status %v from %+v", run, r.Status(), m)
+					}
+					s := &state{Map: &mapVar{}}
+					if err := s.protect(r); err != nil {
+						return err
+					}
+					if err := r.Recover(); err != nil {
+						return err
+					}
+					if want := makeState(r.c.Rank(), 3, 10+r.c.Rank()); !assert.ObjectsAreEqual(want, s) {
+						return fmt.Errorf("run %d, rank %d: data differs", run, r.c.Rank())
+					}
+					return r.Finalize()
+				}), "run %d", run)
+			}
+		})
+	}
 }

@@ -34,8 +34,8 @@ type snapState struct {
 // decide at the same iteration without a collective call in every one.
 // Collective.
 func (r *Runtime) Snapshot() (int, error) {
-	if r.finalized {
-		return 0, ErrFinalized
+	if err := r.usable("Snapshot"); err != nil {
+		return 0, err
 	}
 	if r.recovered != nil && !r.restored {
 		return 0, r.Recover()
