@@ -281,3 +281,56 @@ func TestKeepLastAfterFallback(t *testing.T) {
 		})
 	}
 }
+
+// TestRetentionSkipsUnrecoverable: keep_last_n = 2 keeps two checkpoints
+// to fall back on. When the restart finds the newest unrecoverable, that
+// one no longer counts: the next checkpoint drops it and keeps the one
+// the run restarted from, so after losing the new one too the following
+// restart still has a checkpoint (before, retention kept the useless
+// checkpoint and dropped the good one).
+func TestRetentionSkipsUnrecoverable(t *testing.T) {
+	const n = 2
+	root := t.TempDir()
+	cfg := testConfig(root, 1)
+	cfg.KeepLast = 2
+	run := func(fn func(r *Runtime) error) {
+		require.NoError(t, world(t, n, cfg, nil, fn))
+	}
+	take := func(r *Runtime, id int64) error {
+		x := []int64{int64(r.c.Rank()), id}
+		return errors.Join(Protect(r, 0, &x), r.Checkpoint(id, 1))
+	}
+	run(func(r *Runtime) error { return errors.Join(take(r, 1), take(r, 2)) })
+	damage := func(seq uint64) {
+		require.NoError(t, flipData(filepath.Join(root, "local", "node0001", levels.RankFileName(levels.CheckpointDir(seq), levels.RoleData, 1)), 0))
+	}
+	damage(2)
+	run(func(r *Runtime) error {
+		if r.Recovered().ID != 1 {
+			return fmt.Errorf("restarted from %d", r.Recovered().ID)
+		}
+		if err := take(r, 3); err != nil {
+			return err
+		}
+		r.Wait()
+		var ids []int64
+		for _, m := range r.eng.Committed() {
+			ids = append(ids, m.ID)
+		}
+		if fmt.Sprint(ids) != "[1 3]" {
+			return fmt.Errorf("kept %v", ids)
+		}
+		return nil
+	})
+	damage(3)
+	run(func(r *Runtime) error {
+		var x []int64
+		if err := errors.Join(Protect(r, 0, &x), r.Recover()); err != nil {
+			return err
+		}
+		if r.Recovered().ID != 1 || x[1] != 1 {
+			return fmt.Errorf("restarted from %d: %v", r.Recovered().ID, x)
+		}
+		return nil
+	})
+}

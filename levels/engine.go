@@ -643,12 +643,16 @@ func (e *Engine) abort(p *Pending, err error) error {
 	return err
 }
 
-// removeDir removes directory dir of s, if there, and syncs s.
+// removeDir removes directory dir of s, if there, and syncs s so that
+// the removal survives a crash.
 func removeDir(s Store, dir string) error {
-	if _, err := s.Driver.Stat(s.Path(dir)); errors.Is(err, fs.ErrNotExist) {
-		return nil
+	if err := s.Driver.RemoveAll(s.Path(dir)); err != nil {
+		return err
 	}
-	return errors.Join(s.Driver.RemoveAll(s.Path(dir)), s.Driver.SyncDir(s.Dir))
+	if err := s.Driver.SyncDir(s.Dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // retain deletes the checkpoints the policy drops now that m committed,
@@ -781,11 +785,13 @@ func (e *Engine) markDeleting(m *Manifest) error {
 func (e *Engine) removeFiles(m *Manifest) error {
 	env := e.env
 	err := e.removeElsewhere(m)
+	// Synced: the deletion marker may go only once the directories are
+	// gone for good, or a crash could bring back files without metadata.
 	if e.nodeLeader() {
-		err = errors.Join(err, env.Local.Driver.RemoveAll(env.Local.Path(m.Dir())))
+		err = errors.Join(err, removeDir(env.Local, m.Dir()))
 	}
 	if env.Rank == 0 {
-		err = errors.Join(err, env.Global.Driver.RemoveAll(env.Global.Path(m.Dir())))
+		err = errors.Join(err, removeDir(env.Global, m.Dir()))
 	}
 	return err
 }
