@@ -162,7 +162,8 @@ func (r *Runtime) Finalize() error {
 		if keep != nil && !keep.Kept {
 			k, err := r.eng.Keep(keep)
 			if err != nil {
-				return fmt.Errorf("ckpt: finalize: keep_last_ckpt: nothing was deleted: %w", err)
+				return fmt.Errorf("ckpt: finalize: keep_last_ckpt: marking checkpoint %d (%v) kept failed; it stays committed for the next run, and no other checkpoint was deleted by Finalize: %w",
+					keep.ID, keep.Level, err)
 			}
 			keep = k
 		}

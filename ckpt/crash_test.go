@@ -224,15 +224,20 @@ func TestCrashAtEveryOp(t *testing.T) {
 // finalizeStage.
 type stageInjector struct {
 	core    *vfd.Core
+	fail    bool // fail op k only, instead of crashing
 	k       int
 	base    atomic.Int64 // -1: not armed
 	stage   atomic.Int64
 	crashed atomic.Bool
+	failed  atomic.Bool
 	clone   *vfd.Core
 	at      int64 // stage at the crash
 }
 
-const finalizeStage = 100
+const (
+	finalizeStage = 100
+	finalizeDone  = 101
+)
 
 func (si *stageInjector) MaybeError(op vfd.Op) error {
 	base := int(si.base.Load())
@@ -243,8 +248,12 @@ func (si *stageInjector) MaybeError(op vfd.Op) error {
 		return errCrash
 	}
 	if op.Index == base+si.k {
-		si.clone = si.core.CrashClone()
 		si.at = si.stage.Load()
+		if si.fail {
+			si.failed.Store(true)
+			return fmt.Errorf("injected failure of %v %s", op.Kind, op.Path)
+		}
+		si.clone = si.core.CrashClone()
 		si.crashed.Store(true)
 		return errCrash
 	}
@@ -259,10 +268,15 @@ func (si *stageInjector) MaybeError(op vfd.Op) error {
 // deletions of Finalize. The restart after the crash never fails, never
 // starts fresh while a checkpoint exists, and recovers, bit for bit, the
 // version committed before the crashed step or the one it was taking.
+//
+// In fail mode every file operation fails once instead: every rank gets
+// the same error from the call it hit (none hangs), and the restart on
+// what is left obeys the same rules.
 func TestCrashAtEveryOpOfARun(t *testing.T) {
 	const n = 2
-	for _, keep := range []bool{true, false} {
-		t.Run(fmt.Sprintf("keep_last=%v", keep), func(t *testing.T) {
+	for _, tc := range []struct{ keep, fail bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		keep, fail := tc.keep, tc.fail
+		t.Run(fmt.Sprintf("keep_last=%v/fail=%v", keep, fail), func(t *testing.T) {
 			cfg := testConfig("/", 1)
 			cfg.GroupSize = 2
 			cfg.KeepLastCkpt = keep
@@ -283,10 +297,20 @@ func TestCrashAtEveryOpOfARun(t *testing.T) {
 					x, ver := version(c.Rank(), 1), []int64{1}
 					return errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Checkpoint(1, 1))
 				}))
-				inj := &stageInjector{core: core, k: k}
+				inj := &stageInjector{core: core, k: k, fail: fail}
 				inj.base.Store(-1)
 				fault := vfd.NewFault(core, inj)
-				runErr := comm.Run(n, func(c comm.Comm) error {
+				var mu sync.Mutex
+				var stepErrs []string
+				runErr := comm.Run(n, func(c comm.Comm) (err error) {
+					defer func() {
+						if fail && err != nil {
+							mu.Lock()
+							stepErrs = append(stepErrs, err.Error())
+							mu.Unlock()
+							err = nil
+						}
+					}()
 					r, err := Init(cfg, c, WithDriver(fault), WithLogger(zap.NewNop()))
 					if err != nil {
 						return err
@@ -317,17 +341,36 @@ func TestCrashAtEveryOpOfARun(t *testing.T) {
 					}
 					return r.Finalize()
 				}, comm.WithTimeout(20*time.Second))
-				if !inj.crashed.Load() {
+				if !inj.crashed.Load() && !inj.failed.Load() {
 					require.NoError(t, runErr)
+					require.Empty(t, stepErrs)
 					t.Logf("%d operations after the restart, outcomes %v", k, outcomes)
 					break
 				}
-				got, err := recoverAll(t, n, cfg, inj.clone)
+				after := inj.clone
+				if fail {
+					require.NoError(t, runErr, "op %d: a rank hung or failed alone", k)
+					for _, e := range stepErrs {
+						require.Equal(t, stepErrs[0], e, "op %d: ranks disagree", k)
+					}
+					after = core
+					// The run went on after a failure it was not told about
+					// (a logged cleanup), or stopped in the step that failed.
+					inj.at = inj.stage.Load()
+					if len(stepErrs) == 0 {
+						inj.at = finalizeDone
+					}
+				}
+				got, err := recoverAll(t, n, cfg, after)
 				require.NoError(t, err, "crash at op %d (stage %d)", k, inj.at)
 				for _, v := range got {
 					require.Equal(t, got[0], v, "op %d: ranks recovered different versions %v", k, got)
 				}
 				switch {
+				case inj.at == finalizeDone && keep:
+					require.Equal(t, 4, got[0], "op %d: after a Finalize with keep_last_ckpt", k)
+				case inj.at == finalizeDone:
+					require.Equal(t, 0, got[0], "op %d: after a Finalize", k)
 				case inj.at == finalizeStage && keep:
 					require.Equal(t, 4, got[0], "op %d: crash in Finalize with keep_last_ckpt", k)
 				case inj.at == finalizeStage:

@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zeebo/blake3"
+	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -333,4 +337,108 @@ func TestRetentionSkipsUnrecoverable(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// driverTree lists every file under root through d with a hash of its
+// content, and every directory.
+func driverTree(t testing.TB, d vfd.Driver, root string) map[string]string {
+	out := map[string]string{}
+	var walk func(dir string)
+	walk = func(dir string) {
+		ents, err := d.ReadDir(dir)
+		require.NoError(t, err)
+		for _, e := range ents {
+			p := path.Join(dir, e.Name())
+			if e.IsDir() {
+				out[p] = "dir"
+				walk(p)
+				continue
+			}
+			b, err := vfd.ReadFile(d, p)
+			require.NoError(t, err)
+			sum := blake3.Sum256(b)
+			out[p] = fmt.Sprintf("%d:%x", len(b), sum[:8])
+		}
+	}
+	walk(root)
+	return out
+}
+
+// TestFinalizeFailAtEveryOp fails, one at a time, every file operation of
+// a Finalize with keep_last_ckpt that flushes an L2 checkpoint to L4:
+// every rank gets the same result; when the flush is what failed, storage
+// is exactly as before Finalize; and whatever failed, the next run
+// restarts from that checkpoint, bit for bit.
+func TestFinalizeFailAtEveryOp(t *testing.T) {
+	const n = 2
+	cfg := testConfig("/", 1)
+	cfg.GroupSize, cfg.KeepLastCkpt = 2, true
+	flushFailures := 0
+	for k := 0; ; k++ {
+		core := vfd.NewCore()
+		require.NoError(t, comm.Run(n, func(c comm.Comm) error {
+			r, err := Init(cfg, c, WithDriver(core))
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			x, ver := version(c.Rank(), 1), []int64{1}
+			return errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Checkpoint(1, 1))
+		}))
+		inj := &crashInjector{core: core, k: k}
+		inj.base.Store(-1)
+		fault := vfd.NewFault(core, inj)
+		var before map[string]string
+		finErrs := make([]error, n)
+		require.NoError(t, comm.Run(n, func(c comm.Comm) error {
+			r, err := Init(cfg, c, WithDriver(fault), WithLogger(zap.NewNop()))
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			var x []uint64
+			ver := []int64{0}
+			if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Recover()); err != nil {
+				return err
+			}
+			x, ver[0] = version(c.Rank(), 2), 2
+			if err := errors.Join(r.Checkpoint(2, 2), c.Barrier()); err != nil {
+				return err
+			}
+			r.Wait()
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			if c.Rank() == 0 {
+				before = driverTree(t, core, "/")
+				inj.base.Store(int64(fault.Ops()))
+			}
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			finErrs[c.Rank()] = r.Finalize()
+			return nil
+		}, comm.WithTimeout(20*time.Second)))
+		if !inj.hit {
+			require.NoError(t, finErrs[0])
+			t.Logf("%d operations in Finalize, %d of them in a flush that failed cleanly", k, flushFailures)
+			break
+		}
+		for _, err := range finErrs {
+			if finErrs[0] == nil {
+				require.NoError(t, err, "op %d: ranks disagree", k)
+			} else {
+				require.Error(t, err, "op %d: ranks disagree", k)
+				assert.Equal(t, finErrs[0].Error(), err.Error(), "op %d", k)
+			}
+		}
+		if finErrs[0] != nil && strings.Contains(finErrs[0].Error(), "flush checkpoint 2 (L2) to L4 failed") {
+			flushFailures++
+			require.Equal(t, before, driverTree(t, core, "/"), "op %d: a failed flush changed storage", k)
+		}
+		got, err := recoverAll(t, n, cfg, core)
+		require.NoError(t, err, "op %d", k)
+		require.Equal(t, []int{2, 2}, got, "op %d", k)
+	}
+	assert.Positive(t, flushFailures)
 }

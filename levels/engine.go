@@ -539,12 +539,22 @@ func (e *Engine) writeManifest(p *Pending) (*Manifest, error) {
 	return m, nil
 }
 
-// writePending writes the intent marker of p (rank 0).
+// writePending writes the intent marker of p (rank 0). Only its name
+// counts, so only the directory entry is made durable: a crash may leave
+// it empty, never absent once this returns.
 func (e *Engine) writePending(p *Pending) error {
 	meta := e.env.Meta
-	body := fmt.Sprintf("ftigo-pending %d\n", p.Seq)
-	if err := vfd.WriteFileAtomic(meta.Driver, meta.Path(PendingName(p.Seq)), []byte(body)); err != nil {
-		return fmt.Errorf("write intent marker: %w", err)
+	name := meta.Path(PendingName(p.Seq))
+	f, err := vfd.CreateTrunc(meta.Driver, name)
+	if err == nil {
+		_, err = f.WriteAt([]byte(fmt.Sprintf("ftigo-pending %d\n", p.Seq)), 0)
+		err = errors.Join(err, f.Close())
+	}
+	if err == nil {
+		err = meta.Driver.SyncDir(meta.Dir)
+	}
+	if err != nil {
+		return fmt.Errorf("write intent marker %s: %w", name, err)
 	}
 	return nil
 }
@@ -710,25 +720,30 @@ func (e *Engine) Wait() {
 // Settle waits for the background removal on every rank and, when every
 // rank removed every file, has rank 0 remove the deletion markers (which
 // otherwise go with the next checkpoint's commit or at the next Open).
-// Collective.
+// Collective: the error, the same on every rank, says some rank could not
+// remove the files of a superseded checkpoint.
 func (e *Engine) Settle() error {
 	e.Wait()
 	var local error
 	if len(e.rmFailed) > 0 {
 		local = fmt.Errorf("files of checkpoints %v not removed", e.rmFailed)
 	}
-	err := e.agree(local, "remove superseded checkpoints")
-	if err == nil && e.env.Rank == 0 {
+	if err := e.agree(local, "remove superseded checkpoints"); err != nil {
+		return err
+	}
+	if e.env.Rank == 0 {
+		// A marker left behind costs nothing: the next Open finds it with
+		// nothing left of its checkpoint and removes it.
 		var errs []error
 		for _, seq := range e.dropped {
 			errs = append(errs, removeIfExists(e.env.Meta.Driver, e.env.Meta.Path(DeletingName(seq))))
 		}
-		err = errors.Join(errs...)
+		if err := errors.Join(errs...); err != nil {
+			e.env.Logger.Warn("removing deletion markers; the next start-up removes them", zap.Error(err))
+		}
 	}
-	if err == nil {
-		e.dropped, e.rmFailed = nil, nil
-	}
-	return err
+	e.dropped, e.rmFailed = nil, nil
+	return nil
 }
 
 // uncommit makes ms stop being committed: rank 0 renames each primary
