@@ -135,9 +135,10 @@ func (r *Runtime) fileVars() ([]fileformat.Var, error) {
 // flushed to L4 (as FTI does; unless it is an L4 checkpoint already), and
 // that L4 checkpoint is kept and marked so the next run restarts from it,
 // status RestartKept, even when every node-local directory is gone; the
-// other checkpoints are deleted. If the flush (or the marking) fails,
-// Finalize returns the error and deletes nothing: storage stays as it
-// was and the next run restarts as after a kill. Without keep_last_ckpt
+// other checkpoints are deleted. If the flush fails, Finalize returns
+// the error and deletes nothing: storage stays as it was and the next run
+// restarts as after a kill. (If marking the flushed copy kept fails, it
+// stays committed, the error is returned and nothing else is deleted.) Without keep_last_ckpt
 // every checkpoint is deleted (L4 ones are kept under keep_l4_ckpt).
 // Finalize releases meta_dir's lock. Collective. The runtime is unusable
 // afterwards.

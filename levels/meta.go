@@ -149,8 +149,11 @@ type SeqScan struct {
 	Deleting  string
 	DeletingM *Manifest
 	// Files are published files (names without the tmp suffix) found in
-	// the checkpoint's directories of the scanned areas, as paths.
-	Files []string
+	// the checkpoint's directories of the scanned areas, as paths;
+	// MoreFiles counts those found but not listed (start-up lists only a
+	// few per node).
+	Files     []string
+	MoreFiles int
 	// Leftovers are tmp files, tmp directories and empty checkpoint
 	// directories of the scanned areas, and tmp copies of manifests.
 	Leftovers []string
@@ -167,7 +170,7 @@ func (s *SeqScan) State() SeqState {
 		return SeqCommitted
 	case s.Pending != "":
 		return SeqUncommitted
-	case len(s.Files) > 0 || s.Primary.bad() || s.Replica.bad():
+	case len(s.Files) > 0 || s.MoreFiles > 0 || s.Primary.bad() || s.Replica.bad():
 		return SeqLost
 	}
 	return SeqUncommitted
@@ -197,6 +200,22 @@ type AreaSeq struct {
 	Seq       uint64   `json:"seq"`
 	Files     []string `json:"files,omitempty"`
 	Leftovers []string `json:"leftovers,omitempty"`
+	// More counts published files left out of Files (see [SummarizeArea]).
+	More int `json:"more,omitempty"`
+}
+
+// SummarizeArea keeps at most keep published files per checkpoint in
+// as, counting the others in More, and drops the leftovers: what
+// start-up needs from a node to tell lost metadata and name it.
+func SummarizeArea(as []AreaSeq, keep int) []AreaSeq {
+	out := make([]AreaSeq, len(as))
+	for i, a := range as {
+		out[i] = AreaSeq{Seq: a.Seq, Files: a.Files, More: a.More}
+		if len(a.Files) > keep {
+			out[i].Files, out[i].More = a.Files[:keep], a.More+len(a.Files)-keep
+		}
+	}
+	return out
 }
 
 // ScanArea lists the checkpoint directories ("ckpt%08d", and tmp
@@ -321,6 +340,7 @@ func (m *metaScan) addArea(as []AreaSeq) {
 	for _, a := range as {
 		s := m.get(a.Seq)
 		s.Files = append(s.Files, a.Files...)
+		s.MoreFiles += a.More
 		s.Leftovers = append(s.Leftovers, a.Leftovers...)
 	}
 }

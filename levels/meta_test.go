@@ -76,6 +76,7 @@ func TestOpenUncommittedVsLost(t *testing.T) {
 			[]string{"checkpoint ckpt00000002 has no valid manifest copy", "local/node0000/ckpt00000002/data000001.fti",
 				"meta/ckpt00000002.manifest is missing", "global/manifests/ckpt00000002.manifest is missing", "(the newest is ckpt00000001)"}},
 		{"published global file, no marker", []string{"global/ckpt00000002/l4.sion"}, "", true, []string{"global/ckpt00000002/l4.sion"}},
+		{"many files, no marker", manyFiles(12), "", true, []string{"12 of its files survive: ", " and 4 more"}},
 		{"damaged manifest alone, no marker", []string{"meta/ckpt00000002.manifest"}, "", true,
 			[]string{"meta/ckpt00000002.manifest is damaged", "no magic line"}},
 	}
@@ -149,6 +150,15 @@ func TestOpenUncommittedVsLost(t *testing.T) {
 			assert.True(t, cl.exists(t, "local/node0000/ckpt00000001/data000001.fti"))
 		})
 	}
+}
+
+// manyFiles names n published files of checkpoint 2 on node 0.
+func manyFiles(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("local/node0000/ckpt00000002/f%02d", i))
+	}
+	return out
 }
 
 // TestOpenRepairsCopies: one valid copy is enough. A damaged, foreign or

@@ -16,6 +16,10 @@ import (
 	"github.com/ftigo/ftigo/vfd"
 )
 
+// lostFilesShown is how many surviving files of a checkpoint with lost
+// metadata an error names (per node at most, in total).
+const lostFilesShown = 8
+
 // openPlan is what rank 0 decides at start-up and every rank applies.
 type openPlan struct {
 	// Committed holds the manifest (bytes) of every committed checkpoint.
@@ -68,7 +72,9 @@ func (e *Engine) Open() error {
 	if e.nodeLeader() {
 		var as []AreaSeq
 		if as, serr = ScanArea(env.Local); serr == nil {
-			mine, serr = json.Marshal(as)
+			// A few names per checkpoint are enough to name lost files:
+			// every rank receives every node's listing.
+			mine, serr = json.Marshal(SummarizeArea(as, lostFilesShown))
 		}
 	}
 	if err := e.agree(serr, "list node-local checkpoint directories"); err != nil {
@@ -234,13 +240,13 @@ func describeLost(lost []*SeqScan, valid []uint64) string {
 				fmt.Fprintf(&b, "; %s is %s (%v)", c.Path, c.State, c.Err)
 			}
 		}
-		if n := len(s.Files); n > 0 {
-			const show = 8
+		if n := len(s.Files) + s.MoreFiles; n > 0 {
 			files := slices.Clone(s.Files)
 			sort.Strings(files)
-			fmt.Fprintf(&b, "; %d of its files survive: %s", n, strings.Join(files[:min(n, show)], ", "))
-			if n > show {
-				fmt.Fprintf(&b, " and %d more", n-show)
+			shown := files[:min(len(files), lostFilesShown)]
+			fmt.Fprintf(&b, "; %d of its files survive: %s", n, strings.Join(shown, ", "))
+			if n > len(shown) {
+				fmt.Fprintf(&b, " and %d more", n-len(shown))
 			}
 		}
 	}
