@@ -13,20 +13,26 @@
 // # Lifecycle, in call order
 //
 //  1. [Init] (collective): validates the configuration for the world size,
-//     builds the topology (a replacement node takes a vanished node's
-//     place), creates ckpt_dir/node%04d, glbl_dir and meta_dir, removes
-//     what a crashed run left half-written, and on a restart finds the
-//     newest checkpoint every rank can read (rebuilding from redundancy);
-//     an unrecoverable restart is an error, never a fresh start. An L1
-//     checkpoint whose files are in place is checked without reading its
-//     data (size, header, metadata and the file checksum over every block
-//     hash); Recover then hashes every block as it reads it and, on a
-//     mismatch, falls back as Init would have.
+//     locks meta_dir (a second job or runtime on the same directories
+//     fails with [ErrLocked]), builds the topology (a replacement node
+//     takes a vanished node's place), creates ckpt_dir/node%04d, glbl_dir
+//     and meta_dir, repairs the checkpoint metadata (every manifest is
+//     kept twice, in meta_dir and glbl_dir/manifests: a damaged or missing
+//     copy is rewritten from the other), removes what a crashed run left
+//     half-written, and on a restart finds the newest checkpoint every rank
+//     can read, verifying every file and rebuilding from redundancy. An
+//     unrecoverable restart is an error ([ErrUnrecoverable]), and so is
+//     lost metadata ([ErrMetadataLost]: files of a checkpoint whose every
+//     manifest copy is gone or damaged); Init never starts fresh while a
+//     checkpoint exists. A fallback to an older checkpoint is printed on
+//     rank 0's standard error ([WithWarnings]) and logged.
 //  2. [Protect] / [ProtectValue] (local) for every variable, on a restart
 //     as on a fresh run; protecting an id again replaces it.
 //  3. On a restart ([Runtime.Status] is Restart or RestartKept):
-//     [Runtime.Recover] (collective), or [Runtime.RecoverVar],
-//     [Runtime.StoredSize], [Runtime.Realloc] (local).
+//     [Runtime.Recover], [Runtime.RecoverVar], [Runtime.StoredSize],
+//     [Runtime.Realloc], all local: any subset of ranks may call them.
+//     They read the files Init verified and still check every block's
+//     hash as they read; after Recover, Status is Fresh, as FTI_Status is.
 //  4. In the loop: [Runtime.Snapshot] every iteration, or
 //     [Runtime.Checkpoint] explicitly (both collective). A checkpoint is
 //     committed only when every rank wrote it; otherwise every rank gets
@@ -36,18 +42,38 @@
 //     Cm 0.021)" — size per rank, wall time, aggregate bandwidth, and the
 //     time spent writing the data, post-processing at the level (partner
 //     copy, parity, container) and committing; the same values are fields.
-//  5. [Runtime.Finalize] (collective): applies keep_last_ckpt (the newest
-//     checkpoint is flushed to L4 unless it is at L4 already, and that L4
-//     checkpoint is kept for the next run, status RestartKept) and deletes
-//     the rest.
+//     Recover, RecoverVar and StoredSize then refer to the newest
+//     checkpoint the run committed, as in FTI.
+//  5. [Runtime.Finalize] (collective): applies keep_last_ckpt (the last
+//     checkpoint of the run — the newest it committed, or else the one it
+//     restarted from, never one Init found unrecoverable — is flushed to
+//     L4 unless it is at L4 already, and that L4 checkpoint is kept for
+//     the next run, status RestartKept), deletes the rest, and releases
+//     meta_dir. A failed flush deletes nothing.
 //
 // A job that ends without Finalize (every committed checkpoint stays for
-// the next run) calls [Runtime.Wait] so no background deletion of
-// superseded checkpoints is cut short.
+// the next run, as after a kill) calls [Runtime.Close]: it waits for the
+// background deletion of superseded checkpoints and releases meta_dir's
+// lock (a killed process releases it too).
 //
 // [RebuildOffline] runs step 1 (verification and rebuild) for a job that
 // is not running (ftigo rebuild), in an in-process world shaped like the
-// newest checkpoint.
+// newest checkpoint, under the same lock.
+//
+// # Where ftigo differs from FTI
+//
+// Deliberately, to be safer:
+//   - Init verifies every byte of the checkpoint it restarts from, and
+//     Recover re-checks every block's hash while reading: corruption is
+//     reported, never restored. (An L1 restart therefore reads its data
+//     twice, the second time mostly from the page cache.)
+//   - An unrecoverable restart is an error, never a fresh start; lost
+//     checkpoint metadata is an error naming the files; a fallback to an
+//     older checkpoint is printed on standard error. FTI keeps its restart
+//     state in the configuration file and one metadata copy.
+//   - Init locks meta_dir; FTI lets two jobs share directories.
+//   - Init with a nil communicator and every method of a nil *Runtime
+//     return errors ([ErrNilArgument]).
 //
 // # Configuration
 //
@@ -122,7 +148,9 @@
 //
 // A [Runtime] belongs to one rank and is used from that rank's goroutine
 // only; ranks of an in-process world each have their own. Collective calls
-// must be made by every rank in the same order with the same arguments.
+// (Init, Checkpoint, Snapshot, Finalize) must be made by every rank in the
+// same order with the same arguments; Protect, Recover, RecoverVar,
+// StoredSize, Realloc and Close are local.
 // Protected memory must not change while Checkpoint or Snapshot runs: it
 // is written in place, without a copy. Restart state lives in meta_dir;
 // the configuration file is only read.

@@ -49,8 +49,8 @@ type snapState struct {
 // max_sync_intv iterations. So all ranks decide at the same iteration
 // without a collective call in every one. Collective.
 func (r *Runtime) Snapshot() (int, error) {
-	if r.finalized {
-		return 0, ErrFinalized
+	if err := r.usable("Snapshot"); err != nil {
+		return 0, err
 	}
 	if r.recovered != nil && !r.restored {
 		return 0, r.Recover()

@@ -255,6 +255,7 @@ func benchLevel(bc benchConfig, data [][]float64, level int, dir string) (ckptTi
 		if err != nil {
 			return err
 		}
+		defer rt.Close() // releases meta_dir when the job ends without Finalize
 		v := data[c.Rank()]
 		if err := ckpt.Protect(rt, 1, &v); err != nil {
 			return err
@@ -306,6 +307,7 @@ func benchLevel(bc benchConfig, data [][]float64, level int, dir string) (ckptTi
 		if err != nil {
 			return err
 		}
+		defer rt.Close() // releases meta_dir when the job ends without Finalize
 		if err := ckpt.Protect(rt, 1, &v); err != nil {
 			return err
 		}

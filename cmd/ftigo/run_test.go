@@ -60,8 +60,7 @@ func makeRunWith(t *testing.T, first, second, l3Parity int) string {
 		}
 		// The job ends without Finalize, as if killed, so the L3 checkpoint
 		// stays (Finalize with keep_last_ckpt would flush it to L4).
-		rt.Wait()
-		return nil
+		return rt.Close()
 	})
 	require.NoError(t, err)
 	return dir
