@@ -60,6 +60,11 @@ func (cs *chainState) addDelta(t *testing.T, meta Meta, vars []Var) DeltaStats {
 	r, err := Open(img)
 	require.NoError(t, err)
 	require.NoError(t, r.Verify())
+	cp := &memFile{name: "copy.fti", b: []byte("stale bytes, truncated by CopyTo")}
+	n, err := r.CopyTo(cp)
+	require.NoError(t, err)
+	assert.Equal(t, int64(len(full.b)), n)
+	require.True(t, bytes.Equal(full.b, cp.b), "CopyTo of the chain differs from the full file")
 	for _, v := range vars {
 		dst := make([]byte, len(v.Data))
 		require.NoError(t, r.ReadVar(v.ID, dst))
@@ -229,6 +234,14 @@ func TestDeltaCorruption(t *testing.T) {
 		assert.EqualValues(t, 4, ce.VarID)
 		err = readVar(base, d)
 		require.ErrorIs(t, err, ErrHashMismatch)
+		img, err := OpenImage([]vfd.File{base, d})
+		require.NoError(t, err)
+		r, err := Open(img)
+		require.NoError(t, err)
+		_, err = r.CopyTo(&memFile{})
+		require.ErrorIs(t, err, ErrHashMismatch, "compaction refuses a bad block")
+		assert.ErrorAs(t, err, &ce)
+		assert.EqualValues(t, 4, ce.VarID)
 	})
 	t.Run("byte in the base under a clean block", func(t *testing.T) {
 		b := clone(base)

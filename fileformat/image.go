@@ -633,3 +633,88 @@ func (im *Image) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// CopyTo writes the file r reads — for an [Image], the full FTI-FF file
+// of the chain's last checkpoint — to dst at the same offsets, checking
+// every block of every chunk against its hash as it copies (a mismatch is
+// a *CorruptionError naming the variable, chunk and offset, and dst is
+// left partial) and writing zeros for the empty tails of containers. It
+// returns the number of bytes written. dst is truncated first and neither
+// synced nor closed.
+func (r *Reader) CopyTo(dst vfd.File) (int64, error) {
+	if !r.Hashed() {
+		return 0, fmt.Errorf("%s: %w", r.path, ErrUnhashed)
+	}
+	if err := dst.Truncate(0); err != nil {
+		return 0, fmt.Errorf("truncate %s: %w", dst.Name(), err)
+	}
+	write := func(t vfd.MemType, p []byte, off int64) error {
+		if _, err := vfd.WriteAtType(dst, t, p, off); err != nil {
+			return fmt.Errorf("write %s at %d: %w", dst.Name(), off, err)
+		}
+		return nil
+	}
+	if err := write(vfd.MemSuper, r.hb[:], 0); err != nil {
+		return 0, err
+	}
+	bs := r.fb.blockSize
+	seg := segSize(bs)
+	var buf []byte
+	var got [][HashSize]byte
+	for ci := range r.chunk {
+		c := &r.chunk[ci]
+		for off := int64(0); off < c.ContainerSize; {
+			n := min(seg, c.ContainerSize-off)
+			if int64(cap(buf)) < n {
+				buf = make([]byte, n)
+			}
+			p := buf[:n]
+			if off >= c.Size {
+				clear(p)
+			} else {
+				n = min(n, c.Size-off)
+				p = p[:n]
+				if err := r.readAt(vfd.MemDraw, p, c.Fptr+off); err != nil {
+					return 0, err
+				}
+				first := int(off / int64(bs))
+				nb := int(numBlocks(n, bs))
+				if cap(got) < nb {
+					got = make([][HashSize]byte, nb)
+				}
+				got = got[:nb]
+				hashBlocks(p, bs, got, r.o.workers)
+				for k := range got {
+					if got[k] != c.BlockHashes[first+k] {
+						return 0, r.corrupt(c.VarID, ci, c.Fptr+int64(first+k)*int64(bs), fmt.Errorf("%w: block %d of chunk", ErrHashMismatch, first+k))
+					}
+				}
+			}
+			if err := writeStarting(dst, p, c.Fptr+off); err != nil {
+				return 0, fmt.Errorf("write %s: %w", dst.Name(), err)
+			}
+			off += int64(len(p))
+		}
+	}
+	mb := make([]byte, min(r.fb.metaSize, metaBuf))
+	mh := blake3.New()
+	for off := int64(0); off < r.fb.metaSize; off += int64(len(mb)) {
+		p := mb[:min(int64(len(mb)), r.fb.metaSize-off)]
+		if err := r.readAt(vfd.MemOHdr, p, r.fb.metaOff+off); err != nil {
+			return 0, err
+		}
+		_, _ = mh.Write(p)
+		if err := write(vfd.MemOHdr, p, r.fb.metaOff+off); err != nil {
+			return 0, err
+		}
+	}
+	var h [HashSize]byte
+	mh.Sum(h[:0])
+	if h != r.fb.metaHash {
+		return 0, r.fileErr(r.fb.metaOff, ErrHashMismatch, "metadata hash (changed since open)")
+	}
+	if err := write(vfd.MemSuper, r.fbb[:], r.fb.fs-FBSize); err != nil {
+		return 0, err
+	}
+	return r.fb.fs, nil
+}
