@@ -14,22 +14,32 @@ import (
 
 // Checkpoint writes every protected variable as checkpoint id at level
 // (1 local, 2 partner copy, 3 Reed-Solomon, 4 global) and commits it when
-// every rank succeeded. Collective: every rank must call it with the same
-// id and level. A level without an implementation returns an error
-// wrapping [ErrLevelUnavailable]; a failure on any rank returns the same
-// error on every rank and leaves the previous checkpoints untouched.
+// every rank succeeded. Levels 5..8 ask for a differential checkpoint at
+// level 1..4 (FTI's FTI_L4_DCP is 8): with enable_dcp only the dCP
+// blocks that changed since the newest checkpoint at that level are
+// written (docs/format/dcp.md); without it the checkpoint is taken whole,
+// with a warning, as FTI does. Collective: every rank must call it with
+// the same id and level. A level without an implementation returns an
+// error wrapping [ErrLevelUnavailable]; a failure on any rank returns the
+// same error on every rank and leaves the previous checkpoints untouched.
 func (r *Runtime) Checkpoint(id int64, level int) error {
 	if err := r.usable("Checkpoint"); err != nil {
 		return err
 	}
-	_, err := r.checkpoint(id, levels.ID(level))
+	if err := r.sameArgs(id, int64(level)); err != nil {
+		return err
+	}
+	lvl, diff, err := r.requestLevel(level)
+	if err != nil {
+		return err
+	}
+	_, err = r.checkpoint(id, lvl, diff)
 	return err
 }
 
-func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) {
-	if err := r.sameArgs(id, int64(lvl)); err != nil {
-		return nil, err
-	}
+// checkpoint takes checkpoint id at lvl, differential when diff asks for
+// it and a parent allows it. The arguments are the same on every rank.
+func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manifest, error) {
 	if !lvl.Valid() {
 		return nil, fmt.Errorf("ckpt: checkpoint level %d: %w (use 1..4)", int(lvl), ErrLevelUnavailable)
 	}
@@ -46,36 +56,27 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) 
 		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
 	meta := fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: r.now().UnixNano()}
-	// The file keeps the previous checkpoint's layout (FTI-FF's data
-	// blocks): a variable that grew gets a new container for the extra
-	// part only. The layout advances only once the checkpoint committed.
-	var lay *fileformat.Layout
-	write := func(f vfd.File) (int64, levels.Digest, bool, error) {
-		// The digest is computed by the engine while the file is synced.
-		l, sum, err := fileformat.Write(f, meta, vars, r.layout, fileformat.WithClock(r.now))
-		lay = l
-		return sum.FileSize, levels.Digest{}, false, err
-	}
 	start := r.now()
-	m, st, err := r.eng.Checkpoint(id, lvl, write)
+	w := &dcpWrite{r: r, meta: meta, vars: vars}
+	if diff {
+		var err error
+		if w.parent, w.par, err = r.dcpParent(lvl); err != nil {
+			return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
+		}
+	}
+	w.prepare(lvl)
+	m, st, err := r.eng.Checkpoint(id, lvl, w.write, w.options()...)
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: checkpoint %d at %v: %w", id, lvl, err)
 	}
 	r.lastID = id
-	if lay != nil {
-		r.layout = lay
+	if w.image.Layout != nil {
+		r.layout = w.image.Layout
 	}
+	r.keepImage(m, w.image)
 	// Recover now reads this checkpoint (as FTI's does after a
 	// checkpoint); the one the run restarted from may be superseded.
-	r.closeStored()
-	r.last, r.recovered, r.restored = m, m, true
-	r.src, r.srcTask = levels.Source{}, nil
-	if f, ok := m.DataFile(r.c.Rank()); ok {
-		r.src = levels.Source{Store: r.env.Store(f.Where), Name: f.Name, Size: f.Size, Digest: f.Digest}
-		if f.Attrs[levels.AttrInContainer] != "" {
-			r.src.Store, r.srcTask = r.env.Global, &f
-		}
-	}
+	r.setLast(m)
 	wall := r.now().Sub(start)
 	if r.c.Rank() == 0 {
 		// One line per checkpoint, in FTI's manner: size per rank, wall
@@ -83,12 +84,29 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) 
 		// data (Wt), the level's post-processing (Ps) and the commit (Cm).
 		mib := float64(m.Bytes()) / float64(m.Ranks) / (1 << 20)
 		bw := float64(m.Bytes()) / (1 << 20) / max(wall.Seconds(), 1e-9)
-		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) taken in %.3f sec., %.1f MiB/s (Wt %.3f, Ps %.3f, Cm %.3f)",
-			id, lvl, mib, wall.Seconds(), bw, st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
-			zap.Int64("ckpt-id", id), zap.Stringer("level", lvl), zap.Int64("bytes", m.Bytes()), zap.Float64("mib-per-rank", mib),
+		fields := []zap.Field{zap.Int64("ckpt-id", id), zap.Stringer("level", lvl), zap.Int64("bytes", m.Bytes()), zap.Float64("mib-per-rank", mib),
 			zap.Duration("wall", wall), zap.Float64("mib-per-s", bw),
 			zap.Duration("write", st.Write), zap.Duration("post", st.Protect), zap.Duration("commit", st.Commit),
-			zap.Duration("clean", st.Clean))
+			zap.Duration("clean", st.Clean)}
+		kind := ""
+		if r.cfg.EnableDCP {
+			share := 1.0
+			if st.TotalData.Protected > 0 {
+				share = float64(st.TotalData.Written) / float64(st.TotalData.Protected)
+			}
+			kind = fmt.Sprintf(", dCP share %.2f%%", 100*share)
+			if m.DCP != nil {
+				p, _ := m.Parent()
+				kind = fmt.Sprintf(", dCP on %s, layer %d, share %.2f%%", levels.CheckpointDir(p), m.Layers(), 100*share)
+			}
+			fields = append(fields, zap.Bool("dcp", m.DCP != nil), zap.Float64("dcp-share", share), zap.Int("dcp-layers", m.Layers()),
+				zap.Int64("dcp-written", st.TotalData.Written), zap.Int64("dcp-protected", st.TotalData.Protected))
+		}
+		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) taken in %.3f sec., %.1f MiB/s (Wt %.3f, Ps %.3f, Cm %.3f)%s",
+			id, lvl, mib, wall.Seconds(), bw, st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds(), kind), fields...)
+		if r.cfg.EnableDCP {
+			r.logDCP(m, st)
+		}
 	}
 	return m, nil
 }
@@ -174,11 +192,19 @@ func (r *Runtime) Finalize() error {
 		}
 	}
 	var errs []error
-	for _, m := range r.eng.Committed() {
-		if keep != nil && m.Seq == keep.Seq {
-			continue
-		}
-		if r.cfg.KeepL4Ckpt && m.Level == levels.L4 {
+	// Newest first, sparing what a kept checkpoint depends on: a
+	// differential checkpoint goes before the layers it builds on.
+	committed := r.eng.Committed()
+	spared := map[uint64]bool{}
+	for i := len(committed) - 1; i >= 0; i-- {
+		m := committed[i]
+		switch {
+		case keep != nil && m.Seq == keep.Seq, r.cfg.KeepL4Ckpt && m.Level == levels.L4, spared[m.Seq]:
+			if m.DCP != nil {
+				for _, s := range m.DCP.Chain {
+					spared[s] = true
+				}
+			}
 			continue
 		}
 		if err := r.eng.Delete(m); err != nil {
@@ -221,6 +247,9 @@ func (r *Runtime) keepCandidate() *levels.Manifest {
 // in place; the copy is verified against m's digest. On failure nothing
 // is left of the new checkpoint and nothing else changed. Collective.
 func (r *Runtime) flushL4(m *levels.Manifest) (*levels.Manifest, error) {
+	if m.DCP != nil {
+		return r.flushImageL4(m)
+	}
 	var src levels.Source
 	var ftiff bool
 	f, ok := m.DataFile(r.c.Rank())
@@ -251,6 +280,35 @@ func (r *Runtime) flushL4(m *levels.Manifest) (*levels.Manifest, error) {
 		mib := float64(m4.Bytes()) / float64(m4.Ranks) / (1 << 20)
 		r.log.Info(fmt.Sprintf("Ckpt. ID %d flushed from %v to %v at Finalize (%.2f MiB/proc) in %.3f sec. (Wt %.3f, Ps %.3f, Cm %.3f)",
 			m.ID, m.Level, m4.Level, mib, wall.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
+			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m4.Level), zap.Stringer("from-level", m.Level),
+			zap.Float64("mib-per-rank", mib), zap.Duration("wall", wall))
+	}
+	return m4, nil
+}
+
+// flushImageL4 flushes differential checkpoint m to L4 as a full
+// checkpoint: each rank writes its image, read from the chain with every
+// block verified (the chain Init verified, or the one this run wrote).
+func (r *Runtime) flushImageL4(m *levels.Manifest) (*levels.Manifest, error) {
+	src, err := r.eng.Source(m)
+	if r.from != nil && r.from.Seq == m.Seq && r.src.Name != "" {
+		src, err = r.src, nil // where Init found (or rebuilt) this rank's layers
+	}
+	write := levels.ImageWrite(src)
+	if err != nil {
+		write = func(vfd.File) (int64, levels.Digest, bool, error) { return 0, levels.Digest{}, false, err }
+	}
+	start := r.now()
+	m4, st, err := r.eng.Checkpoint(m.ID, levels.L4, write)
+	if err != nil {
+		return nil, fmt.Errorf("keep_last_ckpt: flush checkpoint %d (%v, differential) to L4 failed; nothing was deleted, checkpoint %d stays at %v for the next run: %w",
+			m.ID, m.Level, m.ID, m.Level, err)
+	}
+	if r.c.Rank() == 0 {
+		wall := r.now().Sub(start)
+		mib := float64(m4.Bytes()) / float64(m4.Ranks) / (1 << 20)
+		r.log.Info(fmt.Sprintf("Ckpt. ID %d flushed from %v (differential, %d layers) to %v at Finalize (%.2f MiB/proc) in %.3f sec. (Wt %.3f, Ps %.3f, Cm %.3f)",
+			m.ID, m.Level, m.Layers(), m4.Level, mib, wall.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
 			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m4.Level), zap.Stringer("from-level", m.Level),
 			zap.Float64("mib-per-rank", mib), zap.Duration("wall", wall))
 	}

@@ -141,15 +141,18 @@ type Runtime struct {
 	// from, then the last checkpoint this run committed.
 	recovered *levels.Manifest
 	from      *levels.Manifest // the checkpoint Init restarted from
-	src       levels.Source
-	srcTask   *levels.File // src is a task of the L4 container described by this entry
-	stored    *storedFile  // the data file Recover reads, opened lazily
+	src       levels.Source // where Recover reads: a data file, an L4 task, or a chain's image
+	stored    *storedFile   // the data file Recover reads, opened lazily
 	restored  bool         // Recover has run, or a checkpoint was taken (Snapshot then ticks)
 	lastID    int64
 	last      *levels.Manifest // the newest checkpoint this run committed
 	// layout is the FTI-FF layout of the last committed checkpoint (or of
 	// the recovered file), passed to the next fileformat.Write.
 	layout *fileformat.Layout
+	// images holds, with enable_dcp, the image (layout and block hashes)
+	// of every committed checkpoint this run wrote or recovered: the
+	// parents a differential checkpoint may build on.
+	images map[uint64]fileformat.Parent
 
 	snap      snapState
 	finalized bool
@@ -217,6 +220,11 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	if c.Rank() == 0 {
 		for _, w := range cfg.Warnings {
 			r.log.Warn("config: " + w)
+		}
+		if cfg.EnableDCP {
+			r.log.Info(fmt.Sprintf("dCP enabled: dcp_mode = %d (%s in FTI) accepted, but ftigo hashes every dCP block with BLAKE3-256; blocks of %d bytes, chains of at most %d layers",
+				cfg.DCPMode, map[int]string{0: "MD5", 1: "CRC32"}[cfg.DCPMode], cfg.DCPBlockSize, cfg.DCPStackSize),
+				zap.Int("dcp-mode", cfg.DCPMode), zap.Int("dcp-block-size", cfg.DCPBlockSize), zap.Int("dcp-stack-size", cfg.DCPStackSize))
 		}
 	}
 	if err := levels.Agree(c, cfg.Validate(c.Size()), "validate config"); err != nil {
@@ -359,10 +367,11 @@ func (r *Runtime) releaseLock() error {
 // run restarts from.
 func (r *Runtime) restartFrom(m *levels.Manifest, src levels.Source) {
 	r.closeStored()
-	r.recovered, r.from, r.src, r.srcTask, r.lastID = m, m, src, nil, m.ID
+	r.recovered, r.from, r.src, r.lastID = m, m, src, m.ID
 	// The next checkpoint continues the recovered file's layout.
 	if st, err := r.openStored(); err == nil {
 		r.layout = st.r.Layout()
+		r.keepImage(m, fileformat.Parent{Layout: st.r.Layout(), Summary: st.r.Summary()})
 	} else {
 		r.log.Debug("recovered file's layout unreadable; the next checkpoint lays variables out afresh", zap.Error(err))
 	}

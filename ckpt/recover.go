@@ -22,14 +22,9 @@ func (r *Runtime) openStored() (*storedFile, error) {
 	if r.stored != nil {
 		return r.stored, nil
 	}
-	s := r.src.Store
-	var f vfd.File
-	var err error
-	if r.srcTask != nil {
-		f, err = levels.OpenTask(s, *r.srcTask) // the data lives only in the L4 container
-	} else {
-		f, err = s.Driver.Open(s.Path(r.src.Name), vfd.ReadOnly)
-	}
+	// The data file, the rank's task of the L4 container, or the image of
+	// a differential checkpoint's chain.
+	f, err := levels.OpenSource(r.src)
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: open recovered file: %w", err)
 	}

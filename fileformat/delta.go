@@ -196,7 +196,8 @@ const deltaSegment = 8 << 20
 // parent does not hold with the same hash (same variable, same offset,
 // same length) are written, with the image's header, metadata block and
 // file block. It returns the image's layout and summary (to pass as the
-// next parent, or to [Write]) and what it wrote.
+// next parent, or to [Write]) and what it wrote. Blocks are written while
+// later ones are still being hashed.
 //
 // The block size ([WithBlockSize]) must be the parent's. f is truncated
 // first and written strictly sequentially, the trailer last, so a cut
@@ -204,47 +205,94 @@ const deltaSegment = 8 << 20
 // [WithSync] is given. The variables' memory must not change while it
 // runs.
 func WriteDelta(f vfd.File, meta Meta, vars []Var, parent Parent, opts ...Option) (*Layout, Summary, DeltaStats, error) {
-	o := buildOptions(opts)
-	fail := func(err error) (*Layout, Summary, DeltaStats, error) {
+	w, err := newDeltaWriter(meta, vars, parent, opts)
+	if err != nil {
 		return nil, Summary{}, DeltaStats{}, err
 	}
+	st, err := w.write(f, true)
+	if err != nil {
+		return nil, Summary{}, DeltaStats{}, fmt.Errorf("write delta %s: %w", f.Name(), err)
+	}
+	lay, sum := w.image()
+	return lay, sum, st, nil
+}
+
+// DeltaPlan is a delta hashed and sized but not yet written: what a level
+// needs to reserve the delta's exact size before writing it (the chunk of
+// an L4 container task). Nothing may change the variables' memory between
+// [PlanDelta] and [DeltaPlan.Write].
+type DeltaPlan struct {
+	w *deltaWriter
+}
+
+// PlanDelta hashes every block of vars against parent as [WriteDelta]
+// does and returns the plan, without writing anything.
+func PlanDelta(meta Meta, vars []Var, parent Parent, opts ...Option) (*DeltaPlan, error) {
+	w, err := newDeltaWriter(meta, vars, parent, opts)
+	if err != nil {
+		return nil, err
+	}
+	w.hashAll()
+	return &DeltaPlan{w: w}, nil
+}
+
+// Size returns the size of the delta file the plan writes.
+func (p *DeltaPlan) Size() int64 {
+	w := p.w
+	return DeltaHeaderSize + w.st.Written + HeaderSize + w.im.metaSize + FBSize + RunSize*int64(len(w.runs)) + DeltaTrailerSize
+}
+
+// Stats returns what the plan writes (Digest is known after Write).
+func (p *DeltaPlan) Stats() DeltaStats {
+	st := p.w.st
+	st.Runs, st.FileSize = len(p.w.runs), p.Size()
+	return st
+}
+
+// Image returns the layout and summary of the image the delta describes.
+func (p *DeltaPlan) Image() (*Layout, Summary) { return p.w.image() }
+
+// Write writes the planned delta to f (truncated first), strictly
+// sequentially, the trailer last. It may be called once.
+func (p *DeltaPlan) Write(f vfd.File) (DeltaStats, error) {
+	st, err := p.w.write(f, false)
+	if err != nil {
+		return DeltaStats{}, fmt.Errorf("write delta %s: %w", f.Name(), err)
+	}
+	return st, nil
+}
+
+// newDeltaWriter checks the arguments and places the image.
+func newDeltaWriter(meta Meta, vars []Var, parent Parent, opts []Option) (*deltaWriter, error) {
+	o := buildOptions(opts)
 	switch {
 	case o.blockSize < MinBlockSize || o.blockSize > MaxBlockSize:
-		return fail(fmt.Errorf("%w: block size %d outside [%d, %d]", ErrInvalid, o.blockSize, MinBlockSize, MaxBlockSize))
+		return nil, fmt.Errorf("%w: block size %d outside [%d, %d]", ErrInvalid, o.blockSize, MinBlockSize, MaxBlockSize)
 	case o.noHash:
-		return fail(fmt.Errorf("%w: a delta needs block hashes (WithoutHash)", ErrInvalid))
+		return nil, fmt.Errorf("%w: a delta needs block hashes (WithoutHash)", ErrInvalid)
 	case parent.Summary.BlockSize != o.blockSize:
-		return fail(fmt.Errorf("%w: block size %d, the parent's is %d", ErrInvalid, o.blockSize, parent.Summary.BlockSize))
+		return nil, fmt.Errorf("%w: block size %d, the parent's is %d", ErrInvalid, o.blockSize, parent.Summary.BlockSize)
 	case meta.Rank < 0:
-		return fail(fmt.Errorf("%w: rank %d", ErrInvalid, meta.Rank))
+		return nil, fmt.Errorf("%w: rank %d", ErrInvalid, meta.Rank)
 	}
 	idx, err := checkVars(vars)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	lay, err := plan(vars, parent.Layout)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	im, err := placeImage(lay, vars, idx, o.blockSize)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if meta.Timestamp == 0 {
 		meta.Timestamp = o.clock().UnixNano()
 	}
-	w := &deltaWriter{f: f, o: o, vars: vars, idx: idx, im: im, h: blake3.New()}
+	w := &deltaWriter{o: o, meta: meta, vars: vars, idx: idx, lay: lay, im: im, parentSum: parent.Summary.Checksum, open: -1}
 	w.indexParent(parent.Summary)
-	st, err := w.write(meta, lay, parent.Summary.Checksum)
-	if err != nil {
-		return fail(fmt.Errorf("write delta %s: %w", f.Name(), err))
-	}
-	sum := Summary{FileSize: im.fs, DataSize: im.dataSize, Checksum: fileChecksum(im.chunks), BlockSize: o.blockSize, Chunks: im.chunks}
-	o.logger.Debug("wrote FTI-FF delta file",
-		zap.String("path", f.Name()), zap.Int64("ckpt-id", meta.CkptID), zap.Int32("rank", meta.Rank),
-		zap.Int64("written", st.Written), zap.Int64("protected", im.dataSize), zap.Int("runs", st.Runs),
-		zap.Int64("file-size", st.FileSize))
-	return lay, sum, st, nil
+	return w, nil
 }
 
 // chunkKey names a chunk across images: the variable and the chunk's
@@ -255,17 +303,28 @@ type chunkKey struct {
 }
 
 type deltaWriter struct {
-	f      vfd.File
-	o      options
-	vars   []Var
-	idx    map[int32]int
-	im     *image
-	h      *blake3.Hasher
-	off    int64 // file offset of the end of what is written (buffered data excluded)
-	buf    []byte
-	parent map[chunkKey]*ChunkInfo
-	runs   []Run
-	st     DeltaStats
+	o         options
+	meta      Meta
+	vars      []Var
+	idx       map[int32]int
+	lay       *Layout
+	im        *image
+	parentSum [HashSize]byte
+	parent    map[chunkKey]*ChunkInfo
+	runs      []Run
+	open      int // index in runs of the run still growing, -1 for none
+	st        DeltaStats
+
+	// While writing:
+	f   vfd.File
+	h   *blake3.Hasher
+	off int64 // file offset of the end of what is written (buffered data excluded)
+	buf []byte
+}
+
+// image returns the layout and summary of the image (after hashing).
+func (w *deltaWriter) image() (*Layout, Summary) {
+	return w.lay, Summary{FileSize: w.im.fs, DataSize: w.im.dataSize, Checksum: fileChecksum(w.im.chunks), BlockSize: w.o.blockSize, Chunks: w.im.chunks}
 }
 
 func (w *deltaWriter) indexParent(s Summary) {
@@ -368,79 +427,132 @@ func (w *deltaWriter) data(c *ChunkInfo, lo, hi int) []byte {
 	return v[int64(lo)*bs : min(int64(hi)*bs, c.Size)]
 }
 
-func (w *deltaWriter) write(meta Meta, lay *Layout, parentSum [HashSize]byte) (DeltaStats, error) {
+// hashSegment hashes the blocks of segment s.
+func (w *deltaWriter) hashSegment(s segment) {
+	c := &w.im.chunks[s.chunk]
+	hashBlocks(w.data(c, s.lo, s.hi), w.im.bs, c.BlockHashes[s.lo:s.hi], w.o.workers)
+}
+
+// span is a range of dirty blocks [lo, hi) of one chunk to write.
+type span struct{ chunk, lo, hi int }
+
+// dirty appends to the run table the dirty blocks of hashed segment s
+// (merging with the run before when they follow it) and returns them as
+// spans to write, in order.
+func (w *deltaWriter) dirty(s segment) []span {
+	c := &w.im.chunks[s.chunk]
+	var out []span
+	for j := s.lo; j < s.hi; {
+		if w.clean(c, j) {
+			w.open = -1
+			j++
+			continue
+		}
+		k := j + 1
+		for k < s.hi && !w.clean(c, k) {
+			k++
+		}
+		out = append(out, span{s.chunk, j, k})
+		w.st.Blocks += k - j
+		w.st.Written += min(int64(k)*int64(w.im.bs), c.Size) - int64(j)*int64(w.im.bs)
+		if o := w.open; o >= 0 && w.runs[o].Chunk == s.chunk && w.runs[o].First+w.runs[o].Count == j {
+			w.runs[o].Count += k - j
+		} else {
+			w.runs = append(w.runs, Run{Chunk: s.chunk, First: j, Count: k - j})
+			w.open = len(w.runs) - 1
+		}
+		if k < s.hi {
+			w.open = -1
+		}
+		j = k
+	}
+	if s.hi == len(c.BlockHashes) {
+		w.open = -1
+	}
+	return out
+}
+
+// hashAll hashes every block and builds the run table (PlanDelta).
+func (w *deltaWriter) hashAll() {
+	for _, s := range w.segments() {
+		w.hashSegment(s)
+		w.dirty(s)
+	}
+	w.chunkHashes()
+}
+
+func (w *deltaWriter) chunkHashes() {
+	for i := range w.im.chunks {
+		c := &w.im.chunks[i]
+		c.Hash = chunkHash(c.Size, w.im.bs, c.BlockHashes)
+	}
+}
+
+// emitSpan writes the bytes of a span.
+func (w *deltaWriter) emitSpan(sp span) error {
+	c := &w.im.chunks[sp.chunk]
+	if err := w.emit(vfd.MemDraw, w.data(c, sp.lo, sp.hi)); err != nil {
+		return fmt.Errorf("write var %d chunk %d blocks %d-%d: %w", c.VarID, sp.chunk, sp.lo, sp.hi-1, err)
+	}
+	return nil
+}
+
+// write writes the delta to f. With hash, the blocks are hashed on a
+// goroutine, segment after segment (each on the hash workers), while the
+// dirty blocks of the segments already hashed are written; otherwise the
+// plan (hashAll) is written.
+func (w *deltaWriter) write(f vfd.File, hash bool) (DeltaStats, error) {
+	w.f, w.h, w.off = f, blake3.New(), 0
 	if err := w.f.Truncate(0); err != nil {
 		return DeltaStats{}, fmt.Errorf("truncate: %w", err)
 	}
+	meta := w.meta
 	dh := deltaHeader{version: DeltaVersion, headerSize: DeltaHeaderSize, trailerSize: DeltaTrailerSize,
-		ckptID: meta.CkptID, rank: meta.Rank, level: meta.Level, parent: parentSum}
+		ckptID: meta.CkptID, rank: meta.Rank, level: meta.Level, parent: w.parentSum}
 	dhb := dh.encode()
 	if err := w.emit(vfd.MemSuper, dhb[:]); err != nil {
 		return DeltaStats{}, fmt.Errorf("write header: %w", err)
 	}
 
-	// Hash segment after segment on a goroutine (each segment on the
-	// hash workers) while the dirty blocks of the segments already
-	// hashed are written.
-	segs := w.segments()
-	hashed := make(chan int, 4)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(hashed)
-		for i, s := range segs {
-			c := &w.im.chunks[s.chunk]
-			hashBlocks(w.data(c, s.lo, s.hi), w.im.bs, c.BlockHashes[s.lo:s.hi], w.o.workers)
-			select {
-			case hashed <- i:
-			case <-stop:
-				return
-			}
-		}
-	}()
 	var werr error
-	open := -1 // index in w.runs of the run still growing, -1 for none
-	for i := range hashed {
-		if werr != nil {
-			continue
-		}
-		s := segs[i]
-		c := &w.im.chunks[s.chunk]
-		for j := s.lo; j < s.hi; {
-			if w.clean(c, j) {
-				open = -1
-				j++
+	if hash {
+		segs := w.segments()
+		hashed := make(chan int, 4)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(hashed)
+			for i, s := range segs {
+				w.hashSegment(s)
+				select {
+				case hashed <- i:
+				case <-stop:
+					return
+				}
+			}
+		}()
+		for i := range hashed {
+			if werr != nil {
 				continue
 			}
-			k := j + 1
-			for k < s.hi && !w.clean(c, k) {
-				k++
+			for _, sp := range w.dirty(segs[i]) {
+				if werr = w.emitSpan(sp); werr != nil {
+					close(stop)
+					break
+				}
 			}
-			if err := w.emit(vfd.MemDraw, w.data(c, j, k)); err != nil {
-				werr = fmt.Errorf("write var %d chunk %d blocks %d-%d: %w", c.VarID, s.chunk, j, k-1, err)
-				close(stop)
+		}
+		wg.Wait()
+		w.chunkHashes()
+	} else {
+		for _, r := range w.runs {
+			if werr = w.emitSpan(span{r.Chunk, r.First, r.First + r.Count}); werr != nil {
 				break
 			}
-			w.st.Blocks += k - j
-			w.st.Written += min(int64(k)*int64(w.im.bs), c.Size) - int64(j)*int64(w.im.bs)
-			if open >= 0 && w.runs[open].Chunk == s.chunk && w.runs[open].First+w.runs[open].Count == j {
-				w.runs[open].Count += k - j
-			} else {
-				w.runs = append(w.runs, Run{Chunk: s.chunk, First: j, Count: k - j})
-				open = len(w.runs) - 1
-			}
-			if k < s.hi {
-				open = -1
-			}
-			j = k
-		}
-		if s.hi == len(c.BlockHashes) {
-			open = -1
 		}
 	}
-	wg.Wait()
 	if werr == nil {
 		werr = w.flush()
 	}
@@ -452,13 +564,10 @@ func (w *deltaWriter) write(meta Meta, lay *Layout, parentSum [HashSize]byte) (D
 			return DeltaStats{}, fmt.Errorf("sync data: %w", err)
 		}
 	}
-	for i := range w.im.chunks {
-		c := &w.im.chunks[i]
-		c.Hash = chunkHash(c.Size, w.im.bs, c.BlockHashes)
-	}
 
 	// Delta metadata: the image's header, metadata block and file block,
 	// then the run table.
+	lay := w.lay
 	dmOff := w.off
 	w.buf = nil
 	hb := imageHeader(meta)
@@ -492,5 +601,9 @@ func (w *deltaWriter) write(meta Meta, lay *Layout, parentSum [HashSize]byte) (D
 	w.st.Runs = len(w.runs)
 	w.st.FileSize = w.off
 	w.h.Sum(w.st.Digest[:0])
+	w.o.logger.Debug("wrote FTI-FF delta file",
+		zap.String("path", f.Name()), zap.Int64("ckpt-id", meta.CkptID), zap.Int32("rank", meta.Rank),
+		zap.Int64("written", w.st.Written), zap.Int64("protected", w.im.dataSize), zap.Int("runs", w.st.Runs),
+		zap.Int64("file-size", w.st.FileSize))
 	return w.st, nil
 }

@@ -36,8 +36,20 @@ func writeFull(t *testing.T, meta Meta, vars []Var) *chainState {
 func (cs *chainState) addDelta(t *testing.T, meta Meta, vars []Var) DeltaStats {
 	t.Helper()
 	d := &memFile{name: fmt.Sprintf("delta%d.fti", len(cs.files))}
+	plan, err := PlanDelta(meta, vars, cs.parent, WithBlockSize(testBS), WithClock(fixedClock))
+	require.NoError(t, err)
 	lay, sum, st, err := WriteDelta(d, meta, vars, cs.parent, WithBlockSize(testBS), WithClock(fixedClock))
 	require.NoError(t, err)
+	// The plan sizes the file exactly and writes the same bytes.
+	assert.Equal(t, st.FileSize, plan.Size())
+	pd := &memFile{name: "planned"}
+	pst, err := plan.Write(pd)
+	require.NoError(t, err)
+	assert.Equal(t, st, pst)
+	assert.True(t, bytes.Equal(d.b, pd.b), "planned delta differs from the written one")
+	play, psum := plan.Image()
+	assert.Equal(t, lay, play)
+	assert.Equal(t, sum.Checksum, psum.Checksum)
 	assert.Equal(t, [HashSize]byte(blake3.Sum256(d.b)), st.Digest, "digest of the whole delta file")
 	assert.Equal(t, int64(len(d.b)), st.FileSize)
 

@@ -146,6 +146,7 @@ type checkpointOptions struct {
 	blockSize int
 	delta     func() DeltaInfo
 	stats     func() DataStats
+	sizeHint  int64
 }
 
 func buildCheckpointOptions(opts []CheckpointOption) checkpointOptions {
@@ -167,6 +168,20 @@ func buildCheckpointOptions(opts []CheckpointOption) checkpointOptions {
 // same parent.
 func Differential(parent *Manifest, blockSize int, info func() DeltaInfo) CheckpointOption {
 	return func(o *checkpointOptions) { o.parent, o.blockSize, o.delta = parent, blockSize, info }
+}
+
+// SizeHint tells a level that places the data itself ([DataOpener]) the
+// size this rank's data file will have (an L4 container task is sized by
+// it); without it the size of the newest committed data file is used.
+func SizeHint(n int64) CheckpointOption {
+	return func(o *checkpointOptions) { o.sizeHint = n }
+}
+
+// OpensData reports whether level lvl places each rank's data itself
+// ([DataOpener]): what a [SizeHint] is for.
+func (e *Engine) OpensData(lvl ID) bool {
+	o, ok := e.levels[lvl].(DataOpener)
+	return ok && o.OpensData()
 }
 
 // WithDataStats reports a full checkpoint's data statistics, for the

@@ -418,6 +418,9 @@ func (e *Engine) writeDirect(p *Pending, opener DataOpener, area Where, write Wr
 			hint = f.Size
 		}
 	}
+	if p.opts != nil && p.opts.sizeHint > 0 {
+		hint = p.opts.sizeHint
+	}
 	f, err := opener.OpenData(e.env, p, hint)
 	if err != nil {
 		return nil, fmt.Errorf("open data: %w", err)
