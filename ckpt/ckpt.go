@@ -141,9 +141,9 @@ type Runtime struct {
 	// from, then the last checkpoint this run committed.
 	recovered *levels.Manifest
 	from      *levels.Manifest // the checkpoint Init restarted from
-	src       levels.Source // where Recover reads: a data file, an L4 task, or a chain's image
-	stored    *storedFile   // the data file Recover reads, opened lazily
-	restored  bool         // Recover has run, or a checkpoint was taken (Snapshot then ticks)
+	src       levels.Source    // where Recover reads: a data file, an L4 task, or a chain's image
+	stored    *storedFile      // the data file Recover reads, opened lazily
+	restored  bool             // Recover has run, or a checkpoint was taken (Snapshot then ticks)
 	lastID    int64
 	last      *levels.Manifest // the newest checkpoint this run committed
 	// layout is the FTI-FF layout of the last committed checkpoint (or of
