@@ -159,19 +159,19 @@ type fileCheck struct {
 }
 
 type ckptReport struct {
-	Name      string      `json:"name"`
-	Seq       uint64      `json:"seq,omitempty"`
-	ID        int64       `json:"id,omitempty"`
-	Level     int         `json:"level,omitempty"`
-	Ranks     int         `json:"ranks,omitempty"`
-	Nodes     int         `json:"nodes,omitempty"`
-	Bytes     int64       `json:"bytes,omitempty"`
-	Time      string      `json:"time,omitempty"`
-	Committed bool        `json:"committed"`
-	Present   int         `json:"files_present"`
-	Files     int         `json:"files"`
-	Status    string      `json:"status"`
-	Error     string      `json:"error,omitempty"`
+	Name      string `json:"name"`
+	Seq       uint64 `json:"seq,omitempty"`
+	ID        int64  `json:"id,omitempty"`
+	Level     int    `json:"level,omitempty"`
+	Ranks     int    `json:"ranks,omitempty"`
+	Nodes     int    `json:"nodes,omitempty"`
+	Bytes     int64  `json:"bytes,omitempty"`
+	Time      string `json:"time,omitempty"`
+	Committed bool   `json:"committed"`
+	Present   int    `json:"files_present"`
+	Files     int    `json:"files"`
+	Status    string `json:"status"`
+	Error     string `json:"error,omitempty"`
 	// DCP describes a differential checkpoint (absent for a full one).
 	DCP    *dcpReport  `json:"dcp,omitempty"`
 	Checks []fileCheck `json:"checks"`
