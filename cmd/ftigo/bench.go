@@ -113,9 +113,10 @@ func (l *levelsFlag) Set(v string) error {
 func (a *app) benchCmd() *cobra.Command {
 	size := sizeFlag(256 << 20)
 	lv := levelsFlag{1, 2, 3, 4}
-	var ranks, repeats int
+	var ranks, repeats, dcpBlock int
 	var dir string
 	var jsonOut, cold bool
+	dcpDirty := -1.0
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "time checkpoints and restarts per level against raw I/O of the same bytes",
@@ -143,6 +144,12 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 			if slices.ContainsFunc(lv, func(l int) bool { return l == 2 || l == 3 }) && ranks < 2 {
 				return usagef("L2 and L3 need at least 2 ranks (nodes): raise --ranks or drop them from --levels")
 			}
+			if cmd.Flags().Changed("dcp-dirty") && (dcpDirty < 0 || dcpDirty > 1) {
+				return usagef("--dcp-dirty %g: a fraction of the dCP blocks, 0..1", dcpDirty)
+			}
+			if dcpBlock < 512 || dcpBlock > 65535 {
+				return usagef("--dcp-block-size %d: use 512..65535 (FTI's dcp_block_size)", dcpBlock)
+			}
 			bc := benchConfig{ranks: ranks, size: int64(size), levels: lv, repeats: repeats, dir: dir, cold: cold}
 			if bc.dir == "" {
 				d, err := os.MkdirTemp("", "ftigo-bench-")
@@ -153,6 +160,19 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 				bc.dir = d
 			} else if err := outputDir(vfd.Sec2{}, "--dir", bc.dir); err != nil {
 				return err
+			}
+			if dcpDirty >= 0 {
+				p := a.newProgress(jsonOut, "bench", int64(len(lv)*bc.repeats+1), false)
+				res, err := benchDCP(bc, dcpDirty, dcpBlock, func() { p.Add(1) })
+				p.Done()
+				if err != nil {
+					return err
+				}
+				if jsonOut {
+					return writeJSON(a.stdout, res)
+				}
+				printDCPBench(a.stdout, res)
+				return nil
 			}
 			p := a.newProgress(jsonOut, "bench", int64(len(lv)*bc.repeats*2+1), false)
 			res, err := bench(bc, func() { p.Add(1) })
@@ -174,6 +194,8 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 	f.IntVar(&repeats, "repeats", 3, "repetitions of each measurement")
 	f.StringVar(&dir, "dir", "", "scratch directory on the file system to measure (default: a temporary directory)")
 	f.BoolVar(&jsonOut, "json", false, "print the result as JSON")
+	f.Float64Var(&dcpDirty, "dcp-dirty", -1, "measure differential checkpoints instead: per level a full checkpoint, then this fraction (0..1) of the dCP blocks changed and a differential one, beside the time to hash the data and an empty checkpoint")
+	f.IntVar(&dcpBlock, "dcp-block-size", 16384, "dCP block size in bytes with --dcp-dirty (FTI's dcp_block_size)")
 	f.BoolVar(&cold, "cold", true, "drop the page cache before each read measurement (needs root; otherwise reads may come from memory on both sides)")
 	return c
 }
