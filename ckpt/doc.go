@@ -74,6 +74,11 @@
 //   - Init locks meta_dir; FTI lets two jobs share directories.
 //   - Init with a nil communicator and every method of a nil *Runtime
 //     return errors ([ErrNilArgument]).
+//   - Differential checkpoints never rewrite a file a committed checkpoint
+//     depends on (FTI's FTI-FF dCP rewrites one file per rank in place,
+//     its POSIX dCP appends to one): each is a new delta file committed by
+//     the protocol, at every level, not only L4; BLAKE3 per block instead
+//     of MD5 or CRC32.
 //
 // # Configuration
 //
@@ -96,16 +101,17 @@
 //
 // Values asking for an FTI feature ftigo does not have are accepted with
 // a warning naming the key and value ([Config].Warnings, logged by Init on
-// rank 0): ckpt_io = 2 (MPI-IO), 5 (HDF5) or 6 (IME), enable_dcp and
-// dcp_l4 (differential checkpoints), enable_staging, inline_l2/l3/l4 = 0,
+// rank 0): ckpt_io = 2 (MPI-IO), 5 (HDF5) or 6 (IME), enable_staging, inline_l2/l3/l4 = 0,
 // head = 1 and keep_heads_alive = 1 (post-processing by head ranks; ftigo
 // post-processes inline), h5_single_file_enable and failure = 3 (variate
 // processor restart), and failure = 1 or 2 (ftigo keeps the restart state
 // in meta_dir, never in the config file). Their harmless values (failure
-// = 0, dcp_l4 = 0, inline_lN = 1, head = 0, dcp_* or h5_single_file_*
-// settings without their enable key) load silently, as do ckpt_io = 1, 3
-// and 4: ftigo writes FTI-FF files at L1-L3 and one SIONlib container at
-// L4. [FormatConfig] writes a Config back as config.fti text.
+// = 0, inline_lN = 1, head = 0, h5_single_file_* settings without their
+// enable key) load silently, as do ckpt_io = 1, 3 and 4: ftigo writes
+// FTI-FF files at L1-L3 and one SIONlib container at L4; a dcp_lN
+// interval without enable_dcp is warned about (FTI takes those
+// checkpoints whole). [FormatConfig] writes a Config back as config.fti
+// text.
 //
 // ftigo extensions: intervals as Go durations (ckpt_l1 = 30s), fractional
 // minutes, keep_last_n (keep the newest n checkpoints) and l3_parity in
@@ -117,6 +123,38 @@
 // does: each parity file is about m/(k-m) of a data file and the group
 // survives the loss of any m of its nodes with all their files (e.g.
 // group_size = 8, l3_parity = 2: overhead 1/3, any 2 nodes).
+//
+// # Differential checkpoints
+//
+// With enable_dcp = 1 (docs/format/dcp.md), Checkpoint at levels 5..8
+// takes a differential checkpoint at level 1..4: FTI's FTI_L4_DCP is 8,
+// and FTI downgrades 5..7 to full L1..L3 checkpoints, which ftigo makes
+// differential too. Snapshot's dcp_l4 interval (FTI) and dcp_l1..dcp_l3
+// (ftigo) schedule them, FTI's way (see below). Every checkpoint file is
+// hashed in dcp_block_size blocks (512..65535 bytes, FTI's default 16384)
+// with BLAKE3-256; dcp_mode (FTI's MD5 or CRC32) is accepted, and Init
+// says once on rank 0 that BLAKE3 is used whatever it says. A differential
+// checkpoint builds on the newest recoverable checkpoint at its level
+// whose image this run wrote or recovered, when every rank still has
+// that checkpoint's chain and the chain has fewer than dcp_stack_size
+// layers (1..10, default 5); otherwise it is full (the first one, one
+// after a restart from another level, one after its parent was lost or
+// superseded, and the one that would exceed the stack, which compacts
+// the chain). Each rank then writes a delta file: only the dCP blocks
+// whose hash differs from the parent's block at the same variable and
+// offset, and the complete metadata of its state; variables that grow,
+// shrink, change type, appear or disappear are handled by the FTI-FF
+// layout (new blocks written, dropped ones forgotten). At L2 the partner
+// receives only the delta, at L3 the group encodes parity of the deltas
+// alone, at L4 the deltas are the tasks of the checkpoint's own container.
+// A differential checkpoint is committed exactly like a full one; Recover
+// reads its image through the chain, every block verified; retention
+// never deletes a checkpoint a kept one depends on, and keep_last_ckpt
+// flushes a differential L1-L3 checkpoint to L4 as a full file. Rank 0
+// logs FTI's statistics line after each checkpoint: "Total CP data: 256.00
+// MB, Total dCP update: 25.60 MB, dCP share: 10.00%" (MB of 2^20 bytes, as
+// FTI's), with the values as fields (dcp-written, dcp-protected,
+// dcp-share); the checkpoint's own line names its parent and layer.
 //
 // # Snapshot's schedule
 //
@@ -142,7 +180,10 @@
 // the first at or after the next level's deadline, at every iteration
 // while a level is behind, and at least every max_sync_intv iterations,
 // so every rank decides at the same iteration without a collective call
-// in every one.
+// in every one. The differential intervals dcp_l1..dcp_l4 have schedules
+// of their own, counted the same way; as in FTI, a checkpoint at level l
+// is differential (Snapshot returns l+4) when its differential interval is
+// due and its full interval is not, and the highest level due wins.
 //
 // # Concurrency
 //
