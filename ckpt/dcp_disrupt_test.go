@@ -241,3 +241,68 @@ func TestDCPDisruptionMatrix(t *testing.T) {
 		}
 	}
 }
+
+// TestDCPKeepLast: with keep_last_ckpt, Finalize flushes a differential
+// L1-L3 checkpoint to L4 as a full file (its image, every block verified)
+// and keeps it; a differential L4 checkpoint is kept with its chain. After
+// every node-local directory is erased, the next run restarts from it
+// (RestartKept) bit for bit, and a run without keep_last deletes them all.
+func TestDCPKeepLast(t *testing.T) {
+	for _, lvl := range []int{1, 3, 4} {
+		t.Run(fmt.Sprintf("L%d", lvl), func(t *testing.T) {
+			const n = 4
+			cfg := dcpConfig(t.TempDir(), n)
+			cfg.KeepLastCkpt = true
+			require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
+				x, ver := dversion(r.c.Rank(), 1), []int64{1}
+				if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
+					return err
+				}
+				for v := 1; v <= 3; v++ {
+					x, ver[0] = dversion(r.c.Rank(), v), int64(v)
+					if err := r.Checkpoint(int64(v), lvl+4); err != nil {
+						return err
+					}
+				}
+				return r.Finalize()
+			}))
+			require.NoError(t, os.RemoveAll(cfg.CkptDir))
+			scanned, err := levels.ScanManifests(levels.Store{Driver: vfd.Sec2{}, Dir: cfg.MetaDir})
+			require.NoError(t, err)
+			var kept *levels.Manifest
+			for _, sm := range scanned {
+				require.NoError(t, sm.Err)
+				if sm.M.Kept {
+					kept = sm.M
+				}
+			}
+			require.NotNil(t, kept)
+			assert.Equal(t, levels.L4, kept.Level)
+			if lvl == 4 {
+				assert.Len(t, scanned, 3, "the kept L4 delta and its chain")
+				assert.Equal(t, 3, kept.Layers())
+			} else {
+				assert.Len(t, scanned, 1, "one full L4 checkpoint")
+				assert.Nil(t, kept.DCP)
+			}
+			cfg.KeepLastCkpt = false
+			require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
+				if r.Status() != RestartKept || r.Recovered().ID != 3 {
+					return fmt.Errorf("status %v from %+v", r.Status(), r.Recovered())
+				}
+				var x []uint64
+				ver := []int64{0}
+				if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Recover()); err != nil {
+					return err
+				}
+				if ver[0] != 3 || !assert.ObjectsAreEqual(dversion(r.c.Rank(), 3), x) {
+					return fmt.Errorf("rank %d: not version 3", r.c.Rank())
+				}
+				return r.Finalize()
+			}))
+			scanned, err = levels.ScanManifests(levels.Store{Driver: vfd.Sec2{}, Dir: cfg.MetaDir})
+			require.NoError(t, err)
+			assert.Empty(t, scanned, "Finalize without keep_last deletes every checkpoint, chains newest first")
+		})
+	}
+}
