@@ -50,6 +50,14 @@ type dcpBenchRow struct {
 	Hash       stats   `json:"hash"`
 	Bound      float64 `json:"hash_plus_empty_s"`
 	BoundRatio float64 `json:"ratio_to_hash_plus_empty"`
+	// CPU seconds the whole process used (every rank, every goroutine)
+	// during the full checkpoint, the differential one, the empty one and
+	// the hashing, medians: on a shared machine the wall times swing with
+	// the load, the CPU a step needs much less.
+	FullCPU  float64 `json:"full_cpu_s"`
+	DCPCPU   float64 `json:"dcp_cpu_s"`
+	EmptyCPU float64 `json:"empty_cpu_s"`
+	HashCPU  float64 `json:"hash_cpu_s"`
 }
 
 type dcpBenchResult struct {
@@ -90,6 +98,7 @@ func benchDCP(bc benchConfig, dirty float64, blockSize int, tick func()) (*dcpBe
 	for _, level := range bc.levels {
 		row := dcpBenchRow{Case: fmt.Sprintf("L%d", level), Level: level, Ranks: bc.ranks, BytesRank: bc.size, Dirty: dirty, BlockSize: blockSize}
 		var full, dcp, empty, hash []time.Duration
+		var fullCPU, dcpCPU, emptyCPU, hashCPU []time.Duration
 		for rep := 0; rep < bc.repeats; rep++ {
 			run := filepath.Join(bc.dir, fmt.Sprintf("dcp-L%d-%d", level, rep))
 			m, err := benchDCPLevel(bc, data, level, dirty, blockSize, uint64(rep), run)
@@ -97,12 +106,17 @@ func benchDCP(bc benchConfig, dirty float64, blockSize int, tick func()) (*dcpBe
 				return nil, fmt.Errorf("level %d: %w", level, err)
 			}
 			full, dcp, empty = append(full, m.full), append(dcp, m.dcp), append(empty, m.empty)
+			fullCPU, dcpCPU, emptyCPU = append(fullCPU, m.fullCPU), append(dcpCPU, m.dcpCPU), append(emptyCPU, m.emptyCPU)
 			row.DCPShare, row.BytesWritten, row.FullBytesWritten = m.share, m.written, m.fullWritten
 			os.RemoveAll(run)
+			c0 := processCPU()
 			hash = append(hash, hashRanks(data))
+			hashCPU = append(hashCPU, processCPU()-c0)
 			tick()
 		}
 		row.Full, row.DCP, row.Empty, row.Hash = summarize(full), summarize(dcp), summarize(empty), summarize(hash)
+		row.FullCPU, row.DCPCPU = summarize(fullCPU).Median, summarize(dcpCPU).Median
+		row.EmptyCPU, row.HashCPU = summarize(emptyCPU).Median, summarize(hashCPU).Median
 		row.Ratio = row.DCP.Median / row.Full.Median
 		row.Bound = row.Hash.Median + row.Empty.Median
 		row.BoundRatio = row.DCP.Median / row.Bound
@@ -134,6 +148,8 @@ func hashRanks(data [][]float64) time.Duration {
 
 type dcpMeasure struct {
 	full, dcp, empty     time.Duration
+	fullCPU, dcpCPU      time.Duration
+	emptyCPU             time.Duration
 	share                float64
 	written, fullWritten int64
 }
@@ -172,11 +188,12 @@ func benchDCPLevel(bc benchConfig, data [][]float64, level int, dirty float64, b
 		if err := ckpt.Protect(rt, 1, &v); err != nil {
 			return err
 		}
+		var cpu time.Duration // of the last timed step, measured by rank 0
 		timed := func(id int64, lvl int) (time.Duration, *levels.Manifest, error) {
 			if err := c.Barrier(); err != nil {
 				return 0, nil, err
 			}
-			t0 := time.Now()
+			t0, c0 := time.Now(), processCPU()
 			if err := rt.Checkpoint(id, lvl); err != nil {
 				return 0, nil, err
 			}
@@ -184,6 +201,7 @@ func benchDCPLevel(bc benchConfig, data [][]float64, level int, dirty float64, b
 				return 0, nil, err
 			}
 			d := time.Since(t0)
+			cpu = processCPU() - c0
 			ms, err := levels.ScanManifests(levels.Store{Driver: vfd.Sec2{}, Dir: cfg.MetaDir})
 			if err != nil || len(ms) == 0 || ms[len(ms)-1].M == nil {
 				return 0, nil, fmt.Errorf("read the manifest of checkpoint %d: %v", id, err)
@@ -194,6 +212,7 @@ func benchDCPLevel(bc benchConfig, data [][]float64, level int, dirty float64, b
 		if err != nil {
 			return err
 		}
+		tfc := cpu
 		// Change the share of blocks (one byte in each), untimed.
 		buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*8)
 		nb := (len(buf) + blockSize - 1) / blockSize
@@ -205,6 +224,7 @@ func benchDCPLevel(bc benchConfig, data [][]float64, level int, dirty float64, b
 		if err != nil {
 			return err
 		}
+		tdc := cpu
 		if md.DCP == nil {
 			return fmt.Errorf("the checkpoint at level %d is not differential", level+4)
 		}
@@ -219,7 +239,8 @@ func benchDCPLevel(bc benchConfig, data [][]float64, level int, dirty float64, b
 		}
 		if c.Rank() == 0 {
 			mu.Lock()
-			m = dcpMeasure{full: tf, dcp: td, empty: te, share: md.DCP.Share(), written: manifestBytes(md), fullWritten: manifestBytes(mf)}
+			m = dcpMeasure{full: tf, dcp: td, empty: te, fullCPU: tfc, dcpCPU: tdc, emptyCPU: cpu,
+				share: md.DCP.Share(), written: manifestBytes(md), fullWritten: manifestBytes(mf)}
 			mu.Unlock()
 		}
 		return nil
@@ -237,6 +258,10 @@ func printDCPBench(w io.Writer, r *dcpBenchResult) {
 			row.Case, row.Full.Min, row.Full.Median, row.Full.Max, row.DCP.Min, row.DCP.Median, row.DCP.Max, row.Ratio,
 			100*row.DCPShare, float64(row.BytesWritten)/(1<<20), float64(row.FullBytesWritten)/(1<<20),
 			row.Hash.Min, row.Hash.Median, row.Hash.Max, row.Empty.Min, row.Empty.Median, row.Empty.Max, row.BoundRatio)
+	}
+	fmt.Fprintf(w, "CPU seconds (medians): %-6s %8s %8s %8s %8s\n", "level", "full", "dCP", "empty", "hash")
+	for _, row := range r.Rows {
+		fmt.Fprintf(w, "                       %-6s %8.3f %8.3f %8.3f %8.3f\n", row.Case, row.FullCPU, row.DCPCPU, row.EmptyCPU, row.HashCPU)
 	}
 	fmt.Fprintf(w, "BLAKE3 %.0f MB/s per core\n", r.Blake3MBps)
 }
