@@ -414,3 +414,48 @@ func TestDCPStackAndRetention(t *testing.T) {
 		return nil
 	}))
 }
+
+// TestDCPAfterRestart: a restart continues the chain it recovered (the
+// first differential checkpoint builds on it); with another
+// dcp_block_size it starts a new chain with a full checkpoint; without
+// enable_dcp the chain still restores.
+func TestDCPAfterRestart(t *testing.T) {
+	const n = 2
+	root := t.TempDir()
+	cfg := dcpConfig(root, n)
+	run := func(cfg Config, want int, level int) {
+		t.Helper()
+		require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
+			var x []uint64
+			ver := []int64{0}
+			if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
+				return err
+			}
+			if r.Status() != Fresh {
+				if err := r.Recover(); err != nil {
+					return err
+				}
+				if !assert.ObjectsAreEqual(dversion(r.c.Rank(), int(ver[0])), x) {
+					return fmt.Errorf("rank %d: not version %d", r.c.Rank(), ver[0])
+				}
+			}
+			v := int(ver[0]) + 1
+			x, ver[0] = dversion(r.c.Rank(), v), int64(v)
+			if err := r.Checkpoint(int64(v), level); err != nil {
+				return err
+			}
+			if got := r.last.Layers(); got != want {
+				return fmt.Errorf("version %d: %d layers, want %d", v, got, want)
+			}
+			return nil
+		}))
+	}
+	run(cfg, 1, 5) // full
+	run(cfg, 2, 5) // a delta on the recovered checkpoint
+	run(cfg, 3, 5)
+	cfg.DCPBlockSize = 1024
+	run(cfg, 1, 5) // another block size: full
+	run(cfg, 2, 5)
+	cfg.EnableDCP = false
+	run(cfg, 1, 1) // restores the chain, then a plain checkpoint
+}
