@@ -52,6 +52,24 @@ func printDCP(w io.Writer, d *dcpReport) {
 		d.Layers, d.Parent, d.Chain, 100*d.Share, d.Protected, d.BlockSize)
 }
 
+// missingLayers names the checkpoints of m's chain that are not
+// committed ("" when none is missing): without them m cannot be restored.
+func missingLayers(m *levels.Manifest, byseq map[uint64]*levels.Manifest) string {
+	if m.DCP == nil {
+		return ""
+	}
+	var gone []string
+	for _, s := range m.DCP.Chain {
+		if byseq[s] == nil {
+			gone = append(gone, levels.ManifestName(s))
+		}
+	}
+	if len(gone) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("differential on %v, which %s not committed", gone, map[bool]string{true: "is", false: "are"}[len(gone) == 1])
+}
+
 // manifests indexes the committed entries of a run by sequence number.
 func manifests(es []runEntry) map[uint64]*levels.Manifest {
 	out := map[uint64]*levels.Manifest{}

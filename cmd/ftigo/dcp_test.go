@@ -105,4 +105,13 @@ func TestInspectVerifyRebuildDCP(t *testing.T) {
 	code, out, _ = ftigo("verify", dir)
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "ckpt00000001.manifest id 1 L2: 8/8 files verified")
+
+	// The base's manifest moved away: the chain cannot be restored.
+	require.NoError(t, os.Rename(filepath.Join(dir, "meta", "ckpt00000001.manifest"), filepath.Join(t.TempDir(), "m")))
+	code, out, _ = ftigo("inspect", dir)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "damaged: differential on [ckpt00000001.manifest], which is not committed")
+	code, out, _ = ftigo("verify", dir)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "ckpt00000001.manifest, which is not committed")
 }

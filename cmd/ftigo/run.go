@@ -238,7 +238,10 @@ func report(cfg ckpt.Config, e runEntry, byseq map[uint64]*levels.Manifest, full
 			r.Present++
 		}
 	}
+	missing := missingLayers(m, byseq)
 	switch {
+	case missing != "":
+		r.Status = "damaged: " + missing
 	case r.Present == r.Files && full:
 		r.Status = "verified"
 	case r.Present == r.Files:
