@@ -278,3 +278,32 @@ func (r *Runtime) setLast(m *levels.Manifest) {
 	}
 	r.src = src
 }
+
+// flushImageL4 flushes differential checkpoint m to L4 as a full
+// checkpoint: each rank writes its image, read from the chain with every
+// block verified (the chain Init verified, or the one this run wrote).
+func (r *Runtime) flushImageL4(m *levels.Manifest) (*levels.Manifest, error) {
+	src, err := r.eng.Source(m)
+	if r.from != nil && r.from.Seq == m.Seq && r.src.Name != "" {
+		src, err = r.src, nil // where Init found (or rebuilt) this rank's layers
+	}
+	write := levels.ImageWrite(src)
+	if err != nil {
+		write = func(vfd.File) (int64, levels.Digest, bool, error) { return 0, levels.Digest{}, false, err }
+	}
+	start := r.now()
+	m4, st, err := r.eng.Checkpoint(m.ID, levels.L4, write)
+	if err != nil {
+		return nil, fmt.Errorf("keep_last_ckpt: flush checkpoint %d (%v, differential) to L4 failed; nothing was deleted, checkpoint %d stays at %v for the next run: %w",
+			m.ID, m.Level, m.ID, m.Level, err)
+	}
+	if r.c.Rank() == 0 {
+		wall := r.now().Sub(start)
+		mib := float64(m4.Bytes()) / float64(m4.Ranks) / (1 << 20)
+		r.log.Info(fmt.Sprintf("Ckpt. ID %d flushed from %v (differential, %d layers) to %v at Finalize (%.2f MiB/proc) in %.3f sec. (Wt %.3f, Ps %.3f, Cm %.3f)",
+			m.ID, m.Level, m.Layers(), m4.Level, mib, wall.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
+			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m4.Level), zap.Stringer("from-level", m.Level),
+			zap.Float64("mib-per-rank", mib), zap.Duration("wall", wall))
+	}
+	return m4, nil
+}
