@@ -3,6 +3,7 @@ package ckpt
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -37,8 +38,12 @@ func dversion(r, v int) []uint64 {
 // second, so crashing before each of them covers every state a crash at
 // any file operation can leave. It then fails every operation.
 type durableCrash struct {
-	core    *vfd.Core
-	k       int
+	core *vfd.Core
+	k    int
+	// torn crashes before every operation instead, keeping at random
+	// half of the pages written since their file's last sync (a device
+	// that wrote some of them before the power went).
+	torn    bool
 	armed   atomic.Bool
 	n       atomic.Int64
 	clone   *vfd.Core
@@ -54,14 +59,18 @@ func (d *durableCrash) MaybeError(op vfd.Op) error {
 	if d.crashed.Load() {
 		return errCrash
 	}
-	if op.Kind != vfd.OpSync && op.Kind != vfd.OpSyncDir {
+	if !d.torn && op.Kind != vfd.OpSync && op.Kind != vfd.OpSyncDir {
 		return nil
 	}
 	if int(d.n.Add(1)-1) == d.k {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		if !d.crashed.Load() {
-			d.clone = d.core.CrashClone()
+			if d.torn {
+				d.clone = d.core.CrashCloneWith(vfd.CrashOptions{Rand: rand.New(rand.NewPCG(uint64(d.k), 7)), UnsyncedPages: 0.5})
+			} else {
+				d.clone = d.core.CrashClone()
+			}
 			d.crashed.Store(true)
 			d.hit.Store(true)
 		}
@@ -86,9 +95,9 @@ func (ci *crashInjector) arm(f *vfd.Fault)      { ci.base.Store(int64(f.Ops())) 
 func (ci *crashInjector) wasHit() bool          { return ci.hit }
 func (ci *crashInjector) crashClone() *vfd.Core { return ci.clone }
 
-func newInjector(core *vfd.Core, crash bool, k int) injector {
+func newInjector(core *vfd.Core, crash, torn bool, k int) injector {
 	if crash {
-		return &durableCrash{core: core, k: k}
+		return &durableCrash{core: core, k: k, torn: torn}
 	}
 	ci := &crashInjector{core: core, k: k}
 	ci.base.Store(-1)
@@ -138,15 +147,17 @@ func dcpRecoverAll(t *testing.T, n int, cfg Config, d vfd.Driver, level int) ([]
 func TestDCPCrashAtEveryOp(t *testing.T) {
 	type tc struct {
 		n, level, stack int
-		crash           bool
+		crash, torn     bool
 	}
-	cases := []tc{{1, 1, 10, false}, {1, 4, 10, false}, {4, 1, 10, false}, {4, 3, 10, false}, {4, 1, 2, false}}
+	cases := []tc{{1, 1, 10, false, false}, {1, 4, 10, false, false}, {4, 1, 10, false, false}, {4, 3, 10, false, false}, {4, 1, 2, false, false}}
 	for l := 1; l <= 4; l++ {
-		cases = append(cases, tc{4, l, 10, true})
+		cases = append(cases, tc{4, l, 10, true, false})
 	}
-	cases = append(cases, tc{1, 1, 10, true}, tc{1, 4, 10, true}, tc{4, 1, 2, true}, tc{4, 3, 2, true})
+	cases = append(cases, tc{1, 1, 10, true, false}, tc{1, 4, 10, true, false}, tc{4, 1, 2, true, false}, tc{4, 3, 2, true, false})
+	// Torn writes, a crash before every operation: L1 and L4.
+	cases = append(cases, tc{4, 1, 10, true, true}, tc{4, 4, 10, true, true})
 	for _, tc := range cases {
-		name := fmt.Sprintf("ranks=%d/L%d/stack=%d/crash=%v", tc.n, tc.level, tc.stack, tc.crash)
+		name := fmt.Sprintf("ranks=%d/L%d/stack=%d/crash=%v/torn=%v", tc.n, tc.level, tc.stack, tc.crash, tc.torn)
 		t.Run(name, func(t *testing.T) {
 			n, level, crash := tc.n, tc.level+4, tc.crash
 			cfg := testConfig("/", 1)
@@ -182,9 +193,12 @@ func TestDCPCrashAtEveryOp(t *testing.T) {
 					return nil
 				}))
 			}
+			if tc.torn && raceEnabled {
+				stride = 11
+			}
 			for k := 0; ; k += stride {
 				core := base.CrashClone()
-				inj := newInjector(core, crash, k)
+				inj := newInjector(core, crash, tc.torn, k)
 				fault := vfd.NewFault(core, inj)
 				var mu sync.Mutex
 				var ckptErrs []error
@@ -295,7 +309,7 @@ func TestDCPCrashWhileCompacting(t *testing.T) {
 			}))
 			for k := 0; ; k += stride {
 				core := base.CrashClone()
-				inj := newInjector(core, crash, k)
+				inj := newInjector(core, crash, false, k)
 				fault := vfd.NewFault(core, inj)
 				var mu sync.Mutex
 				var errs []error
