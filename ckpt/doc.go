@@ -42,6 +42,9 @@
 //     Cm 0.021)" — size per rank, wall time, aggregate bandwidth, and the
 //     time spent writing the data, post-processing at the level (partner
 //     copy, parity, container) and committing; the same values are fields.
+//     With enable_dcp the line ends with the dCP share (", dCP on
+//     ckpt00000006, layer 3, share 10.00%" for a differential checkpoint)
+//     and FTI's dCP statistics line follows.
 //     Recover, RecoverVar and StoredSize then refer to the newest
 //     checkpoint the run committed, as in FTI.
 //  5. [Runtime.Finalize] (collective): applies keep_last_ckpt (the last
