@@ -459,3 +459,46 @@ func TestDCPAfterRestart(t *testing.T) {
 	cfg.EnableDCP = false
 	run(cfg, 1, 1) // restores the chain, then a plain checkpoint
 }
+
+// TestDCPRecoverInRun: right after a differential checkpoint, Recover,
+// RecoverVar, StoredSize and Realloc read its image through the chain,
+// in the same run (FTI's Recover reads the newest checkpoint).
+func TestDCPRecoverInRun(t *testing.T) {
+	cfg := dcpConfig(t.TempDir(), 2)
+	cfg.DCPBlockSize = 1024
+	require.NoError(t, world(t, 2, cfg, nil, func(r *Runtime) error {
+		a := make([]int32, 5000)
+		b := []float64{1, 2, 3}
+		if err := errors.Join(Protect(r, 1, &a), Protect(r, 2, &b)); err != nil {
+			return err
+		}
+		if err := r.Checkpoint(1, 5); err != nil {
+			return err
+		}
+		a[4000] = 7
+		b = append(b, 4) // grows
+		if err := r.Checkpoint(2, 5); err != nil {
+			return err
+		}
+		if r.last.DCP == nil {
+			return errors.New("not differential")
+		}
+		a[4000], b = 0, nil
+		if n, err := r.StoredSize(2); err != nil || n != 32 {
+			return fmt.Errorf("stored size %d, %v", n, err)
+		}
+		if err := r.Realloc(2); err != nil || len(b) != 4 {
+			return fmt.Errorf("realloc: %d, %v", len(b), err)
+		}
+		if err := r.RecoverVar(1); err != nil || a[4000] != 7 {
+			return fmt.Errorf("recover var: %d, %v", a[4000], err)
+		}
+		if err := r.Recover(); err != nil {
+			return err
+		}
+		if !assert.ObjectsAreEqual([]float64{1, 2, 3, 4}, b) || a[4000] != 7 {
+			return fmt.Errorf("recovered %v %d", b, a[4000])
+		}
+		return nil
+	}))
+}
