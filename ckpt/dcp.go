@@ -132,15 +132,23 @@ type dcpWrite struct {
 	plan    *fileformat.DeltaPlan
 	planErr error
 	hint    int64
+	readBy  bool // the level reads the whole data file and records its digest
 }
 
 func (w *dcpWrite) fileOptions() []fileformat.Option {
-	return []fileformat.Option{fileformat.WithClock(w.r.now), fileformat.WithBlockSize(w.r.blockSize())}
+	opts := []fileformat.Option{fileformat.WithClock(w.r.now), fileformat.WithBlockSize(w.r.blockSize())}
+	if w.readBy {
+		// The level's transfer hashes the delta as it reads it and
+		// records that digest: no pass of the writer's own.
+		opts = append(opts, fileformat.WithoutFileDigest())
+	}
+	return opts
 }
 
 // prepare sizes the data file beforehand when lvl places the data itself.
 // A failure is reported by write, so that every rank still takes part.
 func (w *dcpWrite) prepare(lvl levels.ID) {
+	w.readBy = w.r.eng.ReadsData(lvl)
 	if !w.r.eng.OpensData(lvl) {
 		return
 	}
@@ -169,7 +177,7 @@ func (w *dcpWrite) write(f vfd.File) (int64, levels.Digest, bool, error) {
 		w.image = fileformat.Parent{Layout: lay, Summary: sum}
 		w.info = levels.DeltaInfo{Image: levels.Digest(sum.Checksum), ImageSize: sum.FileSize,
 			DataStats: levels.DataStats{Written: st.Written, Protected: sum.DataSize}}
-		return st.FileSize, levels.Digest(st.Digest), err == nil, err
+		return st.FileSize, levels.Digest(st.Digest), err == nil && !w.readBy, err
 	}
 	if w.parent == nil {
 		// The file keeps the previous checkpoint's layout (FTI-FF's data
@@ -186,7 +194,8 @@ func (w *dcpWrite) write(f vfd.File) (int64, levels.Digest, bool, error) {
 	w.image = fileformat.Parent{Layout: lay, Summary: sum}
 	w.info = levels.DeltaInfo{Image: levels.Digest(sum.Checksum), ImageSize: sum.FileSize,
 		DataStats: levels.DataStats{Written: st.Written, Protected: sum.DataSize}}
-	return st.FileSize, levels.Digest(st.Digest), err == nil, err
+	// ok=false at an L2/L3 level: the engine leaves the digest to the transfer.
+	return st.FileSize, levels.Digest(st.Digest), err == nil && !w.readBy, err
 }
 
 // options are the engine options of this write.

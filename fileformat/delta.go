@@ -360,7 +360,9 @@ const deltaBuffer = 4 << 20
 // (vfd.MemDraw) smaller than the buffer is gathered and written in
 // larger pieces; anything else flushes the buffer first.
 func (w *deltaWriter) emit(t vfd.MemType, b []byte) error {
-	_, _ = w.h.Write(b)
+	if w.h != nil {
+		_, _ = w.h.Write(b)
+	}
 	if t == vfd.MemDraw && len(b) < deltaBuffer {
 		if len(w.buf)+len(b) > deltaBuffer {
 			if err := w.flush(); err != nil {
@@ -502,7 +504,10 @@ func (w *deltaWriter) emitSpan(sp span) error {
 // dirty blocks of the segments already hashed are written; otherwise the
 // plan (hashAll) is written.
 func (w *deltaWriter) write(f vfd.File, hash bool) (DeltaStats, error) {
-	w.f, w.h, w.off = f, blake3.New(), 0
+	w.f, w.h, w.off = f, nil, 0
+	if !w.o.noDigest {
+		w.h = blake3.New()
+	}
 	if err := w.f.Truncate(0); err != nil {
 		return DeltaStats{}, fmt.Errorf("truncate: %w", err)
 	}
@@ -600,7 +605,9 @@ func (w *deltaWriter) write(f vfd.File, hash bool) (DeltaStats, error) {
 	}
 	w.st.Runs = len(w.runs)
 	w.st.FileSize = w.off
-	w.h.Sum(w.st.Digest[:0])
+	if w.h != nil {
+		w.h.Sum(w.st.Digest[:0])
+	}
 	w.o.logger.Debug("wrote FTI-FF delta file",
 		zap.String("path", f.Name()), zap.Int64("ckpt-id", meta.CkptID), zap.Int32("rank", meta.Rank),
 		zap.Int64("written", w.st.Written), zap.Int64("protected", w.im.dataSize), zap.Int("runs", w.st.Runs),

@@ -40,6 +40,12 @@ func (cs *chainState) addDelta(t *testing.T, meta Meta, vars []Var) DeltaStats {
 	require.NoError(t, err)
 	lay, sum, st, err := WriteDelta(d, meta, vars, cs.parent, WithBlockSize(testBS), WithClock(fixedClock))
 	require.NoError(t, err)
+	// Without the file digest: the same bytes, no digest.
+	nd := &memFile{name: "nodigest"}
+	_, _, ndst, err := WriteDelta(nd, meta, vars, cs.parent, WithBlockSize(testBS), WithClock(fixedClock), WithoutFileDigest())
+	require.NoError(t, err)
+	assert.Zero(t, ndst.Digest)
+	assert.True(t, bytes.Equal(d.b, nd.b))
 	// The plan sizes the file exactly and writes the same bytes.
 	assert.Equal(t, st.FileSize, plan.Size())
 	pd := &memFile{name: "planned"}

@@ -184,6 +184,14 @@ func (e *Engine) OpensData(lvl ID) bool {
 	return ok && o.OpensData()
 }
 
+// ReadsData reports whether level lvl's Protect reads (and hashes) the
+// whole data file ([DataReader]): a writer may then leave the data file's
+// digest to it.
+func (e *Engine) ReadsData(lvl ID) bool {
+	r, ok := e.levels[lvl].(DataReader)
+	return ok && r.ReadsData()
+}
+
 // WithDataStats reports a full checkpoint's data statistics, for the
 // totals in [Stats] (the dCP share of a full checkpoint is 1).
 func WithDataStats(f func() DataStats) CheckpointOption {
