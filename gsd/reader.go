@@ -1,9 +1,12 @@
 package gsd
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -116,6 +119,9 @@ func load(r io.ReaderAt, size int64, path string, lenient bool) (*state, error) 
 
 func readHeader(r io.ReaderAt, size int64, path string) (Header, error) {
 	if size < headerSize {
+		if err := checkEmpty(r, size, path); err != nil {
+			return Header{}, err
+		}
 		return Header{}, fmt.Errorf("gsd: %s: %d bytes, shorter than the header: %w", pathOr(path), size, ErrNotGSD)
 	}
 	b := make([]byte, headerSize)
@@ -123,6 +129,9 @@ func readHeader(r io.ReaderAt, size int64, path string) (Header, error) {
 		return Header{}, &CorruptionError{Path: path, Part: "header", Entry: -1, Reason: "read header", Err: err}
 	}
 	if m := leU64(b); m != magic {
+		if err := checkEmpty(r, size, path); err != nil {
+			return Header{}, err
+		}
 		return Header{}, fmt.Errorf("gsd: %s: magic %#016x: %w", pathOr(path), m, ErrNotGSD)
 	}
 	h := decodeHeader(b)
@@ -130,6 +139,34 @@ func readHeader(r io.ReaderAt, size int64, path string) (Header, error) {
 		return Header{}, fmt.Errorf("gsd: %s: file version %s: %w", pathOr(path), h.GSDVersion, ErrVersion)
 	}
 	return h, nil
+}
+
+// maxEmptyScan is the size up to which an all-zero file counts as empty.
+const maxEmptyScan = 1 << 20
+
+// checkEmpty returns an error matching ErrEmpty (and ErrNotGSD) when the
+// file, which has no valid header, holds nothing a writer could have
+// committed (see ErrEmpty), and nil otherwise (or when it cannot tell).
+func checkEmpty(r io.ReaderAt, size int64, path string) error {
+	if size == 0 {
+		return &emptyError{path, "0 bytes"}
+	}
+	if size > maxEmptyScan {
+		return nil
+	}
+	b := make([]byte, size)
+	if readFull(r, b, 0) != nil {
+		return nil
+	}
+	if !slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
+		return &emptyError{path, fmt.Sprintf("%d zero bytes", size)}
+	}
+	var m [8]byte
+	binary.LittleEndian.PutUint64(m[:], magic)
+	if size < headerSize && bytes.HasPrefix(m[:], b[:min(len(b), 8)]) {
+		return &emptyError{path, fmt.Sprintf("%d bytes, a header cut short", size)}
+	}
+	return nil
 }
 
 // inFile reports whether [loc, loc+count*unit) lies inside a file of size
