@@ -179,51 +179,41 @@ func inFile(loc int64, count uint64, unit int64, size int64) bool {
 }
 
 func readNames(r io.ReaderAt, size int64, path string, h *Header) ([]string, error) {
-	if h.NameAllocated == 0 {
-		return nil, corruptf(path, "namelist", offNameAlloc, "namelist_allocated_entries is 0")
-	}
-	if !inFile(h.NameLocation, h.NameAllocated, nameBlockUnit, size) {
-		return nil, corruptf(path, "namelist", h.NameLocation, "namelist block of %d×64 bytes extends past the end of file (%d bytes)", h.NameAllocated, size)
-	}
-	blk := make([]byte, h.NameAllocated*nameBlockUnit)
-	if err := readFull(r, blk, h.NameLocation); err != nil {
-		return nil, &CorruptionError{Path: path, Part: "namelist", Entry: -1, Offset: h.NameLocation, Reason: "read namelist", Err: err}
-	}
-	if blk[len(blk)-1] != 0 {
-		return nil, corruptf(path, "namelist", h.NameLocation+int64(len(blk))-1, "namelist block does not end with NUL")
-	}
-	names, err := parseNames(blk, h.GSDVersion < Version2)
-	if err != nil {
-		return nil, corruptf(path, "namelist", h.NameLocation, "%v", err)
-	}
-	return names, nil
+	sc, err := readNamelist(r, size, path, h)
+	return sc.names, err
 }
 
-// parseNames splits a namelist block: 1.0 fixed 64-byte slots, 2.x
-// NUL-separated names; an empty name ends the list.
-func parseNames(blk []byte, v1 bool) ([]string, error) {
-	var names []string
-	if v1 {
-		for p := 0; p+v1NameSize <= len(blk); p += v1NameSize {
-			if blk[p] == 0 {
-				break
-			}
-			names = append(names, cString(blk[p:p+v1NameSize]))
-		}
-	} else {
-		for p := 0; p < len(blk) && blk[p] != 0; {
-			e := p
-			for e < len(blk) && blk[e] != 0 {
-				e++
-			}
-			names = append(names, string(blk[p:e]))
-			p = e + 1
-		}
+// readNamelist checks the namelist block against the file and parses it
+// (scanNames): it must lie inside the file and end with a NUL byte.
+func readNamelist(r io.ReaderAt, size int64, path string, h *Header) (nameScan, error) {
+	if h.NameAllocated == 0 {
+		return nameScan{}, corruptf(path, "namelist", offNameAlloc, "namelist_allocated_entries is 0")
 	}
-	if len(names) > maxNames {
-		return nil, fmt.Errorf("%d names, more than %d", len(names), maxNames)
+	if !inFile(h.NameLocation, h.NameAllocated, nameBlockUnit, size) {
+		return nameScan{}, corruptf(path, "namelist", h.NameLocation, "namelist block of %d×64 bytes extends past the end of file (%d bytes)", h.NameAllocated, size)
 	}
-	return names, nil
+	length := int64(h.NameAllocated) * nameBlockUnit
+	var last [1]byte
+	if err := readFull(r, last[:], h.NameLocation+length-1); err != nil {
+		return nameScan{}, &CorruptionError{Path: path, Part: "namelist", Entry: -1, Offset: h.NameLocation + length - 1, Reason: "read namelist", Err: err}
+	}
+	if last[0] != 0 {
+		return nameScan{}, corruptf(path, "namelist", h.NameLocation+length-1, "namelist block does not end with NUL")
+	}
+	sc, err := scanNames(r, h.NameLocation, length, h.GSDVersion < Version2)
+	if err != nil {
+		return sc, namelistError(path, h.NameLocation, err)
+	}
+	return sc, nil
+}
+
+// namelistError turns an error of scanNames into a *CorruptionError.
+func namelistError(path string, loc int64, err error) error {
+	var ne *errNamelist
+	if errors.As(err, &ne) {
+		return corruptf(path, "namelist", loc, "%s", ne.reason)
+	}
+	return &CorruptionError{Path: path, Part: "namelist", Entry: -1, Offset: loc, Reason: "read namelist", Err: err}
 }
 
 // entryBatch is how many index slots the first read of an index walk

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -241,8 +242,8 @@ func (w *Writer) writeChunk(name string, t Type, n uint64, m uint32, data []byte
 	if err := w.usable(); err != nil {
 		return err
 	}
-	if name == "" || strings.IndexByte(name, 0) >= 0 {
-		return fmt.Errorf("gsd: write %q: empty or holds NUL: %w", name, ErrName)
+	if name == "" || strings.IndexByte(name, 0) >= 0 || !utf8.ValidString(name) {
+		return fmt.Errorf("gsd: write %q: empty, holds NUL or not valid UTF-8 (python3-gsd decodes names as UTF-8): %w", name, ErrName)
 	}
 	id, known := w.ids[name]
 	if known {
@@ -254,6 +255,9 @@ func (w *Writer) writeChunk(name string, t Type, n uint64, m uint32, data []byte
 	} else {
 		if w.nnames >= maxNames {
 			return fmt.Errorf("gsd: write %q: more than %d names: %w", name, maxNames, ErrName)
+		}
+		if len(w.nameBuf)+len(name)+1 > maxNameBytes {
+			return fmt.Errorf("gsd: write %q: names would take more than %d bytes: %w", name, maxNameBytes, ErrName)
 		}
 		id = uint16(w.nnames)
 	}
