@@ -173,6 +173,11 @@ type RepairResult struct {
 // inside the file, writes a fresh index (and namelist, when that was
 // damaged) at the end of the file, syncs, and rewrites the header. The
 // header itself must be intact. A valid file is left alone.
+//
+// A frame is dropped whole, also when the damaged field is a frame number
+// and so the frame the bad entry belongs to is uncertain: every frame it
+// may belong to is dropped (see docs/format/gsd.md). Names that are not
+// valid UTF-8 are mended (U+FFFD for the bad bytes) rather than dropped.
 func Repair(d vfd.Driver, name string, opts ...Option) (RepairResult, error) {
 	o := buildOptions(opts)
 	f, err := d.Open(name, vfd.ReadWrite)
@@ -398,7 +403,7 @@ func scanForRepair(r io.ReaderAt, path string, h Header, size int64, names []str
 		}
 		if reason != "" {
 			sc.reason = reason
-			sc.kept = dropFrame(sc.kept, e.Frame)
+			sc.kept = dropFrame(sc.kept, firstSuspectFrame(sc.kept, e, v1, h.IndexAllocated, size, len(names)))
 			sc.cut = false
 			phase = counting
 			return true
@@ -571,4 +576,88 @@ func headerStringProblems(raw []byte) []headerProblem {
 		}
 	}
 	return out
+}
+
+// firstSuspectFrame returns the first frame that the bad entry b, found
+// right after the valid entries kept, may belong to: [Repair] keeps only
+// the frames before it, so that no frame is kept without one of its
+// chunks. When b's trouble cannot be in its frame number (a bad type,
+// name id, location, size, M or flags, with b sorted after the entry
+// before it), b's frame is right and is the answer. When it can (b's
+// frame is out of bounds or b breaks the (frame, id) order), the damaged
+// field may be b's frame (b then belongs after the previous entry a), b's
+// id, or a's frame or id (a passed the checks but jumped ahead of where
+// it belongs, between the entry before it and b): the answer is the first
+// frame any of these explanations allows, using the ids the namelist
+// permits to rule some out.
+func firstSuspectFrame(kept []Entry, b Entry, v1 bool, capacity uint64, size int64, nnames int) uint64 {
+	frameBad := b.Frame >= capacity || b.Frame >= uint64(size)/entrySize
+	ds, fits := b.DataSize()
+	otherBad := !b.Type.Valid() || b.Type == TypeCharacter || b.M == 0 || b.Flags != 0 ||
+		int(b.ID) >= nnames || b.Location < 0 || !fits || ds > size-b.Location
+	n := len(kept)
+	if n == 0 {
+		if frameBad {
+			return 0
+		}
+		return b.Frame
+	}
+	a := kept[n-1]
+	// before reports whether x belongs before y in the index.
+	before := func(x, y Entry) bool {
+		if v1 {
+			return x.Frame <= y.Frame
+		}
+		return x.Frame < y.Frame || (x.Frame == y.Frame && x.ID < y.ID)
+	}
+	orderBad := !before(a, b)
+	if !frameBad && !orderBad {
+		return b.Frame
+	}
+	// b's frame is wrong: b belongs after a.
+	lo := a.Frame
+	if !v1 && b.ID <= a.ID {
+		lo = a.Frame + 1
+	}
+	if !orderBad || frameBad {
+		return lo
+	}
+	// b's id is wrong (its frame, a's, is right): a's frame has an id
+	// above a's the namelist allows.
+	if !v1 && b.Frame == a.Frame && int(a.ID)+1 < nnames {
+		lo = min(lo, a.Frame)
+	}
+	if otherBad {
+		return lo
+	}
+	var p *Entry
+	if n >= 2 {
+		p = &kept[n-2]
+	}
+	// a's frame is wrong: its true frame f puts a after p and before b.
+	from := uint64(0)
+	if p != nil {
+		from = p.Frame
+		if !v1 && a.ID <= p.ID {
+			from++
+		}
+	}
+	upper, ok := b.Frame, true
+	if !v1 && a.ID >= b.ID {
+		upper, ok = b.Frame-1, b.Frame > 0
+	}
+	if ok && from <= upper {
+		lo = min(lo, from)
+	}
+	// a's id is wrong (a's frame is b's): some id fits between p's and b's.
+	if !v1 && a.Frame == b.Frame {
+		lowY := 0
+		if p != nil && p.Frame == a.Frame {
+			lowY = int(p.ID) + 1
+		}
+		if lowY < int(b.ID) {
+			lo = min(lo, a.Frame)
+		}
+	}
+	return lo
 }
