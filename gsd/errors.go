@@ -41,6 +41,9 @@ var (
 	// UTF-8 or holds a NUL byte, a 65536th name, and an application or
 	// schema name that is not valid UTF-8 or holds a NUL byte.
 	ErrName = errors.New("gsd: bad chunk name")
+	// ErrTooLarge is returned by a Reader for a read of chunk data larger
+	// than its limit ([WithMaxRead]).
+	ErrTooLarge = errors.New("gsd: read larger than the limit")
 	// ErrClosed is returned by every method of a closed Writer or Reader.
 	ErrClosed = errors.New("gsd: file already closed")
 	// ErrSchema is returned by the HOOMD helper for a frame that breaks the

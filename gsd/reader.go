@@ -19,13 +19,14 @@ import (
 // read on demand. A Reader is safe for concurrent use; [Reader.Refresh]
 // picks up frames a writer committed since.
 type Reader struct {
-	mu     sync.RWMutex
-	r      io.ReaderAt
-	closer io.Closer
-	sizeFn func() (int64, error)
-	path   string
-	st     state
-	closed bool
+	mu      sync.RWMutex
+	r       io.ReaderAt
+	closer  io.Closer
+	sizeFn  func() (int64, error)
+	path    string
+	st      state
+	closed  bool
+	maxRead int64
 }
 
 // state is everything a Reader knows about one version of the file.
@@ -43,9 +44,9 @@ type sizer interface{ Size() (int64, error) }
 
 // NewReader reads the GSD file held in r, which has size bytes. When r also
 // has a Size() (int64, error) method (a vfd.File does), [Reader.Refresh]
-// uses it to see the file grow.
-func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
-	rd := &Reader{r: r}
+// uses it to see the file grow. Of the options only [WithMaxRead] applies.
+func NewReader(r io.ReaderAt, size int64, opts ...Option) (*Reader, error) {
+	rd := &Reader{r: r, maxRead: buildOptions(opts).maxRead}
 	if s, ok := r.(sizer); ok {
 		rd.sizeFn = s.Size
 	} else {
@@ -59,8 +60,9 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	return rd, nil
 }
 
-// Open opens the named file read-only through d.
-func Open(d vfd.Driver, name string) (*Reader, error) {
+// Open opens the named file read-only through d. Of the options only
+// [WithMaxRead] applies.
+func Open(d vfd.Driver, name string, opts ...Option) (*Reader, error) {
 	f, err := vfd.OpenRead(d, name)
 	if err != nil {
 		return nil, fmt.Errorf("gsd: open: %w", err)
@@ -73,7 +75,7 @@ func Open(d vfd.Driver, name string) (*Reader, error) {
 	if err != nil {
 		return nil, errors.Join(err, f.Close())
 	}
-	return &Reader{r: f, closer: f, sizeFn: f.Size, path: name, st: *st}, nil
+	return &Reader{r: f, closer: f, sizeFn: f.Size, path: name, st: *st, maxRead: buildOptions(opts).maxRead}, nil
 }
 
 // Close releases the file of a Reader made by [Open]. It is idempotent.
@@ -530,6 +532,9 @@ func (r *Reader) rowSpan(frame uint64, name string, row, count uint64) (Entry, i
 		return e, 0, 0, fmt.Errorf("gsd: %s: frame %d, chunk %q: rows [%d, %d) outside %d rows: %w", pathOr(r.path), frame, name, row, row+count, e.N, ErrShape)
 	}
 	rowBytes, _ := dataSize(1, e.M, e.Type)
+	if rowBytes > 0 && count > uint64(r.maxRead/rowBytes) {
+		return e, 0, 0, fmt.Errorf("gsd: %s: frame %d, chunk %q: %d rows of %d bytes, more than the read limit of %d bytes (read fewer rows): %w", pathOr(r.path), frame, name, count, rowBytes, r.maxRead, ErrTooLarge)
+	}
 	off := e.Location + int64(row)*rowBytes
 	n := int64(count) * rowBytes
 	r.mu.RLock()

@@ -468,7 +468,8 @@ func upgradeFile(f vfd.File, path string) error {
 	for _, n := range st.names {
 		nb = append(append(nb, n...), 0)
 	}
-	block := int64(h.NameAllocated) * nameBlockUnit
+	// Blocks sized by what the file holds, not by what its header claims.
+	block := int64(initNameBlocks * nameBlockUnit)
 	for block <= int64(len(nb)) {
 		block *= 2
 	}
@@ -480,7 +481,7 @@ func upgradeFile(f vfd.File, path string) error {
 	}
 	h.NameLocation, h.NameAllocated = eof, uint64(block/nameBlockUnit)
 	eof += block
-	capacity := max(h.IndexAllocated, initIndexSlots)
+	capacity := uint64(initIndexSlots)
 	for capacity < uint64(len(es)) || capacity < st.nframes+1 {
 		capacity *= 2
 	}
