@@ -81,3 +81,38 @@ func TestReadLimits(t *testing.T) {
 	require.ErrorIs(t, err, ErrTooLarge)
 	require.NoError(t, Verify("tiny.h5", Options{Driver: c, MaxRead: 11}))
 }
+
+// TestOpensSetsWithoutTableChecksums: a set written before the tables
+// had a checksum_crc32c attribute (testdata/nocrc, the tiny set as the
+// earlier writer made it) still opens and verifies, with every other
+// check; its rows must still be canonical.
+func TestOpensSetsWithoutTableChecksums(t *testing.T) {
+	require.NoError(t, Verify("testdata/nocrc/tiny.h5", Options{}))
+	s, err := Open("testdata/nocrc/tiny.h5", Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	got, err := s.ReadSDS("t")
+	require.NoError(t, err)
+	want, _ := binary.Append(nil, binary.LittleEndian, []int16{0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32})
+	assert.Equal(t, want, got)
+	// Without the checksum a changed host name goes unseen, but a byte
+	// after a name's NUL is still refused.
+	dir := t.TempDir()
+	for _, n := range []string{"tiny.h5", "tiny.1.h5", "tiny.2.h5"} {
+		b, err := os.ReadFile("testdata/nocrc/" + n)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), b, 0o644))
+	}
+	mhf := filepath.Join(dir, "tiny.h5")
+	b, err := os.ReadFile(mhf)
+	require.NoError(t, err)
+	f, err := h5.Open(bytes.NewReader(b), int64(len(b)), mhf)
+	require.NoError(t, err)
+	o, err := f.Lookup("/File_Info")
+	require.NoError(t, err)
+	b[int(o.DataAddr)+514+4+len("tiny.1.h5")+2] = 'x'
+	require.NoError(t, os.WriteFile(mhf, b, 0o644))
+	err = Verify(mhf, Options{})
+	require.ErrorIs(t, err, ErrInconsistent)
+	assert.Contains(t, err.Error(), "File_Info row 1")
+}
