@@ -28,6 +28,12 @@ func Verify(mhf string, opts Options) error {
 	return errors.Join(errs...)
 }
 
+// VerifyChunk checks one chunk's CRC-32C, reading it in pieces (never
+// the whole chunk at once, so it works for chunks larger than
+// Options.MaxRead). It is [Verify]'s check for one chunk, for a caller
+// that reports chunk by chunk.
+func (s *Set) VerifyChunk(c Chunk) error { return s.verifyChunk(c) }
+
 // verifyChunk checks one chunk's CRC-32C, reading it in pieces of at most
 // tableReadSize bytes.
 func (s *Set) verifyChunk(c Chunk) error {
