@@ -79,7 +79,7 @@ func TestMain(m *testing.M) {
 }
 
 // cached runs build once per key for the whole test binary.
-func cached(t *testing.T, key string, build func() (string, error)) string {
+func cached(t testing.TB, key string, build func() (string, error)) string {
 	t.Helper()
 	buildMu.Lock()
 	r, ok := buildCache[key]
@@ -106,7 +106,7 @@ func run(name string, args ...string) error {
 
 // needTools skips (or fails under FTIGO_REQUIRE_TOOLS=1) without the
 // flavour's compilers and launcher.
-func needTools(t *testing.T, f flavour, cxx bool) {
+func needTools(t testing.TB, f flavour, cxx bool) {
 	t.Helper()
 	testutil.NeedTool(t, f.cc, "compiles the C tests against libftigo ("+f.name+")")
 	testutil.NeedTool(t, f.run, "runs the C tests ("+f.name+")")
@@ -118,7 +118,7 @@ func needTools(t *testing.T, f flavour, cxx bool) {
 
 // libDir builds libftigo.so for f with the README's command and returns
 // its directory.
-func libDir(t *testing.T, f flavour) string {
+func libDir(t testing.TB, f flavour) string {
 	return cached(t, "lib/"+f.name, func() (string, error) {
 		dir := filepath.Join(buildDir, f.name)
 		err := run(goTool(), "build", "-buildmode=c-shared", "-tags", f.tags, "-o", filepath.Join(dir, "libftigo.so"), ".")
@@ -127,7 +127,7 @@ func libDir(t *testing.T, f flavour) string {
 }
 
 // program compiles testdata/src for f with the README's compile line.
-func program(t *testing.T, f flavour, src string) string {
+func program(t testing.TB, f flavour, src string) string {
 	lib := libDir(t, f)
 	return cached(t, f.name+"/"+src, func() (string, error) {
 		out := filepath.Join(buildDir, f.name, strings.TrimSuffix(src, filepath.Ext(src)))
@@ -148,7 +148,7 @@ func program(t *testing.T, f flavour, src string) string {
 }
 
 // ftigoCLI builds the ftigo command.
-func ftigoCLI(t *testing.T) string {
+func ftigoCLI(t testing.TB) string {
 	return cached(t, "cmd/ftigo", func() (string, error) {
 		out := filepath.Join(buildDir, "ftigo")
 		return out, run(goTool(), "build", "-o", out, "github.com/ftigo/ftigo/cmd/ftigo")
@@ -157,7 +157,7 @@ func ftigoCLI(t *testing.T) string {
 
 // writeConfig writes an FTI config.fti for a run in dir: one rank per
 // simulated node, every node in one group.
-func writeConfig(t *testing.T, dir string, np int, extra string) string {
+func writeConfig(t testing.TB, dir string, np int, extra string) string {
 	t.Helper()
 	cfg := fmt.Sprintf(`[basic]
 head = 0
@@ -197,7 +197,7 @@ var pidLine = regexp.MustCompile(`^EVENT rank=\d+ pid pid=(\d+)$`)
 // launch starts prog under f's mpirun with np ranks. When killOn is not
 // empty, the first output line containing it makes launch SIGKILL every
 // rank and the launcher at once, as a node or job failure would.
-func launch(t *testing.T, f flavour, np int, killOn string, prog string, args ...string) *job {
+func launch(t testing.TB, f flavour, np int, killOn string, prog string, args ...string) *job {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	all := append(append([]string{"-np", strconv.Itoa(np)}, f.runArgs...), prog)
@@ -246,7 +246,7 @@ func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
 
 // wait waits for the launch to end and returns its output; after a kill
 // it also waits until every rank is gone.
-func (j *job) wait(t *testing.T) (string, error) {
+func (j *job) wait(t testing.TB) (string, error) {
 	t.Helper()
 	err := <-j.done
 	j.mu.Lock()
@@ -264,7 +264,7 @@ func (j *job) wait(t *testing.T) (string, error) {
 }
 
 // mpirun runs prog to completion and returns its output.
-func mpirun(t *testing.T, f flavour, np int, prog string, args ...string) (string, error) {
+func mpirun(t testing.TB, f flavour, np int, prog string, args ...string) (string, error) {
 	t.Helper()
 	return launch(t, f, np, "", prog, args...).wait(t)
 }
