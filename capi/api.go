@@ -224,7 +224,8 @@ func (l *library) finalize() int {
 }
 
 // statusCode is FTI_Status: 0 fresh run, 1 restart, 2 restart from the
-// checkpoint kept by keep_last_ckpt; 0 again once FTI_Recover succeeded.
+// checkpoint kept by keep_last_ckpt; 0 again once FTI_Recover succeeded
+// or a new checkpoint superseded the restart data.
 func (l *library) statusCode() int {
 	if l.state != stateReady {
 		return 0
@@ -397,8 +398,12 @@ func (l *library) checkpoint(id, level int) int {
 }
 
 // committed records the protected sizes of the checkpoint just taken
-// (FTI_GetStoredSize after a checkpoint).
+// (FTI_GetStoredSize after a checkpoint). A checkpoint taken on a restart
+// before FTI_Recover supersedes the restart data (ckpt no longer offers
+// it), so the run continues as recovered: FTI_Status returns 0 and
+// FTI_Snapshot checkpoints instead of failing to recover.
 func (l *library) committed() {
+	l.status = 0
 	clear(l.stored)
 	for id, v := range l.vars {
 		l.stored[id] = v.bytes()

@@ -381,3 +381,38 @@ func boolCode(b bool) int {
 	}
 	return 0
 }
+
+// TestRestartStatuses: FTI_Status is 2 after a clean end with
+// keep_last_ckpt, and a checkpoint taken before FTI_Recover on a restart
+// supersedes the restart data, so FTI_Snapshot goes on checkpointing.
+func TestRestartStatuses(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 1, "keep_last_ckpt = 1")
+	log := &syncBuffer{}
+	alloc := &goAllocator{}
+	x := make([][]float64, 2)
+	for r := range x {
+		x[r] = []float64{float64(r), 2}
+	}
+	first := func(l *library, c comm.Comm) error {
+		return errors.Join(
+			expect("protect", l.protect(0, ptr(x[c.Rank()]), 2, typeDouble), codeSuccess),
+			expect("checkpoint", l.checkpoint(1, 1), codeCheckpoint),
+			expect("finalize", l.finalize(), codeSuccess))
+	}
+	session(t, 2, cfg, log, alloc, first)
+	session(t, 2, cfg, log, alloc, func(l *library, c comm.Comm) error {
+		y := make([]float64, 2)
+		err := errors.Join(
+			expect("status kept", l.statusCode(), 2),
+			expect("protect", l.protect(0, ptr(y), 2, typeDouble), codeSuccess),
+			expect("checkpoint before recover", l.checkpoint(2, 1), codeCheckpoint),
+			expect("status", l.statusCode(), 0),
+			expect("snapshot", l.snapshot(), codeSuccess),
+			expect("recover: superseded", l.recover("FTI_Recover"), codeNoRecovery))
+		if y[1] != 0 {
+			err = errors.Join(err, fmt.Errorf("y = %v: nothing was recovered", y))
+		}
+		return err
+	})
+}

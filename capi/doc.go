@@ -66,6 +66,9 @@
 //     variables, so FTI_getIDFromString finds them after a restart. Names are
 //     at most 255 bytes (FTI truncates longer ones).
 //   - FTI_RecoverVar works without FTI_RecoverVarInit.
+//   - A checkpoint taken on a restart before FTI_Recover supersedes the
+//     restart data: FTI_Status then returns 0 and FTI_Snapshot checkpoints
+//     (FTI keeps the status at 1 and re-reads the new checkpoint).
 //   - head = 1 is accepted with a warning: ftigo post-processes inline in the
 //     application ranks, every rank is an application rank and FTI_Init never
 //     returns FTI_HEAD.
@@ -75,7 +78,7 @@
 //
 //	function                       state
 //	FTI_Init                       implemented (FTI_SCES, FTI_NSCS, FTI_NREC)
-//	FTI_Status                     implemented: 0 fresh, 1 restart, 2 restart from the keep_last_ckpt copy; 3 (VPR) never
+//	FTI_Status                     implemented: 0 fresh (or recovered), 1 restart, 2 restart from the keep_last_ckpt copy; 3 (VPR) never
 //	FTI_Finalize                   implemented (keep_last_ckpt, keep_l4_ckpt as in ckpt)
 //	FTI_COMM_WORLD                 implemented: a duplicate of FTI_Init's communicator
 //	FTI_CHAR ... FTI_LDBE          implemented: handles 0..10, set by FTI_Init

@@ -67,7 +67,7 @@ func TestInteropWithGo(t *testing.T) {
 		code, out := exitCode(t, "inspect", cfgPath)
 		require.Equal(t, 0, code, "%s", out)
 		assert.Regexp(t, `(?m)^ckpt0+3\.manifest +3 +L3 +`+strconv.Itoa(np)+` +`+strconv.Itoa(np)+` .* complete$`, out)
-		code, out = exitCode(t, "verify", cfgPath)
+		code, out = exitCode(t, "verify", dir) // a run directory holding config.fti
 		require.Equal(t, 0, code, "%s", out)
 		assert.Contains(t, out, fmt.Sprintf("id 3 L3: %d/%d files verified", 2*np, 2*np))
 

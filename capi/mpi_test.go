@@ -7,12 +7,10 @@ package main
 // FTIGO_REQUIRE_TOOLS=1 (CI).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,85 +180,131 @@ block_size = 64
 	return p
 }
 
-// job is one mpirun launch whose output is read line by line.
-type job struct {
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	out    bytes.Buffer
-	pids   []int
-	killed bool
-	done   chan error
+// rankFiles returns the arguments that make f's launcher write each
+// rank's stdout and stderr to its own files under dir, and those files'
+// names. Ranks' lines must not interleave: Open MPI gives each rank a
+// pseudo-terminal and forwards what it reads in pieces, so lines from
+// different ranks break into each other on the launcher's stdout.
+func (f flavour) rankFiles(dir string, np int) (args []string, stdout, stderr []string) {
+	for r := 0; r < np; r++ {
+		if f.name == "openmpi" {
+			stdout = append(stdout, filepath.Join(dir, "1", fmt.Sprintf("rank.%d", r), "stdout"))
+			stderr = append(stderr, filepath.Join(dir, "1", fmt.Sprintf("rank.%d", r), "stderr"))
+		} else {
+			stdout = append(stdout, filepath.Join(dir, fmt.Sprintf("out.%d", r)))
+			stderr = append(stderr, filepath.Join(dir, fmt.Sprintf("err.%d", r)))
+		}
+	}
+	if f.name == "openmpi" {
+		return []string{"--output-filename", dir}, stdout, stderr
+	}
+	return []string{"-outfile-pattern", filepath.Join(dir, "out.%r"), "-errfile-pattern", filepath.Join(dir, "err.%r")}, stdout, stderr
 }
 
-var pidLine = regexp.MustCompile(`^EVENT rank=\d+ pid pid=(\d+)$`)
+// job is one mpirun launch; each rank's output goes to its own files.
+type job struct {
+	cmd            *exec.Cmd
+	np             int
+	stdout, stderr []string // per rank
+	launcher       bytes.Buffer
+	mu             sync.Mutex
+	pids           map[int]bool
+	killed         bool
+	done           chan struct{}
+	err            error
+}
+
+var pidLine = regexp.MustCompile(`(?m)^EVENT rank=\d+ pid pid=(\d+)$`)
 
 // launch starts prog under f's mpirun with np ranks. When killOn is not
-// empty, the first output line containing it makes launch SIGKILL every
-// rank and the launcher at once, as a node or job failure would.
+// empty, the first rank output line containing it makes launch SIGKILL
+// every rank and the launcher at once, as a node or job failure would.
 func launch(t testing.TB, f flavour, np int, killOn string, prog string, args ...string) *job {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	all := append(append([]string{"-np", strconv.Itoa(np)}, f.runArgs...), prog)
+	fileArgs, stdout, stderr := f.rankFiles(t.TempDir(), np)
+	all := append(append(append([]string{"-np", strconv.Itoa(np)}, fileArgs...), f.runArgs...), prog)
 	cmd := exec.CommandContext(ctx, f.run, append(all, args...)...)
 	cmd.Env = append(os.Environ(), mpiEnv...)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	j := &job{cmd: cmd, done: make(chan error, 1)}
-	cmd.Stderr = writerFunc(func(p []byte) (int, error) {
-		j.mu.Lock()
-		defer j.mu.Unlock()
-		return j.out.Write(p)
-	})
+	j := &job{cmd: cmd, np: np, stdout: stdout, stderr: stderr, pids: map[int]bool{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &j.launcher, &j.launcher
 	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
 	go func() {
-		defer cancel()
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			j.mu.Lock()
-			j.out.WriteString(line + "\n")
-			if m := pidLine.FindStringSubmatch(line); m != nil {
-				pid, _ := strconv.Atoi(m[1])
-				j.pids = append(j.pids, pid)
+		j.err = cmd.Wait()
+		cancel()
+		close(exited)
+	}()
+	go func() {
+		defer close(j.done)
+		if killOn == "" {
+			<-exited
+			return
+		}
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-exited:
+				return
+			case <-tick.C:
 			}
-			kill := killOn != "" && !j.killed && strings.Contains(line, killOn)
-			if kill {
+			out := j.ranksOutput(false)
+			j.mu.Lock()
+			for _, m := range pidLine.FindAllStringSubmatch(out, -1) {
+				pid, _ := strconv.Atoi(m[1])
+				j.pids[pid] = true
+			}
+			if !j.killed && strings.Contains(out, killOn) {
 				j.killed = true
-				for _, pid := range j.pids {
+				for pid := range j.pids {
 					syscall.Kill(pid, syscall.SIGKILL)
 				}
 				cmd.Process.Kill()
 			}
 			j.mu.Unlock()
 		}
-		io.Copy(io.Discard, stdout)
-		j.done <- cmd.Wait()
 	}()
 	return j
 }
 
-type writerFunc func([]byte) (int, error)
+// ranksOutput returns every rank's output, rank by rank (stderr after
+// stdout when withErr).
+func (j *job) ranksOutput(withErr bool) string {
+	var b strings.Builder
+	for r := 0; r < j.np; r++ {
+		out, _ := os.ReadFile(j.stdout[r])
+		b.Write(out)
+		if withErr {
+			e, _ := os.ReadFile(j.stderr[r])
+			b.Write(e)
+		}
+	}
+	return b.String()
+}
 
-func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
-
-// wait waits for the launch to end and returns its output; after a kill
-// it also waits until every rank is gone.
+// wait waits for the launch to end and returns every rank's output (and
+// the launcher's when it failed); after a kill it also waits until every
+// rank is gone.
 func (j *job) wait(t testing.TB) (string, error) {
 	t.Helper()
-	err := <-j.done
+	<-j.done
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.killed {
 		deadline := time.Now().Add(20 * time.Second)
-		for _, pid := range j.pids {
+		for pid := range j.pids {
 			for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "rank process %d still alive after SIGKILL", pid)
 		}
 	}
-	return j.out.String(), err
+	out := j.ranksOutput(true)
+	if j.err != nil {
+		out += "\n--- " + j.cmd.Path + ": " + j.err.Error() + " ---\n" + j.launcher.String()
+	}
+	return out, j.err
 }
 
 // mpirun runs prog to completion and returns its output.

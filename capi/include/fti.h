@@ -65,8 +65,8 @@ typedef int fti_id_t;
 /** FTI 1.4 and earlier named data type handles FTIT_type. */
 #define FTIT_type fti_id_t
 
-/** Sizes and offsets in the HDF5 calls (int64_t-sized, as without HDF5). */
-typedef unsigned long long FTIT_hsize_t;
+/** Sizes and offsets in the HDF5 calls (int64_t, as in FTI built without HDF5). */
+typedef int64_t FTIT_hsize_t;
 
 /** Checkpoint levels (FTI_Checkpoint's second argument). */
 typedef enum FTIT_level {

@@ -22,16 +22,21 @@
 #include <unistd.h>
 #include "fti.h"
 
-/* event prints one progress line for the test. */
+/* event prints one progress line for the test, in one write: ranks
+ * share the launcher's output, and a line written in pieces interleaves
+ * with other ranks' lines. */
 static void event(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void event(int rank, const char *fmt, ...) {
+    char line[512];
+    int n = snprintf(line, sizeof line, "EVENT rank=%d ", rank);
     va_list ap;
     va_start(ap, fmt);
-    printf("EVENT rank=%d ", rank);
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
+    n += vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
     va_end(ap);
+    if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
+    line[n++] = '\n';
+    fwrite(line, 1, (size_t)n, stdout);
+    fflush(stdout);
 }
 
 int main(int argc, char **argv) {
@@ -86,6 +91,8 @@ int main(int argc, char **argv) {
             int id = i / every;
             int level = levels[(id - 1) % nlevels] - '0';
             event(rank, "ckpt-begin id=%d level=%d iter=%d", id, level, i);
+            /* Time the checkpoint, not the wait for the slowest rank's last step. */
+            MPI_Barrier(FTI_COMM_WORLD);
             double t0 = MPI_Wtime();
             rc = FTI_Checkpoint(id, level);
             double t = MPI_Wtime() - t0;

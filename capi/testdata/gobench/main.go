@@ -17,6 +17,9 @@ import (
 	"time"
 	"unsafe"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm/mpi"
 	"github.com/ftigo/ftigo/vfd"
@@ -55,7 +58,13 @@ func run(args []string) error {
 	if err != nil {
 		return fail(err)
 	}
-	rt, err := ckpt.Init(cfg, world)
+	// The same one-line-per-checkpoint log on rank 0 as libftigo prints.
+	log := zap.NewNop()
+	if world.Rank() == 0 {
+		enc := zapcore.NewConsoleEncoder(zapcore.EncoderConfig{MessageKey: "msg"})
+		log = zap.New(zapcore.NewCore(enc, zapcore.Lock(os.Stdout), zapcore.InfoLevel))
+	}
+	rt, err := ckpt.Init(cfg, world, ckpt.WithLogger(log))
 	if err != nil {
 		return fail(err)
 	}
@@ -87,6 +96,10 @@ func run(args []string) error {
 		if every > 0 && *i > 0 && int(*i)%every == 0 && *i != restart && levels != "0" {
 			id := int(*i) / every
 			level := int(levels[(id-1)%len(levels)] - '0')
+			fmt.Printf("EVENT rank=%d ckpt-begin id=%d level=%d iter=%d\n", rank, id, level, *i)
+			if err := world.Barrier(); err != nil { // as heatdis.c: time the checkpoint only
+				return fail(err)
+			}
 			start := time.Now()
 			if err := rt.Checkpoint(int64(id), level); err != nil {
 				return fail(err)
