@@ -416,3 +416,36 @@ func TestRestartStatuses(t *testing.T) {
 		return err
 	})
 }
+
+// TestConfigKeysAsFTI: head = 1 runs with every rank an application rank
+// (and says so); without local_test, ranks are grouped into nodes by
+// host name as FTI does, so node_size must match the ranks per host.
+func TestConfigKeysAsFTI(t *testing.T) {
+	dir := t.TempDir()
+	log := &syncBuffer{}
+	alloc := &goAllocator{}
+	cfg := testConfig(t, dir, 1, "head = 1")
+	session(t, 2, cfg, log, alloc, func(l *library, c comm.Comm) error {
+		return expect("finalize", l.finalize(), codeSuccess)
+	})
+	assert.Contains(t, log.String(), "head = 1 ignored")
+
+	host := filepath.Join(dir, "host.fti")
+	write := func(nodeSize int) {
+		body := fmt.Sprintf("[basic]\nnode_size = %d\ngroup_size = 1\nckpt_dir = %s\nglbl_dir = %s\nmeta_dir = %s\n[advanced]\nlocal_test = 0\n",
+			nodeSize, filepath.Join(dir, "hl"), filepath.Join(dir, "hg"), filepath.Join(dir, "hm"))
+		require.NoError(t, os.WriteFile(host, []byte(body), 0o644))
+	}
+	write(2) // both in-process ranks run on this host: one node of 2
+	session(t, 2, host, log, alloc, func(l *library, c comm.Comm) error {
+		conf := l.getConfig()
+		return errors.Join(expect("nodes", conf.nbNodes, 1), expect("node size", conf.nodeSize, 2),
+			expect("finalize", l.finalize(), codeSuccess))
+	})
+	write(1) // 2 ranks on one host but node_size 1: refused everywhere
+	require.NoError(t, comm.Run(2, func(c comm.Comm) error {
+		l := newLibrary(log, log, lp64)
+		return expect("init", l.init(host, c), codeFailure)
+	}))
+	assert.Contains(t, log.String(), "node_size")
+}

@@ -23,7 +23,8 @@
 //     hash); Recover then hashes every block as it reads it and, on a
 //     mismatch, falls back as Init would have.
 //  2. [Protect] / [ProtectValue] (local) for every variable, on a restart
-//     as on a fresh run; protecting an id again replaces it.
+//     as on a fresh run; protecting an id again replaces it. [ProtectRaw]
+//     registers memory Go does not manage (C memory behind the C API).
 //  3. On a restart ([Runtime.Status] is Restart or RestartKept):
 //     [Runtime.Recover] (collective), or [Runtime.RecoverVar],
 //     [Runtime.StoredSize], [Runtime.Realloc] (local).
