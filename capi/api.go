@@ -367,30 +367,34 @@ func mapLevel(level int) (int, string, bool) {
 }
 
 // checkpoint is FTI_Checkpoint. Collective; every rank gets the same
-// result, FTI_DONE when the checkpoint was committed.
+// result, FTI_DONE when the checkpoint was committed. Every call reaches
+// the runtime, whose first step agrees on the id and level over all ranks,
+// so a level that is bad or differs on some rank fails everywhere and
+// never leaves the others waiting; a level ftigo cannot take goes in as
+// 0, which the runtime refuses after that agreement.
 func (l *library) checkpoint(id, level int) int {
 	const fn = "FTI_Checkpoint"
 	if !l.ready(fn) {
 		return codeFailure
 	}
-	// Agree on the level before any rank can leave alone, so a bad level
-	// on one rank never leaves the others waiting.
-	lo, err1 := l.comm.AllreduceInt64(int64(level), comm.Min)
-	hi, err2 := l.comm.AllreduceInt64(int64(level), comm.Max)
-	if err := errors.Join(err1, err2); err != nil {
-		return l.fail(fn, "agreeing on the level failed", zap.Error(err))
-	}
-	if lo != hi {
-		return l.fail(fn, fmt.Sprintf("ranks passed different levels (%d..%d)", lo, hi))
-	}
 	lvl, msg, ok := mapLevel(level)
-	if !ok {
-		return l.fail(fn, msg)
-	}
-	if msg != "" {
+	if ok && msg != "" {
 		l.log.Warn(fn + ": " + msg)
 	}
-	if err := l.rt.Checkpoint(int64(id), lvl); err != nil {
+	err := l.rt.Checkpoint(int64(id), lvl) // lvl is 0 when !ok
+	switch {
+	case errors.Is(err, ckpt.ErrMismatchedCall):
+		why := fmt.Sprintf("ranks passed different ids or levels (here id %d, level %d)", id, level)
+		if !ok {
+			why += "; and here: " + msg
+		}
+		return l.fail(fn, why, zap.Error(err))
+	case !ok:
+		if err == nil {
+			l.log.Error(fn + ": the runtime accepted level 0")
+		}
+		return l.fail(fn, msg)
+	case err != nil:
 		return l.fail(fn, fmt.Sprintf("Checkpoint with ID %d at Level %d failed", id, lvl), zap.Error(err))
 	}
 	l.committed()

@@ -449,3 +449,30 @@ func TestConfigKeysAsFTI(t *testing.T) {
 	}))
 	assert.Contains(t, log.String(), "node_size")
 }
+
+// TestLevelsAgreed: a bad level on one rank, or levels that differ,
+// fail on every rank without leaving any waiting; then the ranks go on.
+func TestLevelsAgreed(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 2, "")
+	log := &syncBuffer{}
+	session(t, 2, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
+		x := []float64{1}
+		pick := func(a, b int) int {
+			if c.Rank() == 0 {
+				return a
+			}
+			return b
+		}
+		return errors.Join(
+			expect("protect", l.protect(0, ptr(x), 1, typeDouble), codeSuccess),
+			expect("1 and 8", l.checkpoint(1, pick(1, 8)), codeFailure),
+			expect("1 and 2", l.checkpoint(1, pick(1, 2)), codeFailure),
+			expect("0 and 0", l.checkpoint(1, 0), codeFailure),
+			expect("ids differ", l.checkpoint(pick(1, 2), 1), codeFailure),
+			expect("5 and 1: both L1", l.checkpoint(1, pick(5, 1)), codeCheckpoint),
+			expect("then L2", l.checkpoint(2, 2), codeCheckpoint))
+	})
+	assert.Contains(t, log.String(), "ranks passed different ids or levels")
+	assert.Contains(t, log.String(), "level 8 (FTI_L4_DCP)")
+}

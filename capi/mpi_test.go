@@ -452,7 +452,7 @@ func TestErrorPaths(t *testing.T) {
 			assert.Contains(t, out, msg)
 		}
 		if f.np > 1 {
-			assert.Contains(t, out, "FTI_Checkpoint: ranks passed different levels (1..2)")
+			assert.Contains(t, out, "FTI_Checkpoint: ranks passed different ids or levels (here id 1, level 2)")
 		}
 		assert.NotContains(t, out, "debug output hidden at verbosity 2")
 		assert.NotContains(t, out, "unknown priority prints nothing")

@@ -171,12 +171,14 @@ int main(int argc, char **argv) {
     check("GetStoredSize/fresh", FTI_GetStoredSize(1), 0);
     checkp("Realloc/fresh", FTI_Realloc(1, d), d);
 
-    /* Levels: agreed by every rank before anything is written. */
+    /* Levels: agreed by every rank before anything is written; a bad or
+     * differing level fails on every rank, never leaving one waiting. */
     check("Checkpoint/level 0", FTI_Checkpoint(1, 0), FTI_NSCS);
     check("Checkpoint/level -1", FTI_Checkpoint(1, -1), FTI_NSCS);
     check("Checkpoint/level 10", FTI_Checkpoint(1, 10), FTI_NSCS);
     check("Checkpoint/level 8 (dCP)", FTI_Checkpoint(1, FTI_L4_DCP), FTI_NSCS);
     check("Checkpoint/level 9 (HDF5)", FTI_Checkpoint(1, FTI_L4_H5_SINGLE), FTI_NSCS);
+    check("Checkpoint/one rank's level invalid", FTI_Checkpoint(1, rank == size - 1 ? 0 : 1), FTI_NSCS);
     check("Checkpoint/ranks disagree", FTI_Checkpoint(1, rank == 0 ? 1 : (size > 1 ? 2 : 1)), size > 1 ? FTI_NSCS : FTI_DONE);
     check("Checkpoint/level 5 downgraded", FTI_Checkpoint(2, FTI_L1_DCP), FTI_DONE);
     check("GetStoredSize/after checkpoint", FTI_GetStoredSize(1), 4 * sizeof(double));
