@@ -97,7 +97,7 @@ func TestInteropWithGo(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			defer rt.Wait()
+			defer endRuntime(rt) // the Go job stops without Finalize: its checkpoint stays
 			if rt.Status() != ckpt.Restart {
 				return fmt.Errorf("status %v, want restart", rt.Status())
 			}

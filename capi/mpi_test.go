@@ -437,7 +437,7 @@ func TestErrorPaths(t *testing.T) {
 			"FTI_Protect: FTI is finalized; call FTI_Init to start a new session",
 			"FTI_Init: MPI is not initialized",
 			"FTI_Checkpoint: MPI is already finalized",
-			`block_size: want an integer, got "many"`,
+			`got "many"`,
 			"FTI_Protect: id 1000 out of bounds ([basic] max_var_id = 999)",
 			"FTI_Protect: variable 1: NULL pointer for 8 elements",
 			"handle 99 is not a type",
