@@ -60,7 +60,7 @@ func median(xs []float64) float64 {
 // through libftigo against the same checkpoints of the same data taken by
 // the same solver written in Go on ckpt (testdata/gobench): 8 MiB of grid
 // per rank at 4 ranks (Open MPI), 16 MiB at 2 (MPICH), two checkpoints
-// per level L1-L4 per run. The two programs run alternately, C first in
+// per level L1-L4 per run, each after a 250 ms pause and a barrier. The two programs run alternately, C first in
 // even iterations and Go first in odd ones; the reported c/go is the
 // ratio of the per-level medians summed over the levels (1.00 = the C
 // API adds nothing), c/go-Ln the ratio at level n, and c/go-fastest the
@@ -79,6 +79,13 @@ func BenchmarkCheckpointCvsGo(b *testing.B) {
 			// minute, so the medians hold against a busy machine.
 			const iters, every, levels = 45, 5, "1234"
 			progs := map[string]string{"c": program(b, f, "heatdis.c"), "go": goBench(b, f)}
+			// The same idle time before every checkpoint in both programs,
+			// whatever their compute speed: the previous checkpoint's
+			// writeback does not land on the next one.
+			b.Setenv("HEATDIS_PAUSE_MS", "250")
+			if f.name == "openmpi" {
+				f.runArgs = append(slices.Clone(f.runArgs), "-x", "HEATDIS_PAUSE_MS")
+			}
 			times := map[string]map[int][]float64{"c": {}, "go": {}}
 			root := b.TempDir()
 			b.ResetTimer()

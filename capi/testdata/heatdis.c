@@ -14,6 +14,7 @@
  * Progress goes to stdout as "EVENT ..." lines (flushed) for the test
  * that kills and relaunches it.
  */
+#define _XOPEN_SOURCE 500
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,6 +49,10 @@ int main(int argc, char **argv) {
     int nx = atoi(argv[3]), rows = atoi(argv[4]), iters = atoi(argv[5]), every = atoi(argv[6]);
     int nlevels = (int)strlen(levels);
     int crash = argc == 9;
+    /* HEATDIS_PAUSE_MS: a pause before each checkpoint (the benchmark
+     * gives C and Go the same idle time, whatever their compute speed). */
+    const char *pause = getenv("HEATDIS_PAUSE_MS");
+    int pauseMs = pause != NULL ? atoi(pause) : 0;
 
     MPI_Init(&argc, &argv);
     int rc = FTI_Init(config, MPI_COMM_WORLD);
@@ -91,6 +96,7 @@ int main(int argc, char **argv) {
             int id = i / every;
             int level = levels[(id - 1) % nlevels] - '0';
             event(rank, "ckpt-begin id=%d level=%d iter=%d", id, level, i);
+            if (pauseMs > 0) usleep((useconds_t)pauseMs * 1000);
             /* Time the checkpoint, not the wait for the slowest rank's last step. */
             MPI_Barrier(FTI_COMM_WORLD);
             double t0 = MPI_Wtime();

@@ -49,6 +49,14 @@ func run(args []string) error {
 		n[i] = v
 	}
 	nx, rows, iters, every, levels := n[0], n[1], n[2], n[3], args[6]
+	var pause time.Duration // HEATDIS_PAUSE_MS, as heatdis.c
+	if v := os.Getenv("HEATDIS_PAUSE_MS"); v != "" {
+		ms, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("HEATDIS_PAUSE_MS: %w", err)
+		}
+		pause = time.Duration(ms) * time.Millisecond
+	}
 	world, err := mpi.Init()
 	if err != nil {
 		return err
@@ -97,6 +105,7 @@ func run(args []string) error {
 			id := int(*i) / every
 			level := int(levels[(id-1)%len(levels)] - '0')
 			fmt.Printf("EVENT rank=%d ckpt-begin id=%d level=%d iter=%d\n", rank, id, level, *i)
+			time.Sleep(pause)
 			if err := world.Barrier(); err != nil { // as heatdis.c: time the checkpoint only
 				return fail(err)
 			}
