@@ -27,7 +27,8 @@
 //     checkpoint exists. A fallback to an older checkpoint is printed on
 //     rank 0's standard error ([WithWarnings]) and logged.
 //  2. [Protect] / [ProtectValue] (local) for every variable, on a restart
-//     as on a fresh run; protecting an id again replaces it.
+//     as on a fresh run; protecting an id again replaces it. [ProtectRaw]
+//     registers memory Go does not manage (C memory behind the C API).
 //  3. On a restart ([Runtime.Status] is Restart or RestartKept):
 //     [Runtime.Recover], [Runtime.RecoverVar], [Runtime.StoredSize],
 //     [Runtime.Realloc], all local: any subset of ranks may call them.
