@@ -437,7 +437,7 @@ func (l *library) snapshot() int {
 
 // recover is FTI_Recover (fn names the caller in messages). The number of
 // protected variables must equal the checkpoint's, and each one its
-// stored size, as in FTI. Collective, as ckpt's Recover is.
+// stored size, as in FTI. Local, as FTI_Recover and ckpt's Recover are.
 func (l *library) recover(fn string) int {
 	if !l.ready(fn) {
 		return codeNoRecovery
@@ -454,13 +454,9 @@ func (l *library) recover(fn string) int {
 		// before any memory is written, as FTI does.
 		why = l.mismatch(stored)
 	}
-	// ckpt's Recover is collective in this version (on corruption every
-	// rank falls back together), so the ranks agree before entering it.
-	// Were it rank-local, as FTI_Recover is, this agreement would go too.
-	if !l.agree(why == "") {
-		if why == "" {
-			why = "another rank's protected variables do not match the checkpoint"
-		}
+	// FTI_Recover is rank-local, as ckpt's Recover is: a rank whose
+	// variables do not match refuses alone, and the others go on.
+	if why != "" {
 		l.logger().Warn(fn + ": " + why)
 		return codeNoRecovery
 	}

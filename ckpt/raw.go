@@ -96,11 +96,11 @@ func rawElemSize(t fileformat.ElemType, es int) (int, error) {
 // StoredVars lists the variables of the checkpoint this run restarted
 // from, in file order: id, name, element type and stored size (what FTI
 // keeps as the stored metadata, e.g. for FTI_getIDFromString). It fails
-// with [ErrNoCheckpoint] on a fresh run and once a new checkpoint has
-// superseded the restart data. Local.
+// with [ErrNoCheckpoint] on a fresh run; after a Checkpoint it lists that
+// checkpoint's variables, as Recover reads them. Local.
 func (r *Runtime) StoredVars() ([]fileformat.VarInfo, error) {
-	if r.finalized {
-		return nil, ErrFinalized
+	if err := r.usable("StoredVars"); err != nil {
+		return nil, err
 	}
 	st, err := r.openStored()
 	if err != nil {

@@ -84,7 +84,7 @@ func FromHandle(h int) (*Comm, error) {
 		return nil, fmt.Errorf("%w: an inter-communicator; pass an intra-communicator", comm.ErrBadArgument)
 	}
 	granted := int(C.ftigo_wrap_level(provided))
-	e := &env{level: granted, initTid: -1} // no thread of this process may finalize
+	e := &env{level: granted, initTid: -1, maxCount: MaxCount} // no thread of this process may finalize
 	if granted < ThreadMultiple {
 		e.serial = &sync.Mutex{}
 	}
