@@ -31,6 +31,9 @@ type Reader struct {
 	byID  map[int32]int
 	perV  [][]int // chunk indices of each variable, by dptr
 	chunk []ChunkInfo
+	// datasets and subsets come from the extension area (version 2).
+	datasets []Dataset
+	subsets  []Subset
 }
 
 // Open reads and checks the metadata of the FTI-FF file f. It reads only
@@ -105,14 +108,14 @@ func (r *Reader) open() error {
 		return fmt.Errorf("%s: %w", r.path, ErrNotFTIFF)
 	}
 	hdr := decodeHeader(r.hb[:])
-	if hdr.version != Version {
+	if hdr.version != Version && hdr.version != VersionExt {
 		if trailerOK {
 			var v [2]byte
 			if err := r.readAt(vfd.MemSuper, v[:], size-FBSize+8); err != nil {
 				return err
 			}
 			if le.Uint16(v[:]) == hdr.version {
-				return r.corrupt(-1, -1, 8, fmt.Errorf("%w: version %d (this reader knows %d)", ErrVersion, hdr.version, Version))
+				return r.corrupt(-1, -1, 8, fmt.Errorf("%w: version %d (this reader knows %d and %d)", ErrVersion, hdr.version, Version, VersionExt))
 			}
 		}
 		return r.fileErr(8, ErrCorrupt, "header version %d does not match the file block", hdr.version)
@@ -279,7 +282,7 @@ func (r *Reader) parseMeta(mb []byte) error {
 		return bad(int(p), "data ends at %d, metadata starts at %d", fptr, fb.metaOff)
 	case dataSize != fb.ckptSize:
 		return bad(int(p), "chunks hold %d bytes, file block says %d", dataSize, fb.ckptSize)
-	case bh != fb.numBHashes || uint64(n-p) != bh*HashSize || bh > uint64(n):
+	case bh != fb.numBHashes || !r.extFits(n-p, bh) || bh > uint64(n):
 		return bad(int(p), "%d block hashes in %d bytes, file block says %d", bh, n-p, fb.numBHashes)
 	}
 	unhashed := fb.flags&flagUnhashed != 0
@@ -295,6 +298,7 @@ func (r *Reader) parseMeta(mb []byte) error {
 			return r.corrupt(c.VarID, i, moff+int64(r.vmdOff(i))+56, fmt.Errorf("%w: chunk hash over its block hashes", ErrHashMismatch))
 		}
 	}
+	extOff := p
 	// Every variable's containers must tile [0, capacity) in dptr order,
 	// and its chunks must hold exactly its bytes.
 	r.perV = make([][]int, len(r.vars))
@@ -320,7 +324,7 @@ func (r *Reader) parseMeta(mb []byte) error {
 		}
 		v.Chunks = len(cs)
 	}
-	return nil
+	return r.parseExt(mb[extOff:], moff+extOff)
 }
 
 // vmdOff returns the offset of chunk i's VMD record inside the metadata block.
