@@ -34,6 +34,9 @@ var (
 	ErrBadType = errors.New("ckpt: element type is not fixed-size and pointer-free")
 	// ErrBadID is returned for a negative id or one above max_var_id.
 	ErrBadID = errors.New("ckpt: bad id")
+	// ErrNameTaken is returned by Protect for a name another protected
+	// variable already has: names must identify variables (RecoverVarByName).
+	ErrNameTaken = errors.New("ckpt: variable name already protected under another id")
 	// ErrFinalized is returned by every call after Finalize.
 	ErrFinalized = errors.New("ckpt: runtime finalized")
 	// ErrMismatchedCall is returned when ranks call a collective with
