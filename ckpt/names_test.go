@@ -99,4 +99,4 @@ func TestProtectNameTaken(t *testing.T) {
 type testValue struct{ b []byte }
 
 func (v *testValue) MarshalBinary() ([]byte, error) { return v.b, nil }
-func (v *testValue) UnmarshalBinary(b []byte) error  { v.b = append(v.b[:0], b...); return nil }
+func (v *testValue) UnmarshalBinary(b []byte) error { v.b = append(v.b[:0], b...); return nil }
