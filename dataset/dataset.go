@@ -49,6 +49,18 @@ type Decomposition struct {
 // the subsets of a dataset that is not Sparse cover every element
 // ([ErrGap]).
 func NewDecomposition(views []View) (*Decomposition, error) {
+	return newDecomposition(views, true)
+}
+
+// Partial is [NewDecomposition] without the coverage rule: the subsets
+// need not cover their datasets (they still must not overlap). It
+// describes a request for some parts of the datasets, such as a
+// hyperslab read from a checkpoint.
+func Partial(views []View) (*Decomposition, error) {
+	return newDecomposition(views, false)
+}
+
+func newDecomposition(views []View, complete bool) (*Decomposition, error) {
 	d := &Decomposition{byID: map[int32]int{}, ranks: make([][]Subset, len(views)), pieces: map[int32][]piece{}}
 	defRank := map[int32]int{}
 	for r, v := range views {
@@ -109,7 +121,7 @@ func NewDecomposition(views []View) (*Decomposition, error) {
 		d.ranks[r] = subs
 	}
 	for _, ds := range d.datasets {
-		if err := checkCoverage(ds, d.pieces[ds.ID]); err != nil {
+		if err := checkCoverage(ds, d.pieces[ds.ID], complete); err != nil {
 			return nil, err
 		}
 	}
@@ -218,7 +230,7 @@ func overlaps(ao, ac, bo, bc []int64) bool {
 
 // checkCoverage refuses overlapping subsets of ds and, unless ds is
 // Sparse, subsets that leave an element uncovered.
-func checkCoverage(ds Dataset, ps []piece) error {
+func checkCoverage(ds Dataset, ps []piece, complete bool) error {
 	var live []piece
 	var vol int64
 	for _, p := range ps {
@@ -252,7 +264,7 @@ func checkCoverage(ds Dataset, ps []piece) error {
 			}
 		}
 	}
-	if ds.Sparse || vol == ds.Elements() {
+	if !complete || ds.Sparse || vol == ds.Elements() {
 		return nil
 	}
 	msg := fmt.Sprintf("%v: dataset %v: the subsets of %d ranks cover %d of its %d elements",

@@ -100,6 +100,12 @@ func TestDecompositionErrors(t *testing.T) {
 			_, err := NewDecomposition(tc.views())
 			require.ErrorIs(t, err, tc.target)
 			assert.Contains(t, err.Error(), tc.msg)
+			_, err = Partial(tc.views())
+			if tc.target == ErrGap {
+				assert.NoError(t, err, "Partial allows gaps")
+			} else {
+				assert.ErrorIs(t, err, tc.target, "Partial keeps every other rule")
+			}
 		})
 	}
 }
