@@ -21,8 +21,8 @@
 // and its other variables into datasets of its own, hashing the bytes
 // from memory while they are written (BLAKE3 per block, as FTI-FF), and
 // syncs; the ranks vote; rank 0 receives the block hashes, writes the
-// tables, the object headers, syncs, writes the superblock last, syncs,
-// renames the file to its final name and syncs the directory. A crash at
+// tables, the object headers and the superblock last, syncs, renames the
+// file to its final name and syncs the directory. A crash at
 // any point leaves the previous file and, under the final name, either
 // nothing or the complete new file. Every rank returns the same error.
 //

@@ -588,6 +588,9 @@ func (w *writer) commit(hashes [][]byte) error {
 	if _, err := meta.CreateDataset(tableHashes, h5.Uint8, []uint64{uint64(len(hashBytes) / fileformat.HashSize), fileformat.HashSize}, hashBytes); err != nil {
 		return err
 	}
+	// The rename below commits the file, so the superblock need not wait
+	// for a sync of the headers: one sync after it suffices.
+	w.h.OneSync()
 	if err := w.h.Close(); err != nil {
 		return err
 	}
