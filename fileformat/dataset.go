@@ -32,7 +32,7 @@ const (
 	// ErrVersion. Records without it are skipped by such a reader.
 	extRequired = 1 << 0
 
-	extHeaderSize    = 16
+	extTrailerSize   = 24
 	extRecHeaderSize = 16
 	extDatasetFixed  = 16
 	extSubsetFixed   = 16
@@ -41,7 +41,8 @@ const (
 	datasetSparse = 1 << 0
 )
 
-// extMagic opens the extension area. Wire format: never change.
+// extMagic ends the extension area (and so the metadata block of a
+// version-2 file). Wire format: never change.
 var extMagic = [8]byte{'F', 'T', 'I', 'F', 'F', 'E', 'X', 'T'}
 
 // Dataset is a global array (FTI_DefineGlobalDataset): a shape of 1 to
@@ -295,12 +296,14 @@ func checkExt(ds []Dataset, subs []Subset, vars func(id int32) (varShape, bool))
 func pad8(n int64) int64 { return (n + 7) &^ 7 }
 
 // encodeExt returns the extension area for the sorted, checked datasets
-// and subsets (nil when there are none).
+// and subsets (nil when there are none): the records, then the trailer
+// (record count, the area's size, the magic), so that a reader finds the
+// area from the end of the metadata block.
 func encodeExt(ds []Dataset, ss []Subset) []byte {
 	if len(ds) == 0 && len(ss) == 0 {
 		return nil
 	}
-	n := int64(extHeaderSize)
+	n := int64(extTrailerSize)
 	for _, d := range ds {
 		n += extRecHeaderSize + pad8(extDatasetFixed+8*int64(len(d.Shape))+int64(len(d.Name)))
 	}
@@ -308,9 +311,7 @@ func encodeExt(ds []Dataset, ss []Subset) []byte {
 		n += extRecHeaderSize + pad8(extSubsetFixed+16*int64(len(s.Offset)))
 	}
 	b := make([]byte, n)
-	copy(b, extMagic[:])
-	le.PutUint32(b[8:], uint32(len(ds)+len(ss)))
-	p := int64(extHeaderSize)
+	p := int64(0)
 	rec := func(kind uint16, length int64) []byte {
 		le.PutUint16(b[p:], kind)
 		le.PutUint16(b[p+2:], 1) // record version
@@ -347,6 +348,9 @@ func encodeExt(ds []Dataset, ss []Subset) []byte {
 			le.PutUint64(body[16+8*(nd+k):], uint64(s.Count[k]))
 		}
 	}
+	le.PutUint32(b[p:], uint32(len(ds)+len(ss)))
+	le.PutUint64(b[p+8:], uint64(n))
+	copy(b[p+16:], extMagic[:])
 	return b
 }
 
@@ -370,22 +374,44 @@ func buildExt(o *options, vars []Var, idx map[int32]int) ([]byte, error) {
 	return encodeExt(ds, ss), nil
 }
 
-// extFits reports whether rest bytes after the block hash index of the
-// metadata block are what the file's version allows for nbh block hashes:
-// exactly the hashes in version 1, the hashes and an extension area in
-// version 2.
-func (r *Reader) extFits(rest int64, nbh uint64) bool {
+// ExtLength returns the size of the extension area at the end of a
+// version-2 metadata block, as its trailer states it: the last 24 bytes of
+// the block, from which a reader learns, before parsing the rest, where
+// the version-1 part of the metadata ends. ok is false when the trailer is
+// missing or states an impossible size (not a multiple of 8, below 24 or
+// beyond the block).
+func ExtLength(trailer []byte, metaSize int64) (n int64, ok bool) {
+	if len(trailer) < extTrailerSize {
+		return 0, false
+	}
+	t := trailer[len(trailer)-extTrailerSize:]
+	size := le.Uint64(t[8:])
+	if !bytes.Equal(t[16:], extMagic[:]) || le.Uint32(t[4:]) != 0 || size < extTrailerSize ||
+		size > uint64(max(metaSize, 0)) || size%8 != 0 {
+		return 0, false
+	}
+	return int64(size), true
+}
+
+// extFits reports whether the metadata block mb, whose block hash table
+// (nbh hashes) starts at p, is what the file's version allows: the hashes
+// end the block in version 1; the hashes and then exactly the extension
+// area its trailer announces in version 2.
+func (r *Reader) extFits(mb []byte, p int64, nbh uint64) bool {
+	rest := int64(len(mb)) - p
 	if rest < 0 || nbh > uint64(rest)/HashSize {
 		return false
 	}
 	if r.hdr.version == Version {
 		return uint64(rest) == nbh*HashSize
 	}
-	return uint64(rest)-nbh*HashSize >= extHeaderSize
+	n, ok := ExtLength(mb, int64(len(mb)))
+	return ok && uint64(rest) == nbh*HashSize+uint64(n)
 }
 
-// parseExt decodes and checks the extension area b, found at file offset
-// off (version 2 files only).
+// parseExt decodes and checks the extension area b (the rest of the
+// metadata block after the block hashes), found at file offset off
+// (version 2 files only; extFits checked its size).
 func (r *Reader) parseExt(b []byte, off int64) error {
 	if r.hdr.version == Version {
 		return nil
@@ -393,17 +419,17 @@ func (r *Reader) parseExt(b []byte, off int64) error {
 	bad := func(p int64, format string, args ...any) error {
 		return r.fileErr(off+p, ErrCorrupt, "extension area: "+format, args...)
 	}
-	n := int64(len(b))
-	if n < extHeaderSize || !bytes.Equal(b[:8], extMagic[:]) || le.Uint32(b[12:]) != 0 {
-		return bad(0, "no extension header")
+	n := int64(len(b)) - extTrailerSize
+	if n < 0 {
+		return bad(0, "no extension trailer")
 	}
-	nrec := int64(le.Uint32(b[8:]))
-	if nrec*extRecHeaderSize > n-extHeaderSize {
-		return bad(8, "%d records do not fit in %d bytes", nrec, n)
+	nrec := int64(le.Uint32(b[n:]))
+	if nrec*extRecHeaderSize > n {
+		return bad(n, "%d records do not fit in %d bytes", nrec, n)
 	}
 	var ds []Dataset
 	var ss []Subset
-	p := int64(extHeaderSize)
+	p := int64(0)
 	for i := int64(0); i < nrec; i++ {
 		if p+extRecHeaderSize > n {
 			return bad(p, "record %d past the end", i)
@@ -436,7 +462,7 @@ func (r *Reader) parseExt(b []byte, off int64) error {
 			}
 			ss = append(ss, s)
 		case flags&extRequired != 0:
-			return r.corrupt(-1, -1, off+p, fmt.Errorf("%w: extension record of kind %d version %d is required and unknown to this reader", ErrVersion, kind, ver))
+			return r.corrupt(-1, -1, off+bodyOff-extRecHeaderSize, fmt.Errorf("%w: extension record of kind %d version %d is required and unknown to this reader", ErrVersion, kind, ver))
 		default:
 			// An optional record this reader does not know: skipped.
 		}

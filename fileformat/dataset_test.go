@@ -201,8 +201,7 @@ func patchExt(t *testing.T, edit func(ext []byte) []byte) []byte {
 	require.NoError(t, err)
 	fb := m.b[len(m.b)-FBSize:]
 	metaOff := int64(le.Uint64(fb[72:]))
-	// The extension area follows the block hash table.
-	extOff := int64(bytes.Index(m.b[metaOff:], extMagic[:])) + metaOff
+	extOff := extStart(m.b)
 	require.Greater(t, extOff, metaOff)
 	ext := edit(append([]byte(nil), m.b[extOff:len(m.b)-FBSize]...))
 	b := append(append(append([]byte(nil), m.b[:extOff]...), ext...), fb...)
@@ -212,16 +211,30 @@ func patchExt(t *testing.T, edit func(ext []byte) []byte) []byte {
 	return resealed(b)
 }
 
+// extStart returns the file offset of the extension area of a version-2
+// file b, from its trailer at the end of the metadata block.
+func extStart(b []byte) int64 {
+	end := int64(len(b)) - FBSize
+	return end - int64(le.Uint64(b[end-extTrailerSize+8:]))
+}
+
+// appendRecord adds a record before the trailer of the extension area
+// ext and updates the trailer's count and size.
 func appendRecord(ext []byte, kind, flags uint16, body []byte) []byte {
-	le.PutUint32(ext[8:], le.Uint32(ext[8:])+1)
+	n := len(ext) - extTrailerSize
+	tr := append([]byte(nil), ext[n:]...)
+	out := append([]byte(nil), ext[:n]...)
 	var h [16]byte
 	le.PutUint16(h[0:], kind)
 	le.PutUint16(h[2:], 1)
 	le.PutUint32(h[4:], uint32(flags))
 	le.PutUint64(h[8:], uint64(len(body)))
-	ext = append(ext, h[:]...)
-	ext = append(ext, body...)
-	return append(ext, make([]byte, pad8(int64(len(body)))-int64(len(body)))...)
+	out = append(out, h[:]...)
+	out = append(out, body...)
+	out = append(out, make([]byte, pad8(int64(len(body)))-int64(len(body)))...)
+	le.PutUint32(tr[0:], le.Uint32(tr[0:])+1)
+	le.PutUint64(tr[8:], uint64(len(out)+extTrailerSize))
+	return append(out, tr...)
 }
 
 // TestDatasetsExtensionRecords checks the reader's rules for records it
@@ -241,20 +254,26 @@ func TestDatasetsExtensionRecords(t *testing.T) {
 	assert.ErrorAs(t, err, &ce)
 
 	corrupt := map[string]func(ext []byte) []byte{
-		"magic":         func(ext []byte) []byte { ext[0] = 'X'; return ext },
-		"record count":  func(ext []byte) []byte { le.PutUint32(ext[8:], 3); return ext },
-		"stray bytes":   func(ext []byte) []byte { return append(ext, make([]byte, 8)...) },
-		"reserved":      func(ext []byte) []byte { ext[12] = 1; return ext },
-		"unknown flags": func(ext []byte) []byte { ext[16+4] = 2; return ext },
-		"length":        func(ext []byte) []byte { le.PutUint64(ext[16+8:], 1<<40); return ext },
+		"magic":        func(ext []byte) []byte { ext[len(ext)-1] = 'X'; return ext },
+		"record count": func(ext []byte) []byte { le.PutUint32(ext[len(ext)-extTrailerSize:], 3); return ext },
+		"stray bytes": func(ext []byte) []byte {
+			n := len(ext) - extTrailerSize
+			out := append(append(append([]byte(nil), ext[:n]...), make([]byte, 8)...), ext[n:]...)
+			le.PutUint64(out[len(out)-extTrailerSize+8:], uint64(len(out)))
+			return out
+		},
+		"size":          func(ext []byte) []byte { le.PutUint64(ext[len(ext)-extTrailerSize+8:], 8); return ext },
+		"reserved":      func(ext []byte) []byte { ext[len(ext)-20] = 1; return ext },
+		"unknown flags": func(ext []byte) []byte { ext[4] = 2; return ext },
+		"length":        func(ext []byte) []byte { le.PutUint64(ext[8:], 1<<40); return ext },
 		"rank zero": func(ext []byte) []byte {
-			ext[16+16+5] = 0 // first dataset record's rank
+			ext[16+5] = 0 // first dataset record's rank
 			return ext
 		},
 		"empty": func(ext []byte) []byte { return ext[:0] },
 		"subset outside": func(ext []byte) []byte {
-			// last record: the subset of var 4 at offset 5 of 20; move it to 18.
-			i := bytes.LastIndex(ext, binary.LittleEndian.AppendUint64(nil, 5))
+			// last record: the subset of var 4 at offset 5 of 20 (count 5); make the count 18.
+			i := bytes.LastIndex(ext[:len(ext)-extTrailerSize], binary.LittleEndian.AppendUint64(nil, 5))
 			le.PutUint64(ext[i:], 18)
 			return ext
 		},
@@ -380,10 +399,12 @@ func TestGoldenDatasets(t *testing.T) {
 	// 3 VMDs, 3 block hashes, then the extension area.
 	ext := metaOff + 3*32 + 16 + 3*88 + nbh*32
 	require.Equal(t, 3, nbh)
-	assert.Equal(t, []byte("FTIFFEXT"), b[ext:ext+8])
-	assert.Equal(t, uint32(4), u32(ext+8)) // records
-	assert.Equal(t, uint32(0), u32(ext+12))
-	p := ext + 16
+	tr := metaOff + metaSize - 24 // the trailer ends the metadata block
+	assert.Equal(t, uint32(4), u32(tr))  // records
+	assert.Equal(t, uint32(0), u32(tr+4)) // reserved
+	assert.Equal(t, uint64(metaOff+metaSize-ext), u64(tr+8))
+	assert.Equal(t, []byte("FTIFFEXT"), b[tr+16:tr+24])
+	p := ext
 	// Record 0: dataset 3 "field" [4 3] float64.
 	assert.Equal(t, uint16(1), u16(p))    // kind dataset
 	assert.Equal(t, uint16(1), u16(p+2))  // record version
@@ -427,7 +448,7 @@ func TestGoldenDatasets(t *testing.T) {
 	assert.Equal(t, uint32(4), u32(s))
 	assert.Equal(t, uint32(9), u32(s+4))
 	assert.Equal(t, []uint64{5, 5}, []uint64{u64(s + 16), u64(s + 24)})
-	assert.Equal(t, metaOff+metaSize, s+32, "the extension area ends the metadata block")
+	assert.Equal(t, tr, s+32, "the trailer follows the last record")
 }
 
 // FuzzDatasetExt mutates the extension area of a version-2 file (the rest
@@ -440,10 +461,10 @@ func FuzzDatasetExt(f *testing.F) {
 	if _, _, err := Write(m, Meta{CkptID: 4, Rank: 1}, vars, nil, WithDatasets(ds, subs), WithClock(fixedClock)); err != nil {
 		f.Fatal(err)
 	}
-	i := bytes.Index(m.b, extMagic[:])
+	i := extStart(m.b)
 	prefix, ext, fbb := m.b[:i], m.b[i:len(m.b)-FBSize], m.b[len(m.b)-FBSize:]
 	f.Add(ext)
-	f.Add(ext[:16])
+	f.Add(ext[len(ext)-extTrailerSize:])
 	f.Add(appendRecord(append([]byte(nil), ext...), 5, 0, []byte{1, 2, 3}))
 	f.Fuzz(func(t *testing.T, e []byte) {
 		b := append(append(append([]byte(nil), prefix...), e...), fbb...)

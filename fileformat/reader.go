@@ -282,7 +282,7 @@ func (r *Reader) parseMeta(mb []byte) error {
 		return bad(int(p), "data ends at %d, metadata starts at %d", fptr, fb.metaOff)
 	case dataSize != fb.ckptSize:
 		return bad(int(p), "chunks hold %d bytes, file block says %d", dataSize, fb.ckptSize)
-	case bh != fb.numBHashes || !r.extFits(n-p, bh) || bh > uint64(n):
+	case bh != fb.numBHashes || !r.extFits(mb, p, bh) || bh > uint64(n):
 		return bad(int(p), "%d block hashes in %d bytes, file block says %d", bh, n-p, fb.numBHashes)
 	}
 	unhashed := fb.flags&flagUnhashed != 0

@@ -55,9 +55,10 @@ def main(path):
 
 def extension(ext, recs):
     """Prints the dataset and subset records of a version-2 extension area."""
-    assert ext[:8] == b"FTIFFEXT"
-    (nrec,) = struct.unpack_from("<I4x", ext, 8)
-    p = 16
+    assert ext[-8:] == b"FTIFFEXT"
+    nrec, size = struct.unpack_from("<I4xQ", ext, len(ext) - 24)
+    assert size == len(ext)
+    p = 0
     for _ in range(nrec):
         kind, ver, flags, length = struct.unpack_from("<HHIQ", ext, p)
         body = ext[p + 16:p + 16 + length]
@@ -79,7 +80,7 @@ def extension(ext, recs):
             print(f"subset var={vid} dataset={did} offset={off} count={cnt}")
         else:
             assert flags & 1 == 0, "unknown required record"
-    assert p == len(ext)
+    assert p == len(ext) - 24
 
 
 if __name__ == "__main__":
