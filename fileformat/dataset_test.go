@@ -399,8 +399,8 @@ func TestGoldenDatasets(t *testing.T) {
 	// 3 VMDs, 3 block hashes, then the extension area.
 	ext := metaOff + 3*32 + 16 + 3*88 + nbh*32
 	require.Equal(t, 3, nbh)
-	tr := metaOff + metaSize - 24 // the trailer ends the metadata block
-	assert.Equal(t, uint32(4), u32(tr))  // records
+	tr := metaOff + metaSize - 24         // the trailer ends the metadata block
+	assert.Equal(t, uint32(4), u32(tr))   // records
 	assert.Equal(t, uint32(0), u32(tr+4)) // reserved
 	assert.Equal(t, uint64(metaOff+metaSize-ext), u64(tr+8))
 	assert.Equal(t, []byte("FTIFFEXT"), b[tr+16:tr+24])
