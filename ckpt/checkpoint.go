@@ -19,8 +19,8 @@ import (
 // wrapping [ErrLevelUnavailable]; a failure on any rank returns the same
 // error on every rank and leaves the previous checkpoints untouched.
 func (r *Runtime) Checkpoint(id int64, level int) error {
-	if r.finalized {
-		return ErrFinalized
+	if err := r.usable("Checkpoint"); err != nil {
+		return err
 	}
 	_, err := r.checkpoint(id, levels.ID(level))
 	return err
@@ -65,11 +65,16 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) 
 	if lay != nil {
 		r.layout = lay
 	}
-	if r.recovered != nil {
-		// The checkpoint this run restarted from may now be superseded:
-		// the restart's data is no longer readable through Recover.
-		r.closeStored()
-		r.recovered, r.restored = nil, true
+	// Recover now reads this checkpoint (as FTI's does after a
+	// checkpoint); the one the run restarted from may be superseded.
+	r.closeStored()
+	r.last, r.recovered, r.restored = m, m, true
+	r.src, r.srcTask = levels.Source{}, nil
+	if f, ok := m.DataFile(r.c.Rank()); ok {
+		r.src = levels.Source{Store: r.env.Store(f.Where), Name: f.Name, Size: f.Size, Digest: f.Digest}
+		if f.Attrs[levels.AttrInContainer] != "" {
+			r.src.Store, r.srcTask = r.env.Global, &f
+		}
 	}
 	wall := r.now().Sub(start)
 	if r.c.Rank() == 0 {
@@ -124,59 +129,64 @@ func (r *Runtime) fileVars() ([]fileformat.Var, error) {
 	return out, nil
 }
 
-// Finalize ends the run. With keep_last_ckpt the newest checkpoint is
-// flushed to L4 (as FTI does; unless it is an L4 checkpoint already) and
-// that L4 copy is kept and marked so the next run restarts from it, status
-// RestartKept, even when every node-local directory is gone. If the flush
-// fails, the newest checkpoint is kept at its own level and the error is
-// returned. Without keep_last_ckpt every checkpoint is deleted (L4 ones
-// are kept under keep_l4_ckpt). Collective. The runtime is unusable
+// Finalize ends the run. With keep_last_ckpt the last recoverable
+// checkpoint of the run — the newest one this run committed, or else the
+// one it restarted from (never a newer one Init found unrecoverable) — is
+// flushed to L4 (as FTI does; unless it is an L4 checkpoint already), and
+// that L4 checkpoint is kept and marked so the next run restarts from it,
+// status RestartKept, even when every node-local directory is gone; the
+// other checkpoints are deleted. If the flush fails, Finalize returns
+// the error and deletes nothing: storage stays as it was and the next run
+// restarts as after a kill. (If marking the flushed copy kept fails, it
+// stays committed, the error is returned and nothing else is deleted.) Without keep_last_ckpt
+// every checkpoint is deleted (L4 ones are kept under keep_l4_ckpt).
+// Finalize releases meta_dir's lock. Collective. The runtime is unusable
 // afterwards.
 func (r *Runtime) Finalize() error {
-	if r.finalized {
-		return ErrFinalized
+	if err := r.usable("Finalize"); err != nil {
+		return err
 	}
 	r.finalized = true
+	defer r.releaseLock()
 	r.closeStored()
 	r.eng.Wait()
-	var errs []error
+	var keep *levels.Manifest
 	if r.cfg.KeepLastCkpt {
-		if committed := r.eng.Committed(); len(committed) > 0 && committed[len(committed)-1].Level != levels.L4 {
-			if err := r.flushL4(committed[len(committed)-1]); err != nil {
-				errs = append(errs, err)
+		keep = r.keepCandidate()
+		if keep != nil && keep.Level != levels.L4 {
+			m4, err := r.flushL4(keep)
+			if err != nil {
+				return fmt.Errorf("ckpt: finalize: %w", err)
 			}
-			r.eng.Wait() // the flush superseded the local checkpoints
+			keep = m4
+		}
+		if keep != nil && !keep.Kept {
+			k, err := r.eng.Keep(keep)
+			if err != nil {
+				return fmt.Errorf("ckpt: finalize: keep_last_ckpt: marking checkpoint %d (%v) kept failed; it stays committed for the next run, and no other checkpoint was deleted by Finalize: %w",
+					keep.ID, keep.Level, err)
+			}
+			keep = k
+		}
+		if keep != nil && r.c.Rank() == 0 {
+			r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) kept for the next run", keep.ID, keep.Level),
+				zap.Int64("ckpt-id", keep.ID), zap.Stringer("level", keep.Level), zap.String("dir", keep.Dir()))
 		}
 	}
-	committed := r.eng.Committed()
-	if r.cfg.KeepLastCkpt && len(committed) > 0 {
-		last := committed[len(committed)-1]
-		var kerr error
-		if r.c.Rank() == 0 && !last.Kept {
-			k := *last
-			k.Kept = true
-			var raw []byte
-			raw, kerr = k.Marshal()
-			if kerr == nil {
-				kerr = vfd.WriteFileAtomic(r.env.Meta.Driver, r.env.Meta.Path(levels.ManifestName(k.Seq)), raw)
-			}
+	var errs []error
+	for _, m := range r.eng.Committed() {
+		if keep != nil && m.Seq == keep.Seq {
+			continue
 		}
-		if err := levels.Agree(r.c, kerr, "keep last checkpoint"); err != nil {
-			return fmt.Errorf("ckpt: finalize: %w", errors.Join(append(errs, err)...))
-		}
-		committed = committed[:len(committed)-1]
-		if r.c.Rank() == 0 {
-			r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) kept for the next run", last.ID, last.Level),
-				zap.Int64("ckpt-id", last.ID), zap.Stringer("level", last.Level), zap.String("dir", last.Dir()))
-		}
-	}
-	for _, m := range committed {
 		if r.cfg.KeepL4Ckpt && m.Level == levels.L4 {
 			continue
 		}
 		if err := r.eng.Delete(m); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := r.eng.Settle(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("ckpt: finalize: %w", err)
@@ -187,11 +197,30 @@ func (r *Runtime) Finalize() error {
 	return r.c.Barrier()
 }
 
+// keepCandidate returns the checkpoint keep_last_ckpt keeps: the newest
+// one this run committed, or else the one it restarted from, as long as
+// it is still committed; nil when the run has neither.
+func (r *Runtime) keepCandidate() *levels.Manifest {
+	committed := r.eng.Committed()
+	for _, want := range []*levels.Manifest{r.last, r.from} {
+		if want == nil {
+			continue
+		}
+		for _, m := range committed {
+			if m.Seq == want.Seq {
+				return m
+			}
+		}
+	}
+	return nil
+}
+
 // flushL4 copies committed checkpoint m to L4 as a new checkpoint with the
-// same id (keep_last_ckpt at Finalize). Every rank copies its own data
-// file, which this run wrote or Init recovered and rebuilt in place; the
-// copy is verified against m's digest. Collective.
-func (r *Runtime) flushL4(m *levels.Manifest) error {
+// same id (keep_last_ckpt at Finalize) and returns it. Every rank copies
+// its own data file, which this run wrote or Init verified (and rebuilt)
+// in place; the copy is verified against m's digest. On failure nothing
+// is left of the new checkpoint and nothing else changed. Collective.
+func (r *Runtime) flushL4(m *levels.Manifest) (*levels.Manifest, error) {
 	var src levels.Source
 	var ftiff bool
 	f, ok := m.DataFile(r.c.Rank())
@@ -214,7 +243,8 @@ func (r *Runtime) flushL4(m *levels.Manifest) error {
 	start := r.now()
 	m4, st, err := r.eng.Checkpoint(m.ID, levels.L4, write)
 	if err != nil {
-		return fmt.Errorf("keep_last_ckpt: flush checkpoint %d (%v) to L4 failed, it stays kept at %v: %w", m.ID, m.Level, m.Level, err)
+		return nil, fmt.Errorf("keep_last_ckpt: flush checkpoint %d (%v) to L4 failed; nothing was deleted, checkpoint %d stays at %v for the next run: %w",
+			m.ID, m.Level, m.ID, m.Level, err)
 	}
 	if r.c.Rank() == 0 {
 		wall := r.now().Sub(start)
@@ -224,7 +254,7 @@ func (r *Runtime) flushL4(m *levels.Manifest) error {
 			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m4.Level), zap.Stringer("from-level", m.Level),
 			zap.Float64("mib-per-rank", mib), zap.Duration("wall", wall))
 	}
-	return nil
+	return m4, nil
 }
 
 // copyFTIFF copies the FTI-FF data file src into out, hashing the bytes

@@ -3,8 +3,11 @@ package ckpt
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -49,6 +52,7 @@ type Option func(*options)
 
 type options struct {
 	logger  *zap.Logger
+	warn    io.Writer
 	now     func() time.Time
 	local   vfd.Driver
 	global  vfd.Driver
@@ -57,14 +61,25 @@ type options struct {
 	nodeID  func(rank int) string
 	policy  levels.Policy
 	buffers *partner.Buffers
-	// verifyAll makes Init verify every file of the checkpoint it
-	// restarts from, even data that Recover would check while reading it
-	// (RebuildOffline: nothing reads the data afterwards).
-	verifyAll bool
+	// lockHeld says the caller (RebuildOffline) holds meta_dir's lock.
+	lockHeld bool
 }
 
 // WithLogger sets the logger (nil: no logging).
 func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithWarnings sets where rank 0 prints the warnings a user must see even
+// without a log: a restart that skipped unrecoverable newer checkpoints
+// and fell back to an older one (default os.Stderr; nil: nowhere). They
+// are logged as well.
+func WithWarnings(w io.Writer) Option {
+	return func(o *options) {
+		if w == nil {
+			w = io.Discard
+		}
+		o.warn = w
+	}
+}
 
 // WithClock sets the clock used for timing and Snapshot intervals.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
@@ -101,9 +116,13 @@ func WithBuffers(b *partner.Buffers) Option { return func(o *options) { o.buffer
 func WithPolicy(p levels.Policy) Option { return func(o *options) { o.policy = p } }
 
 // Runtime is one rank's checkpoint runtime. Its collective methods (Init,
-// Checkpoint, Snapshot, Recover, Finalize) must be called by every rank in
-// the same order; Protect, RecoverVar and StoredSize are local. A Runtime
-// is used by one goroutine (its rank's).
+// Checkpoint, Snapshot, Finalize) must be called by every rank in the same
+// order; Protect, Recover, RecoverVar, StoredSize, Realloc and Close are
+// local. A Runtime is used by one goroutine (its rank's).
+//
+// Every method of a nil *Runtime (what a failed Init returns) returns an
+// error wrapping [ErrNilArgument], or the zero value for those without an
+// error result; none panics.
 type Runtime struct {
 	cfg    Config
 	c      comm.Comm
@@ -113,43 +132,67 @@ type Runtime struct {
 	env    *levels.Env
 	eng    *levels.Engine
 	status Status
+	lock   io.Closer // meta_dir's lock (rank 0)
 
 	vars  map[int]*variable
 	order []int // protect order
 
-	recovered *levels.Manifest // readable by Recover until the next checkpoint
+	// recovered is what Recover reads: the checkpoint Init restarted
+	// from, then the last checkpoint this run committed.
+	recovered *levels.Manifest
 	from      *levels.Manifest // the checkpoint Init restarted from
 	src       levels.Source
-	stored    *storedFile // the recovered data file, opened lazily
-	restored  bool        // Recover has run (Snapshot then ticks)
+	srcTask   *levels.File // src is a task of the L4 container described by this entry
+	stored    *storedFile  // the data file Recover reads, opened lazily
+	restored  bool         // Recover has run, or a checkpoint was taken (Snapshot then ticks)
 	lastID    int64
+	last      *levels.Manifest // the newest checkpoint this run committed
 	// layout is the FTI-FF layout of the last committed checkpoint (or of
 	// the recovered file), passed to the next fileformat.Write.
 	layout *fileformat.Layout
 
 	snap      snapState
 	finalized bool
+	closed    bool
+}
+
+// usable returns nil when the runtime can take the call.
+func (r *Runtime) usable(call string) error {
+	switch {
+	case r == nil:
+		return fmt.Errorf("%w: %s on a nil *ckpt.Runtime (did Init fail?)", ErrNilArgument, call)
+	case r.closed:
+		return fmt.Errorf("%w: %s after Close", ErrClosed, call)
+	case r.finalized:
+		return ErrFinalized
+	}
+	return nil
 }
 
 // Init starts the runtime on this rank: it validates cfg for the
-// communicator's size, builds the topology (remapped onto replacement
-// nodes on a restart), creates the directories, removes what a crashed
+// communicator's size, locks meta_dir against other jobs, builds the
+// topology (remapped onto replacement nodes on a restart), creates the
+// directories, puts the checkpoint metadata in order (repairing a damaged
+// or missing manifest copy from the other one), removes what a crashed
 // run left half-written, and on a restart recovers the newest checkpoint
-// every rank can read, rebuilding lost files from redundancy, before it
-// returns. A restart whose checkpoints are all unrecoverable returns an
-// error wrapping [ErrUnrecoverable]; Init never turns it into a fresh
-// start. Collective; the status and any error are identical on every rank.
+// every rank can read before it returns: every file of it is verified,
+// lost or damaged files are rebuilt from redundancy, and an unrecoverable
+// checkpoint is passed over for the next older one, with a warning on
+// rank 0's standard error (see [WithWarnings]) and in the log naming
+// what was skipped and why. Collective; the status and any error are
+// identical on every rank.
 //
-// Data is read and hashed once per restart. When every rank's data file
-// of the newest checkpoint is in place as written (an L1 checkpoint),
-// Init checks its size, header, metadata and file checksum against the
-// manifest without reading the data, and [Runtime.Recover] checks every
-// block against its hash as it reads it; should a block not match,
-// Recover verifies every file and falls back to older checkpoints as
-// Init otherwise does (see [Runtime.Recover]). Any other checkpoint is
-// verified completely by Init.
-func Init(cfg Config, c comm.Comm, opts ...Option) (*Runtime, error) {
-	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}}
+// Init never starts fresh while a checkpoint exists: a restart whose
+// checkpoints are all unrecoverable returns an error wrapping
+// [ErrUnrecoverable], one whose checkpoint metadata is lost (files or
+// damaged manifests, no valid manifest copy) an error wrapping
+// [ErrMetadataLost] naming them, and meta_dir in use by another job or
+// runtime an error wrapping [ErrLocked].
+func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: Init needs a communicator, got a nil comm.Comm", ErrNilArgument)
+	}
+	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}, warn: os.Stderr}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -160,9 +203,15 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (*Runtime, error) {
 		o.now = time.Now
 	}
 	cfg = cfg.withDefaults()
-	// verbosity: 1 debug, 2 info, 3 warnings, 4 errors.
+	// verbosity: 1 debug, 2 info, 3 warnings, 4 errors. A logger already
+	// stricter than that stays as it is (zap.IncreaseLevel would complain).
 	if lvl := zapcore.Level(min(max(cfg.Verbosity, 1), 4) - 2); lvl > zapcore.DebugLevel {
-		o.logger = o.logger.WithOptions(zap.IncreaseLevel(lvl))
+		o.logger = o.logger.WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core {
+			if nc, err := zapcore.NewIncreaseLevelCore(core, lvl); err == nil {
+				return nc
+			}
+			return core
+		}))
 	}
 	r := &Runtime{cfg: cfg, c: c, log: o.logger.With(zap.Int("rank", c.Rank())), now: o.now, vars: map[int]*variable{}}
 	if c.Rank() == 0 {
@@ -172,6 +221,16 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (*Runtime, error) {
 	}
 	if err := levels.Agree(c, cfg.Validate(c.Size()), "validate config"); err != nil {
 		return nil, err
+	}
+	if !o.lockHeld {
+		if err := r.takeLock(o.meta); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				r.releaseLock()
+			}
+		}()
 	}
 	topo, err := r.buildTopology(o)
 	if err != nil {
@@ -204,35 +263,103 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (*Runtime, error) {
 	if err := r.eng.Open(); err != nil {
 		return nil, fmt.Errorf("ckpt: open checkpoint store: %w", err)
 	}
-	committed := r.eng.Committed()
-	if len(committed) == 0 {
+	if len(r.eng.Committed()) == 0 {
 		r.status = Fresh
 		r.log.Debug("fresh run")
 		return r, nil
 	}
-	var m *levels.Manifest
-	var src levels.Source
-	if o.verifyAll {
-		m, src, err = r.eng.Recover()
-	} else {
-		m, src, _, err = r.eng.RecoverDeferred()
-	}
+	m, src, err := r.eng.Recover()
 	if err != nil {
+		r.eng.Wait()
 		return nil, fmt.Errorf("ckpt: restart: %w", err)
 	}
 	r.restartFrom(m, src)
 	if c.Rank() == 0 {
+		r.warnSkipped(o.warn, m)
 		r.log.Info("this is a restart", zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level),
 			zap.String("dir", m.Dir()), zap.Stringer("status", r.status))
 	}
 	return r, nil
 }
 
+// warnSkipped tells the user, on w and in the log, which newer
+// checkpoints the restart passed over and why (rank 0).
+func (r *Runtime) warnSkipped(w io.Writer, from *levels.Manifest) {
+	skipped := r.eng.Skipped()
+	if len(skipped) == 0 {
+		return
+	}
+	var b strings.Builder
+	for _, s := range skipped {
+		fmt.Fprintf(&b, "ftigo: warning: checkpoint %d (%v, %s) is unrecoverable and was skipped: %v\n",
+			s.Manifest.ID, s.Manifest.Level, s.Manifest.Dir(), s.Err)
+	}
+	fmt.Fprintf(&b, "ftigo: warning: restarting from the older checkpoint %d (%v, %s)\n", from.ID, from.Level, from.Dir())
+	_, _ = io.WriteString(w, b.String())
+	ids := make([]string, len(skipped))
+	for i, s := range skipped {
+		ids[i] = fmt.Sprintf("%d (%v, %s)", s.Manifest.ID, s.Manifest.Level, s.Manifest.Dir())
+	}
+	r.log.Warn(fmt.Sprintf("restarting from the older checkpoint %d (%v): skipped unrecoverable checkpoint(s) %s",
+		from.ID, from.Level, strings.Join(ids, ", ")), zap.Int64("ckpt-id", from.ID), zap.Strings("skipped", ids))
+}
+
+// takeLock takes meta_dir's lock on rank 0 for the runtime's life. A
+// driver without locks is warned about once and the run goes on.
+// Collective: when the lock is held elsewhere, every rank returns an
+// error wrapping [ErrLocked].
+func (r *Runtime) takeLock(d vfd.Driver) error {
+	c, dir := r.c, r.cfg.MetaDir
+	name := path.Join(dir, levels.LockName)
+	var lerr error
+	state := int64(0)
+	if c.Rank() == 0 {
+		lerr = d.MkdirAll(dir, 0o755)
+		if lerr == nil {
+			r.lock, lerr = vfd.Lock(d, name)
+		}
+		switch {
+		case lerr == nil:
+		case errors.Is(lerr, vfd.ErrUnsupported):
+			r.log.Warn("meta_dir cannot be locked through this driver: nothing stops another job from using it at the same time",
+				zap.String("meta_dir", dir), zap.Error(lerr))
+			lerr = nil
+		case errors.Is(lerr, vfd.ErrLocked):
+			state = 1
+		default:
+			state = 2
+		}
+	}
+	v, err := c.AllreduceInt64(state, comm.Max)
+	if err != nil {
+		r.releaseLock()
+		return fmt.Errorf("ckpt: lock meta_dir: %w", err)
+	}
+	switch v {
+	case 1:
+		return fmt.Errorf("ckpt: meta_dir %s is in use by another job or runtime (it holds %s): %w; wait for it to end (Finalize or Close), or give this job its own meta_dir",
+			dir, name, ErrLocked)
+	case 2:
+		return fmt.Errorf("ckpt: %w", levels.Agree(c, lerr, "lock meta_dir "+dir))
+	}
+	return nil
+}
+
+// releaseLock releases meta_dir's lock if this rank holds it.
+func (r *Runtime) releaseLock() error {
+	if r.lock == nil {
+		return nil
+	}
+	err := r.lock.Close()
+	r.lock = nil
+	return err
+}
+
 // restartFrom makes m, with this rank's data at src, the checkpoint the
 // run restarts from.
 func (r *Runtime) restartFrom(m *levels.Manifest, src levels.Source) {
 	r.closeStored()
-	r.recovered, r.from, r.src, r.lastID = m, m, src, m.ID
+	r.recovered, r.from, r.src, r.srcTask, r.lastID = m, m, src, nil, m.ID
 	// The next checkpoint continues the recovered file's layout.
 	if st, err := r.openStored(); err == nil {
 		r.layout = st.r.Layout()
@@ -285,7 +412,7 @@ func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
 	if c.Rank() == 0 {
 		rerr = meta.MkdirAll(cfg.MetaDir, 0o755)
 		if rerr == nil {
-			saved, rerr = vfd.ReadFile(meta, name)
+			saved, rerr = vfd.ReadFileLimit(meta, name, maxTopologySize)
 			if errors.Is(rerr, fs.ErrNotExist) {
 				saved, rerr = nil, nil
 			}
@@ -329,26 +456,71 @@ func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
 	return topo, nil
 }
 
-// Status reports how the run started.
-func (r *Runtime) Status() Status { return r.status }
+// Status reports whether there is data to recover, with FTI_Status's
+// values: Restart (or RestartKept) after Init restarted from a
+// checkpoint, Fresh on a first run and, as in FTI, once Recover has
+// succeeded. [Runtime.Recovered] keeps saying where the run restarted
+// from. A nil runtime reports Fresh.
+func (r *Runtime) Status() Status {
+	if r == nil {
+		return Fresh
+	}
+	return r.status
+}
 
-// Topology returns the run's topology.
-func (r *Runtime) Topology() *partner.Topology { return r.topo }
+// Topology returns the run's topology (nil for a nil runtime).
+func (r *Runtime) Topology() *partner.Topology {
+	if r == nil {
+		return nil
+	}
+	return r.topo
+}
 
 // Recovered returns the manifest of the checkpoint this run restarted
-// from, or nil on a fresh run.
-func (r *Runtime) Recovered() *levels.Manifest { return r.from }
+// from, or nil on a fresh run (and for a nil runtime).
+func (r *Runtime) Recovered() *levels.Manifest {
+	if r == nil {
+		return nil
+	}
+	return r.from
+}
 
 // Wait blocks until this rank's background deletion of superseded
-// checkpoint files has finished. A job that ends without [Runtime.Finalize]
-// (keeping every committed checkpoint for the next run, as after a kill)
-// calls it before it exits; Checkpoint and Finalize wait by themselves.
-// Local.
-func (r *Runtime) Wait() { r.eng.Wait() }
+// checkpoint files has finished; Checkpoint and Finalize wait by
+// themselves. A job that ends without Finalize calls [Runtime.Close],
+// which waits too and also releases meta_dir's lock. Local.
+func (r *Runtime) Wait() {
+	if r == nil || r.eng == nil {
+		return
+	}
+	r.eng.Wait()
+}
+
+// Close ends this rank's use of the runtime without Finalize, for a job
+// that stops early and wants its checkpoints kept for the next run (as if
+// it had been killed): it waits for the background deletion of
+// superseded checkpoints, closes the data file Recover reads and, on
+// rank 0, releases meta_dir's lock so that another runtime (the next
+// launch, or a test's next Init in the same process) may use the
+// directories. Every committed checkpoint stays. Local; Close after
+// Close or Finalize does nothing. Every other call afterwards returns
+// an error wrapping [ErrClosed].
+func (r *Runtime) Close() error {
+	if r == nil {
+		return fmt.Errorf("%w: Close on a nil *ckpt.Runtime (did Init fail?)", ErrNilArgument)
+	}
+	if r.closed || r.finalized {
+		return nil
+	}
+	r.closed = true
+	r.closeStored()
+	r.eng.Wait()
+	return r.releaseLock()
+}
 
 func (r *Runtime) protect(v *variable) error {
-	if r.finalized {
-		return ErrFinalized
+	if err := r.usable("Protect"); err != nil {
+		return err
 	}
 	if v.id < 0 || v.id > r.cfg.MaxVarID {
 		return fmt.Errorf("%w: %d (must be 0..max_var_id %d)", ErrBadID, v.id, r.cfg.MaxVarID)
@@ -360,8 +532,12 @@ func (r *Runtime) protect(v *variable) error {
 	return nil
 }
 
-// Unprotect removes a variable from future checkpoints.
+// Unprotect removes a variable from future checkpoints (nothing for a
+// nil runtime).
 func (r *Runtime) Unprotect(id int) {
+	if r == nil {
+		return
+	}
 	if _, ok := r.vars[id]; !ok {
 		return
 	}

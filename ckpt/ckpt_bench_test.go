@@ -141,7 +141,7 @@ func BenchmarkRestartL1Paired(b *testing.B) {
 		if err != nil {
 			return err
 		}
-		defer r.Wait()
+		defer r.Close()
 		x := benchData(c.Rank())
 		if err := Protect(r, 0, &x); err != nil {
 			return err
@@ -172,7 +172,7 @@ func BenchmarkRestartL1Paired(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			defer r.Wait()
+			defer r.Close()
 			if err := Protect(r, 0, &x); err != nil {
 				return err
 			}

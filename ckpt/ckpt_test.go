@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,14 +33,22 @@ func testConfig(root string, nodeSize int) Config {
 // world runs fn on n in-process ranks, each with its own Runtime.
 func world(t testing.TB, n int, cfg Config, opts []Option, fn func(r *Runtime) error) error {
 	return comm.Run(n, func(c comm.Comm) error {
-		o := append([]Option{WithLogger(zaptest.NewLogger(t))}, opts...)
+		o := append([]Option{WithLogger(zaptest.NewLogger(t)), WithWarnings(tbWriter{t})}, opts...)
 		r, err := Init(cfg, c, o...)
 		if err != nil {
 			return err
 		}
-		defer r.eng.Wait() // the job "dies" only after its background work
+		defer r.Close() // a job that ends without Finalize: waits for background work, releases meta_dir
 		return fn(r)
 	}, comm.WithTimeout(30*time.Second))
+}
+
+// tbWriter sends what is written to the test's log.
+type tbWriter struct{ t testing.TB }
+
+func (w tbWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
 }
 
 type particle struct {
@@ -399,7 +408,11 @@ func TestUnrecoverableRestartIsAnError(t *testing.T) {
 func initErrors(t testing.TB, n int, cfg Config, opts ...Option) []error {
 	errs := make([]error, n)
 	require.NoError(t, comm.Run(n, func(c comm.Comm) error {
-		_, errs[c.Rank()] = Init(cfg, c, append([]Option{WithLogger(zaptest.NewLogger(t))}, opts...)...)
+		var r *Runtime
+		r, errs[c.Rank()] = Init(cfg, c, append([]Option{WithLogger(zaptest.NewLogger(t)), WithWarnings(tbWriter{t})}, opts...)...)
+		if r != nil {
+			return r.Close()
+		}
 		return nil
 	}, comm.WithTimeout(30*time.Second)))
 	return errs
@@ -409,12 +422,12 @@ func initErrors(t testing.TB, n int, cfg Config, opts ...Option) []error {
 func worldClocks(t testing.TB, n int, cfg Config, clocks []*fakeClock, fn func(r *Runtime, clk *fakeClock) error, opts ...Option) error {
 	return comm.Run(n, func(c comm.Comm) error {
 		clk := clocks[c.Rank()]
-		o := append([]Option{WithLogger(zaptest.NewLogger(t)), WithClock(clk.Now)}, opts...)
+		o := append([]Option{WithLogger(zaptest.NewLogger(t)), WithWarnings(tbWriter{t}), WithClock(clk.Now)}, opts...)
 		r, err := Init(cfg, c, o...)
 		if err != nil {
 			return err
 		}
-		defer r.eng.Wait()
+		defer r.Close()
 		return fn(r, clk)
 	}, comm.WithTimeout(30*time.Second))
 }

@@ -3,7 +3,11 @@ package ckpt
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"math"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -177,81 +181,190 @@ func (c Config) Validate(ranks int) error {
 	return nil
 }
 
-// known keys per section; values say how to apply them.
+// Limits on the files ftigo reads whole. A larger file is refused before
+// anything is allocated (vfd.ReadFileLimit), so a wrong path (a disk
+// image, a sparse file) gives an error, not an out-of-memory crash.
+const (
+	// MaxConfigSize is the largest config.fti LoadConfig reads: 1 MiB,
+	// hundreds of times FTI's full set of keys.
+	MaxConfigSize = 1 << 20
+	// maxTopologySize bounds the node table in meta_dir: a line of index
+	// and host name per node, for up to a million nodes.
+	maxTopologySize = 64 << 20
+)
+
+// maxMinutes is the largest interval in minutes that a time.Duration
+// holds (about 292 years).
+const maxMinutes = int64(math.MaxInt64 / time.Minute)
+
+// A setter applies one key's value to a Config.
 type setter func(c *Config, v string) error
 
-func intKey(dst func(c *Config) *int) setter {
-	return func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("want an integer, got %q", v)
+// errRange is an integer beyond 64 bits.
+var errRange = errors.New("does not fit in 64 bits")
+
+// parseInt reads an integer as FTI does (strtol), decimal or 0x hex, but
+// refuses what strtol would read differently from what it looks like: a
+// leading 0 (octal in FTI), trailing text, or a value beyond 64 bits.
+func parseInt(v string) (int64, error) {
+	digits := strings.TrimLeft(v, "+-")
+	if len(v)-len(digits) > 1 {
+		return 0, fmt.Errorf("want an integer, got %q", v)
+	}
+	neg := strings.HasPrefix(v, "-")
+	if l := strings.ToLower(digits); strings.HasPrefix(l, "0x") && len(l) > 2 {
+		n, err := strconv.ParseUint(l[2:], 16, 63)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return 0, fmt.Errorf("%s %w", v, errRange)
+		case err != nil:
+			return 0, fmt.Errorf("want an integer, got %q", v)
+		case neg:
+			return -int64(n), nil
 		}
-		*dst(c) = n
+		return int64(n), nil
+	}
+	if len(digits) > 1 && digits[0] == '0' && strings.Trim(digits, "0123456789") == "" {
+		return 0, fmt.Errorf("%q has a leading 0, which FTI reads as octal: write the number without it", v)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("%s %w", v, errRange)
+	case err != nil:
+		return 0, fmt.Errorf("want an integer, got %q", v)
+	}
+	return n, nil
+}
+
+// parseRange reads an integer in lo..hi.
+func parseRange(v string, lo, hi int64) (int64, error) {
+	n, err := parseInt(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: use %d..%d", err, lo, hi)
+	}
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("out of range: use %d..%d", lo, hi)
+	}
+	return n, nil
+}
+
+// intKey reads an integer in lo..hi.
+func intKey(dst func(c *Config) *int, lo, hi int64) setter {
+	return func(c *Config, v string) error {
+		n, err := parseRange(v, lo, hi)
+		if err != nil {
+			return err
+		}
+		*dst(c) = int(n)
 		return nil
 	}
 }
 
-func scaledKey(dst func(c *Config) *int, unit int) setter {
+// scaledKey reads an integer in lo..hi units (KiB, MiB) and stores bytes.
+func scaledKey(dst func(c *Config) *int, unit int, name string, lo, hi int64) setter {
 	return func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("want an integer, got %q", v)
+		n, err := parseInt(v)
+		if err == nil && (n < lo || n > hi) {
+			err = errors.New("out of range")
 		}
-		*dst(c) = n * unit
+		if err != nil {
+			return fmt.Errorf("%w: use %d..%d (%s)", err, lo, hi, name)
+		}
+		*dst(c) = int(n) * unit
 		return nil
 	}
 }
 
 func boolKey(dst func(c *Config) *bool) setter {
 	return func(c *Config, v string) error {
-		switch v {
-		case "0", "false":
-			*dst(c) = false
-		case "1", "true":
-			*dst(c) = true
-		default:
-			return fmt.Errorf("want 0 or 1, got %q", v)
-		}
-		return nil
+		b, err := parseBool(v)
+		*dst(c) = b
+		return err
 	}
+}
+
+// parseBool reads 0 or 1 (FTI's integers), or false and true.
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	}
+	return false, fmt.Errorf("want 0 or 1, got %q", v)
 }
 
 func strKey(dst func(c *Config) *string) setter {
 	return func(c *Config, v string) error { *dst(c) = v; return nil }
 }
 
-// intervalKey reads minutes (FTI) or a Go duration ("30s").
+// durationSyntax matches a well-formed Go duration (time.ParseDuration
+// refuses one that overflows with the same error as a malformed one).
+var durationSyntax = regexp.MustCompile(`^\+?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// intervalKey reads whole or fractional minutes (FTI) or a Go duration
+// ("30s", an ftigo extension), 0 or empty to disable; a value that overflows a
+// time.Duration (about 292 years) is out of range, not negative.
 func intervalKey(level int) setter {
 	return func(c *Config, v string) error {
-		if n, err := strconv.ParseFloat(v, 64); err == nil {
-			if n != n || n > 1e9 || n < -1e9 {
-				return fmt.Errorf("interval %q minutes is out of range", v)
+		rangeErr := fmt.Errorf("out of range: use 0 (off) to %d minutes, or a duration such as 30s up to %v", maxMinutes, time.Duration(math.MaxInt64))
+		negErr := errors.New("negative: use 0 to disable the level, or a positive interval")
+		wantErr := fmt.Errorf("want minutes or a duration such as 30s, got %q", v)
+		var d time.Duration
+		switch {
+		case v == "": // FTI reads an empty value as 0: off
+		case strings.Trim(v, "+-0123456789") == "": // whole minutes, as in FTI
+			n, err := parseInt(v)
+			switch {
+			case err != nil && !errors.Is(err, errRange):
+				return err
+			case strings.HasPrefix(v, "-") && (n != 0 || err != nil):
+				return negErr
+			case err != nil || n > maxMinutes:
+				return rangeErr
 			}
-			c.Interval[level] = time.Duration(n * float64(time.Minute))
-			return nil
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("want minutes or a duration such as 30s, got %q", v)
+			d = time.Duration(n) * time.Minute
+		case strings.Trim(v, "+-0123456789.eE") == "": // fractional minutes
+			n, err := strconv.ParseFloat(v, 64)
+			switch {
+			case err != nil && !errors.Is(err, strconv.ErrRange):
+				return wantErr
+			case n < 0:
+				return negErr
+			case err != nil || n > float64(maxMinutes):
+				return rangeErr
+			}
+			d = time.Duration(n * float64(time.Minute))
+			if d == 0 && n != 0 {
+				return fmt.Errorf("%s minutes is less than a nanosecond: use 0 to disable the level", v)
+			}
+		default:
+			if strings.HasPrefix(v, "-") {
+				return negErr
+			}
+			var err error
+			if d, err = time.ParseDuration(v); err != nil {
+				if durationSyntax.MatchString(v) {
+					return rangeErr
+				}
+				return wantErr
+			}
 		}
 		c.Interval[level] = d
 		return nil
 	}
 }
 
-func ignoreKey(why string) setter {
-	return func(c *Config, v string) error {
-		if why != "" {
-			c.Warnings = append(c.Warnings, why)
-		}
-		return nil
-	}
-}
+func ignoreKey(c *Config, v string) error { return nil }
 
+// sections lists the keys ftigo reads, per section, and how to apply each.
+// Keys set to ignoreKey are FTI keys with no effect in ftigo; the values
+// of some of them ask for a feature ftigo lacks (featureKeys).
 var sections = map[string]map[string]setter{
 	"basic": {
-		"node_size":      intKey(func(c *Config) *int { return &c.NodeSize }),
-		"group_size":     intKey(func(c *Config) *int { return &c.GroupSize }),
+		"node_size":      intKey(func(c *Config) *int { return &c.NodeSize }, 1, math.MaxInt32),
+		"group_size":     intKey(func(c *Config) *int { return &c.GroupSize }, 1, math.MaxInt32),
 		"ckpt_dir":       strKey(func(c *Config) *string { return &c.CkptDir }),
 		"glbl_dir":       strKey(func(c *Config) *string { return &c.GlblDir }),
 		"meta_dir":       strKey(func(c *Config) *string { return &c.MetaDir }),
@@ -261,128 +374,328 @@ var sections = map[string]map[string]setter{
 		"ckpt_l4":        intervalKey(4),
 		"keep_last_ckpt": boolKey(func(c *Config) *bool { return &c.KeepLastCkpt }),
 		"keep_l4_ckpt":   boolKey(func(c *Config) *bool { return &c.KeepL4Ckpt }),
-		"keep_last_n":    intKey(func(c *Config) *int { return &c.KeepLast }),
-		"l3_parity":      intKey(func(c *Config) *int { return &c.L3Parity }),
-		"verbosity":      intKey(func(c *Config) *int { return &c.Verbosity }),
+		"keep_last_n":    intKey(func(c *Config) *int { return &c.KeepLast }, 0, math.MaxInt32),
+		"l3_parity":      intKey(func(c *Config) *int { return &c.L3Parity }, 0, math.MaxInt32),
+		"verbosity":      intKey(func(c *Config) *int { return &c.Verbosity }, 1, 4),
 		"head":           boolKey(func(c *Config) *bool { return &c.Head }),
-		"max_var_id":     intKey(func(c *Config) *int { return &c.MaxVarID }),
-		"max_sync_intv":  intKey(func(c *Config) *int { return &c.MaxSyncIntv }),
-		// Accepted for compatibility, no effect in ftigo.
-		"inline_l2":             ignoreKey(""),
-		"inline_l3":             ignoreKey(""),
-		"inline_l4":             ignoreKey(""),
-		"ckpt_io":               ignoreKey(""),
-		"glbl_stash_dir":        ignoreKey(""),
-		"dcp_l4":                ignoreKey("dcp_l4 ignored: differential checkpointing is not implemented"),
-		"enable_dcp":            ignoreKey(""),
-		"dcp_mode":              ignoreKey(""),
-		"dcp_block_size":        ignoreKey(""),
-		"dcp_stack_size":        ignoreKey(""),
-		"enable_staging":        ignoreKey(""),
-		"keep_heads_alive":      ignoreKey(""),
-		"cacheddcp":             ignoreKey(""),
-		"h5_single_file_enable": ignoreKey(""),
-		"h5_single_file_dir":    ignoreKey(""),
-		"h5_single_file_prefix": ignoreKey(""),
-		"h5_single_file_keep":   ignoreKey(""),
-		"h5_single_file_inline": ignoreKey(""),
+		"max_var_id":     intKey(func(c *Config) *int { return &c.MaxVarID }, 1, math.MaxInt32),
+		"max_sync_intv":  intKey(func(c *Config) *int { return &c.MaxSyncIntv }, 0, 1<<30),
+		// FTI keys without effect in ftigo (featureKeys warns about
+		// values asking for something ftigo does not do).
+		"inline_l2":             ignoreKey,
+		"inline_l3":             ignoreKey,
+		"inline_l4":             ignoreKey,
+		"ckpt_io":               ignoreKey,
+		"glbl_stash_dir":        ignoreKey,
+		"dcp_l4":                ignoreKey,
+		"enable_dcp":            ignoreKey,
+		"dcp_mode":              ignoreKey,
+		"dcp_block_size":        ignoreKey,
+		"dcp_stack_size":        ignoreKey,
+		"enable_staging":        ignoreKey,
+		"keep_heads_alive":      ignoreKey,
+		"cacheddcp":             ignoreKey,
+		"h5_single_file_enable": ignoreKey,
+		"h5_single_file_dir":    ignoreKey,
+		"h5_single_file_prefix": ignoreKey,
+		"h5_single_file_keep":   ignoreKey,
+		"h5_single_file_inline": ignoreKey,
 	},
 	"advanced": {
-		"block_size":            scaledKey(func(c *Config) *int { return &c.BlockSize }, 1<<10),
-		"transfer_size":         scaledKey(func(c *Config) *int { return &c.TransferSize }, 1<<20),
+		"block_size":            scaledKey(func(c *Config) *int { return &c.BlockSize }, 1<<10, "KiB", 1, 2048),
+		"transfer_size":         scaledKey(func(c *Config) *int { return &c.TransferSize }, 1<<20, "MiB", 8, 64),
 		"local_test":            boolKey(func(c *Config) *bool { return &c.LocalTest }),
-		"fast_forward":          intKey(func(c *Config) *int { return &c.FastForward }),
-		"general_tag":           ignoreKey(""),
-		"ckpt_tag":              ignoreKey(""),
-		"stage_tag":             ignoreKey(""),
-		"final_tag":             ignoreKey(""),
-		"mpi_tag":               ignoreKey(""),
-		"gpu_host_bufsize":      ignoreKey(""),
-		"lustre_stiping_unit":   ignoreKey(""),
-		"lustre_stiping_factor": ignoreKey(""),
-		"lustre_stiping_offset": ignoreKey(""),
+		"fast_forward":          intKey(func(c *Config) *int { return &c.FastForward }, 1, 10),
+		"general_tag":           ignoreKey,
+		"ckpt_tag":              ignoreKey,
+		"stage_tag":             ignoreKey,
+		"final_tag":             ignoreKey,
+		"mpi_tag":               ignoreKey,
+		"gpu_host_bufsize":      ignoreKey,
+		"lustre_stiping_unit":   ignoreKey,
+		"lustre_stiping_factor": ignoreKey,
+		"lustre_stiping_offset": ignoreKey,
 	},
 	"restart": {
-		"failure": ignoreKey("[restart] failure ignored: ftigo keeps the restart state in meta_dir"),
-		"exec_id": ignoreKey(""),
+		"failure": ignoreKey,
+		"exec_id": ignoreKey,
 	},
 	"injection": {
-		"rank": ignoreKey(""), "index": ignoreKey(""), "position": ignoreKey(""),
-		"number": ignoreKey(""), "frequency": ignoreKey(""),
+		"rank": ignoreKey, "index": ignoreKey, "position": ignoreKey,
+		"number": ignoreKey, "frequency": ignoreKey,
 	},
 }
 
+// A featureKey is a config value asking for something ftigo does not do
+// (yet): loading it adds a warning naming the key and the value. When a
+// feature is implemented, its row goes.
+type featureKey struct {
+	section, key string
+	// requests reports whether the value asks for the feature; an error
+	// is a malformed value.
+	requests func(v string) (bool, error)
+	warning  string
+}
+
+// featureKeys lists, in the order warnings are given, the values that ask
+// for a missing feature. Other values of these keys (failure = 0,
+// dcp_l4 = 0, inline_l2 = 1, head = 0, dcp_* or h5_single_file_* settings
+// without their enable key) are harmless and accepted silently; so are
+// ckpt_io = 1 (POSIX), 3 (FTI-FF) and 4 (SIONlib), since ftigo writes
+// FTI-FF files at L1-L3 and one SIONlib container at L4.
+var featureKeys = []featureKey{
+	{"basic", "ckpt_io", intIn(2), "MPI-IO (one shared file per checkpoint) is not implemented: ftigo writes one FTI-FF file per rank, and L4 as a SIONlib container"},
+	{"basic", "ckpt_io", intIn(5), "HDF5 checkpoint files are not implemented: ftigo writes FTI-FF files, and L4 as a SIONlib container"},
+	{"basic", "ckpt_io", intIn(6), "IME is not implemented: ftigo writes FTI-FF files through its POSIX driver"},
+	{"basic", "ckpt_io", intOutside(1, 6), "is not an FTI I/O mode (1..6); FTI falls back to POSIX, ftigo writes FTI-FF as always"},
+	{"basic", "head", intNonZero, "dedicated head ranks are not implemented: every rank is an application rank and post-processing runs inline"},
+	{"basic", "keep_heads_alive", intNonZero, "there are no head ranks in ftigo"},
+	{"basic", "inline_l2", intZero, "post-processing by a head rank is not implemented: the L2 partner copy is made inline by the application ranks"},
+	{"basic", "inline_l3", intZero, "post-processing by a head rank is not implemented: the L3 parity is encoded inline by the application ranks"},
+	{"basic", "inline_l4", intZero, "post-processing by a head rank is not implemented: L4 is written inline into glbl_dir"},
+	{"basic", "enable_dcp", intNonZero, "differential checkpointing is not implemented: every checkpoint is written whole"},
+	{"basic", "dcp_l4", intNonZero, "differential L4 checkpoints are not implemented: Snapshot takes none"},
+	{"basic", "enable_staging", intNonZero, "staging (FTI_SendFile) is not implemented"},
+	{"basic", "h5_single_file_enable", iniBoolean, "the shared HDF5 file for variate processor restart is not implemented"},
+	{"restart", "failure", intIn(3), "variate processor restart from a shared HDF5 file is not implemented"},
+	{"restart", "failure", intIn(1, 2), "ftigo keeps the restart state in meta_dir and decides from it whether this is a restart"},
+}
+
+// flagInt reads a feature key's value as FTI does (iniparser_getint):
+// an integer, with an empty value as 0; true and false are accepted as 1
+// and 0, as for ftigo's own boolean keys.
+func flagInt(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	if b, err := parseBool(v); err == nil {
+		if b {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	return parseInt(v)
+}
+
+// intIn requests the feature for the integers listed.
+func intIn(vals ...int64) func(string) (bool, error) {
+	return func(v string) (bool, error) {
+		n, err := flagInt(v)
+		return err == nil && slices.Contains(vals, n), err
+	}
+}
+
+// intOutside requests it for integers outside lo..hi.
+func intOutside(lo, hi int64) func(string) (bool, error) {
+	return func(v string) (bool, error) {
+		n, err := flagInt(v)
+		return err == nil && (n < lo || n > hi), err
+	}
+}
+
+// intNonZero requests it for a non-zero integer (FTI reads these keys
+// with iniparser_getint and tests the result as a boolean).
+func intNonZero(v string) (bool, error) {
+	n, err := flagInt(v)
+	return err == nil && n != 0, err
+}
+
+// intZero requests it for 0 (inline_lN = 0 asks for head ranks).
+func intZero(v string) (bool, error) {
+	n, err := flagInt(v)
+	return err == nil && n == 0, err
+}
+
+// iniBoolean reads a value as iniparser_getboolean does: y, t or 1 first
+// is true, n, f or 0 first is false, empty is false.
+func iniBoolean(v string) (bool, error) {
+	if v == "" {
+		return false, nil
+	}
+	switch v[0] {
+	case 'y', 'Y', 't', 'T', '1':
+		return true, nil
+	case 'n', 'N', 'f', 'F', '0':
+		return false, nil
+	}
+	return false, fmt.Errorf("want 0 or 1, got %q", v)
+}
+
 // LoadConfig reads an FTI config.fti file through d. Keys keep FTI's
-// meanings; unknown keys and sections are listed in Config.Warnings, and
-// a malformed value is an error naming the file, line and key. The file
-// is only read: ftigo never writes restart state into it. The result is
-// not validated against a rank count; Init does that.
+// meanings; unknown keys and sections, and values asking for features
+// ftigo lacks, are listed in Config.Warnings; a malformed or out-of-range
+// value is an error naming the file, line, key and value, and so is a
+// file without any known key. The file must be a regular file of at most
+// [MaxConfigSize] bytes: a directory, FIFO or device (/dev/zero) is
+// refused without being read. The file is only read: ftigo never writes
+// restart state into it. The result is not validated against a rank
+// count; Init does that.
 func LoadConfig(d vfd.Driver, path string) (Config, error) {
-	raw, err := vfd.ReadFile(d, path)
-	if err != nil {
+	raw, err := vfd.ReadFileLimit(d, path, MaxConfigSize)
+	switch {
+	case errors.Is(err, vfd.ErrTooLarge):
+		return Config{}, fmt.Errorf("%w: %s is larger than %d KiB, too large for a config.fti: %w", ErrConfig, path, MaxConfigSize>>10, err)
+	case errors.Is(err, vfd.ErrNotRegular):
+		return Config{}, fmt.Errorf("%w: %s is not a regular file, so not a config.fti: %w", ErrConfig, path, err)
+	case err != nil:
 		return Config{}, fmt.Errorf("ckpt: read config: %w", err)
 	}
 	return ParseConfig(path, raw)
 }
 
+// cSpace is the white space iniparser strips (C's isspace).
+const cSpace = " \t\n\v\f\r"
+
+// iniValue extracts a value as FTI's iniparser does from what follows the
+// '=' (leading white space removed): "..." or '...' is the text up to the
+// closing quote (comment characters included, the rest of the line
+// ignored); otherwise the value ends at the first ';' or '#'. Either way
+// surrounding white space is stripped, and "" or ” is empty.
+func iniValue(rest string) string {
+	for _, q := range []byte{'"', '\''} {
+		if len(rest) >= 2 && rest[0] == q && rest[1] != q {
+			v := rest[1:]
+			if j := strings.IndexByte(v, q); j >= 0 {
+				v = v[:j]
+			}
+			return strings.Trim(v, cSpace)
+		}
+	}
+	if j := strings.IndexAny(rest, ";#"); j >= 0 {
+		rest = rest[:j]
+	}
+	v := strings.Trim(rest, cSpace)
+	if v == `""` || v == `''` {
+		return ""
+	}
+	return v
+}
+
 // ParseConfig parses config.fti text; name is used in messages.
+//
+// The syntax is that of FTI's INI parser (iniparser): a line is a
+// [section], a key = value pair or a comment (first character ; or #);
+// sections and keys are case-insensitive; a value is quoted with "..." or
+// '...' (then ; and # are part of it) or ends at the first ; or #; white
+// space around keys and values is stripped; a line ending with a
+// backslash continues on the next. Keys before any section are not FTI
+// settings. A line that is none of these, an empty section name, a NUL
+// byte or a file without any known key is an error.
 func ParseConfig(name string, raw []byte) (Config, error) {
 	c := DefaultConfig()
+	type setting struct {
+		value string
+		line  int
+	}
+	final := map[[2]string]setting{}
 	var unknown []string
+	known, orphans := 0, 0
 	section := ""
 	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		s := strings.TrimSpace(sc.Text())
-		if i := strings.IndexAny(s, ";#"); i >= 0 {
-			s = strings.TrimSpace(s[:i])
-		}
-		if s == "" {
-			continue
-		}
-		if strings.HasPrefix(s, "[") {
-			if !strings.HasSuffix(s, "]") {
-				return Config{}, cfgErr("%s:%d: malformed section header %q", name, line, s)
+	sc.Buffer(make([]byte, 0, 4096), MaxConfigSize)
+	line, start := 0, 0
+	pending := ""
+	handle := func(s string, at int) error {
+		s = strings.Trim(s, cSpace)
+		switch {
+		case s == "" || s[0] == '#' || s[0] == ';':
+			return nil
+		case strings.IndexByte(s, 0) >= 0:
+			return cfgErr("%s:%d: NUL byte: this is not a text file", name, at)
+		case s[0] == '[':
+			end := strings.IndexByte(s, ']')
+			if end < 0 {
+				return cfgErr("%s:%d: malformed section header %q", name, at, s)
 			}
-			section = strings.ToLower(strings.TrimSpace(s[1 : len(s)-1]))
+			if rest := strings.TrimLeft(s[end+1:], cSpace); rest != "" && rest[0] != ';' && rest[0] != '#' {
+				return cfgErr("%s:%d: malformed section header %q", name, at, s)
+			}
+			section = strings.ToLower(strings.Trim(s[1:end], cSpace))
+			if section == "" {
+				return cfgErr("%s:%d: empty section name", name, at)
+			}
 			if _, ok := sections[section]; !ok {
 				unknown = append(unknown, "["+section+"]")
 			}
-			continue
+			return nil
 		}
-		key, val, ok := strings.Cut(s, "=")
-		if !ok {
-			return Config{}, cfgErr("%s:%d: want key = value, got %q", name, line, s)
+		eq := strings.IndexByte(s, '=')
+		if eq < 0 {
+			return cfgErr("%s:%d: want key = value, got %q", name, at, s)
 		}
-		key = strings.ToLower(strings.TrimSpace(key))
-		val = strings.TrimSpace(val)
-		keys, known := sections[section]
-		if !known {
-			if section == "" {
-				unknown = append(unknown, key)
-			}
-			continue
+		key := strings.ToLower(strings.Trim(s[:eq], cSpace))
+		if key == "" {
+			return cfgErr("%s:%d: no key before '=' in %q", name, at, s)
+		}
+		val := iniValue(strings.TrimLeft(s[eq+1:], cSpace))
+		keys, ok := sections[section]
+		switch {
+		case section == "":
+			orphans++
+			unknown = append(unknown, key)
+			return nil
+		case !ok:
+			return nil // the section is reported
 		}
 		set, ok := keys[key]
 		if !ok {
 			unknown = append(unknown, "["+section+"] "+key)
-			continue
+			return nil
 		}
 		if err := set(&c, val); err != nil {
-			return Config{}, cfgErr("%s:%d: [%s] %s: %v", name, line, section, key, err)
+			return cfgErr("%s:%d: [%s] %s = %s: %v", name, at, section, key, shown(val), err)
+		}
+		known++
+		final[[2]string{section, key}] = setting{val, at}
+		return nil
+	}
+	for sc.Scan() {
+		line++
+		if pending == "" {
+			start = line
+		}
+		s := strings.TrimRight(pending+sc.Text(), cSpace)
+		if strings.HasSuffix(s, `\`) {
+			pending = s[:len(s)-1]
+			continue
+		}
+		pending = ""
+		if err := handle(s, start); err != nil {
+			return Config{}, err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return Config{}, cfgErr("%s: %v", name, err)
+		return Config{}, cfgErr("%s:%d: %v", name, line+1, err)
+	}
+	if pending != "" {
+		if err := handle(pending, start); err != nil {
+			return Config{}, err
+		}
+	}
+	if known == 0 {
+		hint := "is it a config.fti? FTI's settings are in [basic] (node_size, ckpt_dir, ...) and [advanced]"
+		if orphans > 0 {
+			hint = "its keys come before any section header, where FTI ignores them: put them under [basic]"
+		}
+		return Config{}, cfgErr("%s: no FTI configuration key found: %s", name, hint)
+	}
+	for _, f := range featureKeys {
+		st, ok := final[[2]string{f.section, f.key}]
+		if !ok {
+			continue
+		}
+		on, err := f.requests(st.value)
+		if err != nil {
+			return Config{}, cfgErr("%s:%d: [%s] %s = %s: %v", name, st.line, f.section, f.key, shown(st.value), err)
+		}
+		if on {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: [%s] %s = %s ignored: %s", name, st.line, f.section, f.key, shown(st.value), f.warning))
+		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
+		unknown = slices.Compact(unknown)
 		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: unknown keys ignored: %s", name, strings.Join(unknown, ", ")))
-	}
-	if c.Head {
-		c.Warnings = append(c.Warnings, "head = 1 ignored: ftigo post-processes inline in the application ranks")
 	}
 	if c.MaxSyncIntv <= 0 {
 		c.MaxSyncIntv = DefaultConfig().MaxSyncIntv
@@ -394,4 +707,83 @@ func ParseConfig(name string, raw []byte) (Config, error) {
 		c.MaxSyncIntv = p
 	}
 	return c, nil
+}
+
+// shown is a value as messages show it: "" when empty.
+func shown(v string) string {
+	if v == "" {
+		return `""`
+	}
+	return v
+}
+
+// FormatConfig writes c as config.fti text that [ParseConfig] reads back
+// to the same settings (Warnings aside): every key ftigo reads, intervals
+// in whole minutes where they are (FTI's unit) and as Go durations
+// otherwise, each directory quoted as iniparser needs (for ; # or a
+// leading quote). It fails for a value no config.fti can hold (a line
+// feed, a NUL byte, white space at either end, both kinds of quote with
+// a comment character) and for sizes that are not whole KiB or MiB.
+func FormatConfig(c Config) ([]byte, error) {
+	c = c.withDefaults()
+	var b strings.Builder
+	b.WriteString("; written by ftigo (ckpt.FormatConfig)\n[basic]\n")
+	kv := func(k string, v any) { fmt.Fprintf(&b, "%-14s = %v\n", k, v) }
+	for _, d := range []struct{ key, dir string }{{"ckpt_dir", c.CkptDir}, {"glbl_dir", c.GlblDir}, {"meta_dir", c.MetaDir}} {
+		q, err := quoteValue(d.dir)
+		if err != nil {
+			return nil, cfgErr("%s %q: %v", d.key, d.dir, err)
+		}
+		kv(d.key, q)
+	}
+	kv("node_size", c.NodeSize)
+	kv("group_size", c.GroupSize)
+	for l := 1; l <= 4; l++ {
+		iv := c.Interval[l]
+		switch {
+		case iv < 0:
+			return nil, cfgErr("ckpt_l%d is negative: use 0 to disable", l)
+		case iv%time.Minute == 0:
+			kv(fmt.Sprintf("ckpt_l%d", l), int64(iv/time.Minute))
+		default:
+			kv(fmt.Sprintf("ckpt_l%d", l), iv)
+		}
+	}
+	b01 := func(x bool) int {
+		if x {
+			return 1
+		}
+		return 0
+	}
+	kv("keep_last_ckpt", b01(c.KeepLastCkpt))
+	kv("keep_l4_ckpt", b01(c.KeepL4Ckpt))
+	kv("keep_last_n", c.KeepLast)
+	kv("l3_parity", c.L3Parity)
+	kv("verbosity", c.Verbosity)
+	kv("head", b01(c.Head))
+	kv("max_var_id", c.MaxVarID)
+	kv("max_sync_intv", c.MaxSyncIntv)
+	b.WriteString("\n[advanced]\n")
+	if c.BlockSize%(1<<10) != 0 || c.TransferSize%(1<<20) != 0 {
+		return nil, cfgErr("block_size %d bytes or transfer_size %d bytes is not a whole number of KiB or MiB", c.BlockSize, c.TransferSize)
+	}
+	kv("block_size", c.BlockSize>>10)
+	kv("transfer_size", c.TransferSize>>20)
+	kv("local_test", b01(c.LocalTest))
+	kv("fast_forward", c.FastForward)
+	return []byte(b.String()), nil
+}
+
+// quoteValue returns v written so that iniValue reads it back: bare when
+// that works, else in double or single quotes.
+func quoteValue(v string) (string, error) {
+	if strings.ContainsAny(v, "\n\x00") || strings.Trim(v, cSpace) != v {
+		return "", errors.New("a config value cannot hold a line feed, a NUL byte or white space at either end")
+	}
+	for _, q := range []string{v, `"` + v + `"`, `'` + v + `'`} {
+		if iniValue(q) == v && !strings.HasSuffix(q, `\`) {
+			return q, nil
+		}
+	}
+	return "", errors.New(`a config value cannot hold both kinds of quote together with ';' or '#'`)
 }

@@ -13,20 +13,26 @@
 // # Lifecycle, in call order
 //
 //  1. [Init] (collective): validates the configuration for the world size,
-//     builds the topology (a replacement node takes a vanished node's
-//     place), creates ckpt_dir/node%04d, glbl_dir and meta_dir, removes
-//     what a crashed run left half-written, and on a restart finds the
-//     newest checkpoint every rank can read (rebuilding from redundancy);
-//     an unrecoverable restart is an error, never a fresh start. An L1
-//     checkpoint whose files are in place is checked without reading its
-//     data (size, header, metadata and the file checksum over every block
-//     hash); Recover then hashes every block as it reads it and, on a
-//     mismatch, falls back as Init would have.
+//     locks meta_dir (a second job or runtime on the same directories
+//     fails with [ErrLocked]), builds the topology (a replacement node
+//     takes a vanished node's place), creates ckpt_dir/node%04d, glbl_dir
+//     and meta_dir, repairs the checkpoint metadata (every manifest is
+//     kept twice, in meta_dir and glbl_dir/manifests: a damaged or missing
+//     copy is rewritten from the other), removes what a crashed run left
+//     half-written, and on a restart finds the newest checkpoint every rank
+//     can read, verifying every file and rebuilding from redundancy. An
+//     unrecoverable restart is an error ([ErrUnrecoverable]), and so is
+//     lost metadata ([ErrMetadataLost]: files of a checkpoint whose every
+//     manifest copy is gone or damaged); Init never starts fresh while a
+//     checkpoint exists. A fallback to an older checkpoint is printed on
+//     rank 0's standard error ([WithWarnings]) and logged.
 //  2. [Protect] / [ProtectValue] (local) for every variable, on a restart
 //     as on a fresh run; protecting an id again replaces it.
 //  3. On a restart ([Runtime.Status] is Restart or RestartKept):
-//     [Runtime.Recover] (collective), or [Runtime.RecoverVar],
-//     [Runtime.StoredSize], [Runtime.Realloc] (local).
+//     [Runtime.Recover], [Runtime.RecoverVar], [Runtime.StoredSize],
+//     [Runtime.Realloc], all local: any subset of ranks may call them.
+//     They read the files Init verified and still check every block's
+//     hash as they read; after Recover, Status is Fresh, as FTI_Status is.
 //  4. In the loop: [Runtime.Snapshot] every iteration, or
 //     [Runtime.Checkpoint] explicitly (both collective). A checkpoint is
 //     committed only when every rank wrote it; otherwise every rank gets
@@ -36,37 +42,115 @@
 //     Cm 0.021)" — size per rank, wall time, aggregate bandwidth, and the
 //     time spent writing the data, post-processing at the level (partner
 //     copy, parity, container) and committing; the same values are fields.
-//  5. [Runtime.Finalize] (collective): applies keep_last_ckpt (the newest
-//     checkpoint is flushed to L4 unless it is at L4 already, and that L4
-//     checkpoint is kept for the next run, status RestartKept) and deletes
-//     the rest.
+//     Recover, RecoverVar and StoredSize then refer to the newest
+//     checkpoint the run committed, as in FTI.
+//  5. [Runtime.Finalize] (collective): applies keep_last_ckpt (the last
+//     checkpoint of the run — the newest it committed, or else the one it
+//     restarted from, never one Init found unrecoverable — is flushed to
+//     L4 unless it is at L4 already, and that L4 checkpoint is kept for
+//     the next run, status RestartKept), deletes the rest, and releases
+//     meta_dir. A failed flush deletes nothing.
 //
 // A job that ends without Finalize (every committed checkpoint stays for
-// the next run) calls [Runtime.Wait] so no background deletion of
-// superseded checkpoints is cut short.
+// the next run, as after a kill) calls [Runtime.Close]: it waits for the
+// background deletion of superseded checkpoints and releases meta_dir's
+// lock (a killed process releases it too).
 //
 // [RebuildOffline] runs step 1 (verification and rebuild) for a job that
 // is not running (ftigo rebuild), in an in-process world shaped like the
-// newest checkpoint.
+// newest checkpoint, under the same lock.
 //
-// # Configuration beyond FTI
+// # Where ftigo differs from FTI
 //
-// [Config] reads FTI's config.fti keys with their meanings, plus a few
-// ftigo extensions: keep_last_n (keep the newest n checkpoints) and
-// l3_parity in [basic], the Reed-Solomon parity count m of L3 groups.
-// l3_parity = 0 (or absent, or group_size) is FTI's scheme: each member of
-// a group of k nodes holds a parity file as large as the group's largest
-// data file, and the group survives the loss of any k of its 2k files (up
-// to half its nodes). 1 <= m < group_size rotates the parity over stripes
-// as SCR does: each parity file is about m/(k-m) of a data file and the
-// group survives the loss of any m of its nodes with all their files
-// (e.g. group_size = 8, l3_parity = 2: overhead 1/3, any 2 nodes).
+// Deliberately, to be safer:
+//   - Init verifies every byte of the checkpoint it restarts from, and
+//     Recover re-checks every block's hash while reading: corruption is
+//     reported, never restored. (An L1 restart therefore reads its data
+//     twice, the second time mostly from the page cache.)
+//   - An unrecoverable restart is an error, never a fresh start; lost
+//     checkpoint metadata is an error naming the files; a fallback to an
+//     older checkpoint is printed on standard error. FTI keeps its restart
+//     state in the configuration file and one metadata copy.
+//   - Init locks meta_dir; FTI lets two jobs share directories.
+//   - Init with a nil communicator and every method of a nil *Runtime
+//     return errors ([ErrNilArgument]).
+//
+// # Configuration
+//
+// [LoadConfig] reads FTI's config.fti with FTI's INI syntax (that of the
+// iniparser FTI bundles): [section] headers and key = value lines,
+// case-insensitive; a comment line starts with ; or #; a value in "..."
+// or '...' keeps ; and # (ckpt_dir = "/tmp/a b;c" is that path), a bare
+// value ends at the first ; or #; white space around keys and values is
+// stripped; a line ending with a backslash continues on the next. Keys
+// keep FTI's meanings and units (intervals in minutes, block_size in KiB,
+// transfer_size in MiB). ftigo is stricter than FTI where FTI would
+// silently read something else: a malformed value, a number with a
+// leading 0 (octal to FTI), a value out of its range or beyond 64 bits
+// (ckpt_l1 = 200000000 minutes does not fit in 292 years) is an error
+// naming the file, line, key, value and the allowed range, and so is a
+// file without any FTI key (empty, only comments, keys before any
+// section). The file must be a regular file of at most [MaxConfigSize]:
+// a FIFO, a device such as /dev/zero or a huge file is refused without
+// being read.
+//
+// Values asking for an FTI feature ftigo does not have are accepted with
+// a warning naming the key and value ([Config].Warnings, logged by Init on
+// rank 0): ckpt_io = 2 (MPI-IO), 5 (HDF5) or 6 (IME), enable_dcp and
+// dcp_l4 (differential checkpoints), enable_staging, inline_l2/l3/l4 = 0,
+// head = 1 and keep_heads_alive = 1 (post-processing by head ranks; ftigo
+// post-processes inline), h5_single_file_enable and failure = 3 (variate
+// processor restart), and failure = 1 or 2 (ftigo keeps the restart state
+// in meta_dir, never in the config file). Their harmless values (failure
+// = 0, dcp_l4 = 0, inline_lN = 1, head = 0, dcp_* or h5_single_file_*
+// settings without their enable key) load silently, as do ckpt_io = 1, 3
+// and 4: ftigo writes FTI-FF files at L1-L3 and one SIONlib container at
+// L4. [FormatConfig] writes a Config back as config.fti text.
+//
+// ftigo extensions: intervals as Go durations (ckpt_l1 = 30s), fractional
+// minutes, keep_last_n (keep the newest n checkpoints) and l3_parity in
+// [basic], the Reed-Solomon parity count m of L3 groups. l3_parity = 0 (or
+// absent, or group_size) is FTI's scheme: each member of a group of k
+// nodes holds a parity file as large as the group's largest data file,
+// and the group survives the loss of any k of its 2k files (up to half
+// its nodes). 1 <= m < group_size rotates the parity over stripes as SCR
+// does: each parity file is about m/(k-m) of a data file and the group
+// survives the loss of any m of its nodes with all their files (e.g.
+// group_size = 8, l3_parity = 2: overhead 1/3, any 2 nodes).
+//
+// # Snapshot's schedule
+//
+// [Runtime.Snapshot] chooses the level over time by FTI's rule
+// (FTI_Snapshot): at each check, for level i = 1, 2, 3, 4 in turn, level
+// i is due when its interval ckpt_li is set and minuteCnt /
+// (ckptCnt[i] * ckpt_li) >= 1 in integer division, where ckptCnt[i]
+// starts at 1; every due level advances its ckptCnt[i] by one, and the
+// checkpoint is taken at the highest due level. Each level thus fires on
+// its own fixed schedule, at the multiples of its interval, whether or
+// not a higher level fired in between (L1 every 2 and L2 every 3 minutes:
+// L1 at 2, L2 at 3, L1 at 4, L2 at 6, L1 at 8, L2 at 9, ...), and a level
+// whose interval passed several times during one long iteration fires at
+// successive checks until it has caught up. ftigo applies the rule to
+// durations: minuteCnt is the elapsed time since the first Snapshot call
+// (the slowest rank's, agreed by an Allreduce), ckpt_li its interval
+// divided by fast_forward, so intervals below a minute work. FTI checks
+// once per "minute", an iteration count estimated from the mean iteration
+// time, and counts minutes by checks (by the clock only when an iteration
+// takes longer than a minute), so its schedule drifts when iterations
+// speed up or slow down; ftigo reads the agreed clock at every check. It
+// checks at the iteration predicted from the mean iteration time to be
+// the first at or after the next level's deadline, at every iteration
+// while a level is behind, and at least every max_sync_intv iterations,
+// so every rank decides at the same iteration without a collective call
+// in every one.
 //
 // # Concurrency
 //
 // A [Runtime] belongs to one rank and is used from that rank's goroutine
 // only; ranks of an in-process world each have their own. Collective calls
-// must be made by every rank in the same order with the same arguments.
+// (Init, Checkpoint, Snapshot, Finalize) must be made by every rank in the
+// same order with the same arguments; Protect, Recover, RecoverVar,
+// StoredSize, Realloc and Close are local.
 // Protected memory must not change while Checkpoint or Snapshot runs: it
 // is written in place, without a copy. Restart state lives in meta_dir;
 // the configuration file is only read.

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/vfd"
 )
 
 // Sentinel errors of the ckpt package. Every error the runtime returns from
@@ -16,7 +17,8 @@ var (
 	// implementation in this build, or one the topology cannot support.
 	ErrLevelUnavailable = levels.ErrLevelUnavailable
 	// ErrNoCheckpoint is returned by Recover, RecoverVar and StoredSize on a
-	// fresh run, where there is nothing to recover.
+	// fresh run before its first checkpoint, where there is nothing to
+	// recover.
 	ErrNoCheckpoint = errors.New("ckpt: no checkpoint to recover")
 	// ErrUnrecoverable is returned by Init on a restart when committed
 	// checkpoints exist but none can be recovered on every rank. ftigo never
@@ -39,6 +41,22 @@ var (
 	ErrNameTaken = errors.New("ckpt: variable name already protected under another id")
 	// ErrFinalized is returned by every call after Finalize.
 	ErrFinalized = errors.New("ckpt: runtime finalized")
+	// ErrMetadataLost is returned by Init when a checkpoint's files or
+	// damaged manifests exist but no valid manifest copy does, and no
+	// marker says it was being written or deleted: its metadata was lost.
+	// The message names the checkpoint, the damaged copies and the
+	// surviving files, and says how to proceed; nothing is changed.
+	ErrMetadataLost = levels.ErrMetadataLost
+	// ErrLocked is returned by Init (on every rank) and RebuildOffline
+	// when another job, runtime or offline tool holds meta_dir's lock.
+	ErrLocked = vfd.ErrLocked
+	// ErrNilArgument is returned by Init for a nil communicator and by
+	// every method of a nil *Runtime (what a failed Init returns), and by
+	// Protect and ProtectValue given a nil runtime.
+	ErrNilArgument = errors.New("ckpt: nil argument")
+	// ErrClosed is returned by every call after [Runtime.Close] (except
+	// Close itself).
+	ErrClosed = errors.New("ckpt: runtime closed")
 	// ErrMismatchedCall is returned when ranks call a collective with
 	// different arguments (checkpoint id or level).
 	ErrMismatchedCall = errors.New("ckpt: ranks disagree on the call's arguments")

@@ -24,17 +24,22 @@ func Example() {
 			if err != nil {
 				return err
 			}
+			// The job is "killed" at the end of this function: it never
+			// calls Finalize, so its checkpoints stay for the next launch.
+			// Close releases meta_dir for that launch (a real kill does too).
+			defer rt.Close()
 			iter := []int64{0}
 			field := make([]float64, 8)
 			_ = ckpt.Protect(rt, 0, &iter, "iteration")
 			_ = ckpt.Protect(rt, 1, &field, "temperature")
-			if rt.Status() != ckpt.Fresh {
-				if err := rt.Recover(); err != nil {
+			status := rt.Status()
+			if status != ckpt.Fresh {
+				if err := rt.Recover(); err != nil { // afterwards Status is Fresh, as in FTI
 					return err
 				}
 			}
 			if c.Rank() == 0 {
-				fmt.Printf("%v run starts at iteration %d\n", rt.Status(), iter[0])
+				fmt.Printf("%v run starts at iteration %d\n", status, iter[0])
 			}
 			for ; iter[0] < int64(iters); iter[0]++ {
 				field[iter[0]%8] += float64(c.Rank())
@@ -44,7 +49,7 @@ func Example() {
 					}
 				}
 			}
-			return nil // killed: no Finalize
+			return nil
 		})
 	}
 	run(12)

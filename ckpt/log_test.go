@@ -1,7 +1,10 @@
 package ckpt
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"sync"
@@ -15,6 +18,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/vfd"
 )
 
 // tickClock advances by step on every reading, so every measured interval
@@ -113,4 +117,60 @@ func TestCheckpointInfoLine(t *testing.T) {
 		return r.Checkpoint(9, 1)
 	}))
 	assert.Zero(t, logs.FilterMessageSnippet("Ckpt. ID").Len())
+}
+
+// TestStricterLoggerStaysQuiet: a logger already stricter than verbosity
+// (errors only, verbosity 2) is kept as it is, without one "failed to
+// IncreaseLevel" line per rank on its error output, and still filters.
+func TestStricterLoggerStaysQuiet(t *testing.T) {
+	cfg := testConfig(t.TempDir(), 1)
+	cfg.Verbosity = 2
+	core, logs := observer.New(zapcore.ErrorLevel)
+	var errOut bytes.Buffer
+	var mu sync.Mutex
+	lg := zap.New(core, zap.ErrorOutput(zapcore.AddSync(lockedWriter{&mu, &errOut})))
+	require.NoError(t, world(t, 4, cfg, []Option{WithLogger(lg)}, func(r *Runtime) error {
+		x := []float64{1}
+		return errors.Join(Protect(r, 0, &x), r.Checkpoint(1, 1))
+	}))
+	assert.Empty(t, errOut.String())
+	assert.Zero(t, logs.Len(), "info lines stay filtered: %v", logs.All())
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// TestL4ContainerDamageWording: an inline L4 checkpoint has no local copy
+// of its data, so a corrupt or missing container is reported as such,
+// not as "local copy unusable".
+func TestL4ContainerDamageWording(t *testing.T) {
+	for _, how := range []string{"corrupt", "missing"} {
+		t.Run(how, func(t *testing.T) {
+			root := t.TempDir()
+			cfg := testConfig(root, 1)
+			require.NoError(t, world(t, 2, cfg, nil, func(r *Runtime) error {
+				x := make([]float64, 1000)
+				return errors.Join(Protect(r, 0, &x), r.Checkpoint(1, 4))
+			}))
+			p := filepath.Join(root, "global", levels.CheckpointDir(1), levels.ContainerName)
+			if how == "missing" {
+				require.NoError(t, vfd.Sec2{}.Remove(p))
+			} else {
+				corruptFile(t, p)
+			}
+			for _, err := range initErrors(t, 2, cfg) {
+				require.ErrorIs(t, err, ErrUnrecoverable)
+				assert.Contains(t, err.Error(), "L4: the container is "+how+": "+p)
+				assert.NotContains(t, err.Error(), "local copy")
+			}
+		})
+	}
 }

@@ -1,7 +1,9 @@
 package ckpt
 
 import (
+	"errors"
 	"fmt"
+	"path"
 	"slices"
 
 	"github.com/ftigo/ftigo/comm"
@@ -10,33 +12,46 @@ import (
 )
 
 // RebuildOffline checks and rebuilds the newest recoverable checkpoint of
-// a job that is not running (ftigo rebuild): it reads the manifests in
-// cfg.MetaDir, starts an in-process world with as many ranks as the newest
-// checkpoint had, each placed on the node the manifest names, and runs
-// Init on every rank, which verifies every file and rebuilds lost ones
-// from redundancy exactly as a restart would. It returns the manifest of
-// the checkpoint a restart would use. All node-local directories must be
-// reachable from this machine through the driver (WithDriver/WithDrivers).
+// a job that is not running (ftigo rebuild): it takes meta_dir's lock
+// (failing with [ErrLocked] while a job uses the directories), reads the
+// checkpoint metadata in cfg.MetaDir and cfg.GlblDir, starts an
+// in-process world with as many ranks as the newest committed checkpoint
+// had, each placed on the node the manifest names, and runs Init on every
+// rank, which repairs the metadata, verifies every file and rebuilds lost
+// ones from redundancy exactly as a restart would. It returns the
+// manifest of the checkpoint a restart would use. All node-local
+// directories must be reachable from this machine through the driver
+// (WithDriver/WithDrivers).
 func RebuildOffline(cfg Config, opts ...Option) (*levels.Manifest, error) {
-	o := options{meta: vfd.Sec2{}}
+	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	newest, err := newestManifest(o.meta, cfg.MetaDir)
+	lock, err := vfd.Lock(o.meta, path.Join(cfg.MetaDir, levels.LockName))
+	switch {
+	case err == nil:
+		defer lock.Close()
+	case errors.Is(err, vfd.ErrUnsupported):
+	case errors.Is(err, vfd.ErrLocked):
+		return nil, fmt.Errorf("ckpt: offline rebuild: meta_dir %s is in use by a running job or tool: %w", cfg.MetaDir, ErrLocked)
+	default:
+		return nil, fmt.Errorf("ckpt: offline rebuild: %w", err)
+	}
+	newest, err := newestManifest(o.meta, o.global, cfg)
 	if err != nil {
 		return nil, err
 	}
 	cfg.NodeSize, cfg.GroupSize = newest.NodeSize, newest.GroupSize
 	nodes := newest.Nodes
 	opts = append(slices.Clone(opts), WithNodeID(func(rank int) string { return nodes[rank/cfg.NodeSize] }),
-		func(o *options) { o.verifyAll = true }) // nothing reads the data after Init here
+		func(o *options) { o.lockHeld = true })
 	var got *levels.Manifest
 	err = comm.Run(newest.Ranks, func(c comm.Comm) error {
 		r, err := Init(cfg, c, opts...)
 		if err != nil {
 			return err
 		}
-		defer r.eng.Wait()
+		defer r.Close()
 		if c.Rank() == 0 {
 			got = r.Recovered()
 		}
@@ -48,19 +63,22 @@ func RebuildOffline(cfg Config, opts ...Option) (*levels.Manifest, error) {
 	return got, nil
 }
 
-// newestManifest returns the newest manifest in dir that a restart would
-// accept: the same scan and checks as the runtime's start-up
-// (levels.ScanManifests), so the world is shaped like the checkpoint Init
-// will find.
-func newestManifest(d vfd.Driver, dir string) (*levels.Manifest, error) {
-	ms, err := levels.ScanManifests(levels.Store{Driver: d, Dir: dir})
+// newestManifest returns the manifest of the newest committed checkpoint
+// by the rules of the runtime's start-up (levels.ScanCheckpoints and
+// SeqScan.State), so the world is shaped like the checkpoint Init will
+// find. Lost metadata is refused here already.
+func newestManifest(meta, global vfd.Driver, cfg Config) (*levels.Manifest, error) {
+	scan, err := levels.ScanCheckpoints(levels.Store{Driver: meta, Dir: cfg.MetaDir}, levels.Store{Driver: global, Dir: cfg.GlblDir})
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: %w", err)
 	}
-	for i := len(ms) - 1; i >= 0; i-- {
-		if ms[i].Err == nil {
-			return ms[i].M, nil
+	if err := levels.LostError(scan); err != nil {
+		return nil, fmt.Errorf("ckpt: %w", err)
+	}
+	for i := len(scan) - 1; i >= 0; i-- {
+		if scan[i].State() == levels.SeqCommitted {
+			return scan[i].Valid().M, nil
 		}
 	}
-	return nil, fmt.Errorf("%w in %s", levels.ErrNoCheckpoint, dir)
+	return nil, fmt.Errorf("%w in %s", levels.ErrNoCheckpoint, cfg.MetaDir)
 }

@@ -52,9 +52,11 @@ func TestRebuildOffline(t *testing.T) {
 }
 
 // TestOfflineChoosesWhatRestartChooses: a newer manifest whose content
-// names another sequence number (and another world: one rank) is refused
-// by the offline rebuild exactly as by the runtime's start-up, so both
-// pick the same checkpoint and the offline world has its shape.
+// names another sequence number (and another world: one rank), with no
+// replica and no marker, is lost metadata for the offline rebuild exactly
+// as for the runtime's start-up: both refuse, naming the file, and change
+// nothing. Once it is moved aside, both pick the same checkpoint and the
+// offline world has its shape.
 func TestOfflineChoosesWhatRestartChooses(t *testing.T) {
 	root := t.TempDir()
 	cfg := testConfig(root, 1)
@@ -77,21 +79,32 @@ func TestOfflineChoosesWhatRestartChooses(t *testing.T) {
 	bad := filepath.Join(meta, levels.ManifestName(5))
 	require.NoError(t, vfd.WriteFileAtomic(vfd.Sec2{}, bad, b))
 
-	m, err := newestManifest(vfd.Sec2{}, meta)
-	require.NoError(t, err)
-	assert.Equal(t, uint64(1), m.Seq)
-	assert.Equal(t, 2, m.Ranks)
+	_, err = newestManifest(vfd.Sec2{}, vfd.Sec2{}, cfg)
+	require.ErrorIs(t, err, ErrMetadataLost)
+	assert.Contains(t, err.Error(), bad+" is foreign")
 
 	off := cfg
 	off.NodeSize, off.GroupSize, off.LocalTest = 0, 0, false
+	_, err = RebuildOffline(off, WithLogger(zaptest.NewLogger(t)))
+	require.ErrorIs(t, err, ErrMetadataLost)
+	for _, err := range initErrors(t, 2, cfg) {
+		require.ErrorIs(t, err, ErrMetadataLost)
+		assert.Contains(t, err.Error(), bad)
+	}
+	got, err := vfd.ReadFile(vfd.Sec2{}, bad)
+	require.NoError(t, err)
+	assert.Equal(t, b, got, "refusing changes nothing")
+
+	// Moved aside by the user: both choose checkpoint 1 again.
+	require.NoError(t, vfd.Sec2{}.Rename(bad, bad+".aside"))
+	m, err := newestManifest(vfd.Sec2{}, vfd.Sec2{}, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), m.Seq)
+	assert.Equal(t, 2, m.Ranks)
 	m, err = RebuildOffline(off, WithLogger(zaptest.NewLogger(t)))
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), m.Seq)
 	assert.Equal(t, int64(9), m.ID)
-	_, err = vfd.Sec2{}.Stat(bad + ".broken")
-	require.NoError(t, err, "start-up moved the bad manifest aside")
-
-	require.NoError(t, vfd.WriteFileAtomic(vfd.Sec2{}, bad, b))
 	require.NoError(t, world(t, 2, cfg, nil, func(r *Runtime) error {
 		if got := r.Recovered(); got == nil || got.Seq != 1 || got.ID != 9 {
 			return fmt.Errorf("restart chose %+v", got)

@@ -46,6 +46,9 @@ type variable struct {
 // Protect is local to the rank; every rank should protect the same ids.
 // The slice must not be modified while a Checkpoint runs.
 func Protect[T any](r *Runtime, id int, p *[]T, name ...string) error {
+	if r == nil {
+		return r.usable("Protect")
+	}
 	if p == nil {
 		return fmt.Errorf("%w: id %d: nil slice pointer", ErrBadType, id)
 	}
@@ -93,6 +96,9 @@ func Protect[T any](r *Runtime, id int, p *[]T, name ...string) error {
 // ProtectValue registers a [Serializer] under id: each checkpoint stores
 // v.MarshalBinary(), Recover calls v.UnmarshalBinary.
 func ProtectValue(r *Runtime, id int, v Serializer, name ...string) error {
+	if r == nil {
+		return r.usable("ProtectValue")
+	}
 	if v == nil {
 		return fmt.Errorf("%w: id %d: nil value", ErrBadType, id)
 	}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.uber.org/zap"
-
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/levels"
 	"github.com/ftigo/ftigo/vfd"
@@ -25,7 +23,13 @@ func (r *Runtime) openStored() (*storedFile, error) {
 		return r.stored, nil
 	}
 	s := r.src.Store
-	f, err := s.Driver.Open(s.Path(r.src.Name), vfd.ReadOnly)
+	var f vfd.File
+	var err error
+	if r.srcTask != nil {
+		f, err = levels.OpenTask(s, *r.srcTask) // the data lives only in the L4 container
+	} else {
+		f, err = s.Driver.Open(s.Path(r.src.Name), vfd.ReadOnly)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: open recovered file: %w", err)
 	}
@@ -45,117 +49,78 @@ func (r *Runtime) closeStored() {
 }
 
 // Recover restores every protected variable from the checkpoint Init
-// recovered, resizing slices to their stored length. It fails with
-// [ErrNoCheckpoint] on a fresh run and with [ErrVarMismatch] when a
-// protected variable is missing from the checkpoint or its element type
-// or size differs. Every block is checked against its hash while it is
-// read, and a variable whose read fails is zeroed, so bad data is never
-// left looking restored.
+// restarted from — or, once this run has committed a checkpoint, from the
+// newest one it committed (as FTI's FTI_Recover does) — resizing slices to
+// their stored length. It fails with [ErrNoCheckpoint] on a fresh run
+// before its first checkpoint, and with [ErrVarMismatch] when a protected
+// variable is missing from the checkpoint or its element type or size
+// differs. After a success [Runtime.Status] reports Fresh, as FTI_Status
+// does.
 //
-// When any rank finds data that does not match its hashes (changed since
-// Init looked at the file, or never read by Init: see [Init]), every rank
-// runs the recovery Init runs, verifying every file: it rebuilds what
-// redundancy allows, or falls back to the newest older checkpoint every
-// rank can read, and the variables are read again from that one
-// ([Runtime.Recovered] and [Runtime.Status] then describe it). When no
-// checkpoint is left, the error wraps [ErrUnrecoverable] (and, on the
-// ranks whose files failed, the corruption: [levels.ErrDigestMismatch] or
-// [levels.ErrMissingFile]). Collective: the error is the same on every
-// rank.
+// Recover is local, as in FTI: any subset of ranks may call it, in any
+// order. It reads files Init has already verified completely (and rebuilt
+// from redundancy, or chosen an older checkpoint for, when needed), and
+// it still checks every block against its hash as it reads it: a block
+// that does not match was changed after Init, and Recover returns a
+// local error wrapping the corruption (fileformat.ErrHashMismatch) with
+// the variable zeroed, so bad data is never left looking restored. It
+// stops at the first variable that fails.
 func (r *Runtime) Recover() error {
-	if r.finalized {
-		return ErrFinalized
+	if err := r.usable("Recover"); err != nil {
+		return err
 	}
 	if r.recovered == nil {
-		return ErrNoCheckpoint // same everywhere, no need to agree
+		return ErrNoCheckpoint
 	}
-	bad, err := r.restoreAll()
-	var badErr error
-	if bad {
-		badErr = err
-	}
-	if aerr := levels.Agree(r.c, badErr, "read recovered data"); aerr != nil {
-		r.log.Warn("recovered data does not match the checkpoint; verifying every file", zap.Error(aerr))
-		m, src, rerr := r.eng.Recover()
-		if rerr != nil {
-			r.closeStored()
-			return fmt.Errorf("ckpt: restart: %w", rerr)
+	for _, id := range r.order {
+		if err := r.recoverVar(id); err != nil {
+			return err
 		}
-		r.restartFrom(m, src)
-		if r.c.Rank() == 0 {
-			r.log.Info("restarting from a verified checkpoint", zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level),
-				zap.String("dir", m.Dir()), zap.Stringer("status", r.status))
-		}
-		_, err = r.restoreAll()
 	}
-	if err == nil {
-		r.restored = true
-	}
-	if aerr := levels.Agree(r.c, err, "recover"); aerr != nil {
-		return fmt.Errorf("ckpt: %w", aerr)
-	}
+	r.restored = true
+	r.status = Fresh
 	return nil
 }
 
-// restoreAll restores every protected variable in protect order and
-// stops at the first error; bad reports that the error is about the
-// stored data (unreadable or not matching its hashes) rather than about
-// the application's variables.
-func (r *Runtime) restoreAll() (bad bool, err error) {
-	for _, id := range r.order {
-		if bad, err = r.restoreVar(id); err != nil {
-			return bad, err
-		}
-	}
-	return false, nil
-}
-
 // RecoverVar restores one protected variable (FTI_RecoverVar), every
-// block checked against its hash as it is read. Local: unlike
-// [Runtime.Recover] it cannot fall back to another checkpoint, so data
-// that does not match its hashes is an error (wrapping the fileformat
-// corruption) and the variable is zeroed.
+// block checked against its hash as it is read; data that does not match
+// is an error (wrapping the fileformat corruption) and the variable is
+// zeroed. Local.
 func (r *Runtime) RecoverVar(id int) error {
-	if r.finalized {
-		return ErrFinalized
+	if err := r.usable("RecoverVar"); err != nil {
+		return err
 	}
 	return r.recoverVar(id)
 }
 
+// recoverVar reads variable id into its memory, every block checked
+// against its hash; on a failed read the memory is zeroed.
 func (r *Runtime) recoverVar(id int) error {
-	_, err := r.restoreVar(id)
-	return err
-}
-
-// restoreVar reads variable id into its memory, every block checked
-// against its hash; on a failed read the memory is zeroed. bad reports
-// that the error is about the stored data.
-func (r *Runtime) restoreVar(id int) (bad bool, err error) {
 	v, info, st, err := r.storedVar(id)
 	if err != nil {
-		return !errors.Is(err, ErrVarMismatch) && !errors.Is(err, ErrNotProtected), err
+		return err
 	}
 	buf, err := v.target(info.Size)
 	if err != nil {
-		return false, fmt.Errorf("ckpt: recover variable %d: %w", id, err)
+		return fmt.Errorf("ckpt: recover variable %d: %w", id, err)
 	}
 	if err := st.r.ReadVar(int32(id), buf); err != nil {
-		return true, fmt.Errorf("ckpt: recover variable %d: %w", id, err)
+		return fmt.Errorf("ckpt: recover variable %d: %w", id, err)
 	}
 	if v.loaded != nil {
 		if err := v.loaded(buf); err != nil {
-			return false, fmt.Errorf("ckpt: recover variable %d: %w", id, err)
+			return fmt.Errorf("ckpt: recover variable %d: %w", id, err)
 		}
 	}
-	return false, nil
+	return nil
 }
 
-// StoredSize returns the size in bytes of variable id in the recovered
-// checkpoint (FTI_GetStoredSize); the slice given to Protect is resized to
+// StoredSize returns the size in bytes of variable id in the checkpoint
+// Recover reads (FTI_GetStoredSize); the slice given to Protect is resized to
 // it by Recover. Local.
 func (r *Runtime) StoredSize(id int) (int64, error) {
-	if r.finalized {
-		return 0, ErrFinalized
+	if err := r.usable("StoredSize"); err != nil {
+		return 0, err
 	}
 	st, err := r.openStored()
 	if err != nil {
@@ -172,8 +137,8 @@ func (r *Runtime) StoredSize(id int) (int64, error) {
 // reading it (FTI_Realloc), so the application can size dependent state
 // before Recover. Local.
 func (r *Runtime) Realloc(id int) error {
-	if r.finalized {
-		return ErrFinalized
+	if err := r.usable("Realloc"); err != nil {
+		return err
 	}
 	v, info, _, err := r.storedVar(id)
 	if err != nil {

@@ -1,10 +1,13 @@
 // Package comm owns communication between the ranks of a parallel job: the
 // [Comm] interface every other ftigo package codes against, the in-process
 // world of goroutine ranks ([Run], [NewWorld]) that is the default and the
-// test vehicle, and helpers built on the interface alone ([AllgatherBytes],
-// [BcastBytes], [SendChunked]/[RecvChunked], [SendrecvChunked], [NodeMap]).
-// The MPI implementation lives in comm/mpi (build tag mpi); the conformance
-// suite both pass is comm/commtest.
+// test vehicle, helpers built on the interface alone ([AllgatherBytes],
+// [BcastBytes], [SendChunked]/[RecvChunked], [SendrecvChunked], [NodeMap]),
+// and the typed operations a solver needs for its own halo exchange and
+// convergence checks ([Allreduce], [AllreduceValue], [Gather], [Allgather],
+// [Scatter], [Isend], [Irecv], [WaitAll]). The MPI implementation lives in
+// comm/mpi (build tag mpi); the conformance suite both pass is
+// comm/commtest.
 //
 // # Lifecycle
 //
@@ -42,6 +45,65 @@
 // Simulated nodes: rank r of the world sits on node "node<r/k>" with k set
 // by [WithNodeSize] (default 1); in-process Comms expose it as [NodeIDer],
 // which [NodeMap] uses when no node-id function is given.
+//
+// # Operations for solvers
+//
+// [Comm] moves bytes; the package functions below move typed slices
+// ([Elem]: bytes, int32, uint32, int64, uint64, float32, float64 and types
+// defined on them, sent as their bytes in the machine's order), so a solver
+// needs no conversions:
+//
+//   - [Allreduce] combines int64 or float64 vectors element by element with
+//     Min, Max or Sum, and returns the result on every rank (recv may be
+//     send: in place); [AllreduceValue] does one value, the convergence
+//     check AllreduceValue(c, localChange, Max).
+//   - [Gather], [Allgather] and [Scatter] move typed slices whose lengths
+//     may differ from rank to rank (bands of rows), concatenated or split in
+//     rank order.
+//   - [Isend] and [Irecv] post a send or a receive and return a [Request];
+//     its Wait (or Test, or [WaitAll] over several) completes it. The buffer
+//     of a request belongs to the communicator until then: do not read or
+//     write it, even a send's. A halo exchange that posts its receives and
+//     sends and then waits for all of them cannot deadlock, whatever order
+//     each rank posts in.
+//
+// They follow io/fs: each uses an optional capability of the Comm when it
+// has one ([Reducer], [Gatherer], [NonBlocker]: the in-process world and
+// comm/mpi implement all three natively, the latter with MPI_Allreduce on
+// MPI_INT64_T/MPI_DOUBLE, MPI_Gatherv/Allgatherv/Scatterv and
+// MPI_Isend/Irecv/Wait/Test) and otherwise falls back to the byte
+// operations: Allgather rounds for reductions and gathers, Bcast rounds for
+// Scatter (each round at most 16 MiB over all ranks, so memory stays
+// bounded and no call nears MPI's count limit), and, for requests, running
+// them when they are waited on. Without [NonBlocker], complete an exchange
+// with one WaitAll: it runs its requests per peer in increasing rank order,
+// pairing sends and receives into Sendrecv calls, a schedule that cannot
+// deadlock. A wrapper that embeds a Comm hides its capabilities (it gets
+// the fallbacks) unless it forwards them.
+//
+// Mistakes that only some ranks make (lengths that differ between ranks
+// or do not add up, send and recv overlapping, ranks disagreeing on root)
+// are an error matching [ErrBadArgument] on every rank, never a hang: the
+// ranks agree on their lengths before any data moves (in-process inside the
+// collective's rendezvous, under MPI in the same first call for a
+// reduction, in one Allgather of lengths for the v-collectives). A peer
+// out of range for Isend or Irecv, or an unknown op, is refused at once,
+// before anything is posted (every rank passing the same unknown op gets
+// the same error). On an aborted world every call, and every Wait on a
+// pending request, returns [ErrAborted].
+//
+// Order of reduction: the in-process world (and the fallback) combines in
+// rank order, ((v0 op v1) op v2) ..., computing each element once for all
+// ranks, so a float sum is the same on every rank and from run to run for
+// a given number of ranks. Under MPI the order is MPI's; Open MPI and
+// MPICH give every rank the same result, but not necessarily the rank-order
+// sum. In-process Min and Max follow Go's min and max (a NaN wins, -0 is
+// less than +0); MPI's treatment of NaN and signed zeros may differ.
+//
+// Messages above MPI's int count limit ([MaxCount] bytes): reductions go in
+// calls of at most that many bytes, a non-blocking message
+// travels as one message of a derived datatype (so it still matches one
+// receive), and a gather whose total exceeds it takes the fallback.
 //
 // # Concurrency
 //

@@ -458,6 +458,9 @@ func (p *proc) rendezvous(op string, v any, compute func(in []contrib) any, use 
 	if err, ok := r.out.(error); ok {
 		return nil, err
 	}
+	if d, ok := r.out.(finisher); ok && d.finished() {
+		return r.out, nil // compute did every rank's part
+	}
 	if use != nil {
 		use(r.out)
 		r.release.Done()
@@ -465,6 +468,14 @@ func (p *proc) rendezvous(op string, v any, compute func(in []contrib) any, use 
 	}
 	return r.out, nil
 }
+
+// finisher is a rendezvous result that may say that compute already did
+// every rank's part of the work (small transfers: one goroutine doing all
+// is cheaper than a second synchronisation), so use is skipped. compute may
+// write into every member's buffers: until it is done, each member is
+// either waiting for the round or has cancelled it, and a cancelled round
+// is never computed.
+type finisher interface{ finished() bool }
 
 // arrive hands in one rank's contribution to the current round. The last
 // rank to arrive computes the result (an ErrAborted error when the round

@@ -29,6 +29,21 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestConformanceBytesOnly runs the suite with the typed capabilities
+// hidden, so the typed operations take their fallbacks on the byte
+// operations.
+func TestConformanceBytesOnly(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 4, 5} {
+		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
+			err := comm.Run(n, func(c comm.Comm) error {
+				commtest.Run(t, commtest.BytesOnly(c))
+				return nil
+			}, comm.WithTimeout(20*time.Second))
+			require.NoError(t, err)
+		})
+	}
+}
+
 func TestConformanceNewWorld(t *testing.T) {
 	comms := comm.NewWorld(3, comm.WithTimeout(20*time.Second))
 	var wg sync.WaitGroup
@@ -85,6 +100,66 @@ var failureCases = []failureCase{
 	}},
 	{name: "Send", others: func(c comm.Comm) error { return c.Send(0, 0, make([]byte, 8)) }},
 	{name: "Send to self", others: func(c comm.Comm) error { return c.Send(c.Rank(), 0, make([]byte, 8)) }},
+	{name: "typed Allreduce", others: func(c comm.Comm) error {
+		v := make([]float64, 100)
+		return comm.Allreduce(c, v, v, comm.Sum)
+	}},
+	{name: "Gather", others: func(c comm.Comm) error {
+		return comm.Gather(c, 1, make([]float64, 3), make([]float64, 3*c.Size()))
+	}},
+	{name: "Allgather typed", others: func(c comm.Comm) error {
+		return comm.Allgather(c, make([]int64, 3), make([]int64, 3*c.Size()))
+	}},
+	{name: "Scatter", others: func(c comm.Comm) error {
+		return comm.Scatter(c, 1, make([]float64, 3*c.Size()), make([]float64, 3))
+	}},
+	{name: "Wait on Irecv", others: func(c comm.Comm) error {
+		r, err := comm.Irecv(c, 0, 0, make([]float64, 8))
+		if err != nil {
+			return err
+		}
+		_, err = r.Wait()
+		return err
+	}},
+	{name: "WaitAll on Isend and Irecv", others: func(c comm.Comm) error {
+		s, err1 := comm.Isend(c, 0, 0, make([]float64, 8))
+		r, err2 := comm.Irecv(c, 0, 0, make([]float64, 8))
+		if err := errors.Join(err1, err2); err != nil {
+			return err
+		}
+		return comm.WaitAll(s, r)
+	}},
+	{name: "Test loop", others: func(c comm.Comm) error {
+		r, err := comm.Irecv(c, 0, 0, make([]byte, 8))
+		if err != nil {
+			return err
+		}
+		for {
+			if done, _, err := r.Test(); done {
+				return err
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}},
+	{name: "typed Allreduce fallback", others: func(c comm.Comm) error {
+		v := make([]float64, 100)
+		return comm.Allreduce(commtest.BytesOnly(c), v, v, comm.Sum)
+	}},
+	{name: "Gather fallback", others: func(c comm.Comm) error {
+		return comm.Gather(commtest.BytesOnly(c), 1, make([]float64, 3), make([]float64, 3*c.Size()))
+	}},
+	{name: "Scatter fallback", others: func(c comm.Comm) error {
+		return comm.Scatter(commtest.BytesOnly(c), 1, make([]float64, 3*c.Size()), make([]float64, 3))
+	}},
+	{name: "WaitAll fallback", others: func(c comm.Comm) error {
+		b := commtest.BytesOnly(c)
+		s, err1 := comm.Isend(b, 0, 0, make([]float64, 8))
+		r, err2 := comm.Irecv(b, 0, 0, make([]float64, 8))
+		if err := errors.Join(err1, err2); err != nil {
+			return err
+		}
+		return comm.WaitAll(s, r)
+	}},
 	{name: "Barrier in sub-communicator", sub: true, others: func(c comm.Comm) error { return c.Barrier() }},
 	{name: "Sendrecv in sub-communicator", sub: true, others: func(c comm.Comm) error {
 		_, err := c.Sendrecv([]byte{1}, 0, 0, make([]byte, 1), 0, 0)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ftigo/ftigo/vfd"
 )
 
 // VersionExt is the format version of a file that carries an extension
@@ -393,25 +395,35 @@ func ExtLength(trailer []byte, metaSize int64) (n int64, ok bool) {
 	return int64(size), true
 }
 
-// extFits reports whether the metadata block mb, whose block hash table
-// (nbh hashes) starts at p, is what the file's version allows: the hashes
-// end the block in version 1; the hashes and then exactly the extension
-// area its trailer announces in version 2.
-func (r *Reader) extFits(mb []byte, p int64, nbh uint64) bool {
-	rest := int64(len(mb)) - p
-	if rest < 0 || nbh > uint64(rest)/HashSize {
-		return false
-	}
+// readExtTrailer learns the size of a version-2 file's extension area
+// from the trailer in the last bytes of its metadata block, before the
+// counts are checked and anything else of the block is read (the metadata
+// hash, checked later, vouches for it). A version-1 file has none.
+func (r *Reader) readExtTrailer() error {
+	r.extLen = 0
 	if r.hdr.version == Version {
-		return uint64(rest) == nbh*HashSize
+		return nil
 	}
-	n, ok := ExtLength(mb, int64(len(mb)))
-	return ok && uint64(rest) == nbh*HashSize+uint64(n)
+	fb := &r.fb
+	if fb.metaSize < extTrailerSize {
+		return r.fileErr(fb.metaOff, ErrCorrupt, "extension area: version-2 metadata block of %d bytes has no room for its trailer", fb.metaSize)
+	}
+	var t [extTrailerSize]byte
+	off := fb.metaOff + fb.metaSize - extTrailerSize
+	if err := r.readAt(vfd.MemOHdr, t[:], off); err != nil {
+		return err
+	}
+	n, ok := ExtLength(t[:], fb.metaSize)
+	if !ok {
+		return r.fileErr(off, ErrCorrupt, "extension area: bad trailer (magic %x, size %d, reserved %d)", t[16:], le.Uint64(t[8:]), le.Uint32(t[4:]))
+	}
+	r.extLen = n
+	return nil
 }
 
 // parseExt decodes and checks the extension area b (the rest of the
 // metadata block after the block hashes), found at file offset off
-// (version 2 files only; extFits checked its size).
+// (version 2 files only; readExtTrailer read its size).
 func (r *Reader) parseExt(b []byte, off int64) error {
 	if r.hdr.version == Version {
 		return nil

@@ -513,3 +513,77 @@ func FuzzDatasetExt(f *testing.F) {
 		assert.Equal(t, r.Subsets(), r2.Subsets())
 	})
 }
+
+// TestDatasetsStreamedMetadata: a version-2 file whose metadata block is
+// larger than the reader's 1 MiB buffer is parsed in pieces, the
+// extension area taken from the end of the stream.
+func TestDatasetsStreamedMetadata(t *testing.T) {
+	const n = 5 << 20 // float64 elements: 40 MiB, 40960 block hashes of 1 KiB blocks
+	data := make([]byte, 8*n)
+	for i := range data {
+		data[i] = byte(i*7 + i>>11)
+	}
+	vars := []Var{{ID: 3, Name: "big", Type: Float64, Data: data}}
+	ds := []Dataset{{ID: 1, Name: "field", Shape: []int64{4, n}, Type: Float64}}
+	subs := []Subset{{VarID: 3, Dataset: 1, Offset: []int64{2, 0}, Count: []int64{1, n}}}
+	m := &memFile{name: "streamed.fti"}
+	_, _, err := Write(m, Meta{CkptID: 1, Rank: 2}, vars, nil, WithDatasets(ds, subs), WithBlockSize(MinBlockSize))
+	require.NoError(t, err)
+	fb := decodeFB(m.b[len(m.b)-FBSize:])
+	require.Greater(t, fb.metaSize, int64(metaBuf), "the metadata must not fit one buffer")
+	r, err := Open(m)
+	require.NoError(t, err)
+	assert.Equal(t, VersionExt, r.Version())
+	assert.Equal(t, ds[0].Name, r.Datasets()[0].Name)
+	assert.Equal(t, subs, r.Subsets())
+	got := make([]byte, len(data))
+	require.NoError(t, r.ReadVar(3, got))
+	assert.True(t, bytes.Equal(data, got))
+	require.NoError(t, r.Verify())
+}
+
+// TestDatasetsHostileTrailer: a 20 GiB version-2 file whose sealed file
+// block is consistent but whose extension trailer claims a size no
+// metadata block can hold is refused, naming the trailer's offset, after
+// allocating a few MiB at most; a trailer that takes the place of the
+// variable records leaves the counts unfit.
+func TestDatasetsHostileTrailer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		extSize uint64
+		what    string
+	}{
+		{"beyond the metadata", 1 << 40, "bad trailer"},
+		{"not a multiple of 8", 28, "bad trailer"},
+		{"below the trailer", 16, "bad trailer"},
+		{"the whole metadata", 0, "does not fit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hdr, tail := hostileTail(t, size20G, func(fb *fileBlock) { fb.version = VersionExt })
+			hdr = append([]byte(nil), hdr...)
+			le.PutUint16(hdr[8:], VersionExt)
+			fb := decodeFB(tail)
+			b := fb.encode()
+			h := fbHash(hdr, b[:])
+			copy(b[fbHashOff:], h[:])
+			var tr [extTrailerSize]byte
+			size := tc.extSize
+			if size == 0 {
+				size = uint64(fb.metaSize)
+			}
+			le.PutUint64(tr[8:], size)
+			copy(tr[16:], extMagic[:])
+			f := newSparse("hostile2.fti", hdr, append(tr[:], b[:]...), size20G)
+			var err error
+			alloc := allocDuring(func() { _, err = Open(f) })
+			require.ErrorIs(t, err, ErrCorrupt)
+			var ce *CorruptionError
+			require.ErrorAs(t, err, &ce)
+			assert.Contains(t, err.Error(), tc.what)
+			if tc.extSize != 0 {
+				assert.Equal(t, int64(size20G-FBSize-extTrailerSize), ce.Offset, "the trailer's offset")
+			}
+			assert.Less(t, alloc, uint64(8<<20), "allocated %d bytes", alloc)
+		})
+	}
+}

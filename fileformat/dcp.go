@@ -36,6 +36,9 @@ func Plan(vars []Var, prev *Layout, opts ...Option) (*Layout, int64, error) {
 	for i := range vars {
 		meta += varRecordLen(len(vars[i].Name))
 	}
+	if err := checkMetaSize(meta, o.blockSize); err != nil {
+		return nil, 0, err
+	}
 	return lay, HeaderSize + data + meta + FBSize, nil
 }
 

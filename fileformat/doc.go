@@ -60,8 +60,11 @@
 // Errors about the content are *[CorruptionError] values naming the file,
 // rank, variable, chunk and byte offset, wrapping [ErrNotFTIFF],
 // [ErrVersion], [ErrTruncated], [ErrHashMismatch] or [ErrCorrupt]. No input
-// makes the reader panic, and sizes read from a file are checked against
-// the file's size before anything is allocated.
+// makes the reader panic, and sizes and counts read from a file are
+// checked against each other, against the file's size and against
+// [MaxMetaSize] before anything is allocated; the metadata is then
+// streamed, so a forged file block claiming gigabytes (a sparse 20 GiB
+// file) costs a few MiB and gives a *CorruptionError.
 //
 // # Concurrency
 //

@@ -36,8 +36,8 @@ var (
 	ErrSize = errors.New("fileformat: buffer size differs from stored size")
 	// ErrInvalid is returned by [Write] for input it cannot write: duplicate
 	// variable ids, a data length that is not a multiple of the element
-	// size, an unknown element type, a name longer than 65535 bytes, or a
-	// bad option value.
+	// size, an unknown element type, a name longer than 65535 bytes, a
+	// metadata block larger than [MaxMetaSize], or a bad option value.
 	ErrInvalid = errors.New("fileformat: invalid argument")
 	// ErrUnhashed is returned by [Reader.Verify] for a file written with
 	// [WithoutHash]: there is nothing to verify its data against.

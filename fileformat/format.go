@@ -27,6 +27,12 @@ const (
 	// MinBlockSize and MaxBlockSize bound the dCP block size.
 	MinBlockSize = 1 << 10
 	MaxBlockSize = 1 << 30
+	// MaxMetaSize is the largest metadata block [Write] produces and [Open]
+	// accepts: 256 MiB, the block hashes of 512 GiB of data at the default
+	// block size (8 GiB at MinBlockSize). Open refuses a file block that
+	// claims more before reading anything, so no file makes the reader
+	// allocate what it merely claims. Not part of the format.
+	MaxMetaSize = 256 << 20
 
 	// flagUnhashed marks a file written with WithoutHash.
 	flagUnhashed = 1 << 0

@@ -34,12 +34,16 @@ type Reader struct {
 	// datasets and subsets come from the extension area (version 2).
 	datasets []Dataset
 	subsets  []Subset
+	// extLen is the size of the extension area at the end of the metadata
+	// block (0 in version 1), read from its trailer before anything else.
+	extLen int64
 }
 
 // Open reads and checks the metadata of the FTI-FF file f. It reads only
 // the header, the file block and the metadata block, never the data;
-// sizes read from the file are checked against the file's size before
-// anything is allocated. Errors about the content are *[CorruptionError]s
+// sizes and counts read from the file are checked against each other, the
+// file's size and [MaxMetaSize] before anything is allocated, and the
+// metadata is streamed (memory grows with the records read). Errors about the content are *[CorruptionError]s
 // wrapping [ErrNotFTIFF], [ErrVersion], [ErrTruncated], [ErrHashMismatch]
 // or [ErrCorrupt]. Open uses [WithHashWorkers] and [WithLogger]; the other
 // options are ignored. The Reader does not own f: the caller closes it.
@@ -155,15 +159,22 @@ func (r *Reader) open() error {
 	case fb.ckptSize < 0 || fb.ckptSize > fb.metaOff-HeaderSize:
 		return r.fileErr(fbOff+32, ErrCorrupt, "data size %d", fb.ckptSize)
 	}
-	// Metadata block.
-	mb := make([]byte, fb.metaSize)
-	if err := r.readAt(vfd.MemOHdr, mb, fb.metaOff); err != nil {
+	if err := r.readExtTrailer(); err != nil {
 		return err
 	}
-	if h := blake3.Sum256(mb); h != fb.metaHash {
+	if err := r.checkCounts(fbOff); err != nil {
+		return err
+	}
+	// Metadata block: hashed, then parsed, both streamed, so memory grows
+	// only with what the file holds and its hash vouches for.
+	h, whole, err := r.hashMeta()
+	if err != nil {
+		return err
+	}
+	if h != fb.metaHash {
 		return r.fileErr(fb.metaOff, ErrHashMismatch, "metadata hash")
 	}
-	if err := r.parseMeta(mb); err != nil {
+	if err := r.parseMeta(whole); err != nil {
 		return err
 	}
 	if fb.flags&flagUnhashed == 0 {
@@ -176,92 +187,213 @@ func (r *Reader) open() error {
 	return nil
 }
 
-// parseMeta decodes and checks the metadata block.
-func (r *Reader) parseMeta(mb []byte) error {
+// checkCounts checks the file block's counts against each other, against
+// the data region and against MaxMetaSize, before any metadata is read:
+// the metadata block must be exactly as large as its variable records,
+// block and chunk records and block hashes, and there cannot be more
+// chunks than data bytes nor more block hashes than the chunks' data
+// needs. So nothing a file merely claims is allocated or read.
+func (r *Reader) checkCounts(fbOff int64) error {
+	fb := &r.fb
+	bad := func(field int64, format string, args ...any) error {
+		return r.fileErr(fbOff+field, ErrCorrupt, format, args...)
+	}
+	data := fb.metaOff - HeaderSize // container bytes
+	bs := int64(fb.blockSize)
+	minBH, maxBH := uint64(numBlocks(fb.ckptSize, fb.blockSize)), uint64(fb.ckptSize/bs)+uint64(fb.numChunks)
+	switch {
+	case fb.metaSize > MaxMetaSize:
+		return bad(80, "metadata block of %d bytes, more than the %d bytes a writer produces", fb.metaSize, int64(MaxMetaSize))
+	case int64(fb.numChunks) > data:
+		return bad(28, "%d chunks in %d bytes of data", fb.numChunks, data)
+	case fb.numBlocks > fb.numChunks:
+		return bad(24, "%d blocks holding %d chunks", fb.numBlocks, fb.numChunks)
+	case fb.numBHashes < minBH || fb.numBHashes > maxBH:
+		return bad(88, "%d block hashes for %d bytes in %d chunks of %d-byte blocks (want %d..%d)",
+			fb.numBHashes, fb.ckptSize, fb.numChunks, bs, minBH, maxBH)
+	}
+	fixed := int64(fb.numBlocks)*BMDSize + int64(fb.numChunks)*VMDSize + int64(fb.numBHashes)*HashSize
+	recs := fb.metaSize - r.extLen - fixed
+	if recs < int64(fb.numVars)*VarRecordSize || recs > int64(fb.numVars)*varRecordLen(0xffff) || recs%8 != 0 {
+		return bad(80, "metadata block of %d bytes does not fit %d variables, %d blocks, %d chunks and %d block hashes",
+			fb.metaSize, fb.numVars, fb.numBlocks, fb.numChunks, fb.numBHashes)
+	}
+	return nil
+}
+
+// metaBuf is the read granularity of the metadata block.
+const metaBuf = 1 << 20
+
+// hashMeta streams the metadata block through BLAKE3. When the block fits
+// in one buffer it returns that buffer too, so it is read only once.
+func (r *Reader) hashMeta() (sum [HashSize]byte, whole []byte, err error) {
+	mh := blake3.New()
+	buf := make([]byte, min(r.fb.metaSize, metaBuf))
+	for off := int64(0); off < r.fb.metaSize; off += int64(len(buf)) {
+		p := buf[:min(int64(len(buf)), r.fb.metaSize-off)]
+		if err := r.readAt(vfd.MemOHdr, p, r.fb.metaOff+off); err != nil {
+			return sum, nil, err
+		}
+		_, _ = mh.Write(p)
+	}
+	mh.Sum(sum[:0])
+	if int64(len(buf)) == r.fb.metaSize {
+		whole = buf
+	}
+	return sum, whole, nil
+}
+
+// metaStream reads the metadata block in order through a bounded buffer.
+type metaStream struct {
+	r      *Reader
+	buf    []byte
+	lo, hi int   // unread bytes are buf[lo:hi]
+	next   int64 // offset in the block of buf[hi]
+}
+
+// maxRecord is the largest single record: a variable with a 65535-byte name.
+const maxRecord = VarRecordSize + 65536
+
+// newMetaStream starts at the block's first byte; whole, when not nil,
+// is the whole block already read.
+func (r *Reader) newMetaStream(whole []byte) *metaStream {
+	if whole != nil {
+		return &metaStream{r: r, buf: whole, hi: len(whole), next: int64(len(whole))}
+	}
+	return &metaStream{r: r, buf: make([]byte, min(r.fb.metaSize, metaBuf))}
+}
+
+// take returns the next n bytes, valid until the next call. The buffer
+// grows only for a record larger than it (at most the metadata block,
+// whose size checkCounts bounded).
+func (m *metaStream) take(n int) ([]byte, error) {
+	if m.hi-m.lo < n {
+		m.hi = copy(m.buf, m.buf[m.lo:m.hi])
+		m.lo = 0
+		if len(m.buf) < n {
+			m.buf = append(m.buf[:m.hi], make([]byte, max(n, maxRecord)-m.hi)...)
+			m.buf = m.buf[:cap(m.buf)]
+		}
+		k := min(int64(len(m.buf)-m.hi), m.r.fb.metaSize-m.next)
+		if int64(m.hi)+k < int64(n) {
+			return nil, m.r.fileErr(m.r.fb.metaOff+m.next, ErrCorrupt, "record past the end of the metadata")
+		}
+		if err := m.r.readAt(vfd.MemOHdr, m.buf[m.hi:int64(m.hi)+k], m.r.fb.metaOff+m.next); err != nil {
+			return nil, err
+		}
+		m.hi += int(k)
+		m.next += k
+	}
+	b := m.buf[m.lo : m.lo+n]
+	m.lo += n
+	return b, nil
+}
+
+// parseMeta decodes and checks the metadata block, reading it in order
+// (whole, when not nil, is the block already read). Slices grow with the
+// records actually read, never by a count alone.
+func (r *Reader) parseMeta(whole []byte) error {
 	fb := &r.fb
 	moff := fb.metaOff
-	bad := func(p int, format string, args ...any) error {
-		return r.fileErr(moff+int64(p), ErrCorrupt, format, args...)
+	bad := func(p int64, format string, args ...any) error {
+		return r.fileErr(moff+p, ErrCorrupt, format, args...)
 	}
-	n := int64(len(mb))
+	ms := r.newMetaStream(whole)
+	n := fb.metaSize - r.extLen // the version-1 part; the extension area follows
 	if int64(fb.numVars)*VarRecordSize > n {
 		return bad(0, "%d variables do not fit in %d metadata bytes", fb.numVars, n)
 	}
-	r.vars = make([]VarInfo, fb.numVars)
-	r.byID = make(map[int32]int, fb.numVars)
+	r.vars = make([]VarInfo, 0, min(fb.numVars, 1024))
+	r.byID = make(map[int32]int, min(fb.numVars, 1024))
 	p := int64(0)
-	for i := range r.vars {
+	for i := 0; i < int(fb.numVars); i++ {
 		if p+VarRecordSize > n {
-			return bad(int(p), "variable record %d past the metadata end", i)
+			return bad(p, "variable record %d past the metadata end", i)
 		}
-		b := mb[p:]
+		b, err := ms.take(VarRecordSize)
+		if err != nil {
+			return err
+		}
 		id := int32(le.Uint32(b[0:]))
 		t := ElemType(b[4])
 		nl := int(le.Uint16(b[6:]))
 		es := le.Uint32(b[8:])
 		sz := int64(le.Uint64(b[16:]))
+		resv := b[5] != 0 || le.Uint32(b[12:]) != 0
 		rl := varRecordLen(nl)
 		if p+rl > n {
-			return bad(int(p), "variable record %d past the metadata end", i)
+			return bad(p, "variable record %d past the metadata end", i)
 		}
 		if id < 0 {
-			return bad(int(p), "variable id %d", id)
+			return bad(p, "variable id %d", id)
 		}
 		if _, dup := r.byID[id]; dup {
-			return bad(int(p), "duplicate variable id %d", id)
+			return bad(p, "duplicate variable id %d", id)
 		}
-		if b[5] != 0 || le.Uint32(b[12:]) != 0 || !allZero(b[VarRecordSize+nl:rl]) {
-			return bad(int(p), "variable %d: non-zero reserved bytes", id)
+		name, err := ms.take(int(rl - VarRecordSize))
+		if err != nil {
+			return err
+		}
+		if resv || !allZero(name[nl:]) {
+			return bad(p, "variable %d: non-zero reserved bytes", id)
 		}
 		if res, ok := elemSize(t, es); !ok || res != es {
-			return bad(int(p)+4, "variable %d: element type %d size %d", id, t, es)
+			return bad(p+4, "variable %d: element type %d size %d", id, t, es)
 		}
 		if sz < 0 || sz > fb.ckptSize || sz%int64(es) != 0 {
-			return bad(int(p)+16, "variable %d: size %d", id, sz)
+			return bad(p+16, "variable %d: size %d", id, sz)
 		}
 		r.byID[id] = i
-		r.vars[i] = VarInfo{ID: id, Name: string(b[VarRecordSize : VarRecordSize+nl]), Type: t, ElemSize: es,
-			Count: sz / int64(es), Size: sz}
+		r.vars = append(r.vars, VarInfo{ID: id, Name: string(name[:nl]), Type: t, ElemSize: es,
+			Count: sz / int64(es), Size: sz})
 		p += rl
 	}
 	if int64(fb.numBlocks)*BMDSize > n-p || int64(fb.numChunks)*VMDSize > n-p {
-		return bad(int(p), "%d blocks, %d chunks do not fit in the metadata", fb.numBlocks, fb.numChunks)
+		return bad(p, "%d blocks, %d chunks do not fit in the metadata", fb.numBlocks, fb.numChunks)
 	}
-	r.chunk = make([]ChunkInfo, 0, fb.numChunks)
+	r.chunk = make([]ChunkInfo, 0, min(fb.numChunks, 4096))
 	bs := fb.blockSize
 	fptr := int64(HeaderSize)
 	var bh uint64
 	var dataSize int64
 	for bi := 0; bi < int(fb.numBlocks); bi++ {
 		if p+BMDSize > n {
-			return bad(int(p), "block %d past the metadata end", bi)
+			return bad(p, "block %d past the metadata end", bi)
 		}
-		nc := int64(le.Uint32(mb[p:]))
-		dbsize := int64(le.Uint64(mb[p+8:]))
-		if le.Uint32(mb[p+4:]) != 0 || nc == 0 {
-			return bad(int(p), "block %d: %d chunks, reserved %d", bi, nc, le.Uint32(mb[p+4:]))
+		b, err := ms.take(BMDSize)
+		if err != nil {
+			return err
+		}
+		nc := int64(le.Uint32(b))
+		dbsize := int64(le.Uint64(b[8:]))
+		if le.Uint32(b[4:]) != 0 || nc == 0 {
+			return bad(p, "block %d: %d chunks, reserved %d", bi, nc, le.Uint32(b[4:]))
 		}
 		if nc*VMDSize > n-p-BMDSize || int64(len(r.chunk))+nc > int64(fb.numChunks) {
-			return bad(int(p), "block %d: %d chunks past the metadata end", bi, nc)
+			return bad(p, "block %d: %d chunks past the metadata end", bi, nc)
 		}
 		p += BMDSize
 		var sum int64
 		for j := int64(0); j < nc; j++ {
-			v, resOK := decodeVMD(mb[p:])
+			b, err := ms.take(VMDSize)
+			if err != nil {
+				return err
+			}
+			v, resOK := decodeVMD(b)
 			ci := len(r.chunk)
 			switch {
 			case !resOK:
-				return bad(int(p)+13, "chunk %d: non-zero reserved bytes", ci)
+				return bad(p+13, "chunk %d: non-zero reserved bytes", ci)
 			case v.idx >= fb.numVars || r.vars[v.idx].ID != v.id:
-				return bad(int(p), "chunk %d: variable %d at index %d", ci, v.id, v.idx)
+				return bad(p, "chunk %d: variable %d at index %d", ci, v.id, v.idx)
 			case v.contSize <= 0 || v.contSize > fb.metaOff || v.chunkSize < 0 || v.chunkSize > v.contSize:
-				return bad(int(p)+32, "chunk %d: chunk size %d container size %d", ci, v.chunkSize, v.contSize)
+				return bad(p+32, "chunk %d: chunk size %d container size %d", ci, v.chunkSize, v.contSize)
 			case (v.hasContent == 1) != (v.chunkSize > 0) || v.hasContent > 1:
-				return bad(int(p)+12, "chunk %d: hascontent %d with %d bytes", ci, v.hasContent, v.chunkSize)
+				return bad(p+12, "chunk %d: hascontent %d with %d bytes", ci, v.hasContent, v.chunkSize)
 			case v.fptr != fptr || fptr+v.contSize > fb.metaOff:
-				return bad(int(p)+24, "chunk %d: fptr %d, want %d", ci, v.fptr, fptr)
+				return bad(p+24, "chunk %d: fptr %d, want %d", ci, v.fptr, fptr)
 			case v.firstBHash != bh:
-				return bad(int(p)+48, "chunk %d: first block hash %d, want %d", ci, v.firstBHash, bh)
+				return bad(p+48, "chunk %d: first block hash %d, want %d", ci, v.firstBHash, bh)
 			}
 			fptr += v.contSize
 			sum += v.contSize
@@ -272,18 +404,18 @@ func (r *Reader) parseMeta(mb []byte) error {
 			p += VMDSize
 		}
 		if sum != dbsize {
-			return bad(int(p), "block %d: size %d, containers sum to %d", bi, dbsize, sum)
+			return bad(p, "block %d: size %d, containers sum to %d", bi, dbsize, sum)
 		}
 	}
 	switch {
 	case len(r.chunk) != int(fb.numChunks):
-		return bad(int(p), "%d chunks, file block says %d", len(r.chunk), fb.numChunks)
+		return bad(p, "%d chunks, file block says %d", len(r.chunk), fb.numChunks)
 	case fptr != fb.metaOff:
-		return bad(int(p), "data ends at %d, metadata starts at %d", fptr, fb.metaOff)
+		return bad(p, "data ends at %d, metadata starts at %d", fptr, fb.metaOff)
 	case dataSize != fb.ckptSize:
-		return bad(int(p), "chunks hold %d bytes, file block says %d", dataSize, fb.ckptSize)
-	case bh != fb.numBHashes || !r.extFits(mb, p, bh) || bh > uint64(n):
-		return bad(int(p), "%d block hashes in %d bytes, file block says %d", bh, n-p, fb.numBHashes)
+		return bad(p, "chunks hold %d bytes, file block says %d", dataSize, fb.ckptSize)
+	case bh != fb.numBHashes || uint64(n-p) != bh*HashSize || bh > uint64(n):
+		return bad(p, "%d block hashes in %d bytes, file block says %d", bh, n-p, fb.numBHashes)
 	}
 	unhashed := fb.flags&flagUnhashed != 0
 	for i := range r.chunk {
@@ -291,14 +423,17 @@ func (r *Reader) parseMeta(mb []byte) error {
 		k := numBlocks(c.Size, bs)
 		c.BlockHashes = make([][HashSize]byte, k)
 		for j := range c.BlockHashes {
-			copy(c.BlockHashes[j][:], mb[p:p+HashSize])
+			b, err := ms.take(HashSize)
+			if err != nil {
+				return err
+			}
+			copy(c.BlockHashes[j][:], b)
 			p += HashSize
 		}
 		if !unhashed && chunkHash(c.Size, bs, c.BlockHashes) != c.Hash {
 			return r.corrupt(c.VarID, i, moff+int64(r.vmdOff(i))+56, fmt.Errorf("%w: chunk hash over its block hashes", ErrHashMismatch))
 		}
 	}
-	extOff := p
 	// Every variable's containers must tile [0, capacity) in dptr order,
 	// and its chunks must hold exactly its bytes.
 	r.perV = make([][]int, len(r.vars))
@@ -324,7 +459,14 @@ func (r *Reader) parseMeta(mb []byte) error {
 		}
 		v.Chunks = len(cs)
 	}
-	return r.parseExt(mb[extOff:], moff+extOff)
+	if r.extLen == 0 {
+		return nil
+	}
+	ext, err := ms.take(int(r.extLen))
+	if err != nil {
+		return err
+	}
+	return r.parseExt(ext, moff+n)
 }
 
 // vmdOff returns the offset of chunk i's VMD record inside the metadata block.
@@ -467,17 +609,10 @@ func (r *Reader) Verify() error {
 	if i := firstDiff(fbb[:], r.fbb[:]); i >= 0 {
 		return r.fileErr(size-FBSize+int64(i), ErrHashMismatch, "file block changed since open")
 	}
-	mh := blake3.New()
-	buf := make([]byte, min(r.fb.metaSize, 1<<20))
-	for off := int64(0); off < r.fb.metaSize; off += int64(len(buf)) {
-		p := buf[:min(int64(len(buf)), r.fb.metaSize-off)]
-		if err := r.readAt(vfd.MemOHdr, p, r.fb.metaOff+off); err != nil {
-			return err
-		}
-		_, _ = mh.Write(p)
+	got, _, err := r.hashMeta()
+	if err != nil {
+		return err
 	}
-	var got [HashSize]byte
-	mh.Sum(got[:0])
 	if got != r.fb.metaHash {
 		return r.fileErr(r.fb.metaOff, ErrHashMismatch, "metadata hash")
 	}

@@ -115,6 +115,9 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 		metaSize += varRecordLen(len(w.vars[i].Name))
 	}
 	metaSize += int64(len(lay.Blocks))*BMDSize + int64(len(chunks))*VMDSize + int64(nbh)*HashSize + int64(len(w.ext))
+	if err := checkMetaSize(metaSize, bs); err != nil {
+		return Summary{}, err
+	}
 	fs := metaOff + metaSize + FBSize
 	version := uint16(Version)
 	if w.ext != nil {
@@ -279,4 +282,13 @@ func (w *writer) writeData(chunks []ChunkInfo, bs uint32) error {
 		<-hashed
 	}
 	return err
+}
+
+// checkMetaSize refuses a metadata block larger than readers accept.
+func checkMetaSize(n int64, bs uint32) error {
+	if n > MaxMetaSize {
+		return fmt.Errorf("%w: metadata block of %d bytes exceeds MaxMetaSize (%d): use a larger block size than %d (WithBlockSize), or fewer variable fragments",
+			ErrInvalid, n, int64(MaxMetaSize), bs)
+	}
+	return nil
 }

@@ -2,8 +2,8 @@
 // recovered: the [Level] interface that L1 (this package), L2/L3
 // (l2*.go, l3*.go: partner copies and Reed-Solomon parity) and L4
 // (l4*.go: global storage) implement, the commit protocol, the
-// [Manifest] (docs/format/manifest.md), the retention [Policy] and the
-// recovery ladder. It does not know the checkpoint file format: the
+// [Manifest] and its redundant metadata (docs/format/manifest.md), the
+// retention [Policy] and the recovery ladder. It does not know the checkpoint file format: the
 // runtime (package ckpt) writes each rank's FTI-FF file through a
 // [WriteFunc].
 //
@@ -12,56 +12,92 @@
 // Each rank has three areas ([Env]): Local (its node's directory under
 // ckpt_dir, shared by the ranks of that node), Global (glbl_dir) and Meta
 // (meta_dir). Checkpoint number seq lives in directory "ckpt%08d" of each
-// area it uses; its manifest is Meta/"ckpt%08d.manifest". A checkpoint
-// exists exactly when its manifest does.
+// area it uses.
+//
+// # Metadata, and when a checkpoint exists
+//
+// The manifest of checkpoint seq is kept twice: the primary
+// Meta/"ckpt%08d.manifest" and the replica Global/[ReplicaDir]/
+// "ckpt%08d.manifest" (a subdirectory, so meta_dir may be glbl_dir). A
+// copy is valid when it parses, its hash checks and it holds the seq of
+// its name ([CopyState]). Two markers in Meta record intent: the intent
+// marker "ckpt%08d.pending", durable before any file of the checkpoint
+// is published and removed once a copy is, and the deletion marker
+// "ckpt%08d.deleting" (the primary renamed), durable before the last copy
+// goes and removed once every file has. A checkpoint is committed when a
+// valid copy exists and no deletion marker does. Start-up
+// ([Engine.Open], with [ScanCheckpoints] and [SeqScan.State]) then
+// knows, for every checkpoint number with anything left on disk:
+//
+//   - a deletion marker: the deletion is finished;
+//   - a valid copy: committed; a missing, damaged or foreign (swapped)
+//     copy is rewritten from the valid one, the damaged bytes kept as
+//     *.broken, with a warning naming the file and why; an intent marker
+//     beside it goes;
+//   - an intent marker and no valid copy, or nothing but tmp files and
+//     empty directories: never committed, removed;
+//   - published files or damaged copies, no valid copy, no marker: the
+//     metadata was lost. Open changes nothing and returns, on every rank,
+//     an error wrapping [ErrMetadataLost] naming the checkpoint, its
+//     copies and its surviving files: start-up never guesses, so a run
+//     never starts fresh, nor silently falls back, while the files of a
+//     committed checkpoint exist.
+//
+// Meta also holds [LockName], the lock the runtime takes (package ckpt).
 //
 // # Lifecycle, in call order (every Engine method is collective)
 //
 //  1. [NewEngine] with the [Env] of this rank and the implemented levels.
-//  2. [Engine.Open]: creates the directories, rank 0 reads the manifests
-//     (unreadable ones are renamed *.broken) and every rank receives the
-//     same list; then each node's lowest rank removes uncommitted
-//     checkpoint directories and tmp files of its node, rank 0 those of
-//     the global area.
+//  2. [Engine.Open]: creates the directories; each node's lowest rank
+//     lists its node's checkpoint directories for rank 0, which reads the
+//     metadata, classifies every checkpoint number as above and repairs;
+//     every rank receives the committed list; then each node's lowest rank
+//     removes uncommitted checkpoint directories and tmp files of its node,
+//     rank 0 those of the global area and, last, the markers.
 //  3. On a restart, [Engine.Recover]: newest committed checkpoint first,
 //     [Level.Recover] on every rank (verify every digest, rebuild from
 //     redundancy), a vote; the first checkpoint every rank can read wins,
-//     otherwise the next older one, at whatever level, is tried.
-//     [Engine.RecoverDeferred] first tries the newest checkpoint in place
-//     without reading the data (FTI-FF files recorded by their checksum),
-//     for a caller that checks every block while reading and calls
-//     Recover on a mismatch.
+//     otherwise the next older one, at whatever level, is tried. The
+//     checkpoints passed over are remembered ([Engine.Skipped]); retention
+//     drops them once a newer one commits, and [Engine.Recoverable] leaves
+//     them out, so none is ever taken for the newest.
 //  4. [Engine.Checkpoint], as often as wanted:
-//     a. every rank writes its data file as "<name>.tmp" and syncs it;
-//     its digest is the FTI-FF checksum at L1, or a BLAKE3 of the file
-//     computed through a second handle during the fsync; vote. At a
-//     [DataReader] level (L2, L3), whose Protect reads the whole file
-//     anyway, neither happens here: Protect hashes the file as it reads
-//     it and records the digest, and the fsync runs beside Protect and is
-//     voted on in b. A level
-//     implementing [DataOpener] whose OpensData is true (the inline
-//     [Global4], ckpt's default L4) places the data itself instead:
-//     [DataOpener.OpenData] (collective) returns the file each rank
-//     writes — its task of the L4 container — and the digest is the
-//     FTI-FF checksum, or a BLAKE3 read back through that file; vote;
+//     a. rank 0 writes the intent marker while every rank writes its data
+//     file as "<name>.tmp" and syncs it; its digest is the FTI-FF checksum
+//     at L1, or a BLAKE3 of the file computed through a second handle
+//     during the fsync; vote. At a [DataReader] level (L2, L3), whose
+//     Protect reads the whole file anyway, neither happens here: Protect
+//     hashes the file as it reads it and records the digest, and the fsync
+//     runs beside Protect and is voted on in b. A level implementing
+//     [DataOpener] whose OpensData is true (the inline [Global4], ckpt's
+//     default L4) places the data itself instead: [DataOpener.OpenData]
+//     (collective) returns the file each rank writes — its task of the L4
+//     container — and the digest is the FTI-FF checksum, or a BLAKE3 read
+//     back through that file; vote;
 //     b. [Level.Protect] adds redundancy under tmp names, synced — or,
 //     for a [DataOpener], [DataOpener.ProtectData] commits what was
 //     written and marks the data entry [AttrInContainer] (or, when the
 //     vote in a failed, [DataOpener.AbortData] discards it); vote;
 //     c. every rank renames its files into place and syncs the
 //     directories; vote;
-//     d. rank 0 writes the manifest with [vfd.WriteFileAtomic] — the
-//     commit point; vote;
-//     e. the [Policy] names superseded checkpoints; rank 0 removes their
-//     manifests first (collectively agreed), then each node's lowest rank
-//     removes their node-local directories, and rank 0 the global ones,
-//     in the background ([Engine.Wait]; every collective method waits).
-//     A failed vote removes the new files on every rank and returns an
-//     error wrapping [ErrVoteFailed] on every rank; a crash anywhere
-//     leaves the previous committed set or the new one, and step 2 of the
-//     next run removes the leftovers.
-//  5. [Engine.Delete] removes a committed checkpoint (Finalize without
-//     keep_last_ckpt).
+//     d. rank 0 writes both manifest copies with [vfd.WriteFileAtomic],
+//     concurrently — the commit point is the first copy durable; vote;
+//     then rank 0 removes the intent marker (and the deletion markers of
+//     checkpoints every rank has finished removing);
+//     e. the [Policy] names superseded checkpoints; rank 0 renames their
+//     primaries to deletion markers and removes their replicas
+//     (collectively agreed), then each node's lowest rank removes their
+//     node-local directories, and rank 0 the global ones, in the
+//     background ([Engine.Wait]; every collective method waits).
+//     A failed vote removes the new files and directories on every rank,
+//     then the intent marker, and returns an error wrapping
+//     [ErrVoteFailed] on every rank; a crash anywhere leaves the previous
+//     committed set or the new one, and step 2 of the next run removes
+//     the leftovers.
+//  5. [Engine.Delete] removes a committed checkpoint (Finalize);
+//     [Engine.Keep] rewrites both copies marked Kept (keep_last_ckpt);
+//     [Engine.Settle] waits for the background removal on every rank and
+//     removes the deletion markers.
 //
 // # Implementing a level
 //
@@ -90,8 +126,9 @@
 // # Concurrency
 //
 // An Engine belongs to one rank and is used by one goroutine at a time;
-// its only goroutines are the background removal and the hashing of the
-// data file during its fsync.
+// its only goroutines are the background removal, the hashing of the
+// data file during its fsync and, on rank 0, the writing of the intent
+// marker beside the data and of the manifest replica beside the primary.
 // Ranks of one node share the Local directory; only the node's lowest
 // rank creates, cleans or removes directories there, and no two ranks
 // write the same file. Levels are stateless values shared by all ranks.

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -55,6 +54,23 @@ type Engine struct {
 	committed []*Manifest // oldest first, identical on every rank
 	nextSeq   uint64
 	bg        chan struct{} // closed when the background removal ends
+
+	// unrecoverable holds the committed checkpoints Recover found
+	// unrecoverable (identical on every rank), skipped why.
+	unrecoverable map[uint64]bool
+	skipped       []Skipped
+	// dropped lists the checkpoints whose deletion markers wait until
+	// every rank has removed their files; rmFailed those whose removal
+	// failed on this rank (their markers stay for the next Open).
+	dropped  []uint64
+	rmFailed []uint64
+}
+
+// Skipped is a committed checkpoint that [Engine.Recover] found
+// unrecoverable and passed over, with the reason (identical on every rank).
+type Skipped struct {
+	Manifest *Manifest
+	Err      error
 }
 
 // NewEngine returns an engine for env. It does no I/O; call [Engine.Open].
@@ -96,158 +112,20 @@ func (e *Engine) Level(id ID) (Level, error) {
 	return l, nil
 }
 
-// Committed returns the committed checkpoints, oldest first.
+// Committed returns the committed checkpoints, oldest first, including
+// those [Engine.Recover] found unrecoverable.
 func (e *Engine) Committed() []*Manifest { return slices.Clone(e.committed) }
 
-// Open creates the directories, reads the committed manifests (rank 0
-// reads, every rank gets the same list) and removes everything a crashed
-// run left half-written: tmp files, and checkpoint directories without a
-// manifest. Collective.
-func (e *Engine) Open() error {
-	e.Wait()
-	env := e.env
-	var local error
-	if env.Rank == 0 {
-		local = errors.Join(MkdirDurable(env.Meta.Driver, env.Meta.Dir), MkdirDurable(env.Global.Driver, env.Global.Dir))
-	}
-	if e.nodeLeader() {
-		local = errors.Join(local, MkdirDurable(env.Local.Driver, env.Local.Dir))
-	}
-	if err := e.agree(local, "create directories"); err != nil {
-		return err
-	}
-	var payload []byte
-	var scanErr error
-	if env.Rank == 0 {
-		var raws [][]byte
-		raws, scanErr = e.readManifests()
-		if scanErr == nil {
-			payload, scanErr = json.Marshal(raws)
-		}
-	}
-	if err := e.agree(scanErr, "read manifests"); err != nil {
-		return err
-	}
-	payload, err := BcastBytes(env.Comm, 0, payload)
-	if err != nil {
-		return err
-	}
-	var raws [][]byte
-	if err := json.Unmarshal(payload, &raws); err != nil {
-		return fmt.Errorf("levels: decode manifest list: %w", err)
-	}
-	e.committed = e.committed[:0]
-	for _, raw := range raws {
-		m, err := ParseManifest("manifest", raw)
-		if err != nil {
-			return err // rank 0 parsed it already; cannot happen
-		}
-		e.committed = append(e.committed, m)
-	}
-	sort.Slice(e.committed, func(i, j int) bool { return e.committed[i].Seq < e.committed[j].Seq })
-	if n := len(e.committed); n > 0 {
-		e.nextSeq = e.committed[n-1].Seq + 1
-	}
-	return e.agree(e.cleanOrphans(), "clean half-written checkpoints")
+// Recoverable returns the committed checkpoints, oldest first, except
+// those [Engine.Recover] found unrecoverable: the ones retention and
+// keep_last_ckpt may treat as the newest.
+func (e *Engine) Recoverable() []*Manifest {
+	return slices.DeleteFunc(e.Committed(), func(m *Manifest) bool { return e.unrecoverable[m.Seq] })
 }
 
-// readManifests runs on rank 0: it lists the meta area, removes tmp
-// files, checks every manifest with the scan offline tools use
-// ([ScanManifests]) and moves unusable ones aside as .broken.
-func (e *Engine) readManifests() ([][]byte, error) {
-	meta := e.env.Meta
-	ents, err := meta.Driver.ReadDir(meta.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", meta.Dir, err)
-	}
-	changed := false
-	for _, de := range ents {
-		if name := de.Name(); strings.HasSuffix(name, TmpSuffix) {
-			if err := meta.Driver.Remove(meta.Path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, err
-			}
-			changed = true
-		}
-	}
-	var out [][]byte
-	for _, sm := range scanManifests(meta, ents) {
-		if sm.Err != nil {
-			p := meta.Path(sm.Name)
-			e.env.Logger.Warn("unreadable manifest moved aside", zap.String("path", p), zap.Error(sm.Err))
-			if rerr := meta.Driver.Rename(p, p+".broken"); rerr != nil {
-				return nil, errors.Join(sm.Err, rerr)
-			}
-			changed = true
-			continue
-		}
-		out = append(out, sm.Raw)
-	}
-	if changed {
-		if err := meta.Driver.SyncDir(meta.Dir); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// cleanOrphans removes, in the areas this rank is responsible for, every
-// checkpoint directory that no manifest names and every tmp file inside
-// committed ones.
-func (e *Engine) cleanOrphans() error {
-	keep := map[string]bool{}
-	for _, m := range e.committed {
-		keep[m.Dir()] = true
-	}
-	var errs []error
-	clean := func(s Store) {
-		ents, err := s.Driver.ReadDir(s.Dir)
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-			}
-			return
-		}
-		changed := false
-		for _, de := range ents {
-			name := de.Name()
-			base := strings.TrimSuffix(name, TmpSuffix)
-			if _, ok := parseSeq(base, ""); !ok {
-				continue
-			}
-			if keep[name] {
-				errs = append(errs, e.cleanTmp(s, name))
-				continue
-			}
-			e.env.Logger.Debug("removing uncommitted checkpoint", zap.String("path", s.Path(name)))
-			errs = append(errs, s.Driver.RemoveAll(s.Path(name)))
-			changed = true
-		}
-		if changed {
-			errs = append(errs, s.Driver.SyncDir(s.Dir))
-		}
-	}
-	if e.nodeLeader() {
-		clean(e.env.Local)
-	}
-	if e.env.Rank == 0 {
-		clean(e.env.Global)
-	}
-	return errors.Join(errs...)
-}
-
-func (e *Engine) cleanTmp(s Store, dir string) error {
-	ents, err := s.Driver.ReadDir(s.Path(dir))
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, de := range ents {
-		if strings.HasSuffix(de.Name(), TmpSuffix) {
-			errs = append(errs, s.Driver.Remove(s.Path(path.Join(dir, de.Name()))))
-		}
-	}
-	return errors.Join(errs...)
-}
+// Skipped returns the checkpoints the last [Engine.Recover] passed over
+// as unrecoverable, newest first, with why.
+func (e *Engine) Skipped() []Skipped { return slices.Clone(e.skipped) }
 
 // nodeLeader reports whether this rank is the lowest rank on its node.
 func (e *Engine) nodeLeader() bool {
@@ -325,6 +203,16 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc) (*Manifest, Stats
 	p := &Pending{Seq: e.nextSeq, ID: id, Level: lvl, Dir: CheckpointDir(e.nextSeq)}
 	e.nextSeq++
 
+	// 0. The intent marker, durable before any file of the checkpoint is
+	// published, written by rank 0 while the data is: files without a
+	// manifest are then known to be uncommitted, not a committed
+	// checkpoint whose metadata was lost.
+	var marked chan error
+	if env.Rank == 0 {
+		marked = make(chan error, 1)
+		go func() { marked <- e.writePending(p) }()
+	}
+
 	// 1. Data file under its tmp name, synced; or, for a level that
 	// places the data itself, the level's file.
 	area := level.DataArea()
@@ -340,6 +228,9 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc) (*Manifest, Stats
 		syncData, werr = e.writeData(p, area, write, &st, ok && reader.ReadsData())
 	}
 	st.Write = env.Now().Sub(start)
+	if marked != nil {
+		werr = errors.Join(werr, <-marked)
+	}
 	if err := e.agree(werr, "write checkpoint data"); err != nil {
 		if held != nil {
 			err = errors.Join(err, opener.AbortData(env, p, held))
@@ -567,9 +458,24 @@ func (e *Engine) publish(p *Pending) error {
 	return nil
 }
 
+// manifestPayload is what every rank sends rank 0 for the manifest.
+type manifestPayload struct {
+	Files []File `json:"files"`
+	// RmFailed lists the dropped checkpoints whose files this rank could
+	// not remove (their deletion markers must stay).
+	RmFailed []uint64 `json:"rm_failed,omitempty"`
+}
+
+// writeManifest gathers every rank's files and has rank 0 write both
+// copies of the manifest concurrently (the primary in the meta area, the
+// replica in the global area); the checkpoint is committed once one copy
+// is durable. A failure on any rank removes both copies and returns
+// [ErrVoteFailed] on every rank. On success rank 0 removes the intent
+// marker, and the deletion markers of checkpoints every rank has finished
+// removing.
 func (e *Engine) writeManifest(p *Pending) (*Manifest, error) {
 	env := e.env
-	mine, err := json.Marshal(p.Files)
+	mine, err := json.Marshal(manifestPayload{Files: p.Files, RmFailed: e.rmFailed})
 	if err != nil {
 		return nil, err
 	}
@@ -585,28 +491,107 @@ func (e *Engine) writeManifest(p *Pending) (*Manifest, error) {
 		Files: make([][]File, len(all)),
 	}
 	var werr error
+	failed := map[uint64]bool{}
 	for r, b := range all {
-		if err := json.Unmarshal(b, &m.Files[r]); err != nil {
+		var pl manifestPayload
+		if err := json.Unmarshal(b, &pl); err != nil {
 			werr = fmt.Errorf("decode rank %d files: %w", r, err)
+			continue
+		}
+		m.Files[r] = pl.Files
+		for _, seq := range pl.RmFailed {
+			failed[seq] = true
 		}
 	}
+	wrote := false
 	if env.Rank == 0 && werr == nil {
 		var raw []byte
 		raw, werr = m.Marshal()
 		if werr == nil {
-			name := env.Meta.Path(ManifestName(p.Seq))
-			werr = vfd.WriteFileAtomic(env.Meta.Driver, name, raw)
-			if werr != nil {
-				// The rename may have happened: make sure the checkpoint is
-				// not left committed behind our back.
-				werr = errors.Join(werr, removeIfExists(env.Meta.Driver, name), env.Meta.Driver.SyncDir(env.Meta.Dir))
-			}
+			wrote = true
+			werr = e.writeCopies(m.Seq, raw)
 		}
 	}
 	if err := e.agree(werr, "write manifest"); err != nil {
+		if wrote && werr == nil {
+			// Written here, refused elsewhere: not committed after all.
+			if rerr := e.removeCopies(m.Seq); rerr != nil {
+				env.Logger.Warn("removing the manifest of a refused checkpoint", zap.Uint64("seq", m.Seq), zap.Error(rerr))
+			}
+		}
 		return nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 	}
+	if env.Rank == 0 {
+		// No directory sync needed: a marker that comes back beside a
+		// valid manifest (intent) or with nothing left (deletion) is
+		// resolved by the next Open.
+		rerr := removeIfExists(env.Meta.Driver, env.Meta.Path(PendingName(m.Seq)))
+		for _, seq := range e.dropped {
+			if !failed[seq] {
+				rerr = errors.Join(rerr, removeIfExists(env.Meta.Driver, env.Meta.Path(DeletingName(seq))))
+			}
+		}
+		if rerr != nil {
+			env.Logger.Warn("removing checkpoint markers", zap.Error(rerr))
+		}
+	}
+	e.dropped, e.rmFailed = nil, nil
 	return m, nil
+}
+
+// writePending writes the intent marker of p (rank 0). Only its name
+// counts, so only the directory entry is made durable: a crash may leave
+// it empty, never absent once this returns.
+func (e *Engine) writePending(p *Pending) error {
+	meta := e.env.Meta
+	name := meta.Path(PendingName(p.Seq))
+	f, err := vfd.CreateTrunc(meta.Driver, name)
+	if err == nil {
+		_, err = f.WriteAt([]byte(fmt.Sprintf("ftigo-pending %d\n", p.Seq)), 0)
+		err = errors.Join(err, f.Close())
+	}
+	if err == nil {
+		err = meta.Driver.SyncDir(meta.Dir)
+	}
+	if err != nil {
+		return fmt.Errorf("write intent marker %s: %w", name, err)
+	}
+	return nil
+}
+
+// writeCopies writes both copies of manifest seq, concurrently; on any
+// failure it removes both and returns the error (rank 0).
+func (e *Engine) writeCopies(seq uint64, raw []byte) error {
+	env := e.env
+	rep := make(chan error, 1)
+	go func() {
+		if err := vfd.WriteFileAtomic(env.Global.Driver, env.Global.Path(ReplicaName(seq)), raw); err != nil {
+			rep <- fmt.Errorf("manifest replica: %w", err)
+			return
+		}
+		rep <- nil
+	}()
+	err := vfd.WriteFileAtomic(env.Meta.Driver, env.Meta.Path(ManifestName(seq)), raw)
+	if err != nil {
+		err = fmt.Errorf("manifest: %w", err)
+	}
+	if err = errors.Join(err, <-rep); err != nil {
+		// A rename may have happened: make sure the checkpoint is not
+		// left committed behind our back.
+		err = errors.Join(err, e.removeCopies(seq))
+	}
+	return err
+}
+
+// removeCopies removes both copies of manifest seq and syncs their
+// directories (rank 0).
+func (e *Engine) removeCopies(seq uint64) error {
+	env := e.env
+	repl := replicaStore(env.Global)
+	return errors.Join(
+		removeIfExists(env.Meta.Driver, env.Meta.Path(ManifestName(seq))),
+		removeIfExists(repl.Driver, repl.Path(ManifestName(seq))),
+		env.Meta.Driver.SyncDir(env.Meta.Dir), repl.Driver.SyncDir(repl.Dir))
 }
 
 // MkdirDurable creates dir and its parents and syncs every directory on
@@ -632,56 +617,99 @@ func removeIfExists(d vfd.Driver, name string) error {
 	return nil
 }
 
-// abort removes this rank's files of a failed checkpoint (tmp or renamed)
-// and returns err. Leftovers that cannot be removed are cleaned at the next Open.
+// abort removes every file and directory of the failed checkpoint p
+// (tmp or renamed) on every rank, then rank 0 its intent marker, and
+// returns err. Collective. Whatever cannot be removed keeps the marker,
+// and the next Open removes it.
 func (e *Engine) abort(p *Pending, err error) error {
+	env := e.env
 	var errs []error
 	for _, f := range p.Files {
-		s := e.env.Store(f.Where)
+		s := env.Store(f.Where)
 		errs = append(errs, removeIfExists(s.Driver, s.Path(f.Name)+TmpSuffix), removeIfExists(s.Driver, s.Path(f.Name)))
 	}
 	// A failed data write may have left a tmp file not yet in p.Files.
 	for _, w := range []Where{Local, Global} {
-		s := e.env.Store(w)
-		errs = append(errs, removeIfExists(s.Driver, s.Path(RankFileName(p.Dir, RoleData, e.env.Rank))+TmpSuffix))
+		s := env.Store(w)
+		errs = append(errs, removeIfExists(s.Driver, s.Path(RankFileName(p.Dir, RoleData, env.Rank))+TmpSuffix))
 	}
-	if cerr := errors.Join(errs...); cerr != nil {
-		e.env.Logger.Warn("cleanup after failed checkpoint", zap.Uint64("seq", p.Seq), zap.Error(cerr))
+	cerr := errors.Join(errs...)
+	if Agree(env.Comm, cerr, "remove the files of a failed checkpoint") == nil {
+		// Every rank is done with its files: the directories go.
+		cerr = nil
+		if e.nodeLeader() {
+			cerr = removeDir(env.Local, p.Dir)
+		}
+		if env.Rank == 0 {
+			cerr = errors.Join(cerr, removeDir(env.Global, p.Dir))
+		}
+		if Agree(env.Comm, cerr, "remove the directories of a failed checkpoint") == nil && env.Rank == 0 {
+			cerr = removeIfExists(env.Meta.Driver, env.Meta.Path(PendingName(p.Seq)))
+		}
+	}
+	if cerr != nil {
+		env.Logger.Warn("cleanup after failed checkpoint; the next start-up finishes it", zap.Uint64("seq", p.Seq), zap.Error(cerr))
 	}
 	return err
 }
 
-// retain deletes the checkpoints the policy drops now that m committed:
-// their manifests at once (collectively), their files in the background
-// (see [Engine.Wait]). Errors are logged, not returned: m is committed
-// either way, and leftovers are removed by the next Open.
+// removeDir removes directory dir of s, if there, and syncs s so that
+// the removal survives a crash.
+func removeDir(s Store, dir string) error {
+	if err := s.Driver.RemoveAll(s.Path(dir)); err != nil {
+		return err
+	}
+	if err := s.Driver.SyncDir(s.Dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// retain deletes the checkpoints the policy drops now that m committed,
+// and the older checkpoints Recover found unrecoverable: their manifests
+// at once (collectively, behind deletion markers), their files in the
+// background (see [Engine.Wait]). Errors are logged, not returned: m is
+// committed either way, and leftovers are removed by the next Open.
 func (e *Engine) retain(m *Manifest) {
 	var drop []*Manifest
-	for _, d := range e.policy.Drop(e.Committed(), m) {
+	for _, d := range e.policy.Drop(e.Recoverable(), m) {
 		if d.Seq != m.Seq {
 			drop = append(drop, d)
+		}
+	}
+	for _, c := range e.committed {
+		if e.unrecoverable[c.Seq] && c.Seq < m.Seq {
+			drop = append(drop, c)
 		}
 	}
 	if len(drop) == 0 {
 		return
 	}
 	if err := e.uncommit(drop); err != nil {
-		e.env.Logger.Warn("deleting superseded checkpoints", zap.Error(err))
+		if e.env.Rank == 0 {
+			e.env.Logger.Warn("deleting superseded checkpoints", zap.Error(err))
+		}
 		return
+	}
+	for _, d := range drop {
+		e.dropped = append(e.dropped, d.Seq)
 	}
 	done := make(chan struct{})
 	e.bg = done
 	go func() {
 		defer close(done)
-		if err := e.removeFiles(drop); err != nil {
-			e.env.Logger.Warn("removing superseded checkpoint files", zap.Error(err))
+		for _, d := range drop {
+			if err := e.removeFiles(d); err != nil {
+				e.rmFailed = append(e.rmFailed, d.Seq)
+				e.env.Logger.Warn("removing superseded checkpoint files; the next start-up retries", zap.Uint64("seq", d.Seq), zap.Error(err))
+			}
 		}
 	}()
 }
 
 // Wait blocks until the background removal of superseded checkpoint files
 // has finished. Every collective method calls it first; call it before
-// abandoning an Engine.
+// abandoning an Engine. Local.
 func (e *Engine) Wait() {
 	if e.bg != nil {
 		<-e.bg
@@ -689,16 +717,55 @@ func (e *Engine) Wait() {
 	}
 }
 
-// uncommit removes the manifests of ms (rank 0) so they stop being
-// committed. Collective.
+// Settle waits for the background removal on every rank and, when every
+// rank removed every file, has rank 0 remove the deletion markers (which
+// otherwise go with the next checkpoint's commit or at the next Open).
+// Collective: the error, the same on every rank, says some rank could not
+// remove the files of a superseded checkpoint.
+func (e *Engine) Settle() error {
+	e.Wait()
+	var local error
+	if len(e.rmFailed) > 0 {
+		local = fmt.Errorf("files of checkpoints %v not removed", e.rmFailed)
+	}
+	if err := e.agree(local, "remove superseded checkpoints"); err != nil {
+		return err
+	}
+	if e.env.Rank == 0 {
+		// A marker left behind costs nothing: the next Open finds it with
+		// nothing left of its checkpoint and removes it.
+		var errs []error
+		for _, seq := range e.dropped {
+			errs = append(errs, removeIfExists(e.env.Meta.Driver, e.env.Meta.Path(DeletingName(seq))))
+		}
+		if err := errors.Join(errs...); err != nil {
+			e.env.Logger.Warn("removing deletion markers; the next start-up removes them", zap.Error(err))
+		}
+	}
+	e.dropped, e.rmFailed = nil, nil
+	return nil
+}
+
+// uncommit makes ms stop being committed: rank 0 renames each primary
+// manifest to its deletion marker (a marker file is written when the
+// primary is gone), syncs, and removes the replicas. Collective.
 func (e *Engine) uncommit(ms []*Manifest) error {
 	env := e.env
 	var merr error
 	if env.Rank == 0 {
+		repl := replicaStore(env.Global)
+		done := make(chan error, 1)
+		go func() {
+			var errs []error
+			for _, m := range ms {
+				errs = append(errs, removeIfExists(repl.Driver, repl.Path(ManifestName(m.Seq))))
+			}
+			done <- errors.Join(append(errs, repl.Driver.SyncDir(repl.Dir))...)
+		}()
 		for _, m := range ms {
-			merr = errors.Join(merr, removeIfExists(env.Meta.Driver, env.Meta.Path(ManifestName(m.Seq))))
+			merr = errors.Join(merr, e.markDeleting(m))
 		}
-		merr = errors.Join(merr, env.Meta.Driver.SyncDir(env.Meta.Dir))
+		merr = errors.Join(merr, env.Meta.Driver.SyncDir(env.Meta.Dir), <-done)
 	}
 	if err := e.agree(merr, "remove manifest"); err != nil {
 		return err
@@ -706,48 +773,112 @@ func (e *Engine) uncommit(ms []*Manifest) error {
 	e.committed = slices.DeleteFunc(e.committed, func(x *Manifest) bool {
 		return slices.ContainsFunc(ms, func(m *Manifest) bool { return m.Seq == x.Seq })
 	})
+	for _, m := range ms {
+		delete(e.unrecoverable, m.Seq)
+	}
 	return nil
 }
 
-// removeFiles removes the directories of uncommitted checkpoints: the
-// node's lowest rank in the node-local area, rank 0 in the global area;
-// a level with a [Remover] removes what lies elsewhere. Local to the rank.
-func (e *Engine) removeFiles(ms []*Manifest) error {
-	env := e.env
-	var errs []error
-	for _, m := range ms {
-		if l, ok := e.levels[m.Level]; ok {
-			if r, ok := l.(Remover); ok {
-				errs = append(errs, r.Remove(env, m))
-			}
-		}
-		if e.nodeLeader() {
-			errs = append(errs, env.Local.Driver.RemoveAll(env.Local.Path(m.Dir())))
-		}
-		if env.Rank == 0 {
-			errs = append(errs, env.Global.Driver.RemoveAll(env.Global.Path(m.Dir())))
-		}
+// markDeleting turns the primary manifest of m into its deletion marker
+// (rank 0); the caller syncs the meta directory.
+func (e *Engine) markDeleting(m *Manifest) error {
+	meta := e.env.Meta
+	err := meta.Driver.Rename(meta.Path(ManifestName(m.Seq)), meta.Path(DeletingName(m.Seq)))
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
-	return errors.Join(errs...)
+	raw, err := m.Marshal()
+	if err != nil {
+		return err
+	}
+	return vfd.WriteFileAtomic(meta.Driver, meta.Path(DeletingName(m.Seq)), raw)
 }
 
-// Delete removes committed checkpoint m: first its manifest (so it stops
-// being committed), then its directories. Collective.
+// removeFiles removes the directories of uncommitted checkpoint m: the
+// node's lowest rank in the node-local area, rank 0 in the global area;
+// a level with a [Remover] removes what lies elsewhere. Local to the rank.
+func (e *Engine) removeFiles(m *Manifest) error {
+	env := e.env
+	err := e.removeElsewhere(m)
+	// Synced: the deletion marker may go only once the directories are
+	// gone for good, or a crash could bring back files without metadata.
+	if e.nodeLeader() {
+		err = errors.Join(err, removeDir(env.Local, m.Dir()))
+	}
+	if env.Rank == 0 {
+		err = errors.Join(err, removeDir(env.Global, m.Dir()))
+	}
+	return err
+}
+
+// removeElsewhere lets m's level remove its files outside the checkpoint
+// directories, if it has a [Remover].
+func (e *Engine) removeElsewhere(m *Manifest) error {
+	if l, ok := e.levels[m.Level]; ok {
+		if r, ok := l.(Remover); ok {
+			return r.Remove(e.env, m)
+		}
+	}
+	return nil
+}
+
+// Delete removes committed checkpoint m: first its manifests (behind a
+// deletion marker, so it stops being committed), then its directories,
+// then the marker. Collective.
 func (e *Engine) Delete(m *Manifest) error {
 	e.Wait()
 	if err := e.uncommit([]*Manifest{m}); err != nil {
 		return err
 	}
-	return e.agree(e.removeFiles([]*Manifest{m}), "delete checkpoint "+m.Dir())
+	if err := e.agree(e.removeFiles(m), "delete checkpoint "+m.Dir()); err != nil {
+		return err
+	}
+	var err error
+	if e.env.Rank == 0 {
+		err = removeIfExists(e.env.Meta.Driver, e.env.Meta.Path(DeletingName(m.Seq)))
+	}
+	return e.agree(err, "remove deletion marker of "+m.Dir())
+}
+
+// Keep rewrites both copies of committed checkpoint m with Kept set
+// (keep_last_ckpt at Finalize) and returns the new manifest. Collective.
+// A crash in between leaves one copy kept and one not; Open prefers the
+// kept one.
+func (e *Engine) Keep(m *Manifest) (*Manifest, error) {
+	e.Wait()
+	k := *m
+	k.Kept = true
+	var err error
+	if e.env.Rank == 0 {
+		var raw []byte
+		if raw, err = k.Marshal(); err == nil {
+			env := e.env
+			rep := make(chan error, 1)
+			go func() { rep <- vfd.WriteFileAtomic(env.Global.Driver, env.Global.Path(ReplicaName(k.Seq)), raw) }()
+			err = errors.Join(vfd.WriteFileAtomic(env.Meta.Driver, env.Meta.Path(ManifestName(k.Seq)), raw), <-rep)
+		}
+	}
+	if err := e.agree(err, "keep checkpoint "+m.Dir()); err != nil {
+		return nil, err
+	}
+	for i, c := range e.committed {
+		if c.Seq == k.Seq {
+			e.committed[i] = &k
+		}
+	}
+	return &k, nil
 }
 
 // Recover walks the committed checkpoints newest first and returns the
 // first one every rank can recover, with this rank's data source. Every
-// digest is verified by the level on the way. When none is recoverable
-// the error (identical on every rank) wraps [ErrNoCheckpoint] or
-// [ErrUnrecoverable] and names each failure. Collective.
+// digest is verified by the level on the way. The checkpoints passed
+// over are remembered ([Engine.Skipped]): retention and
+// [Engine.Recoverable] no longer treat them as the newest. When none is
+// recoverable the error (identical on every rank) wraps [ErrNoCheckpoint]
+// or [ErrUnrecoverable] and names each failure. Collective.
 func (e *Engine) Recover() (*Manifest, Source, error) {
 	e.Wait()
+	e.skipped = nil
 	if len(e.committed) == 0 {
 		return nil, Source{}, ErrNoCheckpoint
 	}
@@ -758,84 +889,18 @@ func (e *Engine) Recover() (*Manifest, Source, error) {
 		if err == nil {
 			return m, src, nil
 		}
-		e.env.Logger.Warn("checkpoint not recoverable, trying an older one",
-			zap.Uint64("seq", m.Seq), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level), zap.Error(err))
+		if e.unrecoverable == nil {
+			e.unrecoverable = map[uint64]bool{}
+		}
+		e.unrecoverable[m.Seq] = true
+		e.skipped = append(e.skipped, Skipped{Manifest: m, Err: err})
+		if e.env.Rank == 0 { // the error is the same everywhere: log it once
+			e.env.Logger.Warn("checkpoint not recoverable, trying an older one",
+				zap.Uint64("seq", m.Seq), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level), zap.Error(err))
+		}
 		errs = append(errs, err)
 	}
 	return nil, Source{}, joinedError(ErrUnrecoverable, errs)
-}
-
-// RecoverDeferred is [Engine.Recover] for a caller that checks every
-// block of the data against its hash while reading it (fileformat's
-// ReadVar does), so that the data need not be read twice on a restart.
-// When on every rank the newest committed checkpoint's data file is an
-// FTI-FF file in its place whose digest is its file checksum
-// ([DigestFTIFF]: the L1 data files), with the recorded size, a header
-// and metadata that check and that checksum, it returns that checkpoint
-// with verified false, without reading the data: the checksum covers the
-// hash of every block, so a block that matches its hash holds the
-// committed bytes. The caller must then read only through those hashes
-// and, when a block does not match, call Recover, which verifies every
-// file, rebuilds from redundancy and falls back to older checkpoints.
-// Otherwise it returns what Recover returns, with verified true.
-// Collective; the result is identical on every rank.
-func (e *Engine) RecoverDeferred() (m *Manifest, src Source, verified bool, err error) {
-	e.Wait()
-	if len(e.committed) == 0 {
-		return nil, Source{}, false, ErrNoCheckpoint
-	}
-	m = e.committed[len(e.committed)-1]
-	src, lerr := e.checkInPlace(m)
-	if Agree(e.env.Comm, lerr, "check data file in place") == nil {
-		return m, src, false, nil
-	}
-	e.env.Logger.Debug("newest checkpoint not checkable in place, verifying every file",
-		zap.Uint64("seq", m.Seq), zap.NamedError("local", lerr))
-	m, src, err = e.Recover()
-	return m, src, true, err
-}
-
-// errNotInPlace says the data of a checkpoint cannot be checked in place.
-var errNotInPlace = errors.New("levels: data file not checkable in place")
-
-// checkInPlace returns this rank's data file of m when it is an FTI-FF
-// file in place whose header, metadata and file checksum match the
-// manifest. It reads no data. Local.
-func (e *Engine) checkInPlace(m *Manifest) (Source, error) {
-	if m.Ranks != e.env.Comm.Size() {
-		return Source{}, fmt.Errorf("%w: %w", errNotInPlace, ErrTopologyMismatch)
-	}
-	if _, ok := e.levels[m.Level]; !ok {
-		return Source{}, fmt.Errorf("%w: %w", errNotInPlace, ErrLevelUnavailable)
-	}
-	f, ok := m.DataFile(e.env.Rank)
-	if !ok {
-		return Source{}, fmt.Errorf("%w: %w", errNotInPlace, ErrMissingFile)
-	}
-	if f.Attrs[AttrDigest] != DigestFTIFF || f.Attrs[AttrInContainer] != "" {
-		return Source{}, errNotInPlace
-	}
-	s := e.env.Store(f.Where)
-	file, err := s.Driver.Open(s.Path(f.Name), vfd.ReadOnly)
-	if err != nil {
-		return Source{}, fmt.Errorf("%w: %w", errNotInPlace, err)
-	}
-	defer file.Close()
-	size, err := file.Size()
-	if err != nil {
-		return Source{}, fmt.Errorf("%w: %w", errNotInPlace, err)
-	}
-	if size != f.Size {
-		return Source{}, fmt.Errorf("%w: %w: %d bytes, manifest says %d", errNotInPlace, ErrSizeMismatch, size, f.Size)
-	}
-	rd, err := fileformat.Open(file)
-	if err != nil {
-		return Source{}, fmt.Errorf("%w: %w", errNotInPlace, err)
-	}
-	if !rd.Hashed() || Digest(rd.Summary().Checksum) != f.Digest {
-		return Source{}, fmt.Errorf("%w: %w: FTI-FF checksum", errNotInPlace, ErrDigestMismatch)
-	}
-	return Source{Store: s, Name: f.Name, Size: f.Size, Digest: f.Digest}, nil
 }
 
 // joinedError returns an error that matches head and every one of errs

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -218,70 +217,8 @@ func TestL1Disruption(t *testing.T) {
 	}
 }
 
-func TestOpenRemovesUncommitted(t *testing.T) {
-	cl := newCluster(t, vfd.Sec2{}, t.TempDir(), 2)
-	require.NoError(t, cl.run(2, func(e *Engine) error {
-		_, _, err := e.Checkpoint(1, L1, writeBytes(payload(e.env.Rank, 1, 64)))
-		return err
-	}))
-	// A crashed checkpoint 2: files present, no manifest.
-	for _, p := range []string{"local/node0000/ckpt00000002/data000000.fti.tmp", "local/node0000/ckpt00000002/data000001.fti",
-		"global/ckpt00000002/x", "meta/ckpt00000002.manifest.tmp", "local/node0000/ckpt00000001/data000001.fti.tmp"} {
-		full := filepath.Join(cl.root, p)
-		require.NoError(t, cl.d.MkdirAll(filepath.Dir(full), 0o755))
-		f, err := vfd.CreateTrunc(cl.d, full)
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
-	}
-	require.NoError(t, cl.run(2, func(e *Engine) error {
-		if e.NextSeq() != 2 {
-			return fmt.Errorf("next seq %d", e.NextSeq())
-		}
-		_, _, err := e.Recover()
-		return err
-	}))
-	for _, p := range []string{"local/node0000/ckpt00000002", "global/ckpt00000002", "meta/ckpt00000002.manifest.tmp", "local/node0000/ckpt00000001/data000001.fti.tmp"} {
-		_, err := cl.d.Stat(filepath.Join(cl.root, p))
-		assert.ErrorIs(t, err, fs.ErrNotExist, p)
-	}
-	_, err := cl.d.Stat(filepath.Join(cl.root, "local/node0000/ckpt00000001/data000001.fti"))
-	assert.NoError(t, err)
-}
-
 func runWorld(n int, fn func(c comm.Comm) error) error {
 	return comm.Run(n, fn, comm.WithTimeout(30*time.Second))
-}
-
-func TestOpenMovesBrokenManifestAside(t *testing.T) {
-	cl := newCluster(t, vfd.Sec2{}, t.TempDir(), 1)
-	require.NoError(t, cl.run(2, func(e *Engine) error {
-		_, _, err := e.Checkpoint(1, L1, writeBytes(payload(e.env.Rank, 1, 64)))
-		return err
-	}))
-	meta := filepath.Join(cl.root, "meta")
-	bad := filepath.Join(meta, ManifestName(5))
-	f, err := vfd.CreateTrunc(cl.d, bad)
-	require.NoError(t, err)
-	_, err = f.WriteAt([]byte("ftigo-manifest 1\n{}\nblake3 00\n"), 0)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	require.NoError(t, cl.run(2, func(e *Engine) error {
-		if n := len(e.Committed()); n != 1 {
-			return fmt.Errorf("%d committed", n)
-		}
-		if e.NextSeq() != 2 {
-			return fmt.Errorf("next seq %d", e.NextSeq())
-		}
-		m, _, err := e.Recover()
-		if err == nil && m.Seq != 1 {
-			err = fmt.Errorf("recovered seq %d", m.Seq)
-		}
-		return err
-	}))
-	_, err = cl.d.Stat(bad + ".broken")
-	assert.NoError(t, err)
-	_, err = cl.d.Stat(bad)
-	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
 
 func TestFTIPolicy(t *testing.T) {
@@ -309,76 +246,6 @@ func TestFTIPolicy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, seqs(tt.p.Drop(append(append([]*Manifest(nil), all...), tt.latest), tt.latest)))
-		})
-	}
-}
-
-// TestRecoverDeferred: an L1 checkpoint of FTI-FF files is returned
-// unverified without reading its data (the caller hashes while reading);
-// data files of another digest kind, a damaged header or a missing file
-// take the verifying ladder, which reads every byte, and falls back.
-func TestRecoverDeferred(t *testing.T) {
-	const n = 2
-	tests := []struct {
-		name         string
-		write        func(r int, id int64) WriteFunc
-		disrupt      string // on rank 1's file of the newest checkpoint
-		wantVerified bool
-		wantID       int64
-	}{
-		{"ftiff in place", ftiffWrite, "", false, 2},
-		{"whole-file digest", func(r int, id int64) WriteFunc { return writeBytes(payload(r, id, 9000)) }, "", true, 2},
-		{"ftiff header damaged", ftiffWrite, "corrupt", true, 1},
-		{"ftiff erased", ftiffWrite, "erase", true, 1},
-		{"ftiff truncated", ftiffWrite, "truncate", true, 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			lg := vfd.NewLog(vfd.Sec2{}, nil)
-			cl := newCluster(t, lg, t.TempDir(), 1)
-			cl.policy = keepAll{}
-			var size int64
-			require.NoError(t, cl.run(n, func(e *Engine) error {
-				for id := int64(1); id <= 2; id++ {
-					m, _, err := e.Checkpoint(id, L1, tt.write(e.env.Rank, id))
-					if err != nil {
-						return err
-					}
-					if e.env.Rank == 0 && id == 2 {
-						size = m.Bytes()
-					}
-				}
-				return nil
-			}))
-			if tt.disrupt != "" {
-				cl.disrupt(t, tt.disrupt, 2, 1)
-			}
-			before := lg.Stats().BytesRead
-			var mu sync.Mutex
-			verified := map[int]bool{}
-			require.NoError(t, cl.run(n, func(e *Engine) error {
-				m, src, v, err := e.RecoverDeferred()
-				if err != nil {
-					return err
-				}
-				if m.ID != tt.wantID {
-					return fmt.Errorf("recovered id %d", m.ID)
-				}
-				if f, _ := m.DataFile(e.env.Rank); src.Name != f.Name || src.Digest != f.Digest {
-					return fmt.Errorf("source %+v for entry %+v", src, f)
-				}
-				mu.Lock()
-				verified[e.env.Rank] = v
-				mu.Unlock()
-				return nil
-			}))
-			read := lg.Stats().BytesRead - before
-			assert.Equal(t, map[int]bool{0: tt.wantVerified, 1: tt.wantVerified}, verified)
-			if tt.wantVerified {
-				assert.GreaterOrEqual(t, read, size/2, "the ladder reads the data")
-			} else {
-				assert.Less(t, read, size/4, "only headers and metadata are read (%d of %d bytes)", read, size)
-			}
 		})
 	}
 }

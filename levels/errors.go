@@ -32,6 +32,12 @@ var (
 	// ErrDigestNotRecorded is returned when a [DataReader] level's Protect
 	// succeeded without recording the data digest left to it.
 	ErrDigestNotRecorded = errors.New("levels: level did not record the data digest")
+	// ErrMetadataLost is returned by [Engine.Open] when a checkpoint has
+	// no valid manifest copy and no marker saying it was being written or
+	// deleted, yet files or damaged copies of it exist: its metadata was
+	// lost. The error names the checkpoint, the copies and the surviving
+	// files; nothing is changed on disk.
+	ErrMetadataLost = errors.New("levels: checkpoint metadata lost")
 	// ErrTopologyMismatch is returned when a checkpoint was written with a
 	// rank count or node layout the current run cannot map onto.
 	ErrTopologyMismatch = errors.New("levels: topology does not match checkpoint")

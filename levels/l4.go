@@ -186,10 +186,24 @@ func (l Global4) Recover(env *Env, m *Manifest) (Source, error) {
 		return Source{Store: local, Name: f.Name, Size: f.Size, Digest: f.Digest}, nil
 	}
 	if err := l.extract(env, m, f, local); err != nil {
-		return Source{}, fmt.Errorf("L4: local copy unusable (%v), and the container: %w", lerr, err)
+		if f.Attrs[AttrInContainer] != "" {
+			// The data lives only in the container: a local copy is a
+			// cache, whose absence says nothing.
+			return Source{}, fmt.Errorf("L4: the container is %s: %w", Damage(err), err)
+		}
+		return Source{}, fmt.Errorf("L4: the local data file is %s (%v), and the container is %s: %w", Damage(lerr), lerr, Damage(err), err)
 	}
 	env.Logger.Info("L4: data file rebuilt from the container", zap.Int("rank", env.Rank), zap.String("path", local.Path(f.Name)))
 	return Source{Store: local, Name: f.Name, Size: f.Size, Digest: f.Digest}, nil
+}
+
+// Damage says how a file failed its check, for messages: "missing" when
+// it is absent, "corrupt" when its bytes are wrong.
+func Damage(err error) string {
+	if errors.Is(err, ErrMissingFile) || errors.Is(err, fs.ErrNotExist) {
+		return "missing"
+	}
+	return "corrupt"
 }
 
 // extract writes this rank's task of the container to local/f.Name with
@@ -208,7 +222,7 @@ func (l Global4) extract(env *Env, m *Manifest, f File, local Store) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return cerr(0, fmt.Errorf("%w: %w", ErrMissingFile, err))
 		}
-		return cerr(0, err)
+		return cerr(sionOffset(err), fmt.Errorf("%w: %w", ErrDigestMismatch, err))
 	}
 	defer r.Close()
 	task := -1

@@ -27,7 +27,8 @@ const (
 )
 
 // Manifest describes one committed checkpoint. It is written last, by rank
-// 0, into the meta area; a checkpoint exists exactly when its manifest does.
+// 0, in two copies (meta area and global area); a checkpoint is committed
+// when a valid copy exists (docs/format/manifest.md).
 type Manifest struct {
 	// Seq is the commit sequence number (strictly increasing over a run
 	// and its restarts); it names the checkpoint's directories.
@@ -147,10 +148,12 @@ type ScannedManifest struct {
 }
 
 // ScanManifests reads and checks every manifest ("ckpt%08d.manifest") in
-// the meta area meta, and returns them in sequence order. It is the one
-// check start-up ([Engine.Open]) and offline tools apply: the manifest
-// parses ([ParseManifest]) and holds the sequence number of its name. It
-// changes nothing on disk (Open moves the unusable ones aside).
+// one directory — the meta area, or the replica directory of the global
+// area — and returns them in sequence order, with the check every copy
+// gets: the manifest parses ([ParseManifest]) and holds the sequence
+// number of its name. Reads are bounded by [MaxManifestSize]. It changes
+// nothing on disk. [ScanCheckpoints] gives the whole picture start-up
+// acts on: both copies, the markers and the files of each checkpoint.
 func ScanManifests(meta Store) ([]ScannedManifest, error) {
 	ents, err := meta.Driver.ReadDir(meta.Dir)
 	if err != nil {
@@ -170,7 +173,7 @@ func scanManifests(meta Store, ents []fs.DirEntry) []ScannedManifest {
 		}
 		sm := ScannedManifest{Name: name, Seq: seq}
 		p := meta.Path(name)
-		raw, err := vfd.ReadFile(meta.Driver, p)
+		raw, err := vfd.ReadFileLimit(meta.Driver, p, MaxManifestSize)
 		if err == nil {
 			var m *Manifest
 			m, err = ParseManifest(p, raw)

@@ -3,6 +3,7 @@ package partner
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 )
 
 // Errors returned by topology construction and validation.
@@ -42,8 +43,12 @@ type CorruptionError struct {
 	Err    error
 }
 
-// Error returns "partner: corrupt PATH (rank R) at offset O: CAUSE".
+// Error returns "partner: corrupt PATH (rank R) at offset O: CAUSE", or
+// "partner: missing PATH (rank R): CAUSE" when the file does not exist.
 func (e *CorruptionError) Error() string {
+	if errors.Is(e.Err, fs.ErrNotExist) {
+		return fmt.Sprintf("partner: missing %s (rank %d): %v", e.Path, e.Rank, e.Err)
+	}
 	return fmt.Sprintf("partner: corrupt %s (rank %d) at offset %d: %v", e.Path, e.Rank, e.Offset, e.Err)
 }
 

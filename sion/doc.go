@@ -11,8 +11,8 @@
 //   - Reading: [Open] (a file or a multi-file set through file 0 and its
 //     siblings name.000001 ...) and [NewReader] (one physical file from any
 //     io.ReaderAt). Fileformat 3 to 5, metadata in either byte order,
-//     key-value files ([Reader.Records], [Reader.KeyReader]) and mapped-mode
-//     files. Each task's logical stream is an [io.SectionReader] from
+//     key-value files ([Reader.EachRecord], [Reader.Records],
+//     [Reader.KeyReader]) and mapped-mode files. Each task's logical stream is an [io.SectionReader] from
 //     [Reader.TaskReader] (Read, Seek and ReadAt across its blocks).
 //     Metadata is in [Reader.Files] and [Reader.Tasks].
 //   - Writing from one process: [Create], then the per-task [TaskWriter]s
@@ -40,6 +40,12 @@
 //
 // Readers: Open (or NewReader) decodes and checks all metadata up front,
 // so a reader that opened reads every task; Close releases the files.
+// Every size and count read from a file is checked against the file's
+// size and against [MaxTasks] and [MaxMeta2Size] before anything is
+// allocated ([ErrTooLarge] beyond them), and the metadata is streamed, so
+// a forged header of a sparse 20 GiB file costs a few MiB. Key-value
+// records are walked through a bounded buffer ([Reader.EachRecord],
+// [Reader.KeyReader]).
 //
 // # Write policy
 //

@@ -24,6 +24,10 @@ var (
 	// chunk, data overlapping META2, a bad mapping or a sibling that does not
 	// belong to the set.
 	ErrInconsistent = errors.New("sion: inconsistent metadata")
+	// ErrTooLarge is returned by readers for a container beyond their
+	// limits ([MaxTasks], [MaxMeta2Size], [MaxRecords]), before anything
+	// of that size is allocated, and by writers asked to make one.
+	ErrTooLarge = errors.New("sion: beyond the reader's limits")
 	// ErrBadRecord is returned when a key-value task stream holds a record
 	// whose header is cut or whose length runs past the stream.
 	ErrBadRecord = errors.New("sion: bad key-value record")

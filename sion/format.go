@@ -39,6 +39,23 @@ const (
 	setSuffixFormat = "%s.%06d"
 )
 
+// Limits of this package's readers and writers; not part of the format.
+// A reader refuses a file beyond them with [ErrTooLarge] before
+// allocating anything of that size, so a damaged or forged count never
+// costs more than the limit; the writers refuse to make such a file.
+const (
+	// MaxTasks is the largest task count of a physical file or a set:
+	// 2,097,152, above the largest SIONlib runs reported (1.8 million
+	// tasks on JUQUEEN). A reader holds about 150 bytes per task.
+	MaxTasks = 1 << 21
+	// MaxMeta2Size is the largest META2 (block counts and block sizes,
+	// 8 bytes per task and block) a reader accepts: 512 MiB.
+	MaxMeta2Size = 512 << 20
+	// MaxRecords is the most key-value records [Reader.Records] returns
+	// for one task; [Reader.EachRecord] streams any number.
+	MaxRecords = 1 << 20
+)
+
 // Field offsets in META1.
 //
 // wire format: never change.

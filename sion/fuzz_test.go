@@ -26,7 +26,7 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := NewReader(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
-			for _, s := range []error{ErrBadMagic, ErrVersion, ErrTruncated, ErrUnclosed, ErrInconsistent} {
+			for _, s := range []error{ErrBadMagic, ErrVersion, ErrTruncated, ErrUnclosed, ErrInconsistent, ErrTooLarge} {
 				if errors.Is(err, s) {
 					return
 				}

@@ -158,6 +158,9 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 			total++
 		}
 	}
+	if total > MaxTasks {
+		return nil, fmt.Errorf("%w: %d tasks in the set, more than readers accept (%d)", ErrTooLarge, total, MaxTasks)
+	}
 	mapping := make([]MapEntry, total)
 	seen := make([]bool, total)
 	for k, slots := range perFile {

@@ -1,6 +1,8 @@
 package sion
 
 import (
+	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -236,7 +238,9 @@ func (rd *Reader) TaskReader(i int) (*io.SectionReader, error) {
 	return io.NewSectionReader(s, 0, t.Size), nil
 }
 
-// ReadTask returns task i's whole logical stream.
+// ReadTask returns task i's whole logical stream, read into memory at
+// once (a task stream may be as large as the file): stream large tasks
+// with [Reader.TaskReader] instead.
 func (rd *Reader) ReadTask(i int) ([]byte, error) {
 	sr, err := rd.TaskReader(i)
 	if err != nil {
@@ -312,8 +316,19 @@ type Record struct {
 	Length int64
 }
 
-// Records parses task i's stream as key-value records, in stream order.
-func (rd *Reader) Records(i int) ([]Record, error) {
+// recordScanner walks the key-value records of one task stream in order
+// through a bounded buffer.
+type recordScanner struct {
+	task int
+	br   *bufio.Reader
+	bo   binary.ByteOrder
+	size int64 // stream length
+	off  int64 // stream offset of the next unread byte
+	left int64 // data bytes of the current record not yet read or skipped
+	hdr  [recordHeader]byte
+}
+
+func (rd *Reader) records(i int) (*recordScanner, error) {
 	if !rd.KeyVal() {
 		return nil, ErrNotKeyVal
 	}
@@ -325,48 +340,140 @@ func (rd *Reader) Records(i int) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	bo := byteOrder(rd.files[t.File].BigEndian)
-	var recs []Record
-	var hdr [recordHeader]byte
-	for off := int64(0); off < t.Size; {
-		if t.Size-off < recordHeader {
-			return recs, fmt.Errorf("task %d: stream offset %d: %w: header cut at end of stream", i, off, ErrBadRecord)
-		}
-		if _, err := sr.ReadAt(hdr[:], off); err != nil {
-			return recs, err
-		}
-		key := int64(bo.Uint64(hdr[0:]))
-		n := int64(bo.Uint64(hdr[8:]))
-		off += recordHeader
-		if n < 0 || n > t.Size-off {
-			return recs, fmt.Errorf("task %d: stream offset %d: %w: length %d, %d bytes left", i, off-recordHeader, ErrBadRecord, n, t.Size-off)
-		}
-		recs = append(recs, Record{Key: key, Offset: off, Length: n})
-		off += n
+	return &recordScanner{task: i, br: bufio.NewReaderSize(sr, 64<<10), bo: byteOrder(rd.files[t.File].BigEndian), size: t.Size}, nil
+}
+
+// next skips what is left of the current record and reads the next
+// header; io.EOF at the end of the stream.
+func (s *recordScanner) next() (Record, error) {
+	if err := s.skip(s.left); err != nil {
+		return Record{}, err
 	}
-	return recs, nil
+	s.left = 0
+	if s.off == s.size {
+		return Record{}, io.EOF
+	}
+	if s.size-s.off < recordHeader {
+		return Record{}, fmt.Errorf("task %d: stream offset %d: %w: header cut at end of stream", s.task, s.off, ErrBadRecord)
+	}
+	if _, err := io.ReadFull(s.br, s.hdr[:]); err != nil {
+		return Record{}, err
+	}
+	key := int64(s.bo.Uint64(s.hdr[0:]))
+	n := int64(s.bo.Uint64(s.hdr[8:]))
+	s.off += recordHeader
+	if n < 0 || n > s.size-s.off {
+		return Record{}, fmt.Errorf("task %d: stream offset %d: %w: length %d, %d bytes left", s.task, s.off-recordHeader, ErrBadRecord, n, s.size-s.off)
+	}
+	s.left = n
+	return Record{Key: key, Offset: s.off, Length: n}, nil
+}
+
+func (s *recordScanner) skip(n int64) error {
+	for n > 0 {
+		k, err := s.br.Discard(int(min(n, 1<<30)))
+		n -= int64(k)
+		s.off += int64(k)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Read reads data of the current record.
+func (s *recordScanner) Read(p []byte) (int, error) {
+	if s.left == 0 {
+		return 0, io.EOF
+	}
+	k, err := s.br.Read(p[:min(int64(len(p)), s.left)])
+	s.left -= int64(k)
+	s.off += int64(k)
+	return k, err
+}
+
+// EachRecord calls fn with task i's key-value records in stream order,
+// reading the stream once through a bounded buffer, however many records
+// it holds; it stops at fn's first error and returns it.
+func (rd *Reader) EachRecord(i int, fn func(Record) error) error {
+	s, err := rd.records(i)
+	if err != nil {
+		return err
+	}
+	for {
+		r, err := s.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+}
+
+// Records returns task i's key-value records in stream order. A stream of
+// more than [MaxRecords] records is refused with [ErrTooLarge] (walk it
+// with [Reader.EachRecord]); on a bad record the records before it are
+// returned with the error.
+func (rd *Reader) Records(i int) ([]Record, error) {
+	var recs []Record
+	err := rd.EachRecord(i, func(r Record) error {
+		if len(recs) == MaxRecords {
+			return fmt.Errorf("task %d: %w: more than %d records (use EachRecord)", i, ErrTooLarge, MaxRecords)
+		}
+		recs = append(recs, r)
+		return nil
+	})
+	return recs, err
 }
 
 // KeyReader returns the data of every record of task i with the given key,
-// concatenated in stream order (what SIONlib's sion_fread_key returns).
+// concatenated in stream order (what SIONlib's sion_fread_key returns), and
+// its length. The stream is walked once to check it and add up the
+// length; the reader then streams the records' data as it is read.
 func (rd *Reader) KeyReader(i int, key int64) (io.Reader, int64, error) {
-	recs, err := rd.Records(i)
-	if err != nil {
-		return nil, 0, err
-	}
-	sr, err := rd.TaskReader(i)
-	if err != nil {
-		return nil, 0, err
-	}
-	var parts []io.Reader
 	var total int64
-	for _, r := range recs {
+	if err := rd.EachRecord(i, func(r Record) error {
 		if r.Key == key {
-			parts = append(parts, io.NewSectionReader(sr, r.Offset, r.Length))
 			total += r.Length
 		}
+		return nil
+	}); err != nil {
+		return nil, 0, err
 	}
-	return io.MultiReader(parts...), total, nil
+	s, err := rd.records(i)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &keyStream{s: s, key: key}, total, nil
+}
+
+// keyStream reads the data of the records with one key.
+type keyStream struct {
+	s   *recordScanner
+	key int64
+}
+
+func (k *keyStream) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for k.s.left == 0 {
+		r, err := k.s.next()
+		if err != nil {
+			return 0, err
+		}
+		if r.Key != k.key { // skip its data
+			if err := k.s.skip(k.s.left); err != nil {
+				return 0, err
+			}
+			k.s.left = 0
+		}
+	}
+	return k.s.Read(p)
 }
 
 // layoutTasks describes the tasks of physical file fi in layout order.
@@ -440,12 +547,18 @@ func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
 		}
 		return nil, corrupt(name, offNTasks, "ntasks", fmt.Errorf("%w: %d", ErrInconsistent, nt))
 	}
+	if nt > MaxTasks {
+		return nil, corrupt(name, offNTasks, "ntasks", fmt.Errorf("%w: %d tasks, more than the %d this reader accepts", ErrTooLarge, nt, MaxTasks))
+	}
 	n := int(nt)
 	fi.NTasks = n
 	fi.NFiles = int(i32(fix, offNFiles))
 	fi.FileNumber = int(i32(fix, offFileNumber))
 	if fi.NFiles <= 0 {
 		return nil, corrupt(name, offNFiles, "nfiles", fmt.Errorf("%w: %d", ErrInconsistent, fi.NFiles))
+	}
+	if fi.NFiles > MaxTasks {
+		return nil, corrupt(name, offNFiles, "nfiles", fmt.Errorf("%w: %d files, more than the %d tasks this reader accepts", ErrTooLarge, fi.NFiles, MaxTasks))
 	}
 	if fi.NFiles > 1 && (fi.FileNumber < 0 || fi.FileNumber >= fi.NFiles) {
 		return nil, corrupt(name, offFileNumber, "filenumber", fmt.Errorf("%w: %d of %d files", ErrInconsistent, fi.FileNumber, fi.NFiles))
@@ -458,16 +571,15 @@ func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
 	}
 	fi.Prefix = string(pre)
 
-	arr, err := readAt(16*int64(n)+12, meta1Fixed, "META1 arrays")
+	// The tail first: an unclosed or cut file is reported as such before
+	// anything that depends on its size.
+	toff := tailOffset(n)
+	tb, err := readAt(12, toff, "META1 tail")
 	if err != nil {
 		return nil, err
 	}
-	// The tail first: an unclosed or cut file is reported as such before
-	// anything that depends on its size.
-	tail := 16 * n
-	mc := i32(arr, tail)
-	fi.StartOfMeta2 = i64(arr, tail+4)
-	toff := tailOffset(n)
+	mc := i32(tb, 0)
+	fi.StartOfMeta2 = i64(tb, 4)
 	if fi.StartOfMeta2 == 0 {
 		return nil, corrupt(name, toff+4, "start_of_varheader", ErrUnclosed)
 	}
@@ -482,55 +594,75 @@ func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
 	if sov > size {
 		return nil, corrupt(name, toff+4, "start_of_varheader", fmt.Errorf("%w: META2 at %d, file has %d bytes", ErrTruncated, sov, size))
 	}
+	if int64(mc) > (size-sov)/(8*int64(n)) {
+		return nil, corrupt(name, sov, "META2", fmt.Errorf("%w: %d tasks x %d blocks need %d bytes at %d, file has %d",
+			ErrTruncated, n, mc, 8*int64(n)*(int64(mc)+1), sov, size))
+	}
+	m2len := 8 * int64(n) * (int64(mc) + 1)
+	if m2len > MaxMeta2Size {
+		return nil, corrupt(name, toff, "maxchunks", fmt.Errorf("%w: %d tasks x %d blocks make a META2 of %d bytes, more than the %d this reader accepts",
+			ErrTooLarge, n, mc, m2len, int64(MaxMeta2Size)))
+	}
+	// The per-task arrays, streamed.
 	fi.GlobalRanks = make([]int64, n)
+	if err := readInt64s(r, bo, meta1Fixed, n, name, "globalrank", func(i int, v int64) error {
+		fi.GlobalRanks[i] = v
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	fi.ChunkSizes = make([]int64, n)
 	fi.Start = make([]int64, n)
-	pos, ok := roundUp(Meta1Size(n), int64(fi.FSBlkSize)), true
-	for i := 0; i < n; i++ {
-		fi.GlobalRanks[i] = i64(arr, 8*i)
-		cs := i64(arr, 8*n+8*i)
+	pos := roundUp(Meta1Size(n), int64(fi.FSBlkSize))
+	if err := readInt64s(r, bo, meta1Fixed+8*int64(n), n, name, "chunksize", func(i int, cs int64) error {
 		if cs < 0 || cs > size {
-			return nil, corrupt(name, meta1Fixed+8*int64(n+i), fmt.Sprintf("chunksize[%d]", i), fmt.Errorf("%w: %d in a file of %d bytes", ErrInconsistent, cs, size))
+			return corrupt(name, meta1Fixed+8*int64(n+i), fmt.Sprintf("chunksize[%d]", i), fmt.Errorf("%w: %d in a file of %d bytes", ErrInconsistent, cs, size))
 		}
 		if fi.FileFormat <= 3 {
 			cs = roundUp(cs, int64(fi.FSBlkSize))
 		}
 		fi.ChunkSizes[i] = cs
 		fi.Start[i] = pos
+		var ok bool
 		if pos, ok = mulAdd(pos, cs, 1); !ok {
-			return nil, corrupt(name, meta1Fixed+8*int64(n+i), fmt.Sprintf("chunksize[%d]", i), fmt.Errorf("%w: sizes overflow", ErrInconsistent))
+			return corrupt(name, meta1Fixed+8*int64(n+i), fmt.Sprintf("chunksize[%d]", i), fmt.Errorf("%w: sizes overflow", ErrInconsistent))
 		}
-	}
-	fi.GlobalSkip = pos - fi.Start[0]
-	if int64(mc) > (size-sov)/(8*int64(n)) {
-		return nil, corrupt(name, sov, "META2", fmt.Errorf("%w: %d tasks x %d blocks need %d bytes at %d, file has %d",
-			ErrTruncated, n, mc, 8*int64(n)*(int64(mc)+1), sov, size))
-	}
-	m2len := 8 * int64(n) * (int64(mc) + 1)
-	m2, err := readAt(m2len, sov, "META2")
-	if err != nil {
+		return nil
+	}); err != nil {
 		return nil, err
 	}
+	fi.GlobalSkip = pos - fi.Start[0]
+	// META2, streamed: the block counts, then the block sizes row by row
+	// (block-major), keeping only each task's used blocks.
 	fi.BlockSizes = make([][]int64, n)
-	for i := 0; i < n; i++ {
-		bc := i64(m2, 8*i)
+	rows := 0
+	if err := readInt64s(r, bo, sov, n, name, "blockcount", func(i int, bc int64) error {
 		if bc < 0 || bc > int64(mc) {
-			return nil, corrupt(name, sov+8*int64(i), fmt.Sprintf("blockcount[%d]", i), fmt.Errorf("%w: %d blocks, maxchunks %d", ErrInconsistent, bc, mc))
+			return corrupt(name, sov+8*int64(i), fmt.Sprintf("blockcount[%d]", i), fmt.Errorf("%w: %d blocks, maxchunks %d", ErrInconsistent, bc, mc))
 		}
-		bs := make([]int64, bc)
-		for b := range bs {
-			off := 8*n + 8*(b*n+i)
-			v := i64(m2, off)
-			if v < 0 || v > fi.ChunkSizes[i] {
-				return nil, corrupt(name, sov+int64(off), fmt.Sprintf("blocksize[%d][%d]", b, i), fmt.Errorf("%w: %d bytes in a chunk of %d", ErrInconsistent, v, fi.ChunkSizes[i]))
-			}
-			end, ok := mulAdd(fi.Start[i]+v, int64(b), fi.GlobalSkip)
-			if !ok || end > sov {
-				return nil, corrupt(name, sov+int64(off), fmt.Sprintf("blocksize[%d][%d]", b, i), fmt.Errorf("%w: block data runs past META2 at %d", ErrInconsistent, sov))
-			}
-			bs[b] = v
+		fi.BlockSizes[i] = make([]int64, bc)
+		rows = max(rows, int(bc))
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := readInt64s(r, bo, sov+8*int64(n), rows*n, name, "blocksize", func(k int, v int64) error {
+		b, i := k/n, k%n
+		if b >= len(fi.BlockSizes[i]) {
+			return nil // unused entry
 		}
-		fi.BlockSizes[i] = bs
+		off := sov + 8*int64(n) + 8*int64(k)
+		if v < 0 || v > fi.ChunkSizes[i] {
+			return corrupt(name, off, fmt.Sprintf("blocksize[%d][%d]", b, i), fmt.Errorf("%w: %d bytes in a chunk of %d", ErrInconsistent, v, fi.ChunkSizes[i]))
+		}
+		end, ok := mulAdd(fi.Start[i]+v, int64(b), fi.GlobalSkip)
+		if !ok || end > sov {
+			return corrupt(name, off, fmt.Sprintf("blocksize[%d][%d]", b, i), fmt.Errorf("%w: block data runs past META2 at %d", ErrInconsistent, sov))
+		}
+		fi.BlockSizes[i][b] = v
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	// The mapping: read from file 0 of a set; a full trailer on a single
 	// file (mapped mode) is decoded when present and well formed.
@@ -541,6 +673,9 @@ func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
 			return nil, err
 		}
 		ms := int64(i32(hb, 0))
+		if ms > MaxTasks {
+			return nil, corrupt(name, mp, "mapping_size", fmt.Errorf("%w: %d entries, more than the %d tasks this reader accepts", ErrTooLarge, ms, MaxTasks))
+		}
 		if ms <= 0 || ms > (size-mp-4)/8 {
 			if ms > 0 {
 				return nil, corrupt(name, mp, "mapping", fmt.Errorf("%w: %d entries at %d, file has %d bytes", ErrTruncated, ms, mp, size))
@@ -554,7 +689,7 @@ func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
 		fi.Mapping = decodeMapping(mb, bo)
 	} else if fi.NFiles == 1 && size-mp >= 4 {
 		if hb, err := readAt(4, mp, "mapping_size"); err == nil {
-			if ms := int64(i32(hb, 0)); ms > 0 && ms == (size-mp-4)/8 && size-mp-4 == 8*ms {
+			if ms := int64(i32(hb, 0)); ms > 0 && ms <= MaxTasks && ms == (size-mp-4)/8 && size-mp-4 == 8*ms {
 				if mb, err := readAt(8*ms, mp+4, "mapping"); err == nil {
 					fi.Mapping = decodeMapping(mb, bo)
 				}
@@ -562,6 +697,30 @@ func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
 		}
 	}
 	return fi, nil
+}
+
+// readInt64s streams n integers of byte order bo from off through a
+// bounded buffer, calling fn with each index and value in order.
+func readInt64s(r io.ReaderAt, bo binary.ByteOrder, off int64, n int, name, field string, fn func(i int, v int64) error) error {
+	const per = 8192
+	buf := make([]byte, 8*min(n, per))
+	for i := 0; i < n; i += per {
+		k := min(n-i, per)
+		p := buf[:8*k]
+		at := off + 8*int64(i)
+		if m, err := r.ReadAt(p, at); m < len(p) {
+			if err == nil || err == io.EOF {
+				err = ErrTruncated
+			}
+			return corrupt(name, at, field, fmt.Errorf("read %d bytes: %w", len(p), err))
+		}
+		for j := 0; j < k; j++ {
+			if err := fn(i+j, int64(bo.Uint64(p[8*j:]))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func decodeMapping(b []byte, bo interface{ Uint32([]byte) uint32 }) []MapEntry {

@@ -274,6 +274,10 @@ func (pf *physFile) finish(f vfd.File, blockSizes [][]int64) error {
 	for _, bs := range blockSizes {
 		maxc = max(maxc, len(bs))
 	}
+	if m2 := 8 * int64(len(blockSizes)) * int64(maxc+1); m2 > MaxMeta2Size {
+		return fmt.Errorf("sion: %s: %w: %d tasks x %d blocks make a META2 of %d bytes, more than readers accept (%d): use larger chunks",
+			pf.tmp, ErrTooLarge, len(blockSizes), maxc, m2, int64(MaxMeta2Size))
+	}
 	pf.h.MaxChunks = int32(maxc)
 	pf.h.StartOfMeta2 = starts[0] + int64(maxc)*skip
 	// Data and the head of META1 reach storage before the metadata that
@@ -326,6 +330,9 @@ func (pf *physFile) create() (vfd.File, error) {
 func newPhysFile(d vfd.Driver, name string, o *Options, chunks, ranks []int64, nfiles, filenr int) (*physFile, error) {
 	if len(chunks) == 0 {
 		return nil, fmt.Errorf("%w: no tasks", ErrBadArgument)
+	}
+	if len(chunks) > MaxTasks {
+		return nil, fmt.Errorf("%w: %d tasks in one file, more than readers accept (%d)", ErrTooLarge, len(chunks), MaxTasks)
 	}
 	prefix := o.Prefix
 	if prefix == "" {

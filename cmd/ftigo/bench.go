@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/zeebo/blake3"
 
 	"github.com/ftigo/ftigo/ckpt"
@@ -20,10 +20,6 @@ import (
 	"github.com/ftigo/ftigo/encode"
 	"github.com/ftigo/ftigo/vfd"
 )
-
-func init() {
-	register(command{name: "bench", summary: "time checkpoints and restarts per level against raw I/O of the same bytes", run: runBench})
-}
 
 // benchConfig are the settings of one bench run.
 type benchConfig struct {
@@ -76,85 +72,110 @@ type benchResult struct {
 	Description string     `json:"description"`
 }
 
-func runBench(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ftigo bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	ranks := fs.Int("ranks", 4, "in-process ranks (one per simulated node, all in one group)")
-	sizeS := fs.String("size", "256MiB", "protected bytes per rank (suffixes KiB, MiB, GiB)")
-	levelsS := fs.String("levels", "1,2,3,4", "levels to measure")
-	repeats := fs.Int("repeats", 3, "repetitions of each measurement")
-	dir := fs.String("dir", "", "scratch directory on the file system to measure (default: a temporary directory)")
-	jsonOut := fs.Bool("json", false, "print the result as JSON")
-	cold := fs.Bool("cold", true, "drop the page cache before each read measurement (needs root; otherwise reads may come from memory on both sides)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: ftigo bench [flags]
+// sizeFlag is a byte count flag accepting the suffixes of vfd.ParseSize.
+type sizeFlag int64
 
-For each level: the checkpoint time and the restart time of N in-process
+func (s *sizeFlag) String() string { return strings.ReplaceAll(humanBytes(int64(*s)), " ", "") }
+func (s *sizeFlag) Type() string   { return "size" }
+func (s *sizeFlag) Set(v string) error {
+	n, err := vfd.ParseSize(v)
+	if err != nil {
+		return err
+	}
+	*s = sizeFlag(n)
+	return nil
+}
+
+// levelsFlag is a comma-separated list of checkpoint levels 1-4.
+type levelsFlag []int
+
+func (l *levelsFlag) String() string {
+	parts := make([]string, len(*l))
+	for i, v := range *l {
+		parts[i] = strconv.Itoa(v)
+	}
+	return strings.Join(parts, ",")
+}
+func (l *levelsFlag) Type() string { return "levels" }
+func (l *levelsFlag) Set(v string) error {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 4 {
+			return fmt.Errorf("bad level %q: levels are 1, 2, 3 and 4", f)
+		}
+		out = append(out, n)
+	}
+	*l = out
+	return nil
+}
+
+func (a *app) benchCmd() *cobra.Command {
+	size := sizeFlag(256 << 20)
+	lv := levelsFlag{1, 2, 3, 4}
+	var ranks, repeats int
+	var dir string
+	var jsonOut, cold bool
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "time checkpoints and restarts per level against raw I/O of the same bytes",
+		Long: `For each level: the checkpoint time and the restart time of N in-process
 ranks, each beside the physical reference measured in the same run on the
 same file system (raw write+fsync, and raw read, of the bytes the level
 must persist, by the same number of writers), as a ratio; min, median and
 max over the repeats. Restarts of L2 and L3 are measured after losing
 node 1 (L3: nodes 1 and 2), so they include the rebuild. Also BLAKE3 and
-Reed-Solomon throughput per core.
+Reed-Solomon throughput per core. On a terminal, a progress bar counts the
+measurements on standard error.
 
-Example:
-  ftigo bench                          # 4 ranks × 256 MiB, levels 1-4
-  ftigo bench -size 64MiB -repeats 5 -json
-
-Flags:
-`)
-		fs.PrintDefaults()
+Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
+		Example: `  ftigo bench                                # 4 ranks x 256 MiB, levels 1-4
+  ftigo bench --size 64MiB --repeats 5 --json
+  ftigo bench --levels 1,4 --dir /scratch/me`,
+		Args: argNames(false),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if size < 8 {
+				return usagef("--size %d: at least 8 bytes", int64(size))
+			}
+			if ranks < 1 || repeats < 1 {
+				return usagef("--ranks and --repeats must be at least 1")
+			}
+			if slices.ContainsFunc(lv, func(l int) bool { return l == 2 || l == 3 }) && ranks < 2 {
+				return usagef("L2 and L3 need at least 2 ranks (nodes): raise --ranks or drop them from --levels")
+			}
+			bc := benchConfig{ranks: ranks, size: int64(size), levels: lv, repeats: repeats, dir: dir, cold: cold}
+			if bc.dir == "" {
+				d, err := os.MkdirTemp("", "ftigo-bench-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(d)
+				bc.dir = d
+			} else if err := outputDir(vfd.Sec2{}, "--dir", bc.dir); err != nil {
+				return err
+			}
+			p := a.newProgress(jsonOut, "bench", int64(len(lv)*bc.repeats*2+1), false)
+			res, err := bench(bc, func() { p.Add(1) })
+			p.Done()
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return writeJSON(a.stdout, res)
+			}
+			printBench(a.stdout, res)
+			return nil
+		},
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	size, err := vfd.ParseSize(*sizeS)
-	if err != nil || size < 8 {
-		fmt.Fprintf(stderr, "ftigo bench: bad -size %q\n", *sizeS)
-		return 2
-	}
-	var lv []int
-	for _, f := range strings.Split(*levelsS, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > 4 {
-			fmt.Fprintf(stderr, "ftigo bench: bad level %q in -levels\n", f)
-			return 2
-		}
-		lv = append(lv, n)
-	}
-	if *ranks < 1 || *repeats < 1 {
-		fmt.Fprintln(stderr, "ftigo bench: -ranks and -repeats must be at least 1")
-		return 2
-	}
-	if slices.ContainsFunc(lv, func(l int) bool { return l == 2 || l == 3 }) && *ranks < 2 {
-		fmt.Fprintln(stderr, "ftigo bench: L2 and L3 need at least 2 ranks (nodes)")
-		return 2
-	}
-	bc := benchConfig{ranks: *ranks, size: size, levels: lv, repeats: *repeats, dir: *dir, cold: *cold}
-	if bc.dir == "" {
-		d, err := os.MkdirTemp("", "ftigo-bench-")
-		if err != nil {
-			fmt.Fprintln(stderr, "ftigo bench:", err)
-			return 1
-		}
-		defer os.RemoveAll(d)
-		bc.dir = d
-	}
-	tick, done := progressBar(stderr, "bench", len(lv)*bc.repeats*2+1)
-	res, err := bench(bc, tick)
-	done()
-	if err != nil {
-		fmt.Fprintln(stderr, "ftigo bench:", err)
-		return 1
-	}
-	if *jsonOut {
-		return writeJSON(stdout, stderr, res)
-	}
-	printBench(stdout, res)
-	return 0
+	f := c.Flags()
+	f.IntVar(&ranks, "ranks", 4, "in-process ranks (one per simulated node, all in one group)")
+	f.Var(&size, "size", "protected bytes per rank (suffixes KiB, MiB, GiB)")
+	f.Var(&lv, "levels", "comma-separated levels to measure")
+	f.IntVar(&repeats, "repeats", 3, "repetitions of each measurement")
+	f.StringVar(&dir, "dir", "", "scratch directory on the file system to measure (default: a temporary directory)")
+	f.BoolVar(&jsonOut, "json", false, "print the result as JSON")
+	f.BoolVar(&cold, "cold", true, "drop the page cache before each read measurement (needs root; otherwise reads may come from memory on both sides)")
+	return c
 }
 
 func printBench(w io.Writer, r *benchResult) {
@@ -173,7 +194,7 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 	if tick == nil {
 		tick = func() {}
 	}
-	res := &benchResult{Description: fmt.Sprintf("%d ranks on %d simulated nodes, %s per rank, %d repeats, scratch %s",
+	res := &benchResult{Rows: []benchRow{}, Description: fmt.Sprintf("%d ranks on %d simulated nodes, %s per rank, %d repeats, scratch %s",
 		bc.ranks, bc.ranks, humanBytes(bc.size), bc.repeats, bc.dir)}
 	data := make([][]float64, bc.ranks)
 	for r := range data {
@@ -188,7 +209,7 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 			run := filepath.Join(bc.dir, fmt.Sprintf("L%d-%d", level, rep))
 			c, r, err := benchLevel(bc, data, level, run)
 			if err != nil {
-				return nil, fmt.Errorf("L%d: %w", level, err)
+				return nil, fmt.Errorf("level %d: %w", level, err)
 			}
 			ck, rs = append(ck, c), append(rs, r)
 			tick()
@@ -234,6 +255,7 @@ func benchLevel(bc benchConfig, data [][]float64, level int, dir string) (ckptTi
 		if err != nil {
 			return err
 		}
+		defer rt.Close() // releases meta_dir when the job ends without Finalize
 		v := data[c.Rank()]
 		if err := ckpt.Protect(rt, 1, &v); err != nil {
 			return err
@@ -285,6 +307,7 @@ func benchLevel(bc benchConfig, data [][]float64, level int, dir string) (ckptTi
 		if err != nil {
 			return err
 		}
+		defer rt.Close() // releases meta_dir when the job ends without Finalize
 		if err := ckpt.Protect(rt, 1, &v); err != nil {
 			return err
 		}

@@ -9,7 +9,7 @@ import (
 )
 
 func TestBenchJSON(t *testing.T) {
-	code, out, errs := ftigo("bench", "-size", "256KiB", "-repeats", "1", "-ranks", "4", "-dir", t.TempDir(), "-cold=false", "-json")
+	code, out, errs := ftigo("bench", "--size", "256KiB", "--repeats", "1", "--ranks", "4", "--dir", t.TempDir(), "--cold=false", "--json")
 	require.Equal(t, 0, code, errs)
 	var res benchResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
@@ -29,16 +29,40 @@ func TestBenchJSON(t *testing.T) {
 	assert.Greater(t, res.Blake3MBps, 0.0)
 	assert.Greater(t, res.RSEncMBps, 0.0)
 	assert.Greater(t, res.RSDecMBps, 0.0)
+	assert.NotContains(t, out, "null")
 }
 
 func TestBenchRejectsBadFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"bench", "-size", "lots"},
-		{"bench", "-levels", "1,7"},
-		{"bench", "-ranks", "1", "-levels", "2"},
-		{"bench", "-repeats", "0"},
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"bench", "--size", "lots"}, `invalid argument "lots" for "--size" flag`},
+		{[]string{"bench", "--size", "4"}, "--size 4: at least 8 bytes"},
+		{[]string{"bench", "--levels", "1,7"}, `bad level "7"`},
+		{[]string{"bench", "--ranks", "1", "--levels", "2"}, "L2 and L3 need at least 2 ranks"},
+		{[]string{"bench", "--repeats", "0"}, "--ranks and --repeats must be at least 1"},
+		{[]string{"bench", "--ranks", "many"}, `invalid argument "many" for "--ranks" flag`},
+		{[]string{"bench", "-size", "1MiB"}, "long flags take two dashes: --size"},
+		{[]string{"bench", "extra"}, `takes no arguments, got "extra"`},
 	} {
-		code, _, _ := ftigo(args...)
-		assert.Equal(t, 2, code, "%v", args)
+		code, out, errs := ftigo(tc.args...)
+		assert.Equal(t, 2, code, "%v", tc.args)
+		assert.Empty(t, out, "%v", tc.args)
+		assert.Contains(t, errs, tc.msg, "%v", tc.args)
+		assert.Contains(t, errs, "Usage: ftigo bench [flags]", "%v", tc.args)
 	}
+}
+
+// TestSizeFlagRoundTrips: the default --size shown in the help parses back.
+func TestSizeFlagRoundTrips(t *testing.T) {
+	for _, n := range []int64{8, 1000, 64 << 10, 256 << 20, 3 << 30} {
+		s := sizeFlag(n)
+		var back sizeFlag
+		require.NoError(t, back.Set(s.String()), s.String())
+		assert.Equal(t, s, back)
+	}
+	code, out, _ := ftigo("bench", "--help")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "(default 256MiB)")
 }

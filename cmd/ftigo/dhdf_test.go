@@ -57,9 +57,10 @@ func TestDHDFErrors(t *testing.T) {
 		code int
 		err  string
 	}{
-		{"no args", []string{"dhdf"}, 2, "usage: ftigo dhdf"},
-		{"unknown sub", []string{"dhdf", "cat", "x"}, 2, `unknown subcommand "cat"`},
-		{"two files", []string{"dhdf", "ls", "a", "b"}, 2, "want exactly one FILE"},
+		{"no args", []string{"dhdf"}, 2, "ftigo dhdf: missing command"},
+		{"unknown sub", []string{"dhdf", "cat", "x"}, 2, `unknown command "cat" for "ftigo dhdf"`},
+		{"two files", []string{"dhdf", "ls", "a", "b"}, 2, `too many arguments: want FILE, got 2: "a b"`},
+		{"no file", []string{"dhdf", "verify"}, 2, "missing FILE"},
 		{"missing", []string{"dhdf", "ls", base + ".nope.h5"}, 1, "no such file"},
 	}
 	for _, tc := range tests {
@@ -71,7 +72,8 @@ func TestDHDFErrors(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	assert.Equal(t, 0, run([]string{"dhdf", "--help"}, &out, &errb))
-	assert.Contains(t, out.String(), "ftigo dhdf ls FILE")
+	assert.Contains(t, out.String(), "ftigo dhdf ls out/sim.h5")
+	assert.Contains(t, out.String(), "Examples:")
 
 	// A missing AHF is exit 1 naming the file.
 	require.NoError(t, vfd.Sec2{}.Remove(base+".2.h5"))

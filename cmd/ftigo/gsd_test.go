@@ -91,13 +91,26 @@ func TestGSDCommand(t *testing.T) {
 func TestGSDCommandUsage(t *testing.T) {
 	code, out, _ := runCLI("gsd", "--help")
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, "usage: ftigo gsd dump")
+	assert.Contains(t, out, "ftigo gsd dump --values 8 traj.gsd")
 	assert.Contains(t, out, "Exit codes: 0 success")
-	for _, args := range [][]string{{"gsd"}, {"gsd", "frob", "x"}, {"gsd", "verify"}, {"gsd", "dump", "a", "b"}, {"gsd", "dump", "--nope", "x"}} {
-		code, _, errOut := runCLI(args...)
-		assert.Equal(t, 2, code, "%v", args)
-		assert.Contains(t, errOut, "usage: ftigo gsd", "%v", args)
+	for _, tc := range []struct {
+		args     []string
+		msg, use string
+	}{
+		{[]string{"gsd"}, "ftigo gsd: missing command", "Usage:\n  ftigo gsd COMMAND"},
+		{[]string{"gsd", "frob", "x"}, `ftigo gsd: unknown command "frob" for "ftigo gsd"`, "Usage:\n  ftigo gsd COMMAND"},
+		{[]string{"gsd", "verify"}, "ftigo gsd verify: missing FILE", "Usage: ftigo gsd verify FILE [flags]"},
+		{[]string{"gsd", "dump", "a", "b"}, "ftigo gsd dump: too many arguments", "Usage: ftigo gsd dump FILE [flags]"},
+		{[]string{"gsd", "dump", "--nope", "x"}, "ftigo gsd dump: unknown flag: --nope", "Usage: ftigo gsd dump FILE [flags]"},
+		{[]string{"gsd", "dump", "--values", "-1", "x"}, "--values -1: must not be negative", "Usage: ftigo gsd dump FILE [flags]"},
+		{[]string{"gsd", "dump", "--frame", "one", "x"}, `invalid argument "one" for "--frame" flag`, "Usage: ftigo gsd dump FILE [flags]"},
+	} {
+		code, _, errOut := runCLI(tc.args...)
+		assert.Equal(t, 2, code, "%v", tc.args)
+		assert.Contains(t, errOut, tc.msg, "%v", tc.args)
+		assert.Contains(t, errOut, tc.use, "%v", tc.args)
 	}
-	code, _, _ = runCLI("gsd", "dump", "--help")
+	code, out, _ = runCLI("gsd", "dump", "--help")
 	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "Usage:\n  ftigo gsd dump FILE [flags]")
 }

@@ -3,14 +3,15 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/fileformat"
@@ -18,38 +19,74 @@ import (
 	"github.com/ftigo/ftigo/vfd"
 )
 
-func init() {
-	register(command{name: "inspect", summary: "list the checkpoints of a run: id, level, ranks, sizes, committed, recoverable", run: runInspect})
-	register(command{name: "verify", summary: "re-hash every file of every committed checkpoint of a run", run: runVerify})
-	register(command{name: "rebuild", summary: "rebuild lost L2/L3/L4 files of a run offline, then verify", run: runRebuild})
-}
-
 const runArgHelp = `RUN is a run directory holding local/, global/ and meta/ (as heat2d -dir
-writes it), or an FTI-style config.fti naming ckpt_dir, glbl_dir and meta_dir.`
+writes it; a config.fti inside it takes precedence), or an FTI-style
+config.fti naming ckpt_dir, glbl_dir and meta_dir.`
 
 // loadRun turns a run directory or config file into the configuration
-// whose directories the commands read.
+// whose directories the commands read. It refuses, naming the path, a RUN
+// that is neither a directory nor a regular file (a FIFO would block), an
+// empty file, and a configuration whose directories are missing or are
+// not directories.
 func loadRun(arg string) (ckpt.Config, error) {
-	st, err := os.Stat(arg)
+	d := vfd.Sec2{}
+	st, err := statPath(d, "RUN", arg)
 	if err != nil {
 		return ckpt.Config{}, err
 	}
-	if !st.IsDir() {
-		return ckpt.LoadConfig(vfd.Sec2{}, arg)
+	switch {
+	case st.IsDir():
+		cfgFile := filepath.Join(arg, "config.fti")
+		if _, err := d.Stat(cfgFile); err == nil {
+			return loadRunConfig(cfgFile)
+		}
+		meta := filepath.Join(arg, "meta")
+		if _, err := d.Stat(meta); errors.Is(err, fs.ErrNotExist) {
+			return ckpt.Config{}, &pathError{"RUN", arg, "is not a run directory: it has neither meta/ nor config.fti", errNotDir}
+		}
+		if err := inputDir(d, "meta directory", meta); err != nil {
+			return ckpt.Config{}, err
+		}
+		cfg := ckpt.DefaultConfig()
+		cfg.CkptDir, cfg.GlblDir, cfg.MetaDir = filepath.Join(arg, "local"), filepath.Join(arg, "global"), meta
+		cfg.LocalTest = true
+		return cfg, nil
+	case st.Mode().IsRegular():
+		if st.Size() == 0 {
+			return ckpt.Config{}, &pathError{"RUN", arg, "is an empty file: want a run directory or an FTI config.fti", errEmpty}
+		}
+		return loadRunConfig(arg)
 	}
-	if cfgFile := filepath.Join(arg, "config.fti"); fileExists(cfgFile) {
-		return ckpt.LoadConfig(vfd.Sec2{}, cfgFile)
-	}
-	if !fileExists(filepath.Join(arg, "meta")) {
-		return ckpt.Config{}, fmt.Errorf("%s is not a run directory: it has neither meta/ nor config.fti", arg)
-	}
-	cfg := ckpt.DefaultConfig()
-	cfg.CkptDir, cfg.GlblDir, cfg.MetaDir = filepath.Join(arg, "local"), filepath.Join(arg, "global"), filepath.Join(arg, "meta")
-	cfg.LocalTest = true
-	return cfg, nil
+	return ckpt.Config{}, &pathError{"RUN", arg, "is " + kindOf(st.Mode()) + ": want a run directory or an FTI config.fti", vfd.ErrNotRegular}
 }
 
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+// loadRunConfig reads an FTI config.fti and checks the directories it
+// names: all three set, meta_dir a directory, the others directories or
+// absent (a lost node-local directory is damage inspect reports).
+func loadRunConfig(name string) (ckpt.Config, error) {
+	d := vfd.Sec2{}
+	if err := inputFile(d, "config", name, false); err != nil {
+		return ckpt.Config{}, err
+	}
+	cfg, err := ckpt.LoadConfig(d, name)
+	if err != nil {
+		return ckpt.Config{}, err
+	}
+	for _, dir := range []struct{ key, path string }{{"ckpt_dir", cfg.CkptDir}, {"glbl_dir", cfg.GlblDir}, {"meta_dir", cfg.MetaDir}} {
+		if dir.path == "" {
+			return ckpt.Config{}, &pathError{"config", name, "names no " + dir.key + " (FTI's config.fti sets ckpt_dir, glbl_dir and meta_dir in [basic])", errNotDir}
+		}
+	}
+	if err := inputDir(d, "meta_dir of "+name+":", cfg.MetaDir); err != nil {
+		return ckpt.Config{}, err
+	}
+	for _, dir := range []struct{ key, path string }{{"ckpt_dir", cfg.CkptDir}, {"glbl_dir", cfg.GlblDir}} {
+		if err := outputDir(d, dir.key+" of "+name+":", dir.path); err != nil {
+			return ckpt.Config{}, err
+		}
+	}
+	return cfg, nil
+}
 
 // runEntry is one checkpoint found in the meta directory.
 type runEntry struct {
@@ -59,30 +96,31 @@ type runEntry struct {
 	Err       string           `json:"error,omitempty"`
 }
 
-// listRun reads every manifest (committed, broken or half-written) in
-// the meta directory, oldest first.
+// listRun lists the checkpoints of the meta directory: every manifest as
+// levels.ScanManifests reads and checks it at start-up (usable or with the
+// reason it is not), and the manifests a restart moved aside or never
+// committed (*.manifest.broken, *.manifest.tmp), by name.
 func listRun(cfg ckpt.Config) ([]runEntry, error) {
-	ents, err := os.ReadDir(cfg.MetaDir)
+	meta := levels.Store{Driver: vfd.Sec2{}, Dir: cfg.MetaDir}
+	scanned, err := levels.ScanManifests(meta)
 	if err != nil {
 		return nil, err
 	}
-	var out []runEntry
+	out := []runEntry{}
+	for _, sm := range scanned {
+		if sm.Err != nil {
+			out = append(out, runEntry{Name: sm.Name, Err: sm.Err.Error()})
+			continue
+		}
+		out = append(out, runEntry{Name: sm.Name, Committed: true, Manifest: sm.M})
+	}
+	ents, err := meta.Driver.ReadDir(cfg.MetaDir)
+	if err != nil {
+		return nil, err
+	}
 	for _, e := range ents {
 		n := e.Name()
-		switch {
-		case strings.HasSuffix(n, ".manifest"):
-			b, err := os.ReadFile(filepath.Join(cfg.MetaDir, n))
-			if err != nil {
-				out = append(out, runEntry{Name: n, Err: err.Error()})
-				continue
-			}
-			m, err := levels.ParseManifest(filepath.Join(cfg.MetaDir, n), b)
-			if err != nil {
-				out = append(out, runEntry{Name: n, Err: err.Error()})
-				continue
-			}
-			out = append(out, runEntry{Name: n, Committed: true, Manifest: m})
-		case strings.HasSuffix(n, ".manifest.broken"), strings.HasSuffix(n, ".manifest.tmp"):
+		if strings.HasSuffix(n, ".manifest.broken") || strings.HasSuffix(n, ".manifest.tmp") {
 			out = append(out, runEntry{Name: n, Err: "not committed (" + filepath.Ext(n)[1:] + ")"})
 		}
 	}
@@ -135,14 +173,14 @@ type ckptReport struct {
 	Files     int         `json:"files"`
 	Status    string      `json:"status"`
 	Error     string      `json:"error,omitempty"`
-	Checks    []fileCheck `json:"checks,omitempty"`
+	Checks    []fileCheck `json:"checks"`
 }
 
 // check looks at every file of m: presence and size only, or (full) the
 // digest, and for data files the FTI-FF hashes of every chunk, so a
 // mismatch names the rank, the variable and the offset.
 func check(cfg ckpt.Config, m *levels.Manifest, full bool, progress func()) []fileCheck {
-	var out []fileCheck
+	out := []fileCheck{}
 	for holder, files := range m.Files {
 		for _, f := range files {
 			s, p := filePath(cfg, m, holder, f)
@@ -160,8 +198,10 @@ func check(cfg ckpt.Config, m *levels.Manifest, full bool, progress func()) []fi
 				if tf, err = levels.OpenTask(s, f); err == nil {
 					err = tf.Close()
 				}
-			} else if st, serr := os.Stat(p); serr != nil {
+			} else if st, serr := s.Driver.Stat(p); serr != nil {
 				err = serr
+			} else if !st.Mode().IsRegular() {
+				err = fmt.Errorf("is %s, not a regular file: %w", kindOf(st.Mode()), vfd.ErrNotRegular)
 			} else if st.Size() != f.Size {
 				err = fmt.Errorf("size %d, manifest says %d", st.Size(), f.Size)
 			}
@@ -200,7 +240,7 @@ func verifyFTIFF(s levels.Store, df levels.File) error {
 }
 
 func report(cfg ckpt.Config, e runEntry, full bool, progress func()) ckptReport {
-	r := ckptReport{Name: e.Name, Committed: e.Committed, Error: e.Err, Status: "not committed"}
+	r := ckptReport{Name: e.Name, Committed: e.Committed, Error: e.Err, Status: "not committed", Checks: []fileCheck{}}
 	m := e.Manifest
 	if m == nil {
 		return r
@@ -227,26 +267,6 @@ func report(cfg ckpt.Config, e runEntry, full bool, progress func()) ckptReport 
 	return r
 }
 
-// progressBar returns a function printing "label n/total" to w when w is
-// a terminal, and nil otherwise.
-func progressBar(w io.Writer, label string, total int) (tick func(), done func()) {
-	f, ok := w.(*os.File)
-	if !ok {
-		return nil, func() {}
-	}
-	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
-		return nil, func() {}
-	}
-	n := 0
-	tick = func() {
-		n++
-		width := 30
-		fill := width * n / max(total, 1)
-		fmt.Fprintf(f, "\r%s [%s%s] %d/%d", label, strings.Repeat("#", fill), strings.Repeat(".", width-fill), n, total)
-	}
-	return tick, func() { fmt.Fprintln(f) }
-}
-
 func countFiles(es []runEntry) int {
 	n := 0
 	for _, e := range es {
@@ -259,194 +279,219 @@ func countFiles(es []runEntry) int {
 	return n
 }
 
-func runFlags(name, usage string, stderr io.Writer) (*flag.FlagSet, *bool) {
-	fs := flag.NewFlagSet("ftigo "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	jsonOut := fs.Bool("json", false, "print the result as JSON")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ftigo %s [--json] RUN\n\n%s\n\n%s\n\nFlags:\n", name, usage, runArgHelp)
-		fs.PrintDefaults()
+// runCommand builds inspect, verify or rebuild: one RUN argument and --json.
+func runCommand(name, short, long, example string, jsonOut *bool, do func(cmd *cobra.Command, cfg ckpt.Config) error) *cobra.Command {
+	c := &cobra.Command{
+		Use:     name + " RUN",
+		Short:   short,
+		Long:    long + "\n\n" + runArgHelp,
+		Example: example,
+		Args:    argNames(false, "RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadRun(args[0])
+			if err != nil {
+				return err
+			}
+			return do(cmd, cfg)
+		},
 	}
-	return fs, jsonOut
+	c.Flags().BoolVar(jsonOut, "json", false, "print the result as JSON")
+	return c
 }
 
-func parseRunArgs(fs *flag.FlagSet, args []string) (ckpt.Config, int, error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ckpt.Config{}, 0, err
-		}
-		return ckpt.Config{}, 2, err
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return ckpt.Config{}, 2, errors.New("want exactly one RUN argument")
-	}
-	cfg, err := loadRun(fs.Arg(0))
-	if err != nil {
-		return cfg, 1, err
-	}
-	return cfg, 0, nil
-}
-
-func runInspect(args []string, stdout, stderr io.Writer) int {
-	fs, jsonOut := runFlags("inspect", `Lists every checkpoint under the run's meta directory: sequence, id, level,
+func (a *app) inspectCmd() *cobra.Command {
+	var jsonOut bool
+	return runCommand("inspect", "list the checkpoints of a run: id, level, ranks, sizes, committed, complete or damaged",
+		`Lists every checkpoint under the run's meta directory: sequence, id, level,
 ranks, nodes, bytes, commit time, whether it is committed, and whether its
 files are all present with their recorded sizes (an L4 rank's data counts as
 present when the container holds its task with that size; inspect does not
-re-hash; use verify). Exit 0 when the listing succeeded.
+re-hash: use verify). A manifest a restart would refuse (unreadable, damaged,
+or holding another sequence number than its name) is listed with the reason.
 
-Example:
-  ftigo inspect /tmp/heat2d-123
-  ftigo inspect --json config.fti`, stderr)
-	cfg, code, err := parseRunArgs(fs, args)
-	if err != nil {
-		if code != 0 {
-			fmt.Fprintln(stderr, "ftigo inspect:", err)
-		}
-		return code
-	}
-	es, err := listRun(cfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "ftigo inspect:", err)
-		return 1
-	}
+Exit codes: 0 the listing succeeded, 1 the run could not be read, 2 usage error.`,
+		`  ftigo inspect run
+  ftigo inspect run --json
+  ftigo inspect config.fti`, &jsonOut,
+		func(cmd *cobra.Command, cfg ckpt.Config) error {
+			es, err := listRun(cfg)
+			if err != nil {
+				return err
+			}
+			return printInspect(a.stdout, cfg, inspectRun(cfg, es), jsonOut)
+		})
+}
+
+// inspectRun reports every entry of a run, checking presence and sizes.
+func inspectRun(cfg ckpt.Config, es []runEntry) []ckptReport {
 	reps := make([]ckptReport, len(es))
 	for i, e := range es {
 		reps[i] = report(cfg, e, false, nil)
 	}
-	if *jsonOut {
-		return writeJSON(stdout, stderr, reps)
+	return reps
+}
+
+func printInspect(w io.Writer, cfg ckpt.Config, reps []ckptReport, jsonOut bool) error {
+	if jsonOut {
+		return writeJSON(w, reps)
 	}
 	if len(reps) == 0 {
-		fmt.Fprintf(stdout, "no checkpoints in %s\n", cfg.MetaDir)
-		return 0
+		fmt.Fprintf(w, "no checkpoints in %s\n", cfg.MetaDir)
+		return nil
 	}
-	fmt.Fprintf(stdout, "%-26s %4s %5s %5s %5s %10s %-20s %-9s %s\n", "manifest", "id", "level", "ranks", "nodes", "bytes", "committed at", "files", "status")
+	fmt.Fprintf(w, "%-26s %4s %5s %5s %5s %10s %-20s %-9s %s\n", "manifest", "id", "level", "ranks", "nodes", "bytes", "committed at", "files", "status")
 	for _, r := range reps {
 		if r.Seq == 0 && !r.Committed {
-			fmt.Fprintf(stdout, "%-26s %s\n", r.Name, r.Error)
+			fmt.Fprintf(w, "%-26s %s\n", r.Name, r.Error)
 			continue
 		}
-		fmt.Fprintf(stdout, "%-26s %4d %5s %5d %5d %10d %-20s %4d/%-4d %s\n", r.Name, r.ID, fmt.Sprintf("L%d", r.Level), r.Ranks, r.Nodes, r.Bytes, r.Time, r.Present, r.Files, r.Status)
+		fmt.Fprintf(w, "%-26s %4d %5s %5d %5d %10d %-20s %4d/%-4d %s\n", r.Name, r.ID, fmt.Sprintf("L%d", r.Level), r.Ranks, r.Nodes, r.Bytes, r.Time, r.Present, r.Files, r.Status)
 		for _, c := range r.Checks {
 			if !c.OK {
-				fmt.Fprintf(stdout, "    missing or wrong size: %s (%s of rank %d): %s\n", c.Path, c.Role, c.Of, c.Error)
+				fmt.Fprintf(w, "    missing or wrong size: %s (%s of rank %d): %s\n", c.Path, c.Role, c.Of, c.Error)
 			}
 		}
 	}
-	return 0
+	return nil
 }
 
-func runVerify(args []string, stdout, stderr io.Writer) int {
-	fs, jsonOut := runFlags("verify", `Re-hashes every file of every committed checkpoint (BLAKE3 digests from the
+func (a *app) verifyCmd() *cobra.Command {
+	var jsonOut bool
+	return runCommand("verify", "re-hash every file of every committed checkpoint of a run",
+		`Re-hashes every file of every committed checkpoint (BLAKE3 digests from the
 manifest) and every chunk of every data file (FTI-FF hashes); the data of an
 L4 checkpoint, which lives only in its SIONlib container, is checked as each
 rank's task there. Prints the file, rank, variable and offset of each
-mismatch. Exit 0 when everything
-verifies, 1 when anything does not (or there is nothing to verify).
+mismatch. On a terminal, a progress bar counts the files on standard error.
 
-Example:
-  ftigo verify /tmp/heat2d-123`, stderr)
-	cfg, code, err := parseRunArgs(fs, args)
-	if err != nil {
-		if code != 0 {
-			fmt.Fprintln(stderr, "ftigo verify:", err)
-		}
-		return code
-	}
-	es, err := listRun(cfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "ftigo verify:", err)
-		return 1
-	}
-	return verifyEntries(cfg, es, *jsonOut, stdout, stderr)
+Exit codes: 0 everything verifies, 1 anything does not (or there is no
+committed checkpoint to verify), 2 usage error.`,
+		`  ftigo verify run
+  ftigo verify run --json | jq .ok`, &jsonOut,
+		func(cmd *cobra.Command, cfg ckpt.Config) error {
+			es, err := listRun(cfg)
+			if err != nil {
+				return err
+			}
+			return a.finishVerify(cfg, a.verifyRun(cfg, es, jsonOut), jsonOut)
+		})
 }
 
-func verifyEntries(cfg ckpt.Config, es []runEntry, jsonOut bool, stdout, stderr io.Writer) int {
-	tick, done := progressBar(stderr, "verify", countFiles(es))
-	var reps []ckptReport
-	ok := true
+// verifyResult is what verify and rebuild print with --json.
+type verifyResult struct {
+	OK bool `json:"ok"`
+	// Rebuilt is the checkpoint rebuild reconstructed (rebuild only).
+	Rebuilt     *rebuiltCheckpoint `json:"rebuilt,omitempty"`
+	Checkpoints []ckptReport       `json:"checkpoints"`
+}
+
+// rebuiltCheckpoint names the checkpoint a restart would use after rebuild.
+type rebuiltCheckpoint struct {
+	Manifest string `json:"manifest"`
+	ID       int64  `json:"id"`
+	Level    int    `json:"level"`
+}
+
+// verifyRun verifies every committed entry of es in full; OK is false when
+// any file fails or there is nothing to verify.
+func (a *app) verifyRun(cfg ckpt.Config, es []runEntry, jsonOut bool) verifyResult {
+	p := a.newProgress(jsonOut, "verify", int64(countFiles(es)), false)
+	defer p.Done()
+	res := verifyResult{OK: true, Checkpoints: []ckptReport{}}
 	for _, e := range es {
 		if !e.Committed {
 			continue
 		}
-		r := report(cfg, e, true, tick)
+		r := report(cfg, e, true, func() { p.Add(1) })
 		if r.Status != "verified" {
-			ok = false
+			res.OK = false
 		}
-		reps = append(reps, r)
+		res.Checkpoints = append(res.Checkpoints, r)
 	}
-	done()
-	if len(reps) == 0 {
-		ok = false
+	if len(res.Checkpoints) == 0 {
+		res.OK = false
 	}
+	return res
+}
+
+// finishVerify prints res and ends with exit status 1 when it is not OK.
+func (a *app) finishVerify(cfg ckpt.Config, res verifyResult, jsonOut bool) error {
 	if jsonOut {
-		if c := writeJSON(stdout, stderr, map[string]any{"ok": ok, "checkpoints": reps}); c != 0 {
-			return c
+		if err := writeJSON(a.stdout, res); err != nil {
+			return err
 		}
 	} else {
-		if len(reps) == 0 {
-			fmt.Fprintf(stdout, "no committed checkpoint in %s\n", cfg.MetaDir)
+		w := a.stdout
+		if res.Rebuilt != nil {
+			fmt.Fprintf(w, "rebuilt checkpoint %d (L%d, %s): a restart would use it\n", res.Rebuilt.ID, res.Rebuilt.Level, res.Rebuilt.Manifest)
 		}
-		for _, r := range reps {
-			fmt.Fprintf(stdout, "%s id %d L%d: %d/%d files verified\n", r.Name, r.ID, r.Level, r.Present, r.Files)
+		if len(res.Checkpoints) == 0 {
+			fmt.Fprintf(w, "no committed checkpoint in %s\n", cfg.MetaDir)
+		}
+		for _, r := range res.Checkpoints {
+			fmt.Fprintf(w, "%s id %d L%d: %d/%d files verified\n", r.Name, r.ID, r.Level, r.Present, r.Files)
 			for _, c := range r.Checks {
 				if !c.OK {
-					fmt.Fprintf(stdout, "  FAIL %s (%s of rank %d): %s\n", c.Path, c.Role, c.Of, c.Error)
+					fmt.Fprintf(w, "  FAIL %s (%s of rank %d): %s\n", c.Path, c.Role, c.Of, c.Error)
 				}
 			}
 		}
 	}
-	if !ok {
-		return 1
+	if !res.OK {
+		return exitStatus(1)
 	}
-	return 0
+	return nil
 }
 
-func runRebuild(args []string, stdout, stderr io.Writer) int {
-	fs, jsonOut := runFlags("rebuild", `Rebuilds the newest recoverable checkpoint of a job that is not running:
+func (a *app) rebuildCmd() *cobra.Command {
+	var jsonOut bool
+	return runCommand("rebuild", "rebuild lost L2/L3/L4 files of a run offline, then verify",
+		`Rebuilds the newest recoverable checkpoint of a job that is not running:
 lost or corrupted files are reconstructed from the surviving L2 partner
 copies, L3 Reed-Solomon parity or the L4 container, exactly as a restart
-would, then every committed checkpoint is verified. Exit 0 when the
-rebuilt checkpoint verifies, 1 otherwise.
+would, then the rebuilt checkpoint is verified. On a terminal, standard
+error shows the rebuild's elapsed time and then a progress bar of the
+verification.
 
-Example:
-  ftigo rebuild /tmp/heat2d-123`, stderr)
-	cfg, code, err := parseRunArgs(fs, args)
-	if err != nil {
-		if code != 0 {
-			fmt.Fprintln(stderr, "ftigo rebuild:", err)
-		}
-		return code
-	}
-	m, err := ckpt.RebuildOffline(cfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "ftigo rebuild:", err)
-		return 1
-	}
-	if !*jsonOut {
-		fmt.Fprintf(stdout, "rebuilt checkpoint %d (L%d, %s): a restart would use it\n", m.ID, int(m.Level), levels.ManifestName(m.Seq))
-	}
-	es, err := listRun(cfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "ftigo rebuild:", err)
-		return 1
-	}
-	var keep []runEntry
-	for _, e := range es {
-		if e.Manifest != nil && e.Manifest.Seq == m.Seq {
-			keep = append(keep, e)
-		}
-	}
-	return verifyEntries(cfg, keep, *jsonOut, stdout, stderr)
+Exit codes: 0 the rebuilt checkpoint verifies, 1 nothing could be rebuilt or
+it does not verify, 2 usage error.`,
+		`  ftigo rebuild run
+  ftigo rebuild config.fti --json`, &jsonOut,
+		func(cmd *cobra.Command, cfg ckpt.Config) error {
+			act := a.startActivity(jsonOut, "rebuild: reconstructing and checking checkpoint files")
+			m, err := ckpt.RebuildOffline(cfg)
+			if err != nil {
+				act.Stop("failed")
+				return err
+			}
+			act.Stop("done")
+			es, err := listRun(cfg)
+			if err != nil {
+				return err
+			}
+			var keep []runEntry
+			for _, e := range es {
+				if e.Manifest != nil && e.Manifest.Seq == m.Seq {
+					keep = append(keep, e)
+				}
+			}
+			res := a.verifyRun(cfg, keep, jsonOut)
+			res.Rebuilt = &rebuiltCheckpoint{Manifest: levels.ManifestName(m.Seq), ID: m.ID, Level: int(m.Level)}
+			return a.finishVerify(cfg, res, jsonOut)
+		})
 }
 
-func writeJSON(stdout, stderr io.Writer, v any) int {
-	enc := json.NewEncoder(stdout)
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		fmt.Fprintln(stderr, "ftigo:", err)
-		return 1
+	return enc.Encode(v)
+}
+
+// nonNil returns s, or an empty slice for nil, so JSON shows [] and never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	return 0
+	return s
 }

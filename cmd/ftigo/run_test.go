@@ -60,8 +60,7 @@ func makeRunWith(t *testing.T, first, second, l3Parity int) string {
 		}
 		// The job ends without Finalize, as if killed, so the L3 checkpoint
 		// stays (Finalize with keep_last_ckpt would flush it to L4).
-		rt.Wait()
-		return nil
+		return rt.Close()
 	})
 	require.NoError(t, err)
 	return dir
@@ -247,10 +246,12 @@ func TestRunCommandsUsage(t *testing.T) {
 	for _, c := range []string{"inspect", "verify", "rebuild"} {
 		code, _, errs := ftigo(c)
 		assert.Equal(t, 2, code, c)
-		assert.Contains(t, errs, "usage: ftigo "+c)
-		code, _, errs = ftigo(c, "--help")
+		assert.Contains(t, errs, "ftigo "+c+": missing RUN")
+		assert.Contains(t, errs, "Usage: ftigo "+c+" RUN [flags]")
+		code, out, _ := ftigo(c, "--help")
 		assert.Equal(t, 0, code, c)
-		assert.Contains(t, errs, "Example:")
+		assert.Contains(t, out, "Examples:\n  ftigo "+c+" ")
+		assert.Contains(t, out, "RUN is a run directory")
 		code, _, errs = ftigo(c, filepath.Join(t.TempDir(), "nope"))
 		assert.Equal(t, 1, code, c)
 		assert.Contains(t, errs, "no such file or directory")

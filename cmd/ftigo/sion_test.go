@@ -27,15 +27,22 @@ func TestSionUsage(t *testing.T) {
 		out  string
 		err  string
 	}{
-		{[]string{"sion", "--help"}, 0, "ftigo sion dump ckpt/l4.sion", ""},
-		{[]string{"sion", "dump", "--help"}, 0, "usage: ftigo sion", ""},
-		{[]string{"sion"}, 2, "", "usage: ftigo sion"},
-		{[]string{"sion", "frobnicate"}, 2, "", `unknown subcommand "frobnicate"`},
-		{[]string{"sion", "dump"}, 2, "", "wrong number of arguments"},
-		{[]string{"sion", "split", "x"}, 2, "", "wrong number of arguments"},
-		{[]string{"sion", "pack", "a"}, 2, "", "pack needs -o OUT"},
-		{[]string{"sion", "pack", "-o", "x", "-fsblksize", "-1", "a"}, 2, "", "bad -fsblksize"},
-		{[]string{"sion", "pack", "-nosuchflag"}, 2, "", "flag provided but not defined"},
+		{[]string{"sion", "--help"}, 0, "ftigo sion split l4.sion out/task_", ""},
+		{[]string{"sion", "dump", "--help"}, 0, "Usage:\n  ftigo sion dump FILE [flags]", ""},
+		{[]string{"help", "sion", "dump"}, 0, "Usage:\n  ftigo sion dump FILE [flags]", ""},
+		{[]string{"sion"}, 2, "", "ftigo sion: missing command"},
+		{[]string{"sion", "frobnicate"}, 2, "", `unknown command "frobnicate" for "ftigo sion"`},
+		{[]string{"sion", "dupm", "x"}, 2, "", "did you mean dump?"},
+		{[]string{"sion", "dump"}, 2, "", "missing FILE (want FILE)"},
+		{[]string{"sion", "split", "x"}, 2, "", "missing PREFIX (want FILE PREFIX)"},
+		{[]string{"sion", "defrag", "a", "b", "c"}, 2, "", "too many arguments: want IN OUT"},
+		{[]string{"sion", "pack"}, 2, "", "missing FILE (want FILE...)"},
+		{[]string{"sion", "pack", "a"}, 2, "", "pack needs --output (-o) OUT"},
+		{[]string{"sion", "pack", "-o", "x", "--fsblksize", "-1", "a"}, 2, "", "bad --fsblksize -1"},
+		{[]string{"sion", "pack", "-o", "x", "-fsblksize", "512", "a"}, 2, "", "long flags take two dashes: --fsblksize"},
+		{[]string{"sion", "defrag", "--fsblksize", "x", "a", "b"}, 2, "", `invalid argument "x" for "--fsblksize" flag`},
+		{[]string{"sion", "pack", "-nosuchflag"}, 2, "", "unknown shorthand flag: 'n' in -nosuchflag"},
+		{[]string{"sion", "pack", "--nosuchflag"}, 2, "", "unknown flag: --nosuchflag"},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
@@ -113,12 +120,12 @@ func TestSionPackSplitDefrag(t *testing.T) {
 	}
 	packed := filepath.Join(dir, "packed.sion")
 	var out, errb bytes.Buffer
-	args := append([]string{"sion", "pack", "-o", packed, "-fsblksize", "512"}, inputs...)
+	args := append([]string{"sion", "pack", "-o", packed, "--fsblksize", "512"}, inputs...)
 	require.Equal(t, 0, run(args, &out, &errb), errb.String())
 	assert.Contains(t, out.String(), "4 tasks")
 
 	defr := filepath.Join(dir, "defrag.sion")
-	require.Equal(t, 0, run([]string{"sion", "defrag", "-fsblksize", "64", sionRef("par2.sion"), defr}, &out, &errb), errb.String())
+	require.Equal(t, 0, run([]string{"sion", "defrag", "--fsblksize", "64", sionRef("par2.sion"), defr}, &out, &errb), errb.String())
 
 	for _, c := range []struct {
 		file string

@@ -18,8 +18,13 @@ import (
 	"github.com/ftigo/ftigo/comm"
 )
 
-// Run checks every method of c and the package helpers. Call it on every
-// rank of the communicator at the same time.
+// Run checks every method of c, the package helpers and the typed
+// operations (comm.Allreduce, comm.Gather, comm.Allgather, comm.Scatter,
+// comm.Isend, comm.Irecv, comm.WaitAll), including the mistakes only some
+// ranks make, which must fail on every rank rather than hang. Call it on
+// every rank of the communicator at the same time. The typed operations run
+// on c's native capabilities when it has them; Run(t, [BytesOnly](c))
+// checks their fallbacks.
 func Run(t testing.TB, c comm.Comm) {
 	s := &suite{t: t, c: c, rank: c.Rank(), size: c.Size()}
 	for _, step := range []struct {
@@ -44,6 +49,13 @@ func Run(t testing.TB, c comm.Comm) {
 		{"SendrecvChunked", s.sendrecvChunked},
 		{"SendRecvChunked", s.sendRecvChunked},
 		{"NodeMap", s.nodeMap},
+		{"TypedAllreduce", s.typedAllreduce},
+		{"TypedAllreduceErrors", s.typedAllreduceErrors},
+		{"TypedGathers", s.typedGathers},
+		{"TypedGatherErrors", s.typedGatherErrors},
+		{"NonBlocking", s.nonBlocking},
+		{"TestNotDone", s.testNotDone},
+		{"TypedSub", s.typedSub},
 	} {
 		s.step = step.name
 		step.fn()

@@ -52,6 +52,36 @@ func (c hidesTruncation) Recv(src, tag int, buf []byte) (int, error) {
 	return n, err
 }
 
+// localReduce breaks the typed Allreduce: each rank keeps its own values.
+type localReduce struct{ comm.Comm }
+
+func (c localReduce) Allreduce(send, recv []byte, _ comm.Datatype, _ comm.Op) error {
+	copy(recv, send)
+	return nil
+}
+
+// hidesTruncatedRequests breaks Irecv: a truncated receive reports success.
+type hidesTruncatedRequests struct{ comm.Comm }
+
+func (c hidesTruncatedRequests) Isend(dst, tag int, buf []byte) (comm.Request, error) {
+	return c.Comm.(comm.NonBlocker).Isend(dst, tag, buf)
+}
+
+func (c hidesTruncatedRequests) Irecv(src, tag int, buf []byte) (comm.Request, error) {
+	r, err := c.Comm.(comm.NonBlocker).Irecv(src, tag, buf)
+	return hideTruncation{r}, err
+}
+
+type hideTruncation struct{ comm.Request }
+
+func (r hideTruncation) Wait() (int, error) {
+	n, err := r.Request.Wait()
+	if errors.Is(err, comm.ErrTruncated) {
+		err = nil
+	}
+	return n, err
+}
+
 // TestSuiteCatchesBugs runs the suite on deliberately broken communicators
 // and checks that it reports them.
 func TestSuiteCatchesBugs(t *testing.T) {
@@ -63,6 +93,8 @@ func TestSuiteCatchesBugs(t *testing.T) {
 		{"none", func(c comm.Comm) comm.Comm { return c }, ""},
 		{"Allreduce sum is local", func(c comm.Comm) comm.Comm { return sumIsLocal{c} }, "commtest RankSize: "},
 		{"Recv hides truncation", func(c comm.Comm) comm.Comm { return hidesTruncation{c} }, "commtest Truncated: "},
+		{"typed Allreduce is local", func(c comm.Comm) comm.Comm { return localReduce{c} }, "commtest TypedAllreduce: "},
+		{"Irecv hides truncation", func(c comm.Comm) comm.Comm { return hidesTruncatedRequests{c} }, "commtest NonBlocking: "},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

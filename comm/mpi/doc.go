@@ -1,9 +1,10 @@
 //go:build mpi
 
 // Package mpi is ftigo's thin cgo binding of MPI: a [Comm] that implements
-// comm.Comm and comm.Aborter on an MPI communicator, for jobs that outgrow
-// one machine. Every file carries the build tag mpi, so a build without the
-// tag needs neither cgo nor an MPI installation.
+// comm.Comm, comm.Aborter and the typed capabilities comm.Reducer,
+// comm.Gatherer and comm.NonBlocker on an MPI communicator, for jobs that
+// outgrow one machine. Every file carries the build tag mpi, so a build
+// without the tag needs neither cgo nor an MPI installation.
 //
 // # Building and running
 //
@@ -51,9 +52,24 @@
 //     MULTIPLE granted (Open MPI and MPICH both grant it) calls go straight
 //     through; below MULTIPLE one mutex serialises every call, and then two
 //     goroutines of one rank blocked in calls deadlock.
-//   - Buffers: only blocking calls are used, so Go slices are passed
-//     directly (legal under the cgo pointer rules: C keeps nothing after the
-//     call). Sendrecv's Isend/Recv/Wait also completes inside one C call.
+//   - Buffers: blocking calls take Go slices directly (legal under the cgo
+//     pointer rules: C keeps nothing after the call); Sendrecv's
+//     Isend/Recv/Wait also completes inside one C call. Isend and Irecv
+//     (comm.NonBlocker) pin their buffer with runtime.Pinner when they post
+//     it, since MPI keeps the pointer; the buffers are unpinned together
+//     once no request is pending, so a request never completed keeps every
+//     later buffer pinned too.
+//   - Typed operations (comm.Reducer, comm.Gatherer, comm.NonBlocker):
+//     Allreduce is MPI_Allreduce on MPI_INT64_T or MPI_DOUBLE whose first
+//     call also carries a length check, so lengths that differ between
+//     ranks fail on every rank instead of being undefined; Gatherv,
+//     Allgatherv and Scatterv exchange the lengths with one MPI_Allgather,
+//     then call MPI_Gatherv, MPI_Allgatherv or MPI_Scatterv, and return
+//     errors.ErrUnsupported (comm's bounded fallback takes over) when the
+//     total exceeds [MaxCount]; a non-blocking message above [MaxCount]
+//     travels as one message of a derived datatype (blocks of MaxCount
+//     bytes and the rest), matched by a receive of plain bytes or of the
+//     same kind, its length read with MPI_Get_elements_x.
 //   - Set GOMAXPROCS to the cores per rank (-x GOMAXPROCS=1 when
 //     oversubscribed); avoid os/exec in ranks after Init.
 package mpi

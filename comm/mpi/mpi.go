@@ -189,6 +189,38 @@ type env struct {
 	level     int
 	initTid   int
 	finalized atomic.Bool
+	// maxCount is the largest byte count the typed operations pass to one
+	// MPI call (MaxCount; the tests lower it to exercise the paths that
+	// split or describe larger transfers).
+	maxCount int
+
+	// The buffers of pending non-blocking requests are pinned in one
+	// Pinner, unpinned together when the last pending request completes
+	// (one Pinner per request would cost a finalizer each).
+	pinMu   sync.Mutex
+	pinner  runtime.Pinner
+	pending int
+}
+
+// pin pins buf's memory for a request about to be posted.
+func (e *env) pin(buf []byte) {
+	e.pinMu.Lock()
+	defer e.pinMu.Unlock()
+	if len(buf) > 0 {
+		e.pinner.Pin(&buf[0])
+	}
+	e.pending++
+}
+
+// unpin records that a request completed (or failed to post); the last
+// one unpins every buffer.
+func (e *env) unpin() {
+	e.pinMu.Lock()
+	defer e.pinMu.Unlock()
+	e.pending--
+	if e.pending == 0 {
+		e.pinner.Unpin()
+	}
 }
 
 func (e *env) lock() {
@@ -203,8 +235,8 @@ func (e *env) unlock() {
 	}
 }
 
-// Comm is one MPI communicator. It implements [comm.Comm] and
-// [comm.Aborter]. One goroutine per rank should use it at a time (with
+// Comm is one MPI communicator. It implements [comm.Comm],
+// [comm.Aborter], [comm.Reducer], [comm.Gatherer] and [comm.NonBlocker]. One goroutine per rank should use it at a time (with
 // a thread level below MULTIPLE, two goroutines blocked in calls of one
 // rank deadlock on the serialising mutex).
 type Comm struct {
@@ -258,7 +290,7 @@ func InitThread(level int) (*Comm, error) {
 			granted = i
 		}
 	}
-	e := &env{level: granted, initTid: unix.Gettid()}
+	e := &env{level: granted, initTid: unix.Gettid(), maxCount: MaxCount}
 	if granted < ThreadMultiple {
 		e.serial = &sync.Mutex{}
 	}

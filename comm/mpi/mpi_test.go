@@ -51,6 +51,23 @@ func TestConformance(t *testing.T) {
 	commtest.Run(t, world)
 }
 
+// TestConformanceBytesOnly runs the suite with the typed capabilities
+// hidden: comm's fallbacks on the MPI byte operations.
+func TestConformanceBytesOnly(t *testing.T) {
+	commtest.Run(t, commtest.BytesOnly(world))
+}
+
+// TestConformanceSmallCount runs the suite with the typed operations'
+// count limit lowered to 44 bytes, so that reductions go in chunks of 5
+// elements after the first call, every non-blocking message above 44 bytes
+// travels as a derived datatype (received into plain or derived buffers of
+// other sizes), and every gather above 44 bytes takes comm's fallback.
+func TestConformanceSmallCount(t *testing.T) {
+	old := mpi.SetMaxCount(world, 44)
+	defer mpi.SetMaxCount(world, old)
+	commtest.Run(t, world)
+}
+
 func TestThreadLevel(t *testing.T) {
 	level, serialised := world.ThreadLevel()
 	t.Logf("rank %d of %d: thread level %d, serialised %v", world.Rank(), world.Size(), level, serialised)

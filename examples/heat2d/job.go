@@ -223,7 +223,9 @@ const (
 
 // openTrajectory opens DIR/heat2d.gsd on rank 0: created on a fresh run;
 // on a restart from iteration start, the frames the killed run wrote after
-// start are dropped first so the file holds each step once.
+// start are dropped first so the file holds each step once. An empty file
+// (a run killed while creating it with an older, non-atomic writer) is
+// replaced by a fresh one (gsd.CreateOrAppend).
 func openTrajectory(c comm.Comm, o *options, start int64) (*trajectory, error) {
 	t := &trajectory{}
 	if c.Rank() != 0 || o.frameEvery <= 0 {
@@ -232,19 +234,13 @@ func openTrajectory(c comm.Comm, o *options, start int64) (*trajectory, error) {
 	d := vfd.Sec2{}
 	name := filepath.Join(o.dir, "heat2d.gsd")
 	if _, err := d.Stat(name); err == nil {
-		if err := truncateTrajectory(d, name, start); err != nil {
+		if err := truncateTrajectory(d, name, start); err != nil && !errors.Is(err, gsd.ErrEmpty) {
 			return nil, err
 		}
-		w, err := gsd.OpenAppend(d, name)
-		if err != nil {
-			return nil, fmt.Errorf("append to trajectory: %w", err)
-		}
-		t.w = w
-		return t, nil
 	}
-	w, err := gsd.Create(d, name, "ftigo heat2d", gsdSchema, gsdSchemaVer, gsd.WithOverwrite())
+	w, err := gsd.CreateOrAppend(d, name, "ftigo heat2d", gsdSchema, gsdSchemaVer)
 	if err != nil {
-		return nil, fmt.Errorf("create trajectory: %w", err)
+		return nil, fmt.Errorf("open trajectory: %w", err)
 	}
 	t.w = w
 	return t, nil

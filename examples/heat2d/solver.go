@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -89,50 +90,38 @@ func boundaryOr(gi, j, nx, ny int, v float64) float64 {
 // Interior returns the band without its halo rows (a view into U).
 func (b *Block) Interior() []float64 { return b.U[b.NX : (b.Rows+1)*b.NX] }
 
-// Exchange refreshes the halo rows from the neighbouring ranks. It moves
-// rows up then down; the first and last ranks only receive or only send in
-// each phase, so the chain cannot deadlock even with synchronous sends.
+// Exchange refreshes the halo rows from the neighbouring ranks: it posts
+// the receives of both halo rows and the sends of both edge rows
+// (comm.Irecv, comm.Isend) and waits for all of them, which cannot
+// deadlock whatever order the neighbours post in. The rows travel as
+// float64 slices; the first and last ranks have one neighbour only.
 func (b *Block) Exchange(c comm.Comm) error {
 	nx := b.NX
 	up, down := b.rank-1, b.rank+1
-	first := b.U[nx : 2*nx]
-	last := b.U[b.Rows*nx : (b.Rows+1)*nx]
-	topHalo := b.U[0:nx]
-	botHalo := b.U[(b.Rows+1)*nx : (b.Rows+2)*nx]
-	sendFirst := float64Bytes(first)
-	sendLast := float64Bytes(last)
-	recvTop := float64Bytes(topHalo)
-	recvBot := float64Bytes(botHalo)
-	// Phase 1: every rank sends its first row up and receives the next rank's first row.
-	switch {
-	case b.size == 1:
-	case up < 0:
-		if _, err := c.Recv(down, tagUp, recvBot); err != nil {
-			return fmt.Errorf("halo from rank %d: %w", down, err)
-		}
-	case down >= b.size:
-		if err := c.Send(up, tagUp, sendFirst); err != nil {
-			return fmt.Errorf("halo to rank %d: %w", up, err)
-		}
-	default:
-		if _, err := c.Sendrecv(sendFirst, up, tagUp, recvBot, down, tagUp); err != nil {
-			return fmt.Errorf("halo exchange up: %w", err)
-		}
+	var reqs [4]comm.Request
+	var errs [4]error
+	if up >= 0 {
+		// The rank above sends its last row down into our top halo, and
+		// receives our first row into its bottom halo.
+		reqs[0], errs[0] = comm.Irecv(c, up, tagDown, b.U[0:nx])
+		reqs[1], errs[1] = comm.Isend(c, up, tagUp, b.U[nx:2*nx])
 	}
-	// Phase 2: every rank sends its last row down and receives the previous rank's last row.
-	switch {
-	case b.size == 1:
-	case down >= b.size:
-		if _, err := c.Recv(up, tagDown, recvTop); err != nil {
-			return fmt.Errorf("halo from rank %d: %w", up, err)
+	if down < b.size {
+		reqs[2], errs[2] = comm.Irecv(c, down, tagUp, b.U[(b.Rows+1)*nx:(b.Rows+2)*nx])
+		reqs[3], errs[3] = comm.Isend(c, down, tagDown, b.U[b.Rows*nx:(b.Rows+1)*nx])
+	}
+	if err := errors.Join(errs[:]...); err != nil {
+		return fmt.Errorf("halo exchange: %w", err)
+	}
+	if err := comm.WaitAll(reqs[:]...); err != nil {
+		return fmt.Errorf("halo exchange: %w", err)
+	}
+	for _, k := range []int{0, 2} {
+		if reqs[k] == nil {
+			continue
 		}
-	case up < 0:
-		if err := c.Send(down, tagDown, sendLast); err != nil {
-			return fmt.Errorf("halo to rank %d: %w", down, err)
-		}
-	default:
-		if _, err := c.Sendrecv(sendLast, down, tagDown, recvTop, up, tagDown); err != nil {
-			return fmt.Errorf("halo exchange down: %w", err)
+		if n, _ := reqs[k].Wait(); n != nx {
+			return fmt.Errorf("halo exchange: a halo row of %d values, want %d", n, nx)
 		}
 	}
 	return nil
@@ -177,33 +166,47 @@ func float64Bytes(v []float64) []byte {
 	return unsafeBytes(v)
 }
 
-// tagGather is the tag of the field gather to rank 0.
-const tagGather = 103
-
-// GatherField collects every rank's interior rows on rank 0 and returns
-// the whole ny × nx field there (nil on other ranks). Ranks send their
-// band to rank 0, which receives them in rank order.
+// GatherField collects every rank's interior rows on rank 0 (comm.Gather:
+// the bands, in rank order, are the plate's rows in order) and returns the
+// whole ny × nx field there, nil on other ranks.
 func GatherField(c comm.Comm, b *Block) ([]float64, error) {
-	if c.Rank() != 0 {
-		if err := c.Send(0, tagGather, float64Bytes(b.Interior())); err != nil {
-			return nil, fmt.Errorf("gather field: %w", err)
-		}
-		return nil, nil
+	var field []float64
+	if c.Rank() == 0 {
+		field = make([]float64, b.NX*b.NY)
 	}
-	field := make([]float64, b.NX*b.NY)
-	copy(field, b.Interior())
-	for r := 1; r < c.Size(); r++ {
-		row0, rows := Decompose(b.NY, r, c.Size())
-		part := field[row0*b.NX : (row0+rows)*b.NX]
-		n, err := c.Recv(r, tagGather, float64Bytes(part))
-		if err != nil {
-			return nil, fmt.Errorf("gather field from rank %d: %w", r, err)
-		}
-		if n != len(part)*8 {
-			return nil, fmt.Errorf("gather field: rank %d sent %d bytes, want %d", r, n, len(part)*8)
-		}
+	if err := comm.Gather(c, 0, b.Interior(), field); err != nil {
+		return nil, fmt.Errorf("gather field: %w", err)
 	}
 	return field, nil
+}
+
+// MaxChange returns the largest change of any cell of the whole plate in
+// the last step, given this rank's Step result: an Allreduce(Max) of a
+// float64, which is exact, so every rank sees the same value and a
+// convergence test stops every rank at the same iteration.
+func MaxChange(c comm.Comm, local float64) (float64, error) {
+	return comm.AllreduceValue(c, local, comm.Max)
+}
+
+// Solve advances the band by up to iters steps (Exchange, Step) and, when
+// tol > 0, stops after the first step whose largest change over the whole
+// plate ([MaxChange]) is below tol. It returns the number of steps taken
+// and the last step's largest change over the plate (0 when no step ran).
+func (b *Block) Solve(c comm.Comm, alpha float64, iters int, tol float64) (steps int, change float64, err error) {
+	for steps < iters {
+		if err := b.Exchange(c); err != nil {
+			return steps, change, err
+		}
+		local := b.Step(alpha)
+		steps++
+		if change, err = MaxChange(c, local); err != nil {
+			return steps, change, fmt.Errorf("step %d: %w", steps, err)
+		}
+		if tol > 0 && change < tol {
+			break
+		}
+	}
+	return steps, change, nil
 }
 
 // solveInProcess runs the solver on o.ranks goroutine ranks with no
@@ -216,11 +219,8 @@ func solveInProcess(o *options) ([]float64, error) {
 		if err != nil {
 			return err
 		}
-		for it := 0; it < o.iters; it++ {
-			if err := b.Exchange(c); err != nil {
-				return err
-			}
-			b.Step(o.alpha)
+		if _, _, err := b.Solve(c, o.alpha, o.iters, 0); err != nil {
+			return err
 		}
 		f, err := GatherField(c, b)
 		if f != nil {

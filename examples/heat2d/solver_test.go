@@ -6,11 +6,13 @@ import (
 	"math"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/comm/commtest"
 )
 
 func TestDecomposeCoversEveryRowOnce(t *testing.T) {
@@ -28,10 +30,16 @@ func TestDecomposeCoversEveryRowOnce(t *testing.T) {
 
 // solve runs iters steps on n in-process ranks and returns the gathered field.
 func solve(t *testing.T, nx, ny, n, iters int) []float64 {
+	return solveWrapped(t, nx, ny, n, iters, func(c comm.Comm) comm.Comm { return c })
+}
+
+// solveWrapped is solve on communicators wrapped by wrap.
+func solveWrapped(t *testing.T, nx, ny, n, iters int, wrap func(comm.Comm) comm.Comm) []float64 {
 	t.Helper()
 	var mu sync.Mutex
 	var field []float64
 	err := comm.Run(n, func(c comm.Comm) error {
+		c = wrap(c)
 		b, err := NewBlock(nx, ny, c.Rank(), c.Size())
 		if err != nil {
 			return err
@@ -76,6 +84,97 @@ func TestParallelSolveIsBitIdenticalToSerial(t *testing.T) {
 	assert.Equal(t, RightTemp, serial[5*nx+nx-1])
 	assert.Greater(t, serial[1*nx+5], 0.0)
 	assert.Less(t, serial[1*nx+5], TopTemp)
+}
+
+// TestExchangeOnTheFallbacks runs the solver on communicators that only
+// offer the byte operations, so the halo exchange, the gather and the
+// convergence check take comm's fallbacks: the field is the same bits.
+func TestExchangeOnTheFallbacks(t *testing.T) {
+	const nx, ny, iters = 17, 13, 30
+	want := solve(t, nx, ny, 1, iters)
+	for _, n := range []int{2, 3, 5} {
+		got := solveWrapped(t, nx, ny, n, iters, commtest.BytesOnly)
+		for k := range want {
+			require.Equal(t, math.Float64bits(want[k]), math.Float64bits(got[k]), "n=%d cell %d", n, k)
+		}
+	}
+}
+
+// TestSolveConverges runs to a tolerance on 1 to 4 ranks: every rank of
+// every run stops after the same number of steps, with the same largest
+// change, and the fields are bit-identical.
+func TestSolveConverges(t *testing.T) {
+	const nx, ny, tol, maxIters = 12, 10, 1e-3, 100_000
+	type outcome struct {
+		steps  int
+		change float64
+		field  []float64
+	}
+	run := func(n int) outcome {
+		var mu sync.Mutex
+		var out outcome
+		stepsSeen := map[int]bool{}
+		err := comm.Run(n, func(c comm.Comm) error {
+			b, err := NewBlock(nx, ny, c.Rank(), c.Size())
+			if err != nil {
+				return err
+			}
+			steps, change, err := b.Solve(c, 0.24, maxIters, tol)
+			if err != nil {
+				return err
+			}
+			f, err := GatherField(c, b)
+			mu.Lock()
+			defer mu.Unlock()
+			stepsSeen[steps] = true
+			out.steps, out.change = steps, change
+			if f != nil {
+				out.field = f
+			}
+			return err
+		})
+		require.NoError(t, err)
+		require.Len(t, stepsSeen, 1, "n=%d: ranks stopped after different step counts %v", n, stepsSeen)
+		return out
+	}
+	serial := run(1)
+	require.Less(t, serial.steps, maxIters, "did not converge")
+	require.Less(t, serial.change, tol)
+	require.Greater(t, serial.change, 0.0)
+	// One step fewer would not have converged: Solve stopped at the first step below tol.
+	_, before, err := func() (int, float64, error) {
+		b, err := NewBlock(nx, ny, 0, 1)
+		require.NoError(t, err)
+		return b.Solve(commtest.BytesOnly(comm.NewWorld(1)[0]), 0.24, serial.steps-1, 0)
+	}()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, before, tol)
+	for _, n := range []int{2, 3, 4} {
+		par := run(n)
+		assert.Equal(t, serial.steps, par.steps, "n=%d", n)
+		assert.Equal(t, math.Float64bits(serial.change), math.Float64bits(par.change), "n=%d", n)
+		for k := range serial.field {
+			require.Equal(t, math.Float64bits(serial.field[k]), math.Float64bits(par.field[k]), "n=%d cell %d", n, k)
+		}
+	}
+}
+
+// TestGatherFieldChecksTheGrid: a rank whose band does not fit the plate
+// is an error on every rank, not a wrong field.
+func TestGatherFieldChecksTheGrid(t *testing.T) {
+	err := comm.Run(3, func(c comm.Comm) error {
+		b, err := NewBlock(8, 9, c.Rank(), c.Size())
+		if err != nil {
+			return err
+		}
+		if c.Rank() == 2 {
+			b.Rows-- // a band one row short
+		}
+		_, err = GatherField(c, b)
+		assert.ErrorIs(t, err, comm.ErrBadArgument, "rank %d", c.Rank())
+		return nil
+	}, comm.WithTimeout(10*time.Second))
+	require.NoError(t, err)
 }
 
 func TestStepMatchesHandComputedStencil(t *testing.T) {

@@ -1,0 +1,450 @@
+package levels
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// Names of the checkpoint metadata beside the manifests (docs/format/manifest.md).
+//
+// wire format: never change.
+const (
+	// ReplicaDir is the directory of the global area that holds the
+	// replica of every manifest, under the manifest's own name
+	// (glbl_dir/manifests/ckpt%08d.manifest). Being a subdirectory, the
+	// replica never collides with the primary, even when meta_dir is
+	// glbl_dir.
+	ReplicaDir = "manifests"
+	// PendingSuffix names the intent marker of a checkpoint being written
+	// (meta_dir/ckpt%08d.pending): durable before any file of the
+	// checkpoint is published, removed once a manifest copy is.
+	PendingSuffix = ".pending"
+	// DeletingSuffix names the marker of a checkpoint being deleted
+	// (meta_dir/ckpt%08d.deleting, the primary manifest renamed): durable
+	// before the last manifest copy goes, removed once every file has.
+	DeletingSuffix = ".deleting"
+	// BrokenSuffix is appended to a damaged manifest copy moved aside
+	// (kept for forensics, ignored otherwise).
+	BrokenSuffix = ".broken"
+	// LockName is the lock file in meta_dir that one job (or runtime, or
+	// offline tool) holds while it uses the run's directories.
+	LockName = "ftigo.lock"
+)
+
+// MaxManifestSize bounds the bytes read from a manifest copy or marker
+// (256 MiB: about a million file entries); a larger file is damaged.
+const MaxManifestSize = 256 << 20
+
+// ReplicaName returns the replica's name of checkpoint seq, relative to
+// the global area.
+func ReplicaName(seq uint64) string { return path.Join(ReplicaDir, ManifestName(seq)) }
+
+// PendingName returns the intent marker's name of checkpoint seq in the meta area.
+func PendingName(seq uint64) string { return CheckpointDir(seq) + PendingSuffix }
+
+// DeletingName returns the deletion marker's name of checkpoint seq in the meta area.
+func DeletingName(seq uint64) string { return CheckpointDir(seq) + DeletingSuffix }
+
+// CopyState is the state of one copy of a checkpoint's manifest.
+type CopyState int
+
+// States of a manifest copy.
+const (
+	// CopyMissing: no file.
+	CopyMissing CopyState = iota
+	// CopyValid: the file parses, its hash checks and it holds the
+	// sequence number of its name.
+	CopyValid
+	// CopyDamaged: unreadable, too large, or bad content or hash.
+	CopyDamaged
+	// CopyForeign: a valid manifest of another checkpoint (swapped or
+	// copied from elsewhere); not valid under this name.
+	CopyForeign
+)
+
+// String returns "missing", "valid", "damaged" or "foreign".
+func (s CopyState) String() string {
+	switch s {
+	case CopyMissing:
+		return "missing"
+	case CopyValid:
+		return "valid"
+	case CopyDamaged:
+		return "damaged"
+	case CopyForeign:
+		return "foreign"
+	}
+	return fmt.Sprintf("copy-state(%d)", int(s))
+}
+
+// ManifestCopy is one copy of a manifest as a scan found it.
+type ManifestCopy struct {
+	// Path is the file's path (in the meta area for the primary, in
+	// the global area for the replica).
+	Path  string
+	State CopyState
+	// Raw and M are the bytes and their decoding when State is
+	// CopyValid (M is also set for CopyForeign).
+	Raw []byte
+	M   *Manifest
+	// Err says why the copy is not valid (nil when valid or missing).
+	Err error
+}
+
+// bad reports whether the copy exists but is not valid.
+func (c ManifestCopy) bad() bool { return c.State == CopyDamaged || c.State == CopyForeign }
+
+// SeqState is what start-up makes of a checkpoint's metadata.
+type SeqState int
+
+// Checkpoint states, from [SeqScan.State].
+const (
+	// SeqCommitted: at least one valid manifest copy and no deletion
+	// marker. A missing or damaged copy is repaired from the valid one.
+	SeqCommitted SeqState = iota
+	// SeqUncommitted: never committed — an intent marker without a
+	// valid copy (the job died between publishing files and writing the
+	// manifest), or nothing but tmp files and empty directories. Its
+	// leftovers are removed.
+	SeqUncommitted
+	// SeqDeleting: a deletion marker; the deletion is completed.
+	SeqDeleting
+	// SeqLost: no valid copy and no marker, yet published files or
+	// damaged copies exist: its metadata was lost. Start-up refuses to
+	// guess (see [ErrMetadataLost]).
+	SeqLost
+)
+
+// String returns "committed", "uncommitted", "deleting" or "lost".
+func (s SeqState) String() string {
+	switch s {
+	case SeqCommitted:
+		return "committed"
+	case SeqUncommitted:
+		return "uncommitted"
+	case SeqDeleting:
+		return "deleting"
+	case SeqLost:
+		return "lost"
+	}
+	return fmt.Sprintf("seq-state(%d)", int(s))
+}
+
+// SeqScan is everything a scan found about one checkpoint number.
+type SeqScan struct {
+	Seq uint64
+	// Primary is meta_dir/ckpt%08d.manifest, Replica
+	// glbl_dir/manifests/ckpt%08d.manifest.
+	Primary, Replica ManifestCopy
+	// Pending is the path of the intent marker, "" when absent.
+	Pending string
+	// Deleting is the path of the deletion marker, "" when absent;
+	// DeletingM its decoding when it parses (it is the renamed primary).
+	Deleting  string
+	DeletingM *Manifest
+	// Files are published files (names without the tmp suffix) found in
+	// the checkpoint's directories of the scanned areas, as paths;
+	// MoreFiles counts those found but not listed (start-up lists only a
+	// few per node).
+	Files     []string
+	MoreFiles int
+	// Leftovers are tmp files, tmp directories and empty checkpoint
+	// directories of the scanned areas, and tmp copies of manifests.
+	Leftovers []string
+	// Broken are copies moved aside earlier (*.broken), for forensics.
+	Broken []string
+}
+
+// State classifies the checkpoint by the rules of docs/format/manifest.md.
+func (s *SeqScan) State() SeqState {
+	switch {
+	case s.Deleting != "":
+		return SeqDeleting
+	case s.Primary.State == CopyValid || s.Replica.State == CopyValid:
+		return SeqCommitted
+	case s.Pending != "":
+		return SeqUncommitted
+	case len(s.Files) > 0 || s.MoreFiles > 0 || s.Primary.bad() || s.Replica.bad():
+		return SeqLost
+	}
+	return SeqUncommitted
+}
+
+// Valid returns the copy to use for a committed checkpoint, or nil. When
+// both are valid but differ (a crash while [Engine.Keep] rewrote them),
+// the one marked Kept wins, otherwise the primary.
+func (s *SeqScan) Valid() *ManifestCopy {
+	p, r := &s.Primary, &s.Replica
+	switch {
+	case p.State == CopyValid && r.State == CopyValid:
+		if r.M.Kept && !p.M.Kept {
+			return r
+		}
+		return p
+	case p.State == CopyValid:
+		return p
+	case r.State == CopyValid:
+		return r
+	}
+	return nil
+}
+
+// AreaSeq is what one storage area holds of checkpoint Seq.
+type AreaSeq struct {
+	Seq       uint64   `json:"seq"`
+	Files     []string `json:"files,omitempty"`
+	Leftovers []string `json:"leftovers,omitempty"`
+	// More counts published files left out of Files (see [SummarizeArea]).
+	More int `json:"more,omitempty"`
+}
+
+// SummarizeArea keeps at most keep published files per checkpoint in
+// as, counting the others in More, and drops the leftovers: what
+// start-up needs from a node to tell lost metadata and name it.
+func SummarizeArea(as []AreaSeq, keep int) []AreaSeq {
+	out := make([]AreaSeq, len(as))
+	for i, a := range as {
+		out[i] = AreaSeq{Seq: a.Seq, Files: a.Files, More: a.More}
+		if len(a.Files) > keep {
+			out[i].Files, out[i].More = a.Files[:keep], a.More+len(a.Files)-keep
+		}
+	}
+	return out
+}
+
+// ScanArea lists the checkpoint directories ("ckpt%08d", and tmp
+// entries named after one) of area s with their published files and
+// their leftovers, in sequence order. It changes nothing. A missing area
+// holds nothing.
+func ScanArea(s Store) ([]AreaSeq, error) {
+	ents, err := s.Driver.ReadDir(s.Dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list %s: %w", s.Dir, err)
+	}
+	bySeq := map[uint64]*AreaSeq{}
+	get := func(seq uint64) *AreaSeq {
+		if a := bySeq[seq]; a != nil {
+			return a
+		}
+		a := &AreaSeq{Seq: seq}
+		bySeq[seq] = a
+		return a
+	}
+	for _, de := range ents {
+		name := de.Name()
+		if seq, ok := parseSeq(strings.TrimSuffix(name, TmpSuffix), ""); ok {
+			a := get(seq)
+			full := s.Path(name)
+			if strings.HasSuffix(name, TmpSuffix) {
+				a.Leftovers = append(a.Leftovers, full)
+				continue
+			}
+			if !de.IsDir() {
+				a.Files = append(a.Files, full)
+				continue
+			}
+			sub, err := s.Driver.ReadDir(full)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				return nil, fmt.Errorf("list %s: %w", full, err)
+			}
+			for _, f := range sub {
+				p := path.Join(full, f.Name())
+				if strings.HasSuffix(f.Name(), TmpSuffix) {
+					a.Leftovers = append(a.Leftovers, p)
+				} else {
+					a.Files = append(a.Files, p)
+				}
+			}
+			if len(sub) == 0 {
+				a.Leftovers = append(a.Leftovers, full)
+			}
+		}
+	}
+	out := make([]AreaSeq, 0, len(bySeq))
+	for _, a := range bySeq {
+		out = append(out, *a)
+	}
+	slices.SortFunc(out, func(a, b AreaSeq) int { return cmpSeq(a.Seq, b.Seq) })
+	return out, nil
+}
+
+func cmpSeq(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// ScanCheckpoints reads the checkpoint metadata of a run — both copies of
+// every manifest (meta area and [ReplicaDir] of the global area), the
+// intent and deletion markers, moved-aside copies — and lists the
+// checkpoint directories of the global area and of every local area
+// given, and reports per checkpoint number what it found, in sequence
+// order. Every read is bounded by [MaxManifestSize]. It changes nothing;
+// [Engine.Open] applies the same scan and rules ([SeqScan.State]) and
+// then repairs and cleans. Offline tools (ftigo verify, inspect) use it
+// to check the metadata itself. A missing area holds nothing; the meta
+// area must exist.
+func ScanCheckpoints(meta, global Store, locals ...Store) ([]SeqScan, error) {
+	sc, err := scanMeta(meta, global)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range append([]Store{global}, locals...) {
+		as, err := ScanArea(s)
+		if err != nil {
+			return nil, err
+		}
+		sc.addArea(as)
+	}
+	return sc.list(), nil
+}
+
+// metaScan accumulates a scan by checkpoint number.
+type metaScan struct {
+	bySeq map[uint64]*SeqScan
+	meta  Store
+	repl  Store
+	// Other tmp files of the meta and replica directories (not named
+	// after a checkpoint), removed at start-up.
+	tmp []string
+}
+
+func (m *metaScan) get(seq uint64) *SeqScan {
+	if s := m.bySeq[seq]; s != nil {
+		return s
+	}
+	s := &SeqScan{Seq: seq,
+		Primary: ManifestCopy{Path: m.meta.Path(ManifestName(seq))},
+		Replica: ManifestCopy{Path: m.repl.Path(ManifestName(seq))}}
+	m.bySeq[seq] = s
+	return s
+}
+
+func (m *metaScan) addArea(as []AreaSeq) {
+	for _, a := range as {
+		s := m.get(a.Seq)
+		s.Files = append(s.Files, a.Files...)
+		s.MoreFiles += a.More
+		s.Leftovers = append(s.Leftovers, a.Leftovers...)
+	}
+}
+
+func (m *metaScan) list() []SeqScan {
+	out := make([]SeqScan, 0, len(m.bySeq))
+	for _, s := range m.bySeq {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b SeqScan) int { return cmpSeq(a.Seq, b.Seq) })
+	return out
+}
+
+// replicaStore returns the store of the replica directory.
+func replicaStore(global Store) Store {
+	return Store{Driver: global.Driver, Dir: global.Path(ReplicaDir)}
+}
+
+// scanMeta reads the meta area and the replica directory.
+func scanMeta(meta, global Store) (*metaScan, error) {
+	sc := &metaScan{bySeq: map[uint64]*SeqScan{}, meta: meta, repl: replicaStore(global)}
+	ents, err := meta.Driver.ReadDir(meta.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", meta.Dir, err)
+	}
+	sc.scanDir(meta, ents, true)
+	rents, err := sc.repl.Driver.ReadDir(sc.repl.Dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("list %s: %w", sc.repl.Dir, err)
+	}
+	sc.scanDir(sc.repl, rents, false)
+	return sc, nil
+}
+
+// scanDir sorts the entries of a metadata directory (meta: the primary
+// one, holding the markers too) into the scan.
+func (m *metaScan) scanDir(s Store, ents []fs.DirEntry, meta bool) {
+	for _, de := range ents {
+		name := de.Name()
+		full := s.Path(name)
+		if seq, ok := parseSeq(name, manifestSuffix); ok {
+			c := readCopy(s, name, seq)
+			if meta {
+				m.get(seq).Primary = c
+			} else {
+				m.get(seq).Replica = c
+			}
+			continue
+		}
+		if seq, ok := parseSeq(name, manifestSuffix+BrokenSuffix); ok {
+			m.get(seq).Broken = append(m.get(seq).Broken, full)
+			continue
+		}
+		if seq, ok := parseSeq(name, manifestSuffix+TmpSuffix); ok {
+			m.get(seq).Leftovers = append(m.get(seq).Leftovers, full)
+			continue
+		}
+		if !meta {
+			if strings.HasSuffix(name, TmpSuffix) {
+				m.tmp = append(m.tmp, full)
+			}
+			continue
+		}
+		if seq, ok := parseSeq(name, PendingSuffix); ok {
+			m.get(seq).Pending = full
+			continue
+		}
+		if seq, ok := parseSeq(name, DeletingSuffix); ok {
+			sq := m.get(seq)
+			sq.Deleting = full
+			if raw, err := vfd.ReadFileLimit(s.Driver, full, MaxManifestSize); err == nil {
+				if dm, err := ParseManifest(full, raw); err == nil && dm.Seq == seq {
+					sq.DeletingM = dm
+				}
+			}
+			continue
+		}
+		if strings.HasSuffix(name, TmpSuffix) && !de.IsDir() {
+			m.tmp = append(m.tmp, full) // a marker's or the node table's tmp file
+		}
+	}
+}
+
+// readCopy reads and checks one manifest copy.
+func readCopy(s Store, name string, seq uint64) ManifestCopy {
+	p := s.Path(name)
+	c := ManifestCopy{Path: p}
+	raw, err := vfd.ReadFileLimit(s.Driver, p, MaxManifestSize)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return c
+		}
+		c.State, c.Err = CopyDamaged, &CorruptionError{Path: p, Rank: -1, Err: fmt.Errorf("%w: %w", ErrBadManifest, err)}
+		return c
+	}
+	m, err := ParseManifest(p, raw)
+	switch {
+	case err != nil:
+		c.State, c.Err = CopyDamaged, err
+	case m.Seq != seq:
+		c.State, c.M = CopyForeign, m
+		c.Err = &CorruptionError{Path: p, Rank: -1, Err: fmt.Errorf("%w: holds seq %d (another checkpoint's manifest)", ErrBadManifest, m.Seq)}
+	default:
+		c.State, c.Raw, c.M = CopyValid, raw, m
+	}
+	return c
+}

@@ -1,0 +1,453 @@
+package levels
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// lostFilesShown is how many surviving files of a checkpoint with lost
+// metadata an error names (per node at most, in total).
+const lostFilesShown = 8
+
+// openPlan is what rank 0 decides at start-up and every rank applies.
+type openPlan struct {
+	// Committed holds the manifest (bytes) of every committed checkpoint.
+	Committed [][]byte `json:"committed,omitempty"`
+	// Deleting holds the manifests of checkpoints whose deletion is
+	// completed now (for levels with a [Remover]).
+	Deleting [][]byte `json:"deleting,omitempty"`
+	// Lost, when set, is the error every rank returns.
+	Lost string `json:"lost,omitempty"`
+}
+
+// Open creates the directories, reads the checkpoint metadata and puts
+// it in order, then removes everything a crashed run left half-written.
+// Collective.
+//
+// Rank 0 reads both copies of every manifest (meta area and the
+// [ReplicaDir] of the global area) and the markers, the lowest rank of
+// every node lists its node's checkpoint directories, and each checkpoint
+// number is classified by [SeqScan.State]. A committed checkpoint whose
+// copy is missing or damaged gets it rewritten from the valid one (the
+// damaged bytes are kept as *.broken, and rank 0 logs a warning naming
+// the file and why); uncommitted checkpoints and interrupted deletions
+// are cleaned up. When the metadata of some checkpoint is lost (files or
+// damaged copies, no valid copy, no marker), Open changes nothing and
+// returns, on every rank, an error wrapping [ErrMetadataLost] that names
+// the checkpoint, the damaged copies and the surviving files.
+func (e *Engine) Open() error {
+	e.Wait()
+	env := e.env
+	var local error
+	if env.Rank == 0 {
+		repl := replicaStore(env.Global)
+		if path.Clean(env.Meta.Dir) == path.Clean(repl.Dir) {
+			local = fmt.Errorf("meta_dir %s is the directory of the manifest replicas (glbl_dir/%s): choose another meta_dir", env.Meta.Dir, ReplicaDir)
+		} else {
+			local = errors.Join(MkdirDurable(env.Meta.Driver, env.Meta.Dir), MkdirDurable(env.Global.Driver, env.Global.Dir),
+				MkdirDurable(repl.Driver, repl.Dir))
+		}
+	}
+	if e.nodeLeader() {
+		local = errors.Join(local, MkdirDurable(env.Local.Driver, env.Local.Dir))
+	}
+	if err := e.agree(local, "create directories"); err != nil {
+		return err
+	}
+
+	// Every node's checkpoint directories, for rank 0.
+	var mine []byte
+	var serr error
+	if e.nodeLeader() {
+		var as []AreaSeq
+		if as, serr = ScanArea(env.Local); serr == nil {
+			// A few names per checkpoint are enough to name lost files:
+			// every rank receives every node's listing.
+			mine, serr = json.Marshal(SummarizeArea(as, lostFilesShown))
+		}
+	}
+	if err := e.agree(serr, "list node-local checkpoint directories"); err != nil {
+		return err
+	}
+	areas, err := GatherBytes(env.Comm, mine)
+	if err != nil {
+		return err
+	}
+
+	var plan openPlan
+	var scan []SeqScan
+	var tmp []string
+	var perr error
+	if env.Rank == 0 {
+		plan, scan, tmp, perr = e.plan(areas)
+	}
+	if err := e.agree(perr, "read checkpoint metadata"); err != nil {
+		return err
+	}
+	var payload []byte
+	if env.Rank == 0 {
+		if payload, perr = json.Marshal(plan); perr != nil {
+			return perr // cannot happen: plain data
+		}
+	}
+	payload, err = BcastBytes(env.Comm, 0, payload)
+	if err != nil {
+		return err
+	}
+	plan = openPlan{}
+	if err := json.Unmarshal(payload, &plan); err != nil {
+		return fmt.Errorf("levels: decode start-up plan: %w", err)
+	}
+	if plan.Lost != "" {
+		return fmt.Errorf("%w: %s", ErrMetadataLost, plan.Lost)
+	}
+	e.committed = e.committed[:0]
+	for _, raw := range plan.Committed {
+		m, err := ParseManifest("manifest", raw)
+		if err != nil {
+			return err // rank 0 parsed it already; cannot happen
+		}
+		e.committed = append(e.committed, m)
+	}
+	sort.Slice(e.committed, func(i, j int) bool { return e.committed[i].Seq < e.committed[j].Seq })
+	e.nextSeq = 1
+	if n := len(e.committed); n > 0 {
+		e.nextSeq = e.committed[n-1].Seq + 1
+	}
+	e.unrecoverable, e.skipped = nil, nil
+
+	cerr := e.cleanOrphans()
+	for _, raw := range plan.Deleting {
+		if m, err := ParseManifest("manifest", raw); err == nil {
+			cerr = errors.Join(cerr, e.removeElsewhere(m))
+		}
+	}
+	if err := e.agree(cerr, "clean half-written checkpoints"); err != nil {
+		return err
+	}
+	var ferr error
+	if env.Rank == 0 {
+		ferr = e.finishClean(scan, tmp)
+	}
+	return e.agree(ferr, "remove start-up markers")
+}
+
+// plan runs on rank 0: it scans the metadata, merges the node listings,
+// classifies every checkpoint number and, unless some checkpoint's
+// metadata is lost, repairs the committed ones.
+func (e *Engine) plan(areas [][]byte) (openPlan, []SeqScan, []string, error) {
+	env := e.env
+	sc, err := scanMeta(env.Meta, env.Global)
+	if err != nil {
+		return openPlan{}, nil, nil, err
+	}
+	ga, err := ScanArea(env.Global)
+	if err != nil {
+		return openPlan{}, nil, nil, err
+	}
+	sc.addArea(ga)
+	for r, b := range areas {
+		if len(b) == 0 {
+			continue
+		}
+		var as []AreaSeq
+		if err := json.Unmarshal(b, &as); err != nil {
+			return openPlan{}, nil, nil, fmt.Errorf("decode rank %d's listing: %w", r, err)
+		}
+		sc.addArea(as)
+	}
+	scan := sc.list()
+	var plan openPlan
+	var lost []*SeqScan
+	var valid []uint64
+	for i := range scan {
+		s := &scan[i]
+		switch s.State() {
+		case SeqLost:
+			lost = append(lost, s)
+		case SeqCommitted:
+			valid = append(valid, s.Seq)
+		}
+	}
+	if len(lost) > 0 {
+		plan.Lost = describeLost(lost, valid)
+		return plan, scan, sc.tmp, nil
+	}
+	for i := range scan {
+		s := &scan[i]
+		switch s.State() {
+		case SeqCommitted:
+			good := s.Valid()
+			e.repair(s, good)
+			plan.Committed = append(plan.Committed, good.Raw)
+		case SeqDeleting:
+			if s.DeletingM != nil {
+				if raw, err := s.DeletingM.Marshal(); err == nil {
+					plan.Deleting = append(plan.Deleting, raw)
+				}
+			}
+		}
+	}
+	return plan, scan, sc.tmp, nil
+}
+
+// LostError returns nil when no checkpoint of scan has lost its metadata
+// ([SeqLost]), and otherwise the error [Engine.Open] returns: it wraps
+// [ErrMetadataLost], names each such checkpoint with its manifest copies
+// and surviving files, and says how to proceed.
+func LostError(scan []SeqScan) error {
+	var lost []*SeqScan
+	var valid []uint64
+	for i := range scan {
+		switch scan[i].State() {
+		case SeqLost:
+			lost = append(lost, &scan[i])
+		case SeqCommitted:
+			valid = append(valid, scan[i].Seq)
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrMetadataLost, describeLost(lost, valid))
+}
+
+// describeLost says which checkpoints lost their metadata, what is
+// left of them and how to proceed.
+func describeLost(lost []*SeqScan, valid []uint64) string {
+	var b strings.Builder
+	for i, s := range lost {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "checkpoint %s has no valid manifest copy and no marker saying it was being written or deleted", CheckpointDir(s.Seq))
+		for _, c := range []ManifestCopy{s.Primary, s.Replica} {
+			switch c.State {
+			case CopyMissing:
+				fmt.Fprintf(&b, "; %s is missing", c.Path)
+			default:
+				fmt.Fprintf(&b, "; %s is %s (%v)", c.Path, c.State, c.Err)
+			}
+		}
+		if n := len(s.Files) + s.MoreFiles; n > 0 {
+			files := slices.Clone(s.Files)
+			sort.Strings(files)
+			shown := files[:min(len(files), lostFilesShown)]
+			fmt.Fprintf(&b, "; %d of its files survive: %s", n, strings.Join(shown, ", "))
+			if n > len(shown) {
+				fmt.Fprintf(&b, " and %d more", n-len(shown))
+			}
+		}
+	}
+	b.WriteString(". Its data may be intact, but without a manifest it cannot be verified or restored (a job of a version of ftigo without markers that died while committing leaves the same picture). ")
+	older := ""
+	if len(valid) > 0 {
+		older = fmt.Sprintf(" (the newest is %s)", CheckpointDir(valid[len(valid)-1]))
+	}
+	fmt.Fprintf(&b, "To restart from an older committed checkpoint%s, or afresh when there is none, move the damaged manifests and the checkpoint's directories (ckpt%%08d in every node's directory of ckpt_dir and in glbl_dir) out of the run's directories", older)
+	return b.String()
+}
+
+// repair rewrites every copy of committed checkpoint s that is not the
+// valid copy good: a missing copy is written, a damaged or foreign one
+// is moved aside as .broken first. An intent marker left beside a valid
+// copy (a crash after the commit) goes once the copies are in place.
+// Failures are logged: the checkpoint stays committed through good.
+func (e *Engine) repair(s *SeqScan, good *ManifestCopy) {
+	env := e.env
+	log := env.Logger
+	ok := true
+	for _, c := range []*ManifestCopy{&s.Primary, &s.Replica} {
+		if c == good || (c.State == CopyValid && bytes.Equal(c.Raw, good.Raw)) {
+			continue
+		}
+		d := env.Meta.Driver
+		if c == &s.Replica {
+			d = env.Global.Driver
+		}
+		why := c.State.String()
+		switch c.State {
+		case CopyValid:
+			why = "differs from " + good.Path
+		case CopyDamaged, CopyForeign:
+			why = fmt.Sprintf("%s: %v", c.State, c.Err)
+		}
+		var err error
+		if c.State != CopyMissing {
+			err = d.Rename(c.Path, c.Path+BrokenSuffix)
+			if c.State == CopyValid && err == nil {
+				err = d.Remove(c.Path + BrokenSuffix) // stale, not damaged: nothing to keep
+			}
+		}
+		if err == nil {
+			err = vfd.WriteFileAtomic(d, c.Path, good.Raw)
+		}
+		if err != nil {
+			ok = false
+			log.Warn("manifest copy could not be repaired; the checkpoint stays committed through the other copy",
+				zap.String("path", c.Path), zap.String("why", why), zap.String("from", good.Path), zap.Error(err))
+			continue
+		}
+		msg := "manifest copy repaired"
+		if c.State == CopyMissing {
+			msg = "manifest copy missing, rewritten"
+		}
+		fields := []zap.Field{zap.String("path", c.Path), zap.String("why", why), zap.String("from", good.Path)}
+		if c.State == CopyDamaged || c.State == CopyForeign {
+			fields = append(fields, zap.String("kept-as", c.Path+BrokenSuffix))
+		}
+		log.Warn(fmt.Sprintf("%s: %s (%s), from %s", msg, c.Path, why, good.Path), fields...)
+	}
+	if s.Pending != "" && ok {
+		if err := removeIfExists(env.Meta.Driver, s.Pending); err != nil {
+			log.Warn("removing the intent marker of a committed checkpoint", zap.String("path", s.Pending), zap.Error(err))
+		}
+	}
+}
+
+// finishClean runs on rank 0 after every rank removed the leftovers of
+// uncommitted checkpoints and interrupted deletions: it moves their
+// damaged copies aside, removes their remaining copies and the tmp files
+// of the metadata directories, syncs, and only then removes their
+// markers (so a crash in between leaves a marker for the next start-up).
+func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
+	env := e.env
+	meta, repl := env.Meta, replicaStore(env.Global)
+	var errs []error
+	var markers []string
+	changed := false
+	for i := range scan {
+		s := &scan[i]
+		// Tmp copies of manifests, whatever the checkpoint's state.
+		for _, l := range s.Leftovers {
+			if path.Dir(l) == path.Clean(meta.Dir) && strings.HasSuffix(l, manifestSuffix+TmpSuffix) {
+				errs = append(errs, removeIfExists(meta.Driver, l))
+				changed = true
+			} else if path.Dir(l) == path.Clean(repl.Dir) {
+				errs = append(errs, removeIfExists(repl.Driver, l))
+				changed = true
+			}
+		}
+		st := s.State()
+		if st != SeqUncommitted && st != SeqDeleting {
+			continue
+		}
+		for _, c := range []*ManifestCopy{&s.Primary, &s.Replica} {
+			d := meta.Driver
+			if c == &s.Replica {
+				d = repl.Driver
+			}
+			switch {
+			case c.State == CopyMissing:
+			case st == SeqUncommitted:
+				// A copy written after a crash left the marker, or damaged
+				// since: kept for forensics.
+				env.Logger.Warn("manifest of an uncommitted checkpoint moved aside", zap.String("path", c.Path),
+					zap.Stringer("state", c.State), zap.NamedError("why", c.Err))
+				errs = append(errs, d.Rename(c.Path, c.Path+BrokenSuffix))
+				changed = true
+			default:
+				errs = append(errs, removeIfExists(d, c.Path))
+				changed = true
+			}
+		}
+		if s.Pending != "" {
+			markers = append(markers, s.Pending)
+		}
+		if s.Deleting != "" {
+			markers = append(markers, s.Deleting)
+		}
+		env.Logger.Debug("removing what is left of checkpoint", zap.String("dir", CheckpointDir(s.Seq)), zap.Stringer("state", st))
+	}
+	for _, p := range tmp {
+		d := meta.Driver
+		if path.Dir(p) == path.Clean(repl.Dir) {
+			d = repl.Driver
+		}
+		errs = append(errs, removeIfExists(d, p))
+		changed = true
+	}
+	if changed || len(markers) > 0 {
+		errs = append(errs, meta.Driver.SyncDir(meta.Dir), repl.Driver.SyncDir(repl.Dir))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err // the markers stay: the next start-up finishes
+	}
+	for _, p := range markers {
+		errs = append(errs, removeIfExists(meta.Driver, p))
+	}
+	if len(markers) > 0 {
+		errs = append(errs, meta.Driver.SyncDir(meta.Dir))
+	}
+	return errors.Join(errs...)
+}
+
+// cleanOrphans removes, in the areas this rank is responsible for, every
+// checkpoint directory that is not committed and every tmp file inside
+// committed ones.
+func (e *Engine) cleanOrphans() error {
+	keep := map[string]bool{}
+	for _, m := range e.committed {
+		keep[m.Dir()] = true
+	}
+	var errs []error
+	clean := func(s Store) {
+		ents, err := s.Driver.ReadDir(s.Dir)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			return
+		}
+		changed := false
+		for _, de := range ents {
+			name := de.Name()
+			base := strings.TrimSuffix(name, TmpSuffix)
+			if _, ok := parseSeq(base, ""); !ok {
+				continue
+			}
+			if keep[name] {
+				errs = append(errs, e.cleanTmp(s, name))
+				continue
+			}
+			e.env.Logger.Debug("removing uncommitted checkpoint", zap.String("path", s.Path(name)))
+			errs = append(errs, s.Driver.RemoveAll(s.Path(name)))
+			changed = true
+		}
+		if changed {
+			errs = append(errs, s.Driver.SyncDir(s.Dir))
+		}
+	}
+	if e.nodeLeader() {
+		clean(e.env.Local)
+	}
+	if e.env.Rank == 0 {
+		clean(e.env.Global)
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Engine) cleanTmp(s Store, dir string) error {
+	ents, err := s.Driver.ReadDir(s.Path(dir))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, de := range ents {
+		if strings.HasSuffix(de.Name(), TmpSuffix) {
+			errs = append(errs, s.Driver.Remove(s.Path(path.Join(dir, de.Name()))))
+		}
+	}
+	return errors.Join(errs...)
+}
