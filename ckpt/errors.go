@@ -60,4 +60,10 @@ var (
 	// ErrMismatchedCall is returned when ranks call a collective with
 	// different arguments (checkpoint id or level).
 	ErrMismatchedCall = errors.New("ckpt: ranks disagree on the call's arguments")
+	// ErrDataset is wrapped by every error about global datasets and
+	// subsets (DefineDataset, AddSubset, and their check at Checkpoint and
+	// at a redistributing Recover), together with the dataset package's
+	// sentinel saying what is wrong (dataset.ErrOverlap, ErrGap,
+	// ErrDuplicate, ErrInvalid, ErrUnknown, ErrMismatch).
+	ErrDataset = errors.New("ckpt: global dataset")
 )

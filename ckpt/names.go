@@ -21,8 +21,14 @@ func (r *Runtime) checkName(id int, name string) error {
 // variable named name (FTI_getIDFromString). The name comes from the run
 // that wrote the checkpoint, whose ids may differ from this run's. Local.
 func (r *Runtime) IDByName(name string) (int, error) {
-	if r.finalized {
-		return 0, ErrFinalized
+	if err := r.usable("IDByName"); err != nil {
+		return 0, err
+	}
+	if r.recovered == nil {
+		return 0, ErrNoCheckpoint
+	}
+	if r.reshape != nil {
+		return r.reshapeIDByName(name)
 	}
 	st, err := r.openStored()
 	if err != nil {
@@ -44,8 +50,8 @@ func (r *Runtime) IDByName(name string) (int, error) {
 // the checkpoint holds no variable of that name (or two) or its element
 // type or size differs. Local.
 func (r *Runtime) RecoverVarByName(name string) error {
-	if r.finalized {
-		return ErrFinalized
+	if err := r.usable("RecoverVarByName"); err != nil {
+		return err
 	}
 	var v *variable
 	for _, x := range r.vars {
@@ -53,6 +59,12 @@ func (r *Runtime) RecoverVarByName(name string) error {
 			v = x
 			break
 		}
+	}
+	if r.reshape != nil {
+		if v == nil {
+			return r.recoverReshapedMissing(fmt.Errorf("%w: no variable named %q", ErrNotProtected, name))
+		}
+		return r.recoverReshaped([]int{v.id}, true)
 	}
 	if v == nil {
 		return fmt.Errorf("%w: no variable named %q", ErrNotProtected, name)

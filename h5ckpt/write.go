@@ -29,6 +29,7 @@ type options struct {
 	workers   int
 	logger    *zap.Logger
 	clock     func() time.Time
+	result    *Result
 }
 
 func buildOptions(opts []Option) options {
@@ -61,6 +62,20 @@ func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = l }
 
 // WithClock sets the clock for Meta.Timestamp when it is 0.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
+
+// Result is what a successful [Write] tells every rank about the file it
+// committed (see [WithResult]).
+type Result struct {
+	// TablesHash is the file's [File.TablesHash]: one value that covers
+	// every block hash, so it identifies every byte the file stores.
+	TablesHash [32]byte
+	// Size is the file's size in bytes.
+	Size int64
+}
+
+// WithResult has a successful [Write] fill res on every rank (rank 0
+// broadcasts it after the commit: one more collective call).
+func WithResult(res *Result) Option { return func(o *options) { o.result = res } }
 
 // Tags of the point-to-point messages of Write.
 const tagHashes = 0x4835 // "H5"
@@ -257,6 +272,10 @@ type writer struct {
 	loc    map[[2]int64]slab // (rank, var id) -> where its bytes go
 	dsT    map[int32]*h5.Dataset
 	hashes [][][fileformat.HashSize]byte // block hashes of vars, by index
+
+	// Rank 0, once committed: the tables hash and the file size.
+	tablesHash [32]byte
+	size       int64
 }
 
 // agree turns a local error into the same error on every rank.
@@ -329,6 +348,16 @@ func (w *writer) run() error {
 	if err := w.agree(err, "commit"); err != nil {
 		w.abandon()
 		return err
+	}
+	if w.o.result != nil {
+		var b [40]byte
+		copy(b[:32], w.tablesHash[:])
+		le.PutUint64(b[32:], uint64(w.size))
+		if err := w.c.Bcast(0, b[:]); err != nil {
+			return fmt.Errorf("h5ckpt: %s committed, but its hash did not reach every rank: %w", w.name, err)
+		}
+		copy(w.o.result.TablesHash[:], b[:32])
+		w.o.result.Size = int64(le.Uint64(b[32:]))
 	}
 	return nil
 }
@@ -565,6 +594,7 @@ func (w *writer) commit(hashes [][]byte) error {
 		h5.MustAttr(attrBlockSize, int64(w.meta.BlockSize)),
 		h5.MustAttr(attrTablesHash, th.Sum(nil)),
 	}
+	th.Sum(w.tablesHash[:0])
 	for _, a := range attrs {
 		if err := root.SetAttr(a); err != nil {
 			return err
@@ -593,6 +623,9 @@ func (w *writer) commit(hashes [][]byte) error {
 	w.h.OneSync()
 	if err := w.h.Close(); err != nil {
 		return err
+	}
+	if sz, err := w.f.Size(); err == nil {
+		w.size = sz
 	}
 	err := w.f.Close()
 	w.f = nil
