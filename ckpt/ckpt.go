@@ -378,6 +378,9 @@ func (r *Runtime) restart(warn io.Writer) error {
 	if ok, err := tryVPR(false); ok || err != nil {
 		return err
 	}
+	if merr == nil {
+		merr = ErrUnrecoverable // only level-9 files, none recoverable
+	}
 	return fmt.Errorf("ckpt: restart: %w", errors.Join(append([]error{merr}, vprErrs...)...))
 }
 
@@ -529,6 +532,7 @@ func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
 	}
 	if len(saved) > 0 {
 		table, err := partner.UnmarshalTable(saved)
+		parsed := err == nil
 		if err == nil {
 			var re *partner.Topology
 			re, err = topo.Remap(table)
@@ -538,9 +542,14 @@ func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
 		}
 		if err != nil {
 			// A different machine layout: keep the fresh placement, the
-			// recovery ladder decides what is usable.
+			// recovery ladder decides what is usable (a checkpoint of
+			// another shape is read where its files are).
 			if c.Rank() == 0 {
-				r.log.Warn("saved node table does not fit this run; using a fresh placement", zap.Error(err))
+				if parsed && len(table) != topo.NumNodes() {
+					r.log.Info(fmt.Sprintf("the previous run had %d nodes, this one has %d: nodes placed afresh", len(table), topo.NumNodes()))
+				} else {
+					r.log.Warn("saved node table does not fit this run; using a fresh placement", zap.Error(err))
+				}
 			}
 		}
 	}

@@ -49,13 +49,13 @@ type vprRecord struct {
 	Time   int64  `json:"time"`
 	Size   int64  `json:"size"`
 	Tables string `json:"tables_blake3"`
-	// Name is the record's file name in meta_dir/h5single (not stored).
-	Name string `json:"-"`
+	// Name is the record's file name in meta_dir/h5single.
+	Name string `json:"name"`
 }
 
 // vprState is what a runtime knows of the level-9 files.
 type vprState struct {
-	drv     vfd.Driver  // the global area's driver, which reads the files
+	drv     vfd.Driver   // the global area's driver, which reads the files
 	meta    levels.Store // meta_dir/h5single
 	records []vprRecord  // committed, oldest first; identical on every rank
 }
@@ -193,6 +193,18 @@ func (r *Runtime) checkpointH5Single(id int64) error {
 		if b, werr = json.Marshal(rec); werr == nil {
 			if werr = levels.MkdirDurable(r.vpr.meta.Driver, r.vpr.meta.Dir); werr == nil {
 				werr = vfd.WriteFileAtomic(r.vpr.meta.Driver, r.vpr.meta.Path(rec.Name), b)
+			}
+		}
+		if werr != nil {
+			// The rename may have happened before the failure: a failed
+			// checkpoint must not be found committed by the next run.
+			d := r.vpr.meta.Driver
+			rerr := d.Remove(r.vpr.meta.Path(rec.Name))
+			if rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
+				rerr = d.SyncDir(r.vpr.meta.Dir)
+			}
+			if rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				werr = errors.Join(werr, fmt.Errorf("and its record could not be removed, so the next run may restart from it: %w", rerr))
 			}
 		}
 	}

@@ -36,6 +36,10 @@ type reshapeState struct {
 	meta   []oldMeta
 	old    *dataset.Decomposition
 
+	// sent and received count the bytes this rank's redistributions
+	// shipped over the communicator.
+	sent, received int64
+
 	mu      sync.Mutex
 	readers map[int]varReader
 	h5      *h5ckpt.File
@@ -428,6 +432,8 @@ func (r *Runtime) recoverReshaped(ids []int, byName bool) error {
 			}
 		}
 	}
+	r.log.Debug("redistributed", zap.String("from", st.what), zap.Int("variables", len(reqs[me].Items)),
+		zap.Int64("sent-bytes", st.sent), zap.Int64("received-bytes", st.received))
 	if aerr := levels.Agree(r.c, err, "recover from "+st.what); aerr != nil {
 		for _, b := range bufs {
 			clear(b) // bad data never looks restored
@@ -584,9 +590,11 @@ func (r *Runtime) exchange(plan *dataset.Plan, reqs []reshapeRequest, bufs map[i
 			if err != nil {
 				return errors.Join(append(errs, fmt.Errorf("exchange with ranks %d and %d: %w", dst, src, err))...)
 			}
+			r.reshape.sent += int64(len(send))
 			if recv == nil {
 				continue
 			}
+			r.reshape.received += int64(got)
 			if got != len(recv) {
 				errs = append(errs, fmt.Errorf("rank %d sent %d bytes, want %d", src, got, len(recv)))
 				continue

@@ -3,14 +3,21 @@ package ckpt
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/levels"
@@ -382,8 +389,8 @@ func TestReshapeErrors(t *testing.T) {
 			}
 			return r.RecoverVar(3)
 		})
-		require.ErrorIs(t, err, ErrNotProtected)
-		assert.Contains(t, err.Error(), "failed on rank 1")
+		require.Error(t, err) // every rank: the same message; rank 1's also wraps ErrNotProtected
+		assert.Contains(t, err.Error(), "failed on rank 1: ckpt: variable not protected: id 99")
 	})
 	t.Run("local calls refuse what needs other ranks", func(t *testing.T) {
 		err := world(t, 2, cfg, nil, func(r *Runtime) error {
@@ -521,5 +528,202 @@ func TestDatasetsRecordedInFiles(t *testing.T) {
 		_, ok = rd.SubsetOf(3)
 		assert.False(t, ok, "owner maps onto no dataset")
 		f.Close()
+	}
+}
+
+// nodeLocal is the local area as one node sees it under MPI with
+// node-local disks: another node's directory under ckpt_dir does not
+// exist for it.
+type nodeLocal struct {
+	vfd.Driver
+	root string // ckpt_dir
+	own  string // this node's directory name
+}
+
+func (d nodeLocal) hidden(name string) bool {
+	rel, err := filepath.Rel(d.root, name)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return false
+	}
+	first := strings.SplitN(rel, string(filepath.Separator), 2)[0]
+	return strings.HasPrefix(first, "node") && first != d.own
+}
+
+func (d nodeLocal) refuse(op, name string) error {
+	return &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+}
+
+func (d nodeLocal) Open(name string, flag vfd.Flag) (vfd.File, error) {
+	if d.hidden(name) {
+		return nil, d.refuse("open", name)
+	}
+	return d.Driver.Open(name, flag)
+}
+
+func (d nodeLocal) Stat(name string) (fs.FileInfo, error) {
+	if d.hidden(name) {
+		return nil, d.refuse("stat", name)
+	}
+	return d.Driver.Stat(name)
+}
+
+func (d nodeLocal) ReadDir(name string) ([]fs.DirEntry, error) {
+	if d.hidden(name) {
+		return nil, d.refuse("readdir", name)
+	}
+	return d.Driver.ReadDir(name)
+}
+
+func (d nodeLocal) Remove(name string) error {
+	if d.hidden(name) {
+		return d.refuse("remove", name)
+	}
+	return d.Driver.Remove(name)
+}
+
+func (d nodeLocal) RemoveAll(name string) error {
+	if d.hidden(name) {
+		return nil
+	}
+	return d.Driver.RemoveAll(name)
+}
+
+func (d nodeLocal) SyncDir(name string) error {
+	if d.hidden(name) {
+		return d.refuse("sync", name)
+	}
+	return d.Driver.SyncDir(name)
+}
+
+// nodeLocalWorld runs fn on n ranks, each seeing only its own node's
+// directory of ckpt_dir (node r/node_size).
+func nodeLocalWorld(t *testing.T, n int, cfg Config, fn func(r *Runtime) error) error {
+	var mu sync.Mutex
+	opts := func(rank int) []Option {
+		mu.Lock()
+		defer mu.Unlock()
+		local := nodeLocal{Driver: vfd.Sec2{}, root: cfg.CkptDir, own: fmt.Sprintf("node%04d", rank/cfg.NodeSize)}
+		return []Option{WithDrivers(local, vfd.Sec2{}, vfd.Sec2{})}
+	}
+	return comm.Run(n, func(c comm.Comm) error {
+		o := append([]Option{WithLogger(zaptest.NewLogger(t)), WithWarnings(tbWriter{t})}, opts(c.Rank())...)
+		r, err := Init(cfg, c, o...)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		return fn(r)
+	}, comm.WithTimeout(30*time.Second))
+}
+
+// TestReshapeShipsOverComm: with node-local disks, a new rank cannot
+// read the old files of other nodes; the ranks that can verify them and
+// send the runs over the communicator. 4 -> 3 and 4 -> 8 at L1 and L2,
+// and 16 -> 5 at L2 with a lost node (its data read from partner copies
+// on other nodes).
+func TestReshapeShipsOverComm(t *testing.T) {
+	for _, tc := range []struct {
+		n, m, lvl, nd, oldNodeSize, nodeSize int
+		lose                                 bool
+	}{
+		{4, 8, 1, 2, 1, 2, false},  // the same 4 hosts, 2 ranks each now
+		{8, 4, 1, 3, 2, 1, false},  // 4 hosts, 2 ranks each before, 1 now
+		{4, 3, 2, 2, 1, 1, false},  // old rank 3's data only in its partner copy on node 2
+		{16, 8, 2, 2, 4, 2, true},  // node 1 lost: old ranks 4..7 from partner copies on node 0
+		{16, 5, 4, 2, 4, 1, false}, // L4: every rank reads the container itself
+	} {
+		t.Run(fmt.Sprintf("%d-to-%d/L%d", tc.n, tc.m, tc.lvl), func(t *testing.T) {
+			root := t.TempDir()
+			cfg := testConfig(root, tc.oldNodeSize)
+			cfg.GroupSize = reshapeGroup(tc.n / tc.oldNodeSize)
+			require.NoError(t, world(t, tc.n, cfg, nil, func(r *Runtime) error {
+				if _, _, _, err := reshapeWriter(r, tc.nd); err != nil {
+					return err
+				}
+				return r.Checkpoint(3, tc.lvl)
+			}))
+			if tc.lose {
+				require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(root, "local", "node0001")))
+			}
+			cfg.GroupSize, cfg.NodeSize = 1, tc.nodeSize
+			plain := tc.n%tc.m == 0 || tc.m%tc.n == 0
+			var shipped atomic.Int64
+			require.NoError(t, nodeLocalWorld(t, tc.m, cfg, func(r *Runtime) error {
+				if err := reshapeReader(r, tc.nd, tc.n, plain); err != nil {
+					return err
+				}
+				shipped.Add(r.reshape.received)
+				return nil
+			}))
+			if tc.lvl == 4 {
+				assert.Zero(t, shipped.Load(), "every rank reads the L4 container itself")
+			} else {
+				assert.Positive(t, shipped.Load(), "ranks that cannot see a node's files receive them")
+			}
+		})
+	}
+	// At L1 a node whose disk no new rank has is lost: an error naming
+	// the old rank, never a fresh start.
+	root := t.TempDir()
+	cfg := testConfig(root, 1)
+	require.NoError(t, world(t, 4, cfg, nil, func(r *Runtime) error {
+		if _, _, _, err := reshapeWriter(r, 1); err != nil {
+			return err
+		}
+		return r.Checkpoint(3, 1)
+	}))
+	err := nodeLocalWorld(t, 3, cfg, func(r *Runtime) error { return nil })
+	require.ErrorIs(t, err, ErrUnrecoverable)
+	assert.Contains(t, err.Error(), "no readable copy of the data of old rank 3")
+}
+
+// TestMovedHostsRestart: the same 8 ranks relaunched with ranks on other
+// hosts (the nodes swapped in pairs) restart from L1, L2 and L4 with
+// their global datasets and variables, bit for bit; at L1 and L2 the
+// files are read where they are (the restart is redistributing), at L4
+// from the container as before. So does a relaunch on 6 ranks on three
+// of the hosts.
+func TestMovedHostsRestart(t *testing.T) {
+	hosts := []string{"a", "a", "b", "b", "c", "c", "d", "d"}
+	moved := []string{"b", "b", "a", "a", "d", "d", "c", "c"}
+	for _, lvl := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("L%d", lvl), func(t *testing.T) {
+			root := t.TempDir()
+			cfg := testConfig(root, 2)
+			cfg.LocalTest, cfg.GroupSize = false, 2
+			require.NoError(t, world(t, 8, cfg, []Option{WithNodeID(func(r int) string { return hosts[r] })}, func(r *Runtime) error {
+				if _, _, _, err := reshapeWriter(r, 2); err != nil {
+					return err
+				}
+				return r.Checkpoint(4, lvl)
+			}))
+			ncfg := cfg
+			ncfg.GroupSize = 1
+			require.NoError(t, world(t, 8, ncfg, []Option{WithNodeID(func(r int) string { return moved[r] })}, func(r *Runtime) error {
+				if r.Status() != Restart {
+					return fmt.Errorf("status %v", r.Status())
+				}
+				if lvl == 4 {
+					field, ids, owner, err := reshapeWriter(r, 2)
+					if err != nil {
+						return err
+					}
+					want := []any{slices.Clone(field), slices.Clone(ids), slices.Clone(owner)}
+					clear(field)
+					if err := r.Recover(); err != nil {
+						return err
+					}
+					if !assert.ObjectsAreEqual(want, []any{field, ids, owner}) {
+						return fmt.Errorf("rank %d: data differs", r.c.Rank())
+					}
+					return nil
+				}
+				return reshapeReader(r, 2, 8, true)
+			}))
+			six := []string{"c", "c", "a", "a", "b", "b"}
+			require.NoError(t, world(t, 6, ncfg, []Option{WithNodeID(func(r int) string { return six[r] })}, func(r *Runtime) error {
+				return reshapeReader(r, 2, 8, false)
+			}))
+		})
 	}
 }

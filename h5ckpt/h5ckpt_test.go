@@ -217,6 +217,10 @@ func TestCorruptionDetected(t *testing.T) {
 	require.NoError(t, f.ReadVarAt(1, 10, make([]byte, 1000), 0), "other blocks still read")
 	require.NoError(t, f.ReadVarAt(1, 10, make([]byte, 100), 2048))
 	assert.ErrorIs(t, f.Verify(), ErrHashMismatch)
+	assert.NoError(t, f.VerifyRank(0), "rank 0's blocks are intact")
+	assert.NoError(t, f.VerifyRank(2))
+	assert.ErrorIs(t, f.VerifyRank(1), ErrHashMismatch)
+	assert.ErrorIs(t, f.VerifyRank(3), ErrInvalid)
 	all := make([]byte, 37*29*8)
 	assert.ErrorIs(t, f.ReadSlab(1, []int64{0, 0}, []int64{37, 29}, all), ErrHashMismatch)
 	require.NoError(t, f.Close())
@@ -348,4 +352,26 @@ func TestCrashEveryOp(t *testing.T) {
 		check(crashed, k)
 		check(torn, k)
 	}
+}
+
+// TestWithResult: every rank learns the committed file's tables hash and
+// size, equal to what Open reads back.
+func TestWithResult(t *testing.T) {
+	j := blockJob(3, testDatasets()[:2], 9)
+	name := filepath.Join(t.TempDir(), "r.h5")
+	res := make([]Result, 3)
+	require.NoError(t, comm.Run(3, func(c comm.Comm) error {
+		r := c.Rank()
+		return Write(c, vfd.Sec2{}, name, Meta{CkptID: 4}, j.vars[r], j.datasets, j.subsets[r], WithResult(&res[r]))
+	}))
+	f, err := Open(vfd.Sec2{}, name)
+	require.NoError(t, err)
+	defer f.Close()
+	fi, err := vfd.Sec2{}.Stat(name)
+	require.NoError(t, err)
+	for r := range res {
+		assert.Equal(t, f.TablesHash(), res[r].TablesHash, "rank %d", r)
+		assert.Equal(t, fi.Size(), res[r].Size, "rank %d", r)
+	}
+	assert.NotEqual(t, [32]byte{}, f.TablesHash())
 }

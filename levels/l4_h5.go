@@ -197,7 +197,9 @@ func verifyH5(s Store, f File, rank int) error {
 		name = c
 	}
 	full := s.Path(name)
-	cerr := func(off int64, err error) error { return &CorruptionError{Path: full, Rank: rank, Offset: off, Err: err} }
+	cerr := func(off int64, err error) error {
+		return &CorruptionError{Path: full, Rank: rank, Offset: off, Err: err}
+	}
 	hf, err := h5ckpt.Open(s.Driver, full)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
