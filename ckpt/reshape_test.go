@@ -631,6 +631,7 @@ func TestReshapeShipsOverComm(t *testing.T) {
 		{4, 3, 2, 2, 1, 1, false},  // old rank 3's data only in its partner copy on node 2
 		{16, 8, 2, 2, 4, 2, true},  // node 1 lost: old ranks 4..7 from partner copies on node 0
 		{16, 5, 4, 2, 4, 1, false}, // L4: every rank reads the container itself
+		{4, 4, 2, 1, 1, 1, true},   // the same ranks, group_size 4 -> 1, node 1 lost
 	} {
 		t.Run(fmt.Sprintf("%d-to-%d/L%d", tc.n, tc.m, tc.lvl), func(t *testing.T) {
 			root := t.TempDir()

@@ -112,11 +112,11 @@ type Reshape struct {
 // (whose data each rank reads from the [Source] Recover returned).
 func (e *Engine) Reshaped() *Reshape { return e.reshape }
 
-// OtherShape reports whether m was written by another number of ranks or
-// with another node layout than this run's.
+// OtherShape reports whether m was written by another number of ranks,
+// with another node layout or another group size than this run's.
 func (e *Engine) OtherShape(m *Manifest) bool {
 	t := e.env.Topo
-	if m.Ranks != t.NumRanks() || m.NodeSize != t.NodeSize() || !slices.Equal(m.Nodes, []string(t.Table())) {
+	if m.Ranks != t.NumRanks() || m.NodeSize != t.NodeSize() || m.GroupSize != t.GroupSize() || !slices.Equal(m.Nodes, []string(t.Table())) {
 		return true
 	}
 	// Same table: FTI places ranks on nodes in blocks; a run launched
