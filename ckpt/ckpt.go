@@ -203,6 +203,11 @@ func (r *Runtime) usable(call string) error {
 // what was skipped and why. Collective; the status and any error are
 // identical on every rank.
 //
+// A checkpoint written by another number of ranks or another placement,
+// or a level-9 HDF5 file, is recovered too: every old rank's data is
+// verified by a rank that can read it, and Recover redistributes it (see
+// the package documentation).
+//
 // Init never starts fresh while a checkpoint exists: a restart whose
 // checkpoints are all unrecoverable returns an error wrapping
 // [ErrUnrecoverable], one whose checkpoint metadata is lost (files or
@@ -588,7 +593,9 @@ func (r *Runtime) Topology() *partner.Topology {
 }
 
 // Recovered returns the manifest of the checkpoint this run restarted
-// from, or nil on a fresh run (and for a nil runtime).
+// from, or nil on a fresh run (and for a nil runtime). After a restart
+// from a level-9 HDF5 file it describes the file: its id, Level 9, the
+// ranks that wrote it and its commit time, no files.
 func (r *Runtime) Recovered() *levels.Manifest {
 	if r == nil {
 		return nil

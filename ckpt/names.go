@@ -19,7 +19,10 @@ func (r *Runtime) checkName(id int, name string) error {
 
 // IDByName returns the id under which the recovered checkpoint stores the
 // variable named name (FTI_getIDFromString). The name comes from the run
-// that wrote the checkpoint, whose ids may differ from this run's. Local.
+// that wrote the checkpoint, whose ids may differ from this run's; on a
+// redistributing restart, from the old rank this rank takes variables
+// outside the datasets from (old rank 0 when the counts do not divide).
+// Local.
 func (r *Runtime) IDByName(name string) (int, error) {
 	if err := r.usable("IDByName"); err != nil {
 		return 0, err
@@ -48,7 +51,9 @@ func (r *Runtime) IDByName(name string) (int, error) {
 // a variable whose read fails is zeroed. It fails with [ErrNotProtected]
 // when no protected variable has the name and with [ErrVarMismatch] when
 // the checkpoint holds no variable of that name (or two) or its element
-// type or size differs. Local.
+// type or size differs. Local; collective on a redistributing restart, as
+// RecoverVar (a variable outside the datasets is then looked up by name in
+// the old rank it comes from).
 func (r *Runtime) RecoverVarByName(name string) error {
 	if err := r.usable("RecoverVarByName"); err != nil {
 		return err

@@ -136,7 +136,14 @@ func (h *h5Rank) SubsetOf(id int32) (fileformat.Subset, bool) {
 // does.
 //
 // Recover is local, as in FTI: any subset of ranks may call it, in any
-// order. It reads files Init has already verified completely (and rebuilt
+// order — except on a redistributing restart ([Runtime.Reshaped]: data
+// another rank count, placement or a level-9 file wrote), where it is
+// collective: every rank calls it, declares the subsets of its global
+// datasets first ([Runtime.AddSubset]), and receives its hyperslabs from
+// whichever old ranks hold them (variables outside the datasets from old
+// rank floor(rank·N/M) when N and M divide; see the package doc). Errors
+// are then the same on every rank, and on failure every variable asked
+// for is zeroed. It reads files Init has already verified completely (and rebuilt
 // from redundancy, or chosen an older checkpoint for, when needed), and
 // it still checks every block against its hash as it reads it: a block
 // that does not match was changed after Init, and Recover returns a
@@ -169,7 +176,8 @@ func (r *Runtime) Recover() error {
 // RecoverVar restores one protected variable (FTI_RecoverVar), every
 // block checked against its hash as it is read; data that does not match
 // is an error (wrapping the fileformat corruption) and the variable is
-// zeroed. Local.
+// zeroed. Local; collective on a redistributing restart (every rank
+// calls it, each with the variable it wants), as Recover.
 func (r *Runtime) RecoverVar(id int) error {
 	if err := r.usable("RecoverVar"); err != nil {
 		return err
@@ -208,7 +216,8 @@ func (r *Runtime) recoverVar(id int) error {
 
 // StoredSize returns the size in bytes of variable id in the checkpoint
 // Recover reads (FTI_GetStoredSize); the slice given to Protect is resized to
-// it by Recover. Local.
+// it by Recover. On a redistributing restart it is the size of the
+// variable's subset, or of the old rank's copy it will receive. Local.
 func (r *Runtime) StoredSize(id int) (int64, error) {
 	if err := r.usable("StoredSize"); err != nil {
 		return 0, err

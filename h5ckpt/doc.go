@@ -32,6 +32,11 @@
 //	dec := f.Decomposition()               // the writers' datasets and subsets
 //	err = f.ReadVarAt(rank, id, dst, off)  // any old rank's variable bytes, verified
 //	err = f.ReadSlab(datasetID, offset, count, dst)
+//	err = f.VerifyRank(rank)               // one old rank's blocks (f.Verify: all)
+//
+// [File.TablesHash] identifies every byte of a checkpoint (the tables hold
+// every block hash); [WithResult] gives it to every writing rank, which is
+// how a manifest records an HDF5 L4 checkpoint (ckpt_io = 5).
 //
 // [File] is a [dataset.Source]: a restart on M ranks builds its own
 // decomposition, a [dataset.Plan] from [File.Decomposition] to it, and
