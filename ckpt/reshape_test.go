@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/ftigo/ftigo/comm"
@@ -207,8 +209,8 @@ func reshapeGroup(n int) int {
 // bit, the variable outside the datasets where N and M divide.
 func TestReshapeMatrix(t *testing.T) {
 	pairs := [][2]int{{4, 3}, {4, 8}, {16, 5}, {8, 1}, {3, 7}}
-	if testing.Short() {
-		pairs = [][2]int{{4, 3}, {3, 7}}
+	if testing.Short() || raceEnabled {
+		pairs = [][2]int{{4, 3}, {3, 7}} // the whole matrix runs without -race
 	}
 	for _, p := range pairs {
 		for nd := 1; nd <= 3; nd++ {
@@ -727,4 +729,63 @@ func TestMovedHostsRestart(t *testing.T) {
 			}))
 		})
 	}
+}
+
+// TestReshapeKeepLast: a run restarted from a checkpoint of 4 ranks on 3
+// that never checkpoints and finalizes with keep_last_ckpt keeps that
+// checkpoint where it is (it cannot copy another shape's files rank by
+// rank); the next run restarts from it, kept, on any count.
+func TestReshapeKeepLast(t *testing.T) {
+	root := t.TempDir()
+	cfg := testConfig(root, 1)
+	cfg.GroupSize = 2
+	require.NoError(t, world(t, 4, cfg, nil, func(r *Runtime) error {
+		if _, _, _, err := reshapeWriter(r, 1); err != nil {
+			return err
+		}
+		return r.Checkpoint(1, 2)
+	}))
+	cfg.KeepLastCkpt, cfg.GroupSize = true, 1
+	require.NoError(t, world(t, 3, cfg, nil, func(r *Runtime) error {
+		if err := reshapeReader(r, 1, 4, false); err != nil {
+			return err
+		}
+		return r.Finalize()
+	}))
+	require.NoError(t, world(t, 2, cfg, nil, func(r *Runtime) error {
+		if r.Status() != RestartKept {
+			return fmt.Errorf("status %v, want restart-kept", r.Status())
+		}
+		return reshapeReader(r, 1, 4, true)
+	}))
+}
+
+// FuzzVPRRecord: whatever a level-9 record holds, start-up neither panics
+// nor restarts from a record that does not name a valid file: it is
+// ignored (with a warning) or refused.
+func FuzzVPRRecord(f *testing.F) {
+	f.Add([]byte(`{"magic":"ftigo-h5single","path":"/g/VPR-h5-ID00000001.h5","id":1,"ranks":2,"time":5,"size":9,"tables_blake3":"00","name":"VPR-h5-ID00000001.h5.json"}`))
+	f.Add([]byte(`{"magic":"ftigo-h5single","path":"","ranks":0}`))
+	f.Add([]byte(`not json`))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		core := vfd.NewCore()
+		cfg := testConfig("/", 1)
+		require.NoError(t, core.MkdirAll(path.Join(cfg.MetaDir, vprDir), 0o755))
+		require.NoError(t, vfd.WriteFileAtomic(core, path.Join(cfg.MetaDir, vprDir, "VPR-h5-ID00000001.h5.json"), rec))
+		err := comm.Run(2, func(c comm.Comm) error {
+			r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()), WithWarnings(nil))
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			if r.Status() != Fresh {
+				return fmt.Errorf("status %v from a record without a file", r.Status())
+			}
+			return nil
+		}, comm.WithTimeout(20*time.Second))
+		if err != nil {
+			assert.ErrorIs(t, err, ErrUnrecoverable, "a record of a missing file is no checkpoint to restart from")
+		}
+	})
 }
