@@ -61,6 +61,11 @@ func TestL4AsHDF5(t *testing.T) {
 	}))
 	h5 := filepath.Join(root, "global", "ckpt00000001", levels.H5Name)
 	h5pyCheck(t, h5, 2, 4)
+	// h5dump parses the whole file.
+	h5dump := testutil.NeedTool(t, "h5dump", "check that libhdf5 reads the HDF5 L4 checkpoint")
+	out, err := exec.Command(h5dump, "--enable-error-stack", "-H", h5).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), `DATASET "temperature"`)
 	ms, err := levels.ScanManifests(levels.Store{Driver: vfd.Sec2{}, Dir: cfg.MetaDir})
 	require.NoError(t, err)
 	require.Len(t, ms, 1)
@@ -100,6 +105,40 @@ func TestL4AsHDF5(t *testing.T) {
 	}))
 	// Another count: from the same file.
 	require.NoError(t, world(t, 6, cfg, nil, func(r *Runtime) error { return reshapeReader(r, 2, 4, false) }))
+	// ckpt_io changed back: the HDF5 L4 checkpoint is still recovered.
+	cfg.CkptIO = 3
+	require.NoError(t, world(t, 4, cfg, nil, func(r *Runtime) error {
+		field, _, _, err := reshapeWriter(r, 2)
+		if err != nil {
+			return err
+		}
+		want := slicesClone(field)
+		clear(field)
+		if err := r.Recover(); err != nil {
+			return err
+		}
+		if !assert.ObjectsAreEqual(want, field) {
+			return fmt.Errorf("rank %d: field differs", r.c.Rank())
+		}
+		return r.Checkpoint(4, 4) // and the next L4 is a SIONlib container again
+	}))
+	// ckpt_io = 5 again: the SIONlib L4 checkpoint is recovered.
+	cfg.CkptIO = 5
+	require.NoError(t, world(t, 4, cfg, nil, func(r *Runtime) error {
+		field, _, _, err := reshapeWriter(r, 2)
+		if err != nil {
+			return err
+		}
+		want := slicesClone(field)
+		clear(field)
+		if err := r.Recover(); err != nil {
+			return err
+		}
+		if !assert.ObjectsAreEqual(want, field) {
+			return fmt.Errorf("rank %d: field differs", r.c.Rank())
+		}
+		return nil
+	}))
 }
 
 func slicesClone[T any](s []T) []T { return append([]T(nil), s...) }

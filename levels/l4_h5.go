@@ -171,7 +171,10 @@ func (Global4H5) AbortData(env *Env, _ *Pending, f vfd.File) error {
 
 // Recover checks the HDF5 file's tables against the recorded hash and
 // every block of this rank's variables, and returns the file as this
-// rank's source (the runtime reads it with h5ckpt). Makes no collective
+// rank's source (the runtime reads it with h5ckpt). An L4 checkpoint
+// written as a SIONlib container is recovered by [Global4], and
+// Global4.Recover hands an HDF5 one to this level, so a restart reads
+// whatever ckpt_io the checkpoint was written with. Makes no collective
 // calls.
 func (Global4H5) Recover(env *Env, m *Manifest) (Source, error) {
 	f, ok := m.DataFile(env.Rank)
@@ -179,7 +182,9 @@ func (Global4H5) Recover(env *Env, m *Manifest) (Source, error) {
 		return Source{}, fmt.Errorf("%w: manifest lists no data file for rank %d", ErrMissingFile, env.Rank)
 	}
 	if f.Attrs[AttrDigest] != DigestH5 {
-		return Source{}, fmt.Errorf("%w: the data of rank %d is not in an HDF5 checkpoint", ErrLevelUnavailable, env.Rank)
+		// An L4 checkpoint of the SIONlib container (ckpt_io was not 5
+		// when it was written): recovered as such.
+		return Global4{Inline: f.Attrs[AttrInContainer] != ""}.Recover(env, m)
 	}
 	if err := verifyH5(env.Global, f, env.Rank); err != nil {
 		return Source{}, fmt.Errorf("L4: %w", err)
