@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/levels"
 	"github.com/ftigo/ftigo/vfd"
@@ -21,6 +22,9 @@ import (
 func (r *Runtime) Checkpoint(id int64, level int) error {
 	if err := r.usable("Checkpoint"); err != nil {
 		return err
+	}
+	if level == LevelH5Single {
+		return r.checkpointH5Single(id)
 	}
 	_, err := r.checkpoint(id, levels.ID(level))
 	return err
@@ -42,7 +46,13 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) 
 		}
 	}
 	vars, err := r.fileVars()
+	if err == nil {
+		err = r.checkSubsetSizes(vars)
+	}
 	if err := levels.Agree(r.c, err, "collect protected variables"); err != nil {
+		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
+	}
+	if _, err := r.checkDecomposition(); err != nil {
 		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
 	meta := fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: r.now().UnixNano()}
@@ -52,9 +62,13 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) 
 	var lay *fileformat.Layout
 	write := func(f vfd.File) (int64, levels.Digest, bool, error) {
 		// The digest is computed by the engine while the file is synced.
-		l, sum, err := fileformat.Write(f, meta, vars, r.layout, fileformat.WithClock(r.now))
+		opts := append([]fileformat.Option{fileformat.WithClock(r.now)}, r.fileDatasets()...)
+		l, sum, err := fileformat.Write(f, meta, vars, r.layout, opts...)
 		lay = l
 		return sum.FileSize, levels.Digest{}, false, err
+	}
+	if lvl == levels.L4 && r.cfg.CkptIO == 5 {
+		write = r.h5Write(id, int(lvl), vars, r.datasetView()) // ckpt_io = 5: one HDF5 file
 	}
 	start := r.now()
 	m, st, err := r.eng.Checkpoint(id, lvl, write)
@@ -68,12 +82,19 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) 
 	// Recover now reads this checkpoint (as FTI's does after a
 	// checkpoint); the one the run restarted from may be superseded.
 	r.closeStored()
+	if r.reshape != nil {
+		r.reshape.close() // Recover now reads this run's own checkpoint
+		r.reshape = nil
+	}
 	r.last, r.recovered, r.restored = m, m, true
 	r.src, r.srcTask = levels.Source{}, nil
 	if f, ok := m.DataFile(r.c.Rank()); ok {
 		r.src = levels.Source{Store: r.env.Store(f.Where), Name: f.Name, Size: f.Size, Digest: f.Digest}
 		if f.Attrs[levels.AttrInContainer] != "" {
 			r.src.Store, r.srcTask = r.env.Global, &f
+		}
+		if f.Attrs[levels.AttrDigest] == levels.DigestH5 {
+			r.src.Name = f.Attrs[levels.AttrContainer]
 		}
 	}
 	wall := r.now().Sub(start)
@@ -149,11 +170,22 @@ func (r *Runtime) Finalize() error {
 	r.finalized = true
 	defer r.releaseLock()
 	r.closeStored()
+	if r.reshape != nil {
+		r.reshape.close()
+	}
 	r.eng.Wait()
+	r.finalizeVPR()
 	var keep *levels.Manifest
 	if r.cfg.KeepLastCkpt {
 		keep = r.keepCandidate()
-		if keep != nil && keep.Level != levels.L4 {
+		if keep != nil && keep.Level != levels.L4 && r.eng.OtherShape(keep) {
+			// Written by another shape and never superseded: this run
+			// cannot copy it rank by rank; it is kept where it is.
+			if r.c.Rank() == 0 {
+				r.log.Warn(fmt.Sprintf("keep_last_ckpt: checkpoint %d (%v) was written by %d ranks on another layout and is kept at %v, not flushed to L4",
+					keep.ID, keep.Level, keep.Ranks, keep.Level))
+			}
+		} else if keep != nil && keep.Level != levels.L4 {
 			m4, err := r.flushL4(keep)
 			if err != nil {
 				return fmt.Errorf("ckpt: finalize: %w", err)
@@ -240,6 +272,15 @@ func (r *Runtime) flushL4(m *levels.Manifest) (*levels.Manifest, error) {
 		}
 		return copyFTIFF(src, out, r.cfg.TransferSize)
 	}
+	if r.cfg.CkptIO == 5 {
+		// The L4 is an HDF5 file: every rank writes the variables of its
+		// file (read back whole, every block checked) with h5ckpt.
+		vars, view, rerr := readAllVars(src)
+		write = r.h5Write(m.ID, int(levels.L4), vars, view)
+		if rerr != nil {
+			write = func(vfd.File) (int64, levels.Digest, bool, error) { return 0, levels.Digest{}, false, rerr }
+		}
+	}
 	start := r.now()
 	m4, st, err := r.eng.Checkpoint(m.ID, levels.L4, write)
 	if err != nil {
@@ -293,4 +334,32 @@ func copyFTIFF(src levels.Source, out vfd.File, piece int) (int64, levels.Digest
 	}
 	d, seq := hw.Sum()
 	return src.Size, d, seq, nil
+}
+
+// readAllVars reads every variable of the FTI-FF data file src into
+// memory (every block checked) with the datasets and subsets it records.
+func readAllVars(src levels.Source) ([]fileformat.Var, dataset.View, error) {
+	p := src.Store.Path(src.Name)
+	f, err := vfd.OpenRead(src.Store.Driver, p)
+	if err != nil {
+		return nil, dataset.View{}, fmt.Errorf("open %s: %w", p, err)
+	}
+	defer f.Close()
+	rd, err := fileformat.Open(f)
+	if err != nil {
+		return nil, dataset.View{}, err
+	}
+	var vars []fileformat.Var
+	for _, vi := range rd.Vars() {
+		b := make([]byte, vi.Size)
+		if err := rd.ReadVar(vi.ID, b); err != nil {
+			return nil, dataset.View{}, err
+		}
+		es := uint32(0)
+		if vi.Type == fileformat.Struct {
+			es = vi.ElemSize
+		}
+		vars = append(vars, fileformat.Var{ID: vi.ID, Name: vi.Name, Type: vi.Type, ElemSize: es, Data: b})
+	}
+	return vars, dataset.View{Datasets: rd.Datasets(), Subsets: rd.Subsets()}, nil
 }

@@ -35,10 +35,14 @@ func Write(f vfd.File, meta Meta, vars []Var, prev *Layout, opts ...Option) (*La
 	if err != nil {
 		return nil, Summary{}, err
 	}
+	ext, err := buildExt(&o, vars, idx)
+	if err != nil {
+		return nil, Summary{}, err
+	}
 	if meta.Timestamp == 0 {
 		meta.Timestamp = o.clock().UnixNano()
 	}
-	w := &writer{f: f, o: o, vars: vars, idx: idx}
+	w := &writer{f: f, o: o, vars: vars, idx: idx, ext: ext}
 	sum, err := w.write(meta, lay)
 	if err != nil {
 		return nil, Summary{}, fmt.Errorf("write %s: %w", f.Name(), err)
@@ -81,6 +85,7 @@ type writer struct {
 	o    options
 	vars []Var
 	idx  map[int32]int
+	ext  []byte // extension area (version 2), nil for none
 }
 
 func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
@@ -109,16 +114,20 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 	for i := range w.vars {
 		metaSize += varRecordLen(len(w.vars[i].Name))
 	}
-	metaSize += int64(len(lay.Blocks))*BMDSize + int64(len(chunks))*VMDSize + int64(nbh)*HashSize
+	metaSize += int64(len(lay.Blocks))*BMDSize + int64(len(chunks))*VMDSize + int64(nbh)*HashSize + int64(len(w.ext))
 	if err := checkMetaSize(metaSize, bs); err != nil {
 		return Summary{}, err
 	}
 	fs := metaOff + metaSize + FBSize
+	version := uint16(Version)
+	if w.ext != nil {
+		version = VersionExt
+	}
 
 	if err := w.f.Truncate(0); err != nil {
 		return Summary{}, fmt.Errorf("truncate: %w", err)
 	}
-	hdr := header{version: Version, headerSize: HeaderSize, fbSize: FBSize,
+	hdr := header{version: version, headerSize: HeaderSize, fbSize: FBSize,
 		ckptID: meta.CkptID, rank: meta.Rank, level: meta.Level}
 	hb := hdr.encode()
 	if _, err := vfd.WriteAtType(w.f, vfd.MemSuper, hb[:], 0); err != nil {
@@ -177,13 +186,14 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 			p += HashSize
 		}
 	}
+	copy(mb[p:], w.ext)
 	if _, err := vfd.WriteAtType(w.f, vfd.MemOHdr, mb, metaOff); err != nil {
 		return Summary{}, fmt.Errorf("write metadata at %d: %w", metaOff, err)
 	}
 
 	// File block, last.
 	fb := fileBlock{
-		version: Version, fbSize: FBSize, blockSize: bs,
+		version: version, fbSize: FBSize, blockSize: bs,
 		numVars: uint32(len(w.vars)), numBlocks: uint32(len(lay.Blocks)), numChunks: uint32(len(chunks)),
 		ckptSize: dataSize, fs: fs, maxFs: meta.MaxFs, ptFs: meta.PtFs, timestamp: meta.Timestamp,
 		metaOff: metaOff, metaSize: metaSize, numBHashes: nbh,
