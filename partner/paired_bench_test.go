@@ -180,3 +180,66 @@ func benchPartnerPaired(b *testing.B, level string, size int) {
 		b.ReportMetric(cpu[s].user.Seconds()/n, st.name+"-user-s/GiB")
 	}
 }
+
+// BenchmarkTransferCache runs L2 and L3 checkpoints of 4 ranks as the
+// engine takes them (see BenchmarkPartnerPaired), with the partner copy or
+// parity file dropped from the page cache behind the write ("drop", the
+// default) or kept there ("keep", Options.KeepCache), one way per
+// sub-benchmark, so that a CPU profile of one shows where its kernel time
+// goes:
+//
+//	go test -run '^$' -bench 'TransferCache/l2/keep' -benchtime 2x -big -cpuprofile keep.prof ./partner
+//	go tool pprof -top -focus 'sink\).run' partner.test keep.prof
+//
+// It reports the process CPU time per GiB persisted.
+func BenchmarkTransferCache(b *testing.B) {
+	for _, level := range []string{"l2", "l3"} {
+		for _, size := range benchSizes(b) {
+			for _, keep := range []bool{false, true} {
+				name := level + "/drop/"
+				if keep {
+					name = level + "/keep/"
+				}
+				b.Run(name+strconv.Itoa(size>>20)+"MiB", func(b *testing.B) {
+					w := newBenchWorld(b, size)
+					o := Options{Buffers: w.pool, BlockSize: DefaultBlockSize, KeepCache: keep}
+					b.SetBytes(int64(2 * benchRanks * size))
+					var cpu cpuTimes
+					for b.Loop() {
+						c0 := processCPU()
+						err := comm.Run(benchRanks, func(c comm.Comm) error {
+							r := c.Rank()
+							own := path.Join(w.node(r), "data")
+							out := Ref{vfd.Sec2{}, path.Join(w.node(r), "out")}
+							syncData, err := writeStarting(own, w.data)
+							if err != nil {
+								return err
+							}
+							done := make(chan error, 1)
+							go func() { done <- syncData() }()
+							fi := FileInfo{Ref: Ref{vfd.Sec2{}, own}, Size: int64(size), HashUnknown: true}
+							if level == "l2" {
+								_, err = CopyToPartner(c, w.topo, o, fi, out)
+							} else {
+								_, err = EncodeGroup(c, w.topo, o, 0, fi, out)
+							}
+							return errors.Join(err, <-done)
+						})
+						cpu = cpu.add(processCPU().sub(c0))
+						if err != nil {
+							b.Fatal(err)
+						}
+						for r := range benchRanks {
+							for _, f := range []string{"data", "out"} {
+								_ = (vfd.Sec2{}).Remove(path.Join(w.node(r), f))
+							}
+						}
+					}
+					gib := float64(b.N) * float64(2*benchRanks*size) / (1 << 30)
+					b.ReportMetric(cpu.sys.Seconds()/gib, "sys-s/GiB")
+					b.ReportMetric(cpu.user.Seconds()/gib, "user-s/GiB")
+				})
+			}
+		}
+	}
+}

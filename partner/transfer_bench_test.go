@@ -45,7 +45,7 @@ type benchWorld struct {
 	hash encode.Hash
 }
 
-func newBenchWorld(b *testing.B, size int) *benchWorld {
+func newBenchWorld(b testing.TB, size int) *benchWorld {
 	topo, err := NewTopology(benchRanks, 1, benchRanks, nil)
 	if err != nil {
 		b.Fatal(err)

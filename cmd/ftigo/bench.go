@@ -489,7 +489,10 @@ func readResults(files []string) (*benchResult, error) {
 		}
 		out.LoadEnd = r.LoadEnd
 	}
-	out.Description = strings.Join(descs, "; ")
+	out.Description = descs[0]
+	if len(descs) > 1 {
+		out.Description = fmt.Sprintf("%d results merged: %s", len(descs), strings.Join(descs, "; "))
+	}
 	return out, nil
 }
 

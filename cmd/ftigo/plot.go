@@ -148,6 +148,16 @@ func niceTicks(hi float64, n int) []float64 {
 	return out
 }
 
+// fitText shortens s to what fits a line of w pixels in the small font
+// (6 pixels a character), ending it with "..." when cut.
+func fitText(s string, w float64) string {
+	n := int(w-40) / 6
+	if r := []rune(s); len(r) > n && n > 3 {
+		return string(r[:n-3]) + "..."
+	}
+	return s
+}
+
 // fmtSeconds formats a tick or a value in seconds compactly.
 func fmtSeconds(v float64) string {
 	switch {
@@ -173,7 +183,7 @@ func drawLevels(c canvas, r *benchResult, w, h float64) {
 	left, right, top, bottom := 70.0, 20.0, 90.0, 70.0
 	pw, ph := w-left-right, h-top-bottom
 	c.text(w/2, 24, "ftigo bench: checkpoint and restart beside raw I/O of the same bytes", 11, colBlack, anchorMiddle, false)
-	c.text(w/2, 44, r.Description, 7, colAxis, anchorMiddle, false)
+	c.text(w/2, 44, fitText(r.Description, w), 7, colAxis, anchorMiddle, false)
 	// legend
 	lx := left
 	for _, l := range []struct {
@@ -261,7 +271,7 @@ type series struct {
 func drawScaling(c canvas, r *benchResult, w, h float64) {
 	c.rect(0, 0, w, h, colWhite, "")
 	c.text(w/2, 24, "ftigo bench: scaling with bytes per rank and ranks", 11, colBlack, anchorMiddle, false)
-	c.text(w/2, 44, r.Description, 7, colAxis, anchorMiddle, false)
+	c.text(w/2, 44, fitText(r.Description, w), 7, colAxis, anchorMiddle, false)
 	var ranks []int
 	var sizes []int64
 	for _, p := range points(r.Rows) {
