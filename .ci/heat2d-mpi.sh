@@ -49,7 +49,7 @@ mpirun.openmpi -np 4 -x GOMAXPROCS=1 "$work/heat2d-mpi" "${args[@]}" -dir "$work
   -ckpt-every 250 -levels 1,2,3,4 > "$work/launch2.log" 2>&1 || { cat "$work/launch2.log"; exit 1; }
 echo "launch 2:"
 grep EVENT "$work/launch2.log"
-grep -q "EVENT start status=restart id=3 level=3 iter=750 nodefiles=.*" "$work/launch2.log" \
+grep -q "EVENT start status=restart id=3 level=3 iter=750 oldranks=4 ranks=4 nodefiles=.*" "$work/launch2.log" \
   || { echo "launch 2 did not restart from the L3 checkpoint"; exit 1; }
 grep -q "EVENT done iter=2000" "$work/launch2.log"
 cmp "$work/ref/final.f64" "$work/run/final.f64"
@@ -76,3 +76,25 @@ grep -q "EVENT start status=restart id=.* level=3" "$work/rot2.log" \
 grep -q "EVENT done iter=2000" "$work/rot2.log"
 cmp "$work/ref/final.f64" "$work/rot/final.f64"
 echo "heat2d under MPI, rotated L3 parity: two of four nodes lost and rebuilt; final field bit-identical"
+
+# Relaunch on another number of ranks: 4 MPI ranks are killed after the L3
+# checkpoint, node 2 is deleted, and mpirun relaunches the job on 3 ranks
+# (3 nodes): the field, one global dataset, is redistributed from the 4
+# ranks' checkpoint (node 2's files rebuilt from the L3 parity first) and
+# the run ends bit-identical to the 4-rank reference.
+mpirun.openmpi -np 4 -x GOMAXPROCS=1 "$work/heat2d-mpi" "${args[@]}" -dir "$work/vpr" \
+  -ckpt-every 250 -levels 1,2,3,4 -io-latency 2ms > "$work/vpr1.log" 2>&1 &
+mpipid=$!
+kill_when "EVENT ckpt-end id=3 level=3" "$work/vpr1.log" "$mpipid"
+test ! -e "$work/vpr/final.f64"
+rm -rf "$work/vpr/local/node0002"
+echo "relaunch on 3 ranks: killed after checkpoint 3 (L3), deleted node 2"
+args3=(-role=job -ranks 3 -nodes 3 -nx 128 -ny 128 -iters 2000 -frame-every 100)
+mpirun.openmpi -np 3 -x GOMAXPROCS=1 "$work/heat2d-mpi" "${args3[@]}" -dir "$work/vpr" \
+  -ckpt-every 250 -levels 1,2,3,4 > "$work/vpr2.log" 2>&1 || { cat "$work/vpr2.log"; exit 1; }
+grep EVENT "$work/vpr2.log" | head -2
+grep -q "EVENT start status=restart id=3 level=3 iter=750 oldranks=4 ranks=3" "$work/vpr2.log" \
+  || { echo "the 3-rank relaunch did not restart from the 4 ranks' L3 checkpoint"; exit 1; }
+grep -q "EVENT done iter=2000" "$work/vpr2.log"
+cmp "$work/ref/final.f64" "$work/vpr/final.f64"
+echo "heat2d under MPI, relaunched on 3 ranks: the 4 ranks' field redistributed; final field bit-identical"

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/levels"
 	"github.com/ftigo/ftigo/vfd"
@@ -25,6 +26,9 @@ import (
 func (r *Runtime) Checkpoint(id int64, level int) error {
 	if err := r.usable("Checkpoint"); err != nil {
 		return err
+	}
+	if level == LevelH5Single {
+		return r.checkpointH5Single(id)
 	}
 	if err := r.sameArgs(id, int64(level)); err != nil {
 		return err
@@ -52,12 +56,28 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 		}
 	}
 	vars, err := r.fileVars()
+	if err == nil {
+		err = r.checkSubsetSizes(vars)
+	}
 	if err := levels.Agree(r.c, err, "collect protected variables"); err != nil {
+		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
+	}
+	if _, err := r.checkDecomposition(); err != nil {
 		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
 	meta := fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: r.now().UnixNano()}
 	start := r.now()
-	w := &dcpWrite{r: r, meta: meta, vars: vars}
+	w := &dcpWrite{r: r, meta: meta, vars: vars, opts: r.fileDatasets()}
+	if lvl == levels.L4 && r.cfg.CkptIO == 5 {
+		// ckpt_io = 5: one HDF5 file, always whole (as FTI, whose dCP
+		// covers its POSIX and FTI-FF I/O only).
+		w.h5 = r.h5Write(id, int(lvl), vars, r.datasetView())
+		if diff && r.c.Rank() == 0 {
+			r.log.Warn(fmt.Sprintf("dCP requested at %v, but ckpt_io = 5 writes L4 as one HDF5 file: checkpoint %d is taken whole", lvl, id),
+				zap.Int64("ckpt-id", id))
+		}
+		diff = false
+	}
 	if diff {
 		var err error
 		if w.parent, w.par, err = r.dcpParent(lvl); err != nil {
@@ -167,11 +187,22 @@ func (r *Runtime) Finalize() error {
 	r.finalized = true
 	defer r.releaseLock()
 	r.closeStored()
+	if r.reshape != nil {
+		r.reshape.close()
+	}
 	r.eng.Wait()
+	r.finalizeVPR()
 	var keep *levels.Manifest
 	if r.cfg.KeepLastCkpt {
 		keep = r.keepCandidate()
-		if keep != nil && keep.Level != levels.L4 {
+		if keep != nil && keep.Level != levels.L4 && r.eng.OtherShape(keep) {
+			// Written by another shape and never superseded: this run
+			// cannot copy it rank by rank; it is kept where it is.
+			if r.c.Rank() == 0 {
+				r.log.Warn(fmt.Sprintf("keep_last_ckpt: checkpoint %d (%v) was written by %d ranks on another layout and is kept at %v, not flushed to L4",
+					keep.ID, keep.Level, keep.Ranks, keep.Level))
+			}
+		} else if keep != nil && keep.Level != levels.L4 {
 			m4, err := r.flushL4(keep)
 			if err != nil {
 				return fmt.Errorf("ckpt: finalize: %w", err)
@@ -269,6 +300,15 @@ func (r *Runtime) flushL4(m *levels.Manifest) (*levels.Manifest, error) {
 		}
 		return copyFTIFF(src, out, r.cfg.TransferSize)
 	}
+	if r.cfg.CkptIO == 5 {
+		// The L4 is an HDF5 file: every rank writes the variables of its
+		// file (read back whole, every block checked) with h5ckpt.
+		vars, view, rerr := readAllVars(src)
+		write = r.h5Write(m.ID, int(levels.L4), vars, view)
+		if rerr != nil {
+			write = func(vfd.File) (int64, levels.Digest, bool, error) { return 0, levels.Digest{}, false, rerr }
+		}
+	}
 	start := r.now()
 	m4, st, err := r.eng.Checkpoint(m.ID, levels.L4, write)
 	if err != nil {
@@ -322,4 +362,32 @@ func copyFTIFF(src levels.Source, out vfd.File, piece int) (int64, levels.Digest
 	}
 	d, seq := hw.Sum()
 	return src.Size, d, seq, nil
+}
+
+// readAllVars reads every variable of the FTI-FF data file src into
+// memory (every block checked) with the datasets and subsets it records.
+func readAllVars(src levels.Source) ([]fileformat.Var, dataset.View, error) {
+	p := src.Store.Path(src.Name)
+	f, err := vfd.OpenRead(src.Store.Driver, p)
+	if err != nil {
+		return nil, dataset.View{}, fmt.Errorf("open %s: %w", p, err)
+	}
+	defer f.Close()
+	rd, err := fileformat.Open(f)
+	if err != nil {
+		return nil, dataset.View{}, err
+	}
+	var vars []fileformat.Var
+	for _, vi := range rd.Vars() {
+		b := make([]byte, vi.Size)
+		if err := rd.ReadVar(vi.ID, b); err != nil {
+			return nil, dataset.View{}, err
+		}
+		es := uint32(0)
+		if vi.Type == fileformat.Struct {
+			es = vi.ElemSize
+		}
+		vars = append(vars, fileformat.Var{ID: vi.ID, Name: vi.Name, Type: vi.Type, ElemSize: es, Data: b})
+	}
+	return vars, dataset.View{Datasets: rd.Datasets(), Subsets: rd.Subsets()}, nil
 }

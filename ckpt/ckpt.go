@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"strings"
@@ -32,6 +33,9 @@ const (
 	// RestartKept is a restart from the checkpoint the previous run kept at
 	// Finalize (keep_last_ckpt).
 	RestartKept Status = 2
+	// RestartVPR is a restart from a level-9 HDF5 file (FTI's variate
+	// processor restart), on any number of ranks.
+	RestartVPR Status = 3
 )
 
 // String returns "fresh", "restart" or "restart-kept".
@@ -43,6 +47,8 @@ func (s Status) String() string {
 		return "restart"
 	case RestartKept:
 		return "restart-kept"
+	case RestartVPR:
+		return "restart-vpr"
 	}
 	return fmt.Sprintf("status(%d)", int(s))
 }
@@ -142,6 +148,7 @@ type Runtime struct {
 	recovered *levels.Manifest
 	from      *levels.Manifest // the checkpoint Init restarted from
 	src       levels.Source    // where Recover reads: a data file, an L4 task, or a chain's image
+	srcTask   *levels.File     // with ckpt_io = 5: src is the L4 HDF5 file this entry describes
 	stored    *storedFile      // the data file Recover reads, opened lazily
 	restored  bool             // Recover has run, or a checkpoint was taken (Snapshot then ticks)
 	lastID    int64
@@ -157,6 +164,21 @@ type Runtime struct {
 	snap      snapState
 	finalized bool
 	closed    bool
+
+	// Global datasets (global.go): this rank's definitions and the
+	// subsets of its variables; dsVersion counts changes, dsChecked is
+	// the version the last collective check saw.
+	datasets  map[int32]Dataset
+	subsets   map[int]fileformat.Subset
+	dsVersion uint64
+	dsChecked uint64
+	// reshape is set after a restart from data of another shape
+	// (reshape.go), until the run commits a checkpoint of its own.
+	reshape *reshapeState
+	// nodeStore is the local area of node n as this rank sees it.
+	nodeStore func(n int) levels.Store
+	// vpr is the level-9 HDF5 file state (h5single.go).
+	vpr vprState
 }
 
 // usable returns nil when the runtime can take the call.
@@ -184,6 +206,11 @@ func (r *Runtime) usable(call string) error {
 // rank 0's standard error (see [WithWarnings]) and in the log naming
 // what was skipped and why. Collective; the status and any error are
 // identical on every rank.
+//
+// A checkpoint written by another number of ranks or another placement,
+// or a level-9 HDF5 file, is recovered too: every old rank's data is
+// verified by a rank that can read it, and Recover redistributes it (see
+// the package documentation).
 //
 // Init never starts fresh while a checkpoint exists: a restart whose
 // checkpoints are all unrecoverable returns an error wrapping
@@ -259,35 +286,116 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	if o.buffers == nil {
 		o.buffers = &partner.Buffers{}
 	}
-	ls := append([]levels.Level{levels.Local1{}, levels.Partner2{Buffers: o.buffers}, levels.RS3{M: cfg.L3Parity, Buffers: o.buffers}, levels.Global4{Inline: true}}, o.levels...)
+	var l4 levels.Level = levels.Global4{Inline: true}
+	if cfg.CkptIO == 5 {
+		l4 = levels.Global4H5{} // ckpt_io = 5: L4 as one HDF5 file
+	}
+	ls := append([]levels.Level{levels.Local1{}, levels.Partner2{Buffers: o.buffers}, levels.RS3{M: cfg.L3Parity, Buffers: o.buffers}, l4}, o.levels...)
 	policy := o.policy
 	if policy == nil {
 		policy = levels.FTIPolicy{KeepL4: cfg.KeepL4Ckpt, KeepLast: cfg.KeepLast}
 	}
-	r.eng, err = levels.NewEngine(r.env, levels.Config{Levels: ls, Policy: policy})
+	localDrv := o.local
+	r.nodeStore = func(n int) levels.Store {
+		return levels.Store{Driver: localDrv, Dir: path.Join(cfg.CkptDir, topo.NodeDir(n))}
+	}
+	r.eng, err = levels.NewEngine(r.env, levels.Config{Levels: ls, Policy: policy, NodeStore: r.nodeStore})
 	if err != nil {
 		return nil, err
 	}
 	if err := r.eng.Open(); err != nil {
 		return nil, fmt.Errorf("ckpt: open checkpoint store: %w", err)
 	}
-	if len(r.eng.Committed()) == 0 {
-		r.status = Fresh
-		r.log.Debug("fresh run")
-		return r, nil
+	if err := r.openVPR(o.global); err != nil {
+		return nil, err
 	}
-	m, src, err := r.eng.Recover()
-	if err != nil {
+	if err := r.restart(o.warn); err != nil {
 		r.eng.Wait()
-		return nil, fmt.Errorf("ckpt: restart: %w", err)
-	}
-	r.restartFrom(m, src)
-	if c.Rank() == 0 {
-		r.warnSkipped(o.warn, m)
-		r.log.Info("this is a restart", zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level),
-			zap.String("dir", m.Dir()), zap.Stringer("status", r.status))
+		return nil, err
 	}
 	return r, nil
+}
+
+// restart finds the checkpoint to restart from, newest first, among the
+// committed checkpoints and the level-9 HDF5 files, and prepares Recover
+// for it; nothing to restart from is a fresh run. Collective.
+func (r *Runtime) restart(warn io.Writer) error {
+	c := r.c
+	committed := r.eng.Committed()
+	vprs := r.vpr.records
+	if len(committed) == 0 && len(vprs) == 0 {
+		r.status = Fresh
+		r.log.Debug("fresh run")
+		return nil
+	}
+	// A level-9 file newer than every committed checkpoint is tried
+	// first; older ones only when no committed checkpoint is recoverable.
+	newestM := int64(math.MinInt64)
+	if len(committed) > 0 {
+		newestM = committed[len(committed)-1].Time
+	}
+	var vprErrs []error
+	tryVPR := func(newer bool) (bool, error) {
+		for i := len(vprs) - 1; i >= 0; i-- {
+			if (vprs[i].Time > newestM) != newer {
+				continue
+			}
+			err := r.restartVPR(vprs[i])
+			if err == nil {
+				if c.Rank() == 0 {
+					r.log.Info("this is a restart from a level-9 HDF5 file", zap.Int64("ckpt-id", vprs[i].ID), zap.String("file", vprs[i].Path),
+						zap.Int("old-ranks", r.OldRanks()), zap.Stringer("status", r.status))
+				}
+				return true, nil
+			}
+			vprErrs = append(vprErrs, err)
+			if c.Rank() == 0 {
+				r.log.Warn("level-9 HDF5 file not recoverable, trying an older checkpoint", zap.String("file", vprs[i].Path), zap.Error(err))
+			}
+		}
+		return false, nil
+	}
+	if ok, err := tryVPR(true); ok || err != nil {
+		return err
+	}
+	var merr error
+	if len(committed) > 0 {
+		m, src, err := r.eng.Recover()
+		if err == nil {
+			var st *reshapeState
+			if rs := r.eng.Reshaped(); rs != nil {
+				st = &reshapeState{what: fmt.Sprintf("checkpoint %s (id %d, %v, %d ranks)", m.Dir(), m.ID, m.Level, m.Ranks),
+					oldRanks: m.Ranks, sources: rs.Sources}
+				for _, s := range rs.Sources {
+					if s.IsH5() {
+						st.h5Path, st.h5Drv = r.env.Global.Path(s.Entry.Attrs[levels.AttrContainer]), r.env.Global.Driver
+					}
+				}
+				r.reshape = st // nothing of this rank's own to open
+			}
+			r.restartFrom(m, src)
+			if st != nil {
+				if err := r.startReshape(st); err != nil {
+					return fmt.Errorf("ckpt: restart: %w", err)
+				}
+				r.layout = nil
+			}
+			if c.Rank() == 0 {
+				r.warnSkipped(warn, m)
+				r.log.Info("this is a restart", zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level),
+					zap.String("dir", m.Dir()), zap.Stringer("status", r.status), zap.Int("old-ranks", r.OldRanks()))
+			}
+			return nil
+		}
+		merr = err
+	}
+	if ok, err := tryVPR(false); ok || err != nil {
+		return err
+	}
+	if merr == nil {
+		merr = ErrUnrecoverable // only level-9 files, none recoverable
+	}
+	return fmt.Errorf("ckpt: restart: %w", errors.Join(append([]error{merr}, vprErrs...)...))
 }
 
 // warnSkipped tells the user, on w and in the log, which newer
@@ -367,11 +475,16 @@ func (r *Runtime) releaseLock() error {
 // run restarts from.
 func (r *Runtime) restartFrom(m *levels.Manifest, src levels.Source) {
 	r.closeStored()
-	r.recovered, r.from, r.src, r.lastID = m, m, src, m.ID
+	r.recovered, r.from, r.src, r.srcTask, r.lastID = m, m, src, nil, m.ID
+	if f, ok := m.DataFile(r.c.Rank()); ok && f.Attrs[levels.AttrDigest] == levels.DigestH5 && m.Ranks == r.c.Size() {
+		r.srcTask = &f // the data lives in the L4 HDF5 file
+	}
 	// The next checkpoint continues the recovered file's layout.
 	if st, err := r.openStored(); err == nil {
-		r.layout = st.r.Layout()
-		r.keepImage(m, fileformat.Parent{Layout: st.r.Layout(), Summary: st.r.Summary()})
+		r.layout = st.layout
+		if rd, ok := st.r.(*fileformat.Reader); ok {
+			r.keepImage(m, fileformat.Parent{Layout: rd.Layout(), Summary: rd.Summary()})
+		}
 	} else {
 		r.log.Debug("recovered file's layout unreadable; the next checkpoint lays variables out afresh", zap.Error(err))
 	}
@@ -436,6 +549,7 @@ func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
 	}
 	if len(saved) > 0 {
 		table, err := partner.UnmarshalTable(saved)
+		parsed := err == nil
 		if err == nil {
 			var re *partner.Topology
 			re, err = topo.Remap(table)
@@ -445,9 +559,14 @@ func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
 		}
 		if err != nil {
 			// A different machine layout: keep the fresh placement, the
-			// recovery ladder decides what is usable.
+			// recovery ladder decides what is usable (a checkpoint of
+			// another shape is read where its files are).
 			if c.Rank() == 0 {
-				r.log.Warn("saved node table does not fit this run; using a fresh placement", zap.Error(err))
+				if parsed && len(table) != topo.NumNodes() {
+					r.log.Info(fmt.Sprintf("the previous run had %d nodes, this one has %d: nodes placed afresh", len(table), topo.NumNodes()))
+				} else {
+					r.log.Warn("saved node table does not fit this run; using a fresh placement", zap.Error(err))
+				}
 			}
 		}
 	}
@@ -486,7 +605,9 @@ func (r *Runtime) Topology() *partner.Topology {
 }
 
 // Recovered returns the manifest of the checkpoint this run restarted
-// from, or nil on a fresh run (and for a nil runtime).
+// from, or nil on a fresh run (and for a nil runtime). After a restart
+// from a level-9 HDF5 file it describes the file: its id, Level 9, the
+// ranks that wrote it and its commit time, no files.
 func (r *Runtime) Recovered() *levels.Manifest {
 	if r == nil {
 		return nil
@@ -523,6 +644,9 @@ func (r *Runtime) Close() error {
 	}
 	r.closed = true
 	r.closeStored()
+	if r.reshape != nil {
+		r.reshape.close()
+	}
 	r.eng.Wait()
 	return r.releaseLock()
 }
@@ -551,6 +675,10 @@ func (r *Runtime) Unprotect(id int) {
 		return
 	}
 	delete(r.vars, id)
+	if _, ok := r.subsets[id]; ok {
+		delete(r.subsets, id)
+		r.dsVersion++
+	}
 	for i, x := range r.order {
 		if x == id {
 			r.order = append(r.order[:i], r.order[i+1:]...)

@@ -94,6 +94,31 @@ type Config struct {
 	// level L ([basic] dcp_l4 as in FTI; dcp_l1..dcp_l3 are ftigo
 	// extensions), in the units of Interval; 0 disables it.
 	DCPInterval [5]time.Duration
+	// CkptIO is FTI's I/O mode ([basic] ckpt_io). 5 (HDF5) writes L4
+	// checkpoints as one HDF5 file (package h5ckpt) instead of a SIONlib
+	// container; every other value keeps FTI-FF files and the container
+	// (1 POSIX, 3 FTI-FF and 4 SIONlib need nothing else; 2 and 6 are
+	// warned about).
+	CkptIO int
+	// H5SingleFileEnable enables level 9 (FTI_L4_H5_SINGLE): a checkpoint
+	// written as one HDF5 file holding every global dataset, from which a
+	// restart on any number of ranks recovers ([basic]
+	// h5_single_file_enable).
+	H5SingleFileEnable bool
+	// H5SingleFileDir is where level-9 files go; empty means GlblDir
+	// ([basic] h5_single_file_dir).
+	H5SingleFileDir string
+	// H5SingleFilePrefix starts the level-9 file names,
+	// "<prefix>-ID<id, 8 digits>.h5"; empty means "VPR-h5", FTI's
+	// ([basic] h5_single_file_prefix).
+	H5SingleFilePrefix string
+	// H5SingleFileKeep keeps every level-9 file; without it a new one
+	// replaces the previous one ([basic] h5_single_file_keep).
+	H5SingleFileKeep bool
+	// H5SingleFileNotInline asks for the level-9 file to be written by
+	// head ranks ([basic] h5_single_file_inline = 0); ftigo has none and
+	// writes it inline, with a warning.
+	H5SingleFileNotInline bool
 	// Warnings lists what the loader ignored (unknown keys, unsupported
 	// options); Init logs them.
 	Warnings []string
@@ -426,6 +451,32 @@ func flagKey(dst func(c *Config) *bool) setter {
 	}
 }
 
+// iniBoolKey reads a boolean as FTI's iniparser_getboolean does (y, t, 1
+// or n, f, 0 first; empty is false).
+func iniBoolKey(dst func(c *Config) *bool) setter {
+	return func(c *Config, v string) error {
+		b, err := iniBoolean(v)
+		*dst(c) = b
+		return err
+	}
+}
+
+// ckptIOKey reads ckpt_io as FTI does (iniparser_getint; empty is 0).
+// Values outside FTI's modes are kept and warned about (featureKeys);
+// only 5 changes what ftigo writes.
+func ckptIOKey(c *Config, v string) error {
+	n, err := flagInt(v)
+	if err != nil {
+		return err
+	}
+	if n >= 1 && n <= 6 {
+		c.CkptIO = int(n)
+	} else {
+		c.CkptIO = 0
+	}
+	return nil
+}
+
 // sections lists the keys ftigo reads, per section, and how to apply each.
 // Keys set to ignoreKey are FTI keys with no effect in ftigo; the values
 // of some of them ask for a feature ftigo lacks (featureKeys).
@@ -461,16 +512,20 @@ var sections = map[string]map[string]setter{
 		"inline_l2":             ignoreKey,
 		"inline_l3":             ignoreKey,
 		"inline_l4":             ignoreKey,
-		"ckpt_io":               ignoreKey,
+		"ckpt_io":               ckptIOKey,
 		"glbl_stash_dir":        ignoreKey,
 		"enable_staging":        ignoreKey,
 		"keep_heads_alive":      ignoreKey,
 		"cacheddcp":             ignoreKey,
-		"h5_single_file_enable": ignoreKey,
-		"h5_single_file_dir":    ignoreKey,
-		"h5_single_file_prefix": ignoreKey,
-		"h5_single_file_keep":   ignoreKey,
-		"h5_single_file_inline": ignoreKey,
+		"h5_single_file_enable": iniBoolKey(func(c *Config) *bool { return &c.H5SingleFileEnable }),
+		"h5_single_file_dir":    strKey(func(c *Config) *string { return &c.H5SingleFileDir }),
+		"h5_single_file_prefix": strKey(func(c *Config) *string { return &c.H5SingleFilePrefix }),
+		"h5_single_file_keep":   iniBoolKey(func(c *Config) *bool { return &c.H5SingleFileKeep }),
+		"h5_single_file_inline": func(c *Config, v string) error {
+			on, err := iniBoolean(v)
+			c.H5SingleFileNotInline = err == nil && v != "" && !on
+			return err
+		},
 	},
 	"advanced": {
 		"block_size":            scaledKey(func(c *Config) *int { return &c.BlockSize }, 1<<10, "KiB", 1, 2048),
@@ -511,12 +566,12 @@ type featureKey struct {
 // featureKeys lists, in the order warnings are given, the values that ask
 // for a missing feature. Other values of these keys (failure = 0,
 // inline_l2 = 1, head = 0, h5_single_file_* settings without their
-// enable key) are harmless and accepted silently; so are
-// ckpt_io = 1 (POSIX), 3 (FTI-FF) and 4 (SIONlib), since ftigo writes
-// FTI-FF files at L1-L3 and one SIONlib container at L4.
+// enable key) are harmless and accepted silently; so are ckpt_io = 1
+// (POSIX), 3 (FTI-FF) and 4 (SIONlib), since ftigo writes FTI-FF files at
+// L1-L3 and one SIONlib container at L4, and ckpt_io = 5 (HDF5), which
+// writes L4 as one HDF5 file.
 var featureKeys = []featureKey{
 	{"basic", "ckpt_io", intIn(2), "MPI-IO (one shared file per checkpoint) is not implemented: ftigo writes one FTI-FF file per rank, and L4 as a SIONlib container"},
-	{"basic", "ckpt_io", intIn(5), "HDF5 checkpoint files are not implemented: ftigo writes FTI-FF files, and L4 as a SIONlib container"},
 	{"basic", "ckpt_io", intIn(6), "IME is not implemented: ftigo writes FTI-FF files through its POSIX driver"},
 	{"basic", "ckpt_io", intOutside(1, 6), "is not an FTI I/O mode (1..6); FTI falls back to POSIX, ftigo writes FTI-FF as always"},
 	{"basic", "head", intNonZero, "dedicated head ranks are not implemented: every rank is an application rank and post-processing runs inline"},
@@ -525,8 +580,8 @@ var featureKeys = []featureKey{
 	{"basic", "inline_l3", intZero, "post-processing by a head rank is not implemented: the L3 parity is encoded inline by the application ranks"},
 	{"basic", "inline_l4", intZero, "post-processing by a head rank is not implemented: L4 is written inline into glbl_dir"},
 	{"basic", "enable_staging", intNonZero, "staging (FTI_SendFile) is not implemented"},
-	{"basic", "h5_single_file_enable", iniBoolean, "the shared HDF5 file for variate processor restart is not implemented"},
-	{"restart", "failure", intIn(3), "variate processor restart from a shared HDF5 file is not implemented"},
+	{"basic", "h5_single_file_inline", iniFalse, "head ranks are not implemented: the level-9 HDF5 file is written inline by the application ranks"},
+	{"restart", "failure", intIn(3), "ftigo needs no request for a variate processor restart: a restart on another number of ranks recovers the global datasets from any checkpoint (or level-9 HDF5 file) by itself"},
 	{"restart", "failure", intIn(1, 2), "ftigo keeps the restart state in meta_dir and decides from it whether this is a restart"},
 }
 
@@ -573,6 +628,13 @@ func intNonZero(v string) (bool, error) {
 func intZero(v string) (bool, error) {
 	n, err := flagInt(v)
 	return err == nil && n == 0, err
+}
+
+// iniFalse requests the feature for a value iniparser_getboolean reads
+// as false, not for an empty one.
+func iniFalse(v string) (bool, error) {
+	on, err := iniBoolean(v)
+	return err == nil && v != "" && !on, err
 }
 
 // iniBoolean reads a value as iniparser_getboolean does: y, t or 1 first
@@ -855,6 +917,22 @@ func FormatConfig(c Config) ([]byte, error) {
 			kv(fmt.Sprintf("dcp_l%d", l), iv)
 		}
 	}
+	if c.CkptIO != 0 {
+		kv("ckpt_io", c.CkptIO)
+	}
+	kv("h5_single_file_enable", b01(c.H5SingleFileEnable))
+	for _, d := range []struct{ key, v string }{{"h5_single_file_dir", c.H5SingleFileDir}, {"h5_single_file_prefix", c.H5SingleFilePrefix}} {
+		if d.v == "" {
+			continue
+		}
+		q, err := quoteValue(d.v)
+		if err != nil {
+			return nil, cfgErr("%s %q: %v", d.key, d.v, err)
+		}
+		kv(d.key, q)
+	}
+	kv("h5_single_file_keep", b01(c.H5SingleFileKeep))
+	kv("h5_single_file_inline", b01(!c.H5SingleFileNotInline))
 	b.WriteString("\n[advanced]\n")
 	if c.BlockSize%(1<<10) != 0 || c.TransferSize%(1<<20) != 0 {
 		return nil, cfgErr("block_size %d bytes or transfer_size %d bytes is not a whole number of KiB or MiB", c.BlockSize, c.TransferSize)

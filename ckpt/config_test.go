@@ -297,7 +297,6 @@ func TestConfigRangeErrors(t *testing.T) {
 func TestConfigFeatureKeys(t *testing.T) {
 	tests := []struct{ line, warn string }{
 		{"ckpt_io = 2", "cfg:2: [basic] ckpt_io = 2 ignored: MPI-IO"},
-		{"ckpt_io = 5", "cfg:2: [basic] ckpt_io = 5 ignored: HDF5 checkpoint files are not implemented"},
 		{"ckpt_io = 6", "cfg:2: [basic] ckpt_io = 6 ignored: IME is not implemented"},
 		{"ckpt_io = 7", "[basic] ckpt_io = 7 ignored: is not an FTI I/O mode"},
 		{"ckpt_io = 0", "[basic] ckpt_io = 0 ignored: is not an FTI I/O mode"},
@@ -308,12 +307,11 @@ func TestConfigFeatureKeys(t *testing.T) {
 		{"inline_l2 = 0", "[basic] inline_l2 = 0 ignored: post-processing by a head rank"},
 		{"inline_l3 = 0", "[basic] inline_l3 = 0 ignored: post-processing by a head rank"},
 		{"inline_l4 = 0", "[basic] inline_l4 = 0 ignored: post-processing by a head rank"},
-		{"h5_single_file_enable = 1", "[basic] h5_single_file_enable = 1 ignored: the shared HDF5 file"},
-		{"h5_single_file_enable = yes", "[basic] h5_single_file_enable = yes ignored"},
-		{"h5_single_file_enable = True", "[basic] h5_single_file_enable = True ignored"},
+		{"h5_single_file_inline = 0", "[basic] h5_single_file_inline = 0 ignored: head ranks are not implemented: the level-9 HDF5 file is written inline"},
+		{"h5_single_file_inline = no", "[basic] h5_single_file_inline = no ignored"},
 		{"head = 1", "[basic] head = 1 ignored: dedicated head ranks"},
 		{"keep_heads_alive = 1", "[basic] keep_heads_alive = 1 ignored"},
-		{"[restart]\nfailure = 3", "cfg:3: [restart] failure = 3 ignored: variate processor restart"},
+		{"[restart]\nfailure = 3", "cfg:3: [restart] failure = 3 ignored: ftigo needs no request for a variate processor restart"},
 		{"[restart]\nfailure = 1", "[restart] failure = 1 ignored: ftigo keeps the restart state in meta_dir"},
 		{"[restart]\nfailure = 2", "[restart] failure = 2 ignored"},
 		{"inline_l2 =", `[basic] inline_l2 = "" ignored: post-processing by a head rank`}, // empty is 0 in FTI
@@ -324,6 +322,11 @@ func TestConfigFeatureKeys(t *testing.T) {
 		{"ckpt_io = 1", ""},
 		{"ckpt_io = 3", ""},
 		{"ckpt_io = 4", ""},
+		{"ckpt_io = 5", ""}, // L4 as one HDF5 file
+		{"h5_single_file_enable = 1", ""},
+		{"h5_single_file_enable = yes", ""},
+		{"h5_single_file_enable = True", ""},
+		{"h5_single_file_inline =", ""},
 		{"enable_dcp = 0", ""},
 		{"enable_dcp = 1", ""}, // implemented
 		{"enable_dcp = 2", ""}, // FTI tests the integer as a boolean
@@ -362,6 +365,34 @@ func TestConfigFeatureKeys(t *testing.T) {
 	for _, f := range featureKeys {
 		_, ok := sections[f.section][f.key]
 		assert.True(t, ok, "[%s] %s", f.section, f.key)
+	}
+}
+
+// TestConfigH5Keys: ckpt_io and the h5_single_file_* keys are read as
+// FTI reads them (iniparser_getint, iniparser_getboolean, strings).
+func TestConfigH5Keys(t *testing.T) {
+	c, err := ParseConfig("cfg", []byte("[basic]\nckpt_io = 5\nh5_single_file_enable = yes\nh5_single_file_dir = /pfs/vpr\n"+
+		"h5_single_file_prefix = run7\nh5_single_file_keep = true\nh5_single_file_inline = 1\n"))
+	require.NoError(t, err)
+	assert.Equal(t, 5, c.CkptIO)
+	assert.True(t, c.H5SingleFileEnable)
+	assert.True(t, c.H5SingleFileKeep)
+	assert.False(t, c.H5SingleFileNotInline)
+	dir, prefix := c.vprDirOf()
+	assert.Equal(t, "/pfs/vpr", dir)
+	assert.Equal(t, "run7", prefix)
+
+	c, err = ParseConfig("cfg", []byte("[basic]\nglbl_dir = /g\nckpt_io = 9\nh5_single_file_enable = 0\nh5_single_file_inline = 0\n"))
+	require.NoError(t, err)
+	assert.Equal(t, 0, c.CkptIO, "a mode FTI does not have keeps FTI-FF")
+	assert.False(t, c.H5SingleFileEnable)
+	assert.True(t, c.H5SingleFileNotInline)
+	dir, prefix = c.vprDirOf()
+	assert.Equal(t, "/g", dir, "FTI's default: glbl_dir")
+	assert.Equal(t, "VPR-h5", prefix, "FTI's default prefix")
+	for _, bad := range []string{"h5_single_file_keep = maybe", "h5_single_file_inline = 2x"} {
+		_, err := ParseConfig("cfg", []byte("[basic]\n"+bad+"\n"))
+		assert.ErrorIs(t, err, ErrConfig, bad)
 	}
 }
 
@@ -424,6 +455,8 @@ func TestFormatConfigRoundTrip(t *testing.T) {
 		c.Interval = [5]time.Duration{0, 3 * time.Minute, 90 * time.Second, 0, 2562047 * time.Hour}
 		c.KeepLastCkpt, c.LocalTest, c.Head = true, true, true
 		c.BlockSize, c.TransferSize, c.FastForward, c.MaxSyncIntv = 64<<10, 32<<20, 3, 64
+		c.CkptIO, c.H5SingleFileEnable, c.H5SingleFileKeep, c.H5SingleFileNotInline = 5, true, true, true
+		c.H5SingleFileDir, c.H5SingleFilePrefix = dir+"/h5", "pre"
 		b, err := FormatConfig(c)
 		require.NoError(t, err, dir)
 		back, err := ParseConfig("fmt", b)

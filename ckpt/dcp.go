@@ -133,10 +133,14 @@ type dcpWrite struct {
 	planErr error
 	hint    int64
 	readBy  bool // the level reads the whole data file and records its digest
+	// opts are the caller's file options (the datasets' extension area).
+	opts []fileformat.Option
+	// h5, when set, writes the checkpoint instead (ckpt_io = 5 at L4).
+	h5 levels.WriteFunc
 }
 
 func (w *dcpWrite) fileOptions() []fileformat.Option {
-	opts := []fileformat.Option{fileformat.WithClock(w.r.now), fileformat.WithBlockSize(w.r.blockSize())}
+	opts := append([]fileformat.Option{fileformat.WithClock(w.r.now), fileformat.WithBlockSize(w.r.blockSize())}, w.opts...)
 	if w.readBy {
 		// The level's transfer hashes the delta as it reads it and
 		// records that digest: no pass of the writer's own.
@@ -149,7 +153,7 @@ func (w *dcpWrite) fileOptions() []fileformat.Option {
 // A failure is reported by write, so that every rank still takes part.
 func (w *dcpWrite) prepare(lvl levels.ID) {
 	w.readBy = w.r.eng.ReadsData(lvl)
-	if !w.r.eng.OpensData(lvl) {
+	if w.h5 != nil || !w.r.eng.OpensData(lvl) {
 		return
 	}
 	if w.parent == nil {
@@ -166,6 +170,9 @@ func (w *dcpWrite) prepare(lvl levels.ID) {
 }
 
 func (w *dcpWrite) write(f vfd.File) (int64, levels.Digest, bool, error) {
+	if w.h5 != nil {
+		return w.h5(f)
+	}
 	r := w.r
 	opts := w.fileOptions()
 	if w.planErr != nil {
@@ -280,7 +287,20 @@ func (r *Runtime) compact(m *levels.Manifest) (*levels.Manifest, error) {
 // setLast makes m, just committed by this run, what Recover reads.
 func (r *Runtime) setLast(m *levels.Manifest) {
 	r.closeStored()
+	if r.reshape != nil {
+		r.reshape.close() // Recover now reads this run's own checkpoint
+		r.reshape = nil
+	}
 	r.last, r.recovered, r.restored = m, m, true
+	r.src, r.srcTask = levels.Source{}, nil
+	if f, ok := m.DataFile(r.c.Rank()); ok && f.Attrs[levels.AttrDigest] == levels.DigestH5 {
+		// The data lives in the L4 HDF5 file.
+		r.src = levels.Source{Store: r.env.Store(f.Where), Name: f.Attrs[levels.AttrContainer], Size: f.Size, Digest: f.Digest}
+		if f.Attrs[levels.AttrInContainer] != "" {
+			r.src.Store, r.srcTask = r.env.Global, &f
+		}
+		return
+	}
 	src, err := r.eng.Source(m)
 	if err != nil {
 		r.log.Debug("source of the new checkpoint", zap.Error(err))

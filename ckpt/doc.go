@@ -27,12 +27,20 @@
 //     checkpoint exists. A fallback to an older checkpoint is printed on
 //     rank 0's standard error ([WithWarnings]) and logged.
 //  2. [Protect] / [ProtectValue] (local) for every variable, on a restart
-//     as on a fresh run; protecting an id again replaces it.
-//  3. On a restart ([Runtime.Status] is Restart or RestartKept):
-//     [Runtime.Recover], [Runtime.RecoverVar], [Runtime.StoredSize],
-//     [Runtime.Realloc], all local: any subset of ranks may call them.
-//     They read the files Init verified and still check every block's
-//     hash as they read; after Recover, Status is Fresh, as FTI_Status is.
+//     as on a fresh run; protecting an id again replaces it. [ProtectRaw]
+//     registers memory Go does not manage (C memory behind the C API).
+//     Optionally [DefineDataset] / [Runtime.DefineGlobalDataset] and
+//     [Runtime.AddSubset] (local): global datasets and the hyperslab each
+//     variable holds of one (see "Global datasets" below).
+//  3. On a restart ([Runtime.Status] is Restart, RestartKept or
+//     RestartVPR): [Runtime.Recover], [Runtime.RecoverVar],
+//     [Runtime.RecoverVarByName], [Runtime.StoredSize],
+//     [Runtime.Realloc]. They read the files Init verified and still check
+//     every block's hash as they read; after Recover, Status is Fresh, as
+//     FTI_Status is. On a restart of the shape that wrote the checkpoint
+//     they are local: any subset of ranks may call them. On a restart
+//     from data another shape wrote ([Runtime.Reshaped]) Recover,
+//     RecoverVar and RecoverVarByName are collective (see below).
 //  4. In the loop: [Runtime.Snapshot] every iteration, or
 //     [Runtime.Checkpoint] explicitly (both collective). A checkpoint is
 //     committed only when every rank wrote it; otherwise every rank gets
@@ -63,6 +71,101 @@
 // is not running (ftigo rebuild), in an in-process world shaped like the
 // newest checkpoint, under the same lock.
 //
+// # Global datasets and restarts on another shape
+//
+// A global dataset (FTI_DefineGlobalDataset) is an array of 1 to 32
+// dimensions with an id, a name (its path in an HDF5 file) and an element
+// type; [Runtime.AddSubset] (FTI_AddSubset) maps a protected variable
+// onto the hyperslab (offset, count) it holds, its elements in row-major
+// order. Every checkpoint file records the rank's datasets and subsets
+// (FTI-FF version 2, docs/format/ftiff.md). At each checkpoint the
+// declarations of all ranks are checked together when any rank changed
+// its own: one id defined differently, one name used twice, two subsets
+// sharing an element or, unless the dataset is Sparse, an element no
+// subset covers is an error wrapping [ErrDataset] and the dataset
+// package's sentinel, naming the ranks, variables and elements, and
+// nothing is written. A variable whose length is not its subset's fails
+// the checkpoint the same way.
+//
+// A restart is redistributing ([Runtime.Reshaped]) when the checkpoint
+// was written by another number of ranks, by the same number placed
+// otherwise on the nodes (ranks that moved between hosts, another
+// node_size or group_size), or is a level-9 HDF5 file. Init recovers such
+// a checkpoint like any other, newest first, with a verification pass of
+// its own (package levels, reshape.go): the lowest rank of each node of
+// this run lists the checkpoint's files in every old node directory it
+// can see (ckpt_dir/node%04d; under MPI with node-local disks, those on
+// its own disk), each old rank's data is found in its data file, its L2
+// partner copy, its task of the L4 container or the L4 HDF5 file, and
+// every such source is verified completely by one rank that sees it, the
+// work spread by bytes; a source that fails gives way to the next. At L3
+// a rank that sees every surviving node directory rebuilds the lost files
+// first (the old groups decoded in-process, as ftigo rebuild does). The
+// old ranks' variables, datasets and subsets are then known on every
+// rank. A checkpoint no rank can read completely is passed over for an
+// older one, as always.
+//
+// Recover then redistributes: every rank declares its datasets and
+// subsets (the same datasets as the checkpoint's: another shape, element
+// type or name is an error wrapping dataset.ErrMismatch), the new
+// decomposition is checked as a checkpoint would check it, and each rank
+// gets its hyperslabs from whichever old ranks' data holds those
+// elements, in merged row-major runs, every block hash checked; elements
+// of a Sparse dataset no old rank held read as zero. A rank reads the
+// sources it can see itself; the rank that verified a source sends the
+// runs of it the others need over the communicator (pairwise rounds of
+// messages of at most 8 MiB). A variable that belongs to no dataset is
+// restored from one old rank when one rank count divides the other: new
+// rank q of M takes old rank floor(q·N/M)'s copy of N (the same rank when
+// M = N; the first of the k old ranks it replaces when N = kM; the old
+// rank each group of k new ranks comes from when M = kN); otherwise it is
+// an error naming the variable: map it onto a dataset. A value every rank
+// shares, such as an iteration counter, is one element of a dataset that
+// rank 0 maps (the others map zero elements) and is broadcast after
+// Recover, or stays outside the datasets when the counts divide (as
+// heat2d does). A variable that was part of a dataset in the checkpoint
+// must be mapped again with AddSubset. [Runtime.StoredSize],
+// [Runtime.Realloc] and [Runtime.IDByName] stay local: they answer from
+// the metadata Init gathered. [Runtime.OldRanks] says how many ranks wrote
+// the data. Once the run commits a checkpoint of its own, Recover reads
+// that one, locally, as in FTI.
+//
+// A restart of the same shape with a changed decomposition is not
+// redistributed (a local Recover cannot fetch other ranks' data): a
+// variable whose subset differs from the stored one fails with
+// [ErrVarMismatch] naming both.
+//
+// # HDF5 checkpoints: ckpt_io = 5 and level 9
+//
+// With ckpt_io = 5, L4 checkpoints are one HDF5 file, l4.h5 in the
+// checkpoint's global directory (package h5ckpt, docs/format/h5ckpt.md):
+// every rank writes its subsets straight into the global datasets and its
+// other variables into datasets of its own, in parallel; the manifest
+// records the file's tables hash (covering every block hash) as the
+// digest. h5py and h5dump read each global dataset whole under its name.
+// A restart of the same shape reads its rank's part of the file; any
+// other restart redistributes from it.
+//
+// With h5_single_file_enable = 1, [Runtime.Checkpoint] at level 9
+// ([LevelH5Single], FTI_L4_H5_SINGLE) writes the checkpoint as the HDF5
+// file h5_single_file_dir/h5_single_file_prefix-ID<id, 8 digits>.h5
+// (defaults: glbl_dir and "VPR-h5", FTI's), outside the rotation of
+// levels 1-4: it supersedes none of them and none supersedes it; unless
+// h5_single_file_keep = 1 it replaces the previous level-9 file. A level-9
+// file is committed by a record in meta_dir/h5single written after it, so
+// a crash leaves either the previous state or the new file recorded. A
+// restart considers the level-9 files beside the committed checkpoints:
+// one newer than every committed checkpoint is tried first, older ones
+// only when no committed checkpoint is recoverable; its blocks are
+// verified at Init (each rank a share of the old ranks), the status is
+// RestartVPR, [Runtime.Recovered] describes the file (level 9, no files),
+// and Recover redistributes from it on any number of ranks. Finalize
+// removes the records (with keep_last_ckpt, all but the newest) and
+// leaves the files, the run's HDF5 output; a finished run never restarts
+// from them. Level 9 without h5_single_file_enable is an error wrapping
+// [ErrLevelUnavailable]. h5_single_file_inline = 0 (writing by head
+// ranks) is warned about: ftigo writes the file inline.
+//
 // # Where ftigo differs from FTI
 //
 // Deliberately, to be safer:
@@ -77,6 +180,16 @@
 //   - Init locks meta_dir; FTI lets two jobs share directories.
 //   - Init with a nil communicator and every method of a nil *Runtime
 //     return errors ([ErrNilArgument]).
+//   - Recover, RecoverVar and RecoverVarByName are collective on a
+//     redistributing restart (FTI's are local, except its variate
+//     processor restart, which is collective through parallel HDF5 as
+//     well); ftigo redistributes from any level, FTI only from its HDF5
+//     single file, and decides by itself (FTI needs failure = 3).
+//   - Subsets of one dataset must not overlap, nor leave gaps unless the
+//     dataset is Sparse (FTI lets ranks write the same elements, the last
+//     writer winning, and leaves gaps unwritten).
+//   - A level-9 file is committed by a record in meta_dir, so a file cut
+//     short by a crash is never restarted from.
 //   - Differential checkpoints never rewrite a file a committed checkpoint
 //     depends on (FTI's FTI-FF dCP rewrites one file per rank in place,
 //     its POSIX dCP appends to one): each is a new delta file committed by
@@ -104,17 +217,19 @@
 //
 // Values asking for an FTI feature ftigo does not have are accepted with
 // a warning naming the key and value ([Config].Warnings, logged by Init on
-// rank 0): ckpt_io = 2 (MPI-IO), 5 (HDF5) or 6 (IME), enable_staging, inline_l2/l3/l4 = 0,
-// head = 1 and keep_heads_alive = 1 (post-processing by head ranks; ftigo
-// post-processes inline), h5_single_file_enable and failure = 3 (variate
-// processor restart), and failure = 1 or 2 (ftigo keeps the restart state
-// in meta_dir, never in the config file). Their harmless values (failure
-// = 0, inline_lN = 1, head = 0, h5_single_file_* settings without their
-// enable key) load silently, as do ckpt_io = 1, 3 and 4: ftigo writes
-// FTI-FF files at L1-L3 and one SIONlib container at L4; a dcp_lN
-// interval without enable_dcp is warned about (FTI takes those
-// checkpoints whole). [FormatConfig] writes a Config back as config.fti
-// text.
+// rank 0): ckpt_io = 2 (MPI-IO) or 6 (IME), enable_staging,
+// inline_l2/l3/l4 = 0, h5_single_file_inline = 0, head = 1 and
+// keep_heads_alive = 1 (post-processing by head ranks; ftigo
+// post-processes inline), and failure = 1, 2 or 3 (ftigo keeps the
+// restart state in meta_dir, never in the config file, and needs no
+// request for a variate processor restart). Their harmless values
+// (failure = 0, inline_lN = 1, head = 0) load silently, as do ckpt_io =
+// 1, 3 and 4 (ftigo writes FTI-FF files at L1-L3 and one SIONlib
+// container at L4) and ckpt_io = 5 (L4 as one HDF5 file, always whole:
+// differential L4 checkpoints are taken whole with it); the
+// h5_single_file_* keys configure level 9; a dcp_lN interval without
+// enable_dcp is warned about (FTI takes those checkpoints whole).
+// [FormatConfig] writes a Config back as config.fti text.
 //
 // ftigo extensions: intervals as Go durations (ckpt_l1 = 30s), fractional
 // minutes, keep_last_n (keep the newest n checkpoints) and l3_parity in
@@ -193,8 +308,10 @@
 // A [Runtime] belongs to one rank and is used from that rank's goroutine
 // only; ranks of an in-process world each have their own. Collective calls
 // (Init, Checkpoint, Snapshot, Finalize) must be made by every rank in the
-// same order with the same arguments; Protect, Recover, RecoverVar,
-// StoredSize, Realloc and Close are local.
+// same order with the same arguments; Protect, DefineDataset, AddSubset,
+// StoredSize, Realloc and Close are local, and so are Recover, RecoverVar
+// and RecoverVarByName except on a redistributing restart, where every
+// rank calls them in the same order (each with the variable it wants).
 // Protected memory must not change while Checkpoint or Snapshot runs: it
 // is written in place, without a copy. Restart state lives in meta_dir;
 // the configuration file is only read.

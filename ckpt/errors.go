@@ -36,6 +36,9 @@ var (
 	ErrBadType = errors.New("ckpt: element type is not fixed-size and pointer-free")
 	// ErrBadID is returned for a negative id or one above max_var_id.
 	ErrBadID = errors.New("ckpt: bad id")
+	// ErrNameTaken is returned by Protect for a name another protected
+	// variable already has: names must identify variables (RecoverVarByName).
+	ErrNameTaken = errors.New("ckpt: variable name already protected under another id")
 	// ErrFinalized is returned by every call after Finalize.
 	ErrFinalized = errors.New("ckpt: runtime finalized")
 	// ErrMetadataLost is returned by Init when a checkpoint's files or
@@ -57,4 +60,10 @@ var (
 	// ErrMismatchedCall is returned when ranks call a collective with
 	// different arguments (checkpoint id or level).
 	ErrMismatchedCall = errors.New("ckpt: ranks disagree on the call's arguments")
+	// ErrDataset is wrapped by every error about global datasets and
+	// subsets (DefineDataset, AddSubset, and their check at Checkpoint and
+	// at a redistributing Recover), together with the dataset package's
+	// sentinel saying what is wrong (dataset.ErrOverlap, ErrGap,
+	// ErrDuplicate, ErrInvalid, ErrUnknown, ErrMismatch).
+	ErrDataset = errors.New("ckpt: global dataset")
 )

@@ -34,7 +34,9 @@ type variable struct {
 }
 
 // Protect registers the slice *p under id (and optionally a name) so that
-// every checkpoint stores it and Recover restores it. T must be a
+// every checkpoint stores it and Recover restores it. A name identifies
+// the variable across runs ([Runtime.RecoverVarByName]); two protected
+// variables cannot share one ([ErrNameTaken]). T must be a
 // fixed-size type without pointers (numbers, bools, arrays and structs of
 // them); the bytes are read in place, without a copy. Protecting an id
 // again replaces the registration (a new slice, a new length). Recover
@@ -85,6 +87,9 @@ func Protect[T any](r *Runtime, id int, p *[]T, name ...string) error {
 	if len(name) > 0 {
 		v.name = name[0]
 	}
+	if err := r.checkName(id, v.name); err != nil {
+		return err
+	}
 	return r.protect(v)
 }
 
@@ -105,6 +110,9 @@ func ProtectValue(r *Runtime, id int, v Serializer, name ...string) error {
 	}
 	if len(name) > 0 {
 		vr.name = name[0]
+	}
+	if err := r.checkName(id, vr.name); err != nil {
+		return err
 	}
 	return r.protect(vr)
 }

@@ -3,16 +3,32 @@ package ckpt
 import (
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/h5ckpt"
 	"github.com/ftigo/ftigo/levels"
-	"github.com/ftigo/ftigo/vfd"
 )
+
+// varReader reads one rank's stored variables: an FTI-FF file
+// (*fileformat.Reader) or the rank's part of an HDF5 checkpoint.
+type varReader interface {
+	Var(id int32) (fileformat.VarInfo, error)
+	VarByName(name string) (fileformat.VarInfo, error)
+	ReadVar(id int32, dst []byte) error
+	ReadVarAt(id int32, dst []byte, off int64) error
+	StoredSize(id int32) (int64, error)
+	SubsetOf(id int32) (fileformat.Subset, bool)
+	Vars() []fileformat.VarInfo
+}
 
 // storedFile is the recovered data file, open for reading.
 type storedFile struct {
-	f vfd.File
-	r *fileformat.Reader
+	c io.Closer
+	r varReader
+	// layout is the FTI-FF layout of the file (nil for an HDF5 one).
+	layout *fileformat.Layout
 }
 
 func (r *Runtime) openStored() (*storedFile, error) {
@@ -20,6 +36,19 @@ func (r *Runtime) openStored() (*storedFile, error) {
 		return nil, ErrNoCheckpoint
 	}
 	if r.stored != nil {
+		return r.stored, nil
+	}
+	if r.reshape != nil {
+		return nil, fmt.Errorf("%w: the run restarted from %s, which another shape wrote: its data is redistributed by the collective Recover, RecoverVar and RecoverVarByName", errReshaped, r.reshape.what)
+	}
+	s := r.src.Store
+	if r.srcTask != nil && r.srcTask.Attrs[levels.AttrDigest] == levels.DigestH5 {
+		// The data lives in the L4 HDF5 file.
+		hf, err := h5ckpt.Open(s.Driver, s.Path(r.src.Name), h5ckpt.WithLogger(r.log))
+		if err != nil {
+			return nil, fmt.Errorf("ckpt: open recovered file: %w", err)
+		}
+		r.stored = &storedFile{c: hf, r: &h5Rank{f: hf, rank: r.c.Rank()}}
 		return r.stored, nil
 	}
 	// The data file, the rank's task of the L4 container, or the image of
@@ -32,15 +61,64 @@ func (r *Runtime) openStored() (*storedFile, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("ckpt: read recovered file: %w", err), f.Close())
 	}
-	r.stored = &storedFile{f: f, r: rd}
+	r.stored = &storedFile{c: f, r: rd, layout: rd.Layout()}
 	return r.stored, nil
 }
 
 func (r *Runtime) closeStored() {
 	if r.stored != nil {
-		r.stored.f.Close()
+		r.stored.c.Close()
 		r.stored = nil
 	}
+}
+
+// h5Rank is one rank's variables in an HDF5 checkpoint.
+type h5Rank struct {
+	f    *h5ckpt.File
+	rank int
+}
+
+func (h *h5Rank) Vars() []fileformat.VarInfo { return h.f.Vars(h.rank) }
+
+func (h *h5Rank) Var(id int32) (fileformat.VarInfo, error) {
+	for _, v := range h.f.Vars(h.rank) {
+		if v.ID == id {
+			return v, nil
+		}
+	}
+	return fileformat.VarInfo{}, fmt.Errorf("%w: rank %d variable %d", fileformat.ErrNoVar, h.rank, id)
+}
+
+func (h *h5Rank) VarByName(name string) (fileformat.VarInfo, error) {
+	found := -1
+	vs := h.f.Vars(h.rank)
+	for i, v := range vs {
+		if v.Name == name {
+			if found >= 0 {
+				return fileformat.VarInfo{}, fmt.Errorf("variables %d and %d of rank %d are both named %q: %w", vs[found].ID, v.ID, h.rank, name, fileformat.ErrNoVar)
+			}
+			found = i
+		}
+	}
+	if found < 0 {
+		return fileformat.VarInfo{}, fmt.Errorf("rank %d has no variable named %q: %w", h.rank, name, fileformat.ErrNoVar)
+	}
+	return vs[found], nil
+}
+
+func (h *h5Rank) ReadVar(id int32, dst []byte) error { return h.f.ReadVar(h.rank, id, dst) }
+
+func (h *h5Rank) ReadVarAt(id int32, dst []byte, off int64) error {
+	return h.f.ReadVarAt(h.rank, id, dst, off)
+}
+
+func (h *h5Rank) StoredSize(id int32) (int64, error) {
+	v, err := h.Var(id)
+	return v.Size, err
+}
+
+func (h *h5Rank) SubsetOf(id int32) (fileformat.Subset, bool) {
+	return h.f.Decomposition().SubsetOf(h.rank, id)
 }
 
 // Recover restores every protected variable from the checkpoint Init
@@ -53,7 +131,14 @@ func (r *Runtime) closeStored() {
 // does.
 //
 // Recover is local, as in FTI: any subset of ranks may call it, in any
-// order. It reads files Init has already verified completely (and rebuilt
+// order — except on a redistributing restart ([Runtime.Reshaped]: data
+// another rank count, placement or a level-9 file wrote), where it is
+// collective: every rank calls it, declares the subsets of its global
+// datasets first ([Runtime.AddSubset]), and receives its hyperslabs from
+// whichever old ranks hold them (variables outside the datasets from old
+// rank floor(rank·N/M) when N and M divide; see the package doc). Errors
+// are then the same on every rank, and on failure every variable asked
+// for is zeroed. It reads files Init has already verified completely (and rebuilt
 // from redundancy, or chosen an older checkpoint for, when needed), and
 // it still checks every block against its hash as it reads it: a block
 // that does not match was changed after Init, and Recover returns a
@@ -67,9 +152,15 @@ func (r *Runtime) Recover() error {
 	if r.recovered == nil {
 		return ErrNoCheckpoint
 	}
-	for _, id := range r.order {
-		if err := r.recoverVar(id); err != nil {
+	if r.reshape != nil {
+		if err := r.recoverReshaped(slices.Clone(r.order), false); err != nil {
 			return err
+		}
+	} else {
+		for _, id := range r.order {
+			if err := r.recoverVar(id); err != nil {
+				return err
+			}
 		}
 	}
 	r.restored = true
@@ -80,10 +171,18 @@ func (r *Runtime) Recover() error {
 // RecoverVar restores one protected variable (FTI_RecoverVar), every
 // block checked against its hash as it is read; data that does not match
 // is an error (wrapping the fileformat corruption) and the variable is
-// zeroed. Local.
+// zeroed. Local; collective on a redistributing restart (every rank
+// calls it, each with the variable it wants), as Recover.
 func (r *Runtime) RecoverVar(id int) error {
 	if err := r.usable("RecoverVar"); err != nil {
 		return err
+	}
+	if r.reshape != nil {
+		if _, ok := r.vars[id]; !ok {
+			// Still collective: the other ranks wait for this one.
+			return r.recoverReshapedMissing(fmt.Errorf("%w: id %d", ErrNotProtected, id))
+		}
+		return r.recoverReshaped([]int{id}, false)
 	}
 	return r.recoverVar(id)
 }
@@ -112,10 +211,14 @@ func (r *Runtime) recoverVar(id int) error {
 
 // StoredSize returns the size in bytes of variable id in the checkpoint
 // Recover reads (FTI_GetStoredSize); the slice given to Protect is resized to
-// it by Recover. Local.
+// it by Recover. On a redistributing restart it is the size of the
+// variable's subset, or of the old rank's copy it will receive. Local.
 func (r *Runtime) StoredSize(id int) (int64, error) {
 	if err := r.usable("StoredSize"); err != nil {
 		return 0, err
+	}
+	if r.reshape != nil {
+		return r.reshapeStoredSize(id)
 	}
 	st, err := r.openStored()
 	if err != nil {
@@ -133,6 +236,14 @@ func (r *Runtime) StoredSize(id int) (int64, error) {
 // before Recover. Local.
 func (r *Runtime) Realloc(id int) error {
 	if err := r.usable("Realloc"); err != nil {
+		return err
+	}
+	if r.reshape != nil {
+		n, err := r.reshapeStoredSize(id)
+		if err != nil {
+			return err
+		}
+		_, err = r.vars[id].target(n)
 		return err
 	}
 	v, info, _, err := r.storedVar(id)
@@ -163,5 +274,26 @@ func (r *Runtime) storedVar(id int) (*variable, fileformat.VarInfo, *storedFile,
 		return nil, fileformat.VarInfo{}, nil, fmt.Errorf("%w: variable %d is protected as %s (%v, %d bytes) but stored as %v with %d-byte elements",
 			ErrVarMismatch, id, v.goType, v.typ, v.elemSize, info.Type, info.ElemSize)
 	}
+	if err := r.sameSubset(id, st); err != nil {
+		return nil, fileformat.VarInfo{}, nil, err
+	}
 	return v, info, st, nil
+}
+
+// sameSubset refuses to restore variable id from a checkpoint of this
+// run's shape when it maps onto another hyperslab of a global dataset
+// now than when it was stored: the bytes of this rank's file are not the
+// new hyperslab's, and a local Recover cannot fetch the others.
+func (r *Runtime) sameSubset(id int, st *storedFile) error {
+	now, ok := r.subsets[id]
+	if !ok {
+		return nil
+	}
+	was, ok := st.r.SubsetOf(int32(id))
+	if !ok || (was.Dataset == now.Dataset && slices.Equal(was.Offset, now.Offset) && slices.Equal(was.Count, now.Count)) {
+		return nil
+	}
+	return fmt.Errorf("%w: %w: variable %d maps onto dataset %d at offset %v count %v in this run, but checkpoint %d stored it as dataset %d at offset %v count %v: "+
+		"Recover redistributes a decomposition only when the rank count or the placement changed; restart with the decomposition the checkpoint was written with",
+		ErrVarMismatch, ErrDataset, id, now.Dataset, now.Offset, now.Count, r.recovered.ID, was.Dataset, was.Offset, was.Count)
 }

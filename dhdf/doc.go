@@ -34,7 +34,9 @@
 //	s.Close()
 //
 // A missing AHF is an error ([ErrMissingFile]), never fill values; chunk
-// data is checked against its CRC32C on every read ([ErrChecksum]).
+// data is checked against its CRC32C on every read ([ErrChecksum]), and
+// the File_Info and chunk tables against theirs when opened. [Verify]
+// checks a whole set, every byte an HDF5 reader can see.
 //
 // Concurrency: a [Writer] belongs to one goroutine (one per rank under
 // CreateParallel). A [Set] may be read from several goroutines; Close

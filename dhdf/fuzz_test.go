@@ -1,6 +1,8 @@
 package dhdf
 
 import (
+	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/ftigo/ftigo/vfd"
@@ -20,6 +22,14 @@ func FuzzOpen(f *testing.F) {
 	}
 	f.Add(files["tiny.h5"])
 	f.Add(files["tiny.h5"][:len(files["tiny.h5"])/2])
+	// The global heap claiming far more than the file.
+	if i := bytes.Index(files["tiny.h5"], []byte("GCOL")); i > 0 {
+		for _, size := range []uint64{1 << 40, ^uint64(0), 1 << 28} {
+			b := bytes.Clone(files["tiny.h5"])
+			binary.LittleEndian.PutUint64(b[i+8:], size)
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, mhf []byte) {
 		c := vfd.NewCore()
 		for n, b := range files {

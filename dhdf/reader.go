@@ -1,6 +1,7 @@
 package dhdf
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -93,19 +94,55 @@ func (s *Set) identity(m *member, p string) (string, int64, error) {
 	return id, fid, nil
 }
 
-func (s *Set) table(m *member, p, name string, t h5.Datatype) (*h5.Object, []byte, error) {
+// tableReadSize is about how many bytes of a table are read at a time.
+const tableReadSize = 1 << 20
+
+// readTable checks that name in member m (file p) is a 1-D contiguous
+// dataset of type t, with want rows unless want is negative, and reads it
+// in pieces of about tableReadSize bytes, calling row with each row's
+// bytes in order, so a table is never held whole in memory. When the
+// table has a checksum_crc32c attribute (every writer since the attribute
+// was added puts one) its data must match it; files without it are read
+// without this check.
+func (s *Set) readTable(m *member, p, name string, t h5.Datatype, want int, row func(i int, b []byte) error) error {
 	o, err := m.h.Lookup(name)
 	if err != nil {
-		return nil, nil, s.corrupt(p, "%w: no %s table", ErrNotSet, name)
+		return s.corrupt(p, "%w: no %s table", ErrNotSet, name)
 	}
 	if o.Kind != h5.KindDataset || o.IsVirtual() || !o.Type.Equal(t) || len(o.Dims) != 1 {
-		return nil, nil, s.corrupt(p, "%w: %s is not a table of %s", ErrNotSet, name, t.Name())
+		return s.corrupt(p, "%w: %s is not a table of %s", ErrNotSet, name, t.Name())
 	}
-	b, err := m.h.ReadData(o)
-	if err != nil {
-		return nil, nil, err
+	rows := o.Dims[0]
+	if want >= 0 && rows != uint64(want) {
+		return s.corrupt(p, "%w: %s has %d rows, want %d", ErrInconsistent, name, rows, want)
 	}
-	return o, b, nil
+	sz := uint64(t.Size)
+	per := max(tableReadSize/sz, 1)
+	buf := make([]byte, min(rows, per)*sz)
+	crc := uint32(0)
+	for r := uint64(0); r < rows; {
+		k := min(rows-r, per)
+		b := buf[:k*sz]
+		if err := m.h.ReadDataAt(o, b, r*sz); err != nil {
+			return err
+		}
+		crc = crc32.Update(crc, castagnoli, b)
+		for j := uint64(0); j < k; j++ {
+			if err := row(int(r+j), b[j*sz:(j+1)*sz]); err != nil {
+				return err
+			}
+		}
+		r += k
+	}
+	if a, ok := o.Attr(attrCRC); ok {
+		if a.Type.Class != h5.ClassFixed || a.Type.Size != 4 || a.Dims != nil {
+			return s.corrupt(p, "%w: %s: %s is not a uint32", ErrInconsistent, name, attrCRC)
+		}
+		if want := uint32(a.Int64s()[0]); crc != want {
+			return &CorruptionError{Path: p, Offset: int64(o.DataAddr), Err: fmt.Errorf("%w: table %s: crc32c %08x, stored %08x", ErrChecksum, name, crc, want)}
+		}
+	}
+	return nil
 }
 
 func (s *Set) open() error {
@@ -122,39 +159,69 @@ func (s *Set) open() error {
 		return s.corrupt(s.path, "%w: %s is file %d, not the main file", ErrNotSet, s.path, fid)
 	}
 	s.setID = setID
-	_, b, err := s.table(mhf, s.path, "/"+FileInfoName, fileInfoType)
+	dir := path.Dir(s.path)
+	err = s.readTable(mhf, s.path, "/"+FileInfoName, fileInfoType, -1, func(i int, row []byte) error {
+		fi := decodeFileInfoRow(row)
+		if fi.ID != int32(i) || !validObjName(fi.Name) || !validHost(fi.Host) || !bytes.Equal(encodeFileInfo([]FileInfo{fi}), row) {
+			return s.corrupt(s.path, "%w: File_Info row %d (id %d, %q, host %q) is not a valid row %d", ErrInconsistent, i, fi.ID, fi.Name, fi.Host, i)
+		}
+		s.files = append(s.files, fi)
+		if i == 0 {
+			return nil
+		}
+		return s.openAHF(dir, fi)
+	})
 	if err != nil {
 		return err
 	}
-	s.files = decodeFileInfo(b)
-	if len(s.files) == 0 || s.files[0].ID != 0 {
+	if len(s.files) == 0 {
 		return s.corrupt(s.path, "%w: File_Info does not start with the main file", ErrInconsistent)
 	}
 	mhf.info = s.files[0]
-	dir := path.Dir(s.path)
-	for i, fi := range s.files[1:] {
-		if fi.ID != int32(i+1) || !validObjName(fi.Name) {
-			return s.corrupt(s.path, "%w: File_Info row %d (id %d, %q)", ErrInconsistent, i+1, fi.ID, fi.Name)
-		}
-		p := path.Join(dir, fi.Name)
-		m, err := s.openFile(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%w: %s (file id %d): %w", ErrMissingFile, p, fi.ID, err)
-		}
-		if err != nil {
-			return fmt.Errorf("dhdf: open %s: %w", p, err)
-		}
-		m.info = fi
-		s.mem[fi.ID] = m
-		id, fid, err := s.identity(m, p)
+	for _, fi := range s.files[1:] {
+		// Each AHF's File_Info holds the MHF's row and its own, as the
+		// MHF's File_Info does (under the parallel writer the MHF row's
+		// host is the one of the rank that wrote the AHF).
+		m := s.mem[fi.ID]
+		p := m.h.Path()
+		err := s.readTable(m, p, "/"+FileInfoName, fileInfoType, 2, func(i int, row []byte) error {
+			r := decodeFileInfoRow(row)
+			want := fi
+			if i == 0 {
+				want = FileInfo{ID: 0, Name: s.files[0].Name, Host: r.Host}
+			}
+			if r != want || !validHost(r.Host) || !bytes.Equal(encodeFileInfo([]FileInfo{r}), row) {
+				return s.corrupt(p, "%w: File_Info row %d (id %d, %q, host %q) differs from the main file's", ErrInconsistent, i, r.ID, r.Name, r.Host)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		if id != setID || fid != int64(fi.ID) {
-			return s.corrupt(p, "%w: set %q file %d, want set %q file %d", ErrForeignFile, id, fid, setID, fi.ID)
-		}
 	}
 	return s.readSDSs(mhf)
+}
+
+// openAHF opens the AHF of File_Info row fi and checks its identity.
+func (s *Set) openAHF(dir string, fi FileInfo) error {
+	p := path.Join(dir, fi.Name)
+	m, err := s.openFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s (file id %d): %w", ErrMissingFile, p, fi.ID, err)
+	}
+	if err != nil {
+		return fmt.Errorf("dhdf: open %s: %w", p, err)
+	}
+	m.info = fi
+	s.mem[fi.ID] = m
+	id, fid, err := s.identity(m, p)
+	if err != nil {
+		return err
+	}
+	if id != s.setID || fid != int64(fi.ID) {
+		return s.corrupt(p, "%w: set %q file %d, want set %q file %d", ErrForeignFile, id, fid, s.setID, fi.ID)
+	}
+	return nil
 }
 
 func (s *Set) readSDSs(mhf *member) error {
@@ -174,13 +241,17 @@ func (s *Set) readSDSs(mhf *member) error {
 		if err := info.SDS.validate(); err != nil {
 			return s.corrupt(s.path, "%w: SDS %q: %v", ErrInconsistent, l.Name, err)
 		}
-		_, b, err := s.table(mhf, s.path, "/"+ChunkTablesDir+"/"+l.Name, chunkTableType)
+		tname := "/" + ChunkTablesDir + "/" + l.Name
+		err := s.readTable(mhf, s.path, tname, chunkTableType, len(o.Virtual), func(i int, row []byte) error {
+			c := decodeChunkRow(row, len(o.Dims))
+			if !bytes.Equal(encodeChunkTable([]Chunk{c}), row) {
+				return s.corrupt(s.path, "%w: SDS %q: chunk table row %d (%q) has bytes past its name or rank", ErrInconsistent, l.Name, i, c.Name)
+			}
+			info.Chunks = append(info.Chunks, c)
+			return nil
+		})
 		if err != nil {
 			return err
-		}
-		info.Chunks = decodeChunkTable(b, len(o.Dims))
-		if len(info.Chunks) != len(o.Virtual) {
-			return s.corrupt(s.path, "%w: SDS %q: %d chunks in the table, %d virtual mappings", ErrInconsistent, l.Name, len(info.Chunks), len(o.Virtual))
 		}
 		placed := newChunkSet(len(o.Dims))
 		for i, c := range info.Chunks {
@@ -236,7 +307,11 @@ func (s *Set) ReadChunk(sds, chunk string) ([]byte, error) {
 	}
 	for _, c := range info.Chunks {
 		if c.Name == chunk {
-			b := make([]byte, nbytes(info.Type, c.Dims))
+			n := nbytes(info.Type, c.Dims)
+			if n > uint64(s.opts.MaxRead) {
+				return nil, fmt.Errorf("%w: chunk %q of SDS %q is %d bytes, limit %d", ErrTooLarge, chunk, sds, n, s.opts.MaxRead)
+			}
+			b := make([]byte, n)
 			return b, s.readChunkInto(info, c, b)
 		}
 	}
@@ -252,17 +327,26 @@ func (s *Set) readChunkInto(info SDSInfo, c Chunk, b []byte) error {
 	if err != nil {
 		return err
 	}
+	want, err := s.chunkCRC(m, o, c)
+	if err != nil {
+		return err
+	}
 	if err := m.h.ReadDataInto(o, b); err != nil {
 		return err
 	}
-	a, ok := o.Attr(attrCRC)
-	if !ok || a.Type.Class != h5.ClassFixed || a.Type.Size != 4 || a.Dims != nil {
-		return s.corrupt(m.h.Path(), "%w: chunk %q has no %s attribute", ErrInconsistent, c.Name, attrCRC)
-	}
-	if got, want := crc32.Checksum(b, castagnoli), uint32(a.Int64s()[0]); got != want {
+	if got := crc32.Checksum(b, castagnoli); got != want {
 		return &CorruptionError{Path: m.h.Path(), Offset: int64(o.DataAddr), Err: fmt.Errorf("%w: chunk %q: crc32c %08x, stored %08x", ErrChecksum, c.Name, got, want)}
 	}
 	return nil
+}
+
+// chunkCRC returns the checksum_crc32c attribute of chunk c's dataset o.
+func (s *Set) chunkCRC(m *member, o *h5.Object, c Chunk) (uint32, error) {
+	a, ok := o.Attr(attrCRC)
+	if !ok || a.Type.Class != h5.ClassFixed || a.Type.Size != 4 || a.Dims != nil {
+		return 0, s.corrupt(m.h.Path(), "%w: chunk %q has no %s attribute", ErrInconsistent, c.Name, attrCRC)
+	}
+	return uint32(a.Int64s()[0]), nil
 }
 
 // ReadSDS returns the whole SDS stitched from its chunks, row-major;

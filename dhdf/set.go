@@ -1,6 +1,7 @@
 package dhdf
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"path"
@@ -60,7 +61,7 @@ type Options struct {
 	Logger   *zap.Logger      // nil means zap.NewNop()
 	Now      func() time.Time // clock for the set id; nil means time.Now
 	HostName string           // recorded in File_Info; "" means "localhost"
-	// MaxRead caps the bytes ReadSDS allocates; 0 means 4 GiB.
+	// MaxRead caps the bytes ReadSDS and ReadChunk allocate; 0 means 4 GiB.
 	MaxRead int64
 	// OneSyncAHF syncs each AHF once, after its superblock, instead of
 	// before and after it. The set stays all-or-nothing (the MHF gets its
@@ -207,18 +208,33 @@ func encodeFileInfo(rows []FileInfo) []byte {
 	return b
 }
 
-func cstr(b []byte) string { return strings.TrimRight(string(b), "\x00") }
+// cstr returns the text of a fixed-length NULLPAD field: the bytes before
+// the first NUL. (A row is then checked to re-encode to its own bytes, so
+// anything after that NUL makes it invalid rather than silently ignored.)
+func cstr(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// validHost reports whether a host name fits File_Info: shorter than the
+// field, without NUL.
+func validHost(s string) bool { return len(s) < nameLen && strings.IndexByte(s, 0) < 0 }
+
+func decodeFileInfoRow(r []byte) FileInfo {
+	return FileInfo{
+		ID:   int32(binary.LittleEndian.Uint32(r)),
+		Name: cstr(r[4 : 4+nameLen]),
+		Host: cstr(r[4+nameLen : 4+2*nameLen]),
+	}
+}
 
 func decodeFileInfo(b []byte) []FileInfo {
 	sz := int(fileInfoType.Size)
 	var rows []FileInfo
 	for i := 0; i+sz <= len(b); i += sz {
-		r := b[i : i+sz]
-		rows = append(rows, FileInfo{
-			ID:   int32(binary.LittleEndian.Uint32(r)),
-			Name: cstr(r[4 : 4+nameLen]),
-			Host: cstr(r[4+nameLen : 4+2*nameLen]),
-		})
+		rows = append(rows, decodeFileInfoRow(b[i:i+sz]))
 	}
 	return rows
 }
@@ -245,16 +261,19 @@ func decodeChunkTable(b []byte, rank int) []Chunk {
 	sz := int(chunkTableType.Size)
 	var cs []Chunk
 	for i := 0; i+sz <= len(b); i += sz {
-		r := b[i : i+sz]
-		c := Chunk{FileID: int32(binary.LittleEndian.Uint32(r)), Name: cstr(r[4 : 4+nameLen])}
-		p := r[4+nameLen:]
-		for k := 0; k < rank && k < maxRank; k++ {
-			c.Dims = append(c.Dims, uint64(binary.LittleEndian.Uint32(p[4*k:])))
-			c.Origin = append(c.Origin, uint64(binary.LittleEndian.Uint32(p[4*(maxRank+k):])))
-		}
-		cs = append(cs, c)
+		cs = append(cs, decodeChunkRow(b[i:i+sz], rank))
 	}
 	return cs
+}
+
+func decodeChunkRow(r []byte, rank int) Chunk {
+	c := Chunk{FileID: int32(binary.LittleEndian.Uint32(r)), Name: cstr(r[4 : 4+nameLen])}
+	p := r[4+nameLen:]
+	for k := 0; k < rank && k < maxRank; k++ {
+		c.Dims = append(c.Dims, uint64(binary.LittleEndian.Uint32(p[4*k:])))
+		c.Origin = append(c.Origin, uint64(binary.LittleEndian.Uint32(p[4*(maxRank+k):])))
+	}
+	return c
 }
 
 // baseName is path.Base for slash paths.

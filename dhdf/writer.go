@@ -70,6 +70,9 @@ func Create(base string, nfiles int, opts Options) (*Writer, error) {
 	if err := checkBase(base, int32(nfiles)); err != nil {
 		return nil, err
 	}
+	if err := checkHost(opts); err != nil {
+		return nil, err
+	}
 	w := newWriter(base, int32(nfiles), nil, opts)
 	if err := w.opts.Driver.MkdirAll(dirOf(base), 0o755); err != nil {
 		return nil, fmt.Errorf("dhdf: create directory: %w", err)
@@ -87,6 +90,9 @@ func Create(base string, nfiles int, opts Options) (*Writer, error) {
 // in the same order; WriteChunk is local.
 func CreateParallel(c comm.Comm, base string, opts Options) (*Writer, error) {
 	if err := checkBase(base, int32(c.Size())); err != nil {
+		return nil, err
+	}
+	if err := checkHost(opts); err != nil {
 		return nil, err
 	}
 	w := newWriter(base, int32(c.Size()), c, opts)
@@ -117,6 +123,14 @@ func checkBase(base string, n int32) error {
 	name := baseName(AHFName(base, n))
 	if baseName(base) == "" || strings.ContainsRune(name, 0) || len(name) >= nameLen {
 		return fmt.Errorf("%w: set name %q (file names must be under %d bytes)", ErrInvalid, base, nameLen)
+	}
+	return nil
+}
+
+// checkHost checks that the host name fits File_Info's HostName field.
+func checkHost(opts Options) error {
+	if h := opts.withDefaults().HostName; !validHost(h) {
+		return fmt.Errorf("%w: host name %q (under %d bytes, no NUL)", ErrInvalid, h, nameLen)
 	}
 	return nil
 }
@@ -267,11 +281,22 @@ func (w *Writer) rootAttrs(g *h5.Group, id int32) error {
 }
 
 func (w *Writer) fileInfoTable(g *h5.Group, rows []FileInfo) error {
-	d, err := g.CreateDataset(FileInfoName, fileInfoType, []uint64{uint64(len(rows))}, encodeFileInfo(rows))
+	data := encodeFileInfo(rows)
+	d, err := g.CreateDataset(FileInfoName, fileInfoType, []uint64{uint64(len(rows))}, data)
 	if err != nil {
 		return err
 	}
-	return d.SetAttr(h5.StringAttr(attrClass, FileInfoClass))
+	return tableAttrs(d, FileInfoClass, data)
+}
+
+// tableAttrs gives a table its CLASS and the CRC-32C of its data (in the
+// object header, so the header's checksum covers it), which makes every
+// byte of the table, host names included, checked on open.
+func tableAttrs(d *h5.Dataset, class string, data []byte) error {
+	if err := d.SetAttr(h5.StringAttr(attrClass, class)); err != nil {
+		return err
+	}
+	return d.SetAttr(h5.MustAttr(attrCRC, crc32.Checksum(data, castagnoli)))
 }
 
 // finishAHF writes the AHF's root attributes and File_Info, then closes
@@ -474,11 +499,12 @@ func (w *Writer) buildMHF(root *h5.Group, chunks []chunkRec) error {
 				return fmt.Errorf("SDS %q: %w", name, err)
 			}
 		}
-		t, err := tables.CreateDataset(name, chunkTableType, []uint64{uint64(len(cs))}, encodeChunkTable(cs))
+		data := encodeChunkTable(cs)
+		t, err := tables.CreateDataset(name, chunkTableType, []uint64{uint64(len(cs))}, data)
 		if err != nil {
 			return err
 		}
-		if err := t.SetAttr(h5.StringAttr(attrClass, ChunkTableClass)); err != nil {
+		if err := tableAttrs(t, ChunkTableClass, data); err != nil {
 			return err
 		}
 	}

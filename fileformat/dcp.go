@@ -20,7 +20,11 @@ func Plan(vars []Var, prev *Layout, opts ...Option) (*Layout, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	var data, meta int64
+	ext, err := buildExt(&o, vars, idx)
+	if err != nil {
+		return nil, 0, err
+	}
+	data, meta := int64(0), int64(len(ext))
 	for _, b := range lay.Blocks {
 		meta += BMDSize
 		for _, c := range b.Containers {

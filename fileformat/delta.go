@@ -283,7 +283,11 @@ func newDeltaWriter(meta Meta, vars []Var, parent Parent, opts []Option) (*delta
 	if err != nil {
 		return nil, err
 	}
-	im, err := placeImage(lay, vars, idx, o.blockSize)
+	ext, err := buildExt(&o, vars, idx)
+	if err != nil {
+		return nil, err
+	}
+	im, err := placeImage(lay, vars, idx, o.blockSize, ext)
 	if err != nil {
 		return nil, err
 	}
@@ -575,7 +579,7 @@ func (w *deltaWriter) write(f vfd.File, hash bool) (DeltaStats, error) {
 	lay := w.lay
 	dmOff := w.off
 	w.buf = nil
-	hb := imageHeader(meta)
+	hb := w.im.header(meta)
 	mb := w.im.encodeMeta(w.vars, w.idx, lay)
 	fbb := w.im.encodeFB(meta, hb, mb, fileChecksum(w.im.chunks), 0, len(w.vars), len(lay.Blocks))
 	rt := make([]byte, RunSize*len(w.runs))

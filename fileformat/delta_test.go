@@ -19,6 +19,12 @@ const testBS = 1024
 type chainState struct {
 	files  []vfd.File // base, then deltas
 	parent Parent
+	opts   []Option // more options of the next delta and its reference file
+}
+
+// o returns the options every file of a test chain is written with.
+func (cs *chainState) o(more ...Option) []Option {
+	return append(append([]Option{WithBlockSize(testBS), WithClock(fixedClock)}, cs.opts...), more...)
 }
 
 // writeFull starts a chain with a full file.
@@ -36,13 +42,13 @@ func writeFull(t *testing.T, meta Meta, vars []Var) *chainState {
 func (cs *chainState) addDelta(t *testing.T, meta Meta, vars []Var) DeltaStats {
 	t.Helper()
 	d := &memFile{name: fmt.Sprintf("delta%d.fti", len(cs.files))}
-	plan, err := PlanDelta(meta, vars, cs.parent, WithBlockSize(testBS), WithClock(fixedClock))
+	plan, err := PlanDelta(meta, vars, cs.parent, cs.o()...)
 	require.NoError(t, err)
-	lay, sum, st, err := WriteDelta(d, meta, vars, cs.parent, WithBlockSize(testBS), WithClock(fixedClock))
+	lay, sum, st, err := WriteDelta(d, meta, vars, cs.parent, cs.o()...)
 	require.NoError(t, err)
 	// Without the file digest: the same bytes, no digest.
 	nd := &memFile{name: "nodigest"}
-	_, _, ndst, err := WriteDelta(nd, meta, vars, cs.parent, WithBlockSize(testBS), WithClock(fixedClock), WithoutFileDigest())
+	_, _, ndst, err := WriteDelta(nd, meta, vars, cs.parent, cs.o(WithoutFileDigest())...)
 	require.NoError(t, err)
 	assert.Zero(t, ndst.Digest)
 	assert.True(t, bytes.Equal(d.b, nd.b))
@@ -60,7 +66,7 @@ func (cs *chainState) addDelta(t *testing.T, meta Meta, vars []Var) DeltaStats {
 	assert.Equal(t, int64(len(d.b)), st.FileSize)
 
 	full := &memFile{name: "full.fti"}
-	flay, fsum, err := Write(full, meta, vars, cs.parent.Layout, WithBlockSize(testBS), WithClock(fixedClock))
+	flay, fsum, err := Write(full, meta, vars, cs.parent.Layout, cs.o()...)
 	require.NoError(t, err)
 	assert.Equal(t, flay, lay, "layout")
 	assert.Equal(t, fsum.Checksum, sum.Checksum, "image checksum")
@@ -380,4 +386,39 @@ func (f *dropFile) WriteAt(p []byte, off int64) (int, error) {
 		return len(p), nil
 	}
 	return f.memFile.WriteAt(p, off)
+}
+
+// TestDeltaDatasets: the image of a delta carries the datasets' extension
+// area (FTI-FF version 2) byte for byte as Write does, whether the parent
+// had one or not, and loses it when the datasets go.
+func TestDeltaDatasets(t *testing.T) {
+	vars, ds, subs := datasetCase()
+	meta := Meta{CkptID: 1, Rank: 1, Level: 1}
+	cs := writeFull(t, meta, vars) // version 1
+	cs.opts = []Option{WithDatasets(ds, subs)}
+	meta.CkptID = 2
+	st := cs.addDelta(t, meta, vars) // version 2, nothing changed
+	assert.Zero(t, st.Written)
+	vars[0].Data[3] ^= 1
+	meta.CkptID = 3
+	st = cs.addDelta(t, meta, vars)
+	assert.Equal(t, int64(len(vars[0].Data)), st.Written, "the one block of u")
+	img, err := OpenImage(append([]vfd.File(nil), cs.files...))
+	require.NoError(t, err)
+	r, err := Open(img)
+	require.NoError(t, err)
+	assert.Equal(t, VersionExt, r.Version())
+	assert.Len(t, r.Datasets(), len(ds))
+	sub, ok := r.SubsetOf(1)
+	require.True(t, ok)
+	assert.Equal(t, subs[1], sub)
+	cs.opts = nil
+	meta.CkptID = 4
+	cs.addDelta(t, meta, vars) // version 1 again
+	img, err = OpenImage(append([]vfd.File(nil), cs.files...))
+	require.NoError(t, err)
+	r, err = Open(img)
+	require.NoError(t, err)
+	assert.Equal(t, uint16(Version), uint16(r.Version()))
+	assert.Empty(t, r.Datasets())
 }

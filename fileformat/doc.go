@@ -63,6 +63,16 @@
 //	err = r.Verify()                        // whole file, bounded memory
 //	next := r.Layout()                      // to keep writing the same layout
 //
+// Global datasets: [WithDatasets] records the global arrays ([Dataset],
+// FTI's DefineGlobalDataset) and the hyperslab each variable maps onto
+// ([Subset], FTI's AddSubset) in an extension area of the metadata; such a
+// file is format version [VersionExt] (2), a file without them stays
+// version 1, byte for byte. [Reader.Datasets], [Reader.Subsets] and
+// [Reader.SubsetOf] return them, [Reader.ReadVarAt] reads any byte range of
+// a variable, verifying every dCP block it touches: what a restart on
+// another number of ranks (package dataset) needs. [Reader.VarByName]
+// finds a variable by its stored name.
+//
 // Errors about the content are *[CorruptionError] values naming the file,
 // rank, variable, chunk and byte offset, wrapping [ErrNotFTIFF],
 // [ErrVersion], [ErrTruncated], [ErrHashMismatch] or [ErrCorrupt]. No input

@@ -39,7 +39,7 @@ func TestPythonReader(t *testing.T) {
 		require.NoError(t, f.Close())
 	}
 	paths := []string{fresh}
-	for _, g := range []string{"single.fti", "grown.fti", "empty.fti", "blocks.fti"} {
+	for _, g := range []string{"single.fti", "grown.fti", "empty.fti", "blocks.fti", "datasets.fti"} {
 		paths = append(paths, filepath.Join("testdata", g))
 	}
 	out, err := exec.Command(py, append([]string{filepath.Join("testdata", "ftiff_read.py")}, paths...)...).CombinedOutput()
@@ -66,6 +66,12 @@ func goView(t *testing.T, path string) string {
 		require.NoError(t, r.ReadVar(v.ID, d))
 		fmt.Fprintf(&b, "var %d %s type=%d dtype=%s count=%d %s\n", v.ID, v.Name, v.Type, numpyDtype(v.Type, v.ElemSize), v.Count, hex.EncodeToString(d))
 	}
+	for _, d := range r.Datasets() {
+		fmt.Fprintf(&b, "dataset %d %s shape=%s type=%d esize=%d sparse=%d\n", d.ID, d.Name, pyList(d.Shape), d.Type, d.ElemSize, map[bool]int{false: 0, true: 1}[d.Sparse])
+	}
+	for _, s := range r.Subsets() {
+		fmt.Fprintf(&b, "subset var=%d dataset=%d offset=%s count=%s\n", s.VarID, s.Dataset, pyList(s.Offset), pyList(s.Count))
+	}
 	return b.String()
 }
 
@@ -82,4 +88,13 @@ func numpyDtype(t ElemType, es uint32) string {
 	kind := map[ElemType]string{Int16: "i", Int32: "i", Int64: "i", Uint16: "u", Uint32: "u", Uint64: "u",
 		Float32: "f", Float64: "f", Complex64: "c", Complex128: "c"}[t]
 	return fmt.Sprintf("<%s%d", kind, t.Size())
+}
+
+// pyList formats like Python's str of a list of ints: "[2, 0]".
+func pyList(x []int64) string {
+	s := make([]string, len(x))
+	for i, v := range x {
+		s[i] = fmt.Sprint(v)
+	}
+	return "[" + strings.Join(s, ", ") + "]"
 }

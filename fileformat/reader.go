@@ -31,6 +31,12 @@ type Reader struct {
 	byID  map[int32]int
 	perV  [][]int // chunk indices of each variable, by dptr
 	chunk []ChunkInfo
+	// datasets and subsets come from the extension area (version 2).
+	datasets []Dataset
+	subsets  []Subset
+	// extLen is the size of the extension area at the end of the metadata
+	// block (0 in version 1), read from its trailer before anything else.
+	extLen int64
 }
 
 // Open reads and checks the metadata of the FTI-FF file f. It reads only
@@ -106,14 +112,14 @@ func (r *Reader) open() error {
 		return fmt.Errorf("%s: %w", r.path, ErrNotFTIFF)
 	}
 	hdr := decodeHeader(r.hb[:])
-	if hdr.version != Version {
+	if hdr.version != Version && hdr.version != VersionExt {
 		if trailerOK {
 			var v [2]byte
 			if err := r.readAt(vfd.MemSuper, v[:], size-FBSize+8); err != nil {
 				return err
 			}
 			if le.Uint16(v[:]) == hdr.version {
-				return r.corrupt(-1, -1, 8, fmt.Errorf("%w: version %d (this reader knows %d)", ErrVersion, hdr.version, Version))
+				return r.corrupt(-1, -1, 8, fmt.Errorf("%w: version %d (this reader knows %d and %d)", ErrVersion, hdr.version, Version, VersionExt))
 			}
 		}
 		return r.fileErr(8, ErrCorrupt, "header version %d does not match the file block", hdr.version)
@@ -152,6 +158,9 @@ func (r *Reader) open() error {
 		return r.fileErr(fbOff+72, ErrCorrupt, "metadata at %d size %d", fb.metaOff, fb.metaSize)
 	case fb.ckptSize < 0 || fb.ckptSize > fb.metaOff-HeaderSize:
 		return r.fileErr(fbOff+32, ErrCorrupt, "data size %d", fb.ckptSize)
+	}
+	if err := r.readExtTrailer(); err != nil {
+		return err
 	}
 	if err := r.checkCounts(fbOff); err != nil {
 		return err
@@ -204,7 +213,7 @@ func (r *Reader) checkCounts(fbOff int64) error {
 			fb.numBHashes, fb.ckptSize, fb.numChunks, bs, minBH, maxBH)
 	}
 	fixed := int64(fb.numBlocks)*BMDSize + int64(fb.numChunks)*VMDSize + int64(fb.numBHashes)*HashSize
-	recs := fb.metaSize - fixed
+	recs := fb.metaSize - r.extLen - fixed
 	if recs < int64(fb.numVars)*VarRecordSize || recs > int64(fb.numVars)*varRecordLen(0xffff) || recs%8 != 0 {
 		return bad(80, "metadata block of %d bytes does not fit %d variables, %d blocks, %d chunks and %d block hashes",
 			fb.metaSize, fb.numVars, fb.numBlocks, fb.numChunks, fb.numBHashes)
@@ -254,7 +263,9 @@ func (r *Reader) newMetaStream(whole []byte) *metaStream {
 	return &metaStream{r: r, buf: make([]byte, min(r.fb.metaSize, metaBuf))}
 }
 
-// take returns the next n bytes (n <= maxRecord), valid until the next call.
+// take returns the next n bytes, valid until the next call. The buffer
+// grows only for a record larger than it (at most the metadata block,
+// whose size checkCounts bounded).
 func (m *metaStream) take(n int) ([]byte, error) {
 	if m.hi-m.lo < n {
 		m.hi = copy(m.buf, m.buf[m.lo:m.hi])
@@ -288,7 +299,7 @@ func (r *Reader) parseMeta(whole []byte) error {
 		return r.fileErr(moff+p, ErrCorrupt, format, args...)
 	}
 	ms := r.newMetaStream(whole)
-	n := fb.metaSize
+	n := fb.metaSize - r.extLen // the version-1 part; the extension area follows
 	if int64(fb.numVars)*VarRecordSize > n {
 		return bad(0, "%d variables do not fit in %d metadata bytes", fb.numVars, n)
 	}
@@ -448,7 +459,14 @@ func (r *Reader) parseMeta(whole []byte) error {
 		}
 		v.Chunks = len(cs)
 	}
-	return nil
+	if r.extLen == 0 {
+		return nil
+	}
+	ext, err := ms.take(int(r.extLen))
+	if err != nil {
+		return err
+	}
+	return r.parseExt(ext, moff+n)
 }
 
 // vmdOff returns the offset of chunk i's VMD record inside the metadata block.

@@ -176,6 +176,9 @@ type options struct {
 	workers   int
 	clock     func() time.Time
 	logger    *zap.Logger
+	// datasets and subsets are recorded by WithDatasets.
+	datasets []Dataset
+	subsets  []Subset
 }
 
 // DefaultBlockSize is the default dCP block size: the granularity of block

@@ -35,10 +35,14 @@ func Write(f vfd.File, meta Meta, vars []Var, prev *Layout, opts ...Option) (*La
 	if err != nil {
 		return nil, Summary{}, err
 	}
+	ext, err := buildExt(&o, vars, idx)
+	if err != nil {
+		return nil, Summary{}, err
+	}
 	if meta.Timestamp == 0 {
 		meta.Timestamp = o.clock().UnixNano()
 	}
-	w := &writer{f: f, o: o, vars: vars, idx: idx}
+	w := &writer{f: f, o: o, vars: vars, idx: idx, ext: ext}
 	sum, err := w.write(meta, lay)
 	if err != nil {
 		return nil, Summary{}, fmt.Errorf("write %s: %w", f.Name(), err)
@@ -81,11 +85,12 @@ type writer struct {
 	o    options
 	vars []Var
 	idx  map[int32]int
+	ext  []byte // extension area (version 2), nil for none
 }
 
 func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 	bs := w.o.blockSize
-	im, err := placeImage(lay, w.vars, w.idx, bs)
+	im, err := placeImage(lay, w.vars, w.idx, bs, w.ext)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -94,7 +99,7 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 	if err := w.f.Truncate(0); err != nil {
 		return Summary{}, fmt.Errorf("truncate: %w", err)
 	}
-	hb := imageHeader(meta)
+	hb := im.header(meta)
 	if _, err := vfd.WriteAtType(w.f, vfd.MemSuper, hb[:], 0); err != nil {
 		return Summary{}, fmt.Errorf("write header: %w", err)
 	}
@@ -135,6 +140,8 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 // delta's image is byte for byte the file Write would have produced.
 type image struct {
 	bs       uint32
+	version  uint16
+	ext      []byte // extension area (version 2), nil for none
 	chunks   []ChunkInfo
 	metaOff  int64
 	metaSize int64
@@ -144,8 +151,11 @@ type image struct {
 }
 
 // placeImage places every container of lay for vars (idx: index by id).
-func placeImage(lay *Layout, vars []Var, idx map[int32]int, bs uint32) (*image, error) {
-	im := &image{bs: bs}
+func placeImage(lay *Layout, vars []Var, idx map[int32]int, bs uint32, ext []byte) (*image, error) {
+	im := &image{bs: bs, version: Version, ext: ext}
+	if ext != nil {
+		im.version = VersionExt
+	}
 	fptr := int64(HeaderSize)
 	for bi, b := range lay.Blocks {
 		for _, c := range b.Containers {
@@ -165,7 +175,7 @@ func placeImage(lay *Layout, vars []Var, idx map[int32]int, bs uint32) (*image, 
 	for i := range vars {
 		im.metaSize += varRecordLen(len(vars[i].Name))
 	}
-	im.metaSize += int64(len(lay.Blocks))*BMDSize + int64(len(im.chunks))*VMDSize + int64(im.nbh)*HashSize
+	im.metaSize += int64(len(lay.Blocks))*BMDSize + int64(len(im.chunks))*VMDSize + int64(im.nbh)*HashSize + int64(len(ext))
 	if err := checkMetaSize(im.metaSize, bs); err != nil {
 		return nil, err
 	}
@@ -173,9 +183,9 @@ func placeImage(lay *Layout, vars []Var, idx map[int32]int, bs uint32) (*image, 
 	return im, nil
 }
 
-// imageHeader encodes the fixed header of a file written for meta.
-func imageHeader(meta Meta) [HeaderSize]byte {
-	hdr := header{version: Version, headerSize: HeaderSize, fbSize: FBSize,
+// header encodes the fixed header of the image written for meta.
+func (im *image) header(meta Meta) [HeaderSize]byte {
+	hdr := header{version: im.version, headerSize: HeaderSize, fbSize: FBSize,
 		ckptID: meta.CkptID, rank: meta.Rank, level: meta.Level}
 	return hdr.encode()
 }
@@ -227,6 +237,7 @@ func (im *image) encodeMeta(vars []Var, idx map[int32]int, lay *Layout) []byte {
 			p += HashSize
 		}
 	}
+	copy(mb[p:], im.ext)
 	return mb
 }
 
@@ -234,7 +245,7 @@ func (im *image) encodeMeta(vars []Var, idx map[int32]int, lay *Layout) []byte {
 // hb and metadata block mb.
 func (im *image) encodeFB(meta Meta, hb [HeaderSize]byte, mb []byte, checksum [HashSize]byte, flags uint32, nvars, nblocks int) [FBSize]byte {
 	fb := fileBlock{
-		version: Version, fbSize: FBSize, flags: flags, blockSize: im.bs,
+		version: im.version, fbSize: FBSize, flags: flags, blockSize: im.bs,
 		numVars: uint32(nvars), numBlocks: uint32(nblocks), numChunks: uint32(len(im.chunks)),
 		ckptSize: im.dataSize, fs: im.fs, maxFs: meta.MaxFs, ptFs: meta.PtFs, timestamp: meta.Timestamp,
 		metaOff: im.metaOff, metaSize: im.metaSize, numBHashes: im.nbh,

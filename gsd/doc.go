@@ -15,11 +15,17 @@
 // # Writing
 //
 // Lifecycle: [Create] (or [OpenAppend] to continue an existing 2.x file
-// after its last committed frame), then per frame any number of
+// after its last committed frame, or [CreateOrAppend] for either), then
+// per frame any number of
 // [WriteChunk] / [Writer.WriteRaw] calls and one [Writer.EndFrame];
 // finally [Writer.Close]. Each name may appear once per frame. Chunk data
 // goes to the end of the file at once (small chunks gathered in a write
 // buffer); a frame is committed when its index entries are written.
+//
+// Create is atomic (the empty file is written under a temporary name,
+// synced and renamed), so a killed run never leaves a 0-byte trajectory
+// behind; [CreateOrAppend] also replaces such an empty file (see
+// [ErrEmpty]) left by other writers.
 //
 // Commit order, which keeps every file a reader can open: data (and any
 // relocated namelist or index) first, then fsync, then the header if a

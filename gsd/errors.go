@@ -11,6 +11,12 @@ var (
 	// ErrNotGSD is returned when a file is shorter than the 256-byte header
 	// or does not start with the GSD magic number.
 	ErrNotGSD = errors.New("gsd: not a GSD file")
+	// ErrEmpty is returned, together with ErrNotGSD, for a file that holds
+	// no GSD data at all and so can be replaced without loss: 0 bytes;
+	// shorter than the header and all zero or starting with (part of) the
+	// magic number; or all zero and at most 1 MiB. [CreateOrAppend]
+	// creates a fresh file in its place.
+	ErrEmpty = errors.New("gsd: empty file, no GSD header")
 	// ErrVersion is returned for a file version this package does not read
 	// (anything outside [1.0, 3.0)), and when appending to a 1.0 file that
 	// has not been upgraded.
@@ -31,9 +37,13 @@ var (
 	// ErrShape is returned when N×M does not match the data length, M is 0,
 	// or a row range is outside the chunk.
 	ErrShape = errors.New("gsd: bad chunk shape")
-	// ErrName is returned for an empty chunk name, a name holding a NUL byte,
-	// or a 65536th name.
+	// ErrName is returned for an empty chunk name, a name that is not valid
+	// UTF-8 or holds a NUL byte, a 65536th name, and an application or
+	// schema name that is not valid UTF-8 or holds a NUL byte.
 	ErrName = errors.New("gsd: bad chunk name")
+	// ErrTooLarge is returned by a Reader for a read of chunk data larger
+	// than its limit ([WithMaxRead]).
+	ErrTooLarge = errors.New("gsd: read larger than the limit")
 	// ErrClosed is returned by every method of a closed Writer or Reader.
 	ErrClosed = errors.New("gsd: file already closed")
 	// ErrSchema is returned by the HOOMD helper for a frame that breaks the
@@ -92,6 +102,16 @@ func (e *CorruptionError) Unwrap() []error {
 	}
 	return []error{ErrCorrupt, e.Err}
 }
+
+// emptyError is the error for an empty file (see ErrEmpty); it matches
+// both ErrEmpty and ErrNotGSD.
+type emptyError struct{ path, detail string }
+
+func (e *emptyError) Error() string {
+	return fmt.Sprintf("gsd: %s: %s: empty file, no GSD header", pathOr(e.path), e.detail)
+}
+
+func (e *emptyError) Is(target error) bool { return target == ErrEmpty || target == ErrNotGSD }
 
 func corruptf(path, part string, off int64, format string, args ...any) *CorruptionError {
 	return &CorruptionError{Path: path, Part: part, Entry: -1, Offset: off, Reason: fmt.Sprintf(format, args...), Err: ErrCorrupt}

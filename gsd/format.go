@@ -3,6 +3,8 @@ package gsd
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 )
 
 // Wire format: never change. Layout constants of GSD file format 1.0 / 2.x.
@@ -208,10 +210,27 @@ func cString(b []byte) string {
 	return string(b)
 }
 
-// putCString stores s NUL-terminated in b, truncated to len(b)-1 bytes.
+// putCString stores s NUL-terminated in b, truncated to at most len(b)-1
+// bytes at a UTF-8 character boundary (python3-gsd decodes the field as
+// UTF-8, so half a character would make the file unreadable to it).
 func putCString(b []byte, s string) {
+	if k := len(b) - 1; len(s) > k {
+		for k > 0 && !utf8.RuneStart(s[k]) {
+			k--
+		}
+		s = s[:k]
+	}
 	n := copy(b[:len(b)-1], s)
 	clear(b[n:])
+}
+
+// checkHeaderString checks an application or schema name for the header:
+// valid UTF-8 (python3-gsd decodes it) without NUL (which would end it).
+func checkHeaderString(what, s string) error {
+	if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+		return fmt.Errorf("%s %q: not valid UTF-8 or holds NUL: %w", what, s, ErrName)
+	}
+	return nil
 }
 
 // versionReadable reports whether readers accept file version v.

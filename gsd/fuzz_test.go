@@ -2,6 +2,7 @@ package gsd
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,6 +27,27 @@ func FuzzReader(f *testing.F) {
 		}
 	}
 	f.Add(buildV1(2, []string{"a", "bb"}))
+	// Sizes far beyond the file: every one must be refused or bounded
+	// before anything is allocated for it.
+	if three, err := os.ReadFile("testdata/three.gsd"); err == nil {
+		le := binary.LittleEndian
+		for _, mod := range []func(b []byte){
+			func(b []byte) { le.PutUint64(b[offNameAlloc:], 1<<40) },
+			func(b []byte) { le.PutUint64(b[offNameAlloc:], 1<<58) },
+			func(b []byte) { le.PutUint64(b[offIndexAlloc:], 1<<40) },
+			func(b []byte) { le.PutUint64(b[offIndexAlloc:], ^uint64(0)) },
+			func(b []byte) { le.PutUint64(b[offIndexLoc:], 1<<62) },
+			func(b []byte) { le.PutUint64(b[256+8:], 1<<60) },                // N
+			func(b []byte) { le.PutUint32(b[256+24:], ^uint32(0)) },          // M
+			func(b []byte) { le.PutUint64(b[256+16:], uint64(1<<63-16)) },    // location
+			func(b []byte) { le.PutUint64(b[256+32*6:], ^uint64(0)>>1) },     // frame
+			func(b []byte) { le.PutUint64(b[256+8:], 1<<61); b[256+30] = 1 }, // N of a uint8 chunk
+		} {
+			b := bytes.Clone(three)
+			mod(b)
+			f.Add(b)
+		}
+	}
 	f.Fuzz(fuzzOne)
 }
 

@@ -6,8 +6,12 @@ import (
 	"go.uber.org/zap"
 )
 
-// Option configures a [Writer] made by [Create] or [OpenAppend].
+// Option configures a [Writer] made by [Create] or [OpenAppend], or a
+// [Reader] made by [Open] or [NewReader] (which use only [WithMaxRead]).
 type Option func(*options)
+
+// defaultMaxRead is the largest read of chunk data a Reader makes by default.
+const defaultMaxRead = 4 << 30
 
 type options struct {
 	logger    *zap.Logger
@@ -19,10 +23,11 @@ type options struct {
 	indexCap  uint64
 	bufSize   int
 	overwrite bool
+	maxRead   int64 // readers: largest chunk read at once
 }
 
 func defaultOptions() options {
-	return options{logger: zap.NewNop(), clock: time.Now, sync: true, bufSize: 1 << 20}
+	return options{logger: zap.NewNop(), clock: time.Now, sync: true, bufSize: 1 << 20, maxRead: defaultMaxRead}
 }
 
 func buildOptions(opts []Option) options {
@@ -81,3 +86,17 @@ func WithWriteBuffer(n int) Option { return func(o *options) { o.bufSize = max(n
 // WithOverwrite lets [Create] replace an existing file (the reference
 // library's behaviour); without it Create fails with fs.ErrExist.
 func WithOverwrite() Option { return func(o *options) { o.overwrite = true } }
+
+// WithMaxRead bounds the bytes a [Reader] reads (and allocates) in one
+// call of ReadChunk, ReadRows and their raw forms (default 4 GiB; 0 or
+// less keeps the default). A larger request fails with ErrTooLarge; read
+// a large chunk in row ranges instead. It guards against a damaged or
+// hostile entry whose size, though inside the file, is far larger than
+// what the caller meant to hold in memory.
+func WithMaxRead(n int64) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxRead = n
+		}
+	}
+}

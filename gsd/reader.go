@@ -1,9 +1,12 @@
 package gsd
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,13 +19,14 @@ import (
 // read on demand. A Reader is safe for concurrent use; [Reader.Refresh]
 // picks up frames a writer committed since.
 type Reader struct {
-	mu     sync.RWMutex
-	r      io.ReaderAt
-	closer io.Closer
-	sizeFn func() (int64, error)
-	path   string
-	st     state
-	closed bool
+	mu      sync.RWMutex
+	r       io.ReaderAt
+	closer  io.Closer
+	sizeFn  func() (int64, error)
+	path    string
+	st      state
+	closed  bool
+	maxRead int64
 }
 
 // state is everything a Reader knows about one version of the file.
@@ -40,9 +44,9 @@ type sizer interface{ Size() (int64, error) }
 
 // NewReader reads the GSD file held in r, which has size bytes. When r also
 // has a Size() (int64, error) method (a vfd.File does), [Reader.Refresh]
-// uses it to see the file grow.
-func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
-	rd := &Reader{r: r}
+// uses it to see the file grow. Of the options only [WithMaxRead] applies.
+func NewReader(r io.ReaderAt, size int64, opts ...Option) (*Reader, error) {
+	rd := &Reader{r: r, maxRead: buildOptions(opts).maxRead}
 	if s, ok := r.(sizer); ok {
 		rd.sizeFn = s.Size
 	} else {
@@ -56,8 +60,9 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	return rd, nil
 }
 
-// Open opens the named file read-only through d.
-func Open(d vfd.Driver, name string) (*Reader, error) {
+// Open opens the named file read-only through d. Of the options only
+// [WithMaxRead] applies.
+func Open(d vfd.Driver, name string, opts ...Option) (*Reader, error) {
 	f, err := vfd.OpenRead(d, name)
 	if err != nil {
 		return nil, fmt.Errorf("gsd: open: %w", err)
@@ -70,7 +75,7 @@ func Open(d vfd.Driver, name string) (*Reader, error) {
 	if err != nil {
 		return nil, errors.Join(err, f.Close())
 	}
-	return &Reader{r: f, closer: f, sizeFn: f.Size, path: name, st: *st}, nil
+	return &Reader{r: f, closer: f, sizeFn: f.Size, path: name, st: *st, maxRead: buildOptions(opts).maxRead}, nil
 }
 
 // Close releases the file of a Reader made by [Open]. It is idempotent.
@@ -116,6 +121,9 @@ func load(r io.ReaderAt, size int64, path string, lenient bool) (*state, error) 
 
 func readHeader(r io.ReaderAt, size int64, path string) (Header, error) {
 	if size < headerSize {
+		if err := checkEmpty(r, size, path); err != nil {
+			return Header{}, err
+		}
 		return Header{}, fmt.Errorf("gsd: %s: %d bytes, shorter than the header: %w", pathOr(path), size, ErrNotGSD)
 	}
 	b := make([]byte, headerSize)
@@ -123,6 +131,9 @@ func readHeader(r io.ReaderAt, size int64, path string) (Header, error) {
 		return Header{}, &CorruptionError{Path: path, Part: "header", Entry: -1, Reason: "read header", Err: err}
 	}
 	if m := leU64(b); m != magic {
+		if err := checkEmpty(r, size, path); err != nil {
+			return Header{}, err
+		}
 		return Header{}, fmt.Errorf("gsd: %s: magic %#016x: %w", pathOr(path), m, ErrNotGSD)
 	}
 	h := decodeHeader(b)
@@ -130,6 +141,34 @@ func readHeader(r io.ReaderAt, size int64, path string) (Header, error) {
 		return Header{}, fmt.Errorf("gsd: %s: file version %s: %w", pathOr(path), h.GSDVersion, ErrVersion)
 	}
 	return h, nil
+}
+
+// maxEmptyScan is the size up to which an all-zero file counts as empty.
+const maxEmptyScan = 1 << 20
+
+// checkEmpty returns an error matching ErrEmpty (and ErrNotGSD) when the
+// file, which has no valid header, holds nothing a writer could have
+// committed (see ErrEmpty), and nil otherwise (or when it cannot tell).
+func checkEmpty(r io.ReaderAt, size int64, path string) error {
+	if size == 0 {
+		return &emptyError{path, "0 bytes"}
+	}
+	if size > maxEmptyScan {
+		return nil
+	}
+	b := make([]byte, size)
+	if readFull(r, b, 0) != nil {
+		return nil
+	}
+	if !slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
+		return &emptyError{path, fmt.Sprintf("%d zero bytes", size)}
+	}
+	var m [8]byte
+	binary.LittleEndian.PutUint64(m[:], magic)
+	if size < headerSize && bytes.HasPrefix(m[:], b[:min(len(b), 8)]) {
+		return &emptyError{path, fmt.Sprintf("%d bytes, a header cut short", size)}
+	}
+	return nil
 }
 
 // inFile reports whether [loc, loc+count*unit) lies inside a file of size
@@ -142,51 +181,41 @@ func inFile(loc int64, count uint64, unit int64, size int64) bool {
 }
 
 func readNames(r io.ReaderAt, size int64, path string, h *Header) ([]string, error) {
-	if h.NameAllocated == 0 {
-		return nil, corruptf(path, "namelist", offNameAlloc, "namelist_allocated_entries is 0")
-	}
-	if !inFile(h.NameLocation, h.NameAllocated, nameBlockUnit, size) {
-		return nil, corruptf(path, "namelist", h.NameLocation, "namelist block of %d×64 bytes extends past the end of file (%d bytes)", h.NameAllocated, size)
-	}
-	blk := make([]byte, h.NameAllocated*nameBlockUnit)
-	if err := readFull(r, blk, h.NameLocation); err != nil {
-		return nil, &CorruptionError{Path: path, Part: "namelist", Entry: -1, Offset: h.NameLocation, Reason: "read namelist", Err: err}
-	}
-	if blk[len(blk)-1] != 0 {
-		return nil, corruptf(path, "namelist", h.NameLocation+int64(len(blk))-1, "namelist block does not end with NUL")
-	}
-	names, err := parseNames(blk, h.GSDVersion < Version2)
-	if err != nil {
-		return nil, corruptf(path, "namelist", h.NameLocation, "%v", err)
-	}
-	return names, nil
+	sc, err := readNamelist(r, size, path, h)
+	return sc.names, err
 }
 
-// parseNames splits a namelist block: 1.0 fixed 64-byte slots, 2.x
-// NUL-separated names; an empty name ends the list.
-func parseNames(blk []byte, v1 bool) ([]string, error) {
-	var names []string
-	if v1 {
-		for p := 0; p+v1NameSize <= len(blk); p += v1NameSize {
-			if blk[p] == 0 {
-				break
-			}
-			names = append(names, cString(blk[p:p+v1NameSize]))
-		}
-	} else {
-		for p := 0; p < len(blk) && blk[p] != 0; {
-			e := p
-			for e < len(blk) && blk[e] != 0 {
-				e++
-			}
-			names = append(names, string(blk[p:e]))
-			p = e + 1
-		}
+// readNamelist checks the namelist block against the file and parses it
+// (scanNames): it must lie inside the file and end with a NUL byte.
+func readNamelist(r io.ReaderAt, size int64, path string, h *Header) (nameScan, error) {
+	if h.NameAllocated == 0 {
+		return nameScan{}, corruptf(path, "namelist", offNameAlloc, "namelist_allocated_entries is 0")
 	}
-	if len(names) > maxNames {
-		return nil, fmt.Errorf("%d names, more than %d", len(names), maxNames)
+	if !inFile(h.NameLocation, h.NameAllocated, nameBlockUnit, size) {
+		return nameScan{}, corruptf(path, "namelist", h.NameLocation, "namelist block of %d×64 bytes extends past the end of file (%d bytes)", h.NameAllocated, size)
 	}
-	return names, nil
+	length := int64(h.NameAllocated) * nameBlockUnit
+	var last [1]byte
+	if err := readFull(r, last[:], h.NameLocation+length-1); err != nil {
+		return nameScan{}, &CorruptionError{Path: path, Part: "namelist", Entry: -1, Offset: h.NameLocation + length - 1, Reason: "read namelist", Err: err}
+	}
+	if last[0] != 0 {
+		return nameScan{}, corruptf(path, "namelist", h.NameLocation+length-1, "namelist block does not end with NUL")
+	}
+	sc, err := scanNames(r, h.NameLocation, length, h.GSDVersion < Version2)
+	if err != nil {
+		return sc, namelistError(path, h.NameLocation, err)
+	}
+	return sc, nil
+}
+
+// namelistError turns an error of scanNames into a *CorruptionError.
+func namelistError(path string, loc int64, err error) error {
+	var ne *errNamelist
+	if errors.As(err, &ne) {
+		return corruptf(path, "namelist", loc, "%s", ne.reason)
+	}
+	return &CorruptionError{Path: path, Part: "namelist", Entry: -1, Offset: loc, Reason: "read namelist", Err: err}
 }
 
 // entryBatch is how many index slots the first read of an index walk
@@ -503,6 +532,9 @@ func (r *Reader) rowSpan(frame uint64, name string, row, count uint64) (Entry, i
 		return e, 0, 0, fmt.Errorf("gsd: %s: frame %d, chunk %q: rows [%d, %d) outside %d rows: %w", pathOr(r.path), frame, name, row, row+count, e.N, ErrShape)
 	}
 	rowBytes, _ := dataSize(1, e.M, e.Type)
+	if rowBytes > 0 && count > uint64(r.maxRead/rowBytes) {
+		return e, 0, 0, fmt.Errorf("gsd: %s: frame %d, chunk %q: %d rows of %d bytes, more than the read limit of %d bytes (read fewer rows): %w", pathOr(r.path), frame, name, count, rowBytes, r.maxRead, ErrTooLarge)
+	}
 	off := e.Location + int64(row)*rowBytes
 	n := int64(count) * rowBytes
 	r.mu.RLock()

@@ -46,7 +46,7 @@ func legacyRepairScan(r io.ReaderAt, path string, h Header, size int64, names []
 			reason = fmt.Sprintf("entry %d: not sorted by (frame, id)", s)
 		}
 		if reason != "" {
-			kept = dropFrame(kept, e.Frame)
+			kept = dropFrame(kept, firstSuspectFrame(kept, e, v1, h.IndexAllocated, size, len(names)))
 			cut = false
 			break
 		}

@@ -1,11 +1,12 @@
 package gsd
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -47,16 +48,42 @@ func VerifyReaderAt(r io.ReaderAt, size int64, path string) error {
 	if h.IndexAllocated == 0 {
 		add(corruptf(path, "header", offIndexAlloc, "index_allocated_entries is 0 (reference writers cannot grow it)"))
 	}
-	names, err := readNames(r, size, path, &h)
+	raw := make([]byte, headerSize)
+	if err := readFull(r, raw, 0); err != nil {
+		return &CorruptionError{Path: path, Part: "header", Entry: -1, Reason: "read header", Err: err}
+	}
+	for _, p := range headerStringProblems(raw) {
+		add(corruptf(path, "header", p.off, "%s", p.reason))
+	}
+	sc, err := readNamelist(r, size, path, &h)
 	if err != nil {
 		return errors.Join(append(probs, err)...)
 	}
+	names := sc.names
 	seen := make(map[string]bool, len(names))
-	for _, n := range names {
+	for i, n := range names {
 		if seen[n] {
-			add(corruptf(path, "namelist", h.NameLocation, "duplicate name %q", n))
+			add(corruptf(path, "namelist", h.NameLocation+sc.offsets[i], "duplicate name %q", n))
 		}
 		seen[n] = true
+		if !utf8.ValidString(n) {
+			add(corruptf(path, "namelist", h.NameLocation+sc.offsets[i], "name %d %q is not valid UTF-8 (python3-gsd cannot decode it)", i, n))
+		}
+	}
+	for _, k := range sc.unterminatedV1 {
+		add(corruptf(path, "namelist", h.NameLocation+sc.offsets[k], "1.0 name slot %d has no NUL", k))
+	}
+	for _, k := range sc.paddedV1 {
+		add(corruptf(path, "namelist", h.NameLocation+sc.offsets[k], "1.0 name slot %d: bytes after the name's NUL are not zero", k))
+	}
+	if length := int64(h.NameAllocated) * nameBlockUnit; sc.end < length {
+		ok, at, err := zeroFrom(r, h.NameLocation+sc.end, length-sc.end)
+		switch {
+		case err != nil:
+			add(&CorruptionError{Path: path, Part: "namelist", Entry: -1, Offset: at, Reason: "read namelist", Err: err})
+		case !ok:
+			add(corruptf(path, "namelist", at, "bytes after the end of the name list are not zero (pygsd reads them as more names)"))
+		}
 	}
 	if !inFile(h.IndexLocation, h.IndexAllocated, entrySize, size) {
 		add(corruptf(path, "index", h.IndexLocation, "index block of %d×32 bytes extends past the end of file (%d bytes)", h.IndexAllocated, size))
@@ -146,6 +173,11 @@ type RepairResult struct {
 // inside the file, writes a fresh index (and namelist, when that was
 // damaged) at the end of the file, syncs, and rewrites the header. The
 // header itself must be intact. A valid file is left alone.
+//
+// A frame is dropped whole, also when the damaged field is a frame number
+// and so the frame the bad entry belongs to is uncertain: every frame it
+// may belong to is dropped (see docs/format/gsd.md). Names that are not
+// valid UTF-8 are mended (U+FFFD for the bad bytes) rather than dropped.
 func Repair(d vfd.Driver, name string, opts ...Option) (RepairResult, error) {
 	o := buildOptions(opts)
 	f, err := d.Open(name, vfd.ReadWrite)
@@ -166,47 +198,63 @@ func repairFile(f vfd.File, path string, o options) (RepairResult, error) {
 	if err != nil {
 		return res, err
 	}
+	raw := make([]byte, headerSize)
+	if err := vfd.ReadFull(f, raw, 0); err != nil {
+		return res, fmt.Errorf("gsd: repair %s: read header: %w", path, err)
+	}
+	// Application and schema are rewritten valid and zero-padded (header
+	// encode does both) when they were not.
+	fixHeader := len(headerStringProblems(raw)) > 0
+	h.Application = strings.ToValidUTF8(h.Application, "\uFFFD")
+	h.Schema = strings.ToValidUTF8(h.Schema, "\uFFFD")
 	v1 := h.GSDVersion < Version2
 	// Namelist: use what is inside the file; a damaged list is rebuilt.
 	rebuildNames := false
 	var names []string
-	if h.NameAllocated > 0 && inFile(h.NameLocation, h.NameAllocated, nameBlockUnit, size) {
-		blk := make([]byte, h.NameAllocated*nameBlockUnit)
-		if err := vfd.ReadFull(f, blk, h.NameLocation); err != nil {
+	if h.NameAllocated > 0 && h.NameLocation >= 0 && h.NameLocation < size {
+		whole := inFile(h.NameLocation, h.NameAllocated, nameBlockUnit, size)
+		length := size - h.NameLocation
+		if whole {
+			length = int64(h.NameAllocated) * nameBlockUnit
+		}
+		var nr io.ReaderAt = f
+		// A namelist overlapping the header would change when the header
+		// is rewritten: move it too.
+		rebuildNames = !whole || h.NameLocation < headerSize
+		if whole {
+			var last [1]byte
+			if err := vfd.ReadFull(f, last[:], h.NameLocation+length-1); err != nil {
+				return res, fmt.Errorf("gsd: repair %s: read namelist: %w", path, err)
+			}
+			if last[0] != 0 {
+				// Read the block as if its last byte were the NUL it must be.
+				rebuildNames = true
+				nr = zeroAt{f, h.NameLocation + length - 1}
+			}
+		}
+		sc, err := scanNames(nr, h.NameLocation, length, v1)
+		if err != nil {
+			var ne *errNamelist
+			if errors.As(err, &ne) {
+				return res, corruptf(path, "namelist", h.NameLocation, "%s", ne.reason)
+			}
 			return res, fmt.Errorf("gsd: repair %s: read namelist: %w", path, err)
 		}
-		// A namelist overlapping the header would change when the header is
-		// rewritten: move it too.
-		if blk[len(blk)-1] != 0 || h.NameLocation < headerSize {
+		names = sc.names
+		if len(sc.paddedV1) > 0 || len(sc.unterminatedV1) > 0 {
 			rebuildNames = true
-			blk[len(blk)-1] = 0
 		}
-		if names, err = parseNames(blk, v1); err != nil {
-			return res, corruptf(path, "namelist", h.NameLocation, "%v", err)
+		if sc.end < length {
+			// Bytes after the list's end must be zero (pygsd reads them).
+			if ok, _, err := zeroFrom(nr, h.NameLocation+sc.end, length-sc.end); err != nil || !ok {
+				rebuildNames = true
+			}
+		}
+		if fixed, changed := validNames(names); changed {
+			names, rebuildNames = fixed, true
 		}
 	} else {
 		rebuildNames = true
-		if h.NameLocation >= 0 && h.NameLocation < size {
-			avail := min(size-h.NameLocation, int64(min(h.NameAllocated, 1<<20))*nameBlockUnit)
-			blk := make([]byte, avail)
-			if err := vfd.ReadFull(f, blk, h.NameLocation); err != nil {
-				return res, fmt.Errorf("gsd: repair %s: read namelist: %w", path, err)
-			}
-			// A name not followed by its NUL was cut: drop it.
-			if !v1 {
-				if i := slices.Index(blk, 0); i < 0 {
-					blk = blk[:0]
-				} else if k := bytes.LastIndexByte(blk, 0); k >= 0 {
-					blk = blk[:k+1]
-				}
-			} else {
-				blk = blk[:len(blk)/v1NameSize*v1NameSize]
-			}
-			names, _ = parseNames(blk, v1)
-			if len(names) > maxNames {
-				names = names[:maxNames]
-			}
-		}
 	}
 	// Index: the slots inside the file.
 	slots := uint64(0)
@@ -225,7 +273,7 @@ func repairFile(f vfd.File, path string, o options) (RepairResult, error) {
 		res.Frames = kept[len(kept)-1].Frame + 1
 	}
 	tooFewSlots := res.Frames > h.IndexAllocated
-	if reason == "" && !rebuildNames && !dirtyTail && !tooFewSlots && h.IndexAllocated > 0 && !cut {
+	if reason == "" && !rebuildNames && !dirtyTail && !tooFewSlots && h.IndexAllocated > 0 && !cut && !fixHeader {
 		return res, nil
 	}
 	res.Changed = true
@@ -355,7 +403,7 @@ func scanForRepair(r io.ReaderAt, path string, h Header, size int64, names []str
 		}
 		if reason != "" {
 			sc.reason = reason
-			sc.kept = dropFrame(sc.kept, e.Frame)
+			sc.kept = dropFrame(sc.kept, firstSuspectFrame(sc.kept, e, v1, h.IndexAllocated, size, len(names)))
 			sc.cut = false
 			phase = counting
 			return true
@@ -420,7 +468,8 @@ func upgradeFile(f vfd.File, path string) error {
 	for _, n := range st.names {
 		nb = append(append(nb, n...), 0)
 	}
-	block := int64(h.NameAllocated) * nameBlockUnit
+	// Blocks sized by what the file holds, not by what its header claims.
+	block := int64(initNameBlocks * nameBlockUnit)
 	for block <= int64(len(nb)) {
 		block *= 2
 	}
@@ -432,7 +481,7 @@ func upgradeFile(f vfd.File, path string) error {
 	}
 	h.NameLocation, h.NameAllocated = eof, uint64(block/nameBlockUnit)
 	eof += block
-	capacity := max(h.IndexAllocated, initIndexSlots)
+	capacity := uint64(initIndexSlots)
 	for capacity < uint64(len(es)) || capacity < st.nframes+1 {
 		capacity *= 2
 	}
@@ -455,4 +504,161 @@ func upgradeFile(f vfd.File, path string) error {
 		return fmt.Errorf("gsd: upgrade %s: sync: %w", path, err)
 	}
 	return nil
+}
+
+// zeroAt reads like r except that the byte at off reads as 0.
+type zeroAt struct {
+	r   io.ReaderAt
+	off int64
+}
+
+func (z zeroAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := z.r.ReadAt(p, off)
+	if i := z.off - off; i >= 0 && i < int64(n) {
+		p[i] = 0
+	}
+	return n, err
+}
+
+// validNames returns names with every name that is not valid UTF-8
+// rewritten (each bad byte sequence replaced by U+FFFD, then "~2", "~3"
+// ... appended until it is unique), and whether any was.
+func validNames(names []string) ([]string, bool) {
+	bad := slices.ContainsFunc(names, func(n string) bool { return !utf8.ValidString(n) })
+	if !bad {
+		return names, false
+	}
+	out := slices.Clone(names)
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		seen[n] = true
+	}
+	for i, n := range out {
+		if utf8.ValidString(n) {
+			continue
+		}
+		base := strings.ToValidUTF8(n, "\uFFFD")
+		m := base
+		for k := 2; seen[m]; k++ {
+			m = fmt.Sprintf("%s~%d", base, k)
+		}
+		seen[m] = true
+		out[i] = m
+	}
+	return out, true
+}
+
+// headerProblem is one problem of the header's application or schema field.
+type headerProblem struct {
+	off    int64
+	reason string
+}
+
+// headerStringProblems checks the application and schema fields of the
+// raw 256-byte header as python3-gsd reads them: the text before the
+// first NUL must be valid UTF-8 (both gsd.fl and pygsd decode it), and the
+// bytes after it zero (pygsd strips only trailing NULs, so it would read
+// them as part of the name).
+func headerStringProblems(raw []byte) []headerProblem {
+	var out []headerProblem
+	for _, fld := range [...]struct {
+		what string
+		off  int
+	}{{"application", offApp}, {"schema", offSchema}} {
+		b := raw[fld.off : fld.off+fieldStrSize]
+		s := cString(b)
+		if !utf8.ValidString(s) {
+			out = append(out, headerProblem{int64(fld.off), fmt.Sprintf("%s %q is not valid UTF-8 (python3-gsd cannot decode it)", fld.what, s)})
+		}
+		if len(s) == len(b) {
+			out = append(out, headerProblem{int64(fld.off), fmt.Sprintf("%s field has no NUL", fld.what)})
+		} else if k := slices.IndexFunc(b[len(s):], func(c byte) bool { return c != 0 }); k >= 0 {
+			out = append(out, headerProblem{int64(fld.off + len(s) + k), fmt.Sprintf("bytes after the %s's NUL are not zero (pygsd reads them as part of it)", fld.what)})
+		}
+	}
+	return out
+}
+
+// firstSuspectFrame returns the first frame that the bad entry b, found
+// right after the valid entries kept, may belong to: [Repair] keeps only
+// the frames before it, so that no frame is kept without one of its
+// chunks. When b's trouble cannot be in its frame number (a bad type,
+// name id, location, size, M or flags, with b sorted after the entry
+// before it), b's frame is right and is the answer. When it can (b's
+// frame is out of bounds or b breaks the (frame, id) order), the damaged
+// field may be b's frame (b then belongs after the previous entry a), b's
+// id, or a's frame or id (a passed the checks but jumped ahead of where
+// it belongs, between the entry before it and b): the answer is the first
+// frame any of these explanations allows, using the ids the namelist
+// permits to rule some out.
+func firstSuspectFrame(kept []Entry, b Entry, v1 bool, capacity uint64, size int64, nnames int) uint64 {
+	frameBad := b.Frame >= capacity || b.Frame >= uint64(size)/entrySize
+	ds, fits := b.DataSize()
+	otherBad := !b.Type.Valid() || b.Type == TypeCharacter || b.M == 0 || b.Flags != 0 ||
+		int(b.ID) >= nnames || b.Location < 0 || !fits || ds > size-b.Location
+	n := len(kept)
+	if n == 0 {
+		if frameBad {
+			return 0
+		}
+		return b.Frame
+	}
+	a := kept[n-1]
+	// before reports whether x belongs before y in the index.
+	before := func(x, y Entry) bool {
+		if v1 {
+			return x.Frame <= y.Frame
+		}
+		return x.Frame < y.Frame || (x.Frame == y.Frame && x.ID < y.ID)
+	}
+	orderBad := !before(a, b)
+	if !frameBad && !orderBad {
+		return b.Frame
+	}
+	// b's frame is wrong: b belongs after a.
+	lo := a.Frame
+	if !v1 && b.ID <= a.ID {
+		lo = a.Frame + 1
+	}
+	if !orderBad || frameBad {
+		return lo
+	}
+	// b's id is wrong (its frame, a's, is right): a's frame has an id
+	// above a's the namelist allows.
+	if !v1 && b.Frame == a.Frame && int(a.ID)+1 < nnames {
+		lo = min(lo, a.Frame)
+	}
+	if otherBad {
+		return lo
+	}
+	var p *Entry
+	if n >= 2 {
+		p = &kept[n-2]
+	}
+	// a's frame is wrong: its true frame f puts a after p and before b.
+	from := uint64(0)
+	if p != nil {
+		from = p.Frame
+		if !v1 && a.ID <= p.ID {
+			from++
+		}
+	}
+	upper, ok := b.Frame, true
+	if !v1 && a.ID >= b.ID {
+		upper, ok = b.Frame-1, b.Frame > 0
+	}
+	if ok && from <= upper {
+		lo = min(lo, from)
+	}
+	// a's id is wrong (a's frame is b's): some id fits between p's and b's.
+	if !v1 && a.Frame == b.Frame {
+		lowY := 0
+		if p != nil && p.Frame == a.Frame {
+			lowY = int(p.ID) + 1
+		}
+		if lowY < int(b.ID) {
+			lo = min(lo, a.Frame)
+		}
+	}
+	return lo
 }

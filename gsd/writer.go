@@ -3,10 +3,12 @@ package gsd
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -45,26 +47,38 @@ type Writer struct {
 }
 
 // Create creates a GSD 2.0 file called name through d, with the given
-// application and schema names (at most 63 bytes each are kept) and schema
-// version. The file is laid out as the reference library does: header,
-// a 128-slot index, a 1 KiB namelist, then data. It fails with an error
-// matching fs.ErrExist when the file exists, unless [WithOverwrite].
+// application and schema names (valid UTF-8 without NUL; at most 63 bytes
+// each are kept, cut at a character boundary) and schema version. The
+// file is laid out as the reference library does: header, a 128-slot
+// index, a 1 KiB namelist, then data. It fails with an error matching
+// fs.ErrExist when the file exists, unless [WithOverwrite].
+//
+// Creation is atomic: the header and the empty blocks are written to
+// name + ".tmp", synced, and renamed over name, and the directory is
+// synced, so a process killed (or a machine losing power) at any point
+// leaves either no file (or the previous file, with WithOverwrite) or a
+// complete empty GSD file, never a 0-byte or header-less name. (The
+// existence check and the rename are two steps: two processes creating
+// the same name at once both succeed, the last rename wins.)
 func Create(d vfd.Driver, name, application, schema string, schemaVersion Version, opts ...Option) (*Writer, error) {
 	o := buildOptions(opts)
-	flag := vfd.ReadWrite | vfd.OCreate | vfd.OExcl
-	if o.overwrite {
-		flag = vfd.ReadWrite | vfd.OCreate | vfd.OTrunc
+	for _, s := range [...]struct{ what, v string }{{"application", application}, {"schema", schema}} {
+		if err := checkHeaderString(s.what, s.v); err != nil {
+			return nil, fmt.Errorf("gsd: create %s: %w", name, err)
+		}
 	}
-	f, err := d.Open(name, flag)
-	if err != nil {
-		return nil, fmt.Errorf("gsd: create: %w", err)
+	if !o.overwrite {
+		if _, err := d.Stat(name); err == nil {
+			return nil, fmt.Errorf("gsd: create: %w", &fs.PathError{Op: "create", Path: name, Err: fs.ErrExist})
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("gsd: create: %w", err)
+		}
 	}
-	w := newWriter(f, name, o)
 	indexCap := uint64(initIndexSlots)
 	for indexCap < o.indexCap {
 		indexCap *= 2
 	}
-	w.hdr = Header{
+	hdr := Header{
 		IndexLocation:  headerSize,
 		IndexAllocated: indexCap,
 		NameLocation:   headerSize + int64(indexCap)*entrySize,
@@ -74,22 +88,77 @@ func Create(d vfd.Driver, name, application, schema string, schemaVersion Versio
 		Application:    application,
 		Schema:         schema,
 	}
-	w.eof = w.hdr.NameLocation + initNameBlocks*nameBlockUnit
-	w.wbufOff = w.eof
-	init := make([]byte, w.eof)
-	copy(init, w.hdr.encode())
-	if _, err := f.WriteAt(init, 0); err != nil {
-		return nil, errors.Join(fmt.Errorf("gsd: create %s: %w", name, err), f.Close())
+	eof := hdr.NameLocation + initNameBlocks*nameBlockUnit
+	init := make([]byte, eof)
+	copy(init, hdr.encode())
+	if err := createAtomic(d, name, init, o.sync); err != nil {
+		return nil, err
 	}
-	if o.sync {
-		if err := f.Sync(); err != nil {
-			return nil, errors.Join(fmt.Errorf("gsd: create %s: sync: %w", name, err), f.Close())
-		}
-		if err := d.SyncDir(path.Dir(name)); err != nil {
-			return nil, errors.Join(fmt.Errorf("gsd: create %s: sync directory: %w", name, err), f.Close())
-		}
+	f, err := d.Open(name, vfd.ReadWrite)
+	if err != nil {
+		return nil, fmt.Errorf("gsd: create: reopen: %w", err)
 	}
+	w := newWriter(f, name, o)
+	w.hdr = hdr
+	w.eof = eof
+	w.wbufOff = eof
 	return w, nil
+}
+
+// createAtomic writes init to name + ".tmp", syncs it (with sync), renames
+// it to name and syncs the directory (with sync). On failure the
+// temporary file is removed and name is as it was.
+func createAtomic(d vfd.Driver, name string, init []byte, sync bool) error {
+	tmp := name + ".tmp"
+	f, err := d.Open(tmp, vfd.ReadWrite|vfd.OCreate|vfd.OTrunc)
+	if err != nil {
+		return fmt.Errorf("gsd: create %s: %w", name, err)
+	}
+	fail := func(err error) error { return errors.Join(err, d.Remove(tmp)) }
+	if _, err := vfd.WriteAtType(f, vfd.MemSuper, init, 0); err != nil {
+		return fail(errors.Join(fmt.Errorf("gsd: create %s: write header: %w", name, err), f.Close()))
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			return fail(errors.Join(fmt.Errorf("gsd: create %s: sync: %w", name, err), f.Close()))
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fail(fmt.Errorf("gsd: create %s: close: %w", name, err))
+	}
+	if err := d.Rename(tmp, name); err != nil {
+		return fail(fmt.Errorf("gsd: create %s: %w", name, err))
+	}
+	if sync {
+		if err := d.SyncDir(path.Dir(name)); err != nil {
+			return fmt.Errorf("gsd: create %s: sync directory: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// CreateOrAppend opens name for appending ([OpenAppend]) when it holds a
+// GSD file, and creates it ([Create], atomically) when it does not exist
+// or is empty: 0 bytes, shorter than the 256-byte header and either all
+// zero or starting with (part of) the GSD magic number, or all zero and at
+// most 1 MiB long (what a writer killed while creating a file with a
+// non-atomic create leaves). Such a file cannot hold a frame, so nothing
+// is lost by replacing it. Any other file that is not GSD is refused with
+// ErrNotGSD and left alone. application, schema and schemaVersion are used
+// only when the file is created.
+func CreateOrAppend(d vfd.Driver, name, application, schema string, schemaVersion Version, opts ...Option) (*Writer, error) {
+	w, err := OpenAppend(d, name, opts...)
+	switch {
+	case err == nil:
+		return w, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return Create(d, name, application, schema, schemaVersion, opts...)
+	case errors.Is(err, ErrEmpty):
+		o := buildOptions(opts)
+		o.logger.Info("replacing an empty GSD file", zap.String("gsd-file", name), zap.Error(err))
+		return Create(d, name, application, schema, schemaVersion, append(opts, WithOverwrite())...)
+	}
+	return nil, err
 }
 
 func newWriter(f vfd.File, name string, o options) *Writer {
@@ -173,8 +242,8 @@ func (w *Writer) writeChunk(name string, t Type, n uint64, m uint32, data []byte
 	if err := w.usable(); err != nil {
 		return err
 	}
-	if name == "" || strings.IndexByte(name, 0) >= 0 {
-		return fmt.Errorf("gsd: write %q: empty or holds NUL: %w", name, ErrName)
+	if name == "" || strings.IndexByte(name, 0) >= 0 || !utf8.ValidString(name) {
+		return fmt.Errorf("gsd: write %q: empty, holds NUL or not valid UTF-8 (python3-gsd decodes names as UTF-8): %w", name, ErrName)
 	}
 	id, known := w.ids[name]
 	if known {
@@ -186,6 +255,9 @@ func (w *Writer) writeChunk(name string, t Type, n uint64, m uint32, data []byte
 	} else {
 		if w.nnames >= maxNames {
 			return fmt.Errorf("gsd: write %q: more than %d names: %w", name, maxNames, ErrName)
+		}
+		if len(w.nameBuf)+len(name)+1 > maxNameBytes {
+			return fmt.Errorf("gsd: write %q: names would take more than %d bytes: %w", name, maxNameBytes, ErrName)
 		}
 		id = uint16(w.nnames)
 	}

@@ -56,7 +56,8 @@
 //     rank 0 those of the global area and, last, the markers.
 //  3. On a restart, [Engine.Recover]: newest committed checkpoint first,
 //     [Level.Recover] on every rank (verify every digest, rebuild from
-//     redundancy), a vote; the first checkpoint every rank can read wins,
+//     redundancy), a vote — or, for a checkpoint of another shape, the
+//     verification pass described below; the first checkpoint every rank can read wins,
 //     otherwise the next older one, at whatever level, is tried. The
 //     checkpoints passed over are remembered ([Engine.Skipped]); retention
 //     drops them once a newer one commits, and [Engine.Recoverable] leaves
@@ -137,6 +138,30 @@
 //
 // A level that keeps files outside the checkpoint's directory ("ckpt%08d"
 // of an area) implements [Remover] to delete them.
+//
+// [Global4H5] is an L4 written as one HDF5 file (package h5ckpt): a
+// [DataOpener] whose OpenData hands every rank an [H5File] naming the
+// file, which the runtime's WriteFunc writes collectively; its entries
+// carry digest kind [DigestH5] (the file's tables hash).
+//
+// # Checkpoints of another shape
+//
+// With [Config].NodeStore (the local area of any node n, as this rank
+// sees it), [Engine.Recover] also recovers a checkpoint written by
+// another number of ranks, or by ranks placed otherwise ([Engine.OtherShape]:
+// node size, group size, node table, or ranks moved between nodes; for
+// the same rank count only after the level's own recovery failed): a
+// verification pass (reshape.go) in which the lowest rank of each node
+// lists the checkpoint's files in the old node directories it sees, and
+// every old rank's data — its data file, an L2 partner copy, its L4 task
+// or the L4 HDF5 file — is verified completely by one rank that sees it,
+// the next source tried when one fails; at L2/L3 a rank that sees every
+// surviving node directory first rebuilds lost files with the level's
+// [OfflineRebuilder]. [Engine.Reshaped] then says, per old rank, where
+// its data is, which rank verified it and which ranks can read it
+// themselves; the runtime redistributes the bytes. Nothing is rebuilt for
+// redundancy's sake, and the checkpoint's directories in node directories
+// this run does not have are removed with it when it is superseded.
 //
 // Offline use (ftigo rebuild): run the same engine inside an in-process
 // world of Manifest.Ranks ranks (comm.Run), one goroutine per rank, each

@@ -31,6 +31,11 @@ type Config struct {
 	// Policy decides which checkpoints a new one supersedes; nil is
 	// FTIPolicy{} (FTI's rule).
 	Policy Policy
+	// NodeStore returns the local area of node n (ckpt_dir/node%04d) as
+	// this rank sees it. With it, [Engine.Recover] recovers checkpoints of
+	// another shape (reshape.go); without it they are refused with
+	// [ErrTopologyMismatch].
+	NodeStore func(node int) Store
 }
 
 // Stats times one checkpoint on one rank.
@@ -68,6 +73,8 @@ type Engine struct {
 	// failed on this rank (their markers stay for the next Open).
 	dropped  []uint64
 	rmFailed []uint64
+	// reshape is the checkpoint of another shape the last Recover chose.
+	reshape *Reshape
 }
 
 // Skipped is a committed checkpoint that [Engine.Recover] found
@@ -832,7 +839,7 @@ func (e *Engine) removeFiles(m *Manifest) error {
 	// Synced: the deletion marker may go only once the directories are
 	// gone for good, or a crash could bring back files without metadata.
 	if e.nodeLeader() {
-		err = errors.Join(err, removeDir(env.Local, m.Dir()))
+		err = errors.Join(err, removeDir(env.Local, m.Dir()), e.removeOtherNodes(m))
 	}
 	if env.Rank == 0 {
 		err = errors.Join(err, removeDir(env.Global, m.Dir()))
@@ -959,10 +966,16 @@ func (m *multiError) Unwrap() []error { return m.errs }
 
 // RecoverOne checks and rebuilds committed checkpoint m on every rank.
 // Collective; the error is identical on every rank.
+//
+// A checkpoint of another shape (another rank count, or ranks placed on
+// other nodes: [Engine.OtherShape]) is recovered by a verification pass
+// of its own (reshape.go) when Config.NodeStore is set: the Source is
+// then empty and [Engine.Reshaped] says where each old rank's data is.
 func (e *Engine) RecoverOne(m *Manifest) (Source, error) {
 	what := fmt.Sprintf("checkpoint %s (id %d, %v)", m.Dir(), m.ID, m.Level)
+	e.reshape = nil
 	if m.Ranks != e.env.Comm.Size() {
-		return Source{}, fmt.Errorf("%s: %w: written by %d ranks, running %d", what, ErrTopologyMismatch, m.Ranks, e.env.Comm.Size())
+		return Source{}, e.recoverReshaped(m, what)
 	}
 	l, ok := e.levels[m.Level]
 	if !ok {
@@ -973,6 +986,13 @@ func (e *Engine) RecoverOne(m *Manifest) (Source, error) {
 	}
 	src, lerr := l.Recover(e.env, m)
 	if err := e.agree(lerr, "recover "+what); err != nil {
+		if e.cfg.NodeStore != nil && e.OtherShape(m) {
+			// Ranks moved between nodes: read the files where they are.
+			if rerr := e.recoverReshaped(m, what); rerr != nil {
+				return Source{}, fmt.Errorf("%w; read where the files are: %w", err, rerr)
+			}
+			return Source{}, nil
+		}
 		return Source{}, err
 	}
 	return src, nil

@@ -63,10 +63,19 @@ const (
 // file with the recorded checksum (or hash to the recorded BLAKE3). A
 // container entry of digest kind [DigestSION] is checked by opening it
 // with the sion reader (its metadata; its tasks are checked through the
-// data entries). The error is a *CorruptionError naming the file and
+// data entries). An entry of digest kind [DigestH5] is checked in its
+// HDF5 file: the tables against the recorded hash, and every block of
+// the rank's variables (of every rank, for the file's own entry). The error is a *CorruptionError naming the file and
 // rank, wrapping [ErrMissingFile], [ErrSizeMismatch] or
 // [ErrDigestMismatch].
 func VerifyFile(s Store, f File) error {
+	if f.Attrs[AttrDigest] == DigestH5 {
+		rank := -1 // the file: every rank's blocks
+		if f.Role == RoleData {
+			rank = f.Of
+		}
+		return verifyH5(s, f, rank)
+	}
 	if f.Attrs[AttrInContainer] != "" {
 		return verifyTask(s, f)
 	}

@@ -169,6 +169,10 @@ func (l Global4) Recover(env *Env, m *Manifest) (Source, error) {
 	if !ok {
 		return Source{}, fmt.Errorf("%w: manifest lists no data file for rank %d", ErrMissingFile, env.Rank)
 	}
+	if f.Attrs[AttrDigest] == DigestH5 {
+		// Written as one HDF5 file (ckpt_io = 5 then, whatever it is now).
+		return Global4H5{}.Recover(env, m)
+	}
 	local := env.Store(f.Where)
 	// A copy staged by an earlier recovery is a file of its own even when
 	// the entry says the data lives only in the container.

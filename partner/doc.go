@@ -54,6 +54,18 @@
 //     that sees every node's files; [RebuildL3Offline] runs [RebuildGroup]
 //     for every rank in an in-process world.
 //
+// Page cache: the partner copies and parity files a checkpoint writes,
+// and the copies re-sent at recovery, are dropped from the page cache
+// behind the write: the writer starts the writeback of every 16 MiB and
+// drops each piece once two more follow it ([vfd.DropCache]), then the
+// rest after the final sync, so a file holds at most 48 MiB of the cache
+// however large it is. Nobody reads these files unless a node is lost,
+// and a writer that reuses its own pages spends far less kernel time
+// than one that takes fresh memory for every byte (docs/performance.md,
+// "Partner and parity writes"). A data file restored from its copy stays
+// cached, since the restart reads it next; [Options].KeepCache keeps
+// everything cached, as FTI does.
+//
 // A rank that fails locally (I/O error, bad hash) keeps taking part in the
 // exchange with empty or zero blocks and returns its error at the end, so
 // no peer hangs; the caller's commit vote then rejects the checkpoint.

@@ -122,7 +122,7 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 	o.SkipSourceHash = true
 	// Phase 1: right neighbours send back the copies they hold (ring leftwards).
 	{
-		e := streamEnd{inOwner: me}
+		e := streamEnd{inOwner: me, keep: true} // the restart reads a restored data file next
 		leftNeedsOwn := fromLeft[0]&flagOwnOK == 0 && flags&flagHeldOK != 0
 		if leftNeedsOwn {
 			h := held

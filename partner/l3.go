@@ -225,7 +225,11 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 		fail(fmt.Errorf("open data %s: %w", data.Path, err))
 		src = nil
 	}
-	out, err := createSink(parityTo, parRow, lay.ParitySize(), pool)
+	var piece int64
+	if !o.KeepCache {
+		piece = o.piece()
+	}
+	out, err := createSink(parityTo, parRow, lay.ParitySize(), pool, piece)
 	if err != nil {
 		fail(fmt.Errorf("create parity %s: %w", parityTo.Path, err))
 		out = nil

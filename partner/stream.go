@@ -49,6 +49,36 @@ type Options struct {
 	// the sender's recorded hash, which catches a damaged source as well,
 	// only one step later; this saves a hash pass on CPU-starved nodes.
 	SkipSourceHash bool
+	// KeepCache leaves the partner copies, parity files and re-sent
+	// copies a transfer writes in the page cache. By default the writer
+	// starts the writeback of every 16 MiB it wrote and drops each piece
+	// from the cache once two more follow it ([vfd.DropCache]), and drops
+	// the rest after the final sync: nobody reads these files unless a
+	// node is lost, and a writer that reuses its own pages costs a
+	// fraction of the kernel time of one that takes fresh memory for
+	// every byte (see docs/performance.md). A data file restored from its
+	// copy is always kept: the restart reads it next.
+	KeepCache bool
+
+	// dropPiece is the piece of dropping behind (0: dropPiece), for tests.
+	dropPiece int64
+}
+
+// dropPiece is the piece after which a sink that drops behind starts the
+// writeback of what it wrote (as the FTI-FF writer does); dropWindow is
+// how far behind the write it drops pieces from the page cache, in
+// pieces. A sink holds at most (dropWindow+1) pieces of its file in the
+// page cache, 48 MiB.
+const (
+	dropPiece  = 16 << 20
+	dropWindow = 2
+)
+
+func (o Options) piece() int64 {
+	if o.dropPiece > 0 {
+		return o.dropPiece
+	}
+	return dropPiece
 }
 
 func (o Options) block() int {
@@ -209,20 +239,29 @@ func (s *source) close() (encode.Hash, bool, error) {
 }
 
 // sink writes blocks at increasing offsets with a writer goroutine, hashes
-// them, and on finish syncs the file.
+// them, and on finish syncs the file. A sink that drops behind (piece >
+// 0) starts the writeback of every piece it wrote and drops each piece
+// from the page cache once dropWindow more follow it, and drops the whole
+// file after the final sync.
 type sink struct {
-	pool *Buffers
-	f    vfd.File
-	path string
-	work chan []byte
-	free chan []byte
-	done chan struct{}
-	h    *blake3.Hasher
-	off  int64
-	err  error // owned by the writer goroutine until done is closed
+	pool  *Buffers
+	f     vfd.File
+	path  string
+	work  chan []byte
+	free  chan []byte
+	done  chan struct{}
+	h     *blake3.Hasher
+	off   int64
+	piece int64 // 0: keep the file in the page cache
+	// hinted and dropped are the ends of the ranges whose writeback was
+	// started and that were dropped from the cache.
+	hinted, dropped int64
+	err             error // owned by the writer goroutine until done is closed
 }
 
-func createSink(r Ref, bs int, size int64, pool *Buffers) (*sink, error) {
+// createSink creates r for a stream of size bytes in blocks of bs; with
+// piece > 0 the sink drops behind in pieces of that size.
+func createSink(r Ref, bs int, size int64, pool *Buffers, piece int64) (*sink, error) {
 	if err := mkdirDurable(r.Driver, path.Dir(r.Path)); err != nil {
 		return nil, err
 	}
@@ -230,7 +269,7 @@ func createSink(r Ref, bs int, size int64, pool *Buffers) (*sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sink{pool: pool, f: f, path: r.Path, work: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: blake3.New()}
+	s := &sink{pool: pool, f: f, path: r.Path, work: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: blake3.New(), piece: piece}
 	for range max(1, min(3, (size+int64(bs)-1)/int64(bs))) {
 		s.free <- pool.get(bs)
 	}
@@ -242,16 +281,31 @@ func (s *sink) run() {
 	defer close(s.done)
 	for b := range s.work {
 		if s.err == nil {
-			// No vfd.StartWriteback here: measured end to end (4 ranks ×
-			// 256 MiB at L2), hinting every block or every 16 MiB made
-			// the checkpoint 15-40% slower on the reference machine.
 			if _, err := s.f.WriteAt(b, s.off); err != nil {
 				s.err = fmt.Errorf("write %s at %d: %w", s.path, s.off, err)
 			}
 			s.h.Write(b)
 			s.off += int64(len(b))
+			s.dropBehind()
 		}
 		s.free <- b[:cap(b)]
+	}
+}
+
+// dropBehind starts the writeback of every whole piece written since the
+// last call and drops the pieces dropWindow pieces behind it. Both are
+// hints: a write error they meet comes back from the final Sync.
+func (s *sink) dropBehind() {
+	if s.piece <= 0 {
+		return
+	}
+	for s.off-s.hinted >= s.piece {
+		_ = vfd.StartWriteback(s.f, s.hinted, s.piece)
+		s.hinted += s.piece
+		if s.hinted-s.dropped > dropWindow*s.piece {
+			_ = vfd.DropCache(s.f, s.dropped, s.piece)
+			s.dropped += s.piece
+		}
 	}
 }
 
@@ -289,6 +343,9 @@ func (s *sink) finishWith(tail func(body encode.Hash) ([]byte, error)) (body, wh
 	}
 	if err == nil {
 		err = s.f.Sync()
+	}
+	if err == nil && s.piece > 0 {
+		_ = vfd.DropCache(s.f, 0, 0) // synced: nothing left to wait for
 	}
 	err = errors.Join(err, s.f.Close())
 	copy(whole[:], s.h.Sum(nil))
@@ -375,6 +432,9 @@ type streamEnd struct {
 	// inHashUnknown is learnt from a sender that does not know its hash:
 	// the received bytes are checked against the hash in its trailer.
 	inHashUnknown bool
+	// keep leaves the received file in the page cache whatever
+	// Options.KeepCache says (a restored data file, read next).
+	keep bool
 }
 
 // headerLen is the length of a stream header: size u64, hash, flags.
@@ -440,7 +500,11 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 	}
 	var in *sink
 	if e.in != nil {
-		s, err := createSink(*e.in, bs, e.inSize, o.Buffers)
+		var piece int64
+		if !o.KeepCache && !e.keep {
+			piece = o.piece()
+		}
+		s, err := createSink(*e.in, bs, e.inSize, o.Buffers, piece)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("create %s: %w", e.in.Path, err))
 		} else {

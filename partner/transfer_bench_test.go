@@ -45,7 +45,7 @@ type benchWorld struct {
 	hash encode.Hash
 }
 
-func newBenchWorld(b *testing.B, size int) *benchWorld {
+func newBenchWorld(b testing.TB, size int) *benchWorld {
 	topo, err := NewTopology(benchRanks, 1, benchRanks, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -121,24 +121,26 @@ func overlapped(name string, data []byte, transfer func() error) error {
 }
 
 // benchRaw runs the physical references of L2 and L3: every rank writes
-// and fsyncs two files of its size, one after the other ("raw") and with
+// and fsyncs two files of its size, one after the other ("raw"), with
 // the first file's fsync running while the second is written
-// ("raw-overlapped", the physical best for two files).
+// ("raw-overlapped"), and that with 16 MiB writes each followed by
+// vfd.StartWriteback ("raw-strong", the strongest raw writer, see
+// strongRaw). BenchmarkPartnerPaired measures them alternated with the
+// levels in one run.
 func benchRaw(b *testing.B, w *benchWorld, name string) {
-	for _, ovl := range []bool{false, true} {
-		label := "raw/"
-		if ovl {
-			label = "raw-overlapped/"
-		}
+	for _, label := range []string{"raw/", "raw-overlapped/", "raw-strong/"} {
 		b.Run(label+name, func(b *testing.B) {
 			b.SetBytes(int64(2 * benchRanks * len(w.data)))
 			for b.Loop() {
 				err := parallel(benchRanks, func(r int) error {
-					second := func() error { return writeSync(path.Join(w.node(r), "raw-b"), w.data) }
-					if ovl {
-						return overlapped(path.Join(w.node(r), "raw-a"), w.data, second)
+					a, bb := path.Join(w.node(r), "raw-a"), path.Join(w.node(r), "raw-b")
+					switch label {
+					case "raw-overlapped/":
+						return overlapped(a, w.data, func() error { return writeSync(bb, w.data) })
+					case "raw-strong/":
+						return strongRaw(a, bb, w.data)
 					}
-					return errors.Join(writeSync(path.Join(w.node(r), "raw-a"), w.data), second())
+					return errors.Join(writeSync(a, w.data), writeSync(bb, w.data))
 				})
 				if err != nil {
 					b.Fatal(err)

@@ -565,6 +565,19 @@ func (f *coreFile) Truncate(size int64) error {
 	return nil
 }
 
+// DropCache does nothing: memory is the file, there is no cache to drop
+// it from. Like StartWriteback it is not a sync: a crash clone loses the
+// range's unsynced bytes.
+func (f *coreFile) DropCache(off, n int64) error {
+	if err := checkDropRange(f.name, off, n); err != nil {
+		return err
+	}
+	if f.closed.Load() {
+		return pathErr("dropcache", f.name, ErrClosed)
+	}
+	return nil
+}
+
 // StartWriteback does nothing: memory has no device to start writing
 // to. In particular it is not a sync: bytes only "written back" are lost
 // in a crash clone like any other unsynced bytes.

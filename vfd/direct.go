@@ -348,6 +348,20 @@ func (f *directFile) StartWriteback(off, n int64) error {
 	return nil
 }
 
+// DropCache has nothing to drop: O_DIRECT writes bypass the page cache.
+// It checks the range and that the file is open.
+func (f *directFile) DropCache(off, n int64) error {
+	if err := checkDropRange(f.name, off, n); err != nil {
+		return err
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return pathErr("dropcache", f.name, ErrClosed)
+	}
+	return nil
+}
+
 func (f *directFile) Size() (int64, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()

@@ -106,7 +106,18 @@
 // index (so the indices of the other ops do not depend on whether a
 // writer hints; see [Fault.NumberWriteback]).
 //
-// Concurrency: ReadAt, WriteAt and StartWriteback may run concurrently on
+// A writer of a large file that nobody will read soon (a partner copy, a
+// parity file) can also keep its page-cache footprint small with
+// [DropCache] on the pieces it wrote a few pieces ago: the range is
+// written back, waited for and dropped, so the writer reuses its own
+// pages instead of taking fresh memory for every byte, which on virtual
+// machines that hand free memory back to the host costs a host fault per
+// page ([CacheDropper]). [Sec2] issues sync_file_range with WAIT_BEFORE,
+// WRITE and WAIT_AFTER, then posix_fadvise(POSIX_FADV_DONTNEED); the
+// wrappers pass it on as they pass StartWriteback on ([Fault] and [Log]
+// as OpDropCache); [Core] and [Direct] have no cache to drop.
+//
+// Concurrency: ReadAt, WriteAt, StartWriteback and DropCache may run concurrently on
 // disjoint ranges of one File. Other methods of a File must not overlap
 // with anything else on that File. Drivers are safe for concurrent use. Core, Fault and Log
 // keep their state behind locks or atomics; injectors of a Fault run one

@@ -404,6 +404,29 @@ func (f *FamilyFile) StartWriteback(off, n int64) error {
 	return nil
 }
 
+// DropCache passes the hint on to the members the range covers, each
+// with its part of the range; members past the end are skipped.
+func (f *FamilyFile) DropCache(off, n int64) error {
+	if err := checkDropRange(f.pattern, off, n); err != nil {
+		return err
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return pathErr("dropcache", f.pattern, ErrClosed)
+	}
+	end := writebackEnd(off, n)
+	for i := off / f.memberSize; i < int64(len(f.members)) && i*f.memberSize < end; i++ {
+		base := i * f.memberSize
+		moff := max(off, base) - base
+		mn := min(end-base, f.memberSize) - moff
+		if err := DropCache(f.members[i], moff, mn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Size returns the size of the address space: full members plus the last.
 func (f *FamilyFile) Size() (int64, error) {
 	f.mu.RLock()

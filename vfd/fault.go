@@ -15,8 +15,8 @@ import (
 type OpKind uint8
 
 // The operation kinds. Size on a file counts as OpStat. OpWriteback is
-// [StartWriteback] on a file; it came last so the values of the others
-// did not change.
+// [StartWriteback] on a file and OpDropCache [DropCache]; they came last
+// so the values of the others did not change.
 const (
 	OpOpen OpKind = iota
 	OpRead
@@ -32,10 +32,11 @@ const (
 	OpMkdir
 	OpSyncDir
 	OpWriteback
+	OpDropCache
 	numOpKinds
 )
 
-var opKindNames = [numOpKinds]string{"open", "read", "write", "sync", "truncate", "close", "remove", "removeall", "rename", "stat", "readdir", "mkdir", "syncdir", "writeback"}
+var opKindNames = [numOpKinds]string{"open", "read", "write", "sync", "truncate", "close", "remove", "removeall", "rename", "stat", "readdir", "mkdir", "syncdir", "writeback", "dropcache"}
 
 // String returns the lowercase name of k.
 func (k OpKind) String() string {
@@ -50,11 +51,12 @@ type Op struct {
 	Kind    OpKind
 	Path    string  // the file or directory name (for Rename, the old name)
 	NewPath string  // for Rename, the new name
-	Off     int64   // for Read, Write and Writeback, the offset; for Truncate, the new size
-	Len     int     // for Read and Write, the buffer length; for Writeback, the range length (0: to the end)
+	Off     int64   // for Read, Write, Writeback and DropCache, the offset; for Truncate, the new size
+	Len     int     // for Read and Write, the buffer length; for Writeback and DropCache, the range length (0: to the end)
 	Type    MemType // for Write and Read, the memory-type hint (MemDefault without one)
 	// Index is the position of this op among all ops of the Fault, from
-	// 0; -1 for a Writeback op unless [Fault.NumberWriteback] is on.
+	// 0; -1 for a Writeback or DropCache op unless [Fault.NumberWriteback]
+	// is on.
 	Index int
 }
 
@@ -238,9 +240,10 @@ func orInjected(err error) error {
 // not run (a torn write from [ShortWrite] runs in part). With the same
 // sequence of calls the same operations fail: Fault is deterministic.
 //
-// Writeback hints ([StartWriteback], kind OpWriteback) are shown to the
-// injectors like every op, so tests can fail them (OnNth(OpWriteback, ...),
-// OnPath with that kind), but by default they take no global index
+// Writeback hints ([StartWriteback], kind OpWriteback; [DropCache], kind
+// OpDropCache) are shown to the injectors like every op, so tests can
+// fail them (OnNth(OpWriteback, ...), OnPath with that kind), but by
+// default they take no global index
 // (Index -1) and do not advance [Fault.Ops]. A hint changes neither the
 // content nor what survives a crash: numbering it would shift the index
 // of every later op whenever a writer starts or stops hinting (and the
@@ -283,7 +286,7 @@ func (d *Fault) Injected() int {
 	return d.injected
 }
 
-// NumberWriteback sets whether Writeback ops take a global index (and
+// NumberWriteback sets whether Writeback and DropCache ops take a global index (and
 // count in [Fault.Ops]) like the others; off by default. Set it before
 // the ops it should apply to.
 func (d *Fault) NumberWriteback(on bool) {
@@ -304,7 +307,7 @@ func (d *Fault) Add(injectors ...Injector) {
 func (d *Fault) check(op Op) *InjectedError {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if op.Kind == OpWriteback && !d.numberWriteback {
+	if (op.Kind == OpWriteback || op.Kind == OpDropCache) && !d.numberWriteback {
 		op.Index = -1
 	} else {
 		op.Index = d.ops
@@ -449,6 +452,14 @@ func (f *faultFile) StartWriteback(off, n int64) error {
 		return err
 	}
 	return StartWriteback(f.f, off, n)
+}
+
+// DropCache passes the hint on unless an injector fails it.
+func (f *faultFile) DropCache(off, n int64) error {
+	if err := f.d.fail(Op{Kind: OpDropCache, Path: f.f.Name(), Off: off, Len: int(n)}); err != nil {
+		return err
+	}
+	return DropCache(f.f, off, n)
 }
 
 func (f *faultFile) Size() (int64, error) {

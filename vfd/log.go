@@ -109,7 +109,7 @@ func (d *Log) done(op Op, start time.Time, n int, err error, extra ...zap.Field)
 		fields = append(fields, zap.Int64("offset", op.Off), zap.Int("size", op.Len), zap.Int("done", n), zap.Stringer("mem-type", op.Type))
 	case OpTruncate:
 		fields = append(fields, zap.Int64("size", op.Off))
-	case OpWriteback:
+	case OpWriteback, OpDropCache:
 		fields = append(fields, zap.Int64("offset", op.Off), zap.Int("size", op.Len))
 	}
 	fields = append(fields, zap.Duration("duration", dur))
@@ -223,6 +223,15 @@ func (f *logFile) StartWriteback(off, n int64) error {
 	start := f.d.now()
 	err := StartWriteback(f.f, off, n)
 	f.d.done(Op{Kind: OpWriteback, Path: f.f.Name(), Off: off, Len: int(n)}, start, 0, err)
+	return err
+}
+
+// DropCache passes the hint on, traces it (op "dropcache", offset, size,
+// 0 meaning to the end) and counts it under OpDropCache.
+func (f *logFile) DropCache(off, n int64) error {
+	start := f.d.now()
+	err := DropCache(f.f, off, n)
+	f.d.done(Op{Kind: OpDropCache, Path: f.f.Name(), Off: off, Len: int(n)}, start, 0, err)
 	return err
 }
 

@@ -159,6 +159,9 @@ type sec2File struct {
 	// noWriteback is set once the kernel or the file system refused
 	// sync_file_range on this file; StartWriteback then does nothing.
 	noWriteback atomic.Bool
+	// noDrop is set once the kernel or the file system refused
+	// posix_fadvise on this file; DropCache then does nothing.
+	noDrop atomic.Bool
 }
 
 func (f *sec2File) Name() string { return f.name }
@@ -310,6 +313,56 @@ func (f *sec2File) StartWriteback(off, n int64) error {
 		}
 		return pathErr("writeback", f.name, err)
 	}
+}
+
+// DropCache writes the dirty pages of [off, off+n) and waits for them
+// (sync_file_range with SYNC_FILE_RANGE_WAIT_BEFORE, WRITE and
+// WAIT_AFTER), then drops the range from the page cache
+// (posix_fadvise POSIX_FADV_DONTNEED). Where the kernel or the file
+// system refuses either call (ENOSYS, EINVAL, EOPNOTSUPP, ESPIPE) that
+// step does nothing more for this file and DropCache returns nil.
+func (f *sec2File) DropCache(off, n int64) error {
+	if err := checkDropRange(f.name, off, n); err != nil {
+		return err
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return pathErr("dropcache", f.name, ErrClosed)
+	}
+	if n > math.MaxInt64-off {
+		n = 0
+	}
+	const wait = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
+	for !f.noWriteback.Load() {
+		err := unix.SyncFileRange(f.fd, off, n, wait)
+		if err == unix.EINTR {
+			continue
+		}
+		if refused(err) {
+			f.noWriteback.Store(true)
+			break
+		}
+		if err != nil {
+			return pathErr("dropcache", f.name, err)
+		}
+		break
+	}
+	if f.noDrop.Load() {
+		return nil
+	}
+	err := unix.Fadvise(f.fd, off, n, unix.FADV_DONTNEED)
+	if refused(err) {
+		f.noDrop.Store(true)
+		return nil
+	}
+	return pathErr("dropcache", f.name, err)
+}
+
+// refused reports an error by which the kernel or the file system says
+// it does not offer a call on a file.
+func refused(err error) bool {
+	return err == unix.ENOSYS || err == unix.EINVAL || err == unix.EOPNOTSUPP || err == unix.ESPIPE
 }
 
 // Preallocate reserves space with fallocate where the file system supports it.

@@ -277,6 +277,20 @@ func (f *splitFile) StartWriteback(off, n int64) error {
 	return errors.Join(StartWriteback(f.meta, off, n), StartWriteback(f.raw, off, n))
 }
 
+// DropCache passes the hint on to both files, whose addresses are the
+// same.
+func (f *splitFile) DropCache(off, n int64) error {
+	if err := checkDropRange(f.name, off, n); err != nil {
+		return err
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return pathErr("dropcache", f.name, ErrClosed)
+	}
+	return errors.Join(DropCache(f.meta, off, n), DropCache(f.raw, off, n))
+}
+
 // Sync syncs both files.
 func (f *splitFile) Sync() error {
 	f.mu.RLock()

@@ -164,6 +164,25 @@ func (f *stdioFile) StartWriteback(off, n int64) error {
 	return StartWriteback(f.f, off, n)
 }
 
+// DropCache writes the pending buffer first when it overlaps [off, off+n)
+// (n == 0: through the end of file), then passes the hint on.
+func (f *stdioFile) DropCache(off, n int64) error {
+	if err := checkDropRange(f.Name(), off, n); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return pathErr("dropcache", f.Name(), ErrClosed)
+	}
+	if len(f.buf) > 0 && off < f.off+int64(len(f.buf)) && writebackEnd(off, n) > f.off {
+		if err := f.flush(); err != nil {
+			return err
+		}
+	}
+	return DropCache(f.f, off, n)
+}
+
 func (f *stdioFile) Size() (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -144,6 +144,27 @@ type WritebackStarter interface {
 	StartWriteback(off, n int64) error
 }
 
+// CacheDropper is the optional capability of writing [off, off+n) back
+// to the device, waiting for that, and dropping it from the page cache,
+// so that a writer of a large file nobody reads soon (a partner copy, a
+// parity file) keeps its page-cache footprint to a few pieces and reuses
+// its own pages instead of taking fresh memory for every byte (Linux
+// sync_file_range with SYNC_FILE_RANGE_WAIT_BEFORE|WRITE|WAIT_AFTER, then
+// posix_fadvise POSIX_FADV_DONTNEED). Use [DropCache], which does nothing
+// for files without it.
+//
+// Like [WritebackStarter] it is a hint: it changes neither the content
+// nor the size of the file and makes nothing durable (it neither flushes
+// the metadata nor the device's cache, so Sync is still required); later
+// reads of the range go to the device. n == 0 means through the end of
+// the file; a range past the end of file is no error. A negative off or n
+// is an error wrapping [ErrNegativeOffset]; on a closed file the error
+// matches fs.ErrClosed. It may run concurrently with ReadAt, WriteAt and
+// StartWriteback on other ranges.
+type CacheDropper interface {
+	DropCache(off, n int64) error
+}
+
 // TypedWriter is the optional capability of taking a memory-type hint on
 // a write. Use [WriteAtType], which falls back to WriteAt.
 type TypedWriter interface {
@@ -245,11 +266,30 @@ func StartWriteback(f File, off, n int64) error {
 	return nil
 }
 
+// DropCache asks f to write [off, off+n) back (n == 0: through the end of
+// file), wait for it and drop it from the page cache when it can, and
+// does nothing otherwise. It is only a hint: it makes nothing durable,
+// so Sync is still required. See [CacheDropper].
+func DropCache(f File, off, n int64) error {
+	if d, ok := f.(CacheDropper); ok {
+		return d.DropCache(off, n)
+	}
+	return nil
+}
+
 // checkWritebackRange reports a negative offset or length of a
 // StartWriteback call.
 func checkWritebackRange(name string, off, n int64) error {
 	if off < 0 || n < 0 {
 		return pathErr("writeback", name, ErrNegativeOffset)
+	}
+	return nil
+}
+
+// checkDropRange reports a negative offset or length of a DropCache call.
+func checkDropRange(name string, off, n int64) error {
+	if off < 0 || n < 0 {
+		return pathErr("dropcache", name, ErrNegativeOffset)
 	}
 	return nil
 }

@@ -3,8 +3,10 @@ package vfd_test
 import (
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,6 +45,7 @@ func TestWritebackIsNotSync(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, vfd.StartWriteback(f, 0, 0))
 			require.NoError(t, vfd.StartWriteback(f, 6, 7))
+			require.NoError(t, vfd.DropCache(f, 0, 0))
 			assert.Equal(t, []byte("synced hinted"), readAll(t, c, "f"), "the hint reached the core (stdio flushed its buffer)")
 			assert.Equal(t, []byte("synced"), readAll(t, c.CrashClone(), "f"), "written back but not synced: lost")
 			require.NoError(t, f.Sync())
@@ -57,7 +60,7 @@ func TestWritebackIsNotSync(t *testing.T) {
 func recorder() (*vfd.Fault, *[]vfd.Op) {
 	var ops []vfd.Op
 	return vfd.NewFault(vfd.NewCore(), vfd.InjectorFunc(func(op vfd.Op) error {
-		if op.Kind == vfd.OpWriteback {
+		if op.Kind == vfd.OpWriteback || op.Kind == vfd.OpDropCache {
 			ops = append(ops, vfd.Op{Kind: op.Kind, Path: op.Path, Off: op.Off, Len: op.Len})
 		}
 		return nil
@@ -98,24 +101,36 @@ func TestWritebackForwarding(t *testing.T) {
 				wb("m-3", 100, 50),
 			}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rec, got := recorder()
-			d := tt.wrap(rec)
-			f, err := vfd.Create(d, tt.file)
-			require.NoError(t, err)
-			data := pattern(3500)
-			_, err = f.WriteAt(data, 0)
-			require.NoError(t, err)
-			for _, h := range tt.hints {
-				require.NoError(t, vfd.StartWriteback(f, h[0], h[1]))
-			}
-			assert.Equal(t, tt.want, *got)
-			back := make([]byte, len(data))
-			require.NoError(t, vfd.ReadFull(f, back, 0))
-			assert.Equal(t, data, back)
-			require.NoError(t, f.Close())
-		})
+	hints := []struct {
+		kind vfd.OpKind
+		call func(f vfd.File, off, n int64) error
+	}{{vfd.OpWriteback, vfd.StartWriteback}, {vfd.OpDropCache, vfd.DropCache}}
+	for _, h := range hints {
+		for _, tt := range tests {
+			t.Run(h.kind.String()+"/"+tt.name, func(t *testing.T) {
+				rec, got := recorder()
+				d := tt.wrap(rec)
+				f, err := vfd.Create(d, tt.file)
+				require.NoError(t, err)
+				data := pattern(3500)
+				_, err = f.WriteAt(data, 0)
+				require.NoError(t, err)
+				for _, r := range tt.hints {
+					require.NoError(t, h.call(f, r[0], r[1]))
+				}
+				want := slices.Clone(tt.want)
+				for i := range want {
+					want[i].Kind = h.kind
+				}
+				assert.Equal(t, want, *got)
+				back := make([]byte, len(data))
+				require.NoError(t, vfd.ReadFull(f, back, 0))
+				assert.Equal(t, data, back)
+				require.NoError(t, f.Close())
+				assert.ErrorIs(t, h.call(f, 0, 0), fs.ErrClosed)
+				assert.ErrorIs(t, h.call(f, -1, 0), vfd.ErrNegativeOffset)
+			})
+		}
 	}
 }
 
@@ -250,4 +265,107 @@ func TestSec2WritebackRefusedStopsTrying(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, vfd.StartWriteback(g, 0, 1<<16))
 	assert.False(t, vfd.WritebackRefused(g), "ext4, xfs and tmpfs accept sync_file_range")
+}
+
+// TestFaultDropCache: DropCache ops reach the injectors without a global
+// index, like writeback hints, and take one with NumberWriteback.
+func TestFaultDropCache(t *testing.T) {
+	for _, number := range []bool{false, true} {
+		c := vfd.NewCore()
+		d := vfd.NewFault(c, vfd.OnNth(vfd.OpDropCache, 1, syscall.EIO))
+		d.NumberWriteback(number)
+		f, err := vfd.Create(d, "f")
+		require.NoError(t, err)
+		_, err = f.WriteAt([]byte("data"), 0)
+		require.NoError(t, err)
+		require.NoError(t, vfd.DropCache(f, 0, 2), "the first drop passes")
+		err = vfd.DropCache(f, 2, 2)
+		require.ErrorIs(t, err, syscall.EIO, "the second is failed")
+		var ie *vfd.InjectedError
+		require.ErrorAs(t, err, &ie)
+		want := vfd.Op{Kind: vfd.OpDropCache, Path: "f", Off: 2, Len: 2, Index: -1}
+		ops := 2 // open, write
+		if number {
+			want.Index, ops = 3, 4
+		}
+		assert.Equal(t, want, ie.Op)
+		assert.Equal(t, ops, d.Ops())
+		require.NoError(t, f.Close())
+		assert.Equal(t, []byte("data"), readAll(t, c, "f"))
+	}
+}
+
+func TestLogTracesDropCache(t *testing.T) {
+	obs, logs := observer.New(zapcore.DebugLevel)
+	d := vfd.NewLog(vfd.NewCore(), zap.New(obs))
+	f, err := vfd.Create(d, "w")
+	require.NoError(t, err)
+	require.NoError(t, vfd.DropCache(f, 4096, 8192))
+	require.NoError(t, f.Close())
+	var got []map[string]any
+	for _, e := range logs.All() {
+		if e.ContextMap()["op"] == "dropcache" {
+			got = append(got, e.ContextMap())
+		}
+	}
+	require.Len(t, got, 1)
+	assert.Equal(t, "w", got[0]["path"])
+	assert.Equal(t, int64(4096), got[0]["offset"])
+	assert.Equal(t, int64(8192), got[0]["size"])
+	assert.Equal(t, int64(1), d.Stats().Ops[vfd.OpDropCache])
+	assert.Equal(t, "dropcache", vfd.OpDropCache.String())
+}
+
+// TestSec2DropCache: after DropCache the range is no longer in the page
+// cache (mincore over a mapping of the file), the rest still is, and the
+// content reads back unchanged. Skipped where the page cache is the file
+// (tmpfs, ramfs).
+func TestSec2DropCache(t *testing.T) {
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	require.NoError(t, unix.Statfs(dir, &st))
+	if st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC {
+		t.Skipf("%s is on tmpfs or ramfs: its pages cannot be dropped", dir)
+	}
+	const size = 8 << 20
+	name := filepath.Join(dir, "f")
+	f, err := vfd.Create(vfd.Sec2{}, name)
+	require.NoError(t, err)
+	defer f.Close()
+	data := pattern(size)
+	_, err = f.WriteAt(data, 0)
+	require.NoError(t, err)
+	resident := func() (first, second int) {
+		m, err := unix.Mmap(int(f.(interface{ Fd() uintptr }).Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+		require.NoError(t, err)
+		defer unix.Munmap(m)
+		vec := make([]byte, size/4096)
+		if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+			require.NoError(t, e, "mincore")
+		}
+		for i, v := range vec {
+			if v&1 == 0 {
+				continue
+			}
+			if i < len(vec)/2 {
+				first++
+			} else {
+				second++
+			}
+		}
+		return first, second
+	}
+	a, b := resident()
+	require.Equal(t, size/4096/2, a, "freshly written pages are cached")
+	require.Equal(t, size/4096/2, b)
+	require.NoError(t, vfd.DropCache(f, 0, size/2))
+	a, b = resident()
+	assert.Zero(t, a, "the dropped half left the page cache")
+	assert.Equal(t, size/4096/2, b, "the other half stayed")
+	back := make([]byte, size)
+	require.NoError(t, vfd.ReadFull(f, back, 0))
+	assert.Equal(t, data, back, "the content is unchanged")
+	require.NoError(t, vfd.DropCache(f, 0, 0))
+	a, b = resident()
+	assert.Zero(t, a+b, "n == 0 drops through the end of file")
 }

@@ -111,7 +111,7 @@ func benchDCP(bc benchConfig, dirty float64, blockSize int, tick func()) (*dcpBe
 			os.RemoveAll(run)
 			c0 := processCPU()
 			hash = append(hash, hashRanks(data))
-			hashCPU = append(hashCPU, processCPU()-c0)
+			hashCPU = append(hashCPU, processCPU().sub(c0).total())
 			tick()
 		}
 		row.Full, row.DCP, row.Empty, row.Hash = summarize(full), summarize(dcp), summarize(empty), summarize(hash)
@@ -201,7 +201,7 @@ func benchDCPLevel(bc benchConfig, data [][]float64, level int, dirty float64, b
 				return 0, nil, err
 			}
 			d := time.Since(t0)
-			cpu = processCPU() - c0
+			cpu = processCPU().sub(c0).total()
 			ms, err := levels.ScanManifests(levels.Store{Driver: vfd.Sec2{}, Dir: cfg.MetaDir})
 			if err != nil || len(ms) == 0 || ms[len(ms)-1].M == nil {
 				return 0, nil, fmt.Errorf("read the manifest of checkpoint %d: %v", id, err)

@@ -199,6 +199,8 @@ type dhdfVerifyResult struct {
 }
 
 // dhdfBadChunk is a chunk that could not be read or failed its checksum.
+// Chunks are read in pieces (dhdf.Set.VerifyChunk), so a chunk of any size
+// is checked.
 type dhdfBadChunk struct {
 	SDS   string `json:"sds"`
 	Chunk string `json:"chunk"`
@@ -210,7 +212,7 @@ func dhdfVerify(s *dhdf.Set) dhdfVerifyResult {
 	for _, x := range s.SDSs() {
 		for _, c := range x.Chunks {
 			res.Chunks++
-			if _, err := s.ReadChunk(x.Name, c.Name); err != nil {
+			if err := s.VerifyChunk(c); err != nil {
 				res.Bad = append(res.Bad, dhdfBadChunk{SDS: x.Name, Chunk: c.Name, Error: err.Error()})
 			}
 		}

@@ -66,11 +66,13 @@ type app struct {
 	// progressMinBytes is the input size from which sion pack and defrag
 	// show progress.
 	progressMinBytes int64
+	// dropCaches drops the machine's page cache (bench --cold).
+	dropCaches func() error
 }
 
 func newApp(stdout, stderr io.Writer) *app {
 	return &app{stdout: stdout, stderr: stderr, isTerminal: isTerminal, buildInfo: debug.ReadBuildInfo,
-		now: time.Now, progressMinBytes: 64 << 20}
+		now: time.Now, progressMinBytes: 64 << 20, dropCaches: dropPageCache}
 }
 
 // usageError is a mistake in the command line: exit code 2.

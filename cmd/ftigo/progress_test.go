@@ -41,7 +41,7 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 			[]string{"\rrebuild: reconstructing and checking checkpoint files ", " done in ", "\rverify [", "8/8\x1b[K\n"}},
 		{"bench", func() []string {
 			return []string{"bench", "--levels", "1", "--repeats", "1", "--ranks", "2", "--size", "64KiB", "--cold=false", "--dir", t.TempDir()}
-		}, []string{"\rbench [", "3/3\x1b[K\n"}},
+		}, []string{"\rbench [", "4/4\x1b[K\n"}},
 		{"sion pack", func() []string { return []string{"sion", "pack", "-o", filepath.Join(t.TempDir(), "p.sion"), in, in} },
 			[]string{"\rsion pack [", "6.0/6.0 MiB\x1b[K\n"}},
 		{"sion defrag", func() []string {

@@ -23,6 +23,12 @@
 //
 // [Writer.OneSync] drops the Sync of Flush (one barrier instead of two).
 //
+// [Group.ReserveDataset] allocates a dataset's raw data without writing
+// it, optionally aligned, so that other writers (other ranks with their
+// own handles on the file) fill it at [Dataset.Addr] before Close; what
+// nobody writes reads as zeros. [File.ReadHyperslab] reads a block of a
+// contiguous dataset, one read per contiguous run.
+//
 // Until Close has written the superblock the file starts with zeros, so a
 // cut write leaves a file that every HDF5 tool refuses. Output is
 // deterministic: the same calls give the same bytes (names are sorted).

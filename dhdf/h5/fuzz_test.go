@@ -15,6 +15,13 @@ func FuzzReader(f *testing.F) {
 		f.Add(b[:len(b)/2])
 	}
 	f.Add([]byte(signature))
+	// Sizes far beyond the file.
+	for _, size := range []uint64{1 << 40, ^uint64(0), 1 << 20} {
+		b := hugeRootHeader(0, size)
+		f.Add(withEOF(b, uint64(len(b))))
+		s := sampleBytes(f)
+		f.Add(hugeHeap(f, uint64(len(s)), size))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := Open(bytes.NewReader(b), int64(len(b)), "fuzz.h5")
 		if err != nil {

@@ -66,18 +66,26 @@ type Link struct {
 // File is an opened HDF5 file of the ftigo profile. All metadata is decoded
 // and checked by Open; raw data is read on demand. Safe for concurrent reads.
 type File struct {
-	r    io.ReaderAt
-	path string
-	eof  uint64
-	Root *Object
-	objs map[uint64]*Object
+	r     io.ReaderAt
+	path  string
+	eof   uint64
+	Root  *Object
+	objs  map[uint64]*Object
+	heaps map[uint64]map[uint32][]byte
+	meta  uint64 // bytes of metadata structures read so far (readMeta)
 }
+
+// MaxMetadataBlock is the largest object header or global heap collection
+// the reader accepts and the writer produces (256 MiB: a group of about
+// three million links, a global heap of the mappings of some million
+// chunks).
+const MaxMetadataBlock = 256 << 20
 
 // Open decodes the file held by r (size bytes; path is used in errors).
 // Anything outside ftigo's profile is rejected with ErrUnsupported; bad
 // bytes give a *CorruptionError.
 func Open(r io.ReaderAt, size int64, path string) (*File, error) {
-	f := &File{r: r, path: path, objs: map[uint64]*Object{}}
+	f := &File{r: r, path: path, objs: map[uint64]*Object{}, heaps: map[uint64]map[uint32][]byte{}}
 	if size < 0 {
 		size = 0
 	}
@@ -143,6 +151,26 @@ func (f *File) read(off, n uint64, what string) ([]byte, error) {
 	return p, nil
 }
 
+// readMeta is read for one whole metadata structure (an object header, a
+// global heap collection): besides lying inside the file, it must be at
+// most MaxMetadataBlock bytes, and all structures read from the file
+// together at most the file's size (in a file of the profile they do not
+// overlap), so a damaged or hostile size field is refused before anything
+// is allocated for it.
+func (f *File) readMeta(off, n uint64, what string) ([]byte, error) {
+	if n > MaxMetadataBlock {
+		return nil, f.corrupt(off, what, fmt.Errorf("%w: %d bytes, more than the %d bytes a metadata block may have", ErrCorrupt, n, MaxMetadataBlock))
+	}
+	if n > f.eof-min(f.eof, f.meta) {
+		return nil, f.corrupt(off, what, fmt.Errorf("%w: %d more bytes of metadata after %d, more than the file's %d bytes", ErrCorrupt, n, f.meta, f.eof))
+	}
+	p, err := f.read(off, n, what)
+	if err == nil {
+		f.meta += n
+	}
+	return p, err
+}
+
 // readInto fills p from off; a read cut short by the end of the file is a
 // CorruptionError wrapping ErrTruncated.
 func (f *File) readInto(p []byte, off uint64, what string) error {
@@ -185,7 +213,7 @@ func (f *File) object(addr uint64, depth int) (*Object, error) {
 	if size > f.eof {
 		return nil, f.corrupt(addr, "object header", fmt.Errorf("%w: chunk size %d", ErrCorrupt, size))
 	}
-	all, err := f.read(addr, 6+w+size+4, "object header")
+	all, err := f.readMeta(addr, 6+w+size+4, "object header")
 	if err != nil {
 		return nil, err
 	}
@@ -500,45 +528,99 @@ func decodeAttribute(m []byte) (Attribute, error) {
 }
 
 func (f *File) vdsMappings(addr uint64, index uint32) ([]Mapping, error) {
+	objs, err := f.globalHeap(addr)
+	if err != nil {
+		return nil, err
+	}
+	blk, ok := objs[index]
+	if !ok {
+		return nil, f.corrupt(addr, "global heap", fmt.Errorf("%w: object %d not found", ErrCorrupt, index))
+	}
+	ms, err := decodeVDSBlock(blk)
+	if err != nil {
+		return nil, f.corrupt(addr, "virtual dataset mapping", err)
+	}
+	return ms, nil
+}
+
+// globalHeap reads and checks the global heap collection at addr (once per
+// file) and returns its objects by index. Every byte of it must be as the
+// profile lays it out, since libhdf5 reads the collection whole: the
+// reserved bytes zero, objects 1..n in order with reference count 0, zero
+// reserved bytes and zero padding to 8 bytes, then the free-space object
+// (index 0) covering exactly the rest of the collection, which is zero.
+func (f *File) globalHeap(addr uint64) (map[uint32][]byte, error) {
+	if objs, ok := f.heaps[addr]; ok {
+		return objs, nil
+	}
+	bad := func(format string, args ...any) error {
+		return f.corrupt(addr, "global heap", fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...))
+	}
 	hdr, err := f.read(addr, gheapHdrSize, "global heap")
 	if err != nil {
 		return nil, err
 	}
 	if string(hdr[:4]) != "GCOL" || hdr[4] != 1 {
-		return nil, f.corrupt(addr, "global heap", fmt.Errorf("%w: no global heap collection", ErrCorrupt))
+		return nil, bad("no global heap collection")
+	}
+	if hdr[5] != 0 || hdr[6] != 0 || hdr[7] != 0 {
+		return nil, bad("reserved bytes of the collection header are not zero")
 	}
 	size := binary.LittleEndian.Uint64(hdr[8:])
-	if size < gheapHdrSize {
-		return nil, f.corrupt(addr, "global heap", fmt.Errorf("%w: collection size %d", ErrCorrupt, size))
+	if size < gheapHdrSize+gheapObjHdr {
+		return nil, bad("collection size %d", size)
 	}
-	heap, err := f.read(addr, size, "global heap")
+	heap, err := f.readMeta(addr, size, "global heap")
 	if err != nil {
 		return nil, err
 	}
-	p := heap[gheapHdrSize:]
-	for len(p) >= gheapObjHdr {
-		idx := binary.LittleEndian.Uint16(p)
-		n := binary.LittleEndian.Uint64(p[8:])
+	objs := map[uint32][]byte{}
+	p := uint64(gheapHdrSize)
+	for next := uint32(1); ; next++ {
+		if size-p < gheapObjHdr {
+			return nil, bad("no free-space object at the end of the collection")
+		}
+		o := heap[p:]
+		idx := uint32(binary.LittleEndian.Uint16(o))
+		ref := binary.LittleEndian.Uint16(o[2:])
+		res := binary.LittleEndian.Uint32(o[4:])
+		n := binary.LittleEndian.Uint64(o[8:])
+		if ref != 0 || res != 0 {
+			return nil, bad("object %d: reference count %d, reserved %#x (not 0)", idx, ref, res)
+		}
 		if idx == 0 {
-			break
-		}
-		if n > uint64(len(p)-gheapObjHdr) {
-			return nil, f.corrupt(addr, "global heap", fmt.Errorf("%w: object %d of %d bytes overruns the collection", ErrCorrupt, idx, n))
-		}
-		if uint32(idx) == index {
-			ms, err := decodeVDSBlock(p[gheapObjHdr : gheapObjHdr+n])
-			if err != nil {
-				return nil, f.corrupt(addr, "virtual dataset mapping", err)
+			if n != size-p {
+				return nil, bad("free-space object of %d bytes, %d left in the collection", n, size-p)
 			}
-			return ms, nil
-		}
-		skip := uint64(gheapObjHdr) + uint64(align8(int(n)))
-		if skip > uint64(len(p)) {
+			if !allZero(o[gheapObjHdr:]) {
+				return nil, bad("free space at %d is not zero", addr+p+gheapObjHdr)
+			}
 			break
 		}
-		p = p[skip:]
+		if idx != next {
+			return nil, bad("object %d where object %d belongs", idx, next)
+		}
+		if n > size-p-gheapObjHdr || uint64(align8(int(n))) > size-p-gheapObjHdr {
+			return nil, bad("object %d of %d bytes overruns the collection", idx, n)
+		}
+		data := o[gheapObjHdr : gheapObjHdr+n]
+		if !allZero(o[gheapObjHdr+n : gheapObjHdr+uint64(align8(int(n)))]) {
+			return nil, bad("padding of object %d is not zero", idx)
+		}
+		objs[idx] = data
+		p += gheapObjHdr + uint64(align8(int(n)))
 	}
-	return nil, f.corrupt(addr, "global heap", fmt.Errorf("%w: object %d not found", ErrCorrupt, index))
+	f.heaps[addr] = objs
+	return objs, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func decodeVDSBlock(b []byte) ([]Mapping, error) {
@@ -663,6 +745,18 @@ func (f *File) ReadData(o *Object) ([]byte, error) {
 		return []byte{}, nil
 	}
 	return f.read(o.DataAddr, o.DataSize, "raw data")
+}
+
+// ReadDataAt reads len(p) bytes of a contiguous dataset's raw data from
+// byte off of it, for reading a large dataset in pieces.
+func (f *File) ReadDataAt(o *Object, p []byte, off uint64) error {
+	if o.Kind != KindDataset || o.Virtual != nil || off > o.DataSize || uint64(len(p)) > o.DataSize-off {
+		return fmt.Errorf("%w: %s: %d bytes at %d of a contiguous dataset of %d bytes", ErrInvalid, f.path, len(p), off, o.DataSize)
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	return f.readInto(p, o.DataAddr+off, "raw data")
 }
 
 // ReadDataInto reads a contiguous dataset's bytes into p, which must be

@@ -324,6 +324,9 @@ func (w *Writer) flush() error {
 		if size < gheapMinSize {
 			size = gheapMinSize
 		}
+		if size > MaxMetadataBlock {
+			return fmt.Errorf("%w: the virtual datasets' mappings take %d bytes, over the %d-byte global heap limit", ErrInvalid, size, MaxMetadataBlock)
+		}
 		heap := make([]byte, 0, size)
 		heap = append(heap, "GCOL"...)
 		heap = append(heap, 1, 0, 0, 0)
@@ -466,7 +469,17 @@ func (g *Group) header(addrs map[string]uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return encodeObjectHeader(append(msgs, am...)), nil
+	return headerWithin(append(msgs, am...))
+}
+
+// headerWithin encodes an object header, refusing one larger than
+// MaxMetadataBlock (which the reader would refuse).
+func headerWithin(msgs []message) ([]byte, error) {
+	b := encodeObjectHeader(msgs)
+	if len(b) > MaxMetadataBlock {
+		return nil, fmt.Errorf("%w: object header of %d bytes, over the %d-byte limit (too many links or attributes)", ErrInvalid, len(b), MaxMetadataBlock)
+	}
+	return b, nil
 }
 
 func (d *Dataset) header(gheap uint64, index int) ([]byte, error) {
@@ -497,5 +510,5 @@ func (d *Dataset) header(gheap uint64, index int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return encodeObjectHeader(append(msgs, am...)), nil
+	return headerWithin(append(msgs, am...))
 }

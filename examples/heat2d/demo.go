@@ -213,6 +213,20 @@ func demo(o *options, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "heat2d: %d×%d grid, %d iterations, %d ranks on %d simulated nodes (one group), levels %v\n",
 		o.nx, o.ny, o.iters, o.ranks, o.nodes, o.levels)
+	relaunch := *o
+	relaunch.ranks, relaunch.nodes = o.relaunchRanks, o.relaunchNodes
+	if relaunch.nodes < 2 {
+		// One node has no partner: the relaunch checkpoints at L1 and L4.
+		relaunch.levels = slices.DeleteFunc(slices.Clone(o.levels), func(l int) bool { return l == 2 || l == 3 })
+		if len(relaunch.levels) == 0 {
+			relaunch.levels = []int{1}
+		}
+	}
+	reshaped := relaunch.ranks != o.ranks || relaunch.nodes != o.nodes
+	if reshaped {
+		fmt.Fprintf(out, "relaunch after the kill: %d ranks on %s (levels %v); the field is the global dataset \"temperature\", redistributed onto the new bands\n",
+			relaunch.ranks, plural(relaunch.nodes, "simulated node"), relaunch.levels)
+	}
 	fmt.Fprintf(out, "run directory: %s\n", o.dir)
 
 	t0 := time.Now()
@@ -245,8 +259,12 @@ func demo(o *options, out io.Writer) error {
 			}
 			fmt.Fprintf(out, "lost node: deleted node%04d's local storage (%d files) %s\n", o.loseNode, lostFiles, nodeDir)
 		}
-		fmt.Fprintln(out, "\nlaunch 2 (restart):")
-		l2 := runLaunch(o, killPlan{mode: "none"}, out)
+		if reshaped {
+			fmt.Fprintf(out, "\nlaunch 2 (restart on %d ranks, %s; launch 1 had %d ranks, %s):\n", relaunch.ranks, plural(relaunch.nodes, "node"), o.ranks, plural(o.nodes, "node"))
+		} else {
+			fmt.Fprintln(out, "\nlaunch 2 (restart):")
+		}
+		l2 := runLaunch(&relaunch, killPlan{mode: "none"}, out)
 		if l2.err != nil {
 			return l2.err
 		}
@@ -259,7 +277,17 @@ func demo(o *options, out io.Writer) error {
 			ok = false
 		default:
 			fmt.Fprintf(out, "  restarted (%s) from checkpoint %s (L%s) at iteration %s\n", s.kv["status"], s.kv["id"], s.kv["level"], s.kv["iter"])
-			if o.loseNode >= 0 {
+			if old, now := s.kv["oldranks"], s.kv["ranks"]; old != now {
+				fmt.Fprintf(out, "  redistributed the checkpoint written by %s ranks onto %s: each new band of \"temperature\" read from the old ranks' files that hold it (every block hash verified), the iteration from rank 0's\n", old, now)
+				switch {
+				case o.loseNode < 0:
+				case s.kv["level"] != "3":
+					fmt.Fprintf(out, "  node%04d's lost files were not needed: its ranks' data came from the redundancy on the other nodes\n", o.loseNode)
+				case o.loseNode >= relaunch.nodes:
+					fmt.Fprintf(out, "  node%04d's lost files were rebuilt from the L3 parity (the relaunch has no node %d, a rank that sees every node's directory did it) before the data was redistributed\n", o.loseNode, o.loseNode)
+				}
+			}
+			if o.loseNode >= 0 && (s.kv["oldranks"] == s.kv["ranks"] || s.kv["level"] == "3") {
 				counts := strings.Split(s.kv["nodefiles"], ",")
 				if o.loseNode < len(counts) {
 					fmt.Fprintf(out, "  rebuilt %s files onto node%04d's empty storage from the L%s redundancy before the solver resumed\n", counts[o.loseNode], o.loseNode, s.kv["level"])
@@ -281,7 +309,12 @@ func demo(o *options, out io.Writer) error {
 	}
 	want := fieldBytes(ref)
 	if bytes.Equal(got, want) {
-		fmt.Fprintf(out, "\ncomparison: final field bit-identical to the uninterrupted run (%d values)\n", len(ref))
+		if reshaped && final != l1 {
+			fmt.Fprintf(out, "\ncomparison: final field (computed by %d ranks after the restart) bit-identical to the uninterrupted run on %d ranks (%d values)\n",
+				relaunch.ranks, o.ranks, len(ref))
+		} else {
+			fmt.Fprintf(out, "\ncomparison: final field bit-identical to the uninterrupted run (%d values)\n", len(ref))
+		}
 	} else {
 		fmt.Fprintf(out, "\ncomparison: FAILED, final field differs from the uninterrupted run (%s)\n", firstDiff(got, want))
 		ok = false
@@ -348,4 +381,12 @@ func firstDiff(a, b []byte) string {
 		}
 	}
 	return "no difference"
+}
+
+// plural returns "1 node" or "3 nodes".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -22,10 +22,16 @@ import (
 	"github.com/ftigo/ftigo/vfd"
 )
 
-// Variable ids protected by the job.
+// Variable and global dataset ids of the job. The field is one global
+// dataset, "temperature" (ny × nx), each rank's band of rows a subset of
+// it, so a relaunch on any number of ranks recovers it; the iteration
+// counter is the one element of dataset "iteration", held by rank 0 (the
+// others map zero elements) and broadcast after a restart.
 const (
 	varIter  = 0
 	varField = 1
+	dsField  = 0
+	dsIter   = 1
 )
 
 // jobResult is what one launch of the job reports back.
@@ -33,6 +39,7 @@ type jobResult struct {
 	Status      ckpt.Status
 	RestartID   int64
 	RestartLvl  int
+	OldRanks    int // ranks that wrote the checkpoint it restarted from
 	StartIter   int64
 	Checkpoints []ckptRecord
 	Field       []float64 // final field, on completion
@@ -122,25 +129,47 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 	if err != nil {
 		return nil, err
 	}
-	iter := []int64{0}
-	if err := ckpt.Protect(rt, varIter, &iter, "iteration"); err != nil {
-		return nil, err
+	// The protected variables: the band's rows without the halo (a view
+	// into b.U, re-pointed after each step swaps the buffers) and, on
+	// rank 0, the iteration counter.
+	interior := b.Interior()
+	iterVar := []int64{}
+	if c.Rank() == 0 {
+		iterVar = []int64{0}
 	}
-	if err := ckpt.Protect(rt, varField, &b.U, "temperature"); err != nil {
+	if err := errors.Join(
+		ckpt.Protect(rt, varIter, &iterVar, "iteration"),
+		ckpt.Protect(rt, varField, &interior, "temperature"),
+		ckpt.DefineDataset[float64](rt, dsField, "temperature", []int64{int64(o.ny), int64(o.nx)}),
+		ckpt.DefineDataset[int64](rt, dsIter, "iteration", []int64{1}),
+		rt.AddSubset(varField, dsField, []int64{int64(b.Row0), 0}, []int64{int64(b.Rows), int64(b.NX)}),
+		rt.AddSubset(varIter, dsIter, []int64{0}, []int64{int64(len(iterVar))}),
+	); err != nil {
 		return nil, err
 	}
 	res := &jobResult{Status: rt.Status()}
+	var iter int64
 	if rt.Status() != ckpt.Fresh {
+		// Collective when the checkpoint was written by another number
+		// of ranks: the bands are redistributed from the old ones.
 		if err := rt.Recover(); err != nil {
 			return nil, fmt.Errorf("recover: %w", err)
 		}
-		if len(b.U) != (b.Rows+2)*b.NX {
-			return nil, fmt.Errorf("recovered field has %d values, want %d", len(b.U), (b.Rows+2)*b.NX)
+		if len(interior) != b.Rows*b.NX {
+			return nil, fmt.Errorf("recovered field has %d values, want %d", len(interior), b.Rows*b.NX)
 		}
+		copy(b.Interior(), interior) // a no-op unless Recover had to reallocate
 		m := rt.Recovered()
-		res.RestartID, res.RestartLvl = m.ID, int(m.Level)
+		res.RestartID, res.RestartLvl, res.OldRanks = m.ID, int(m.Level), rt.OldRanks()
+		local := int64(0)
+		if len(iterVar) == 1 {
+			local = iterVar[0]
+		}
+		if iter, err = comm.AllreduceValue(c, local, comm.Max); err != nil {
+			return nil, err
+		}
 	}
-	res.StartIter = iter[0]
+	res.StartIter = iter
 	if err := c.Barrier(); err != nil {
 		return nil, err
 	}
@@ -152,31 +181,36 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 		for n := range counts {
 			counts[n] = strconv.Itoa(countFiles(filepath.Join(local, fmt.Sprintf("node%04d", n))))
 		}
-		ev.emit("start status=%s id=%d level=%d iter=%d nodefiles=%s", res.Status, res.RestartID, res.RestartLvl, iter[0], strings.Join(counts, ","))
+		ev.emit("start status=%s id=%d level=%d iter=%d oldranks=%d ranks=%d nodefiles=%s", res.Status, res.RestartID, res.RestartLvl, iter,
+			res.OldRanks, c.Size(), strings.Join(counts, ","))
 	}
-	traj, err := openTrajectory(c, o, iter[0])
+	traj, err := openTrajectory(c, o, iter)
 	if err != nil {
 		return nil, err
 	}
 	defer traj.close()
 
-	protected := int64(len(b.U)*8 + 8)
-	for iter[0] < int64(o.iters) {
+	protected := int64(len(interior)*8 + len(iterVar)*8)
+	for iter < int64(o.iters) {
 		if err := b.Exchange(c); err != nil {
 			return nil, err
 		}
 		b.Step(o.alpha)
-		iter[0]++
-		if o.frameEvery > 0 && iter[0]%int64(o.frameEvery) == 0 {
-			if err := traj.frame(c, b, iter[0], o.alpha); err != nil {
+		iter++
+		if o.frameEvery > 0 && iter%int64(o.frameEvery) == 0 {
+			if err := traj.frame(c, b, iter, o.alpha); err != nil {
 				return nil, err
 			}
 		}
-		if o.ckptEvery > 0 && iter[0]%int64(o.ckptEvery) == 0 && len(o.levels) > 0 && iter[0] < int64(o.iters) {
-			id := iter[0] / int64(o.ckptEvery)
+		if o.ckptEvery > 0 && iter%int64(o.ckptEvery) == 0 && len(o.levels) > 0 && iter < int64(o.iters) {
+			id := iter / int64(o.ckptEvery)
 			level := o.levels[int(id-1)%len(o.levels)]
+			interior = b.Interior() // Step swapped the buffers
+			if len(iterVar) == 1 {
+				iterVar[0] = iter
+			}
 			if c.Rank() == 0 {
-				ev.emit("ckpt-begin id=%d level=%d iter=%d", id, level, iter[0])
+				ev.emit("ckpt-begin id=%d level=%d iter=%d", id, level, iter)
 			}
 			t0 := time.Now()
 			if err := rt.Checkpoint(id, level); err != nil {
@@ -187,10 +221,10 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 			if err != nil {
 				return nil, err
 			}
-			rec := ckptRecord{ID: id, Level: level, Iter: iter[0], Bytes: total, Duration: d}
+			rec := ckptRecord{ID: id, Level: level, Iter: iter, Bytes: total, Duration: d}
 			res.Checkpoints = append(res.Checkpoints, rec)
 			if c.Rank() == 0 {
-				ev.emit("ckpt-end id=%d level=%d iter=%d bytes=%d ns=%d", id, level, iter[0], total, d.Nanoseconds())
+				ev.emit("ckpt-end id=%d level=%d iter=%d bytes=%d ns=%d", id, level, iter, total, d.Nanoseconds())
 			}
 		}
 	}
@@ -206,7 +240,7 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 		return nil, fmt.Errorf("finalize: %w", err)
 	}
 	if c.Rank() == 0 {
-		ev.emit("done iter=%d", iter[0])
+		ev.emit("done iter=%d", iter)
 	}
 	return res, nil
 }
@@ -223,7 +257,9 @@ const (
 
 // openTrajectory opens DIR/heat2d.gsd on rank 0: created on a fresh run;
 // on a restart from iteration start, the frames the killed run wrote after
-// start are dropped first so the file holds each step once.
+// start are dropped first so the file holds each step once. An empty file
+// (a run killed while creating it with an older, non-atomic writer) is
+// replaced by a fresh one (gsd.CreateOrAppend).
 func openTrajectory(c comm.Comm, o *options, start int64) (*trajectory, error) {
 	t := &trajectory{}
 	if c.Rank() != 0 || o.frameEvery <= 0 {
@@ -232,19 +268,13 @@ func openTrajectory(c comm.Comm, o *options, start int64) (*trajectory, error) {
 	d := vfd.Sec2{}
 	name := filepath.Join(o.dir, "heat2d.gsd")
 	if _, err := d.Stat(name); err == nil {
-		if err := truncateTrajectory(d, name, start); err != nil {
+		if err := truncateTrajectory(d, name, start); err != nil && !errors.Is(err, gsd.ErrEmpty) {
 			return nil, err
 		}
-		w, err := gsd.OpenAppend(d, name)
-		if err != nil {
-			return nil, fmt.Errorf("append to trajectory: %w", err)
-		}
-		t.w = w
-		return t, nil
 	}
-	w, err := gsd.Create(d, name, "ftigo heat2d", gsdSchema, gsdSchemaVer, gsd.WithOverwrite())
+	w, err := gsd.CreateOrAppend(d, name, "ftigo heat2d", gsdSchema, gsdSchemaVer)
 	if err != nil {
-		return nil, fmt.Errorf("create trajectory: %w", err)
+		return nil, fmt.Errorf("open trajectory: %w", err)
 	}
 	t.w = w
 	return t, nil

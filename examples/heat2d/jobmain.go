@@ -16,7 +16,15 @@ import (
 // jobMain runs one launch of the job in this process: every rank of the
 // world (goroutines by default, MPI processes under the mpi build tag)
 // runs runJob; rank 0 then writes the final field and the image.
+//
+// A failure is written to the job log. Under MPI the failing rank also
+// prints it on standard error ("heat2d: rank R: ...") before the job is
+// aborted, since MPI_Abort never returns to let the caller print it.
 func jobMain(o *options, out io.Writer) error {
+	return runJobMain(o, out, os.Stderr)
+}
+
+func runJobMain(o *options, out, stderr io.Writer) error {
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return err
 	}
@@ -28,6 +36,11 @@ func jobMain(o *options, out io.Writer) error {
 	ev := &events{w: out}
 	var mu sync.Mutex
 	var final *jobResult
+	failed := func(rank int, err error) {
+		fmt.Fprintf(stderr, "heat2d: rank %d: %v\n", rank, err)
+		logger.Error("job failed", zap.Int("rank", rank), zap.Error(err))
+		_ = logger.Sync()
+	}
 	err = runWorld(o.ranks, func(c comm.Comm) error {
 		res, err := runJob(c, o, ev, logger.With(zap.Int("rank", c.Rank())))
 		if err != nil {
@@ -39,8 +52,11 @@ func jobMain(o *options, out io.Writer) error {
 			mu.Unlock()
 		}
 		return nil
-	})
+	}, failed)
 	if err != nil {
+		if !underMPI {
+			logger.Error("job failed", zap.Error(err))
+		}
 		return err
 	}
 	if final == nil {

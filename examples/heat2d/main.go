@@ -33,23 +33,26 @@ import (
 
 // options are the command-line settings of a run.
 type options struct {
-	ranks, nodes  int
-	nx, ny        int
-	iters         int
-	alpha         float64
-	frameEvery    int
-	ckptEvery     int
-	levelsFlag    string
-	levels        []int
-	config        string
-	dir           string
-	kill          string
-	loseNode      int
-	noKill        bool
-	globalLatency time.Duration
-	ioLatency     time.Duration
-	role          string
-	seed          uint64
+	ranks, nodes int
+	// relaunchRanks, relaunchNodes: the shape of the relaunch after the
+	// kill (0: the first launch's).
+	relaunchRanks, relaunchNodes int
+	nx, ny                       int
+	iters                        int
+	alpha                        float64
+	frameEvery                   int
+	ckptEvery                    int
+	levelsFlag                   string
+	levels                       []int
+	config                       string
+	dir                          string
+	kill                         string
+	loseNode                     int
+	noKill                       bool
+	globalLatency                time.Duration
+	ioLatency                    time.Duration
+	role                         string
+	seed                         uint64
 }
 
 const usageText = `heat2d: a 2-D heat solver that checkpoints with ftigo, is killed, restarts
@@ -60,6 +63,7 @@ Examples:
   go run ./examples/heat2d -dir run1 -kill random  # kill at a random moment, keep outputs in run1
   go run ./examples/heat2d -no-kill -iters 1000    # just solve, with checkpoints
   go run ./examples/heat2d -config config.fti      # FTI-style configuration file
+  go run ./examples/heat2d -relaunch-ranks 3       # restart on 3 ranks (3 nodes) instead of 4
 
 Flags:
 `
@@ -74,6 +78,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	fs.IntVar(&o.ranks, "ranks", 4, "number of ranks (goroutines in-process)")
 	fs.IntVar(&o.nodes, "nodes", 4, "number of simulated nodes the ranks are spread over (all in one group)")
+	fs.IntVar(&o.relaunchRanks, "relaunch-ranks", 0, "ranks of the relaunch after the kill (0: as -ranks); the field is a global dataset, redistributed onto the new bands")
+	fs.IntVar(&o.relaunchNodes, "relaunch-nodes", 0, "simulated nodes of the relaunch (0: as many as keep -ranks/-nodes ranks per node, else one rank per node)")
 	fs.IntVar(&o.nx, "nx", 256, "grid columns")
 	fs.IntVar(&o.ny, "ny", 256, "grid rows")
 	fs.IntVar(&o.iters, "iters", 4000, "solver iterations")
@@ -107,6 +113,26 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-iters, -ckpt-every and -frame-every must not be negative")
 	case o.ranks > o.ny:
 		return nil, fmt.Errorf("-ranks (%d) exceeds the grid rows (%d)", o.ranks, o.ny)
+	case o.relaunchRanks < 0 || o.relaunchNodes < 0:
+		return nil, fmt.Errorf("-relaunch-ranks and -relaunch-nodes must not be negative")
+	}
+	if o.relaunchRanks == 0 {
+		o.relaunchRanks = o.ranks
+		if o.relaunchNodes == 0 {
+			o.relaunchNodes = o.nodes
+		}
+	}
+	if o.relaunchNodes == 0 {
+		o.relaunchNodes = o.relaunchRanks
+		if per := o.ranks / o.nodes; o.relaunchRanks%per == 0 {
+			o.relaunchNodes = o.relaunchRanks / per
+		}
+	}
+	switch {
+	case o.relaunchRanks%o.relaunchNodes != 0:
+		return nil, fmt.Errorf("-relaunch-ranks (%d) must be a multiple of -relaunch-nodes (%d)", o.relaunchRanks, o.relaunchNodes)
+	case o.relaunchRanks > o.ny:
+		return nil, fmt.Errorf("-relaunch-ranks (%d) exceeds the grid rows (%d)", o.relaunchRanks, o.ny)
 	}
 	lv, err := parseLevels(o.levelsFlag)
 	if err != nil {

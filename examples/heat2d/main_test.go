@@ -76,6 +76,33 @@ func TestDemoKillRestartIsBitIdentical(t *testing.T) {
 	assert.Len(t, s.Files(), 5)
 }
 
+// TestDemoRelaunchOnOtherRanks: the relaunch after the kill runs on
+// another number of ranks and nodes; the field, one global dataset, is
+// redistributed onto the new bands and the run still ends bit-identical
+// to the uninterrupted one. 4 -> 3 (node 2 rebuilt from L3 parity, then
+// redistributed) and 4 -> 8 on 2 nodes.
+func TestDemoRelaunchOnOtherRanks(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		shape string
+	}{
+		{[]string{"-relaunch-ranks", "3"}, "launch 2 (restart on 3 ranks, 3 nodes; launch 1 had 4 ranks, 4 nodes)"},
+		{[]string{"-relaunch-ranks", "8", "-relaunch-nodes", "2"}, "launch 2 (restart on 8 ranks, 2 nodes; launch 1 had 4 ranks, 4 nodes)"},
+	} {
+		t.Run(tc.args[1], func(t *testing.T) {
+			o := smallOptions(t, append([]string{"-io-latency", "30ms"}, tc.args...)...)
+			var out bytes.Buffer
+			require.NoError(t, demo(o, &out), out.String())
+			report := out.String()
+			assert.Contains(t, report, tc.shape)
+			assert.Contains(t, report, "restarted (restart) from checkpoint 3 (L3) at iteration 150")
+			assert.Contains(t, report, "redistributed the checkpoint written by 4 ranks onto "+tc.args[1])
+			assert.Contains(t, report, "bit-identical to the uninterrupted run on 4 ranks (1280 values)")
+			assert.True(t, strings.HasSuffix(strings.TrimSpace(report), "OK"), report)
+		})
+	}
+}
+
 func TestDemoL1OnlyRestartsFromOlderCheckpoint(t *testing.T) {
 	o := smallOptions(t, "-io-latency", "30ms", "-levels", "1")
 	var out bytes.Buffer
@@ -95,6 +122,9 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{"-levels", ""},
 		{"-lose-node", "9"},
 		{"-ranks", "64", "-nodes", "4", "-ny", "32"},
+		{"-relaunch-ranks", "6", "-relaunch-nodes", "4"},
+		{"-relaunch-ranks", "64", "-ny", "32"},
+		{"-relaunch-ranks", "-1"},
 		{"extra"},
 	} {
 		_, err := parseFlags(args, &bytes.Buffer{})
@@ -104,6 +134,13 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 2, 3, 4}, o.levels)
 	assert.Equal(t, 2, o.loseNode, "a node is lost by default when L2/L3 protect it")
+	assert.Equal(t, [2]int{4, 4}, [2]int{o.relaunchRanks, o.relaunchNodes}, "the relaunch has the first launch's shape by default")
+	o, err = parseFlags([]string{"-ranks", "8", "-nodes", "4", "-relaunch-ranks", "6"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, 3, o.relaunchNodes, "two ranks per node, as in the first launch")
+	o, err = parseFlags([]string{"-ranks", "8", "-nodes", "4", "-relaunch-ranks", "5"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, 5, o.relaunchNodes, "one rank per node when the first launch's per-node count does not divide")
 }
 
 func TestPlanKill(t *testing.T) {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent FTI-FF v1 reader written from docs/format/ftiff.md only.
+"""Independent FTI-FF v1/v2 reader written from docs/format/ftiff.md only.
 
 Prints the header, the file block and every variable (restored from its
 fragments with numpy) so TestPythonReader can compare with the Go reader.
@@ -18,7 +18,7 @@ def main(path):
     b = open(path, "rb").read()
     assert b[:8] == b"\x89FTI-FF\n", "magic"
     version, hsize, fbsize = struct.unpack_from("<HHH", b, 8)
-    assert (version, hsize, fbsize) == (1, 64, 192)
+    assert version in (1, 2) and (hsize, fbsize) == (64, 192)
     ckpt, rank, level = struct.unpack_from("<qiB", b, 16)
     fb = b[len(b) - 192:]
     assert fb[:8] == b"FTIFF-FB"
@@ -43,11 +43,44 @@ def main(path):
             assert recs[idx][0] == vid and csize <= cont
             data[vid][dptr:dptr + csize] = b[fptr:fptr + csize]
             p += 88
-    assert len(mb) - p == 32 * nbh
+    p += 32 * nbh
+    assert p == len(mb) if version == 1 else p < len(mb)
     for vid, typ, name, esize, size in recs:
         dt = TYPES[typ] or f"V{esize}"
         arr = np.frombuffer(bytes(data[vid]), dtype=dt)
         print(f"var {vid} {name} type={typ} dtype={arr.dtype.str} count={arr.size} {arr.tobytes().hex()}")
+    if version == 2:
+        extension(mb[p:], {r[0]: r for r in recs})
+
+
+def extension(ext, recs):
+    """Prints the dataset and subset records of a version-2 extension area."""
+    assert ext[-8:] == b"FTIFFEXT"
+    nrec, size = struct.unpack_from("<I4xQ", ext, len(ext) - 24)
+    assert size == len(ext)
+    p = 0
+    for _ in range(nrec):
+        kind, ver, flags, length = struct.unpack_from("<HHIQ", ext, p)
+        body = ext[p + 16:p + 16 + length]
+        p += 16 + (length + 7) // 8 * 8
+        if (kind, ver) == (1, 1):
+            did, typ, rank, dflags, esize, nlen = struct.unpack_from("<iBBHII", body, 0)
+            shape = list(struct.unpack_from(f"<{rank}q", body, 16))
+            name = body[16 + 8 * rank:16 + 8 * rank + nlen].decode()
+            print(f"dataset {did} {name} shape={shape} type={typ} esize={esize} sparse={dflags & 1}")
+        elif (kind, ver) == (2, 1):
+            vid, did, rank = struct.unpack_from("<iiB", body, 0)
+            off = list(struct.unpack_from(f"<{rank}q", body, 16))
+            cnt = list(struct.unpack_from(f"<{rank}q", body, 16 + 8 * rank))
+            vid_, typ, name, esize, size = recs[vid]
+            n = 1
+            for c in cnt:
+                n *= c
+            assert n * esize == size, "subset size"
+            print(f"subset var={vid} dataset={did} offset={off} count={cnt}")
+        else:
+            assert flags & 1 == 0, "unknown required record"
+    assert p == len(ext) - 24
 
 
 if __name__ == "__main__":

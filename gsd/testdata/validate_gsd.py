@@ -14,6 +14,13 @@ if ialloc == 0: problems.append('index_allocated_entries == 0 (reference writers
 if nalloc == 0: problems.append('namelist_allocated_entries == 0 (gsd.fl refuses to open)')
 if iloc + 32 * ialloc > size: problems.append('index block extends past EOF')
 if nloc + 64 * nalloc > size: problems.append('namelist block extends past EOF')
+for off, what in ((48, 'application'), (112, 'schema')):
+    field = b[off:off + 64]
+    text = field.split(b'\0')[0]
+    if len(text) == 64: problems.append(f'{what} field has no NUL')
+    elif any(field[len(text):]): problems.append(f'bytes after the {what} NUL are not zero (pygsd reads them)')
+    try: text.decode('utf-8')
+    except UnicodeDecodeError: problems.append(f'{what} is not valid UTF-8')
 nl = b[nloc:nloc + 64 * nalloc]
 if nl and nl[-1] != 0: problems.append('namelist block does not end with NUL')
 names = []
@@ -25,7 +32,11 @@ if gv < 0x00020000:
 else:
     p = 0
     while p < len(nl) and nl[p] != 0:
-        e = nl.index(b'\0', p); names.append(nl[p:e].decode()); p = e + 1
+        e = nl.index(b'\0', p); raw = nl[p:e]; p = e + 1
+        try: names.append(raw.decode('utf-8'))
+        except UnicodeDecodeError:
+            names.append(raw.decode('utf-8', 'replace')); problems.append(f'name {len(names) - 1} is not valid UTF-8')
+    if any(nl[p:]): problems.append('bytes after the end of the name list are not zero (gsd.fl and pygsd read them as names)')
 if len(set(names)) != len(names): problems.append('duplicate names in namelist')
 sizes = {1: 1, 2: 2, 3: 4, 4: 8, 5: 1, 6: 2, 7: 4, 8: 8, 9: 4, 10: 8, 11: 1}
 prev = None; used = 0

@@ -61,6 +61,7 @@ func TestDriverConfig(t *testing.T, newDriver NewFunc, cfg Config) {
 		{"SyncAndReopen", testSync},
 		{"Closed", testClosed},
 		{"StartWriteback", testWriteback},
+		{"DropCache", testDropCache},
 		{"ConcurrentDisjoint", testConcurrent},
 	}
 	for _, tt := range tests {
@@ -404,6 +405,50 @@ func testWriteback(t *testing.T, s *suite) {
 	g, err := vfd.OpenRead(s.d, s.path("writeback"))
 	require.NoError(t, err)
 	assert.NoError(t, vfd.StartWriteback(g, 0, 0), "a hint on a read-only file")
+	require.NoError(t, g.Close())
+}
+
+// testDropCache checks the drop hint as testWriteback checks the
+// writeback hint: neither content nor size change, ranges past the end
+// are fine, negative ranges and closed files are refused when the file
+// has the capability, and the helper is a no-op when it has not.
+func testDropCache(t *testing.T, s *suite) {
+	f := s.create(t, "dropcache")
+	_, dropper := f.(vfd.CacheDropper)
+	data := pattern(20000, 9)
+	_, err := f.WriteAt(data, 0)
+	require.NoError(t, err)
+	ranges := []struct{ off, n int64 }{
+		{0, 8192}, {4096, 8192}, {100, 0}, {19999, 1}, {0, math.MaxInt64},
+		{20000, 4096}, {1 << 40, 1 << 20}, {1 << 40, 0},
+	}
+	for _, r := range ranges {
+		assert.NoError(t, vfd.DropCache(f, r.off, r.n), "range %d+%d", r.off, r.n)
+	}
+	assert.Equal(t, int64(len(data)), size(t, f), "a drop does not change the size")
+	assert.Equal(t, data, readAt(t, f, 0, len(data)), "a drop does not change the content")
+	_, err = f.WriteAt([]byte("after"), 20000)
+	require.NoError(t, err)
+	require.NoError(t, vfd.DropCache(f, 0, 0))
+	assert.Equal(t, []byte("after"), readAt(t, f, 20000, 5))
+	require.NoError(t, f.Sync())
+	if dropper {
+		assert.ErrorIs(t, vfd.DropCache(f, -1, 10), vfd.ErrNegativeOffset)
+		assert.ErrorIs(t, vfd.DropCache(f, 0, -1), vfd.ErrNegativeOffset)
+	}
+	require.NoError(t, f.Close())
+	err = vfd.DropCache(f, 0, 10)
+	if dropper {
+		assert.ErrorIs(t, err, fs.ErrClosed, "DropCache on a closed file")
+	} else {
+		assert.NoError(t, err, "a file without the capability: the helper does nothing")
+	}
+	assert.Equal(t, append(data, "after"...), s.get(t, "dropcache"))
+
+	g, err := vfd.OpenRead(s.d, s.path("dropcache"))
+	require.NoError(t, err)
+	assert.NoError(t, vfd.DropCache(g, 0, 0), "a drop on a read-only file")
+	assert.Equal(t, append(data, "after"...), readAt(t, g, 0, len(data)+5))
 	require.NoError(t, g.Close())
 }
 

@@ -1,0 +1,797 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"unsafe"
+
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/ckpt"
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// FTI's return codes (fti.h).
+const (
+	codeSuccess     = 0  // FTI_SCES
+	codeFailure     = -1 // FTI_NSCS
+	codeNoRecovery  = -2 // FTI_NREC
+	codeCheckpoint  = 1  // FTI_DONE
+	maxNameLen      = 255
+	maxProtectBytes = math.MaxInt64 / 2
+)
+
+// session states.
+type state int
+
+const (
+	stateNone   state = iota // before FTI_Init, or after FTI_Finalize
+	stateReady               // FTI_Init succeeded
+	stateFailed              // FTI_Init returned FTI_NREC: nothing runs until FTI_Finalize
+)
+
+// cvar is one variable protected through FTI_Protect.
+type cvar struct {
+	id    int
+	ptr   unsafe.Pointer
+	count int64
+	typ   *ctype
+}
+
+func (v *cvar) bytes() int64 { return v.count * int64(v.typ.size) }
+
+// library is one rank's FTI session: everything the C entry points do,
+// over any comm.Comm, so that the tests can drive it in-process. The cgo
+// layer holds one per process and serialises the calls.
+type library struct {
+	out, errOut io.Writer
+	sizes       cSizes
+	// worldRank names the process in messages logged before FTI_Init.
+	worldRank func() int
+	// realloc is C's realloc behind FTI_Realloc.
+	realloc func(p unsafe.Pointer, n uintptr) unsafe.Pointer
+	// opts are extra ckpt options (tests).
+	opts []ckpt.Option
+
+	state     state
+	finalized bool // FTI_Finalize has ended a session
+	initErr   error
+	rank      int
+	comm      comm.Comm
+	cfg       ckpt.Config
+	cfgPath   string
+	rt        *ckpt.Runtime
+	log       *zap.Logger
+	status    int
+	types     *typeTable
+	vars      map[int]*cvar
+	names     map[string]int // FTI_setIDFromString
+	idNames   map[int]string
+	stored    map[int]int64 // sizes in the newest checkpoint this run took
+	icpAsked  bool          // the last FTI_InitICP asked for an incremental checkpoint
+
+	reallocID  int // FTI_Realloc in progress (-1: none)
+	reallocPtr unsafe.Pointer
+}
+
+func newLibrary(out, errOut io.Writer, sizes cSizes) *library {
+	return &library{out: out, errOut: errOut, sizes: sizes, reallocID: -1}
+}
+
+// logger returns the session's logger, or one at verbosity 2 (info)
+// before FTI_Init has read the configuration.
+func (l *library) logger() *zap.Logger {
+	if l.log != nil {
+		return l.log
+	}
+	rank := 0
+	if l.worldRank != nil {
+		rank = l.worldRank()
+	}
+	return newFTILogger(rank, 2, l.out, l.errOut)
+}
+
+// ready reports whether a session is running; if not it logs why fn
+// cannot run.
+func (l *library) ready(fn string) bool {
+	switch l.state {
+	case stateReady:
+		return true
+	case stateFailed:
+		l.logger().Warn(fn+": FTI_Init returned FTI_NREC (no checkpoint could be recovered on every rank); "+
+			"nothing runs until FTI_Finalize, and every checkpoint is kept", zap.Error(l.initErr))
+	default:
+		if l.finalized {
+			l.logger().Warn(fn + ": FTI is finalized; call FTI_Init to start a new session")
+		} else {
+			l.logger().Warn(fn + ": FTI is not initialized; call FTI_Init first")
+		}
+	}
+	return false
+}
+
+// agree reports whether ok holds on every rank (a communication failure
+// counts as false everywhere it is seen). Collective.
+func (l *library) agree(ok bool) bool {
+	v := int64(0)
+	if ok {
+		v = 1
+	}
+	all, err := l.comm.AllreduceInt64(v, comm.Min)
+	if err != nil {
+		l.logger().Error("agreeing with the other ranks failed", zap.Error(err))
+		return false
+	}
+	return all == 1
+}
+
+// fail logs msg for fn and returns FTI_NSCS.
+func (l *library) fail(fn, msg string, fields ...zap.Field) int {
+	l.logger().Warn(fn+": "+msg, fields...)
+	return codeFailure
+}
+
+// init is FTI_Init: it reads the configuration the way FTI reads it,
+// starts the checkpoint runtime on c (a communicator the caller owns) and,
+// on a restart, finds and rebuilds the newest recoverable checkpoint.
+// FTI_NREC leaves the session failed: ftigo never restarts fresh while a
+// checkpoint exists. Collective.
+func (l *library) init(path string, c comm.Comm) int {
+	const fn = "FTI_Init"
+	if l.state != stateNone {
+		return l.fail(fn, "FTI is already initialized; call FTI_Finalize before FTI_Init again")
+	}
+	l.rank = c.Rank()
+	cfg, err := ckpt.LoadConfig(vfd.Sec2{}, path)
+	l.comm = c
+	if !l.agree(err == nil) {
+		l.comm = nil
+		if err == nil {
+			err = errors.New("another rank could not read it")
+		}
+		l.logger().Error(fn+": cannot load the configuration file", zap.String("file", path), zap.Error(err))
+		return codeFailure
+	}
+	log := newFTILogger(c.Rank(), cfg.Verbosity, l.out, l.errOut)
+	opts := append([]ckpt.Option{ckpt.WithLogger(log)}, l.opts...)
+	if !cfg.LocalTest {
+		// FTI groups ranks into nodes by host name unless local_test = 1.
+		if host, herr := os.Hostname(); herr == nil {
+			opts = append(opts, ckpt.WithNodeID(func(int) string { return host }))
+		}
+	}
+	rt, err := ckpt.Init(cfg, c, opts...)
+	if err != nil {
+		if errors.Is(err, ckpt.ErrUnrecoverable) {
+			l.state, l.initErr, l.log = stateFailed, err, log
+			log.Error(fn+": this is a restart, but no checkpoint can be recovered on every rank; "+
+				"every checkpoint is kept (repair the storage, or remove meta_dir to start afresh)", zap.Error(err))
+			return codeNoRecovery
+		}
+		l.comm = nil
+		log.Error(fn+" failed", zap.String("file", path), zap.Error(err))
+		return codeFailure
+	}
+	l.state, l.initErr, l.log = stateReady, nil, log
+	l.cfg, l.cfgPath, l.rt = cfg, path, rt
+	l.status = int(rt.Status())
+	l.types = newTypeTable(l.sizes)
+	l.vars, l.names, l.idNames, l.stored = map[int]*cvar{}, map[string]int{}, map[int]string{}, map[int]int64{}
+	l.icpAsked = false
+	if c.Rank() == 0 {
+		log.Info("FTI has been initialized by ftigo", zap.String("config", path), zap.Int("ranks", c.Size()),
+			zap.Int("status", l.status))
+	}
+	return codeSuccess
+}
+
+// release ends the session state (FTI_Finalize, or a failed FTI_Init).
+func (l *library) release() {
+	l.state, l.finalized = stateNone, true
+	l.rt, l.comm, l.log, l.initErr = nil, nil, nil, nil
+	l.vars, l.names, l.idNames, l.stored, l.types = nil, nil, nil, nil, nil
+	l.status = 0
+}
+
+// finalize is FTI_Finalize. Collective.
+func (l *library) finalize() int {
+	const fn = "FTI_Finalize"
+	switch l.state {
+	case stateNone:
+		return l.fail(fn, "FTI is not initialized")
+	case stateFailed:
+		l.logger().Warn(fn + ": FTI_Init had failed (FTI_NREC); the session is released and every checkpoint is kept")
+		l.release()
+		return codeFailure
+	}
+	err := l.rt.Finalize()
+	log, rank := l.log, l.rank
+	l.release()
+	if err != nil {
+		log.Error(fn+" failed", zap.Error(err))
+		return codeFailure
+	}
+	if rank == 0 {
+		log.Info("FTI has been finalized by ftigo")
+	}
+	return codeSuccess
+}
+
+// statusCode is FTI_Status: 0 fresh run, 1 restart, 2 restart from the
+// checkpoint kept by keep_last_ckpt; 0 again once FTI_Recover succeeded
+// or a new checkpoint superseded the restart data.
+func (l *library) statusCode() int {
+	if l.state != stateReady {
+		return 0
+	}
+	return l.status
+}
+
+// typeOf returns protected-type handle tid.
+func (l *library) typeOf(tid int) (*ctype, error) { return l.types.get(tid) }
+
+// initType is FTI_InitType: an opaque type of size bytes.
+func (l *library) initType(size int64) int {
+	if !l.ready("FTI_InitType") {
+		return codeFailure
+	}
+	ct, err := l.types.add("", size, false)
+	if err != nil {
+		return l.fail("FTI_InitType", err.Error())
+	}
+	return ct.id
+}
+
+// initCompositeType is FTI_InitCompositeType.
+func (l *library) initCompositeType(name string, size int64) int {
+	if !l.ready("FTI_InitCompositeType") {
+		return codeFailure
+	}
+	ct, err := l.types.add(name, size, true)
+	if err != nil {
+		return l.fail("FTI_InitCompositeType", err.Error())
+	}
+	return ct.id
+}
+
+// addField is FTI_AddScalarField (dims nil) and FTI_AddVectorField.
+func (l *library) addField(fn string, id int, name string, fieldType int, offset int64, dims []int64) int {
+	if !l.ready(fn) {
+		return codeFailure
+	}
+	if err := l.types.addField(id, name, fieldType, offset, dims); err != nil {
+		return l.fail(fn, err.Error())
+	}
+	return codeSuccess
+}
+
+// protect is FTI_Protect: registers count elements of type tid at ptr
+// under id, or re-registers id with a new pointer, count and type. The
+// memory is read in place by every checkpoint and written in place by
+// FTI_Recover. Local.
+func (l *library) protect(id int, ptr unsafe.Pointer, count int64, tid int) int {
+	const fn = "FTI_Protect"
+	if !l.ready(fn) {
+		return codeFailure
+	}
+	if id < 0 || id > l.cfg.MaxVarID {
+		return l.fail(fn, fmt.Sprintf("id %d out of bounds ([basic] max_var_id = %d)", id, l.cfg.MaxVarID))
+	}
+	ct, err := l.typeOf(tid)
+	if err != nil {
+		return l.fail(fn, fmt.Sprintf("variable %d: %v", id, err))
+	}
+	switch {
+	case count < 0:
+		return l.fail(fn, fmt.Sprintf("variable %d: negative count %d", id, count))
+	case count > maxProtectBytes/int64(ct.size):
+		return l.fail(fn, fmt.Sprintf("variable %d: %d elements of %d bytes is too large", id, count, ct.size))
+	case ptr == nil && count > 0:
+		return l.fail(fn, fmt.Sprintf("variable %d: NULL pointer for %d elements", id, count))
+	}
+	v := &cvar{id: id, ptr: ptr, count: count, typ: ct}
+	if err := l.protectRaw(v); err != nil {
+		return l.fail(fn, fmt.Sprintf("variable %d", id), zap.Error(err))
+	}
+	if prev, ok := l.vars[id]; ok {
+		l.log.Debug(fmt.Sprintf("Variable ID %d re-protected: %d -> %d bytes", id, prev.bytes(), v.bytes()))
+	}
+	l.vars[id] = v
+	l.log.Debug(fmt.Sprintf("Variable ID %d to protect (%d x %s). Current ckpt. size per rank is %.2fMB.",
+		id, count, ct.name, float64(l.protectedBytes())/(1<<20)))
+	return codeSuccess
+}
+
+// protectRaw registers v's memory with the runtime.
+func (l *library) protectRaw(v *cvar) error {
+	var mem []byte
+	if n := v.bytes(); n > 0 {
+		mem = unsafe.Slice((*byte)(v.ptr), n)
+	}
+	id := v.id
+	return ckpt.ProtectRaw(l.rt, id, ckpt.Raw{
+		Type: v.typ.elem, ElemSize: v.typ.size, Mem: mem, Name: l.idNames[id],
+		Resize: func(n int64) ([]byte, error) { return l.resize(id, n) },
+	})
+}
+
+func (l *library) protectedBytes() int64 {
+	var n int64
+	for _, v := range l.vars {
+		n += v.bytes()
+	}
+	return n
+}
+
+// resize is a protected variable's ckpt.Raw.Resize: only FTI_Realloc may
+// change the size of C memory; FTI_Recover and FTI_RecoverVar refuse a
+// stored size that differs from the protected one, as FTI does.
+func (l *library) resize(id int, n int64) ([]byte, error) {
+	v := l.vars[id]
+	if l.reallocID != id || v == nil {
+		have := int64(-1)
+		if v != nil {
+			have = v.bytes()
+		}
+		return nil, fmt.Errorf("%w: cannot recover %d bytes into variable %d protected with %d bytes; "+
+			"call FTI_Realloc, or FTI_Protect it with FTI_GetStoredSize bytes", ckpt.ErrVarMismatch, n, id, have)
+	}
+	p := l.realloc(l.reallocPtr, uintptr(n))
+	if p == nil {
+		return nil, fmt.Errorf("realloc of %d bytes failed", n)
+	}
+	v.ptr, v.count = p, n/int64(v.typ.size)
+	return unsafe.Slice((*byte)(p), n), nil
+}
+
+// mapLevel turns FTI_Checkpoint's level into an ftigo level (1..4, or 8
+// for FTI_L4_DCP), or says why it cannot be taken. Levels 5-7 stay FTI's
+// full L1-L3 here (ftigo's Go API makes them differential).
+func mapLevel(level int) (int, string, bool) {
+	switch {
+	case level >= 1 && level <= 4:
+		return level, "", true
+	case level >= 5 && level <= 7:
+		return level - 4, fmt.Sprintf("dCP only implemented for level 4! setting to level %d...", level-4), true
+	case level == 8:
+		// FTI_L4_DCP: differential with enable_dcp, else whole with
+		// FTI's warning (the runtime decides).
+		return level, "", true
+	case level == 9:
+		return 0, "level 9 (FTI_L4_H5_SINGLE): HDF5 single-file checkpoints are not implemented in ftigo yet", false
+	}
+	return 0, fmt.Sprintf("Invalid level id %d! Aborting checkpoint creation... (use FTI_L1..FTI_L4)", level), false
+}
+
+// checkpoint is FTI_Checkpoint. Collective; every rank gets the same
+// result, FTI_DONE when the checkpoint was committed. Every call reaches
+// the runtime, whose first step agrees on the id and level over all ranks,
+// so a level that is bad or differs on some rank fails everywhere and
+// never leaves the others waiting; a level ftigo cannot take goes in as
+// 0, which the runtime refuses after that agreement.
+func (l *library) checkpoint(id, level int) int {
+	const fn = "FTI_Checkpoint"
+	if !l.ready(fn) {
+		return codeFailure
+	}
+	lvl, msg, ok := mapLevel(level)
+	if ok && msg != "" {
+		l.log.Warn(fn + ": " + msg)
+	}
+	err := l.rt.Checkpoint(int64(id), lvl) // lvl is 0 when !ok
+	switch {
+	case errors.Is(err, ckpt.ErrMismatchedCall):
+		why := fmt.Sprintf("ranks passed different ids or levels (here id %d, level %d)", id, level)
+		if !ok {
+			why += "; and here: " + msg
+		}
+		return l.fail(fn, why, zap.Error(err))
+	case !ok:
+		if err == nil {
+			l.log.Error(fn + ": the runtime accepted level 0")
+		}
+		return l.fail(fn, msg)
+	case err != nil:
+		return l.fail(fn, fmt.Sprintf("Checkpoint with ID %d at Level %d failed", id, lvl), zap.Error(err))
+	}
+	l.committed()
+	return codeCheckpoint
+}
+
+// committed records the protected sizes of the checkpoint just taken
+// (FTI_GetStoredSize after a checkpoint). A checkpoint taken on a restart
+// before FTI_Recover supersedes the restart data (ckpt no longer offers
+// it), so the run continues as recovered: FTI_Status returns 0 and
+// FTI_Snapshot checkpoints instead of failing to recover.
+func (l *library) committed() {
+	l.status = 0
+	clear(l.stored)
+	for id, v := range l.vars {
+		l.stored[id] = v.bytes()
+	}
+}
+
+// snapshot is FTI_Snapshot: on a restart it recovers; otherwise it
+// checkpoints when a level's interval is due. Collective.
+func (l *library) snapshot() int {
+	const fn = "FTI_Snapshot"
+	if !l.ready(fn) {
+		return codeFailure
+	}
+	if l.status != 0 {
+		return l.recover(fn)
+	}
+	lvl, err := l.rt.Snapshot()
+	if err != nil {
+		return l.fail(fn, "checkpoint failed", zap.Error(err))
+	}
+	if lvl > 0 {
+		l.committed()
+		return codeCheckpoint
+	}
+	return codeSuccess
+}
+
+// recover is FTI_Recover (fn names the caller in messages). The number of
+// protected variables must equal the checkpoint's, and each one its
+// stored size, as in FTI. Local, as FTI_Recover and ckpt's Recover are.
+func (l *library) recover(fn string) int {
+	if !l.ready(fn) {
+		return codeNoRecovery
+	}
+	stored, err := l.rt.StoredVars()
+	if errors.Is(err, ckpt.ErrNoCheckpoint) { // the same on every rank
+		l.logger().Warn(fn + ": nothing to recover: this run is not a restart, or a checkpoint taken since superseded the restart data")
+		return codeNoRecovery
+	}
+	why := ""
+	if err == nil {
+		// A damaged file (err != nil) is left to the runtime, which falls
+		// back to an older checkpoint. Otherwise everything is checked
+		// before any memory is written, as FTI does.
+		why = l.mismatch(stored)
+	}
+	// FTI_Recover is rank-local, as ckpt's Recover is: a rank whose
+	// variables do not match refuses alone, and the others go on.
+	if why != "" {
+		l.logger().Warn(fn + ": " + why)
+		return codeNoRecovery
+	}
+	if err := l.rt.Recover(); err != nil {
+		l.logger().Warn(fn+": recovery failed", zap.Error(err))
+		return codeNoRecovery
+	}
+	l.status = 0
+	if l.rank == 0 {
+		m := l.rt.Recovered()
+		l.log.Info(fmt.Sprintf("Recovered %d variables from checkpoint %d (%v)", len(l.vars), m.ID, m.Level))
+	}
+	return codeSuccess
+}
+
+// mismatch says why the protected variables cannot receive the stored
+// ones ("" when they can): FTI requires the same number of variables and
+// the stored size for each; ftigo also requires the stored element type.
+func (l *library) mismatch(stored []fileformat.VarInfo) string {
+	if len(stored) != len(l.vars) {
+		return fmt.Sprintf("Checkpoint has %d protected variables, but FTI protects %d.", len(stored), len(l.vars))
+	}
+	byID := make(map[int]fileformat.VarInfo, len(stored))
+	for _, s := range stored {
+		byID[int(s.ID)] = s
+	}
+	ids := make([]int, 0, len(l.vars))
+	for id := range l.vars {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		v := l.vars[id]
+		s, ok := byID[id]
+		switch {
+		case !ok:
+			return fmt.Sprintf("variable %d is protected but not in the checkpoint", id)
+		case s.Size != v.bytes():
+			return fmt.Sprintf("Cannot recover %d bytes to protected variable (ID %d) size: %d "+
+				"(FTI_Realloc, or FTI_Protect with FTI_GetStoredSize bytes)", s.Size, id, v.bytes())
+		case s.Type != v.typ.elem || int(s.ElemSize) != v.typ.size:
+			return fmt.Sprintf("variable %d is stored as %v elements of %d bytes but protected as %s (%d bytes)",
+				id, s.Type, s.ElemSize, v.typ.name, v.typ.size)
+		}
+	}
+	return ""
+}
+
+// recoverVarInit is FTI_RecoverVarInit: a no-op on a fresh run, as in FTI.
+func (l *library) recoverVarInit() int {
+	const fn = "FTI_RecoverVarInit"
+	if !l.ready(fn) {
+		return codeFailure
+	}
+	if l.status == 0 {
+		return codeSuccess
+	}
+	if _, err := l.rt.StoredVars(); err != nil {
+		return l.fail(fn, "the restart checkpoint is not readable", zap.Error(err))
+	}
+	return codeSuccess
+}
+
+// recoverVar is FTI_RecoverVar: one variable, every block checked against
+// its hash. Local.
+func (l *library) recoverVar(id int) int {
+	const fn = "FTI_RecoverVar"
+	if !l.ready(fn) {
+		return codeFailure
+	}
+	if _, ok := l.vars[id]; !ok {
+		return l.fail(fn, fmt.Sprintf("variable %d is not protected", id))
+	}
+	if err := l.rt.RecoverVar(id); err != nil {
+		l.logger().Warn(fn+fmt.Sprintf(": variable %d not recovered", id), zap.Error(err))
+		return codeNoRecovery
+	}
+	return codeSuccess
+}
+
+// recoverVarFinalize is FTI_RecoverVarFinalize.
+func (l *library) recoverVarFinalize() int {
+	if !l.ready("FTI_RecoverVarFinalize") {
+		return codeFailure
+	}
+	return codeSuccess
+}
+
+// storedSize is FTI_GetStoredSize: the variable's size in the checkpoint
+// being recovered, or in the newest checkpoint this run took; 0 when
+// there is none (logged). Local.
+func (l *library) storedSize(id int) int64 {
+	const fn = "FTI_GetStoredSize"
+	if !l.ready(fn) {
+		return 0
+	}
+	n, err := l.rt.StoredSize(id)
+	if err == nil {
+		return n
+	}
+	if errors.Is(err, ckpt.ErrNoCheckpoint) {
+		if n, ok := l.stored[id]; ok {
+			return n
+		}
+		l.fail(fn, fmt.Sprintf("no checkpoint holds variable %d", id))
+		return 0
+	}
+	l.fail(fn, fmt.Sprintf("variable %d", id), zap.Error(err))
+	return 0
+}
+
+// reallocVar is FTI_Realloc: on a restart, reallocates ptr with C's
+// realloc to variable id's stored size and re-protects the variable with
+// the new pointer and count. On any failure it logs why and returns ptr
+// unchanged, as FTI does. Local.
+func (l *library) reallocVar(id int, ptr unsafe.Pointer) unsafe.Pointer {
+	const fn = "FTI_Realloc"
+	if !l.ready(fn) {
+		return ptr
+	}
+	if l.status == 0 {
+		l.fail(fn, "This is not a recovery. Couldn't reallocate memory.")
+		return ptr
+	}
+	v, ok := l.vars[id]
+	if !ok {
+		l.fail(fn, fmt.Sprintf("variable %d is not protected: protect it before FTI_Realloc", id))
+		return ptr
+	}
+	n, err := l.rt.StoredSize(id)
+	if err != nil {
+		l.fail(fn, fmt.Sprintf("variable %d", id), zap.Error(err))
+		return ptr
+	}
+	if n == 0 {
+		l.fail(fn, fmt.Sprintf("variable %d: stored size is 0; cannot allocate 0 bytes", id))
+		return ptr
+	}
+	if n%int64(v.typ.size) != 0 {
+		l.fail(fn, fmt.Sprintf("variable %d: stored size %d is not a whole number of %s (%d bytes)", id, n, v.typ.name, v.typ.size))
+		return ptr
+	}
+	if ptr != v.ptr {
+		// FTI reallocates the pointer it is given, whatever was protected.
+		p := l.realloc(ptr, uintptr(n))
+		if p == nil {
+			l.fail(fn, fmt.Sprintf("variable %d: realloc of %d bytes failed", id, n))
+			return ptr
+		}
+		nv := &cvar{id: id, ptr: p, count: n / int64(v.typ.size), typ: v.typ}
+		if err := l.protectRaw(nv); err != nil {
+			l.fail(fn, fmt.Sprintf("variable %d", id), zap.Error(err))
+			return p
+		}
+		l.vars[id] = nv
+		return p
+	}
+	l.reallocID, l.reallocPtr = id, ptr
+	err = l.rt.Realloc(id)
+	l.reallocID, l.reallocPtr = -1, nil
+	if err != nil {
+		l.fail(fn, fmt.Sprintf("variable %d", id), zap.Error(err))
+		return l.vars[id].ptr // moved only if realloc succeeded
+	}
+	l.log.Debug(fmt.Sprintf("Dataset #%d reallocated to %d bytes", id, n))
+	return l.vars[id].ptr
+}
+
+// lookupName finds the id of a named variable: protected, reserved by
+// FTI_setIDFromString, or stored in the restart checkpoint.
+func (l *library) lookupName(name string) (int, bool) {
+	if id, ok := l.names[name]; ok {
+		return id, true
+	}
+	if stored, err := l.rt.StoredVars(); err == nil {
+		for _, v := range stored {
+			if v.Name == name {
+				return int(v.ID), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// checkName validates a variable name from C.
+func checkName(name string, isNull bool) error {
+	switch {
+	case isNull:
+		return errors.New("name is NULL")
+	case name == "":
+		return errors.New("name is empty")
+	case len(name) > maxNameLen:
+		return fmt.Errorf("name of %d bytes is longer than %d (FTI_BUFS - 1)", len(name), maxNameLen)
+	}
+	return nil
+}
+
+// setIDFromString is FTI_setIDFromString: the id of a named variable,
+// reserving a new one for a new name. The name is stored with the
+// variable, so a restart finds the same id by name. A new name gets the
+// smallest id that is neither protected, reserved nor stored (FTI takes
+// the count of variables, which may collide with an id chosen by hand).
+func (l *library) setIDFromString(name string, isNull bool) int {
+	const fn = "FTI_setIDFromString"
+	if !l.ready(fn) {
+		return codeFailure
+	}
+	if err := checkName(name, isNull); err != nil {
+		return l.fail(fn, err.Error())
+	}
+	id, ok := l.lookupName(name)
+	if !ok {
+		used := map[int]bool{}
+		for i := range l.vars {
+			used[i] = true
+		}
+		for i := range l.idNames {
+			used[i] = true
+		}
+		if stored, err := l.rt.StoredVars(); err == nil {
+			for _, v := range stored {
+				used[int(v.ID)] = true
+			}
+		}
+		id = -1
+		for i := 0; i <= l.cfg.MaxVarID; i++ {
+			if !used[i] {
+				id = i
+				break
+			}
+		}
+		if id < 0 {
+			return l.fail(fn, fmt.Sprintf("no free id up to max_var_id %d for %q", l.cfg.MaxVarID, name))
+		}
+	}
+	if old, ok := l.idNames[id]; ok && old != name {
+		return l.fail(fn, fmt.Sprintf("id %d is named %q already", id, old))
+	}
+	l.names[name], l.idNames[id] = id, name
+	if v, ok := l.vars[id]; ok {
+		// Already protected: the name goes with the next checkpoint.
+		if err := l.protectRaw(v); err != nil {
+			return l.fail(fn, fmt.Sprintf("variable %d", id), zap.Error(err))
+		}
+	}
+	return id
+}
+
+// getIDFromString is FTI_getIDFromString: -1 when the name is unknown.
+func (l *library) getIDFromString(name string, isNull bool) int {
+	const fn = "FTI_getIDFromString"
+	if !l.ready(fn) {
+		return codeFailure
+	}
+	if err := checkName(name, isNull); err != nil {
+		return l.fail(fn, err.Error())
+	}
+	if id, ok := l.lookupName(name); ok {
+		return id
+	}
+	return -1
+}
+
+// unsupported logs why fn does not exist in ftigo and returns FTI_NSCS.
+func (l *library) unsupported(fn, why string) int {
+	l.logger().Warn(fn + " is not implemented by ftigo: " + why + "; returning FTI_NSCS")
+	return codeFailure
+}
+
+// initICP is FTI_InitICP. With activate false it does nothing, as in FTI,
+// so it can sit in a loop; an incremental checkpoint it is asked for fails.
+func (l *library) initICP(id, level int, activate bool) int {
+	const fn = "FTI_InitICP"
+	if !l.ready(fn) {
+		return codeFailure
+	}
+	l.icpAsked = activate
+	if !activate {
+		return codeSuccess
+	}
+	return l.unsupported(fn, fmt.Sprintf("incremental checkpoints (iCP) do not exist yet; checkpoint %d (level %d) was not started, use FTI_Checkpoint", id, level))
+}
+
+// icpStep is FTI_AddVarICP and FTI_FinalizeICP: no-ops outside an
+// incremental checkpoint, as in FTI, failures inside one that was asked for.
+func (l *library) icpStep(fn string, end bool) int {
+	if !l.ready(fn) {
+		return codeFailure
+	}
+	asked := l.icpAsked
+	if end {
+		l.icpAsked = false
+	}
+	if !asked {
+		return codeSuccess
+	}
+	return l.unsupported(fn, "incremental checkpoints (iCP) do not exist yet; nothing was written")
+}
+
+// config is the part of FTI_GetConfig ftigo can fill.
+type config struct {
+	ok                                           bool
+	cfgFile, localDir, globalDir, metaDir        string
+	keepLast, keepL4, localTest                  bool
+	verbosity, blockSize, transferSize, maxVarID int
+	nbProc, nbNodes, myRank, nodeSize, groupSize int
+	nodeID, groupID, sectorID, groupRank         int
+	right, left, nodeRank                        int
+	intervalMinutes                              [5]int
+	reco, ckptID, ckptLevel                      int
+}
+
+// getConfig is FTI_GetConfig.
+func (l *library) getConfig() config {
+	if !l.ready("FTI_GetConfig") {
+		return config{}
+	}
+	c, topo, r := l.cfg, l.rt.Topology(), l.rank
+	out := config{
+		ok: true, cfgFile: l.cfgPath, localDir: c.CkptDir, globalDir: c.GlblDir, metaDir: c.MetaDir,
+		keepLast: c.KeepLastCkpt, keepL4: c.KeepL4Ckpt, localTest: c.LocalTest,
+		verbosity: c.Verbosity, blockSize: c.BlockSize, transferSize: c.TransferSize, maxVarID: c.MaxVarID,
+		nbProc: l.comm.Size(), nbNodes: topo.NumNodes(), myRank: r, nodeSize: topo.NodeSize(), groupSize: topo.GroupSize(),
+		nodeID: topo.NodeOf(r), groupID: topo.GroupOf(r), sectorID: topo.SectorOf(r), groupRank: topo.GroupRank(r),
+		right: topo.Right(r), left: topo.Left(r), nodeRank: topo.LocalIndex(r),
+		reco: l.status,
+	}
+	for lv := 1; lv <= 4; lv++ {
+		out.intervalMinutes[lv] = int(math.Ceil(c.Interval[lv].Minutes()))
+	}
+	if m := l.rt.Recovered(); m != nil {
+		out.ckptID, out.ckptLevel = int(m.ID), int(m.Level)
+	}
+	return out
+}

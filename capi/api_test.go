@@ -1,0 +1,542 @@
+package main
+
+// In-process tests of the C API's logic: the library type behind every
+// FTI_* entry point, driven over goroutine ranks with Go memory standing
+// in for C memory (the cgo layer adds only argument conversion).
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/ckpt"
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/fileformat"
+)
+
+// syncBuffer is a log sink shared by the ranks of a test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// goAllocator stands in for C's realloc over Go memory that the test
+// keeps alive.
+type goAllocator struct {
+	mu    sync.Mutex
+	alive [][]byte
+}
+
+func (a *goAllocator) realloc(p unsafe.Pointer, n uintptr) unsafe.Pointer {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b := make([]byte, n)
+	for _, old := range a.alive {
+		if len(old) > 0 && unsafe.Pointer(&old[0]) == p {
+			copy(b, old)
+		}
+	}
+	a.alive = append(a.alive, b)
+	return unsafe.Pointer(&b[0])
+}
+
+// session runs fn on n in-process ranks, each with its own library
+// initialised from cfgPath.
+func session(t *testing.T, n int, cfgPath string, log *syncBuffer, alloc *goAllocator, fn func(l *library, c comm.Comm) error) {
+	t.Helper()
+	require.NoError(t, comm.Run(n, func(c comm.Comm) error {
+		l := newLibrary(log, log, lp64)
+		l.realloc = alloc.realloc
+		if rc := l.init(cfgPath, c); rc != codeSuccess {
+			return fmt.Errorf("rank %d: init returned %d", c.Rank(), rc)
+		}
+		defer func() { endRuntime(l.rt) }()
+		return fn(l, c)
+	}))
+}
+
+func testConfig(t *testing.T, dir string, groupSize int, extra string) string {
+	t.Helper()
+	p := filepath.Join(dir, "config.fti")
+	cfg := fmt.Sprintf("[basic]\nnode_size = 1\ngroup_size = %d\nckpt_dir = %s\nglbl_dir = %s\nmeta_dir = %s\nverbosity = 1\n%s\n[advanced]\nlocal_test = 1\nblock_size = 16\n",
+		groupSize, filepath.Join(dir, "l"), filepath.Join(dir, "g"), filepath.Join(dir, "m"), extra)
+	require.NoError(t, os.WriteFile(p, []byte(cfg), 0o644))
+	return p
+}
+
+func ptr[T any](s []T) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
+
+func TestMapLevel(t *testing.T) {
+	for _, tc := range []struct {
+		in, out int
+		ok      bool
+		msg     string
+	}{
+		{1, 1, true, ""}, {2, 2, true, ""}, {3, 3, true, ""}, {4, 4, true, ""},
+		{5, 1, true, "setting to level 1"}, {6, 2, true, "setting to level 2"}, {7, 3, true, "setting to level 3"},
+		{8, 8, true, ""}, {9, 0, false, "FTI_L4_H5_SINGLE"},
+		{0, 0, false, "Invalid level id 0"}, {-3, 0, false, "Invalid level id -3"}, {10, 0, false, "Invalid level id 10"},
+	} {
+		out, msg, ok := mapLevel(tc.in)
+		assert.Equal(t, tc.out, out, "level %d", tc.in)
+		assert.Equal(t, tc.ok, ok, "level %d", tc.in)
+		if tc.msg == "" {
+			assert.Empty(t, msg)
+		} else {
+			assert.Contains(t, msg, tc.msg)
+		}
+	}
+}
+
+func TestTypeTable(t *testing.T) {
+	tt := newTypeTable(lp64)
+	want := []struct {
+		size int
+		elem fileformat.ElemType
+	}{
+		{1, fileformat.Int8}, {2, fileformat.Int16}, {4, fileformat.Int32}, {8, fileformat.Int64},
+		{1, fileformat.Uint8}, {2, fileformat.Uint16}, {4, fileformat.Uint32}, {8, fileformat.Uint64},
+		{4, fileformat.Float32}, {8, fileformat.Float64}, {16, fileformat.Struct},
+	}
+	for id, w := range want {
+		ct, err := tt.get(id)
+		require.NoError(t, err)
+		assert.Equal(t, w.size, ct.size, basicNames[id])
+		assert.Equal(t, w.elem, ct.elem, basicNames[id])
+	}
+	// A 32-bit long is recorded as int32.
+	ilp32 := newTypeTable(cSizes{Short: 2, Int: 4, Long: 4, LongDouble: 12})
+	ct, _ := ilp32.get(typeLong)
+	assert.Equal(t, fileformat.Int32, ct.elem)
+	ct, _ = ilp32.get(typeLongDouble)
+	assert.Equal(t, 12, ct.size)
+
+	comp, err := tt.add("particle", 32, true)
+	require.NoError(t, err)
+	assert.Equal(t, numBasicTypes, comp.id)
+	opaque, err := tt.add("", 24, false)
+	require.NoError(t, err)
+	assert.Equal(t, "Type12", opaque.name)
+	for _, tc := range []struct {
+		name   string
+		id     int
+		ft     int
+		offset int64
+		dims   []int64
+		ok     bool
+	}{
+		{"x", comp.id, typeDouble, 0, []int64{3}, true},
+		{"id", comp.id, typeInt, 24, nil, true},
+		{"", comp.id, typeChar, 28, nil, true},
+		{"tail", comp.id, typeInt, 29, nil, false}, // 29+4 > 32
+		{"neg", comp.id, typeInt, -1, nil, false},  // negative offset
+		{"m", comp.id, typeShort, 0, []int64{2, 2}, true},
+		{"z", comp.id, typeShort, 0, []int64{2, 0}, false},
+		{"deep", comp.id, typeChar, 0, make([]int64, 33), false},
+		{"none", comp.id, typeChar, 0, []int64{}, false},
+		{"f", opaque.id, typeInt, 0, nil, false},  // not composite
+		{"f", typeDouble, typeInt, 0, nil, false}, // basic
+		{"f", 99, typeInt, 0, nil, false},         // no such type
+		{"f", comp.id, 99, 0, nil, false},         // no such field type
+	} {
+		err := tt.addField(tc.id, tc.name, tc.ft, tc.offset, tc.dims)
+		if tc.ok {
+			assert.NoError(t, err, tc.name)
+		} else {
+			assert.ErrorIs(t, err, errType, "%s on %d", tc.name, tc.id)
+		}
+	}
+	assert.Equal(t, "T2", comp.fields[2].name, "unnamed fields are T<index>, as in FTI")
+	for range maxTypes - len(tt.types) {
+		_, err := tt.add("", 1, false)
+		require.NoError(t, err)
+	}
+	_, err = tt.add("", 1, false)
+	assert.ErrorIs(t, err, errType, "at most 64 types")
+	_, err = newTypeTable(lp64).add("", 0, false)
+	assert.ErrorIs(t, err, errType)
+}
+
+func TestLoggerFormat(t *testing.T) {
+	var out, errOut bytes.Buffer
+	l := newFTILogger(3, 2, &out, &errOut).With(zap.String("rank", "3"))
+	l.Info("hello", zap.String("k", "v"))
+	l.Warn("careful", zap.String("file", "/x"))
+	l.Error("broken")
+	l.Debug("hidden at verbosity 2")
+	l.Info("Ckpt. ID 1 (L1) (1.00 MiB/proc) taken in 0.1 sec.", zap.String("bytes", "1"))
+	assert.Equal(t, "[ FTI  Information ] : hello (k=v)\n"+
+		"[ FTI Warning 000003 ] : careful (file=/x)\n"+
+		"[ FTI  Information ] : Ckpt. ID 1 (L1) (1.00 MiB/proc) taken in 0.1 sec.\n", out.String())
+	assert.Equal(t, "[ FTI Error - 000003 ] : broken\n", errOut.String())
+
+	out.Reset()
+	d := newFTILogger(0, 1, &out, &out)
+	printAt(d, 0, prioDebug, "dbg")
+	printAt(d, 1, prioInfo, "info from rank 1 is not printed")
+	printAt(d, 0, prioDCP, "dcp")
+	printAt(d, 0, 42, "unknown priority")
+	assert.Equal(t, "[FTI Debug - 000000] : dbg\n[ FTI  Information ] : dcp\n", out.String())
+	out.Reset()
+	q := newFTILogger(0, 4, &out, &out)
+	q.Warn("quiet")
+	assert.Empty(t, out.String(), "verbosity 4 prints errors only")
+}
+
+// TestLifecycleInProcess drives a whole session over in-process ranks:
+// protect, checkpoint, a restart that recovers by name with a grown
+// variable reallocated, and the codes of the calls around it.
+func TestLifecycleInProcess(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 2, "")
+	log := &syncBuffer{}
+	alloc := &goAllocator{}
+	const n = 2
+	session(t, n, cfg, log, alloc, func(l *library, c comm.Comm) error {
+		r := c.Rank()
+		counts := make([]int32, 5+r)
+		for i := range counts {
+			counts[i] = int32(100*r + i)
+		}
+		grid := []float64{1.5, 2.5, float64(r)}
+		id := l.setIDFromString("counts", false)
+		errs := []error{
+			expect("setID", id, 0),
+			expect("protect counts", l.protect(id, ptr(counts), int64(len(counts)), typeInt), codeSuccess),
+			expect("protect grid", l.protect(3, ptr(grid), 3, typeDouble), codeSuccess),
+			expect("checkpoint L2", l.checkpoint(1, 2), codeCheckpoint),
+			expect("stored size", int(l.storedSize(id)), 4*len(counts)),
+			expect("status", l.statusCode(), 0),
+			expect("realloc fresh", boolCode(l.reallocVar(id, ptr(counts)) == ptr(counts)), 1),
+		}
+		return errors.Join(errs...)
+	})
+	session(t, n, cfg, log, alloc, func(l *library, c comm.Comm) error {
+		r := c.Rank()
+		id := l.getIDFromString("counts", false)
+		one := unsafe.Slice((*int32)(alloc.realloc(nil, 4)), 1) // C's malloc
+		one[0] = -7
+		grid := make([]float64, 3)
+		errs := []error{
+			expect("status", l.statusCode(), 1),
+			expect("getID", id, 0),
+			expect("getID unknown", l.getIDFromString("nope", false), -1),
+			expect("stored size before protect", int(l.storedSize(0)), 4*(5+r)),
+			expect("protect one", l.protect(0, ptr(one), 1, typeInt), codeSuccess),
+			expect("protect grid", l.protect(3, ptr(grid), 3, typeDouble), codeSuccess),
+			expect("recover size mismatch", l.recover("FTI_Recover"), codeNoRecovery),
+			expect("untouched", int(one[0]), -7),
+		}
+		p := l.reallocVar(0, ptr(one))
+		counts := unsafe.Slice((*int32)(p), 5+r)
+		errs = append(errs,
+			expect("realloc moved", boolCode(p != ptr(one)), 1),
+			expect("realloc kept data", int(counts[0]), -7),
+			expect("snapshot recovers", l.snapshot(), codeSuccess),
+			expect("status after", l.statusCode(), 0),
+			expect("counts", int(counts[4+r]), 100*r+4+r),
+			expect("grid", int(grid[2]), r),
+			expect("checkpoint", l.checkpoint(2, 1), codeCheckpoint),
+			expect("finalize", l.finalize(), codeSuccess),
+			expect("finalize twice", l.finalize(), codeFailure),
+			expect("protect after finalize", l.protect(0, ptr(one), 1, typeInt), codeFailure),
+		)
+		return errors.Join(errs...)
+	})
+	assert.Contains(t, log.String(), "Cannot recover ")
+	assert.Contains(t, log.String(), "FTI_Protect: FTI is finalized")
+	assert.Contains(t, log.String(), "Variable ID 3 to protect (3 x FTI_DBLE)")
+}
+
+// TestReallocOtherPointer: FTI_Realloc reallocates the pointer it is
+// given, even when another one was protected, and re-protects the result.
+func TestReallocOtherPointer(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 1, "")
+	log := &syncBuffer{}
+	alloc := &goAllocator{}
+	session(t, 1, cfg, log, alloc, func(l *library, c comm.Comm) error {
+		x := []float64{1, 2, 3, 4}
+		return errors.Join(
+			expect("protect", l.protect(0, ptr(x), 4, typeDouble), codeSuccess),
+			expect("checkpoint", l.checkpoint(1, 1), codeCheckpoint))
+	})
+	session(t, 1, cfg, log, alloc, func(l *library, c comm.Comm) error {
+		protected := make([]float64, 4)
+		other := alloc.realloc(nil, 8) // C's malloc of one double
+		if rc := l.protect(0, ptr(protected), 4, typeDouble); rc != codeSuccess {
+			return fmt.Errorf("protect: %d", rc)
+		}
+		p := l.reallocVar(0, other)
+		if p == other || p == ptr(protected) {
+			return errors.New("realloc did not reallocate the given pointer")
+		}
+		if err := expect("recover", l.recover("FTI_Recover"), codeSuccess); err != nil {
+			return err
+		}
+		got := unsafe.Slice((*float64)(p), 4)
+		if got[3] != 4 || protected[3] != 0 {
+			return fmt.Errorf("recovered into %v, the old memory holds %v", got, protected)
+		}
+		return nil
+	})
+}
+
+// TestUnrecoverableInit: a restart whose checkpoint is gone on every
+// copy leaves the session failed (FTI_NREC), refusing everything without
+// deleting anything, until FTI_Finalize releases it.
+func TestUnrecoverableInit(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 1, "")
+	log := &syncBuffer{}
+	alloc := &goAllocator{}
+	session(t, 2, cfg, log, alloc, func(l *library, c comm.Comm) error {
+		x := []int64{int64(c.Rank())}
+		return errors.Join(
+			expect("protect", l.protect(0, ptr(x), 1, typeLong), codeSuccess),
+			expect("checkpoint", l.checkpoint(1, 1), codeCheckpoint))
+	})
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "l", "node0001")))
+	require.NoError(t, comm.Run(2, func(c comm.Comm) error {
+		l := newLibrary(log, log, lp64)
+		x := []int64{9}
+		return errors.Join(
+			expect("init", l.init(cfg, c), codeNoRecovery),
+			expect("init again", l.init(cfg, c), codeFailure),
+			expect("protect", l.protect(0, ptr(x), 1, typeLong), codeFailure),
+			expect("checkpoint", l.checkpoint(2, 1), codeFailure),
+			expect("recover", l.recover("FTI_Recover"), codeNoRecovery),
+			expect("status", l.statusCode(), 0),
+			expect("finalize", l.finalize(), codeFailure),
+			expect("state", int(l.state), int(stateNone)))
+	}))
+	assert.Contains(t, log.String(), "no checkpoint can be recovered on every rank")
+	_, err := os.Stat(filepath.Join(dir, "l", "node0000"))
+	assert.NoError(t, err, "nothing deleted")
+}
+
+// TestNamesAcrossRestart: FTI_setIDFromString allocates ids that do not
+// collide with protected, reserved or stored ones, and a restart finds
+// the stored names.
+func TestNamesAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 1, "")
+	log := &syncBuffer{}
+	alloc := &goAllocator{}
+	session(t, 1, cfg, log, alloc, func(l *library, c comm.Comm) error {
+		a, b := []byte("a"), []byte("b")
+		return errors.Join(
+			expect("protect 0", l.protect(0, ptr(a), 1, typeChar), codeSuccess),
+			expect("setID rho", l.setIDFromString("rho", false), 1),
+			expect("setID rho again", l.setIDFromString("rho", false), 1),
+			expect("protect rho", l.protect(1, ptr(b), 1, typeChar), codeSuccess),
+			expect("name a protected id", l.setIDFromString("u", false), 2),
+			expect("null", l.setIDFromString("", true), codeFailure),
+			expect("long", l.setIDFromString(strings.Repeat("x", 256), false), codeFailure),
+			expect("checkpoint", l.checkpoint(1, 1), codeCheckpoint))
+	})
+	session(t, 1, cfg, log, alloc, func(l *library, c comm.Comm) error {
+		return errors.Join(
+			expect("stored name", l.getIDFromString("rho", false), 1),
+			expect("reserved but never protected", l.getIDFromString("u", false), -1),
+			expect("new name skips stored ids", l.setIDFromString("v", false), 2))
+	})
+}
+
+// endRuntime ends a runtime left without Finalize, as a killed job's:
+// through Close where the runtime has it (it then also releases what it
+// holds, such as a lock on meta_dir), else by waiting for its background
+// work.
+func endRuntime(rt *ckpt.Runtime) {
+	if rt == nil {
+		return
+	}
+	if c, ok := any(rt).(interface{ Close() error }); ok {
+		c.Close()
+		return
+	}
+	rt.Wait()
+}
+
+func expect(what string, got, want int) error {
+	if got != want {
+		return fmt.Errorf("%s: got %d, want %d", what, got, want)
+	}
+	return nil
+}
+
+func boolCode(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestRestartStatuses: FTI_Status is 2 after a clean end with
+// keep_last_ckpt, and a checkpoint taken before FTI_Recover on a restart
+// supersedes the restart data, so FTI_Snapshot goes on checkpointing.
+func TestRestartStatuses(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 1, "keep_last_ckpt = 1")
+	log := &syncBuffer{}
+	alloc := &goAllocator{}
+	x := make([][]float64, 2)
+	for r := range x {
+		x[r] = []float64{float64(r), 2}
+	}
+	first := func(l *library, c comm.Comm) error {
+		return errors.Join(
+			expect("protect", l.protect(0, ptr(x[c.Rank()]), 2, typeDouble), codeSuccess),
+			expect("checkpoint", l.checkpoint(1, 1), codeCheckpoint),
+			expect("finalize", l.finalize(), codeSuccess))
+	}
+	session(t, 2, cfg, log, alloc, first)
+	session(t, 2, cfg, log, alloc, func(l *library, c comm.Comm) error {
+		y := make([]float64, 2)
+		err := errors.Join(
+			expect("status kept", l.statusCode(), 2),
+			expect("protect", l.protect(0, ptr(y), 2, typeDouble), codeSuccess),
+			expect("checkpoint before recover", l.checkpoint(2, 1), codeCheckpoint),
+			expect("status", l.statusCode(), 0),
+			expect("snapshot", l.snapshot(), codeSuccess))
+		if y[1] != 0 {
+			err = errors.Join(err, fmt.Errorf("y = %v: nothing may be recovered over a variable checkpointed since", y))
+		}
+		return err
+	})
+}
+
+// TestConfigKeysAsFTI: head = 1 runs with every rank an application rank
+// (and says so); without local_test, ranks are grouped into nodes by
+// host name as FTI does, so node_size must match the ranks per host.
+func TestConfigKeysAsFTI(t *testing.T) {
+	dir := t.TempDir()
+	log := &syncBuffer{}
+	alloc := &goAllocator{}
+	cfg := testConfig(t, dir, 1, "head = 1")
+	session(t, 2, cfg, log, alloc, func(l *library, c comm.Comm) error {
+		return expect("finalize", l.finalize(), codeSuccess)
+	})
+	assert.Contains(t, log.String(), "head = 1 ignored")
+
+	host := filepath.Join(dir, "host.fti")
+	write := func(nodeSize int) {
+		body := fmt.Sprintf("[basic]\nnode_size = %d\ngroup_size = 1\nckpt_dir = %s\nglbl_dir = %s\nmeta_dir = %s\n[advanced]\nlocal_test = 0\n",
+			nodeSize, filepath.Join(dir, "hl"), filepath.Join(dir, "hg"), filepath.Join(dir, "hm"))
+		require.NoError(t, os.WriteFile(host, []byte(body), 0o644))
+	}
+	write(2) // both in-process ranks run on this host: one node of 2
+	session(t, 2, host, log, alloc, func(l *library, c comm.Comm) error {
+		conf := l.getConfig()
+		return errors.Join(expect("nodes", conf.nbNodes, 1), expect("node size", conf.nodeSize, 2),
+			expect("finalize", l.finalize(), codeSuccess))
+	})
+	write(1) // 2 ranks on one host but node_size 1: refused everywhere
+	require.NoError(t, comm.Run(2, func(c comm.Comm) error {
+		l := newLibrary(log, log, lp64)
+		return expect("init", l.init(host, c), codeFailure)
+	}))
+	assert.Contains(t, log.String(), "node_size")
+}
+
+// TestLevelsAgreed: a bad level on one rank, or levels that differ,
+// fail on every rank without leaving any waiting; then the ranks go on.
+func TestLevelsAgreed(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 2, "")
+	log := &syncBuffer{}
+	session(t, 2, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
+		x := []float64{1}
+		pick := func(a, b int) int {
+			if c.Rank() == 0 {
+				return a
+			}
+			return b
+		}
+		return errors.Join(
+			expect("protect", l.protect(0, ptr(x), 1, typeDouble), codeSuccess),
+			expect("1 and 9", l.checkpoint(1, pick(1, 9)), codeFailure),
+			expect("1 and 2", l.checkpoint(1, pick(1, 2)), codeFailure),
+			expect("0 and 0", l.checkpoint(1, 0), codeFailure),
+			expect("ids differ", l.checkpoint(pick(1, 2), 1), codeFailure),
+			expect("5 and 1: both L1", l.checkpoint(1, pick(5, 1)), codeCheckpoint),
+			expect("then L2", l.checkpoint(2, 2), codeCheckpoint))
+	})
+	assert.Contains(t, log.String(), "ranks passed different ids or levels")
+	assert.Contains(t, log.String(), "level 9 (FTI_L4_H5_SINGLE)")
+}
+
+// TestCheckpointL4DCP: FTI_Checkpoint(id, FTI_L4_DCP) takes a differential
+// L4 checkpoint with enable_dcp (FTI's dCP share line in the log), and a
+// whole one with FTI's warning without it; both restore.
+func TestCheckpointL4DCP(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("enable_dcp=%v", on), func(t *testing.T) {
+			dir := t.TempDir()
+			extra := "enable_dcp = 0"
+			if on {
+				extra = "enable_dcp = 1\ndcp_block_size = 512"
+			}
+			cfg := testConfig(t, dir, 2, extra)
+			log := &syncBuffer{}
+			session(t, 2, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
+				x := make([]float64, 1024)
+				for i := range x {
+					x[i] = float64(i + c.Rank())
+				}
+				if err := errors.Join(
+					expect("protect", l.protect(0, ptr(x), int64(len(x)), typeDouble), codeSuccess),
+					expect("L4", l.checkpoint(1, 4), codeCheckpoint)); err != nil {
+					return err
+				}
+				x[0] = -1 // one 512-byte block of 16 changes
+				return expect("L4 dCP", l.checkpoint(2, 8), codeCheckpoint)
+			})
+			if on {
+				assert.Contains(t, log.String(), "dCP share: 6.25%")
+			} else {
+				assert.Contains(t, log.String(), "dCP is disabled")
+			}
+			session(t, 2, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
+				x := make([]float64, 1024)
+				if err := errors.Join(
+					expect("protect", l.protect(0, ptr(x), int64(len(x)), typeDouble), codeSuccess),
+					expect("recover", l.recover("FTI_Recover"), codeSuccess)); err != nil {
+					return err
+				}
+				for i := range x {
+					want := float64(i + c.Rank())
+					if i == 0 {
+						want = -1
+					}
+					if x[i] != want {
+						return fmt.Errorf("rank %d: x[%d] = %v, want %v", c.Rank(), i, x[i], want)
+					}
+				}
+				return nil
+			})
+		})
+	}
+}

@@ -1,0 +1,316 @@
+//go:build mpi
+
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/include
+#cgo LDFLAGS: -ldl
+#include <stdlib.h>
+#include <string.h>
+#include "fti.h"
+
+static int ftigo_sizeof_short(void) { return (int)sizeof(short); }
+static int ftigo_sizeof_int(void) { return (int)sizeof(int); }
+static int ftigo_sizeof_long(void) { return (int)sizeof(long); }
+static int ftigo_sizeof_ldbl(void) { return (int)sizeof(long double); }
+
+// ftigo_world_rank names the process in messages logged outside a session.
+static int ftigo_world_rank(void) {
+	int flag = 0, rank = 0;
+	if (MPI_Initialized(&flag) != MPI_SUCCESS || !flag) return 0;
+	if (MPI_Finalized(&flag) != MPI_SUCCESS || flag) return 0;
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	return rank;
+}
+
+static void ftigo_set_bool(bool *p, int v) { *p = v != 0; }
+*/
+import "C"
+
+import (
+	"os"
+	"sync"
+	"unsafe"
+
+	"github.com/ftigo/ftigo/comm/mpi"
+)
+
+// The process's session. C calls are serialised: FTI is not thread-safe
+// either, and the lock keeps a misbehaving caller from racing Go state.
+var (
+	mu  sync.Mutex
+	lib = func() *library {
+		out := &lockedWriter{w: os.Stdout}
+		errOut := &lockedWriter{w: os.Stderr}
+		l := newLibrary(out, errOut, cSizes{
+			Short: int(C.ftigo_sizeof_short()), Int: int(C.ftigo_sizeof_int()),
+			Long: int(C.ftigo_sizeof_long()), LongDouble: int(C.ftigo_sizeof_ldbl()),
+		})
+		l.worldRank = func() int { return int(C.ftigo_world_rank()) }
+		l.realloc = func(p unsafe.Pointer, n uintptr) unsafe.Pointer { return C.realloc(p, C.size_t(n)) }
+		return l
+	}()
+)
+
+func goString(s *C.char) (string, bool) {
+	if s == nil {
+		return "", true
+	}
+	return C.GoString(s), false
+}
+
+//export ftigo_capi_init
+func ftigo_capi_init(cfg *C.char, libComm C.int) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	path, _ := goString(cfg)
+	c, err := mpi.FromHandle(int(libComm))
+	if err != nil {
+		lib.logger().Error("FTI_Init: cannot use the communicator: " + err.Error())
+		return codeFailure
+	}
+	return C.int(lib.init(path, c))
+}
+
+//export ftigo_capi_active
+func ftigo_capi_active() C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	if lib.state == stateNone {
+		return 0
+	}
+	return 1
+}
+
+//export ftigo_capi_fail
+func ftigo_capi_fail(fn, msg *C.char) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	f, _ := goString(fn)
+	m, _ := goString(msg)
+	return C.int(lib.fail(f, m))
+}
+
+//export ftigo_capi_unsupported
+func ftigo_capi_unsupported(fn, why *C.char) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	f, _ := goString(fn)
+	w, _ := goString(why)
+	return C.int(lib.unsupported(f, w))
+}
+
+//export ftigo_capi_ready
+func ftigo_capi_ready(fn *C.char) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	f, _ := goString(fn)
+	if lib.ready(f) {
+		return 1
+	}
+	return 0
+}
+
+//export ftigo_capi_finalize
+func ftigo_capi_finalize() C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.finalize())
+}
+
+//export ftigo_capi_status
+func ftigo_capi_status() C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.statusCode())
+}
+
+//export ftigo_capi_init_type
+func ftigo_capi_init_type(size C.int64_t) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.initType(int64(size)))
+}
+
+//export ftigo_capi_init_composite
+func ftigo_capi_init_composite(name *C.char, size C.int64_t) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	n, _ := goString(name)
+	return C.int(lib.initCompositeType(n, int64(size)))
+}
+
+//export ftigo_capi_add_field
+func ftigo_capi_add_field(fn *C.char, id C.int, name *C.char, fieldType C.int, offset C.int64_t, ndims C.int, dims *C.int64_t) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	f, _ := goString(fn)
+	n, _ := goString(name)
+	var d []int64
+	if ndims >= 0 {
+		if dims == nil {
+			return C.int(lib.fail(f, "dimension sizes are NULL"))
+		}
+		if ndims > maxDims {
+			return C.int(lib.fail(f, "more than 32 dimensions"))
+		}
+		d = make([]int64, ndims)
+		for i, v := range unsafe.Slice(dims, int(ndims)) {
+			d[i] = int64(v)
+		}
+	}
+	return C.int(lib.addField(f, int(id), n, int(fieldType), int64(offset), d))
+}
+
+//export ftigo_capi_protect
+func ftigo_capi_protect(id C.int, ptr unsafe.Pointer, count C.int64_t, tid C.int) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.protect(int(id), ptr, int64(count), int(tid)))
+}
+
+//export ftigo_capi_checkpoint
+func ftigo_capi_checkpoint(id, level C.int) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.checkpoint(int(id), int(level)))
+}
+
+//export ftigo_capi_snapshot
+func ftigo_capi_snapshot() C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.snapshot())
+}
+
+//export ftigo_capi_recover
+func ftigo_capi_recover() C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.recover("FTI_Recover"))
+}
+
+//export ftigo_capi_recover_var_init
+func ftigo_capi_recover_var_init() C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.recoverVarInit())
+}
+
+//export ftigo_capi_recover_var
+func ftigo_capi_recover_var(id C.int) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.recoverVar(int(id)))
+}
+
+//export ftigo_capi_recover_var_finalize
+func ftigo_capi_recover_var_finalize() C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.recoverVarFinalize())
+}
+
+//export ftigo_capi_stored_size
+func ftigo_capi_stored_size(id C.int) C.int64_t {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int64_t(lib.storedSize(int(id)))
+}
+
+//export ftigo_capi_realloc
+func ftigo_capi_realloc(id C.int, ptr unsafe.Pointer) unsafe.Pointer {
+	mu.Lock()
+	defer mu.Unlock()
+	return lib.reallocVar(int(id), ptr)
+}
+
+//export ftigo_capi_set_id
+func ftigo_capi_set_id(name *C.char) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	n, null := goString(name)
+	return C.int(lib.setIDFromString(n, null))
+}
+
+//export ftigo_capi_get_id
+func ftigo_capi_get_id(name *C.char) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	n, null := goString(name)
+	return C.int(lib.getIDFromString(n, null))
+}
+
+//export ftigo_capi_init_icp
+func ftigo_capi_init_icp(id, level, activate C.int) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.initICP(int(id), int(level), activate != 0))
+}
+
+//export ftigo_capi_icp_step
+func ftigo_capi_icp_step(fn *C.char, end C.int) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	f, _ := goString(fn)
+	return C.int(lib.icpStep(f, end != 0))
+}
+
+//export ftigo_capi_print
+func ftigo_capi_print(msg *C.char, prio C.int) {
+	mu.Lock()
+	defer mu.Unlock()
+	m, null := goString(msg)
+	if null {
+		return
+	}
+	rank := lib.rank
+	if lib.state == stateNone && lib.worldRank != nil {
+		rank = lib.worldRank()
+	}
+	printAt(lib.logger(), rank, int(prio), m)
+}
+
+// setString copies s into a C char[FTI_BUFS], truncated and terminated.
+func setString(dst *[C.FTI_BUFS]C.char, s string) {
+	n := min(len(s), len(dst)-1)
+	for i := 0; i < n; i++ {
+		dst[i] = C.char(s[i])
+	}
+	dst[n] = 0
+}
+
+//export ftigo_capi_config
+func ftigo_capi_config(out *C.FTIT_allConfiguration) {
+	mu.Lock()
+	defer mu.Unlock()
+	C.memset(unsafe.Pointer(out), 0, C.sizeof_FTIT_allConfiguration)
+	c := lib.getConfig()
+	if !c.ok {
+		return
+	}
+	b := func(v bool) C.int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	conf := &out.configuration
+	setString(&conf.cfgFile, c.cfgFile)
+	setString(&conf.localDir, c.localDir)
+	setString(&conf.glbalDir, c.globalDir)
+	setString(&conf.metadDir, c.metaDir)
+	conf.saveLastCkpt = b(c.keepLast)
+	C.ftigo_set_bool(&conf.keepL4Ckpt, b(c.keepL4))
+	conf.verbosity, conf.blockSize, conf.transferSize = C.int(c.verbosity), C.int(c.blockSize), C.int(c.transferSize)
+	conf.maxVarId, conf.test = C.int(c.maxVarID), b(c.localTest)
+	t := &out.topology
+	t.nbProc, t.nbNodes, t.myRank, t.splitRank = C.int(c.nbProc), C.int(c.nbNodes), C.int(c.myRank), C.int(c.myRank)
+	t.nodeSize, t.nbApprocs, t.groupSize = C.int(c.nodeSize), C.int(c.nodeSize), C.int(c.groupSize)
+	t.sectorID, t.nodeID, t.groupID = C.int(c.sectorID), C.int(c.nodeID), C.int(c.groupID)
+	t.nodeRank, t.groupRank, t.right, t.left = C.int(c.nodeRank), C.int(c.groupRank), C.int(c.right), C.int(c.left)
+	for lv := 1; lv <= 4; lv++ {
+		out.checkpoint[lv].ckptIntv = C.int(c.intervalMinutes[lv])
+	}
+	out.execution.reco, out.execution.ckptId, out.execution.ckptLvel = C.int(c.reco), C.int(c.ckptID), C.int(c.ckptLevel)
+}

@@ -1,0 +1,508 @@
+package main
+
+// The C tests: libftigo.so is built per MPI flavour with the README's
+// command, C and C++ programs from testdata/ are compiled against
+// include/fti.h with the flavour's compiler wrapper and run under its
+// mpirun. They skip when the tools are missing and fail instead under
+// FTIGO_REQUIRE_TOOLS=1 (CI).
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/internal/testutil"
+)
+
+// flavour is one MPI implementation the library is built for: MPI_Comm
+// is an int in MPICH and a pointer in Open MPI, so each gets its own
+// libftigo.so.
+type flavour struct {
+	name    string
+	tags    string // go build -tags
+	cc, cxx string // compiler wrappers
+	run     string // launcher
+	np      int    // ranks: MPICH busy-polls, so no more than the cores
+	runArgs []string
+}
+
+var flavours = []flavour{
+	{name: "openmpi", tags: "mpi", cc: "mpicc.openmpi", cxx: "mpicxx.openmpi", run: "mpirun.openmpi", np: 4,
+		runArgs: []string{"-x", "GOMAXPROCS=1"}},
+	{name: "mpich", tags: "mpi mpich", cc: "mpicc.mpich", cxx: "mpicxx.mpich", run: "mpirun.mpich", np: 2},
+}
+
+// mpiEnv lets Open MPI run as root and oversubscribe the cores, and
+// gives each rank's Go runtime one thread.
+var mpiEnv = []string{"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+	"OMPI_MCA_rmaps_base_oversubscribe=1", "GOMAXPROCS=1"}
+
+// Built libraries and programs, shared by every test of the binary.
+var (
+	buildDir   string
+	buildMu    sync.Mutex
+	buildCache = map[string]buildResult{}
+)
+
+type buildResult struct {
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ftigo-capi-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	buildDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cached runs build once per key for the whole test binary.
+func cached(t testing.TB, key string, build func() (string, error)) string {
+	t.Helper()
+	buildMu.Lock()
+	r, ok := buildCache[key]
+	if !ok {
+		p, err := build()
+		r = buildResult{p, err}
+		buildCache[key] = r
+	}
+	buildMu.Unlock()
+	require.NoError(t, r.err, "build %s", key)
+	return r.path
+}
+
+func goTool() string { return filepath.Join(runtime.GOROOT(), "bin", "go") }
+
+func run(name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// needTools skips (or fails under FTIGO_REQUIRE_TOOLS=1) without the
+// flavour's compilers and launcher.
+func needTools(t testing.TB, f flavour, cxx bool) {
+	t.Helper()
+	testutil.NeedTool(t, f.cc, "compiles the C tests against libftigo ("+f.name+")")
+	testutil.NeedTool(t, f.run, "runs the C tests ("+f.name+")")
+	testutil.NeedTool(t, "pkg-config", "finds MPI for the cgo build of libftigo")
+	if cxx {
+		testutil.NeedTool(t, f.cxx, "compiles the C++ test ("+f.name+")")
+	}
+}
+
+// libDir builds libftigo.so for f with the README's command and returns
+// its directory.
+func libDir(t testing.TB, f flavour) string {
+	return cached(t, "lib/"+f.name, func() (string, error) {
+		dir := filepath.Join(buildDir, f.name)
+		err := run(goTool(), "build", "-buildmode=c-shared", "-tags", f.tags, "-o", filepath.Join(dir, "libftigo.so"), ".")
+		return dir, err
+	})
+}
+
+// program compiles testdata/src for f with the README's compile line.
+func program(t testing.TB, f flavour, src string) string {
+	lib := libDir(t, f)
+	return cached(t, f.name+"/"+src, func() (string, error) {
+		out := filepath.Join(buildDir, f.name, strings.TrimSuffix(src, filepath.Ext(src)))
+		cc, std := f.cc, []string{"-std=c99"}
+		if strings.HasSuffix(src, ".cpp") {
+			// Open MPI's own C++ bindings (mpi.h includes them) trip
+			// -Wcast-function-type; fti.h itself is held to -Wextra.
+			cc, std = f.cxx, []string{"-std=c++11", "-Wno-cast-function-type"}
+		}
+		inc, err := filepath.Abs("include")
+		if err != nil {
+			return "", err
+		}
+		args := append(std, "-O2", "-Wall", "-Wextra", "-Werror", filepath.Join("testdata", src),
+			"-I"+inc, "-L"+lib, "-lftigo", "-Wl,-rpath,"+lib, "-o", out)
+		return out, run(cc, args...)
+	})
+}
+
+// ftigoCLI builds the ftigo command.
+func ftigoCLI(t testing.TB) string {
+	return cached(t, "cmd/ftigo", func() (string, error) {
+		out := filepath.Join(buildDir, "ftigo")
+		return out, run(goTool(), "build", "-o", out, "github.com/ftigo/ftigo/cmd/ftigo")
+	})
+}
+
+// writeConfig writes an FTI config.fti for a run in dir: one rank per
+// simulated node, every node in one group.
+func writeConfig(t testing.TB, dir string, np int, extra string) string {
+	t.Helper()
+	cfg := fmt.Sprintf(`[basic]
+head = 0
+node_size = 1
+group_size = %d
+ckpt_dir = %s
+glbl_dir = %s
+meta_dir = %s
+verbosity = 2
+%s
+[restart]
+failure = 0
+exec_id = 2024-01-01_00-00-00
+
+[advanced]
+local_test = 1
+block_size = 64
+`, np, filepath.Join(dir, "local"), filepath.Join(dir, "global"), filepath.Join(dir, "meta"), extra)
+	p := filepath.Join(dir, "config.fti")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(p, []byte(cfg), 0o644))
+	return p
+}
+
+// rankFiles returns the arguments that make f's launcher write each
+// rank's stdout and stderr to its own files under dir, and those files'
+// names. Ranks' lines must not interleave: Open MPI gives each rank a
+// pseudo-terminal and forwards what it reads in pieces, so lines from
+// different ranks break into each other on the launcher's stdout.
+func (f flavour) rankFiles(dir string, np int) (args []string, stdout, stderr []string) {
+	for r := 0; r < np; r++ {
+		if f.name == "openmpi" {
+			stdout = append(stdout, filepath.Join(dir, "1", fmt.Sprintf("rank.%d", r), "stdout"))
+			stderr = append(stderr, filepath.Join(dir, "1", fmt.Sprintf("rank.%d", r), "stderr"))
+		} else {
+			stdout = append(stdout, filepath.Join(dir, fmt.Sprintf("out.%d", r)))
+			stderr = append(stderr, filepath.Join(dir, fmt.Sprintf("err.%d", r)))
+		}
+	}
+	if f.name == "openmpi" {
+		return []string{"--output-filename", dir}, stdout, stderr
+	}
+	return []string{"-outfile-pattern", filepath.Join(dir, "out.%r"), "-errfile-pattern", filepath.Join(dir, "err.%r")}, stdout, stderr
+}
+
+// job is one mpirun launch; each rank's output goes to its own files.
+type job struct {
+	cmd            *exec.Cmd
+	np             int
+	stdout, stderr []string // per rank
+	launcher       bytes.Buffer
+	mu             sync.Mutex
+	pids           map[int]bool
+	killed         bool
+	done           chan struct{}
+	err            error
+}
+
+var pidLine = regexp.MustCompile(`(?m)^EVENT rank=\d+ pid pid=(\d+)$`)
+
+// launch starts prog under f's mpirun with np ranks. When killOn is not
+// empty, the first rank output line containing it makes launch SIGKILL
+// every rank and the launcher at once, as a node or job failure would.
+func launch(t testing.TB, f flavour, np int, killOn string, prog string, args ...string) *job {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	fileArgs, stdout, stderr := f.rankFiles(t.TempDir(), np)
+	all := append(append(append([]string{"-np", strconv.Itoa(np)}, fileArgs...), f.runArgs...), prog)
+	cmd := exec.CommandContext(ctx, f.run, append(all, args...)...)
+	cmd.Env = append(os.Environ(), mpiEnv...)
+	j := &job{cmd: cmd, np: np, stdout: stdout, stderr: stderr, pids: map[int]bool{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &j.launcher, &j.launcher
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() {
+		j.err = cmd.Wait()
+		cancel()
+		close(exited)
+	}()
+	go func() {
+		defer close(j.done)
+		if killOn == "" {
+			<-exited
+			return
+		}
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-exited:
+				return
+			case <-tick.C:
+			}
+			out := j.ranksOutput(false)
+			j.mu.Lock()
+			for _, m := range pidLine.FindAllStringSubmatch(out, -1) {
+				pid, _ := strconv.Atoi(m[1])
+				j.pids[pid] = true
+			}
+			if !j.killed && strings.Contains(out, killOn) {
+				j.killed = true
+				for pid := range j.pids {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+				cmd.Process.Kill()
+			}
+			j.mu.Unlock()
+		}
+	}()
+	return j
+}
+
+// ranksOutput returns every rank's output, rank by rank (stderr after
+// stdout when withErr).
+func (j *job) ranksOutput(withErr bool) string {
+	var b strings.Builder
+	for r := 0; r < j.np; r++ {
+		out, _ := os.ReadFile(j.stdout[r])
+		b.Write(out)
+		if withErr {
+			e, _ := os.ReadFile(j.stderr[r])
+			b.Write(e)
+		}
+	}
+	return b.String()
+}
+
+// wait waits for the launch to end and returns every rank's output (and
+// the launcher's when it failed); after a kill it also waits until every
+// rank is gone.
+func (j *job) wait(t testing.TB) (string, error) {
+	t.Helper()
+	<-j.done
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.killed {
+		deadline := time.Now().Add(20 * time.Second)
+		for pid := range j.pids {
+			for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "rank process %d still alive after SIGKILL", pid)
+		}
+	}
+	out := j.ranksOutput(true)
+	if j.err != nil {
+		out += "\n--- " + j.cmd.Path + ": " + j.err.Error() + " ---\n" + j.launcher.String()
+	}
+	return out, j.err
+}
+
+// mpirun runs prog to completion and returns its output.
+func mpirun(t testing.TB, f flavour, np int, prog string, args ...string) (string, error) {
+	t.Helper()
+	return launch(t, f, np, "", prog, args...).wait(t)
+}
+
+// checks parses "CHECK name got=X want=Y ok|FAIL" lines and asserts every
+// one passed; it returns how many there were.
+func checks(t *testing.T, out string) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "CHECK ") {
+			continue
+		}
+		n++
+		assert.True(t, strings.HasSuffix(line, " ok"), "%s", line)
+	}
+	return n
+}
+
+// forEachFlavour runs fn as a subtest per MPI flavour, one after the
+// other (the kill test's timing needs the cores).
+func forEachFlavour(t *testing.T, cxx bool, fn func(t *testing.T, f flavour)) {
+	for _, f := range flavours {
+		t.Run(f.name, func(t *testing.T) {
+			needTools(t, f, cxx)
+			fn(t, f)
+		})
+	}
+}
+
+func readAll(t *testing.T, dir string, np int) [][]byte {
+	t.Helper()
+	out := make([][]byte, np)
+	for r := range out {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("final-%04d.bin", r)))
+		require.NoError(t, err)
+		out[r] = b
+	}
+	return out
+}
+
+// heat runs the C solver to the end and returns its output directory.
+func heat(t *testing.T, f flavour, np int, cfg, outDir string, nx, rows, iters, every int, levels string, extra ...string) string {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(outDir, 0o755))
+	args := append([]string{cfg, outDir, strconv.Itoa(nx), strconv.Itoa(rows), strconv.Itoa(iters), strconv.Itoa(every), levels}, extra...)
+	out, err := mpirun(t, f, np, program(t, f, "heatdis.c"), args...)
+	require.NoError(t, err, "%s", out)
+	return out
+}
+
+// heatSize gives every rank 1 MiB of grid at 4 ranks, 2 MiB at 2: big
+// enough that an L4 checkpoint lasts far longer than the kill takes.
+func heatSize(np int) (nx, rows int) { return 512, 1024 / np }
+
+// TestHeatKillDuringCheckpointLoseNode is the issue's scenario: the C
+// heat solver checkpoints at L1, L2, L3 and L4 in turn through FTI's C
+// API, is SIGKILLed while the L4 checkpoint is being written, loses one
+// node's local storage, and the relaunch restarts from the L3 checkpoint
+// (rebuilt by Reed-Solomon decoding) and ends bit-identical to an
+// uninterrupted run.
+func TestHeatKillDuringCheckpointLoseNode(t *testing.T) {
+	forEachFlavour(t, false, func(t *testing.T, f flavour) {
+		np := f.np
+		nx, rows := heatSize(np)
+		const iters, every = 600, 100
+		root := t.TempDir()
+		ref := filepath.Join(root, "ref")
+		heat(t, f, np, writeConfig(t, ref, np, ""), filepath.Join(ref, "out"), nx, rows, iters, 0, "0")
+
+		dir := filepath.Join(root, "run")
+		cfg := writeConfig(t, dir, np, "")
+		cfgBefore, err := os.ReadFile(cfg)
+		require.NoError(t, err)
+		outDir := filepath.Join(dir, "out")
+		require.NoError(t, os.MkdirAll(outDir, 0o755))
+		args := []string{cfg, outDir, strconv.Itoa(nx), strconv.Itoa(rows), strconv.Itoa(iters), strconv.Itoa(every), "1234"}
+		j := launch(t, f, np, "ckpt-begin id=4 level=4", program(t, f, "heatdis.c"), args...)
+		out1, err := j.wait(t)
+		require.Error(t, err, "launch 1 must die:\n%s", out1)
+		require.True(t, j.killed, "launch 1 ended before the L4 checkpoint began:\n%s", out1)
+		for id := 1; id <= 3; id++ {
+			assert.Contains(t, out1, fmt.Sprintf("ckpt-end id=%d level=%d rc=1", id, id))
+		}
+		require.NotContains(t, out1, "ckpt-end id=4", "the L4 checkpoint finished before the kill")
+		require.NoFileExists(t, filepath.Join(outDir, "final-0000.bin"))
+
+		lost := filepath.Join(dir, "local", fmt.Sprintf("node%04d", np/2))
+		require.DirExists(t, lost)
+		require.NoError(t, os.RemoveAll(lost))
+
+		out2, err := mpirun(t, f, np, program(t, f, "heatdis.c"), args...)
+		require.NoError(t, err, "%s", out2)
+		assert.Contains(t, out2, "this is a restart (ckpt-id=3, level=L3")
+		for r := 0; r < np; r++ {
+			assert.Contains(t, out2, fmt.Sprintf("EVENT rank=%d start status=1 iter=300", r))
+			assert.Contains(t, out2, fmt.Sprintf("EVENT rank=%d done iter=%d", r, iters))
+		}
+		want, got := readAll(t, filepath.Join(ref, "out"), np), readAll(t, outDir, np)
+		for r := range want {
+			assert.True(t, bytes.Equal(want[r], got[r]), "rank %d's final field differs from the uninterrupted run", r)
+		}
+		cfgAfter, err := os.ReadFile(cfg)
+		require.NoError(t, err)
+		assert.Equal(t, string(cfgBefore), string(cfgAfter), "the restart state lives in meta_dir, never in the user's config.fti")
+	})
+}
+
+// TestErrorPaths runs every function's error paths from C: before
+// MPI_Init, before FTI_Init, bad ids, levels, types, sizes and NULL
+// pointers, the unimplemented functions, after FTI_Finalize and after
+// MPI_Finalize. Every call returns FTI's code, nothing crashes.
+func TestErrorPaths(t *testing.T) {
+	forEachFlavour(t, false, func(t *testing.T, f flavour) {
+		dir := t.TempDir()
+		cfg := writeConfig(t, dir, 1, "max_var_id = 999")
+		bad := filepath.Join(dir, "bad.fti")
+		require.NoError(t, os.WriteFile(bad, []byte("[basic]\nnode_size = 1\n[advanced]\nblock_size = many\n"), 0o644))
+		out, err := mpirun(t, f, f.np, program(t, f, "errors.c"), cfg, bad)
+		require.NoError(t, err, "%s", out)
+		n := checks(t, out)
+		assert.Greater(t, n, 150*f.np, "every rank ran every check")
+		assert.Equal(t, f.np, strings.Count(out, "FAILURES 0\n"))
+		for _, msg := range []string{
+			"FTI_Protect: FTI is not initialized; call FTI_Init first",
+			"FTI_Protect: FTI is finalized; call FTI_Init to start a new session",
+			"FTI_Init: MPI is not initialized",
+			"FTI_Checkpoint: MPI is already finalized",
+			`got "many"`,
+			"FTI_Protect: id 1000 out of bounds ([basic] max_var_id = 999)",
+			"FTI_Protect: variable 1: NULL pointer for 8 elements",
+			"handle 99 is not a type",
+			"L4 dCP requested, but dCP is disabled (enable_dcp = 0): the checkpoint is taken whole at L4",
+			"FTI_Checkpoint: dCP only implemented for level 4! setting to level 1...",
+			"FTI_InitICP is not implemented by ftigo",
+			"FTI_SendFile is not implemented by ftigo",
+			"FTI_DefineGlobalDataset is not implemented by ftigo",
+			"FTI_Recover: nothing to recover",
+			"a warning from the application",
+		} {
+			assert.Contains(t, out, msg)
+		}
+		if f.np > 1 {
+			assert.Contains(t, out, "FTI_Checkpoint: ranks passed different ids or levels (here id 1, level 2)")
+		}
+		assert.NotContains(t, out, "debug output hidden at verbosity 2")
+		assert.NotContains(t, out, "unknown priority prints nothing")
+	})
+}
+
+// TestTypedNamedResizable runs dynamic.c twice: composite, old-style
+// complex, opaque, long double and unsigned types; names kept across the
+// restart; a variable that grew between checkpoints restored through
+// FTI_Realloc with C's realloc; refused count, size and type mismatches
+// that leave memory untouched; FTI_RecoverVar and FTI_Snapshot's recovery.
+func TestTypedNamedResizable(t *testing.T) {
+	forEachFlavour(t, false, func(t *testing.T, f flavour) {
+		dir := t.TempDir()
+		cfg := writeConfig(t, dir, 2, "")
+		prog := program(t, f, "dynamic.c")
+		out, err := mpirun(t, f, 2, prog, cfg, "write")
+		require.NoError(t, err, "%s", out)
+		assert.Greater(t, checks(t, out), 30)
+		out, err = mpirun(t, f, 2, prog, cfg, "read")
+		require.NoError(t, err, "%s", out)
+		assert.Greater(t, checks(t, out), 60)
+		assert.Equal(t, 2, strings.Count(out, "FAILURES 0\n"))
+		assert.Contains(t, out, "FTI_Recover: Checkpoint has 6 protected variables, but FTI protects 3.")
+		assert.Contains(t, out, "FTI_Recover: Cannot recover 80 bytes to protected variable (ID 0) size: 4")
+		assert.Contains(t, out, "FTI_Recover: variable 6 is stored as struct elements of 24 bytes but protected as FTI_INTG (4 bytes)")
+	})
+}
+
+// TestCXX compiles a C++ program that includes fti.h and runs it.
+func TestCXX(t *testing.T) {
+	forEachFlavour(t, true, func(t *testing.T, f flavour) {
+		dir := t.TempDir()
+		out, err := mpirun(t, f, f.np, program(t, f, "cxx.cpp"), writeConfig(t, dir, f.np, ""))
+		require.NoError(t, err, "%s", out)
+		assert.Equal(t, 11*f.np, checks(t, out))
+		assert.Equal(t, f.np, strings.Count(out, "FAILURES 0\n"))
+		assert.Contains(t, out, "[ FTI  Information ] : hello from C++")
+	})
+}
+
+// exitCode runs the ftigo command and returns its exit code and output.
+func exitCode(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(ftigoCLI(t), args...)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out)
+	}
+	require.NoError(t, err, "%s", out)
+	return 0, string(out)
+}

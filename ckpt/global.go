@@ -1,0 +1,213 @@
+package ckpt
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/dataset"
+	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/levels"
+)
+
+// Dataset is a global array that ranks map their protected variables
+// onto (FTI_DefineGlobalDataset): an id and a name unique in the job, a
+// shape of 1 to 32 dimensions (row-major: the last varies fastest) and an
+// element type. Sparse allows elements no subset covers.
+type Dataset = fileformat.Dataset
+
+// DefineDataset declares global dataset id, named name, of the given
+// shape, with T's element type (FTI_DefineGlobalDataset; T as in
+// [Protect]). name is a slash-separated path: the dataset's path in an
+// HDF5 checkpoint ("temperature", "fields/u"). Every rank that maps a
+// variable onto the dataset defines it, identically. Local; the
+// definitions of all ranks are checked together at the next Checkpoint.
+func DefineDataset[T any](r *Runtime, id int, name string, shape []int64) error {
+	if r == nil {
+		return r.usable("DefineDataset")
+	}
+	rt := reflect.TypeFor[T]()
+	et, err := elemTypeOf(rt)
+	if err != nil {
+		return fmt.Errorf("dataset %d: %w", id, err)
+	}
+	es := uint32(0)
+	if et == fileformat.Struct {
+		es = uint32(rt.Size())
+	}
+	return r.DefineGlobalDataset(Dataset{ID: int32(id), Name: name, Shape: slices.Clone(shape), Type: et, ElemSize: es})
+}
+
+// DefineGlobalDataset declares d, with its element type given
+// explicitly (fileformat.Float64, ...; ElemSize for Struct) and Sparse if
+// some elements need not belong to any rank (FTI_DefineGlobalDataset).
+// An id or a name this rank has already defined is an error wrapping
+// [ErrDataset] and dataset.ErrDuplicate. Local.
+func (r *Runtime) DefineGlobalDataset(d Dataset) error {
+	if err := r.usable("DefineGlobalDataset"); err != nil {
+		return err
+	}
+	d = d.Clone()
+	if err := d.Check(); err != nil {
+		return fmt.Errorf("%w: %w: %v", ErrDataset, dataset.ErrInvalid, err)
+	}
+	d.ElemSize = d.Elem()
+	if old, ok := r.datasets[d.ID]; ok {
+		return fmt.Errorf("%w: %w: dataset id %d is already defined as %v on this rank, cannot define it as %v",
+			ErrDataset, dataset.ErrDuplicate, d.ID, old, d)
+	}
+	for _, o := range r.datasets {
+		if o.Name == d.Name {
+			return fmt.Errorf("%w: %w: dataset name %q is already dataset %d on this rank, cannot name dataset %d",
+				ErrDataset, dataset.ErrDuplicate, d.Name, o.ID, d.ID)
+		}
+	}
+	if r.datasets == nil {
+		r.datasets = map[int32]Dataset{}
+	}
+	r.datasets[d.ID] = d
+	r.dsVersion++
+	return nil
+}
+
+// AddSubset maps protected variable varID onto the hyperslab of dataset
+// datasetID that starts at offset and extends count elements in each
+// dimension (FTI_AddSubset): the variable holds the hyperslab's elements
+// in row-major order, so at each checkpoint its length must be the
+// product of count. Mapping a variable again replaces its subset
+// (FTI_UpdateSubset); Unprotect removes it. The variable must be
+// protected, the dataset defined on this rank, the hyperslab inside the
+// dataset, and the element size the dataset's (errors wrap [ErrDataset]
+// and the dataset package's sentinel, or [ErrNotProtected]). Across ranks
+// the subsets of a dataset must not overlap and, unless it is Sparse,
+// must cover it: checked at the next Checkpoint and at a Recover that
+// redistributes. Local.
+func (r *Runtime) AddSubset(varID, datasetID int, offset, count []int64) error {
+	if err := r.usable("AddSubset"); err != nil {
+		return err
+	}
+	v, ok := r.vars[varID]
+	if !ok {
+		return fmt.Errorf("%w: AddSubset of variable %d: protect it first", ErrNotProtected, varID)
+	}
+	d, ok := r.datasets[int32(datasetID)]
+	if !ok {
+		return fmt.Errorf("%w: %w: variable %d: dataset %d is not defined on this rank (DefineDataset first)",
+			ErrDataset, dataset.ErrUnknown, varID, datasetID)
+	}
+	s := fileformat.Subset{VarID: int32(varID), Dataset: int32(datasetID), Offset: slices.Clone(offset), Count: slices.Clone(count)}
+	if err := s.CheckIn(d); err != nil {
+		return fmt.Errorf("%w: %w: %v", ErrDataset, dataset.ErrInvalid, err)
+	}
+	if err := s.CheckVar(d, v.typ, uint32(v.elemSize), s.Elements()*int64(d.Elem())); err != nil {
+		return fmt.Errorf("%w: %w: %v (protected as %s)", ErrDataset, dataset.ErrInvalid, err, v.goType)
+	}
+	if r.subsets == nil {
+		r.subsets = map[int]fileformat.Subset{}
+	}
+	r.subsets[varID] = s
+	r.dsVersion++
+	return nil
+}
+
+// datasetView returns this rank's datasets (by id) and the subsets of
+// its protected variables (by variable id).
+func (r *Runtime) datasetView() dataset.View {
+	var v dataset.View
+	for _, d := range r.datasets {
+		v.Datasets = append(v.Datasets, d.Clone())
+	}
+	slices.SortFunc(v.Datasets, func(a, b Dataset) int { return int(a.ID) - int(b.ID) })
+	for id, s := range r.subsets {
+		if _, ok := r.vars[id]; ok {
+			v.Subsets = append(v.Subsets, s.Clone())
+		}
+	}
+	slices.SortFunc(v.Subsets, func(a, b fileformat.Subset) int { return int(a.VarID) - int(b.VarID) })
+	return v
+}
+
+// checkSubsetSizes refuses, before a checkpoint, a variable whose length
+// is not its subset's, naming both.
+func (r *Runtime) checkSubsetSizes(vars []fileformat.Var) error {
+	for _, fv := range vars {
+		s, ok := r.subsets[int(fv.ID)]
+		if !ok {
+			continue
+		}
+		d := r.datasets[s.Dataset]
+		v := r.vars[int(fv.ID)]
+		if err := s.CheckVar(d, v.typ, uint32(v.elemSize), int64(len(fv.Data))); err != nil {
+			return fmt.Errorf("%w: %w: %v: resize it, or map it again with AddSubset", ErrDataset, dataset.ErrInvalid, err)
+		}
+	}
+	return nil
+}
+
+// checkDecomposition checks the datasets and subsets of every rank
+// together (no id defined differently, no name used twice, no element
+// covered twice, no element of a dataset that is not Sparse left
+// uncovered) whenever some rank changed its own since the last check,
+// and returns the decomposition (nil when no rank changed anything).
+// Collective; the error is the same on every rank.
+func (r *Runtime) checkDecomposition() (*dataset.Decomposition, error) {
+	changed := int64(0)
+	if r.dsVersion != r.dsChecked {
+		changed = 1
+	}
+	any, err := r.c.AllreduceInt64(changed, comm.Max)
+	if err != nil {
+		return nil, err
+	}
+	if any == 0 {
+		return nil, nil
+	}
+	dec, err := r.gatherDecomposition(r.datasetView(), true)
+	if err != nil {
+		return nil, err
+	}
+	r.dsChecked = r.dsVersion
+	return dec, nil
+}
+
+// gatherDecomposition exchanges every rank's view and validates them
+// together (complete: every element of a dataset that is not Sparse
+// covered). Collective; every rank gets the same result.
+func (r *Runtime) gatherDecomposition(mine dataset.View, complete bool) (*dataset.Decomposition, error) {
+	b, err := json.Marshal(mine)
+	if err != nil {
+		return nil, err
+	}
+	all, err := levels.GatherBytes(r.c, b)
+	if err != nil {
+		return nil, err
+	}
+	views := make([]dataset.View, len(all))
+	for q, raw := range all {
+		if err := json.Unmarshal(raw, &views[q]); err != nil {
+			return nil, fmt.Errorf("ckpt: decode rank %d's datasets: %w", q, err)
+		}
+	}
+	var dec *dataset.Decomposition
+	if complete {
+		dec, err = dataset.NewDecomposition(views)
+	} else {
+		dec, err = dataset.Partial(views)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDataset, err)
+	}
+	return dec, nil
+}
+
+// fileDatasets returns the option recording this rank's datasets and
+// subsets in its FTI-FF file (nothing when it has none).
+func (r *Runtime) fileDatasets() []fileformat.Option {
+	v := r.datasetView()
+	if len(v.Datasets) == 0 && len(v.Subsets) == 0 {
+		return nil
+	}
+	return []fileformat.Option{fileformat.WithDatasets(v.Datasets, v.Subsets)}
+}

@@ -1,0 +1,689 @@
+package h5ckpt
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zeebo/blake3"
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/dataset"
+	"github.com/ftigo/ftigo/dhdf/h5"
+	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// Option configures [Write] and [Open].
+type Option func(*options)
+
+type options struct {
+	blockSize int
+	workers   int
+	logger    *zap.Logger
+	clock     func() time.Time
+	result    *Result
+}
+
+func buildOptions(opts []Option) options {
+	o := options{blockSize: fileformat.DefaultBlockSize, workers: runtime.GOMAXPROCS(0), clock: time.Now}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.logger == nil {
+		o.logger = zap.NewNop()
+	}
+	if o.clock == nil {
+		o.clock = time.Now
+	}
+	o.workers = max(o.workers, 1)
+	return o
+}
+
+// WithBlockSize sets the size of the blocks each variable is hashed in
+// (default [fileformat.DefaultBlockSize]; between fileformat.MinBlockSize
+// and fileformat.MaxBlockSize). A restart reads whole blocks.
+func WithBlockSize(n int) Option { return func(o *options) { o.blockSize = n } }
+
+// WithHashWorkers sets how many goroutines hash in parallel (default GOMAXPROCS).
+func WithHashWorkers(n int) Option { return func(o *options) { o.workers = n } }
+
+// WithLogger sets the logger (nil: none).
+func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithClock sets the clock for Meta.Timestamp when it is 0.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
+
+// Result is what a successful [Write] tells every rank about the file it
+// committed (see [WithResult]).
+type Result struct {
+	// TablesHash is the file's [File.TablesHash]: one value that covers
+	// every block hash, so it identifies every byte the file stores.
+	TablesHash [32]byte
+	// Size is the file's size in bytes.
+	Size int64
+}
+
+// WithResult has a successful [Write] fill res on every rank (rank 0
+// broadcasts it after the commit: one more collective call).
+func WithResult(res *Result) Option { return func(o *options) { o.result = res } }
+
+// Tags of the point-to-point messages of Write.
+const tagHashes = 0x4835 // "H5"
+
+// Alignment of raw data: datasets of at least alignMin bytes start at a
+// multiple of align, so that no two ranks' large writes share a page at
+// a dataset's start.
+const (
+	align    = 4096
+	alignMin = 64 << 10
+)
+
+// writebackPiece is the piece of a run written before its writeback is
+// started (as fileformat does), so the device works while the rank goes
+// on copying and hashing.
+const writebackPiece = 16 << 20
+
+// Write writes one checkpoint as the HDF5 file name, collectively: every
+// rank of c calls it with its own variables, the datasets it knows and the
+// subsets of its variables (see the package doc for the protocol). Every
+// rank returns the same error: on input the ranks cannot store together,
+// one wrapping [ErrInvalid] (overlaps, gaps and id clashes also wrap the
+// dataset package's errors); on a failed write, one wrapping [ErrFailed]
+// (and, on the ranks that failed, their local error). After a failure the
+// previous file under name, if any, is untouched and the temporary file
+// is removed.
+func Write(c comm.Comm, d vfd.Driver, name string, meta Meta, vars []fileformat.Var, datasets []dataset.Dataset, subsets []dataset.Subset, opts ...Option) error {
+	o := buildOptions(opts)
+	start := o.clock()
+	if meta.Timestamp == 0 {
+		meta.Timestamp = start.UnixNano()
+	}
+	meta.Ranks, meta.BlockSize = c.Size(), o.blockSize
+	mine, lerr := localDecl(c.Rank(), vars, datasets, subsets, o)
+	blobs, err := comm.AllgatherBytes(c, encodeDecl(mine, lerr))
+	if err != nil {
+		return fmt.Errorf("h5ckpt: exchange declarations: %w", err)
+	}
+	decls, dec, err := combine(blobs, meta)
+	if err != nil {
+		if lerr != nil {
+			return &agreedError{msg: fmt.Sprintf("%v: %v", ErrInvalid, err), local: errors.Join(ErrInvalid, lerr)}
+		}
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	w := &writer{c: c, d: d, name: name, tmp: name + ".tmp", meta: meta, o: o, decls: decls, dec: dec, vars: vars}
+	err = w.run()
+	if err != nil {
+		o.logger.Warn("HDF5 checkpoint failed", zap.String("file", name), zap.Error(err))
+		return err
+	}
+	if c.Rank() == 0 {
+		o.logger.Info("HDF5 checkpoint written", zap.String("file", name), zap.Int64("ckpt-id", meta.CkptID),
+			zap.Int("ranks", c.Size()), zap.Duration("took", o.clock().Sub(start)))
+	}
+	return nil
+}
+
+// localDecl checks one rank's input by itself and describes it.
+func localDecl(rank int, vars []fileformat.Var, ds []dataset.Dataset, subs []dataset.Subset, o options) (decl, error) {
+	if o.blockSize < fileformat.MinBlockSize || o.blockSize > fileformat.MaxBlockSize {
+		return decl{}, fmt.Errorf("block size %d outside [%d, %d]", o.blockSize, fileformat.MinBlockSize, fileformat.MaxBlockSize)
+	}
+	d := decl{datasets: ds}
+	byID := map[int32]int{}
+	for i, v := range vars {
+		if v.ID < 0 {
+			return decl{}, fmt.Errorf("variable id %d is negative", v.ID)
+		}
+		if _, dup := byID[v.ID]; dup {
+			return decl{}, fmt.Errorf("variable id %d used twice", v.ID)
+		}
+		byID[v.ID] = i
+		es := v.Type.Size()
+		if v.Type == fileformat.Struct {
+			es = v.ElemSize
+		}
+		if !v.Type.Valid() || es == 0 || (v.ElemSize != 0 && v.ElemSize != es) {
+			return decl{}, fmt.Errorf("variable %d: element type %v with element size %d", v.ID, v.Type, v.ElemSize)
+		}
+		if len(v.Data)%int(es) != 0 {
+			return decl{}, fmt.Errorf("variable %d: %d bytes is not a multiple of element size %d", v.ID, len(v.Data), es)
+		}
+		d.vars = append(d.vars, varRec{rank: rank, id: v.ID, name: v.Name, typ: v.Type, es: es, size: int64(len(v.Data)), dataset: -1})
+	}
+	slices.SortFunc(d.vars, func(a, b varRec) int { return int(a.id) - int(b.id) })
+	dsByID := map[int32]dataset.Dataset{}
+	for _, x := range ds {
+		dsByID[x.ID] = x
+	}
+	for _, s := range subs {
+		x, ok := dsByID[s.Dataset]
+		if !ok {
+			return decl{}, fmt.Errorf("variable %d: subset of dataset %d, which this rank did not define", s.VarID, s.Dataset)
+		}
+		if err := x.Check(); err != nil {
+			return decl{}, err
+		}
+		if err := s.CheckIn(x); err != nil {
+			return decl{}, err
+		}
+		i, ok := slices.BinarySearchFunc(d.vars, s.VarID, func(v varRec, id int32) int { return int(v.id) - int(id) })
+		if !ok {
+			return decl{}, fmt.Errorf("subset of dataset %d %q for variable %d, which is not protected", x.ID, x.Name, s.VarID)
+		}
+		v := &d.vars[i]
+		if v.dataset >= 0 {
+			return decl{}, fmt.Errorf("variable %d mapped onto two subsets", s.VarID)
+		}
+		if err := s.CheckVar(x, v.typ, v.es, v.size); err != nil {
+			return decl{}, err
+		}
+		v.dataset, v.offset, v.count = s.Dataset, slices.Clone(s.Offset), slices.Clone(s.Count)
+	}
+	return d, nil
+}
+
+// combine decodes every rank's declaration and validates them together;
+// it runs identically on every rank, so its error is the same everywhere.
+func combine(blobs [][]byte, meta Meta) ([]decl, *dataset.Decomposition, error) {
+	decls := make([]decl, len(blobs))
+	views := make([]dataset.View, len(blobs))
+	var errs []string
+	for r, b := range blobs {
+		d, err := decodeDecl(b, r)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		decls[r] = d
+		views[r].Datasets = d.datasets
+		for _, v := range d.vars {
+			if v.dataset >= 0 {
+				views[r].Subsets = append(views[r].Subsets, dataset.Subset{VarID: v.id, Dataset: v.dataset, Offset: v.offset, Count: v.count})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errors.New(strings.Join(errs, "; "))
+	}
+	dec, err := dataset.NewDecomposition(views)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkNames(dec.Datasets()); err != nil {
+		return nil, nil, err
+	}
+	if meta.CkptID < 0 {
+		return nil, nil, fmt.Errorf("checkpoint id %d", meta.CkptID)
+	}
+	return decls, dec, nil
+}
+
+// checkNames refuses dataset names HDF5 cannot hold side by side: one
+// inside ftigo's group, or one that is a group on the path of another.
+func checkNames(ds []dataset.Dataset) error {
+	names := map[string]int32{}
+	for _, x := range ds {
+		if first, _, _ := strings.Cut(x.Name, "/"); first == MetaGroup {
+			return fmt.Errorf("dataset %d: name %q is inside the reserved group %q", x.ID, x.Name, MetaGroup)
+		}
+		names[x.Name] = x.ID
+	}
+	for _, x := range ds {
+		for p := x.Name; ; {
+			i := strings.LastIndexByte(p, '/')
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+			if id, ok := names[p]; ok {
+				return fmt.Errorf("datasets %d %q and %d %q: the first would have to be a group", id, p, x.ID, x.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// writer is one rank's state during Write.
+type writer struct {
+	c     comm.Comm
+	d     vfd.Driver
+	name  string
+	tmp   string
+	meta  Meta
+	o     options
+	decls []decl
+	dec   *dataset.Decomposition
+	vars  []fileformat.Var
+
+	f      vfd.File
+	h      *h5.Writer
+	r      int               // max dataset rank, >= 1
+	loc    map[[2]int64]slab // (rank, var id) -> where its bytes go
+	dsT    map[int32]*h5.Dataset
+	hashes [][][fileformat.HashSize]byte // block hashes of vars, by index
+
+	// Rank 0, once committed: the tables hash and the file size.
+	tablesHash [32]byte
+	size       int64
+}
+
+// agree turns a local error into the same error on every rank.
+func (w *writer) agree(local error, what string) error {
+	ok := int64(1)
+	if local != nil {
+		ok = 0
+	}
+	v, err := w.c.AllreduceInt64(ok, comm.Min)
+	if err != nil {
+		return errors.Join(local, fmt.Errorf("h5ckpt: vote after %s: %w", what, err))
+	}
+	if v == 1 {
+		return nil
+	}
+	msg := ""
+	if local != nil {
+		msg = local.Error()
+	}
+	all, err := comm.AllgatherBytes(w.c, []byte(msg))
+	if err != nil {
+		return errors.Join(local, fmt.Errorf("h5ckpt: vote after %s: %w", what, err))
+	}
+	var ranks []int
+	first := ""
+	for r, b := range all {
+		if len(b) > 0 {
+			if first == "" {
+				first = fmt.Sprintf("rank %d: %s", r, b)
+			}
+			ranks = append(ranks, r)
+		}
+	}
+	return &agreedError{msg: fmt.Sprintf("%v: %s %s failed on ranks %v; %s", ErrFailed, w.name, what, ranks, first), local: local}
+}
+
+func (w *writer) run() error {
+	// Rank 0 creates the temporary file, the others open it.
+	var err error
+	if w.c.Rank() == 0 {
+		err = w.create()
+	}
+	if err := w.agree(err, "create"); err != nil {
+		return err
+	}
+	if w.c.Rank() != 0 {
+		w.f, err = w.d.Open(w.tmp, vfd.ReadWrite)
+		if err != nil {
+			err = fmt.Errorf("open %s: %w", w.tmp, err)
+		}
+	}
+	if err == nil {
+		err = w.layout()
+	}
+	if err == nil {
+		err = w.writeData()
+	}
+	if w.c.Rank() != 0 && w.f != nil {
+		err = errors.Join(err, w.f.Close())
+		w.f = nil
+	}
+	if err := w.agree(err, "write"); err != nil {
+		w.abandon()
+		return err
+	}
+	hashes, err := w.gatherHashes()
+	if err == nil && w.c.Rank() == 0 {
+		err = w.commit(hashes)
+	}
+	if err := w.agree(err, "commit"); err != nil {
+		w.abandon()
+		return err
+	}
+	if w.o.result != nil {
+		var b [40]byte
+		copy(b[:32], w.tablesHash[:])
+		le.PutUint64(b[32:], uint64(w.size))
+		if err := w.c.Bcast(0, b[:]); err != nil {
+			return fmt.Errorf("h5ckpt: %s committed, but its hash did not reach every rank: %w", w.name, err)
+		}
+		copy(w.o.result.TablesHash[:], b[:32])
+		w.o.result.Size = int64(le.Uint64(b[32:]))
+	}
+	return nil
+}
+
+func (w *writer) create() error {
+	dir := path.Dir(w.name)
+	if _, err := w.d.Stat(dir); err != nil {
+		// A new directory is durable once its parent is synced.
+		if err := w.d.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		if err := w.d.SyncDir(path.Dir(dir)); err != nil {
+			return fmt.Errorf("sync parent of %s: %w", dir, err)
+		}
+	}
+	if err := w.d.Remove(w.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove stale %s: %w", w.tmp, err)
+	}
+	f, err := w.d.Open(w.tmp, vfd.ReadWrite|vfd.OCreate|vfd.OTrunc)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", w.tmp, err)
+	}
+	w.f = f
+	return nil
+}
+
+// abandon closes rank 0's handle and removes the temporary file.
+func (w *writer) abandon() {
+	if w.f != nil {
+		_ = w.f.Close()
+		w.f = nil
+	}
+	if w.c.Rank() == 0 {
+		_ = w.d.Remove(w.tmp)
+	}
+}
+
+// layout builds, identically on every rank, the groups and the reserved
+// raw data of every dataset and every variable outside a dataset, so each
+// rank knows where its bytes go; rank 0 later writes the headers.
+func (w *writer) layout() error {
+	w.h = h5.NewWriter(w.f)
+	w.loc = map[[2]int64]slab{}
+	w.dsT = map[int32]*h5.Dataset{}
+	root := w.h.Root()
+	w.r = 1
+	addrs := map[int32]int64{}
+	for _, x := range w.dec.Datasets() {
+		w.r = max(w.r, len(x.Shape))
+		parts := strings.Split(x.Name, "/")
+		g := root
+		for _, p := range parts[:len(parts)-1] {
+			sub, ok := g.Group(p)
+			if !ok {
+				var err error
+				if sub, err = g.CreateGroup(p); err != nil {
+					return fmt.Errorf("group %q of dataset %d: %w", p, x.ID, err)
+				}
+			}
+			g = sub
+		}
+		dims := make([]uint64, len(x.Shape))
+		for k, e := range x.Shape {
+			dims[k] = uint64(e)
+		}
+		t := h5Type(x.Type, x.Elem())
+		a := int64(0)
+		if x.Elements()*int64(x.Elem()) >= alignMin {
+			a = align
+		}
+		hd, err := g.ReserveDataset(parts[len(parts)-1], t, dims, a)
+		if err != nil {
+			return fmt.Errorf("dataset %d %q: %w", x.ID, x.Name, err)
+		}
+		for _, at := range []h5.Attribute{h5.MustAttr(attrDatasetID, x.ID), h5.StringAttr(attrElemType, x.Type.String()),
+			h5.MustAttr(attrSparse, int32(boolByte(x.Sparse)))} {
+			if err := hd.SetAttr(at); err != nil {
+				return err
+			}
+		}
+		addrs[x.ID], _ = hd.Addr()
+		w.dsT[x.ID] = hd
+	}
+	meta, err := root.CreateGroup(MetaGroup)
+	if err != nil {
+		return err
+	}
+	for r, d := range w.decls {
+		var g *h5.Group
+		for _, v := range d.vars {
+			key := [2]int64{int64(r), int64(v.id)}
+			if v.dataset >= 0 {
+				x, _ := w.dec.Dataset(v.dataset)
+				w.loc[key] = newSlab(addrs[v.dataset], x.Shape, v.offset, v.count, int64(v.es))
+				continue
+			}
+			if g == nil {
+				if g, err = meta.CreateGroup(rankGroup(r)); err != nil {
+					return err
+				}
+			}
+			a := int64(0)
+			if v.size >= alignMin {
+				a = align
+			}
+			hd, err := g.ReserveDataset(strconv.Itoa(int(v.id)), h5Type(v.typ, v.es), []uint64{uint64(v.size / int64(v.es))}, a)
+			if err != nil {
+				return fmt.Errorf("rank %d variable %d: %w", r, v.id, err)
+			}
+			addr, _ := hd.Addr()
+			w.loc[key] = localSlab(addr, v.size)
+		}
+	}
+	return nil
+}
+
+func rankGroup(r int) string { return "rank" + strconv.Itoa(r) }
+
+// writeData writes this rank's variables where the layout put them while
+// a goroutine hashes them from memory, then syncs.
+func (w *writer) writeData() error {
+	bs := w.o.blockSize
+	hashes := make([][][fileformat.HashSize]byte, len(w.vars))
+	done := make(chan error, 1)
+	go func() {
+		var herr error
+		for i, v := range w.vars {
+			if hashes[i], herr = fileformat.HashBlocks(v.Data, bs, fileformat.WithHashWorkers(w.o.workers)); herr != nil {
+				break
+			}
+		}
+		done <- herr
+	}()
+	var err error
+	for _, v := range w.vars {
+		s := w.loc[[2]int64{int64(w.c.Rank()), int64(v.ID)}]
+		err = s.runs(0, int64(len(v.Data)), func(fileOff, varOff, n int64) error {
+			return writeStarting(w.f, v.Data[varOff:varOff+n], fileOff)
+		})
+		if err != nil {
+			err = fmt.Errorf("write variable %d: %w", v.ID, err)
+			break
+		}
+	}
+	if err == nil {
+		if serr := w.f.Sync(); serr != nil {
+			err = fmt.Errorf("sync %s: %w", w.tmp, serr)
+		}
+	}
+	err = errors.Join(err, <-done)
+	w.hashes = hashes
+	return err
+}
+
+// writeStarting writes b at off in writebackPiece pieces, starting each
+// piece's writeback (a hint).
+func writeStarting(f vfd.File, b []byte, off int64) error {
+	for o := 0; o < len(b); o += writebackPiece {
+		e := min(o+writebackPiece, len(b))
+		if _, err := vfd.WriteAtType(f, vfd.MemDraw, b[o:e], off+int64(o)); err != nil {
+			return fmt.Errorf("at %d: %w", off+int64(o), err)
+		}
+		if e-o == writebackPiece {
+			_ = vfd.StartWriteback(f, off+int64(o), int64(e-o))
+		}
+	}
+	return nil
+}
+
+// gatherHashes sends every rank's block hashes, in variable id order, to
+// rank 0, which returns them per rank.
+func (w *writer) gatherHashes() ([][]byte, error) {
+	var mine []byte
+	idx := make([]int, len(w.vars))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return int(w.vars[a].ID) - int(w.vars[b].ID) })
+	for _, i := range idx {
+		for _, h := range w.hashes[i] {
+			mine = append(mine, h[:]...)
+		}
+	}
+	if w.c.Rank() != 0 {
+		if len(mine) == 0 {
+			return nil, nil
+		}
+		if err := w.c.Send(0, tagHashes, mine); err != nil {
+			return nil, fmt.Errorf("send block hashes: %w", err)
+		}
+		return nil, nil
+	}
+	all := make([][]byte, len(w.decls))
+	all[0] = mine
+	for r := 1; r < len(w.decls); r++ {
+		var n int64
+		for _, v := range w.decls[r].vars {
+			n += numBlocks(v.size, int64(w.o.blockSize)) * fileformat.HashSize
+		}
+		if n == 0 {
+			continue
+		}
+		buf := make([]byte, n)
+		k, err := w.c.Recv(r, tagHashes, buf)
+		if err != nil {
+			return nil, fmt.Errorf("receive block hashes of rank %d: %w", r, err)
+		}
+		if int64(k) != n {
+			return nil, fmt.Errorf("rank %d sent %d bytes of block hashes, want %d", r, k, n)
+		}
+		all[r] = buf
+	}
+	return all, nil
+}
+
+func numBlocks(n, bs int64) int64 { return (n + bs - 1) / bs }
+
+// commit (rank 0) writes the tables, the object headers and the
+// superblock, then renames the file to its final name.
+func (w *writer) commit(hashes [][]byte) error {
+	dsRows, varRows, names, hashBytes := w.tables(hashes)
+	th := blake3.New()
+	for _, b := range [][]byte{dsRows, varRows, names, hashBytes} {
+		_, _ = th.Write(b)
+	}
+	root := w.h.Root()
+	attrs := []h5.Attribute{
+		h5.StringAttr(attrFormat, FormatName),
+		h5.MustAttr(attrVersion, int32(FormatVersion)),
+		h5.MustAttr(attrCkptID, w.meta.CkptID),
+		h5.MustAttr(attrLevel, int32(w.meta.Level)),
+		h5.MustAttr(attrRanks, int32(w.meta.Ranks)),
+		h5.MustAttr(attrTimestamp, w.meta.Timestamp),
+		h5.MustAttr(attrBlockSize, int64(w.meta.BlockSize)),
+		h5.MustAttr(attrTablesHash, th.Sum(nil)),
+	}
+	th.Sum(w.tablesHash[:0])
+	for _, a := range attrs {
+		if err := root.SetAttr(a); err != nil {
+			return err
+		}
+	}
+	meta, ok := root.Group(MetaGroup)
+	if !ok {
+		return errors.New("no meta group")
+	}
+	ndDatasets := uint64(len(dsRows)) / uint64(datasetsRowType(w.r).Size)
+	ndVars := uint64(len(varRows)) / uint64(variablesRowType(w.r).Size)
+	if _, err := meta.CreateDataset(tableDatasets, datasetsRowType(w.r), []uint64{ndDatasets}, dsRows); err != nil {
+		return err
+	}
+	if _, err := meta.CreateDataset(tableVariables, variablesRowType(w.r), []uint64{ndVars}, varRows); err != nil {
+		return err
+	}
+	if _, err := meta.CreateDataset(tableNames, h5.Uint8, []uint64{uint64(len(names))}, names); err != nil {
+		return err
+	}
+	if _, err := meta.CreateDataset(tableHashes, h5.Uint8, []uint64{uint64(len(hashBytes) / fileformat.HashSize), fileformat.HashSize}, hashBytes); err != nil {
+		return err
+	}
+	// The rename below commits the file, so the superblock need not wait
+	// for a sync of the headers: one sync after it suffices.
+	w.h.OneSync()
+	if err := w.h.Close(); err != nil {
+		return err
+	}
+	if sz, err := w.f.Size(); err == nil {
+		w.size = sz
+	}
+	err := w.f.Close()
+	w.f = nil
+	if err != nil {
+		return fmt.Errorf("close %s: %w", w.tmp, err)
+	}
+	if err := w.d.Rename(w.tmp, w.name); err != nil {
+		return fmt.Errorf("rename %s: %w", w.tmp, err)
+	}
+	if err := w.d.SyncDir(path.Dir(w.name)); err != nil {
+		return fmt.Errorf("sync directory of %s: %w", w.name, err)
+	}
+	return nil
+}
+
+// tables encodes the dataset and variable tables, the names and the
+// block hashes (rank order, then variable id order).
+func (w *writer) tables(hashes [][]byte) (dsRows, varRows, names, hashBytes []byte) {
+	r := w.r
+	putDims := func(b []byte, x []int64) []byte {
+		for k := 0; k < r; k++ {
+			v := int64(0)
+			if k < len(x) {
+				v = x[k]
+			}
+			b = le.AppendUint64(b, uint64(v))
+		}
+		return b
+	}
+	for _, x := range w.dec.Datasets() {
+		dsRows = le.AppendUint32(dsRows, uint32(x.ID))
+		dsRows = le.AppendUint32(dsRows, uint32(x.Type))
+		dsRows = le.AppendUint32(dsRows, x.Elem())
+		dsRows = le.AppendUint32(dsRows, uint32(boolByte(x.Sparse)))
+		dsRows = le.AppendUint32(dsRows, uint32(len(x.Shape)))
+		dsRows = le.AppendUint64(dsRows, uint64(len(names)))
+		dsRows = le.AppendUint64(dsRows, uint64(len(x.Name)))
+		dsRows = putDims(dsRows, x.Shape)
+		names = append(names, x.Name...)
+	}
+	var first int64
+	for rank, d := range w.decls {
+		for _, v := range d.vars {
+			varRows = le.AppendUint32(varRows, uint32(rank))
+			varRows = le.AppendUint32(varRows, uint32(v.id))
+			varRows = le.AppendUint32(varRows, uint32(v.dataset))
+			varRows = le.AppendUint32(varRows, uint32(v.typ))
+			varRows = le.AppendUint32(varRows, v.es)
+			varRows = le.AppendUint64(varRows, uint64(v.size))
+			varRows = le.AppendUint64(varRows, uint64(len(names)))
+			varRows = le.AppendUint64(varRows, uint64(len(v.name)))
+			varRows = le.AppendUint64(varRows, uint64(first))
+			varRows = putDims(varRows, v.offset)
+			varRows = putDims(varRows, v.count)
+			names = append(names, v.name...)
+			first += numBlocks(v.size, int64(w.o.blockSize))
+		}
+		hashBytes = append(hashBytes, hashes[rank]...)
+	}
+	return dsRows, varRows, names, hashBytes
+}

@@ -1,0 +1,237 @@
+package levels
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/h5ckpt"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// HDF5 L4 names and digest kind.
+//
+// wire format: never change — stored in manifests and read at recovery.
+const (
+	// H5Name is the HDF5 file of an L4 checkpoint written by [Global4H5]
+	// inside the checkpoint's directory of the global area.
+	H5Name = "l4.h5"
+	// DigestH5, under [AttrDigest], says the entry's bytes are (part of)
+	// an HDF5 checkpoint file (docs/format/h5ckpt.md) and Digest is the
+	// file's tables hash (h5ckpt's ftigo_tables_blake3), which covers
+	// every block hash of every variable. A container entry is the file;
+	// a data entry, marked [AttrInContainer] and naming the file under
+	// [AttrContainer], is one rank's variables in it.
+	DigestH5 = "h5ckpt"
+)
+
+// Global4H5 is level 4 written as one HDF5 file in the global area (FTI's
+// ckpt_io = 5): every rank writes its variables, and the hyperslabs of the
+// global datasets, straight into the file through package h5ckpt, so
+// h5py and h5dump read the whole state and a restart on any number of
+// ranks can read it. The engine calls it as a [DataOpener]: OpenData
+// hands each rank an [H5File] naming the file (under its tmp name), the
+// runtime's [WriteFunc] writes it collectively with h5ckpt.Write, and
+// ProtectData records it: rank 0 lists the file (role "container",
+// digest kind [DigestH5]) and every rank's data entry points into it.
+// Recovery checks the tables against the recorded hash and this rank's
+// blocks against their hashes; the data stays in the file (the runtime
+// reads it with h5ckpt).
+type Global4H5 struct{}
+
+// ID returns L4.
+func (Global4H5) ID() ID { return L4 }
+
+// DataArea returns Global: the data lives in the global area.
+func (Global4H5) DataArea() Where { return Global }
+
+// Protect is never called: the level writes through OpenData.
+func (Global4H5) Protect(*Env, *Pending) error {
+	return errors.New("levels: the HDF5 L4 writes through OpenData, not Protect")
+}
+
+// OpensData reports true.
+func (Global4H5) OpensData() bool { return true }
+
+// H5File is what [Global4H5.OpenData] gives each rank: not a file to
+// write bytes into, but the name under which the [WriteFunc] writes the
+// checkpoint's HDF5 file collectively (h5ckpt.Write(comm, Driver, Path,
+// ...)). Its vfd.File methods refuse to write.
+type H5File struct {
+	// Path is the file's full path (with TmpSuffix) in Driver.
+	Path string
+	// Driver is the global area's driver.
+	Driver vfd.Driver
+}
+
+var _ vfd.File = (*H5File)(nil)
+
+// Name returns Path.
+func (h *H5File) Name() string { return h.Path }
+
+// ReadAt refuses: nothing is read through this handle.
+func (h *H5File) ReadAt([]byte, int64) (int, error) {
+	return 0, fmt.Errorf("%s: %w: write the HDF5 checkpoint with h5ckpt.Write", h.Path, vfd.ErrUnsupported)
+}
+
+// WriteAt refuses: nothing is written through this handle.
+func (h *H5File) WriteAt([]byte, int64) (int, error) {
+	return 0, fmt.Errorf("%s: %w: write the HDF5 checkpoint with h5ckpt.Write", h.Path, vfd.ErrUnsupported)
+}
+
+// Size returns the size of the file written under Path, or 0.
+func (h *H5File) Size() (int64, error) {
+	fi, err := h.Driver.Stat(h.Path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// Truncate refuses.
+func (h *H5File) Truncate(int64) error {
+	return fmt.Errorf("%s: %w", h.Path, vfd.ErrUnsupported)
+}
+
+// Sync does nothing: h5ckpt.Write synced the file.
+func (h *H5File) Sync() error { return nil }
+
+// Close does nothing.
+func (h *H5File) Close() error { return nil }
+
+// OpenData creates the checkpoint's directory in the global area and
+// returns the [H5File] every rank's WriteFunc writes. Collective.
+func (Global4H5) OpenData(env *Env, p *Pending, _ int64) (vfd.File, error) {
+	dir := env.Global.Path(p.Dir)
+	var merr error
+	if env.Rank == 0 {
+		merr = env.Global.Driver.MkdirAll(dir, 0o755)
+	}
+	if err := Agree(env.Comm, merr, "create L4 directory"); err != nil {
+		return nil, err
+	}
+	return &H5File{Path: env.Global.Path(path.Join(p.Dir, H5Name)) + TmpSuffix, Driver: env.Global.Driver}, nil
+}
+
+// ProtectData records the HDF5 file on this rank's data entry and, on
+// rank 0, as the checkpoint's container entry. The digest is the file's
+// tables hash, which the WriteFunc returned as every rank's data digest
+// (h5ckpt.WithResult). Collective.
+func (Global4H5) ProtectData(env *Env, p *Pending, f vfd.File) error {
+	hf, ok := f.(*H5File)
+	if !ok {
+		return fmt.Errorf("levels: HDF5 L4 ProtectData got a %T", f)
+	}
+	name := path.Join(p.Dir, H5Name)
+	data := &p.Files[0]
+	if data.Attrs == nil {
+		data.Attrs = map[string]string{}
+	}
+	data.Attrs[AttrContainer] = name
+	data.Attrs[AttrInContainer] = "1"
+	data.Attrs[AttrDigest] = DigestH5
+	var lerr error
+	var size int64
+	if env.Rank == 0 {
+		size, lerr = hf.Size()
+		if lerr == nil && size == 0 {
+			lerr = fmt.Errorf("%w: %s was not written", ErrMissingFile, hf.Path)
+		}
+	}
+	if err := Agree(env.Comm, lerr, "check the HDF5 L4 file"); err != nil {
+		return err
+	}
+	if env.Rank == 0 {
+		p.Files = append(p.Files, File{Role: RoleContainer, Where: Global, Name: name, Size: size, Digest: data.Digest, Of: 0,
+			Attrs: map[string]string{AttrDigest: DigestH5}})
+		env.Logger.Debug("L4 HDF5 file written", zap.String("path", name), zap.Int64("size", size))
+	}
+	return nil
+}
+
+// AbortData removes the file, if the WriteFunc left one. Collective only
+// in that every rank calls it.
+func (Global4H5) AbortData(env *Env, _ *Pending, f vfd.File) error {
+	hf, ok := f.(*H5File)
+	if !ok {
+		return fmt.Errorf("levels: HDF5 L4 AbortData got a %T", f)
+	}
+	if env.Rank != 0 {
+		return nil
+	}
+	return removeIfExists(hf.Driver, hf.Path)
+}
+
+// Recover checks the HDF5 file's tables against the recorded hash and
+// every block of this rank's variables, and returns the file as this
+// rank's source (the runtime reads it with h5ckpt). An L4 checkpoint
+// written as a SIONlib container is recovered by [Global4], and
+// Global4.Recover hands an HDF5 one to this level, so a restart reads
+// whatever ckpt_io the checkpoint was written with. Makes no collective
+// calls.
+func (Global4H5) Recover(env *Env, m *Manifest) (Source, error) {
+	f, ok := m.DataFile(env.Rank)
+	if !ok {
+		return Source{}, fmt.Errorf("%w: manifest lists no data file for rank %d", ErrMissingFile, env.Rank)
+	}
+	if f.Attrs[AttrDigest] != DigestH5 {
+		// An L4 checkpoint of the SIONlib container (ckpt_io was not 5
+		// when it was written): recovered as such.
+		return Global4{Inline: f.Attrs[AttrInContainer] != ""}.Recover(env, m)
+	}
+	if err := verifyH5(env.Global, f, env.Rank); err != nil {
+		return Source{}, fmt.Errorf("L4: %w", err)
+	}
+	return Source{Store: env.Global, Name: f.Attrs[AttrContainer], Size: f.Size, Digest: f.Digest}, nil
+}
+
+// verifyH5 checks an entry of digest kind [DigestH5] in the global area
+// s: the file opens as an HDF5 checkpoint whose tables hash is the
+// recorded digest, and the blocks of rank's variables (of every rank for
+// rank < 0) match their hashes.
+func verifyH5(s Store, f File, rank int) error {
+	name := f.Name
+	if c := f.Attrs[AttrContainer]; c != "" {
+		name = c
+	}
+	full := s.Path(name)
+	cerr := func(off int64, err error) error {
+		return &CorruptionError{Path: full, Rank: rank, Offset: off, Err: err}
+	}
+	hf, err := h5ckpt.Open(s.Driver, full)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return cerr(0, fmt.Errorf("%w: %w", ErrMissingFile, err))
+		}
+		return cerr(h5Offset(err), fmt.Errorf("%w: %w", ErrDigestMismatch, err))
+	}
+	defer hf.Close()
+	if th := hf.TablesHash(); !bytes.Equal(th[:], f.Digest[:]) {
+		return cerr(0, fmt.Errorf("%w: tables hash %x, manifest says %s", ErrDigestMismatch, th, f.Digest))
+	}
+	if rank < 0 {
+		err = hf.Verify()
+	} else {
+		err = hf.VerifyRank(rank)
+	}
+	if err != nil {
+		return cerr(h5Offset(err), fmt.Errorf("%w: %w", ErrDigestMismatch, err))
+	}
+	return nil
+}
+
+// h5Offset returns the file offset an h5ckpt error names, or 0.
+func h5Offset(err error) int64 {
+	var ce *h5ckpt.CorruptionError
+	if errors.As(err, &ce) && ce.Offset > 0 {
+		return ce.Offset
+	}
+	return 0
+}
