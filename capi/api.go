@@ -350,8 +350,9 @@ func (l *library) resize(id int, n int64) ([]byte, error) {
 	return unsafe.Slice((*byte)(p), n), nil
 }
 
-// mapLevel turns FTI_Checkpoint's level into an ftigo level (1..4), or
-// says why it cannot be taken.
+// mapLevel turns FTI_Checkpoint's level into an ftigo level (1..4, or 8
+// for FTI_L4_DCP), or says why it cannot be taken. Levels 5-7 stay FTI's
+// full L1-L3 here (ftigo's Go API makes them differential).
 func mapLevel(level int) (int, string, bool) {
 	switch {
 	case level >= 1 && level <= 4:
@@ -359,7 +360,9 @@ func mapLevel(level int) (int, string, bool) {
 	case level >= 5 && level <= 7:
 		return level - 4, fmt.Sprintf("dCP only implemented for level 4! setting to level %d...", level-4), true
 	case level == 8:
-		return 0, "level 8 (FTI_L4_DCP): differential checkpointing is not implemented in ftigo yet", false
+		// FTI_L4_DCP: differential with enable_dcp, else whole with
+		// FTI's warning (the runtime decides).
+		return level, "", true
 	case level == 9:
 		return 0, "level 9 (FTI_L4_H5_SINGLE): HDF5 single-file checkpoints are not implemented in ftigo yet", false
 	}

@@ -96,7 +96,7 @@ func TestMapLevel(t *testing.T) {
 	}{
 		{1, 1, true, ""}, {2, 2, true, ""}, {3, 3, true, ""}, {4, 4, true, ""},
 		{5, 1, true, "setting to level 1"}, {6, 2, true, "setting to level 2"}, {7, 3, true, "setting to level 3"},
-		{8, 0, false, "FTI_L4_DCP"}, {9, 0, false, "FTI_L4_H5_SINGLE"},
+		{8, 8, true, ""}, {9, 0, false, "FTI_L4_H5_SINGLE"},
 		{0, 0, false, "Invalid level id 0"}, {-3, 0, false, "Invalid level id -3"}, {10, 0, false, "Invalid level id 10"},
 	} {
 		out, msg, ok := mapLevel(tc.in)
@@ -477,7 +477,7 @@ func TestLevelsAgreed(t *testing.T) {
 		}
 		return errors.Join(
 			expect("protect", l.protect(0, ptr(x), 1, typeDouble), codeSuccess),
-			expect("1 and 8", l.checkpoint(1, pick(1, 8)), codeFailure),
+			expect("1 and 9", l.checkpoint(1, pick(1, 9)), codeFailure),
 			expect("1 and 2", l.checkpoint(1, pick(1, 2)), codeFailure),
 			expect("0 and 0", l.checkpoint(1, 0), codeFailure),
 			expect("ids differ", l.checkpoint(pick(1, 2), 1), codeFailure),
@@ -485,5 +485,58 @@ func TestLevelsAgreed(t *testing.T) {
 			expect("then L2", l.checkpoint(2, 2), codeCheckpoint))
 	})
 	assert.Contains(t, log.String(), "ranks passed different ids or levels")
-	assert.Contains(t, log.String(), "level 8 (FTI_L4_DCP)")
+	assert.Contains(t, log.String(), "level 9 (FTI_L4_H5_SINGLE)")
+}
+
+// TestCheckpointL4DCP: FTI_Checkpoint(id, FTI_L4_DCP) takes a differential
+// L4 checkpoint with enable_dcp (FTI's dCP share line in the log), and a
+// whole one with FTI's warning without it; both restore.
+func TestCheckpointL4DCP(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("enable_dcp=%v", on), func(t *testing.T) {
+			dir := t.TempDir()
+			extra := "enable_dcp = 0"
+			if on {
+				extra = "enable_dcp = 1\ndcp_block_size = 512"
+			}
+			cfg := testConfig(t, dir, 2, extra)
+			log := &syncBuffer{}
+			session(t, 2, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
+				x := make([]float64, 1024)
+				for i := range x {
+					x[i] = float64(i + c.Rank())
+				}
+				if err := errors.Join(
+					expect("protect", l.protect(0, ptr(x), int64(len(x)), typeDouble), codeSuccess),
+					expect("L4", l.checkpoint(1, 4), codeCheckpoint)); err != nil {
+					return err
+				}
+				x[0] = -1 // one 512-byte block of 16 changes
+				return expect("L4 dCP", l.checkpoint(2, 8), codeCheckpoint)
+			})
+			if on {
+				assert.Contains(t, log.String(), "dCP share: 6.25%")
+			} else {
+				assert.Contains(t, log.String(), "dCP is disabled")
+			}
+			session(t, 2, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
+				x := make([]float64, 1024)
+				if err := errors.Join(
+					expect("protect", l.protect(0, ptr(x), int64(len(x)), typeDouble), codeSuccess),
+					expect("recover", l.recover("FTI_Recover"), codeSuccess)); err != nil {
+					return err
+				}
+				for i := range x {
+					want := float64(i + c.Rank())
+					if i == 0 {
+						want = -1
+					}
+					if x[i] != want {
+						return fmt.Errorf("rank %d: x[%d] = %v, want %v", c.Rank(), i, x[i], want)
+					}
+				}
+				return nil
+			})
+		})
+	}
 }

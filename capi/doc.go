@@ -92,7 +92,7 @@
 //	FTI_Protect                    implemented: C memory, read and restored in place; re-protect replaces
 //	FTI_setIDFromString            implemented
 //	FTI_getIDFromString            implemented
-//	FTI_Checkpoint                 levels 1-4; 5-7 downgraded to 1-3 with a warning; 8 (L4 dCP) and 9 (HDF5) FTI_NSCS
+//	FTI_Checkpoint                 levels 1-4; 5-7 downgraded to 1-3 with a warning (as FTI); 8 (FTI_L4_DCP) differential with enable_dcp; 9 (HDF5) FTI_NSCS
 //	FTI_Snapshot                   implemented: recovers on a restart, else ckpt's interval schedule
 //	FTI_Recover                    implemented (count, size and type checked first)
 //	FTI_RecoverVarInit             implemented

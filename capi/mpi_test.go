@@ -441,7 +441,7 @@ func TestErrorPaths(t *testing.T) {
 			"FTI_Protect: id 1000 out of bounds ([basic] max_var_id = 999)",
 			"FTI_Protect: variable 1: NULL pointer for 8 elements",
 			"handle 99 is not a type",
-			"FTI_Checkpoint: level 8 (FTI_L4_DCP): differential checkpointing is not implemented in ftigo yet",
+			"L4 dCP requested, but dCP is disabled (enable_dcp = 0): the checkpoint is taken whole at L4",
 			"FTI_Checkpoint: dCP only implemented for level 4! setting to level 1...",
 			"FTI_InitICP is not implemented by ftigo",
 			"FTI_SendFile is not implemented by ftigo",

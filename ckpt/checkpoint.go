@@ -15,10 +15,14 @@ import (
 
 // Checkpoint writes every protected variable as checkpoint id at level
 // (1 local, 2 partner copy, 3 Reed-Solomon, 4 global) and commits it when
-// every rank succeeded. Collective: every rank must call it with the same
-// id and level. A level without an implementation returns an error
-// wrapping [ErrLevelUnavailable]; a failure on any rank returns the same
-// error on every rank and leaves the previous checkpoints untouched.
+// every rank succeeded. Levels 5..8 ask for a differential checkpoint at
+// level 1..4 (FTI's FTI_L4_DCP is 8): with enable_dcp only the dCP
+// blocks that changed since the newest checkpoint at that level are
+// written (docs/format/dcp.md); without it the checkpoint is taken whole,
+// with a warning, as FTI does. Collective: every rank must call it with
+// the same id and level. A level without an implementation returns an
+// error wrapping [ErrLevelUnavailable]; a failure on any rank returns the
+// same error on every rank and leaves the previous checkpoints untouched.
 func (r *Runtime) Checkpoint(id int64, level int) error {
 	if err := r.usable("Checkpoint"); err != nil {
 		return err
@@ -26,14 +30,20 @@ func (r *Runtime) Checkpoint(id int64, level int) error {
 	if level == LevelH5Single {
 		return r.checkpointH5Single(id)
 	}
-	_, err := r.checkpoint(id, levels.ID(level))
+	if err := r.sameArgs(id, int64(level)); err != nil {
+		return err
+	}
+	lvl, diff, err := r.requestLevel(level)
+	if err != nil {
+		return err
+	}
+	_, err = r.checkpoint(id, lvl, diff)
 	return err
 }
 
-func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) {
-	if err := r.sameArgs(id, int64(lvl)); err != nil {
-		return nil, err
-	}
+// checkpoint takes checkpoint id at lvl, differential when diff asks for
+// it and a parent allows it. The arguments are the same on every rank.
+func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manifest, error) {
 	if !lvl.Valid() {
 		return nil, fmt.Errorf("ckpt: checkpoint level %d: %w (use 1..4)", int(lvl), ErrLevelUnavailable)
 	}
@@ -56,47 +66,37 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) 
 		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
 	meta := fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: r.now().UnixNano()}
-	// The file keeps the previous checkpoint's layout (FTI-FF's data
-	// blocks): a variable that grew gets a new container for the extra
-	// part only. The layout advances only once the checkpoint committed.
-	var lay *fileformat.Layout
-	write := func(f vfd.File) (int64, levels.Digest, bool, error) {
-		// The digest is computed by the engine while the file is synced.
-		opts := append([]fileformat.Option{fileformat.WithClock(r.now)}, r.fileDatasets()...)
-		l, sum, err := fileformat.Write(f, meta, vars, r.layout, opts...)
-		lay = l
-		return sum.FileSize, levels.Digest{}, false, err
-	}
-	if lvl == levels.L4 && r.cfg.CkptIO == 5 {
-		write = r.h5Write(id, int(lvl), vars, r.datasetView()) // ckpt_io = 5: one HDF5 file
-	}
 	start := r.now()
-	m, st, err := r.eng.Checkpoint(id, lvl, write)
+	w := &dcpWrite{r: r, meta: meta, vars: vars, opts: r.fileDatasets()}
+	if lvl == levels.L4 && r.cfg.CkptIO == 5 {
+		// ckpt_io = 5: one HDF5 file, always whole (as FTI, whose dCP
+		// covers its POSIX and FTI-FF I/O only).
+		w.h5 = r.h5Write(id, int(lvl), vars, r.datasetView())
+		if diff && r.c.Rank() == 0 {
+			r.log.Warn(fmt.Sprintf("dCP requested at %v, but ckpt_io = 5 writes L4 as one HDF5 file: checkpoint %d is taken whole", lvl, id),
+				zap.Int64("ckpt-id", id))
+		}
+		diff = false
+	}
+	if diff {
+		var err error
+		if w.parent, w.par, err = r.dcpParent(lvl); err != nil {
+			return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
+		}
+	}
+	w.prepare(lvl)
+	m, st, err := r.eng.Checkpoint(id, lvl, w.write, w.options()...)
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: checkpoint %d at %v: %w", id, lvl, err)
 	}
 	r.lastID = id
-	if lay != nil {
-		r.layout = lay
+	if w.image.Layout != nil {
+		r.layout = w.image.Layout
 	}
+	r.keepImage(m, w.image)
 	// Recover now reads this checkpoint (as FTI's does after a
 	// checkpoint); the one the run restarted from may be superseded.
-	r.closeStored()
-	if r.reshape != nil {
-		r.reshape.close() // Recover now reads this run's own checkpoint
-		r.reshape = nil
-	}
-	r.last, r.recovered, r.restored = m, m, true
-	r.src, r.srcTask = levels.Source{}, nil
-	if f, ok := m.DataFile(r.c.Rank()); ok {
-		r.src = levels.Source{Store: r.env.Store(f.Where), Name: f.Name, Size: f.Size, Digest: f.Digest}
-		if f.Attrs[levels.AttrInContainer] != "" {
-			r.src.Store, r.srcTask = r.env.Global, &f
-		}
-		if f.Attrs[levels.AttrDigest] == levels.DigestH5 {
-			r.src.Name = f.Attrs[levels.AttrContainer]
-		}
-	}
+	r.setLast(m)
 	wall := r.now().Sub(start)
 	if r.c.Rank() == 0 {
 		// One line per checkpoint, in FTI's manner: size per rank, wall
@@ -104,12 +104,29 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID) (*levels.Manifest, error) 
 		// data (Wt), the level's post-processing (Ps) and the commit (Cm).
 		mib := float64(m.Bytes()) / float64(m.Ranks) / (1 << 20)
 		bw := float64(m.Bytes()) / (1 << 20) / max(wall.Seconds(), 1e-9)
-		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) taken in %.3f sec., %.1f MiB/s (Wt %.3f, Ps %.3f, Cm %.3f)",
-			id, lvl, mib, wall.Seconds(), bw, st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
-			zap.Int64("ckpt-id", id), zap.Stringer("level", lvl), zap.Int64("bytes", m.Bytes()), zap.Float64("mib-per-rank", mib),
+		fields := []zap.Field{zap.Int64("ckpt-id", id), zap.Stringer("level", lvl), zap.Int64("bytes", m.Bytes()), zap.Float64("mib-per-rank", mib),
 			zap.Duration("wall", wall), zap.Float64("mib-per-s", bw),
 			zap.Duration("write", st.Write), zap.Duration("post", st.Protect), zap.Duration("commit", st.Commit),
-			zap.Duration("clean", st.Clean))
+			zap.Duration("clean", st.Clean)}
+		kind := ""
+		if r.cfg.EnableDCP {
+			share := 1.0
+			if st.TotalData.Protected > 0 {
+				share = float64(st.TotalData.Written) / float64(st.TotalData.Protected)
+			}
+			kind = fmt.Sprintf(", dCP share %.2f%%", 100*share)
+			if m.DCP != nil {
+				p, _ := m.Parent()
+				kind = fmt.Sprintf(", dCP on %s, layer %d, share %.2f%%", levels.CheckpointDir(p), m.Layers(), 100*share)
+			}
+			fields = append(fields, zap.Bool("dcp", m.DCP != nil), zap.Float64("dcp-share", share), zap.Int("dcp-layers", m.Layers()),
+				zap.Int64("dcp-written", st.TotalData.Written), zap.Int64("dcp-protected", st.TotalData.Protected))
+		}
+		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) taken in %.3f sec., %.1f MiB/s (Wt %.3f, Ps %.3f, Cm %.3f)%s",
+			id, lvl, mib, wall.Seconds(), bw, st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds(), kind), fields...)
+		if r.cfg.EnableDCP {
+			r.logDCP(m, st)
+		}
 	}
 	return m, nil
 }
@@ -206,11 +223,19 @@ func (r *Runtime) Finalize() error {
 		}
 	}
 	var errs []error
-	for _, m := range r.eng.Committed() {
-		if keep != nil && m.Seq == keep.Seq {
-			continue
-		}
-		if r.cfg.KeepL4Ckpt && m.Level == levels.L4 {
+	// Newest first, sparing what a kept checkpoint depends on: a
+	// differential checkpoint goes before the layers it builds on.
+	committed := r.eng.Committed()
+	spared := map[uint64]bool{}
+	for i := len(committed) - 1; i >= 0; i-- {
+		m := committed[i]
+		switch {
+		case keep != nil && m.Seq == keep.Seq, r.cfg.KeepL4Ckpt && m.Level == levels.L4, spared[m.Seq]:
+			if m.DCP != nil {
+				for _, s := range m.DCP.Chain {
+					spared[s] = true
+				}
+			}
 			continue
 		}
 		if err := r.eng.Delete(m); err != nil {
@@ -253,6 +278,9 @@ func (r *Runtime) keepCandidate() *levels.Manifest {
 // in place; the copy is verified against m's digest. On failure nothing
 // is left of the new checkpoint and nothing else changed. Collective.
 func (r *Runtime) flushL4(m *levels.Manifest) (*levels.Manifest, error) {
+	if m.DCP != nil {
+		return r.flushImageL4(m)
+	}
 	var src levels.Source
 	var ftiff bool
 	f, ok := m.DataFile(r.c.Rank())

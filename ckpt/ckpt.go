@@ -147,15 +147,19 @@ type Runtime struct {
 	// from, then the last checkpoint this run committed.
 	recovered *levels.Manifest
 	from      *levels.Manifest // the checkpoint Init restarted from
-	src       levels.Source
-	srcTask   *levels.File // src is a task of the L4 container described by this entry
-	stored    *storedFile  // the data file Recover reads, opened lazily
-	restored  bool         // Recover has run, or a checkpoint was taken (Snapshot then ticks)
+	src       levels.Source    // where Recover reads: a data file, an L4 task, or a chain's image
+	srcTask   *levels.File     // with ckpt_io = 5: src is the L4 HDF5 file this entry describes
+	stored    *storedFile      // the data file Recover reads, opened lazily
+	restored  bool             // Recover has run, or a checkpoint was taken (Snapshot then ticks)
 	lastID    int64
 	last      *levels.Manifest // the newest checkpoint this run committed
 	// layout is the FTI-FF layout of the last committed checkpoint (or of
 	// the recovered file), passed to the next fileformat.Write.
 	layout *fileformat.Layout
+	// images holds, with enable_dcp, the image (layout and block hashes)
+	// of every committed checkpoint this run wrote or recovered: the
+	// parents a differential checkpoint may build on.
+	images map[uint64]fileformat.Parent
 
 	snap      snapState
 	finalized bool
@@ -243,6 +247,11 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	if c.Rank() == 0 {
 		for _, w := range cfg.Warnings {
 			r.log.Warn("config: " + w)
+		}
+		if cfg.EnableDCP {
+			r.log.Info(fmt.Sprintf("dCP enabled: dcp_mode = %d (%s in FTI) accepted, but ftigo hashes every dCP block with BLAKE3-256; blocks of %d bytes, chains of at most %d layers",
+				cfg.DCPMode, map[int]string{0: "MD5", 1: "CRC32"}[cfg.DCPMode], cfg.DCPBlockSize, cfg.DCPStackSize),
+				zap.Int("dcp-mode", cfg.DCPMode), zap.Int("dcp-block-size", cfg.DCPBlockSize), zap.Int("dcp-stack-size", cfg.DCPStackSize))
 		}
 	}
 	if err := levels.Agree(c, cfg.Validate(c.Size()), "validate config"); err != nil {
@@ -473,6 +482,9 @@ func (r *Runtime) restartFrom(m *levels.Manifest, src levels.Source) {
 	// The next checkpoint continues the recovered file's layout.
 	if st, err := r.openStored(); err == nil {
 		r.layout = st.layout
+		if rd, ok := st.r.(*fileformat.Reader); ok {
+			r.keepImage(m, fileformat.Parent{Layout: rd.Layout(), Summary: rd.Summary()})
+		}
 	} else {
 		r.log.Debug("recovered file's layout unreadable; the next checkpoint lays variables out afresh", zap.Error(err))
 	}

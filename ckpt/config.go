@@ -72,6 +72,28 @@ type Config struct {
 	// MaxSyncIntv is the largest number of Snapshot calls between two
 	// agreements on the clock; rounded down to a power of two ([basic] max_sync_intv).
 	MaxSyncIntv int
+	// EnableDCP enables differential checkpoints ([basic] enable_dcp):
+	// checkpoints at levels 5-8 (and Snapshot's DCPInterval) store only
+	// the dCP blocks that changed (docs/format/dcp.md). Without it those
+	// requests are taken whole, with a warning, as in FTI.
+	EnableDCP bool
+	// DCPMode is FTI's block hash choice ([basic] dcp_mode: 0 MD5, 1
+	// CRC32). It is accepted and logged: ftigo hashes dCP blocks with
+	// BLAKE3-256 whatever it says.
+	DCPMode int
+	// DCPBlockSize is the dCP block size in bytes ([basic] dcp_block_size,
+	// 512..65535, default 16384). With EnableDCP every checkpoint file is
+	// hashed in blocks of this size, so that the next one can be
+	// differential.
+	DCPBlockSize int
+	// DCPStackSize is the most layers a chain of differential checkpoints
+	// has, its full base included ([basic] dcp_stack_size, 1..10, default
+	// 5): the checkpoint that would exceed it is written full.
+	DCPStackSize int
+	// DCPInterval[L] is Snapshot's interval of differential checkpoints at
+	// level L ([basic] dcp_l4 as in FTI; dcp_l1..dcp_l3 are ftigo
+	// extensions), in the units of Interval; 0 disables it.
+	DCPInterval [5]time.Duration
 	// CkptIO is FTI's I/O mode ([basic] ckpt_io). 5 (HDF5) writes L4
 	// checkpoints as one HDF5 file (package h5ckpt) instead of a SIONlib
 	// container; every other value keeps FTI-FF files and the container
@@ -110,8 +132,18 @@ func DefaultConfig() Config {
 	return Config{
 		NodeSize: 1, GroupSize: 1, Verbosity: 2, MaxVarID: 102400,
 		BlockSize: 1024 << 10, TransferSize: 16 << 20, FastForward: 1, MaxSyncIntv: 512,
+		DCPBlockSize: defaultDCPBlockSize, DCPStackSize: defaultDCPStackSize,
 	}
 }
+
+// FTI's dCP defaults.
+const (
+	defaultDCPBlockSize = 16384
+	defaultDCPStackSize = 5
+	minDCPBlockSize     = 512
+	maxDCPBlockSize     = 65535
+	maxDCPStackSize     = 10
+)
 
 // withDefaults fills zero fields from DefaultConfig.
 func (c Config) withDefaults() Config {
@@ -139,6 +171,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxSyncIntv == 0 {
 		c.MaxSyncIntv = d.MaxSyncIntv
+	}
+	if c.DCPBlockSize == 0 {
+		c.DCPBlockSize = d.DCPBlockSize
+	}
+	if c.DCPStackSize == 0 {
+		c.DCPStackSize = d.DCPStackSize
 	}
 	return c
 }
@@ -179,10 +217,19 @@ func (c Config) Validate(ranks int) error {
 	case c.L3Parity > c.GroupSize:
 		return cfgErr("l3_parity %d is larger than group_size %d: use 0 (= group_size) or 1..%d",
 			c.L3Parity, c.GroupSize, c.GroupSize)
+	case c.DCPBlockSize < minDCPBlockSize || c.DCPBlockSize > maxDCPBlockSize:
+		return cfgErr("dcp_block_size %d: use %d..%d bytes", c.DCPBlockSize, minDCPBlockSize, maxDCPBlockSize)
+	case c.DCPStackSize < 1 || c.DCPStackSize > maxDCPStackSize:
+		return cfgErr("dcp_stack_size %d: use 1..%d", c.DCPStackSize, maxDCPStackSize)
+	case c.DCPMode < 0 || c.DCPMode > 1:
+		return cfgErr("dcp_mode %d: use 0 (MD5) or 1 (CRC32); ftigo hashes with BLAKE3 either way", c.DCPMode)
 	}
 	for l := 1; l <= 4; l++ {
 		if c.Interval[l] < 0 {
 			return cfgErr("ckpt_l%d is negative: use 0 to disable", l)
+		}
+		if c.DCPInterval[l] < 0 {
+			return cfgErr("dcp_l%d is negative: use 0 to disable", l)
 		}
 	}
 	if ranks < 1 {
@@ -197,10 +244,10 @@ func (c Config) Validate(ranks int) error {
 		return cfgErr("%d nodes is not a multiple of group_size %d: change group_size to a divisor of %d",
 			nodes, c.GroupSize, nodes)
 	}
-	if c.GroupSize < 2 && (c.Interval[2] > 0 || c.Interval[3] > 0) {
+	if c.GroupSize < 2 && (c.Interval[2] > 0 || c.Interval[3] > 0 || (c.EnableDCP && (c.DCPInterval[2] > 0 || c.DCPInterval[3] > 0))) {
 		return cfgErr("ckpt_l2/ckpt_l3 need group_size >= 2 (it is %d): raise group_size or set ckpt_l2 = ckpt_l3 = 0", c.GroupSize)
 	}
-	if c.GroupSize >= 32 && c.Interval[3] > 0 {
+	if c.GroupSize >= 32 && (c.Interval[3] > 0 || (c.EnableDCP && c.DCPInterval[3] > 0)) {
 		return cfgErr("ckpt_l3 needs group_size < 32 (it is %d): lower group_size", c.GroupSize)
 	}
 	return nil
@@ -332,6 +379,16 @@ var durationSyntax = regexp.MustCompile(`^\+?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms
 // ("30s", an ftigo extension), 0 or empty to disable; a value that overflows a
 // time.Duration (about 292 years) is out of range, not negative.
 func intervalKey(level int) setter {
+	return durationKey(func(c *Config) *time.Duration { return &c.Interval[level] })
+}
+
+// dcpIntervalKey reads a dcp_lN interval as intervalKey reads ckpt_lN.
+func dcpIntervalKey(level int) setter {
+	return durationKey(func(c *Config) *time.Duration { return &c.DCPInterval[level] })
+}
+
+// durationKey reads an interval into dst, as intervalKey describes.
+func durationKey(dst func(c *Config) *time.Duration) setter {
 	return func(c *Config, v string) error {
 		rangeErr := fmt.Errorf("out of range: use 0 (off) to %d minutes, or a duration such as 30s up to %v", maxMinutes, time.Duration(math.MaxInt64))
 		negErr := errors.New("negative: use 0 to disable the level, or a positive interval")
@@ -376,12 +433,23 @@ func intervalKey(level int) setter {
 				return wantErr
 			}
 		}
-		c.Interval[level] = d
+		*dst(c) = d
 		return nil
 	}
 }
 
 func ignoreKey(c *Config, v string) error { return nil }
+
+// flagKey reads an FTI switch as FTI does (iniparser_getint tested as a
+// boolean): an integer, non-zero meaning on, empty meaning off; true and
+// false are accepted too.
+func flagKey(dst func(c *Config) *bool) setter {
+	return func(c *Config, v string) error {
+		n, err := flagInt(v)
+		*dst(c) = n != 0
+		return err
+	}
+}
 
 // iniBoolKey reads a boolean as FTI's iniparser_getboolean does (y, t, 1
 // or n, f, 0 first; empty is false).
@@ -431,6 +499,14 @@ var sections = map[string]map[string]setter{
 		"head":           boolKey(func(c *Config) *bool { return &c.Head }),
 		"max_var_id":     intKey(func(c *Config) *int { return &c.MaxVarID }, 1, math.MaxInt32),
 		"max_sync_intv":  intKey(func(c *Config) *int { return &c.MaxSyncIntv }, 0, 1<<30),
+		"enable_dcp":     flagKey(func(c *Config) *bool { return &c.EnableDCP }),
+		"dcp_mode":       intKey(func(c *Config) *int { return &c.DCPMode }, 0, 1),
+		"dcp_block_size": intKey(func(c *Config) *int { return &c.DCPBlockSize }, minDCPBlockSize, maxDCPBlockSize),
+		"dcp_stack_size": intKey(func(c *Config) *int { return &c.DCPStackSize }, 1, maxDCPStackSize),
+		"dcp_l1":         dcpIntervalKey(1),
+		"dcp_l2":         dcpIntervalKey(2),
+		"dcp_l3":         dcpIntervalKey(3),
+		"dcp_l4":         dcpIntervalKey(4),
 		// FTI keys without effect in ftigo (featureKeys warns about
 		// values asking for something ftigo does not do).
 		"inline_l2":             ignoreKey,
@@ -438,11 +514,6 @@ var sections = map[string]map[string]setter{
 		"inline_l4":             ignoreKey,
 		"ckpt_io":               ckptIOKey,
 		"glbl_stash_dir":        ignoreKey,
-		"dcp_l4":                ignoreKey,
-		"enable_dcp":            ignoreKey,
-		"dcp_mode":              ignoreKey,
-		"dcp_block_size":        ignoreKey,
-		"dcp_stack_size":        ignoreKey,
 		"enable_staging":        ignoreKey,
 		"keep_heads_alive":      ignoreKey,
 		"cacheddcp":             ignoreKey,
@@ -494,7 +565,7 @@ type featureKey struct {
 
 // featureKeys lists, in the order warnings are given, the values that ask
 // for a missing feature. Other values of these keys (failure = 0,
-// dcp_l4 = 0, inline_l2 = 1, head = 0, dcp_* settings without their
+// inline_l2 = 1, head = 0, h5_single_file_* settings without their
 // enable key) are harmless and accepted silently; so are ckpt_io = 1
 // (POSIX), 3 (FTI-FF) and 4 (SIONlib), since ftigo writes FTI-FF files at
 // L1-L3 and one SIONlib container at L4, and ckpt_io = 5 (HDF5), which
@@ -508,8 +579,6 @@ var featureKeys = []featureKey{
 	{"basic", "inline_l2", intZero, "post-processing by a head rank is not implemented: the L2 partner copy is made inline by the application ranks"},
 	{"basic", "inline_l3", intZero, "post-processing by a head rank is not implemented: the L3 parity is encoded inline by the application ranks"},
 	{"basic", "inline_l4", intZero, "post-processing by a head rank is not implemented: L4 is written inline into glbl_dir"},
-	{"basic", "enable_dcp", intNonZero, "differential checkpointing is not implemented: every checkpoint is written whole"},
-	{"basic", "dcp_l4", intNonZero, "differential L4 checkpoints are not implemented: Snapshot takes none"},
 	{"basic", "enable_staging", intNonZero, "staging (FTI_SendFile) is not implemented"},
 	{"basic", "h5_single_file_inline", iniFalse, "head ranks are not implemented: the level-9 HDF5 file is written inline by the application ranks"},
 	{"restart", "failure", intIn(3), "ftigo needs no request for a variate processor restart: a restart on another number of ranks recovers the global datasets from any checkpoint (or level-9 HDF5 file) by itself"},
@@ -754,6 +823,14 @@ func ParseConfig(name string, raw []byte) (Config, error) {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: [%s] %s = %s ignored: %s", name, st.line, f.section, f.key, shown(st.value), f.warning))
 		}
 	}
+	if !c.EnableDCP {
+		for l := 1; l <= 4; l++ {
+			if st, ok := final[[2]string{"basic", fmt.Sprintf("dcp_l%d", l)}]; ok && c.DCPInterval[l] > 0 {
+				c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: [basic] dcp_l%d = %s: enable_dcp is off, so Snapshot takes these checkpoints whole (as FTI does: \"dCP requested, but dCP is disabled\")",
+					name, st.line, l, shown(st.value)))
+			}
+		}
+	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		unknown = slices.Compact(unknown)
@@ -825,6 +902,21 @@ func FormatConfig(c Config) ([]byte, error) {
 	kv("head", b01(c.Head))
 	kv("max_var_id", c.MaxVarID)
 	kv("max_sync_intv", c.MaxSyncIntv)
+	kv("enable_dcp", b01(c.EnableDCP))
+	kv("dcp_mode", c.DCPMode)
+	kv("dcp_block_size", c.DCPBlockSize)
+	kv("dcp_stack_size", c.DCPStackSize)
+	for l := 1; l <= 4; l++ {
+		iv := c.DCPInterval[l]
+		switch {
+		case iv < 0:
+			return nil, cfgErr("dcp_l%d is negative: use 0 to disable", l)
+		case iv%time.Minute == 0:
+			kv(fmt.Sprintf("dcp_l%d", l), int64(iv/time.Minute))
+		default:
+			kv(fmt.Sprintf("dcp_l%d", l), iv)
+		}
+	}
 	if c.CkptIO != 0 {
 		kv("ckpt_io", c.CkptIO)
 	}

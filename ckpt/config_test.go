@@ -300,9 +300,9 @@ func TestConfigFeatureKeys(t *testing.T) {
 		{"ckpt_io = 6", "cfg:2: [basic] ckpt_io = 6 ignored: IME is not implemented"},
 		{"ckpt_io = 7", "[basic] ckpt_io = 7 ignored: is not an FTI I/O mode"},
 		{"ckpt_io = 0", "[basic] ckpt_io = 0 ignored: is not an FTI I/O mode"},
-		{"enable_dcp = 1", "[basic] enable_dcp = 1 ignored: differential checkpointing is not implemented"},
-		{"enable_dcp = 2", "[basic] enable_dcp = 2 ignored"},
-		{"dcp_l4 = 5", "[basic] dcp_l4 = 5 ignored: differential L4"},
+		{"dcp_l4 = 5", "cfg:2: [basic] dcp_l4 = 5: enable_dcp is off, so Snapshot takes these checkpoints whole"},
+		{"dcp_l1 = 30s", "[basic] dcp_l1 = 30s: enable_dcp is off"},
+		{"enable_dcp = 0\ndcp_l4 = 5", "[basic] dcp_l4 = 5: enable_dcp is off"},
 		{"enable_staging = 1", "[basic] enable_staging = 1 ignored: staging"},
 		{"inline_l2 = 0", "[basic] inline_l2 = 0 ignored: post-processing by a head rank"},
 		{"inline_l3 = 0", "[basic] inline_l3 = 0 ignored: post-processing by a head rank"},
@@ -328,6 +328,9 @@ func TestConfigFeatureKeys(t *testing.T) {
 		{"h5_single_file_enable = True", ""},
 		{"h5_single_file_inline =", ""},
 		{"enable_dcp = 0", ""},
+		{"enable_dcp = 1", ""}, // implemented
+		{"enable_dcp = 2", ""}, // FTI tests the integer as a boolean
+		{"enable_dcp = 1\ndcp_l4 = 5\ndcp_l2 = 0.5", ""},
 		{"dcp_l4 = 0", ""},
 		{"dcp_mode = 1\ndcp_block_size = 512\ndcp_stack_size = 5\ncacheddcp = 1", ""},
 		{"enable_staging = 0", ""},

@@ -50,6 +50,9 @@
 //     Cm 0.021)" — size per rank, wall time, aggregate bandwidth, and the
 //     time spent writing the data, post-processing at the level (partner
 //     copy, parity, container) and committing; the same values are fields.
+//     With enable_dcp the line ends with the dCP share (", dCP on
+//     ckpt00000006, layer 3, share 10.00%" for a differential checkpoint)
+//     and FTI's dCP statistics line follows.
 //     Recover, RecoverVar and StoredSize then refer to the newest
 //     checkpoint the run committed, as in FTI.
 //  5. [Runtime.Finalize] (collective): applies keep_last_ckpt (the last
@@ -187,6 +190,11 @@
 //     writer winning, and leaves gaps unwritten).
 //   - A level-9 file is committed by a record in meta_dir, so a file cut
 //     short by a crash is never restarted from.
+//   - Differential checkpoints never rewrite a file a committed checkpoint
+//     depends on (FTI's FTI-FF dCP rewrites one file per rank in place,
+//     its POSIX dCP appends to one): each is a new delta file committed by
+//     the protocol, at every level, not only L4; BLAKE3 per block instead
+//     of MD5 or CRC32.
 //
 // # Configuration
 //
@@ -209,18 +217,19 @@
 //
 // Values asking for an FTI feature ftigo does not have are accepted with
 // a warning naming the key and value ([Config].Warnings, logged by Init on
-// rank 0): ckpt_io = 2 (MPI-IO) or 6 (IME), enable_dcp and dcp_l4
-// (differential checkpoints), enable_staging, inline_l2/l3/l4 = 0,
-// h5_single_file_inline = 0, head = 1 and keep_heads_alive = 1
-// (post-processing by head ranks; ftigo post-processes inline), and
-// failure = 1, 2 or 3 (ftigo keeps the restart state in meta_dir, never
-// in the config file, and needs no request for a variate processor
-// restart). Their harmless values (failure = 0, dcp_l4 = 0, inline_lN =
-// 1, head = 0, dcp_* settings without their enable key) load silently, as
-// do ckpt_io = 1, 3 and 4 (ftigo writes FTI-FF files at L1-L3 and one
-// SIONlib container at L4) and ckpt_io = 5 (L4 as one HDF5 file); the
-// h5_single_file_* keys configure level 9. [FormatConfig] writes a Config
-// back as config.fti text.
+// rank 0): ckpt_io = 2 (MPI-IO) or 6 (IME), enable_staging,
+// inline_l2/l3/l4 = 0, h5_single_file_inline = 0, head = 1 and
+// keep_heads_alive = 1 (post-processing by head ranks; ftigo
+// post-processes inline), and failure = 1, 2 or 3 (ftigo keeps the
+// restart state in meta_dir, never in the config file, and needs no
+// request for a variate processor restart). Their harmless values
+// (failure = 0, inline_lN = 1, head = 0) load silently, as do ckpt_io =
+// 1, 3 and 4 (ftigo writes FTI-FF files at L1-L3 and one SIONlib
+// container at L4) and ckpt_io = 5 (L4 as one HDF5 file, always whole:
+// differential L4 checkpoints are taken whole with it); the
+// h5_single_file_* keys configure level 9; a dcp_lN interval without
+// enable_dcp is warned about (FTI takes those checkpoints whole).
+// [FormatConfig] writes a Config back as config.fti text.
 //
 // ftigo extensions: intervals as Go durations (ckpt_l1 = 30s), fractional
 // minutes, keep_last_n (keep the newest n checkpoints) and l3_parity in
@@ -232,6 +241,38 @@
 // does: each parity file is about m/(k-m) of a data file and the group
 // survives the loss of any m of its nodes with all their files (e.g.
 // group_size = 8, l3_parity = 2: overhead 1/3, any 2 nodes).
+//
+// # Differential checkpoints
+//
+// With enable_dcp = 1 (docs/format/dcp.md), Checkpoint at levels 5..8
+// takes a differential checkpoint at level 1..4: FTI's FTI_L4_DCP is 8,
+// and FTI downgrades 5..7 to full L1..L3 checkpoints, which ftigo makes
+// differential too. Snapshot's dcp_l4 interval (FTI) and dcp_l1..dcp_l3
+// (ftigo) schedule them, FTI's way (see below). Every checkpoint file is
+// hashed in dcp_block_size blocks (512..65535 bytes, FTI's default 16384)
+// with BLAKE3-256; dcp_mode (FTI's MD5 or CRC32) is accepted, and Init
+// says once on rank 0 that BLAKE3 is used whatever it says. A differential
+// checkpoint builds on the newest recoverable checkpoint at its level
+// whose image this run wrote or recovered, when every rank still has
+// that checkpoint's chain and the chain has fewer than dcp_stack_size
+// layers (1..10, default 5); otherwise it is full (the first one, one
+// after a restart from another level, one after its parent was lost or
+// superseded, and the one that would exceed the stack, which compacts
+// the chain). Each rank then writes a delta file: only the dCP blocks
+// whose hash differs from the parent's block at the same variable and
+// offset, and the complete metadata of its state; variables that grow,
+// shrink, change type, appear or disappear are handled by the FTI-FF
+// layout (new blocks written, dropped ones forgotten). At L2 the partner
+// receives only the delta, at L3 the group encodes parity of the deltas
+// alone, at L4 the deltas are the tasks of the checkpoint's own container.
+// A differential checkpoint is committed exactly like a full one; Recover
+// reads its image through the chain, every block verified; retention
+// never deletes a checkpoint a kept one depends on, and keep_last_ckpt
+// flushes a differential L1-L3 checkpoint to L4 as a full file. Rank 0
+// logs FTI's statistics line after each checkpoint: "Total CP data: 256.00
+// MB, Total dCP update: 25.60 MB, dCP share: 10.00%" (MB of 2^20 bytes, as
+// FTI's), with the values as fields (dcp-written, dcp-protected,
+// dcp-share); the checkpoint's own line names its parent and layer.
 //
 // # Snapshot's schedule
 //
@@ -257,7 +298,10 @@
 // the first at or after the next level's deadline, at every iteration
 // while a level is behind, and at least every max_sync_intv iterations,
 // so every rank decides at the same iteration without a collective call
-// in every one.
+// in every one. The differential intervals dcp_l1..dcp_l4 have schedules
+// of their own, counted the same way; as in FTI, a checkpoint at level l
+// is differential (Snapshot returns l+4) when its differential interval is
+// due and its full interval is not, and the highest level due wins.
 //
 // # Concurrency
 //

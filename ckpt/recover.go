@@ -9,7 +9,6 @@ import (
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/h5ckpt"
 	"github.com/ftigo/ftigo/levels"
-	"github.com/ftigo/ftigo/vfd"
 )
 
 // varReader reads one rank's stored variables: an FTI-FF file
@@ -52,13 +51,9 @@ func (r *Runtime) openStored() (*storedFile, error) {
 		r.stored = &storedFile{c: hf, r: &h5Rank{f: hf, rank: r.c.Rank()}}
 		return r.stored, nil
 	}
-	var f vfd.File
-	var err error
-	if r.srcTask != nil {
-		f, err = levels.OpenTask(s, *r.srcTask) // the data lives only in the L4 container
-	} else {
-		f, err = s.Driver.Open(s.Path(r.src.Name), vfd.ReadOnly)
-	}
+	// The data file, the rank's task of the L4 container, or the image of
+	// a differential checkpoint's chain.
+	f, err := levels.OpenSource(r.src)
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: open recovered file: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
-	"github.com/ftigo/ftigo/levels"
 )
 
 // snapState is Snapshot's schedule. Every rank updates it identically:
@@ -25,8 +24,9 @@ type snapState struct {
 	meanIter time.Duration // agreed mean iteration time since the last check
 	// count[l] is FTI's ckptCnt of level l: level l is next due when the
 	// agreed clock reaches count[l] intervals. It starts at 1 and advances
-	// by one at every check at which level l is due.
-	count [5]int64
+	// by one at every check at which level l is due. dcpCount[l] is the
+	// same for the differential checkpoints of level l (FTI's ckptDcpCnt).
+	count, dcpCount [5]int64
 }
 
 // Snapshot is called once per iteration of the solver loop. On a restart
@@ -40,7 +40,11 @@ type snapState struct {
 // Each level therefore keeps its own fixed schedule (multiples of its
 // interval), not reset when a higher level fires, and a level that fell
 // behind (an iteration longer than its interval) fires at successive
-// checks until it has caught up.
+// checks until it has caught up. The differential intervals (dcp_l1 ..
+// dcp_l4, Config.DCPInterval) keep schedules of their own the same way;
+// as in FTI, a differential checkpoint at level l (returned as l+4) is
+// taken when l is above every due full level, and a full checkpoint at
+// the same level wins over it.
 //
 // Checks are the iterations at which the ranks agree on the clock (the
 // slowest rank's, with an Allreduce): the iteration predicted from the
@@ -59,7 +63,7 @@ func (r *Runtime) Snapshot() (int, error) {
 	if !s.started {
 		// The first call starts the clock: nothing can be due at t = 0.
 		*s = snapState{started: true, origin: r.now(), iter: 1, nextSync: 2, syncIntv: 1, lastIter: 1,
-			count: [5]int64{1, 1, 1, 1, 1}}
+			count: [5]int64{1, 1, 1, 1, 1}, dcpCount: [5]int64{1, 1, 1, 1, 1}}
 		return 0, nil
 	}
 	s.iter++
@@ -79,6 +83,11 @@ func (r *Runtime) Snapshot() (int, error) {
 	s.lastSync, s.lastIter = now, s.iter
 
 	due := dueLevel(&s.count, r.intervals(), now)
+	// FTI: a differential checkpoint (dcp_lN, level N+4) is taken when its
+	// level is the highest due and the full one of that level is not.
+	if dd := dueLevel(&s.dcpCount, r.dcpIntervals(), now); dd > due {
+		due = dd + dcpLevelOffset
+	}
 	if r.c.Rank() == 0 {
 		r.log.Debug("snapshot: checking whether a level is due", zap.Int64("iteration", s.iter),
 			zap.Duration("clock", now), zap.Duration("mean-iteration", s.meanIter), zap.Int("level", due))
@@ -86,7 +95,11 @@ func (r *Runtime) Snapshot() (int, error) {
 	s.nextSync = s.iter + r.itersToNext(now)
 	if due > 0 {
 		id := r.lastID + 1
-		if _, err := r.checkpoint(id, levels.ID(due)); err != nil {
+		lvl, diff, err := r.requestLevel(due)
+		if err == nil {
+			_, err = r.checkpoint(id, lvl, diff)
+		}
+		if err != nil {
 			return 0, err
 		}
 	}
@@ -117,6 +130,15 @@ func (r *Runtime) intervals() [5]time.Duration {
 	return iv
 }
 
+// dcpIntervals returns every level's effective dcp_lN interval (index 0 unused).
+func (r *Runtime) dcpIntervals() [5]time.Duration {
+	var iv [5]time.Duration
+	for l := 1; l <= 4; l++ {
+		iv[l] = r.cfg.DCPInterval[l] / time.Duration(max(r.cfg.FastForward, 1))
+	}
+	return iv
+}
+
 // itersToNext predicts how many iterations until the next check: the
 // first iteration at or after the earliest level's next deadline (the
 // next one when a level is behind), or the doubling sync interval,
@@ -128,11 +150,16 @@ func (r *Runtime) itersToNext(now time.Duration) int64 {
 	if s.meanIter <= 0 {
 		return next
 	}
-	for l, iv := range r.intervals() {
-		if l == 0 || iv <= 0 || s.count[l] > math.MaxInt64/int64(iv) {
+	full, dcp := r.intervals(), r.dcpIntervals()
+	for k := 1; k < 2*len(full); k++ {
+		l, iv, cnt := k%len(full), full[k%len(full)], s.count[k%len(full)]
+		if k >= len(full) {
+			iv, cnt = dcp[l], s.dcpCount[l]
+		}
+		if l == 0 || iv <= 0 || cnt > math.MaxInt64/int64(iv) {
 			continue
 		}
-		left := time.Duration(s.count[l])*iv - now
+		left := time.Duration(cnt)*iv - now
 		if left <= 0 {
 			return 1
 		}

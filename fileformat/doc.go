@@ -39,6 +39,22 @@
 // [HashBlocks], [DirtyBlocks] and [ChunkHash] let a later writer find and
 // rewrite only the blocks that changed.
 //
+// # Differential checkpoints
+//
+// [WriteDelta] writes a delta file (docs/format/dcp.md) instead of a full
+// one: it hashes every dCP block of the state, compares each with the
+// block of the [Parent] image at the same variable and offset, and writes
+// only the blocks that changed, with the complete metadata of the new
+// image (header, metadata block, file block) and a table of the runs of
+// blocks it stores; nothing else is read or written. [OpenDelta] checks a
+// delta file's metadata and [Delta.Verify] its blocks. [OpenImage] opens a
+// chain — a full file and the deltas after it — and returns the last
+// image as a read-only [vfd.File] that reads exactly as that image's full
+// file would (each block from the newest layer storing it, after checking
+// that every block a delta leaves out is held by the layer before it with
+// the same hash): [Open] on it restores variables with every block
+// verified, and copying it writes the full file (compaction).
+//
 // Reading, on restart:
 //
 //	r, err := fileformat.Open(f)           // header, FB hash, metadata hash, structure

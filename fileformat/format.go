@@ -24,12 +24,13 @@ const (
 	// VarRecordSize is the fixed part of a variable record (the name
 	// follows, padded to a multiple of 8 bytes).
 	VarRecordSize = 24
-	// MinBlockSize and MaxBlockSize bound the dCP block size.
-	MinBlockSize = 1 << 10
+	// MinBlockSize and MaxBlockSize bound the dCP block size (FTI's
+	// dcp_block_size starts at 512 bytes).
+	MinBlockSize = 512
 	MaxBlockSize = 1 << 30
 	// MaxMetaSize is the largest metadata block [Write] produces and [Open]
 	// accepts: 256 MiB, the block hashes of 512 GiB of data at the default
-	// block size (8 GiB at MinBlockSize). Open refuses a file block that
+	// block size (4 GiB at MinBlockSize). Open refuses a file block that
 	// claims more before reading anything, so no file makes the reader
 	// allocate what it merely claims. Not part of the format.
 	MaxMetaSize = 256 << 20

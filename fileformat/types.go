@@ -171,6 +171,7 @@ type Option func(*options)
 type options struct {
 	blockSize uint32
 	noHash    bool
+	noDigest  bool
 	sync      bool
 	workers   int
 	clock     func() time.Time
@@ -220,6 +221,13 @@ func WithBlockSize(n int) Option {
 		o.blockSize = uint32(n)
 	}
 }
+
+// WithoutFileDigest makes [WriteDelta] and [DeltaPlan.Write] skip the
+// BLAKE3 of the whole delta file (DeltaStats.Digest is then zero): for a
+// caller that has the bytes hashed anyway as they are read back (an L2
+// or L3 transfer records the digest it computes). Block hashes are
+// unaffected.
+func WithoutFileDigest() Option { return func(o *options) { o.noDigest = true } }
 
 // WithoutHash makes Write skip chunk and block hashing (they are stored as
 // zeros and the file block's flag says so). The file block and metadata

@@ -90,46 +90,16 @@ type writer struct {
 
 func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 	bs := w.o.blockSize
-	// Place every container and size every chunk.
-	var chunks []ChunkInfo
-	fptr := int64(HeaderSize)
-	var dataSize int64
-	var nbh uint64
-	for bi, b := range lay.Blocks {
-		for _, c := range b.Containers {
-			v := &w.vars[w.idx[c.VarID]]
-			n := min(max(int64(len(v.Data))-c.Dptr, 0), c.Size)
-			chunks = append(chunks, ChunkInfo{
-				VarID: c.VarID, Block: bi, Container: c.ID, Dptr: c.Dptr, Fptr: fptr,
-				Size: n, ContainerSize: c.Size,
-				BlockHashes: make([][HashSize]byte, numBlocks(n, bs)),
-			})
-			fptr += c.Size
-			dataSize += n
-			nbh += uint64(numBlocks(n, bs))
-		}
-	}
-	metaOff := fptr
-	metaSize := int64(0)
-	for i := range w.vars {
-		metaSize += varRecordLen(len(w.vars[i].Name))
-	}
-	metaSize += int64(len(lay.Blocks))*BMDSize + int64(len(chunks))*VMDSize + int64(nbh)*HashSize + int64(len(w.ext))
-	if err := checkMetaSize(metaSize, bs); err != nil {
+	im, err := placeImage(lay, w.vars, w.idx, bs, w.ext)
+	if err != nil {
 		return Summary{}, err
 	}
-	fs := metaOff + metaSize + FBSize
-	version := uint16(Version)
-	if w.ext != nil {
-		version = VersionExt
-	}
+	chunks := im.chunks
 
 	if err := w.f.Truncate(0); err != nil {
 		return Summary{}, fmt.Errorf("truncate: %w", err)
 	}
-	hdr := header{version: version, headerSize: HeaderSize, fbSize: FBSize,
-		ckptID: meta.CkptID, rank: meta.Rank, level: meta.Level}
-	hb := hdr.encode()
+	hb := im.header(meta)
 	if _, err := vfd.WriteAtType(w.f, vfd.MemSuper, hb[:], 0); err != nil {
 		return Summary{}, fmt.Errorf("write header: %w", err)
 	}
@@ -142,11 +112,92 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 		checksum = fileChecksum(chunks)
 	}
 
-	// Metadata block.
-	mb := make([]byte, metaSize)
+	mb := im.encodeMeta(w.vars, w.idx, lay)
+	if _, err := vfd.WriteAtType(w.f, vfd.MemOHdr, mb, im.metaOff); err != nil {
+		return Summary{}, fmt.Errorf("write metadata at %d: %w", im.metaOff, err)
+	}
+
+	// File block, last.
+	var flags uint32
+	if w.o.noHash {
+		flags |= flagUnhashed
+	}
+	fbb := im.encodeFB(meta, hb, mb, checksum, flags, len(w.vars), len(lay.Blocks))
+	if _, err := vfd.WriteAtType(w.f, vfd.MemSuper, fbb[:], im.fs-FBSize); err != nil {
+		return Summary{}, fmt.Errorf("write file block at %d: %w", im.fs-FBSize, err)
+	}
+	if w.o.sync {
+		if err := w.f.Sync(); err != nil {
+			return Summary{}, fmt.Errorf("sync: %w", err)
+		}
+	}
+	return Summary{FileSize: im.fs, DataSize: im.dataSize, Checksum: checksum, BlockSize: bs, Chunks: chunks}, nil
+}
+
+// image is the placement of an FTI-FF file's parts: every chunk with its
+// file offset and size (block hashes to be filled), the metadata block's
+// offset and size, and the file size. Write and WriteDelta share it, so a
+// delta's image is byte for byte the file Write would have produced.
+type image struct {
+	bs       uint32
+	version  uint16
+	ext      []byte // extension area (version 2), nil for none
+	chunks   []ChunkInfo
+	metaOff  int64
+	metaSize int64
+	fs       int64
+	dataSize int64
+	nbh      uint64
+}
+
+// placeImage places every container of lay for vars (idx: index by id).
+func placeImage(lay *Layout, vars []Var, idx map[int32]int, bs uint32, ext []byte) (*image, error) {
+	im := &image{bs: bs, version: Version, ext: ext}
+	if ext != nil {
+		im.version = VersionExt
+	}
+	fptr := int64(HeaderSize)
+	for bi, b := range lay.Blocks {
+		for _, c := range b.Containers {
+			v := &vars[idx[c.VarID]]
+			n := min(max(int64(len(v.Data))-c.Dptr, 0), c.Size)
+			im.chunks = append(im.chunks, ChunkInfo{
+				VarID: c.VarID, Block: bi, Container: c.ID, Dptr: c.Dptr, Fptr: fptr,
+				Size: n, ContainerSize: c.Size,
+				BlockHashes: make([][HashSize]byte, numBlocks(n, bs)),
+			})
+			fptr += c.Size
+			im.dataSize += n
+			im.nbh += uint64(numBlocks(n, bs))
+		}
+	}
+	im.metaOff = fptr
+	for i := range vars {
+		im.metaSize += varRecordLen(len(vars[i].Name))
+	}
+	im.metaSize += int64(len(lay.Blocks))*BMDSize + int64(len(im.chunks))*VMDSize + int64(im.nbh)*HashSize + int64(len(ext))
+	if err := checkMetaSize(im.metaSize, bs); err != nil {
+		return nil, err
+	}
+	im.fs = im.metaOff + im.metaSize + FBSize
+	return im, nil
+}
+
+// header encodes the fixed header of the image written for meta.
+func (im *image) header(meta Meta) [HeaderSize]byte {
+	hdr := header{version: im.version, headerSize: HeaderSize, fbSize: FBSize,
+		ckptID: meta.CkptID, rank: meta.Rank, level: meta.Level}
+	return hdr.encode()
+}
+
+// encodeMeta encodes the metadata block: the variable records, each
+// block's BMD and VMDs, the block hash table (chunk hashes and block
+// hashes must be filled in).
+func (im *image) encodeMeta(vars []Var, idx map[int32]int, lay *Layout) []byte {
+	mb := make([]byte, im.metaSize)
 	p := 0
-	for i := range w.vars {
-		v := &w.vars[i]
+	for i := range vars {
+		v := &vars[i]
 		es, _ := elemSize(v.Type, v.ElemSize)
 		le.PutUint32(mb[p:], uint32(v.ID))
 		mb[p+4] = uint8(v.Type)
@@ -167,8 +218,8 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 		le.PutUint64(mb[p+8:], uint64(dbsize))
 		p += BMDSize
 		for range b.Containers {
-			c := &chunks[ci]
-			r := vmd{id: c.VarID, idx: uint32(w.idx[c.VarID]), container: c.Container,
+			c := &im.chunks[ci]
+			r := vmd{id: c.VarID, idx: uint32(idx[c.VarID]), container: c.Container,
 				dptr: c.Dptr, fptr: c.Fptr, chunkSize: c.Size, contSize: c.ContainerSize,
 				firstBHash: bh, hash: c.Hash}
 			if c.Size > 0 {
@@ -180,40 +231,30 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 			ci++
 		}
 	}
-	for i := range chunks {
-		for _, h := range chunks[i].BlockHashes {
+	for i := range im.chunks {
+		for _, h := range im.chunks[i].BlockHashes {
 			copy(mb[p:], h[:])
 			p += HashSize
 		}
 	}
-	copy(mb[p:], w.ext)
-	if _, err := vfd.WriteAtType(w.f, vfd.MemOHdr, mb, metaOff); err != nil {
-		return Summary{}, fmt.Errorf("write metadata at %d: %w", metaOff, err)
-	}
+	copy(mb[p:], im.ext)
+	return mb
+}
 
-	// File block, last.
+// encodeFB encodes the file block, its own hash included, for the header
+// hb and metadata block mb.
+func (im *image) encodeFB(meta Meta, hb [HeaderSize]byte, mb []byte, checksum [HashSize]byte, flags uint32, nvars, nblocks int) [FBSize]byte {
 	fb := fileBlock{
-		version: version, fbSize: FBSize, blockSize: bs,
-		numVars: uint32(len(w.vars)), numBlocks: uint32(len(lay.Blocks)), numChunks: uint32(len(chunks)),
-		ckptSize: dataSize, fs: fs, maxFs: meta.MaxFs, ptFs: meta.PtFs, timestamp: meta.Timestamp,
-		metaOff: metaOff, metaSize: metaSize, numBHashes: nbh,
+		version: im.version, fbSize: FBSize, flags: flags, blockSize: im.bs,
+		numVars: uint32(nvars), numBlocks: uint32(nblocks), numChunks: uint32(len(im.chunks)),
+		ckptSize: im.dataSize, fs: im.fs, maxFs: meta.MaxFs, ptFs: meta.PtFs, timestamp: meta.Timestamp,
+		metaOff: im.metaOff, metaSize: im.metaSize, numBHashes: im.nbh,
 		metaHash: blake3.Sum256(mb), checksum: checksum,
 	}
-	if w.o.noHash {
-		fb.flags |= flagUnhashed
-	}
 	fbb := fb.encode()
-	fb.hash = fbHash(hb[:], fbb[:])
-	copy(fbb[fbHashOff:], fb.hash[:])
-	if _, err := vfd.WriteAtType(w.f, vfd.MemSuper, fbb[:], fs-FBSize); err != nil {
-		return Summary{}, fmt.Errorf("write file block at %d: %w", fs-FBSize, err)
-	}
-	if w.o.sync {
-		if err := w.f.Sync(); err != nil {
-			return Summary{}, fmt.Errorf("sync: %w", err)
-		}
-	}
-	return Summary{FileSize: fs, DataSize: dataSize, Checksum: checksum, BlockSize: bs, Chunks: chunks}, nil
+	h := fbHash(hb[:], fbb[:])
+	copy(fbb[fbHashOff:], h[:])
+	return fbb
 }
 
 func (w *writer) chunkData(c *ChunkInfo) []byte {

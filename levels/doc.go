@@ -100,6 +100,26 @@
 //     [Engine.Settle] waits for the background removal on every rank and
 //     removes the deletion markers.
 //
+// # Differential checkpoints
+//
+// [Engine.Checkpoint] with [Differential] commits a differential
+// checkpoint (docs/format/dcp.md): each rank's data file is a delta file
+// (fileformat's WriteDelta, marked [FormatDelta] with its image's checksum
+// under [AttrImage]) built on a parent, a recoverable committed
+// checkpoint at the same level. Levels protect it as any data file (the
+// partner copy, the parity, the container hold the delta only). The
+// manifest (version 2) records the chain, every checkpoint it depends on
+// ([DCP]): retention removes from what the [Policy] drops every
+// checkpoint a remaining one depends on and uncommits the rest newest
+// first, so a crash never leaves a committed checkpoint whose chain is
+// gone; [Engine.Delete] refuses a checkpoint in use ([ErrInUse]).
+// Recovery of a differential checkpoint recovers every layer with its own
+// level, oldest first, then checks the chain's links ([OpenSource] opens
+// the image: fileformat.OpenImage); any layer unrecoverable makes the
+// checkpoint unrecoverable. [ImageWrite] and [Engine.Compact] write a
+// chain's image as a new full checkpoint (compaction; the keep_last_ckpt
+// flush of a differential checkpoint).
+//
 // # Implementing a level
 //
 // [Level.Protect] runs after every data file is written and synced; it

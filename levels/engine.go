@@ -46,6 +46,10 @@ type Stats struct {
 	Commit  time.Duration // votes, renames, directory syncs, manifest
 	Clean   time.Duration // deleting superseded checkpoints
 	Total   time.Duration
+	// Data is this rank's variable data written and protected, and Total
+	// the sums over every rank (as reported through [Differential] or
+	// [WithDataStats]; zero otherwise).
+	Data, TotalData DataStats
 }
 
 // Engine runs the commit protocol and the recovery ladder for one rank.
@@ -198,7 +202,10 @@ func (a *agreedError) Unwrap() error { return a.local }
 // the application's id. Collective. On success the manifest is durable and
 // superseded checkpoints are deleted; on failure no rank's files remain and
 // the previous committed checkpoints are untouched.
-func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc) (*Manifest, Stats, error) {
+//
+// With [Differential] the checkpoint is a differential one: the manifest
+// records the chain it depends on (docs/format/dcp.md).
+func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...CheckpointOption) (*Manifest, Stats, error) {
 	e.Wait()
 	env := e.env
 	start := env.Now()
@@ -207,7 +214,12 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc) (*Manifest, Stats
 	if err != nil {
 		return nil, st, err
 	}
-	p := &Pending{Seq: e.nextSeq, ID: id, Level: lvl, Dir: CheckpointDir(e.nextSeq)}
+	co := buildCheckpointOptions(opts)
+	chain, err := e.checkParent(&co, lvl)
+	if err != nil {
+		return nil, st, err
+	}
+	p := &Pending{Seq: e.nextSeq, ID: id, Level: lvl, Dir: CheckpointDir(e.nextSeq), chain: chain, opts: &co}
 	e.nextSeq++
 
 	// 0. The intent marker, durable before any file of the checkpoint is
@@ -235,6 +247,11 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc) (*Manifest, Stats
 		syncData, werr = e.writeData(p, area, write, &st, ok && reader.ReadsData())
 	}
 	st.Write = env.Now().Sub(start)
+	if werr == nil {
+		markDelta(p, &co)
+		st.Data = co.dataStats()
+		p.stats = st.Data
+	}
 	if marked != nil {
 		werr = errors.Join(werr, <-marked)
 	}
@@ -282,6 +299,7 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc) (*Manifest, Stats
 	// 4. Manifest, written last by rank 0.
 	m, err := e.writeManifest(p)
 	st.Commit = env.Now().Sub(t)
+	st.TotalData = p.total
 	if err != nil {
 		return nil, st, e.abort(p, err)
 	}
@@ -407,6 +425,9 @@ func (e *Engine) writeDirect(p *Pending, opener DataOpener, area Where, write Wr
 			hint = f.Size
 		}
 	}
+	if p.opts != nil && p.opts.sizeHint > 0 {
+		hint = p.opts.sizeHint
+	}
 	f, err := opener.OpenData(e.env, p, hint)
 	if err != nil {
 		return nil, fmt.Errorf("open data: %w", err)
@@ -468,6 +489,8 @@ func (e *Engine) publish(p *Pending) error {
 // manifestPayload is what every rank sends rank 0 for the manifest.
 type manifestPayload struct {
 	Files []File `json:"files"`
+	// Data is this rank's data statistics.
+	Data DataStats `json:"data"`
 	// RmFailed lists the dropped checkpoints whose files this rank could
 	// not remove (their deletion markers must stay).
 	RmFailed []uint64 `json:"rm_failed,omitempty"`
@@ -482,7 +505,7 @@ type manifestPayload struct {
 // removing.
 func (e *Engine) writeManifest(p *Pending) (*Manifest, error) {
 	env := e.env
-	mine, err := json.Marshal(manifestPayload{Files: p.Files, RmFailed: e.rmFailed})
+	mine, err := json.Marshal(manifestPayload{Files: p.Files, Data: p.stats, RmFailed: e.rmFailed})
 	if err != nil {
 		return nil, err
 	}
@@ -506,9 +529,14 @@ func (e *Engine) writeManifest(p *Pending) (*Manifest, error) {
 			continue
 		}
 		m.Files[r] = pl.Files
+		p.total.Written += pl.Data.Written
+		p.total.Protected += pl.Data.Protected
 		for _, seq := range pl.RmFailed {
 			failed[seq] = true
 		}
+	}
+	if p.chain != nil {
+		m.DCP = &DCP{Chain: p.chain, BlockSize: p.opts.blockSize, Written: p.total.Written, Protected: p.total.Protected}
 	}
 	wrote := false
 	if env.Rank == 0 && werr == nil {
@@ -689,6 +717,7 @@ func (e *Engine) retain(m *Manifest) {
 			drop = append(drop, c)
 		}
 	}
+	drop = keepChains(e.committed, drop)
 	if len(drop) == 0 {
 		return
 	}
@@ -832,8 +861,15 @@ func (e *Engine) removeElsewhere(m *Manifest) error {
 // Delete removes committed checkpoint m: first its manifests (behind a
 // deletion marker, so it stops being committed), then its directories,
 // then the marker. Collective.
+//
+// A checkpoint that a committed differential checkpoint depends on is
+// refused with [ErrInUse] (identically on every rank): delete the
+// dependents first, newest first.
 func (e *Engine) Delete(m *Manifest) error {
 	e.Wait()
+	if d := e.dependent(m); d != nil {
+		return fmt.Errorf("delete checkpoint %s: %w: %s", m.Dir(), ErrInUse, d.Dir())
+	}
 	if err := e.uncommit([]*Manifest{m}); err != nil {
 		return err
 	}
@@ -944,6 +980,9 @@ func (e *Engine) RecoverOne(m *Manifest) (Source, error) {
 	l, ok := e.levels[m.Level]
 	if !ok {
 		return Source{}, fmt.Errorf("%s: %w", what, ErrLevelUnavailable)
+	}
+	if m.DCP != nil {
+		return e.recoverChain(m, what)
 	}
 	src, lerr := l.Recover(e.env, m)
 	if err := e.agree(lerr, "recover "+what); err != nil {

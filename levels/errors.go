@@ -38,6 +38,16 @@ var (
 	// lost. The error names the checkpoint, the copies and the surviving
 	// files; nothing is changed on disk.
 	ErrMetadataLost = errors.New("levels: checkpoint metadata lost")
+	// ErrBadParent is returned by [Engine.Checkpoint] for a differential
+	// checkpoint whose parent is not a recoverable committed checkpoint at
+	// the same level with the same dCP block size.
+	ErrBadParent = errors.New("levels: differential checkpoint on an unusable parent")
+	// ErrMissingLayer is returned for a differential checkpoint whose
+	// chain holds a checkpoint that is not committed.
+	ErrMissingLayer = errors.New("levels: a checkpoint of the chain is missing")
+	// ErrInUse is returned by [Engine.Delete] for a checkpoint that a
+	// committed differential checkpoint depends on.
+	ErrInUse = errors.New("levels: a differential checkpoint depends on this checkpoint")
 	// ErrTopologyMismatch is returned when a checkpoint was written with a
 	// rank count or node layout the current run cannot map onto.
 	ErrTopologyMismatch = errors.New("levels: topology does not match checkpoint")

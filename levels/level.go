@@ -160,6 +160,14 @@ type Pending struct {
 	// to a [DataReader] level: its Protect computes it from the bytes it
 	// reads and records it with [Pending.SetDataDigest].
 	DigestPending bool
+
+	// chain is the chain of a differential checkpoint (nil for a full one),
+	// opts the checkpoint's options, stats this rank's data statistics and
+	// total their sums (set while the manifest is written).
+	chain []uint64
+	opts  *checkpointOptions
+	stats DataStats
+	total DataStats
 }
 
 // Data returns this rank's data file entry.
@@ -192,6 +200,13 @@ type Source struct {
 	Size  int64
 	// Digest is the data file's verified digest.
 	Digest Digest
+	// Task, when not nil, is the manifest entry of data that lives only
+	// as a task of an L4 container in Store (the global area).
+	Task *File
+	// Chain lists, oldest first, the sources of the checkpoints a
+	// differential checkpoint depends on (the full base first); empty for
+	// a full checkpoint. [OpenSource] opens the image they make together.
+	Chain []Source
 }
 
 // Level is one storage level. The runtime calls its methods on every rank

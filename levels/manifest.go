@@ -21,9 +21,12 @@ import (
 const (
 	ManifestMagic   = "ftigo-manifest"
 	ManifestVersion = 1
-	manifestPrefix  = "ckpt"
-	manifestSuffix  = ".manifest"
-	hashPrefix      = "blake3 "
+	// ManifestVersionDCP is the version of the manifests of differential
+	// checkpoints (those with a DCP field); full checkpoints keep version 1.
+	ManifestVersionDCP = 2
+	manifestPrefix     = "ckpt"
+	manifestSuffix     = ".manifest"
+	hashPrefix         = "blake3 "
 )
 
 // Manifest describes one committed checkpoint. It is written last, by rank
@@ -52,6 +55,10 @@ type Manifest struct {
 	// Kept marks the checkpoint Finalize kept for the next run
 	// (keep_last_ckpt); a restart from it reports that status.
 	Kept bool `json:"kept,omitempty"`
+	// DCP is set for a differential checkpoint: the checkpoints it
+	// depends on and what it wrote (docs/format/dcp.md). Such a manifest
+	// is version 2.
+	DCP *DCP `json:"dcp,omitempty"`
 }
 
 // Dir returns the checkpoint's directory name in every area.
@@ -228,7 +235,11 @@ func (m *Manifest) Marshal() ([]byte, error) {
 	}
 	sum := blake3.Sum256(body)
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s %d\n", ManifestMagic, ManifestVersion)
+	version := ManifestVersion
+	if m.DCP != nil {
+		version = ManifestVersionDCP
+	}
+	fmt.Fprintf(&b, "%s %d\n", ManifestMagic, version)
 	b.Write(body)
 	b.WriteByte('\n')
 	b.WriteString(hashPrefix)
@@ -258,7 +269,7 @@ func ParseManifest(path string, b []byte) (*Manifest, error) {
 		return nil, bad(len(ManifestMagic)+1, "bad version %q", truncate(head))
 	}
 	version = v
-	if version != ManifestVersion {
+	if version != ManifestVersion && version != ManifestVersionDCP {
 		return nil, bad(len(ManifestMagic)+1, "unsupported version %d", version)
 	}
 	rest := b[nl+1:]
@@ -287,6 +298,9 @@ func ParseManifest(path string, b []byte) (*Manifest, error) {
 	}
 	if err := m.validate(); err != nil {
 		return nil, bad(nl+1, "%v", err)
+	}
+	if (m.DCP != nil) != (version == ManifestVersionDCP) {
+		return nil, bad(len(ManifestMagic)+1, "version %d with%s a dcp field", version, map[bool]string{true: "", false: "out"}[m.DCP != nil])
 	}
 	return &m, nil
 }
@@ -329,5 +343,5 @@ func (m *Manifest) validate() error {
 			return fmt.Errorf("no data file for rank %d", r)
 		}
 	}
-	return nil
+	return m.validateDCP()
 }

@@ -107,6 +107,9 @@ func FuzzParseManifest(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte("ftigo-manifest 1\n{}\nblake3 af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262\n"))
+	if v2, err := sampleDCPManifest().Marshal(); err == nil {
+		f.Add(v2)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ParseManifest("fuzz", b)
 		if err != nil {
@@ -128,14 +131,21 @@ func FuzzManifestBody(f *testing.F) {
 	good, err := sampleManifest().Marshal()
 	require.NoError(f, err)
 	lines := bytes.Split(good, []byte("\n"))
-	f.Add(lines[1])
-	f.Add([]byte(`{"seq":1,"level":4,"ranks":1,"node_size":1,"nodes":["a"],"files":[[{"role":"data","where":2,"name":"x","of":0}]]}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
+	f.Add(lines[1], false)
+	f.Add([]byte(`{"seq":1,"level":4,"ranks":1,"node_size":1,"nodes":["a"],"files":[[{"role":"data","where":2,"name":"x","of":0}]]}`), false)
+	v2, err := sampleDCPManifest().Marshal()
+	require.NoError(f, err)
+	f.Add(bytes.Split(v2, []byte("\n"))[1], true)
+	f.Fuzz(func(t *testing.T, body []byte, dcp bool) {
 		if bytes.IndexByte(body, '\n') >= 0 {
 			return
 		}
 		sum := blake3.Sum256(body)
-		b := append([]byte("ftigo-manifest 1\n"), body...)
+		magic := "ftigo-manifest 1\n"
+		if dcp {
+			magic = "ftigo-manifest 2\n"
+		}
+		b := append([]byte(magic), body...)
 		b = append(b, "\nblake3 "+hex.EncodeToString(sum[:])+"\n"...)
 		m, err := ParseManifest("fuzz", b)
 		if err != nil {
@@ -145,6 +155,13 @@ func FuzzManifestBody(f *testing.F) {
 		for r := 0; r < m.Ranks; r++ {
 			_, ok := m.DataFile(r)
 			require.True(t, ok)
+		}
+		require.Equal(t, dcp, m.DCP != nil, "version 2 exactly when differential")
+		if m.DCP != nil {
+			p, ok := m.Parent()
+			require.True(t, ok)
+			require.Less(t, p, m.Seq)
+			require.Equal(t, len(m.DCP.Chain)+1, m.Layers())
 		}
 		again, err := m.Marshal()
 		require.NoError(t, err)

@@ -473,6 +473,12 @@ func (e *Engine) recoverReshaped(m *Manifest, what string) error {
 	if len(m.Files) != m.Ranks {
 		return fmt.Errorf("%s: %w: manifest lists files of %d ranks, says %d", what, ErrTopologyMismatch, len(m.Files), m.Ranks)
 	}
+	if m.DCP != nil {
+		// Its data files are deltas: an old rank's data is the image of its
+		// chain, which the redistribution does not assemble (yet).
+		return fmt.Errorf("%s: %w: a differential checkpoint (on %v) is restored by the %d ranks that wrote it only; a restart of another shape uses a full checkpoint",
+			what, ErrTopologyMismatch, m.DCP.Chain, m.Ranks)
+	}
 	entries := localEntries(m)
 	rebuilt := false
 	for {

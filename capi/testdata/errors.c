@@ -176,7 +176,8 @@ int main(int argc, char **argv) {
     check("Checkpoint/level 0", FTI_Checkpoint(1, 0), FTI_NSCS);
     check("Checkpoint/level -1", FTI_Checkpoint(1, -1), FTI_NSCS);
     check("Checkpoint/level 10", FTI_Checkpoint(1, 10), FTI_NSCS);
-    check("Checkpoint/level 8 (dCP)", FTI_Checkpoint(1, FTI_L4_DCP), FTI_NSCS);
+    /* FTI_L4_DCP without enable_dcp: taken whole at L4 with FTI's warning. */
+    check("Checkpoint/level 8 (dCP) whole", FTI_Checkpoint(1, FTI_L4_DCP), FTI_DONE);
     check("Checkpoint/level 9 (HDF5)", FTI_Checkpoint(1, FTI_L4_H5_SINGLE), FTI_NSCS);
     check("Checkpoint/one rank's level invalid", FTI_Checkpoint(1, rank == size - 1 ? 0 : 1), FTI_NSCS);
     check("Checkpoint/ranks disagree", FTI_Checkpoint(1, rank == 0 ? 1 : (size > 1 ? 2 : 1)), size > 1 ? FTI_NSCS : FTI_DONE);

@@ -100,6 +100,9 @@ func processCPU() cpuTimes {
 
 func (c cpuTimes) sub(d cpuTimes) cpuTimes { return cpuTimes{c.user - d.user, c.sys - d.sys} }
 
+// total is the user and system time together.
+func (c cpuTimes) total() time.Duration { return c.user + c.sys }
+
 // cpuStats are the medians of the process CPU time of repeated
 // measurements, in seconds.
 type cpuStats struct {
@@ -264,10 +267,12 @@ type benchFlags struct {
 	from         []string
 	cpuProfile   string
 	maxMemFactor float64
+	dcpDirty     float64 // with --dcp-dirty (>= 0): the differential checkpoint bench
+	dcpBlock     int
 }
 
 func (a *app) benchCmd() *cobra.Command {
-	bf := &benchFlags{size: sizeFlag(256 << 20), levels: levelsFlag{1, 2, 3, 4},
+	bf := &benchFlags{size: sizeFlag(256 << 20), levels: levelsFlag{1, 2, 3, 4}, dcpDirty: -1,
 		sweepSizes: sizesFlag{1 << 20, 16 << 20, 64 << 20, 256 << 20}, sweepRanks: intsFlag{4, 8, 16}}
 	c := &cobra.Command{
 		Use:   "bench",
@@ -330,6 +335,8 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 	f.StringVar(&bf.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements to this file")
 	f.Float64Var(&bf.maxMemFactor, "max-mem", 0.5, "fraction of the available memory a sweep point may need")
 	_ = f.MarkHidden("max-mem")
+	f.Float64Var(&bf.dcpDirty, "dcp-dirty", -1, "measure differential checkpoints instead: per level a full checkpoint, then this fraction (0..1) of the dCP blocks changed and a differential one, beside the time to hash the data and an empty checkpoint")
+	f.IntVar(&bf.dcpBlock, "dcp-block-size", 16384, "dCP block size in bytes with --dcp-dirty (FTI's dcp_block_size)")
 	return c
 }
 
@@ -341,6 +348,15 @@ func (a *app) runBench(cmd *cobra.Command, bf *benchFlags) error {
 	}
 	if bf.ranks < 1 || bf.repeats < 1 {
 		return usagef("--ranks and --repeats must be at least 1")
+	}
+	if cmd.Flags().Changed("dcp-dirty") && (bf.dcpDirty < 0 || bf.dcpDirty > 1) {
+		return usagef("--dcp-dirty %g: a fraction of the dCP blocks, 0..1", bf.dcpDirty)
+	}
+	if bf.dcpBlock < 512 || bf.dcpBlock > 65535 {
+		return usagef("--dcp-block-size %d: use 512..65535 (FTI's dcp_block_size)", bf.dcpBlock)
+	}
+	if bf.dcpDirty >= 0 && (bf.sweep || len(bf.from) > 0 || bf.plot != "") {
+		return usagef("--dcp-dirty measures one point: it takes no --sweep, --from or --plot")
 	}
 	if bf.sweep && (cmd.Flags().Changed("size") || cmd.Flags().Changed("ranks")) {
 		return usagef("--sweep measures --sweep-sizes and --sweep-ranks: drop --size and --ranks")
@@ -383,6 +399,20 @@ func (a *app) runBench(cmd *cobra.Command, bf *benchFlags) error {
 			dir = d
 		} else if err := outputDir(vfd.Sec2{}, "--dir", dir); err != nil {
 			return err
+		}
+		if bf.dcpDirty >= 0 {
+			bc := benchConfig{ranks: bf.ranks, size: int64(bf.size), levels: bf.levels, repeats: bf.repeats, dir: dir, cold: bf.cold, drop: a.dropCaches}
+			p := a.newProgress(bf.jsonOut, "bench", int64(len(bf.levels)*bc.repeats+1), false)
+			res, err := benchDCP(bc, bf.dcpDirty, bf.dcpBlock, func() { p.Add(1) })
+			p.Done()
+			if err != nil {
+				return err
+			}
+			if bf.jsonOut {
+				return writeJSON(a.stdout, res)
+			}
+			printDCPBench(a.stdout, res)
+			return nil
 		}
 		if bf.cpuProfile != "" {
 			pf, err := os.Create(bf.cpuProfile)

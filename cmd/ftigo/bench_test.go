@@ -316,6 +316,32 @@ func TestBenchSweepSkipsWhatDoesNotFit(t *testing.T) {
 	assert.Equal(t, []point{{2, 64 << 10}, {2, 128 << 10}, {3, 64 << 10}, {3, 128 << 10}}, points(res.Rows))
 }
 
+// TestBenchDCPJSON: --dcp-dirty measures, per level, a full and a
+// differential checkpoint and reports the dCP share and the bytes written.
+func TestBenchDCPJSON(t *testing.T) {
+	code, out, errs := ftigo("bench", "--size", "1MiB", "--repeats", "1", "--ranks", "4", "--dir", t.TempDir(),
+		"--dcp-dirty", "0.25", "--dcp-block-size", "4096", "--json")
+	require.Equal(t, 0, code, errs)
+	var res dcpBenchResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res.Rows, 4)
+	for i, row := range res.Rows {
+		assert.Equal(t, i+1, row.Level)
+		assert.Equal(t, 0.25, row.Dirty)
+		assert.InDelta(t, 0.25, row.DCPShare, 0.01, "64 of 256 blocks per rank")
+		assert.Greater(t, row.Full.Median, 0.0)
+		assert.Greater(t, row.DCP.Median, 0.0)
+		assert.InDelta(t, row.DCP.Median/row.Full.Median, row.Ratio, 1e-9)
+		assert.Greater(t, row.FullBytesWritten, int64(4<<20-1), "the full checkpoint writes the data")
+		assert.Less(t, row.BytesWritten, row.FullBytesWritten/2, "the differential one a quarter of it and metadata")
+		assert.Greater(t, row.BytesWritten, int64(4*(1<<20)/4))
+	}
+	assert.NotContains(t, out, "null")
+	code, _, errs = ftigo("bench", "--dcp-dirty", "1.5")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "--dcp-dirty 1.5: a fraction of the dCP blocks, 0..1")
+}
+
 func TestBenchRejectsBadFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

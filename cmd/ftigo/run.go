@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ftigo/ftigo/ckpt"
-	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -160,26 +159,31 @@ type fileCheck struct {
 }
 
 type ckptReport struct {
-	Name      string      `json:"name"`
-	Seq       uint64      `json:"seq,omitempty"`
-	ID        int64       `json:"id,omitempty"`
-	Level     int         `json:"level,omitempty"`
-	Ranks     int         `json:"ranks,omitempty"`
-	Nodes     int         `json:"nodes,omitempty"`
-	Bytes     int64       `json:"bytes,omitempty"`
-	Time      string      `json:"time,omitempty"`
-	Committed bool        `json:"committed"`
-	Present   int         `json:"files_present"`
-	Files     int         `json:"files"`
-	Status    string      `json:"status"`
-	Error     string      `json:"error,omitempty"`
-	Checks    []fileCheck `json:"checks"`
+	Name      string `json:"name"`
+	Seq       uint64 `json:"seq,omitempty"`
+	ID        int64  `json:"id,omitempty"`
+	Level     int    `json:"level,omitempty"`
+	Ranks     int    `json:"ranks,omitempty"`
+	Nodes     int    `json:"nodes,omitempty"`
+	Bytes     int64  `json:"bytes,omitempty"`
+	Time      string `json:"time,omitempty"`
+	Committed bool   `json:"committed"`
+	Present   int    `json:"files_present"`
+	Files     int    `json:"files"`
+	Status    string `json:"status"`
+	Error     string `json:"error,omitempty"`
+	// DCP describes a differential checkpoint (absent for a full one).
+	DCP    *dcpReport  `json:"dcp,omitempty"`
+	Checks []fileCheck `json:"checks"`
 }
 
 // check looks at every file of m: presence and size only, or (full) the
 // digest, and for data files the FTI-FF hashes of every chunk, so a
 // mismatch names the rank, the variable and the offset.
-func check(cfg ckpt.Config, m *levels.Manifest, full bool, progress func()) []fileCheck {
+//
+// byseq holds the run's committed manifests, for the chains of
+// differential checkpoints.
+func check(cfg ckpt.Config, m *levels.Manifest, byseq map[uint64]*levels.Manifest, full bool, progress func()) []fileCheck {
 	out := []fileCheck{}
 	for holder, files := range m.Files {
 		for _, f := range files {
@@ -190,7 +194,7 @@ func check(cfg ckpt.Config, m *levels.Manifest, full bool, progress func()) []fi
 			if full {
 				err = levels.VerifyFile(s, f)
 				if err == nil && f.Role == "data" {
-					err = verifyFTIFF(s, f)
+					err = verifyData(cfg, m, holder, f, byseq)
 				}
 			} else if inTask {
 				// Present when the container holds the task with its size.
@@ -218,28 +222,7 @@ func check(cfg ckpt.Config, m *levels.Manifest, full bool, progress func()) []fi
 	return out
 }
 
-// verifyFTIFF re-reads a data file chunk by chunk: the local file, or the
-// rank's task of the L4 container for an entry that lives only there.
-func verifyFTIFF(s levels.Store, df levels.File) error {
-	var f vfd.File
-	var err error
-	if df.Attrs[levels.AttrInContainer] != "" {
-		f, err = levels.OpenTask(s, df)
-	} else {
-		f, err = vfd.OpenRead(s.Driver, s.Path(df.Name))
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	r, err := fileformat.Open(f)
-	if err != nil {
-		return err
-	}
-	return r.Verify()
-}
-
-func report(cfg ckpt.Config, e runEntry, full bool, progress func()) ckptReport {
+func report(cfg ckpt.Config, e runEntry, byseq map[uint64]*levels.Manifest, full bool, progress func()) ckptReport {
 	r := ckptReport{Name: e.Name, Committed: e.Committed, Error: e.Err, Status: "not committed", Checks: []fileCheck{}}
 	m := e.Manifest
 	if m == nil {
@@ -247,14 +230,18 @@ func report(cfg ckpt.Config, e runEntry, full bool, progress func()) ckptReport 
 	}
 	r.Seq, r.ID, r.Level, r.Ranks, r.Nodes, r.Bytes = m.Seq, m.ID, int(m.Level), m.Ranks, len(m.Nodes), m.Bytes()
 	r.Time = time.Unix(0, m.Time).UTC().Format(time.RFC3339)
-	r.Checks = check(cfg, m, full, progress)
+	r.DCP = dcpOf(m)
+	r.Checks = check(cfg, m, byseq, full, progress)
 	r.Files = len(r.Checks)
 	for _, c := range r.Checks {
 		if c.OK {
 			r.Present++
 		}
 	}
+	missing := missingLayers(m, byseq)
 	switch {
+	case missing != "":
+		r.Status = "damaged: " + missing
 	case r.Present == r.Files && full:
 		r.Status = "verified"
 	case r.Present == r.Files:
@@ -308,6 +295,8 @@ files are all present with their recorded sizes (an L4 rank's data counts as
 present when the container holds its task with that size; inspect does not
 re-hash: use verify). A manifest a restart would refuse (unreadable, damaged,
 or holding another sequence number than its name) is listed with the reason.
+A differential checkpoint is listed with the checkpoint it builds on, its
+chain (the full base first) and the share of the data it wrote.
 
 Exit codes: 0 the listing succeeded, 1 the run could not be read, 2 usage error.`,
 		`  ftigo inspect run
@@ -326,7 +315,7 @@ Exit codes: 0 the listing succeeded, 1 the run could not be read, 2 usage error.
 func inspectRun(cfg ckpt.Config, es []runEntry) []ckptReport {
 	reps := make([]ckptReport, len(es))
 	for i, e := range es {
-		reps[i] = report(cfg, e, false, nil)
+		reps[i] = report(cfg, e, manifests(es), false, nil)
 	}
 	return reps
 }
@@ -346,6 +335,7 @@ func printInspect(w io.Writer, cfg ckpt.Config, reps []ckptReport, jsonOut bool)
 			continue
 		}
 		fmt.Fprintf(w, "%-26s %4d %5s %5d %5d %10d %-20s %4d/%-4d %s\n", r.Name, r.ID, fmt.Sprintf("L%d", r.Level), r.Ranks, r.Nodes, r.Bytes, r.Time, r.Present, r.Files, r.Status)
+		printDCP(w, r.DCP)
 		for _, c := range r.Checks {
 			if !c.OK {
 				fmt.Fprintf(w, "    missing or wrong size: %s (%s of rank %d): %s\n", c.Path, c.Role, c.Of, c.Error)
@@ -361,7 +351,9 @@ func (a *app) verifyCmd() *cobra.Command {
 		`Re-hashes every file of every committed checkpoint (BLAKE3 digests from the
 manifest) and every chunk of every data file (FTI-FF hashes); the data of an
 L4 checkpoint, which lives only in its SIONlib container, is checked as each
-rank's task there. Prints the file, rank, variable and offset of each
+rank's task there. A differential checkpoint's delta files are checked, and
+then the image each rank's chain makes, block by block, against the image
+checksum in the manifest. Prints the file, rank, variable and offset of each
 mismatch. On a terminal, a progress bar counts the files on standard error.
 
 Exit codes: 0 everything verifies, 1 anything does not (or there is no
@@ -394,15 +386,22 @@ type rebuiltCheckpoint struct {
 
 // verifyRun verifies every committed entry of es in full; OK is false when
 // any file fails or there is nothing to verify.
-func (a *app) verifyRun(cfg ckpt.Config, es []runEntry, jsonOut bool) verifyResult {
-	p := a.newProgress(jsonOut, "verify", int64(countFiles(es)), false)
+//
+// With only set, just the checkpoint with that sequence number (its chain
+// is still read from es).
+func (a *app) verifyRun(cfg ckpt.Config, es []runEntry, jsonOut bool, only ...uint64) verifyResult {
+	byseq := manifests(es)
+	var sel []runEntry
+	for _, e := range es {
+		if e.Committed && (len(only) == 0 || (e.Manifest != nil && e.Manifest.Seq == only[0])) {
+			sel = append(sel, e)
+		}
+	}
+	p := a.newProgress(jsonOut, "verify", int64(countFiles(sel)), false)
 	defer p.Done()
 	res := verifyResult{OK: true, Checkpoints: []ckptReport{}}
-	for _, e := range es {
-		if !e.Committed {
-			continue
-		}
-		r := report(cfg, e, true, func() { p.Add(1) })
+	for _, e := range sel {
+		r := report(cfg, e, byseq, true, func() { p.Add(1) })
 		if r.Status != "verified" {
 			res.OK = false
 		}
@@ -430,6 +429,7 @@ func (a *app) finishVerify(cfg ckpt.Config, res verifyResult, jsonOut bool) erro
 		}
 		for _, r := range res.Checkpoints {
 			fmt.Fprintf(w, "%s id %d L%d: %d/%d files verified\n", r.Name, r.ID, r.Level, r.Present, r.Files)
+			printDCP(w, r.DCP)
 			for _, c := range r.Checks {
 				if !c.OK {
 					fmt.Fprintf(w, "  FAIL %s (%s of rank %d): %s\n", c.Path, c.Role, c.Of, c.Error)
@@ -469,13 +469,7 @@ it does not verify, 2 usage error.`,
 			if err != nil {
 				return err
 			}
-			var keep []runEntry
-			for _, e := range es {
-				if e.Manifest != nil && e.Manifest.Seq == m.Seq {
-					keep = append(keep, e)
-				}
-			}
-			res := a.verifyRun(cfg, keep, jsonOut)
+			res := a.verifyRun(cfg, es, jsonOut, m.Seq)
 			res.Rebuilt = &rebuiltCheckpoint{Manifest: levels.ManifestName(m.Seq), ID: m.ID, Level: int(m.Level)}
 			return a.finishVerify(cfg, res, jsonOut)
 		})
