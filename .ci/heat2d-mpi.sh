@@ -77,18 +77,20 @@ grep -q "EVENT done iter=2000" "$work/rot2.log"
 cmp "$work/ref/final.f64" "$work/rot/final.f64"
 echo "heat2d under MPI, rotated L3 parity: two of four nodes lost and rebuilt; final field bit-identical"
 
-# Relaunch on another number of ranks: 4 MPI ranks are killed after the L3
-# checkpoint, node 2 is deleted, and mpirun relaunches the job on 3 ranks
+# Relaunch on another number of ranks: 4 MPI ranks are killed during the L4
+# checkpoint that follows the L3 one (slow global storage keeps the kill
+# inside it, so the L3 checkpoint is the newest committed), node 2 is deleted, and mpirun relaunches the job on 3 ranks
 # (3 nodes): the field, one global dataset, is redistributed from the 4
 # ranks' checkpoint (node 2's files rebuilt from the L3 parity first) and
 # the run ends bit-identical to the 4-rank reference.
 mpirun.openmpi -np 4 -x GOMAXPROCS=1 "$work/heat2d-mpi" "${args[@]}" -dir "$work/vpr" \
-  -ckpt-every 250 -levels 1,2,3,4 -io-latency 2ms > "$work/vpr1.log" 2>&1 &
+  -ckpt-every 250 -levels 1,2,3,4 -global-latency 50ms > "$work/vpr1.log" 2>&1 &
 mpipid=$!
-kill_when "EVENT ckpt-end id=3 level=3" "$work/vpr1.log" "$mpipid"
+kill_when "EVENT ckpt-begin id=4 level=4" "$work/vpr1.log" "$mpipid"
+if grep -q "EVENT ckpt-end id=4" "$work/vpr1.log"; then echo "the L4 checkpoint finished before the kill"; exit 1; fi
 test ! -e "$work/vpr/final.f64"
 rm -rf "$work/vpr/local/node0002"
-echo "relaunch on 3 ranks: killed after checkpoint 3 (L3), deleted node 2"
+echo "relaunch on 3 ranks: killed during checkpoint 4 (L4) after checkpoint 3 (L3), deleted node 2"
 args3=(-role=job -ranks 3 -nodes 3 -nx 128 -ny 128 -iters 2000 -frame-every 100)
 mpirun.openmpi -np 3 -x GOMAXPROCS=1 "$work/heat2d-mpi" "${args3[@]}" -dir "$work/vpr" \
   -ckpt-every 250 -levels 1,2,3,4 > "$work/vpr2.log" 2>&1 || { cat "$work/vpr2.log"; exit 1; }
