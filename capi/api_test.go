@@ -96,7 +96,7 @@ func TestMapLevel(t *testing.T) {
 	}{
 		{1, 1, true, ""}, {2, 2, true, ""}, {3, 3, true, ""}, {4, 4, true, ""},
 		{5, 1, true, "setting to level 1"}, {6, 2, true, "setting to level 2"}, {7, 3, true, "setting to level 3"},
-		{8, 8, true, ""}, {9, 0, false, "FTI_L4_H5_SINGLE"},
+		{8, 8, true, ""}, {9, 9, true, ""},
 		{0, 0, false, "Invalid level id 0"}, {-3, 0, false, "Invalid level id -3"}, {10, 0, false, "Invalid level id 10"},
 	} {
 		out, msg, ok := mapLevel(tc.in)
@@ -482,10 +482,11 @@ func TestLevelsAgreed(t *testing.T) {
 			expect("0 and 0", l.checkpoint(1, 0), codeFailure),
 			expect("ids differ", l.checkpoint(pick(1, 2), 1), codeFailure),
 			expect("5 and 1: both L1", l.checkpoint(1, pick(5, 1)), codeCheckpoint),
-			expect("then L2", l.checkpoint(2, 2), codeCheckpoint))
+			expect("then L2", l.checkpoint(2, 2), codeCheckpoint),
+			expect("9 without h5_single_file_enable", l.checkpoint(3, 9), codeFailure))
 	})
-	assert.Contains(t, log.String(), "ranks passed different ids or levels")
-	assert.Contains(t, log.String(), "level 9 (FTI_L4_H5_SINGLE)")
+	assert.Contains(t, log.String(), "ranks passed different ids or levels (here id 1, level 9)")
+	assert.Contains(t, log.String(), "Checkpoint with ID 3 at Level 9 failed (error=ckpt: checkpoint level 9 (FTI_L4_H5_SINGLE): levels: level not available: set h5_single_file_enable = 1)")
 }
 
 // TestCheckpointL4DCP: FTI_Checkpoint(id, FTI_L4_DCP) takes a differential
