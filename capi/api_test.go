@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -540,4 +541,89 @@ func TestCheckpointL4DCP(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestGlobalDatasetsInProcess drives the dataset entry points over
+// in-process ranks: 3 ranks checkpoint a global dataset at L1; 2 ranks
+// restart from it (status 1), find the variable by name, learn the shape
+// with FTI_RecoverDatasetDimension, take a level-9 checkpoint that leaves
+// the restart pending, recover every element and take another level-9
+// checkpoint; 3 ranks restart from that file (status 3).
+func TestGlobalDatasetsInProcess(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 1, "h5_single_file_enable = 1")
+	log := &syncBuffer{}
+	const n = 10
+	value := func(i int64) float64 { return float64(i)*1.5 - 3 }
+	part := func(c comm.Comm) (int64, int64) {
+		first := int64(n * c.Rank() / c.Size())
+		return first, int64(n*(c.Rank()+1)/c.Size()) - first
+	}
+	// declare defines the dataset; on a restart (shape 1) with the shape
+	// the checkpoint recorded.
+	declare := func(l *library, c comm.Comm, x []float64, shape int64) error {
+		first, cnt := part(c)
+		g, full := l.initGroup("g", false, -1)
+		errs := []error{
+			expect("initGroup", g, 1), expect("fullName", boolCode(full == "/g"), 1),
+			expect("protect", l.protect(0, ptr(x), cnt, typeDouble), codeSuccess),
+			expect("define", l.defineGlobalDataset(7, []int64{shape}, "x", false, g, typeDouble), codeSuccess),
+		}
+		if shape == 1 {
+			errs = append(errs, expect("dimension", l.recoverDatasetDimension(7), codeSuccess))
+		}
+		errs = append(errs, expect("subset", l.addSubset(0, 1, []int64{first}, []int64{cnt}, 7, false), codeSuccess))
+		return errors.Join(errs...)
+	}
+	check := func(c comm.Comm, x []float64) error {
+		first, _ := part(c)
+		for i, v := range x {
+			if v != value(first+int64(i)) {
+				return fmt.Errorf("rank %d element %d: %v, want %v", c.Rank(), first+int64(i), v, value(first+int64(i)))
+			}
+		}
+		return nil
+	}
+	session(t, 3, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
+		first, cnt := part(c)
+		x := make([]float64, cnt)
+		for i := range x {
+			x[i] = value(first + int64(i))
+		}
+		return errors.Join(
+			expect("name", l.setIDFromString("field", false), 0),
+			declare(l, c, x, n),
+			expect("rank", l.datasetRank(7), 1),
+			expect("L1", l.checkpoint(1, 1), codeCheckpoint))
+	})
+	session(t, 2, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
+		_, cnt := part(c)
+		x := make([]float64, cnt)
+		errs := []error{
+			expect("status", l.statusCode(), 1),
+			expect("name after reshape", l.getIDFromString("field", false), 0),
+			declare(l, c, x, 1),
+			expect("span", boolCode(slices.Equal(l.datasetSpan(7, 1), []int64{n})), 1),
+			expect("dimension/unknown", l.recoverDatasetDimension(99), codeFailure),
+			expect("recoverVar/not protected", l.recoverVar(5), codeNoRecovery),
+			expect("level 9", l.checkpoint(2, 9), codeCheckpoint),
+			expect("status after level 9", l.statusCode(), 1),
+			expect("recover", l.recover("FTI_Recover"), codeSuccess),
+			expect("status after recover", l.statusCode(), 0),
+			expect("dimension/recovered", l.recoverDatasetDimension(7), codeFailure),
+			expect("level 9 of the recovered data", l.checkpoint(3, 9), codeCheckpoint),
+		}
+		return errors.Join(append(errs, check(c, x))...)
+	})
+	session(t, 3, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
+		_, cnt := part(c)
+		x := make([]float64, cnt)
+		return errors.Join(
+			expect("status", l.statusCode(), 3),
+			declare(l, c, x, n),
+			expect("recoverVar", l.recoverVar(0), codeSuccess),
+			check(c, x))
+	})
+	assert.Contains(t, log.String(), "written by 3 ranks, redistributed on 2")
+	assert.Contains(t, log.String(), "FTI_RecoverVar: variable 5 not recovered")
 }
