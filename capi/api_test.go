@@ -596,6 +596,19 @@ func TestGlobalDatasetsInProcess(t *testing.T) {
 			expect("rank", l.datasetRank(7), 1),
 			expect("L1", l.checkpoint(1, 1), codeCheckpoint))
 	})
+	// A restart that declares another shape fails on every rank and keeps
+	// the restart data.
+	session(t, 2, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
+		x := make([]float64, 6)
+		return errors.Join(
+			expect("protect", l.protect(0, ptr(x), 6, typeDouble), codeSuccess),
+			expect("define 2-D", l.defineGlobalDataset(7, []int64{1, 1}, "g/x", false, -1, typeDouble), codeSuccess),
+			expect("dimension/rank mismatch", l.recoverDatasetDimension(7), codeFailure),
+			expect("update to 12", l.updateGlobalDataset(7, []int64{12}), codeSuccess),
+			expect("subset", l.addSubset(0, 1, []int64{int64(6 * c.Rank())}, []int64{6}, 7, false), codeSuccess),
+			expect("recover/shape differs", l.recover("FTI_Recover"), codeNoRecovery),
+			expect("status kept", l.statusCode(), 1))
+	})
 	session(t, 2, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
 		_, cnt := part(c)
 		x := make([]float64, cnt)
@@ -626,4 +639,6 @@ func TestGlobalDatasetsInProcess(t *testing.T) {
 	})
 	assert.Contains(t, log.String(), "written by 3 ranks, redistributed on 2")
 	assert.Contains(t, log.String(), "FTI_RecoverVar: variable 5 not recovered")
+	assert.Contains(t, log.String(), `FTI_RecoverDatasetDimension: Rank mismatch: dataset 7 "g/x" has rank 2 here, rank 1 (shape [10]) in checkpoint`)
+	assert.Contains(t, log.String(), "definition differs from the checkpoint")
 }
