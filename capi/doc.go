@@ -158,16 +158,17 @@
 //
 // Every function called before FTI_Init, after FTI_Finalize or after a
 // failed FTI_Init returns FTI_NSCS (FTI_Recover FTI_NREC, FTI_Status 0,
-// FTI_GetStoredSize 0, FTI_Realloc its argument) and logs why; FTI_Init and
-// the collective calls also refuse to run before MPI_Init or after
-// MPI_Finalize.
+// FTI_GetStoredSize 0, FTI_Realloc its argument, FTI_GetDatasetSpan
+// NULL) and logs why; FTI_Init and the collective calls also refuse to
+// run before MPI_Init or after MPI_Finalize.
 //
 // # Files
 //
 // api.go holds the semantics over any comm.Comm (tested in-process),
-// capi.go the cgo exports, fti.c FTI's C entry points and globals, types.go
-// the type table, log.go FTI-style logging. testdata/ holds the C and C++
-// programs the tests build with mpicc and run under mpirun, for Open MPI
-// and MPICH, and gobench, the Go twin of the heat solver for
-// BenchmarkCheckpointCvsGo.
+// datasets.go those of groups and datasets, capi.go the cgo exports,
+// fti.c FTI's C entry points and globals, types.go the type table, log.go
+// FTI-style logging. testdata/ holds the C and C++ programs the tests
+// build with mpicc and run under mpirun, for Open MPI and MPICH (global.c
+// restarts on other rank counts), and gobench, the Go twin of the heat
+// solver for BenchmarkCheckpointCvsGo.
 package main
