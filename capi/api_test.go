@@ -642,3 +642,46 @@ func TestGlobalDatasetsInProcess(t *testing.T) {
 	assert.Contains(t, log.String(), `FTI_RecoverDatasetDimension: Rank mismatch: dataset 7 "g/x" has rank 2 here, rank 1 (shape [10]) in checkpoint`)
 	assert.Contains(t, log.String(), "definition differs from the checkpoint")
 }
+
+// TestGroupsAndNamesInProcess: groups give datasets their paths and are
+// renamed only while no dataset lives in them; FTI_DefineDataset checks
+// a shape against the count and names the variable, as FTI_SetAttribute
+// does; a dimension attribute is refused without changing anything.
+func TestGroupsAndNamesInProcess(t *testing.T) {
+	dir := t.TempDir()
+	log := &syncBuffer{}
+	session(t, 1, testConfig(t, dir, 1, ""), log, &goAllocator{}, func(l *library, c comm.Comm) error {
+		x := make([]float64, 6)
+		a, fullA := l.initGroup("a", false, -1)
+		b, fullB := l.initGroup("b", false, a)
+		dup, _ := l.initGroup("b", false, a)
+		rc, fullB2 := l.renameGroup(b, "c", false)
+		rootRC, _ := l.renameGroup(rootGroup, "x", false)
+		errs := []error{
+			expect("a", a, 1), expect("b", b, 2), expect("dup", dup, codeFailure),
+			expect("fullA", boolCode(fullA == "/a"), 1), expect("fullB", boolCode(fullB == "/a/b"), 1),
+			expect("rename", rc, codeSuccess), expect("renamed", boolCode(fullB2 == "/a/c"), 1),
+			expect("rename root", rootRC, codeFailure),
+			expect("protect", l.protect(3, ptr(x), 6, typeDouble), codeSuccess),
+			expect("define", l.defineGlobalDataset(1, []int64{6}, "u", false, b, typeDouble), codeSuccess),
+			expect("dataset path", boolCode(func() bool { d, _ := l.rt.GlobalDataset(1); return d.Name == "a/c/u" }()), 1),
+		}
+		rc, _ = l.renameGroup(a, "z", false)
+		errs = append(errs,
+			expect("rename a parent of a dataset", rc, codeFailure),
+			expect("defineDataset/count", l.defineDataset(3, []int64{4, 2}, "v", false, -1), codeFailure),
+			expect("defineDataset/negative", l.defineDataset(3, []int64{-2, -3}, "v", false, -1), codeFailure),
+			expect("defineDataset", l.defineDataset(3, []int64{3, 2}, "v", false, a), codeSuccess),
+			expect("name", l.getIDFromString("v", false), 3),
+			expect("defineDataset/other name kept", l.defineDataset(3, nil, "w", false, -1), codeSuccess),
+			expect("old name stays", l.getIDFromString("v", false), 3),
+			expect("setAttribute/dims", l.setAttribute(3, "q", attrDim|attrName), codeFailure),
+			expect("not named by a refused call", l.getIDFromString("q", false), -1),
+			expect("setAttribute/name kept", l.setAttribute(3, "v", attrName), codeSuccess),
+			expect("subset", l.addSubset(3, 1, []int64{0}, []int64{6}, 1, false), codeSuccess),
+			expect("L1 with the dataset", l.checkpoint(1, 1), codeCheckpoint))
+		return errors.Join(errs...)
+	})
+	assert.Contains(t, log.String(), `FTI_RenameGroup: group "/a" holds global dataset 1 already`)
+	assert.Contains(t, log.String(), `FTI_DefineDataset: variable 3 keeps its name "v" (ftigo stores one name per variable); "w" is not recorded`)
+}
