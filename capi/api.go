@@ -723,9 +723,9 @@ func (l *library) setIDFromString(name string, isNull bool) int {
 		for i := range l.idNames {
 			used[i] = true
 		}
-		if stored, err := l.rt.StoredVars(); err == nil {
-			for _, v := range stored {
-				used[int(v.ID)] = true
+		if stored, err := l.rt.StoredIDs(); err == nil {
+			for _, id := range stored {
+				used[id] = true
 			}
 		}
 		id = -1

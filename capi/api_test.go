@@ -601,6 +601,7 @@ func TestGlobalDatasetsInProcess(t *testing.T) {
 	session(t, 2, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
 		x := make([]float64, 6)
 		return errors.Join(
+			expect("a new name skips the stored ids", l.setIDFromString("fresh", false), 1),
 			expect("protect", l.protect(0, ptr(x), 6, typeDouble), codeSuccess),
 			expect("define 2-D", l.defineGlobalDataset(7, []int64{1, 1}, "g/x", false, -1, typeDouble), codeSuccess),
 			expect("dimension/rank mismatch", l.recoverDatasetDimension(7), codeFailure),

@@ -273,3 +273,35 @@ func (r *Runtime) StoredDataset(id int) (Dataset, error) {
 	}
 	return Dataset{}, fmt.Errorf("%w: %w: checkpoint %d records no dataset %d", ErrDataset, dataset.ErrUnknown, r.recovered.ID, id)
 }
+
+// StoredIDs returns the ids of the variables stored by the checkpoint
+// Recover reads, sorted: this rank's, or on a redistributing restart
+// those of every old rank (so that a new variable id chosen by the
+// application does not collide with a stored one). It fails with
+// [ErrNoCheckpoint] on a fresh run. Local.
+func (r *Runtime) StoredIDs() ([]int, error) {
+	if err := r.usable("StoredIDs"); err != nil {
+		return nil, err
+	}
+	if r.recovered == nil {
+		return nil, ErrNoCheckpoint
+	}
+	var ids []int
+	if r.reshape != nil {
+		for _, m := range r.reshape.meta {
+			for _, v := range m.Vars {
+				ids = append(ids, int(v.ID))
+			}
+		}
+	} else {
+		st, err := r.openStored()
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range st.r.Vars() {
+			ids = append(ids, int(v.ID))
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}

@@ -35,6 +35,8 @@ func TestUpdateAndStoredDataset(t *testing.T) {
 		assert.False(t, ok)
 		_, err := r.StoredDataset(5)
 		assert.ErrorIs(t, err, ErrNoCheckpoint)
+		_, err = r.StoredIDs()
+		assert.ErrorIs(t, err, ErrNoCheckpoint)
 		assert.ErrorIs(t, r.UpdateGlobalDataset(9, []int64{10}), dataset.ErrUnknown)
 		err = r.UpdateGlobalDataset(5, []int64{0})
 		assert.ErrorIs(t, err, ErrDataset)
@@ -52,11 +54,17 @@ func TestUpdateAndStoredDataset(t *testing.T) {
 		assert.Equal(t, "a", d.Name)
 		_, err = r.StoredDataset(9)
 		assert.ErrorIs(t, err, dataset.ErrUnknown)
+		ids, err := r.StoredIDs()
+		require.NoError(t, err)
+		assert.Equal(t, []int{1}, ids)
 		return nil
 	}))
 	// One rank restarts: the stored shape sizes its decomposition.
 	require.NoError(t, world(t, 1, cfg, nil, func(r *Runtime) error {
 		require.True(t, r.Reshaped())
+		ids, err := r.StoredIDs()
+		require.NoError(t, err)
+		assert.Equal(t, []int{1}, ids, "the old ranks' ids")
 		var x []float64
 		require.NoError(t, errors.Join(Protect(r, 1, &x), DefineDataset[float64](r, 5, "a", []int64{1})))
 		d, err := r.StoredDataset(5)
