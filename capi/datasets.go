@@ -19,13 +19,20 @@ import (
 // as in FTI: the declarations of every rank are checked together by the
 // next FTI_Checkpoint, and by FTI_Recover on a restart of another shape.
 
-// rootGroup is the id of the root group ("/"), FTI's H5groups[0].
-const rootGroup = 0
+// rootGroup is the id of the root group ("/"), FTI's H5groups[0];
+// noGroup is a NULL group argument from C (the root).
+const (
+	rootGroup = 0
+	noGroup   = -1
+)
+
+// maxGroups is FTI's limit on groups (the size of FTIT_H5Group.childrenID).
+const maxGroups = 256
 
 // h5group is one HDF5 group of FTI_InitGroup.
 type h5group struct {
 	name     string
-	parent   int // -1 for the root
+	parent   int // -1 for the root itself
 	children []int
 }
 
@@ -88,9 +95,9 @@ func checkGroupName(name string, isNull bool) error {
 	return nil
 }
 
-// groupArg resolves a group argument from C: -1 (NULL) is the root.
+// groupArg resolves a group argument from C: noGroup (NULL) is the root.
 func (l *library) groupArg(id int) (int, error) {
-	if id < 0 {
+	if id == noGroup {
 		return rootGroup, nil
 	}
 	if !l.groups.valid(id) {
@@ -99,7 +106,7 @@ func (l *library) groupArg(id int) (int, error) {
 	return id, nil
 }
 
-// initGroup is FTI_InitGroup: a new group name in parent (-1: the root).
+// initGroup is FTI_InitGroup: a new group name in parent (noGroup: the root).
 // It returns the group's id and full name, or FTI_NSCS.
 func (l *library) initGroup(name string, isNull bool, parent int) (int, string) {
 	const fn = "FTI_InitGroup"
@@ -126,9 +133,6 @@ func (l *library) initGroup(name string, isNull bool, parent int) (int, string) 
 	l.groups.groups[p].children = append(l.groups.groups[p].children, id)
 	return id, l.groups.fullName(id)
 }
-
-// maxGroups is FTI's limit on groups (the size of FTIT_H5Group.childrenID).
-const maxGroups = 256
 
 // renameGroup is FTI_RenameGroup. The path of a global dataset is fixed
 // when it is defined, so a group that holds one already is not renamed.
