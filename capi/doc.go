@@ -89,7 +89,9 @@
 // FTI_Realloc first. FTI_Status returns 1 (3 from a level-9 file). A
 // dataset's path is its group's (FTI_InitGroup) joined with its name,
 // "fields/temperature"; h5dump and h5py read the level-9 file's
-// datasets under those paths. Where ftigo differs:
+// datasets under those paths (datasets.go and datasets_cgo.go implement
+// these calls; testdata/global.c restarts on other rank counts). Where
+// ftigo differs:
 //
 //   - Declarations are checked together at each FTI_Checkpoint: one id
 //     defined differently on two ranks, two subsets sharing an element, an
@@ -165,10 +167,9 @@
 // # Files
 //
 // api.go holds the semantics over any comm.Comm (tested in-process),
-// datasets.go those of groups and datasets, capi.go the cgo exports,
-// fti.c FTI's C entry points and globals, types.go the type table, log.go
-// FTI-style logging. testdata/ holds the C and C++ programs the tests
-// build with mpicc and run under mpirun, for Open MPI and MPICH (global.c
-// restarts on other rank counts), and gobench, the Go twin of the heat
-// solver for BenchmarkCheckpointCvsGo.
+// capi.go the cgo exports, fti.c FTI's C entry points and globals, types.go
+// the type table, log.go FTI-style logging. testdata/ holds the C and C++
+// programs the tests build with mpicc and run under mpirun, for Open MPI
+// and MPICH, and gobench, the Go twin of the heat solver for
+// BenchmarkCheckpointCvsGo.
 package main
