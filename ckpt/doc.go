@@ -31,7 +31,10 @@
 //     registers memory Go does not manage (C memory behind the C API).
 //     Optionally [DefineDataset] / [Runtime.DefineGlobalDataset] and
 //     [Runtime.AddSubset] (local): global datasets and the hyperslab each
-//     variable holds of one (see "Global datasets" below).
+//     variable holds of one (see "Global datasets" below);
+//     [Runtime.UpdateGlobalDataset] changes a dataset's shape and, on a
+//     restart, [Runtime.StoredDataset] gives the shape the checkpoint
+//     recorded (FTI_UpdateGlobalDataset, FTI_RecoverDatasetDimension).
 //  3. On a restart ([Runtime.Status] is Restart, RestartKept or
 //     RestartVPR): [Runtime.Recover], [Runtime.RecoverVar],
 //     [Runtime.RecoverVarByName], [Runtime.StoredSize],
