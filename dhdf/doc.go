@@ -17,7 +17,7 @@
 // Writing, in call order:
 //
 //	w, _ := dhdf.Create("dir/sim", nAHF, opts)   // or CreateParallel(comm, "dir/sim", opts), collective
-//	w.DefineSDS(dhdf.SDS{Name, Type, Dims, Attrs}) // every SDS, before its chunks
+//	w.DefineSDS(dhdf.SDS{Name: name, Type: typ, Dims: dims, Attrs: attrs}) // every SDS, before its chunks
 //	w.WriteChunk(sds, fileID, name, origin, dims, data) // raw data reaches the AHF now
 //	w.Close() // AHFs finished and synced (superblock last), then the MHF
 //

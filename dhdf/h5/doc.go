@@ -15,7 +15,7 @@
 //	w := h5.NewWriter(f)              // f: an empty vfd.File
 //	g := w.Root()
 //	g.SetAttr(...); g.CreateGroup(...) // any order
-//	d, _ := g.CreateDataset(name, type, dims, data) // raw data written now (vfd.MemDraw)
+//	d, _ := g.CreateDataset(name, typ, dims, data) // raw data written now (vfd.MemDraw)
 //	d.SetAttr(...)
 //	g.CreateExternalLink(...); g.CreateVirtual(...)
 //	w.Flush() // optional: global heap (MemGHeap), object headers bottom-up (MemOHdr), Sync
