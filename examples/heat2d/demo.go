@@ -259,52 +259,11 @@ func demo(o *options, out io.Writer) error {
 	printCheckpoints(out, l1.checkpoints)
 	final := l1
 	if l1.killed {
-		fmt.Fprintf(out, "  killed with SIGKILL %s\n", l1.killedAt)
-		lostFiles := 0
-		if o.loseNode >= 0 {
-			nodeDir := filepath.Join(o.dir, "local", fmt.Sprintf("node%04d", o.loseNode))
-			lostFiles = countFiles(nodeDir)
-			if err := os.RemoveAll(nodeDir); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "lost node: deleted node%04d's local storage (%d files) %s\n", o.loseNode, lostFiles, nodeDir)
+		l2, held, err := relaunchAfterKill(o, &relaunch, reshaped, l1, out)
+		if err != nil {
+			return err
 		}
-		if reshaped {
-			fmt.Fprintf(out, "\nlaunch 2 (restart on %d ranks, %s; launch 1 had %d ranks, %s):\n", relaunch.ranks, plural(relaunch.nodes, "node"), o.ranks, plural(o.nodes, "node"))
-		} else {
-			fmt.Fprintln(out, "\nlaunch 2 (restart):")
-		}
-		l2 := runLaunch(&relaunch, killPlan{mode: "none"}, out)
-		if l2.err != nil {
-			return l2.err
-		}
-		s := l2.start
-		switch {
-		case s.kv["status"] == "fresh" && len(l1.checkpoints) == 0:
-			fmt.Fprintln(out, "  started fresh: no checkpoint had committed before the kill")
-		case s.kv["status"] == "fresh":
-			fmt.Fprintln(out, "  FAILED: the relaunch started fresh although a checkpoint had committed")
-			ok = false
-		default:
-			fmt.Fprintf(out, "  restarted (%s) from checkpoint %s (L%s) at iteration %s\n", s.kv["status"], s.kv["id"], s.kv["level"], s.kv["iter"])
-			if old, now := s.kv["oldranks"], s.kv["ranks"]; old != now {
-				fmt.Fprintf(out, "  redistributed the checkpoint written by %s ranks onto %s: each new band of \"temperature\" read from the old ranks' files that hold it (every block hash verified), the iteration from rank 0's\n", old, now)
-				switch {
-				case o.loseNode < 0:
-				case s.kv["level"] != "3":
-					fmt.Fprintf(out, "  node%04d's lost files were not needed: its ranks' data came from the redundancy on the other nodes\n", o.loseNode)
-				case o.loseNode >= relaunch.nodes:
-					fmt.Fprintf(out, "  node%04d's lost files were rebuilt from the L3 parity (the relaunch has no node %d, a rank that sees every node's directory did it) before the data was redistributed\n", o.loseNode, o.loseNode)
-				}
-			}
-			if o.loseNode >= 0 && (s.kv["oldranks"] == s.kv["ranks"] || s.kv["level"] == "3") {
-				counts := strings.Split(s.kv["nodefiles"], ",")
-				if o.loseNode < len(counts) {
-					fmt.Fprintf(out, "  rebuilt %s files onto node%04d's empty storage from the L%s redundancy before the solver resumed\n", counts[o.loseNode], o.loseNode, s.kv["level"])
-				}
-			}
-		}
-		printCheckpoints(out, l2.checkpoints)
+		ok = ok && held
 		final = l2
 	}
 	if !final.done {
@@ -398,6 +357,61 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// relaunchAfterKill reports the kill of launch 1, deletes the lost node's
+// local storage, relaunches the job with the relaunch options and reports
+// how it restarted. held is false when the relaunch started fresh
+// although a checkpoint had committed.
+func relaunchAfterKill(o, relaunch *options, reshaped bool, l1 *launch, out io.Writer) (l2 *launch, held bool, err error) {
+	fmt.Fprintf(out, "  killed with SIGKILL %s\n", l1.killedAt)
+	lostFiles := 0
+	if o.loseNode >= 0 {
+		nodeDir := filepath.Join(o.dir, "local", fmt.Sprintf("node%04d", o.loseNode))
+		lostFiles = countFiles(nodeDir)
+		if err := os.RemoveAll(nodeDir); err != nil {
+			return nil, false, err
+		}
+		fmt.Fprintf(out, "lost node: deleted node%04d's local storage (%d files) %s\n", o.loseNode, lostFiles, nodeDir)
+	}
+	if reshaped {
+		fmt.Fprintf(out, "\nlaunch 2 (restart on %d ranks, %s; launch 1 had %d ranks, %s):\n", relaunch.ranks, plural(relaunch.nodes, "node"), o.ranks, plural(o.nodes, "node"))
+	} else {
+		fmt.Fprintln(out, "\nlaunch 2 (restart):")
+	}
+	held = true
+	l2 = runLaunch(relaunch, killPlan{mode: "none"}, out)
+	if l2.err != nil {
+		return nil, false, l2.err
+	}
+	s := l2.start
+	switch {
+	case s.kv["status"] == "fresh" && len(l1.checkpoints) == 0:
+		fmt.Fprintln(out, "  started fresh: no checkpoint had committed before the kill")
+	case s.kv["status"] == "fresh":
+		fmt.Fprintln(out, "  FAILED: the relaunch started fresh although a checkpoint had committed")
+		held = false
+	default:
+		fmt.Fprintf(out, "  restarted (%s) from checkpoint %s (L%s) at iteration %s\n", s.kv["status"], s.kv["id"], s.kv["level"], s.kv["iter"])
+		if old, now := s.kv["oldranks"], s.kv["ranks"]; old != now {
+			fmt.Fprintf(out, "  redistributed the checkpoint written by %s ranks onto %s: each new band of \"temperature\" read from the old ranks' files that hold it (every block hash verified), the iteration from rank 0's\n", old, now)
+			switch {
+			case o.loseNode < 0:
+			case s.kv["level"] != "3":
+				fmt.Fprintf(out, "  node%04d's lost files were not needed: its ranks' data came from the redundancy on the other nodes\n", o.loseNode)
+			case o.loseNode >= relaunch.nodes:
+				fmt.Fprintf(out, "  node%04d's lost files were rebuilt from the L3 parity (the relaunch has no node %d, a rank that sees every node's directory did it) before the data was redistributed\n", o.loseNode, o.loseNode)
+			}
+		}
+		if o.loseNode >= 0 && (s.kv["oldranks"] == s.kv["ranks"] || s.kv["level"] == "3") {
+			counts := strings.Split(s.kv["nodefiles"], ",")
+			if o.loseNode < len(counts) {
+				fmt.Fprintf(out, "  rebuilt %s files onto node%04d's empty storage from the L%s redundancy before the solver resumed\n", counts[o.loseNode], o.loseNode, s.kv["level"])
+			}
+		}
+	}
+	printCheckpoints(out, l2.checkpoints)
+	return l2, held, nil
 }
 
 func printCheckpoints(out io.Writer, cps []event) {
