@@ -28,6 +28,7 @@ static void ftigo_set_bool(bool *p, int v) { *p = v != 0; }
 import "C"
 
 import (
+	"io"
 	"os"
 	"sync"
 	"unsafe"
@@ -313,4 +314,16 @@ func ftigo_capi_config(out *C.FTIT_allConfiguration) {
 		out.checkpoint[lv].ckptIntv = C.int(c.intervalMinutes[lv])
 	}
 	out.execution.reco, out.execution.ckptId, out.execution.ckptLvel = C.int(c.reco), C.int(c.ckptID), C.int(c.ckptLevel)
+}
+
+// lockedWriter serialises whole lines from every logger of the process.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

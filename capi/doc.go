@@ -172,4 +172,9 @@
 // programs the tests build with mpicc and run under mpirun, for Open MPI
 // and MPICH, and gobench, the Go twin of the heat solver for
 // BenchmarkCheckpointCvsGo.
+//
+// # API stability
+//
+// The interface is FTI 1.6's C API as capi/include/fti.h declares it, and
+// it follows FTI's; the Go code is package main and has no Go API.
 package main

@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,7 +90,13 @@ func cached(t testing.TB, key string, build func() (string, error)) string {
 	return r.path
 }
 
-func goTool() string { return filepath.Join(runtime.GOROOT(), "bin", "go") }
+// goTool is the go command: go test puts its GOROOT/bin first in PATH.
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "go"
+}
 
 func run(name string, args ...string) error {
 	cmd := exec.Command(name, args...)

@@ -318,4 +318,15 @@
 // Protected memory must not change while Checkpoint or Snapshot runs: it
 // is written in place, without a copy. Restart state lives in meta_dir;
 // the configuration file is only read.
+//
+// # API stability
+//
+// ckpt is ftigo's public API: its exported names and their behaviour (FTI's
+// semantics, with the differences documented above) are kept stable. Before
+// 1.0 an incompatible change is still possible. Applications use ckpt, comm
+// (and comm/mpi), vfd and the format packages (fileformat, sion, gsd, dhdf,
+// dhdf/h5, h5ckpt); levels, partner, encode and dataset are ftigo's
+// machinery. The types ckpt shows from levels and partner (in WithLevels,
+// WithPolicy, WithBuffers, Recovered, Topology) belong to that machinery and
+// may change.
 package ckpt

@@ -9,7 +9,6 @@ import (
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/fileformat"
-	"github.com/ftigo/ftigo/levels"
 )
 
 // Dataset is a global array that ranks map their protected variables
@@ -180,7 +179,7 @@ func (r *Runtime) gatherDecomposition(mine dataset.View, complete bool) (*datase
 	if err != nil {
 		return nil, err
 	}
-	all, err := levels.GatherBytes(r.c, b)
+	all, err := comm.AllgatherBytes(r.c, b)
 	if err != nil {
 		return nil, err
 	}

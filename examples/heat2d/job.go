@@ -98,6 +98,11 @@ func jobConfig(o *options) (ckpt.Config, error) {
 	if cfg.MetaDir == "" {
 		cfg.MetaDir = meta
 	}
+	if o.keepLast {
+		// Finalize keeps the last checkpoint, at L4, instead of deleting
+		// every one: ftigo inspect and verify have something to show.
+		cfg.KeepLastCkpt = true
+	}
 	return cfg, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,7 +50,7 @@ func TestDemoKillRestartIsBitIdentical(t *testing.T) {
 	assert.Contains(t, report, "rebuilt 2 files onto node0002's empty storage from the L3 redundancy")
 	assert.Contains(t, report, "restarted (restart) from checkpoint")
 	assert.Contains(t, report, "bit-identical to the uninterrupted run (1280 values)")
-	assert.True(t, strings.HasSuffix(strings.TrimSpace(report), "OK"), report)
+	assert.Contains(t, report, "\nOK\n", "the demonstration held")
 
 	// The trajectory holds every 25th step exactly once, in order, even
 	// though the killed launch wrote frames past the restart point.
@@ -98,7 +97,7 @@ func TestDemoRelaunchOnOtherRanks(t *testing.T) {
 			assert.Contains(t, report, "restarted (restart) from checkpoint 3 (L3) at iteration 150")
 			assert.Contains(t, report, "redistributed the checkpoint written by 4 ranks onto "+tc.args[1])
 			assert.Contains(t, report, "bit-identical to the uninterrupted run on 4 ranks (1280 values)")
-			assert.True(t, strings.HasSuffix(strings.TrimSpace(report), "OK"), report)
+			assert.Contains(t, report, "\nOK\n", "the demonstration held")
 		})
 	}
 }
