@@ -24,6 +24,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/ftigo/ftigo/internal/testutil"
 )
@@ -72,6 +73,13 @@ func TestMain(m *testing.M) {
 	buildDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
+	if code == 0 {
+		// The in-process tests' ranks and runtimes must all have ended.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
