@@ -88,8 +88,8 @@ const (
 	alignMin = 64 << 10
 )
 
-// writebackPiece is the piece of a run written before its writeback is
-// started (as fileformat does), so the device works while the rank goes
+// writebackPiece is how many bytes a rank writes before it starts their
+// writeback (as fileformat does), so the device works while the rank goes
 // on copying and hashing.
 const writebackPiece = 16 << 20
 
@@ -491,11 +491,12 @@ func (w *writer) writeData() error {
 		}
 		done <- herr
 	}()
+	b := behind{f: w.f, lo: -1}
 	var err error
 	for _, v := range w.vars {
 		s := w.loc[[2]int64{int64(w.c.Rank()), int64(v.ID)}]
 		err = s.runs(0, int64(len(v.Data)), func(fileOff, varOff, n int64) error {
-			return writeStarting(w.f, v.Data[varOff:varOff+n], fileOff)
+			return b.write(v.Data[varOff:varOff+n], fileOff)
 		})
 		if err != nil {
 			err = fmt.Errorf("write variable %d: %w", v.ID, err)
@@ -512,16 +513,36 @@ func (w *writer) writeData() error {
 	return err
 }
 
-// writeStarting writes b at off in writebackPiece pieces, starting each
-// piece's writeback (a hint).
-func writeStarting(f vfd.File, b []byte, off int64) error {
-	for o := 0; o < len(b); o += writebackPiece {
-		e := min(o+writebackPiece, len(b))
-		if _, err := vfd.WriteAtType(f, vfd.MemDraw, b[o:e], off+int64(o)); err != nil {
-			return fmt.Errorf("at %d: %w", off+int64(o), err)
+// behind writes one rank's runs and starts their writeback behind them:
+// every writebackPiece bytes written, it starts the writeback of the file
+// range they span. In a block decomposition a rank's runs are short and
+// the range also holds other ranks' runs, whose pages (if written by
+// then) go with it. It is only a hint: its errors are ignored, and a write
+// error it meets comes back from the sync.
+type behind struct {
+	f      vfd.File
+	lo, hi int64 // file range written since the last hint (lo < 0: none)
+	n      int64 // bytes written since the last hint
+}
+
+func (b *behind) write(p []byte, off int64) error {
+	for o := 0; o < len(p); {
+		e := min(o+int(writebackPiece-b.n), len(p))
+		at := off + int64(o)
+		if _, err := vfd.WriteAtType(b.f, vfd.MemDraw, p[o:e], at); err != nil {
+			return fmt.Errorf("at %d: %w", at, err)
 		}
-		if e-o == writebackPiece {
-			_ = vfd.StartWriteback(f, off+int64(o), int64(e-o))
+		end := at + int64(e-o)
+		if b.lo < 0 {
+			b.lo, b.hi = at, end
+		} else {
+			b.lo, b.hi = min(b.lo, at), max(b.hi, end)
+		}
+		b.n += int64(e - o)
+		o = e
+		if b.n == writebackPiece {
+			_ = vfd.StartWriteback(b.f, b.lo, b.hi-b.lo)
+			b.lo, b.hi, b.n = -1, 0, 0
 		}
 	}
 	return nil
