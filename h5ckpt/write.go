@@ -30,6 +30,7 @@ type options struct {
 	logger    *zap.Logger
 	clock     func() time.Time
 	result    *Result
+	cbWindow  int64 // collective buffering window (0: writebackPiece); tests shrink it
 }
 
 func buildOptions(opts []Option) options {
@@ -330,9 +331,13 @@ func (w *writer) run() error {
 	if err == nil {
 		err = w.layout()
 	}
-	if err == nil {
-		err = w.writeData()
+	// Every rank must be ready before any writes: the writes of
+	// collective buffering need every rank.
+	if err := w.agree(err, "open"); err != nil {
+		w.abandon()
+		return err
 	}
+	err = w.writeData()
 	if w.c.Rank() != 0 && w.f != nil {
 		err = errors.Join(err, w.f.Close())
 		w.f = nil
@@ -476,8 +481,9 @@ func (w *writer) layout() error {
 
 func rankGroup(r int) string { return "rank" + strconv.Itoa(r) }
 
-// writeData writes this rank's variables where the layout put them while
-// a goroutine hashes them from memory, then syncs.
+// writeData writes this rank's variables where the layout put them (the
+// slabs of short runs through collective buffering, see collective.go)
+// while a goroutine hashes them from memory, then syncs.
 func (w *writer) writeData() error {
 	bs := w.o.blockSize
 	hashes := make([][][fileformat.HashSize]byte, len(w.vars))
@@ -491,9 +497,13 @@ func (w *writer) writeData() error {
 		}
 		done <- herr
 	}()
+	plan := w.collectivePlan()
 	b := behind{f: w.f, lo: -1}
 	var err error
 	for _, v := range w.vars {
+		if plan.has(w.c.Rank(), v.ID) {
+			continue
+		}
 		s := w.loc[[2]int64{int64(w.c.Rank()), int64(v.ID)}]
 		err = s.runs(0, int64(len(v.Data)), func(fileOff, varOff, n int64) error {
 			return b.write(v.Data[varOff:varOff+n], fileOff)
@@ -502,6 +512,13 @@ func (w *writer) writeData() error {
 			err = fmt.Errorf("write variable %d: %w", v.ID, err)
 			break
 		}
+	}
+	if plan != nil {
+		data := make(map[int32][]byte, len(w.vars))
+		for _, v := range w.vars {
+			data[v.ID] = v.Data
+		}
+		err = errors.Join(err, w.writeCollective(plan, data, err != nil))
 	}
 	if err == nil {
 		if serr := w.f.Sync(); serr != nil {
