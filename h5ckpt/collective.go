@@ -52,6 +52,9 @@ type cbPlan struct {
 // collectivePlan returns the plan for the layout, or nil when no slab
 // has short runs.
 func (w *writer) collectivePlan() *cbPlan {
+	if w.o.cbOff {
+		return nil
+	}
 	p := &cbPlan{lo: -1}
 	for r, d := range w.decls {
 		for _, v := range d.vars {

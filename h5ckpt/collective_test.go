@@ -106,3 +106,20 @@ func TestCollectiveBuffering(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectiveBufferingSameFile writes the same checkpoint with and
+// without collective buffering and compares the two files byte for byte.
+func TestCollectiveBufferingSameFile(t *testing.T) {
+	j := blockJob(4, testDatasets(), 5)
+	dir := t.TempDir()
+	var files [2][]byte
+	for i, off := range []bool{false, true} {
+		name := Name(dir, fmt.Sprintf("same%d", i), 1)
+		require.NoError(t, j.write(t, vfd.Sec2{}, name, 1, WithBlockSize(fileformat.MinBlockSize),
+			func(o *options) { o.cbOff, o.cbWindow = off, 2*align }))
+		b, err := vfd.ReadFile(vfd.Sec2{}, name)
+		require.NoError(t, err)
+		files[i] = b
+	}
+	require.True(t, bytes.Equal(files[0], files[1]), "the files differ (%d and %d bytes)", len(files[0]), len(files[1]))
+}

@@ -31,6 +31,7 @@ type options struct {
 	clock     func() time.Time
 	result    *Result
 	cbWindow  int64 // collective buffering window (0: writebackPiece); tests shrink it
+	cbOff     bool  // no collective buffering (tests compare the files)
 }
 
 func buildOptions(opts []Option) options {
