@@ -533,9 +533,10 @@ func (w *writer) writeData() error {
 
 // behind writes one rank's runs and starts their writeback behind them:
 // every writebackPiece bytes written, it starts the writeback of the file
-// range they span. In a block decomposition a rank's runs are short and
-// the range also holds other ranks' runs, whose pages (if written by
-// then) go with it. It is only a hint: its errors are ignored, and a write
+// range they span. When a rank's runs are shorter than that (rows of a
+// block decomposition, too long for collective buffering) the range also
+// holds other ranks' runs, whose pages, if written by then, go with it.
+// It is only a hint: its errors are ignored, and a write
 // error it meets comes back from the sync.
 type behind struct {
 	f      vfd.File
