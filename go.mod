@@ -11,6 +11,7 @@ require (
 	go.uber.org/zap v1.28.0
 	golang.org/x/sys v0.30.0
 	golang.org/x/term v0.29.0
+	lukechampine.com/blake3 v1.4.1
 )
 
 require (

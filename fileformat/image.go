@@ -367,7 +367,7 @@ func (d *Delta) Verify() error {
 			if err := d.readAt(vfd.MemDraw, p, off); err != nil {
 				return err
 			}
-			if blake3.Sum256(p) != c.BlockHashes[j] {
+			if BlockHash(p) != c.BlockHashes[j] {
 				return d.corrupt(c.VarID, r.Chunk, off, fmt.Errorf("%w: block %d of chunk", ErrHashMismatch, j))
 			}
 			off += n

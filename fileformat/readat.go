@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/zeebo/blake3"
-
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -114,7 +112,7 @@ func (r *Reader) readBlocks(ci int, first int64, dst []byte) error {
 	check := func(p []byte, b0 int64) {
 		for k := int64(0); k*bs < int64(len(p)); k++ {
 			blk := p[k*bs : min((k+1)*bs, int64(len(p)))]
-			if blake3.Sum256(blk) != c.BlockHashes[b0+k] {
+			if BlockHash(blk) != c.BlockHashes[b0+k] {
 				mu.Lock()
 				if firstBad < 0 || b0+k < firstBad {
 					firstBad = b0 + k

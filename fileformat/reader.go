@@ -745,7 +745,7 @@ func (r *Reader) readChunk(ci int, dst []byte) error {
 		if hashed {
 			n := numBlocks(int64(len(j.data)), bs)
 			for k := int64(0); k < n; k++ {
-				got[int64(j.first)+k] = blake3.Sum256(blockOf(j.data, int(k), bs))
+				got[int64(j.first)+k] = BlockHash(blockOf(j.data, int(k), bs))
 			}
 		}
 		if j.buf != nil {

@@ -17,10 +17,12 @@
 // not sparse covered once, one definition per id); every rank computes
 // the same file layout; rank 0 creates the file under a temporary name;
 // every rank writes its hyperslabs straight into the datasets' raw data at
-// computed offsets (contiguous runs merged, writeback started as it goes)
-// and its other variables into datasets of its own, hashing the bytes
-// from memory while they are written (BLAKE3 per block, as FTI-FF), and
-// syncs; the ranks vote; rank 0 receives the block hashes, writes the
+// computed offsets (contiguous runs merged, writeback started as it goes;
+// hyperslabs of short runs, such as blocks that cut the rows, through
+// collective buffering: each rank writes one contiguous domain of the
+// file, gathered from every rank over c) and its other variables into
+// datasets of its own, hashing the bytes from memory while they are
+// written (BLAKE3 per block, as FTI-FF), and syncs; the ranks vote; rank 0 receives the block hashes, writes the
 // tables, the object headers and the superblock last, syncs, renames the
 // file to its final name and syncs the directory. A crash at
 // any point leaves the previous file and, under the final name, either

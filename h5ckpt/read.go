@@ -496,7 +496,7 @@ func (f *File) readBlocks(v *storedVar, first int64, dst []byte) error {
 	)
 	check := func(p []byte, b0 int64) {
 		for k := int64(0); k*bs < int64(len(p)); k++ {
-			got := blake3.Sum256(p[k*bs : min((k+1)*bs, int64(len(p)))])
+			got := fileformat.BlockHash(p[k*bs : min((k+1)*bs, int64(len(p)))])
 			h := (v.firstHash + b0 + k) * fileformat.HashSize
 			if !bytes.Equal(got[:], f.hashes[h:h+fileformat.HashSize]) {
 				mu.Lock()

@@ -30,6 +30,8 @@ type options struct {
 	logger    *zap.Logger
 	clock     func() time.Time
 	result    *Result
+	cbWindow  int64 // collective buffering window (0: writebackPiece); tests shrink it
+	cbOff     bool  // no collective buffering (tests compare the files)
 }
 
 func buildOptions(opts []Option) options {
@@ -88,8 +90,8 @@ const (
 	alignMin = 64 << 10
 )
 
-// writebackPiece is the piece of a run written before its writeback is
-// started (as fileformat does), so the device works while the rank goes
+// writebackPiece is how many bytes a rank writes before it starts their
+// writeback (as fileformat does), so the device works while the rank goes
 // on copying and hashing.
 const writebackPiece = 16 << 20
 
@@ -330,9 +332,13 @@ func (w *writer) run() error {
 	if err == nil {
 		err = w.layout()
 	}
-	if err == nil {
-		err = w.writeData()
+	// Every rank must be ready before any writes: the writes of
+	// collective buffering need every rank.
+	if err := w.agree(err, "open"); err != nil {
+		w.abandon()
+		return err
 	}
+	err = w.writeData()
 	if w.c.Rank() != 0 && w.f != nil {
 		err = errors.Join(err, w.f.Close())
 		w.f = nil
@@ -476,8 +482,9 @@ func (w *writer) layout() error {
 
 func rankGroup(r int) string { return "rank" + strconv.Itoa(r) }
 
-// writeData writes this rank's variables where the layout put them while
-// a goroutine hashes them from memory, then syncs.
+// writeData writes this rank's variables where the layout put them (the
+// slabs of short runs through collective buffering, see collective.go)
+// while a goroutine hashes them from memory, then syncs.
 func (w *writer) writeData() error {
 	bs := w.o.blockSize
 	hashes := make([][][fileformat.HashSize]byte, len(w.vars))
@@ -491,16 +498,28 @@ func (w *writer) writeData() error {
 		}
 		done <- herr
 	}()
+	plan := w.collectivePlan()
+	b := behind{f: w.f, lo: -1}
 	var err error
 	for _, v := range w.vars {
+		if plan.has(w.c.Rank(), v.ID) {
+			continue
+		}
 		s := w.loc[[2]int64{int64(w.c.Rank()), int64(v.ID)}]
 		err = s.runs(0, int64(len(v.Data)), func(fileOff, varOff, n int64) error {
-			return writeStarting(w.f, v.Data[varOff:varOff+n], fileOff)
+			return b.write(v.Data[varOff:varOff+n], fileOff)
 		})
 		if err != nil {
 			err = fmt.Errorf("write variable %d: %w", v.ID, err)
 			break
 		}
+	}
+	if plan != nil {
+		data := make(map[int32][]byte, len(w.vars))
+		for _, v := range w.vars {
+			data[v.ID] = v.Data
+		}
+		err = errors.Join(err, w.writeCollective(plan, data, err != nil))
 	}
 	if err == nil {
 		if serr := w.f.Sync(); serr != nil {
@@ -512,16 +531,37 @@ func (w *writer) writeData() error {
 	return err
 }
 
-// writeStarting writes b at off in writebackPiece pieces, starting each
-// piece's writeback (a hint).
-func writeStarting(f vfd.File, b []byte, off int64) error {
-	for o := 0; o < len(b); o += writebackPiece {
-		e := min(o+writebackPiece, len(b))
-		if _, err := vfd.WriteAtType(f, vfd.MemDraw, b[o:e], off+int64(o)); err != nil {
-			return fmt.Errorf("at %d: %w", off+int64(o), err)
+// behind writes one rank's runs and starts their writeback behind them:
+// every writebackPiece bytes written, it starts the writeback of the file
+// range they span. When a rank's runs are shorter than that (rows of a
+// block decomposition, too long for collective buffering) the range also
+// holds other ranks' runs, whose pages, if written by then, go with it.
+// It is only a hint: its errors are ignored, and a write
+// error it meets comes back from the sync.
+type behind struct {
+	f      vfd.File
+	lo, hi int64 // file range written since the last hint (lo < 0: none)
+	n      int64 // bytes written since the last hint
+}
+
+func (b *behind) write(p []byte, off int64) error {
+	for o := 0; o < len(p); {
+		e := min(o+int(writebackPiece-b.n), len(p))
+		at := off + int64(o)
+		if _, err := vfd.WriteAtType(b.f, vfd.MemDraw, p[o:e], at); err != nil {
+			return fmt.Errorf("at %d: %w", at, err)
 		}
-		if e-o == writebackPiece {
-			_ = vfd.StartWriteback(f, off+int64(o), int64(e-o))
+		end := at + int64(e-o)
+		if b.lo < 0 {
+			b.lo, b.hi = at, end
+		} else {
+			b.lo, b.hi = min(b.lo, at), max(b.hi, end)
+		}
+		b.n += int64(e - o)
+		o = e
+		if b.n == writebackPiece {
+			_ = vfd.StartWriteback(b.f, b.lo, b.hi-b.lo)
+			b.lo, b.hi, b.n = -1, 0, 0
 		}
 	}
 	return nil

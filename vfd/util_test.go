@@ -82,3 +82,58 @@ func TestOpKindAndMemTypeNames(t *testing.T) {
 	assert.True(t, vfd.MemBTree.IsMeta())
 	assert.False(t, vfd.MemDefault.IsMeta())
 }
+
+// TestSec2VectorIO writes 3000 pieces with Sec2's pwritev grouping (runs
+// of contiguous pieces longer than IOV_MAX, gaps, empty pieces) and
+// checks every byte of the file against the same pieces written one by
+// one into a Core file.
+func TestSec2VectorIO(t *testing.T) {
+	f, err := vfd.Create(vfd.Sec2{}, filepath.Join(t.TempDir(), "v"))
+	require.NoError(t, err)
+	defer f.Close()
+	ref, err := vfd.Create(vfd.NewCore(), "ref")
+	require.NoError(t, err)
+	defer ref.Close()
+	data := pattern(3000 * 7)
+	var vecs []vfd.IOVec
+	off := int64(5)
+	for i := 0; i < 3000; i++ {
+		n := 1 + i%7
+		if i%5 == 4 {
+			n = 0
+		}
+		if i%1300 == 1299 {
+			off += 100 // a gap
+		}
+		vecs = append(vecs, vfd.IOVec{Type: vfd.MemDraw, Off: off, Buf: data[i*7 : i*7+n]})
+		_, err := ref.WriteAt(data[i*7:i*7+n], off)
+		require.NoError(t, err)
+		off += int64(n)
+	}
+	_, ok := f.(vfd.VectorIO)
+	require.True(t, ok, "Sec2 files have VectorIO")
+	require.NoError(t, vfd.WriteV(f, vecs))
+	size, err := f.Size()
+	require.NoError(t, err)
+	want := make([]byte, off)
+	_, err = ref.ReadAt(want, 0)
+	require.NoError(t, err)
+	require.Equal(t, off, size)
+	got := make([]byte, off)
+	_, err = f.ReadAt(got, 0)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+
+	back := make([]vfd.IOVec, len(vecs))
+	for i, v := range vecs {
+		back[i] = vfd.IOVec{Off: v.Off, Buf: make([]byte, len(v.Buf))}
+	}
+	require.NoError(t, vfd.ReadV(f, back))
+	for i := range back {
+		require.Equal(t, vecs[i].Buf, back[i].Buf, "piece %d", i)
+	}
+	assert.ErrorIs(t, vfd.ReadV(f, []vfd.IOVec{{Off: off - 2, Buf: make([]byte, 4)}}), io.ErrUnexpectedEOF)
+	assert.ErrorIs(t, vfd.WriteV(f, []vfd.IOVec{{Off: -1, Buf: []byte("x")}}), vfd.ErrNegativeOffset)
+	require.NoError(t, f.Close())
+	assert.ErrorIs(t, vfd.WriteV(f, vecs[:1]), vfd.ErrClosed)
+}
