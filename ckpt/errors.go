@@ -39,6 +39,13 @@ var (
 	// ErrNameTaken is returned by Protect for a name another protected
 	// variable already has: names must identify variables (RecoverVarByName).
 	ErrNameTaken = errors.New("ckpt: variable name already protected under another id")
+	// ErrBackground is wrapped by the error of a failed asynchronous
+	// post-processing (inline_lL = 0): the checkpoint stays committed at
+	// L1 and the one before it at its level. The message names the
+	// checkpoint, the level, the ranks that failed and why. Checkpoint
+	// (which then takes no new checkpoint) or Finalize reports it once;
+	// CheckpointDone and CheckpointWait report it without clearing it.
+	ErrBackground = errors.New("ckpt: background post-processing failed")
 	// ErrFinalized is returned by every call after Finalize.
 	ErrFinalized = errors.New("ckpt: runtime finalized")
 	// ErrMetadataLost is returned by Init when a checkpoint's files or

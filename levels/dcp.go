@@ -147,6 +147,8 @@ type checkpointOptions struct {
 	delta     func() DeltaInfo
 	stats     func() DataStats
 	sizeHint  int64
+	// target is the level an L1 checkpoint will be upgraded to ([Staged]).
+	target ID
 }
 
 func buildCheckpointOptions(opts []CheckpointOption) checkpointOptions {
@@ -168,6 +170,14 @@ func buildCheckpointOptions(opts []CheckpointOption) checkpointOptions {
 // same parent.
 func Differential(parent *Manifest, blockSize int, info func() DeltaInfo) CheckpointOption {
 	return func(o *checkpointOptions) { o.parent, o.blockSize, o.delta = parent, blockSize, info }
+}
+
+// Staged marks an L1 checkpoint that the caller will raise to level
+// target with [Engine.Upgrade] (asynchronous post-processing): a
+// differential one may then build on a parent at target, the level its
+// chain will have once upgraded.
+func Staged(target ID) CheckpointOption {
+	return func(o *checkpointOptions) { o.target = target }
 }
 
 // SizeHint tells a level that places the data itself ([DataOpener]) the
@@ -229,7 +239,7 @@ func (e *Engine) checkParent(o *checkpointOptions, lvl ID) ([]uint64, error) {
 	switch {
 	case c == nil:
 		return nil, fmt.Errorf("%w: checkpoint %s is not committed, or was found unrecoverable", ErrBadParent, p.Dir())
-	case c.Level != lvl:
+	case c.Level != lvl && (o.target == 0 || c.Level != o.target):
 		return nil, fmt.Errorf("%w: checkpoint %s is at %v, the new one at %v", ErrBadParent, p.Dir(), c.Level, lvl)
 	case c.DCP != nil && c.DCP.BlockSize != o.blockSize:
 		return nil, fmt.Errorf("%w: checkpoint %s has %d-byte dCP blocks, the new one %d", ErrBadParent, p.Dir(), c.DCP.BlockSize, o.blockSize)

@@ -458,7 +458,7 @@ func (e *Engine) writeDirect(p *Pending, opener DataOpener, area Where, write Wr
 // publish renames this rank's files into place and syncs their directories.
 func (e *Engine) publish(p *Pending) error {
 	dirs := map[Where]map[string]bool{}
-	for _, f := range p.Files {
+	for _, f := range p.Files[p.Published:] {
 		if f.Attrs[AttrInContainer] != "" {
 			continue // no file of its own
 		}
