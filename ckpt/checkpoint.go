@@ -47,6 +47,9 @@ func (r *Runtime) Checkpoint(id int64, level int) error {
 // checkpoint takes checkpoint id at lvl, differential when diff asks for
 // it and a parent allows it. The arguments are the same on every rank.
 func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manifest, error) {
+	if r.icp != nil {
+		return nil, fmt.Errorf("%w: checkpoint %d while incremental checkpoint %d is open (FinalizeICP first)", ErrICP, id, r.icp.id)
+	}
 	waited, err := r.awaitPost()
 	if err != nil {
 		return nil, err
@@ -217,6 +220,7 @@ func (r *Runtime) Finalize() error {
 	if err := r.usable("Finalize"); err != nil {
 		return err
 	}
+	r.abortICP()
 	r.closePost()
 	bgErr := r.takePostError()
 	err := r.finalize()

@@ -184,6 +184,11 @@ type Runtime struct {
 	vpr vprState
 	// post is the asynchronous post-processing state (async.go).
 	post postState
+	// icp is the incremental checkpoint open on this rank (icp.go).
+	icp *icpState
+	// icpInactive: the last BeginICP had activate = false, so AddVarICP
+	// and FinalizeICP do nothing until the next BeginICP.
+	icpInactive bool
 }
 
 // usable returns nil when the runtime can take the call.
@@ -656,6 +661,7 @@ func (r *Runtime) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.abortICP()
 	r.closePost() // a checkpoint in flight is finished, or left at L1
 	r.closeStored()
 	if r.reshape != nil {

@@ -46,6 +46,12 @@ var (
 	// (which then takes no new checkpoint) or Finalize reports it once;
 	// CheckpointDone and CheckpointWait report it without clearing it.
 	ErrBackground = errors.New("ckpt: background post-processing failed")
+	// ErrICP is returned for a misuse of incremental checkpoints
+	// (AddVarICP or FinalizeICP without BeginICP, BeginICP or Checkpoint
+	// while one is open, a variable protected after BeginICP) and, on the
+	// ranks concerned, when FinalizeICP finds protected variables that
+	// were never added (then nothing is committed).
+	ErrICP = errors.New("ckpt: incremental checkpoint")
 	// ErrFinalized is returned by every call after Finalize.
 	ErrFinalized = errors.New("ckpt: runtime finalized")
 	// ErrMetadataLost is returned by Init when a checkpoint's files or

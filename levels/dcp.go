@@ -149,6 +149,8 @@ type checkpointOptions struct {
 	sizeHint  int64
 	// target is the level an L1 checkpoint will be upgraded to ([Staged]).
 	target ID
+	// prewritten: the data file exists already ([Prewritten]).
+	prewritten bool
 }
 
 func buildCheckpointOptions(opts []CheckpointOption) checkpointOptions {
@@ -178,6 +180,23 @@ func Differential(parent *Manifest, blockSize int, info func() DeltaInfo) Checkp
 // chain will have once upgraded.
 func Staged(target ID) CheckpointOption {
 	return func(o *checkpointOptions) { o.target = target }
+}
+
+// Prewritten says the caller has already written (part of) this rank's
+// data file under its tmp name ([Engine.NextDataFile]), as an incremental
+// checkpoint does: the engine opens it without truncating it and the
+// [WriteFunc] completes it. Only for a level that does not place the data
+// itself ([DataOpener]).
+func Prewritten() CheckpointOption {
+	return func(o *checkpointOptions) { o.prewritten = true }
+}
+
+// NextDataFile returns the store and the name (tmp suffix included) under
+// which this rank's data file of the next checkpoint at a level writing
+// to area is written: where a [Prewritten] checkpoint's data goes. The
+// name holds until the next checkpoint is taken. Local.
+func (e *Engine) NextDataFile(area Where) (Store, string) {
+	return e.env.Store(area), RankFileName(CheckpointDir(e.nextSeq), RoleData, e.env.Rank) + TmpSuffix
 }
 
 // SizeHint tells a level that places the data itself ([DataOpener]) the
