@@ -68,6 +68,16 @@ func (r *Runtime) openPost() error {
 	if !r.cfg.anyAsync() {
 		return nil
 	}
+	if tl, ok := r.c.(interface{ ThreadLevel() (int, bool) }); ok {
+		if _, serialised := tl.ThreadLevel(); serialised {
+			// Two goroutines of a rank blocked in MPI calls would deadlock
+			// on the serialising mutex (docs: MPI_THREAD_MULTIPLE needed).
+			if r.c.Rank() == 0 {
+				r.log.Warn("inline_lN = 0 ignored: MPI granted less than MPI_THREAD_MULTIPLE, so post-processing stays on the solver's path")
+			}
+			return nil
+		}
+	}
 	pc, err := r.c.Split(0, r.c.Rank())
 	if err != nil {
 		return fmt.Errorf("ckpt: communicator for background post-processing: %w", err)
