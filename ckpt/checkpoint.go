@@ -222,8 +222,12 @@ func (r *Runtime) Finalize() error {
 	}
 	r.abortICP()
 	r.closePost()
+	r.drainStaging()
 	bgErr := r.takePostError()
 	err := r.finalize()
+	if err == nil {
+		r.cleanStageDir()
+	}
 	if bgErr != nil {
 		return errors.Join(fmt.Errorf("ckpt: finalize: %w", bgErr), err)
 	}

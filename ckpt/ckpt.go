@@ -189,6 +189,8 @@ type Runtime struct {
 	// icpInactive: the last BeginICP had activate = false, so AddVarICP
 	// and FinalizeICP do nothing until the next BeginICP.
 	icpInactive bool
+	// stage is the staging queue (staging.go).
+	stage stager
 }
 
 // usable returns nil when the runtime can take the call.
@@ -663,6 +665,7 @@ func (r *Runtime) Close() error {
 	r.closed = true
 	r.abortICP()
 	r.closePost() // a checkpoint in flight is finished, or left at L1
+	r.drainStaging()
 	r.closeStored()
 	if r.reshape != nil {
 		r.reshape.close()

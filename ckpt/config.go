@@ -63,6 +63,10 @@ type Config struct {
 	// it at L (see the package documentation). FTI needs head = 1 for
 	// this; ftigo does not. Indexes 0 and 1 are unused.
 	Async [5]bool
+	// EnableStaging enables the staging calls ([basic] enable_staging):
+	// [Runtime.SendFile] copies node-local files to global storage in the
+	// background.
+	EnableStaging bool
 	// MaxVarID is the largest protectable id ([basic] max_var_id).
 	MaxVarID int
 	// BlockSize is the message size for L2/L3 transfers, in bytes
@@ -531,7 +535,7 @@ var sections = map[string]map[string]setter{
 		"inline_l4":             inlineKey(4),
 		"ckpt_io":               ckptIOKey,
 		"glbl_stash_dir":        ignoreKey,
-		"enable_staging":        ignoreKey,
+		"enable_staging":        flagKey(func(c *Config) *bool { return &c.EnableStaging }),
 		"keep_heads_alive":      ignoreKey,
 		"cacheddcp":             ignoreKey,
 		"h5_single_file_enable": iniBoolKey(func(c *Config) *bool { return &c.H5SingleFileEnable }),
@@ -593,7 +597,6 @@ var featureKeys = []featureKey{
 	{"basic", "ckpt_io", intOutside(1, 6), "is not an FTI I/O mode (1..6); FTI falls back to POSIX, ftigo writes FTI-FF as always"},
 	{"basic", "head", intNonZero, "dedicated head ranks are not implemented: every rank is an application rank, and post-processing runs inline or (inline_lN = 0) in a background goroutine of each rank"},
 	{"basic", "keep_heads_alive", intNonZero, "there are no head ranks in ftigo"},
-	{"basic", "enable_staging", intNonZero, "staging (FTI_SendFile) is not implemented"},
 	{"basic", "h5_single_file_inline", iniFalse, "head ranks are not implemented: the level-9 HDF5 file is written inline by the application ranks"},
 	{"restart", "failure", intIn(3), "ftigo needs no request for a variate processor restart: a restart on another number of ranks recovers the global datasets from any checkpoint (or level-9 HDF5 file) by itself"},
 	{"restart", "failure", intIn(1, 2), "ftigo keeps the restart state in meta_dir and decides from it whether this is a restart"},
@@ -908,6 +911,7 @@ func FormatConfig(c Config) ([]byte, error) {
 	kv("l3_parity", c.L3Parity)
 	kv("verbosity", c.Verbosity)
 	kv("head", b01(c.Head))
+	kv("enable_staging", b01(c.EnableStaging))
 	for l := 2; l <= 4; l++ {
 		kv(fmt.Sprintf("inline_l%d", l), b01(!c.Async[l]))
 	}

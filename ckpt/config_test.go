@@ -333,7 +333,6 @@ func TestConfigFeatureKeys(t *testing.T) {
 		{"dcp_l4 = 5", "cfg:2: [basic] dcp_l4 = 5: enable_dcp is off, so Snapshot takes these checkpoints whole"},
 		{"dcp_l1 = 30s", "[basic] dcp_l1 = 30s: enable_dcp is off"},
 		{"enable_dcp = 0\ndcp_l4 = 5", "[basic] dcp_l4 = 5: enable_dcp is off"},
-		{"enable_staging = 1", "[basic] enable_staging = 1 ignored: staging"},
 		{"h5_single_file_inline = 0", "[basic] h5_single_file_inline = 0 ignored: head ranks are not implemented: the level-9 HDF5 file is written inline"},
 		{"h5_single_file_inline = no", "[basic] h5_single_file_inline = no ignored"},
 		{"head = 1", "[basic] head = 1 ignored: dedicated head ranks"},
@@ -360,6 +359,7 @@ func TestConfigFeatureKeys(t *testing.T) {
 		{"dcp_l4 = 0", ""},
 		{"dcp_mode = 1\ndcp_block_size = 512\ndcp_stack_size = 5\ncacheddcp = 1", ""},
 		{"enable_staging = 0", ""},
+		{"enable_staging = 1", ""}, // implemented
 		{"inline_l2 = 1\ninline_l3 = 1\ninline_l4 = 1", ""},
 		{"inline_l2 = 0\ninline_l3 = 0\ninline_l4 = 0", ""}, // implemented: background post-processing
 		{"inline_l2 =", ""},                                 // empty is 0 in FTI: background too

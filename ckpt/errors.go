@@ -52,6 +52,10 @@ var (
 	// ranks concerned, when FinalizeICP finds protected variables that
 	// were never added (then nothing is committed).
 	ErrICP = errors.New("ckpt: incremental checkpoint")
+	// ErrStaging is returned by the staging calls (StageDir, SendFile,
+	// StageStatus, StageWait) without enable_staging = 1, or for a bad
+	// request.
+	ErrStaging = errors.New("ckpt: staging")
 	// ErrFinalized is returned by every call after Finalize.
 	ErrFinalized = errors.New("ckpt: runtime finalized")
 	// ErrMetadataLost is returned by Init when a checkpoint's files or
