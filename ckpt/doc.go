@@ -250,6 +250,16 @@
 // makes all three calls do nothing, as in FTI. An iCP is never
 // differential (FTI's FTI-FF iCP is not either).
 //
+// Staging (FTI_SendFile, enable_staging = 1): [Runtime.StageDir] is the
+// node's ckpt_dir/node%04d/stage, [Runtime.SendFile] queues a copy of a
+// node-local file to global storage and returns a request id,
+// [Runtime.StageStatus] (FTI's FTI_SI_* values) and [Runtime.StageWait]
+// follow it. A goroutine of the rank copies the requests one at a time in
+// queue order, to a tmp name, synced, renamed and its directory synced:
+// the destination is absent or complete, never partial. Finalize and
+// Close wait for the queue; Finalize removes the staging directory, as
+// FTI does. FTI copies in the head rank, or synchronously without one.
+//
 // # Configuration
 //
 // [LoadConfig] reads FTI's config.fti with FTI's INI syntax (that of the
