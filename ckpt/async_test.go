@@ -408,3 +408,66 @@ func TestAsyncDCP(t *testing.T) {
 		})
 	}
 }
+
+// TestAsyncFinalize: Finalize right after an asynchronous checkpoint
+// waits for its post-processing and keeps it (keep_last_ckpt) for the
+// next run; a background failure is reported by Finalize after it kept
+// the L1 commit.
+func TestAsyncFinalize(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fail=%v", fail), func(t *testing.T) {
+			core := vfd.NewCore()
+			cfg := asyncConfig("/", 2)
+			cfg.KeepLastCkpt = true
+			local := vfd.Driver(core)
+			if fail {
+				local = vfd.NewFault(core, vfd.OnPath("*partner*", []vfd.OpKind{vfd.OpOpen}, errors.New("partner node gone")))
+			}
+			errs := make([]error, 4)
+			require.NoError(t, comm.Run(4, func(c comm.Comm) error {
+				r, err := Init(cfg, c, WithDrivers(local, core, core), WithLogger(zap.NewNop()))
+				if err != nil {
+					return err
+				}
+				x, ver := version(c.Rank(), 5), []int64{5}
+				if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
+					return err
+				}
+				if err := r.Checkpoint(5, 2); err != nil {
+					return err
+				}
+				errs[c.Rank()] = r.Finalize()
+				return nil
+			}, comm.WithTimeout(30*time.Second)))
+			for rank, err := range errs {
+				if fail {
+					require.ErrorIs(t, err, ErrBackground, "rank %d", rank)
+					assert.Contains(t, err.Error(), "partner node gone")
+				} else {
+					require.NoError(t, err, "rank %d", rank)
+				}
+			}
+			// Kept at L4 either way: every node-local directory may go.
+			lose(t, core, cfg, 4)
+			require.NoError(t, comm.Run(4, func(c comm.Comm) error {
+				r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()))
+				if err != nil {
+					return err
+				}
+				defer r.Close()
+				if r.Status() != RestartKept || r.Recovered().Level != levels.L4 || r.Recovered().ID != 5 {
+					return fmt.Errorf("rank %d: status %v from %v", c.Rank(), r.Status(), r.Recovered())
+				}
+				var x []uint64
+				ver := []int64{0}
+				if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Recover()); err != nil {
+					return err
+				}
+				if !assert.ObjectsAreEqual(version(c.Rank(), 5), x) || ver[0] != 5 {
+					return fmt.Errorf("rank %d: kept data differs", c.Rank())
+				}
+				return nil
+			}, comm.WithTimeout(30*time.Second)))
+		})
+	}
+}
