@@ -249,11 +249,11 @@ func ftigo_capi_init_icp(id, level, activate C.int) C.int {
 }
 
 //export ftigo_capi_icp_step
-func ftigo_capi_icp_step(fn *C.char, end C.int) C.int {
+func ftigo_capi_icp_step(fn *C.char, varID, end C.int) C.int {
 	mu.Lock()
 	defer mu.Unlock()
 	f, _ := goString(fn)
-	return C.int(lib.icpStep(f, end != 0))
+	return C.int(lib.icpStep(f, int(varID), end != 0))
 }
 
 //export ftigo_capi_print

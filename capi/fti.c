@@ -245,8 +245,8 @@ int64_t FTI_GetStoredSize(int id) { return ftigo_capi_stored_size(id); }
 void *FTI_Realloc(int id, void *ptr) { return ftigo_capi_realloc(id, ptr); }
 
 int FTI_InitICP(int id, int level, bool activate) { return ftigo_capi_init_icp(id, level, activate ? 1 : 0); }
-int FTI_AddVarICP(int varId) { (void)varId; return ftigo_capi_icp_step((char *)"FTI_AddVarICP", 0); }
-int FTI_FinalizeICP(void) { return ftigo_capi_icp_step((char *)"FTI_FinalizeICP", 1); }
+int FTI_AddVarICP(int varId) { return ftigo_capi_icp_step((char *)"FTI_AddVarICP", varId, 0); }
+int FTI_FinalizeICP(void) { return ftigo_capi_icp_step((char *)"FTI_FinalizeICP", 0, 1); }
 
 #define STAGING "staging (enable_staging) does not exist yet"
 

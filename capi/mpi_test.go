@@ -443,7 +443,7 @@ func TestErrorPaths(t *testing.T) {
 			"handle 99 is not a type",
 			"L4 dCP requested, but dCP is disabled (enable_dcp = 0): the checkpoint is taken whole at L4",
 			"FTI_Checkpoint: dCP only implemented for level 4! setting to level 1...",
-			"FTI_InitICP is not implemented by ftigo",
+			"FTI_FinalizeICP: incremental checkpoint not committed",
 			"FTI_SendFile is not implemented by ftigo",
 			"FTI_DefineGlobalDataset is not implemented by ftigo",
 			"FTI_Recover: nothing to recover",
