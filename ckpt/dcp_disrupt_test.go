@@ -187,7 +187,8 @@ func TestDCPCorruption(t *testing.T) {
 // directories of consecutive and non-consecutive nodes erased, and (L3)
 // one node more than the code tolerates. Every layer is rebuilt from its
 // own redundancy where the level allows, and the restart is refused
-// clearly where it does not.
+// clearly where it does not. Every row runs twice: post-processing
+// inline, and in the background (inline_lL = 0).
 func TestDCPDisruptionMatrix(t *testing.T) {
 	type disruption struct {
 		name  string
