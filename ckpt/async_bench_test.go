@@ -21,8 +21,9 @@ import (
 // blocked time of the inline checkpoint; async/raw, the time Checkpoint
 // blocks the solver with the background post-processing; durable/raw,
 // the time until the asynchronous checkpoint is committed at its level
-// (Checkpoint and CheckpointWait); and async/sync. The goal is
-// async/raw within 1.1 of an L1 checkpoint.
+// (Checkpoint and CheckpointWait); async/sync; and async/L1, against an
+// L1 checkpoint of the same data taken in the same rotation (the issue's
+// goal: at most 1.1).
 func BenchmarkCheckpointAsync(b *testing.B) {
 	data := make([][]float64, benchRanks)
 	for r := range data {
@@ -39,7 +40,9 @@ func BenchmarkCheckpointAsync(b *testing.B) {
 			cfgAsync.BlockSize = DefaultConfig().BlockSize
 			cfgAsync.Async[level] = true
 			b.SetBytes(benchRanks * benchBytes)
-			const nPhase = 3 // raw, sync, async
+			cfgL1 := testConfig(b.TempDir(), 1)
+			cfgL1.GroupSize = 2
+			const nPhase = 4 // raw, sync, async, L1
 			var wall [nPhase]time.Duration
 			var durable time.Duration
 			b.ResetTimer()
@@ -52,11 +55,15 @@ func BenchmarkCheckpointAsync(b *testing.B) {
 				if err != nil {
 					return err
 				}
+				rl, err := Init(cfgL1, c, WithLogger(benchLogger()))
+				if err != nil {
+					return err
+				}
 				x := data[c.Rank()]
 				if err := Protect(rs, 0, &x); err != nil {
 					return err
 				}
-				if err := Protect(ra, 0, &x); err != nil {
+				if err := errors.Join(Protect(ra, 0, &x), Protect(rl, 0, &x)); err != nil {
 					return err
 				}
 				name := filepath.Join(rawDir, fmt.Sprintf("raw%d", c.Rank()))
@@ -74,6 +81,8 @@ func BenchmarkCheckpointAsync(b *testing.B) {
 							err = rs.Checkpoint(int64(i+1), level)
 						case 2:
 							err = ra.Checkpoint(int64(i+1), level)
+						case 3:
+							err = rl.Checkpoint(int64(i+1), 1)
 						}
 						if err != nil {
 							return err
@@ -98,9 +107,10 @@ func BenchmarkCheckpointAsync(b *testing.B) {
 						_ = (vfd.Sec2{}).Remove(name)
 						rs.Wait()
 						ra.Wait()
+						rl.Wait()
 					}
 				}
-				return errors.Join(rs.Finalize(), ra.Finalize())
+				return errors.Join(rs.Finalize(), ra.Finalize(), rl.Finalize())
 			})
 			b.StopTimer()
 			if err != nil {
@@ -110,6 +120,8 @@ func BenchmarkCheckpointAsync(b *testing.B) {
 			b.ReportMetric(float64(wall[2])/float64(wall[0]), "async/raw")
 			b.ReportMetric(float64(durable)/float64(wall[0]), "durable/raw")
 			b.ReportMetric(float64(wall[2])/float64(wall[1]), "async/sync")
+			b.ReportMetric(float64(wall[2])/float64(wall[3]), "async/L1")
+			b.ReportMetric(float64(wall[3])/float64(wall[0]), "L1/raw")
 		})
 	}
 }
