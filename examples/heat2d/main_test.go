@@ -194,3 +194,19 @@ func TestDemoAsync(t *testing.T) {
 	assert.Regexp(t, `committed at L1, L[234] in the background`, string(log))
 	assert.Regexp(t, `\(L1 -> L[234]\) post-processed in the background`, string(log))
 }
+
+// TestDemoAsyncKillInBackground SIGKILLs the job right after checkpoint 3
+// (L3) returned, while its parity is being encoded in the background, and
+// deletes node 2: the restart is checkpoint 3 at L3 if its upgrade
+// committed before the kill, else checkpoint 2 at L2 (checkpoint 3 at L1
+// only, lost with node 2) — never a mix — and the run ends bit-identical.
+func TestDemoAsyncKillInBackground(t *testing.T) {
+	o := smallOptions(t, "-io-latency", "30ms", "-async", "-kill", "after:3")
+	var out bytes.Buffer
+	require.NoError(t, demo(o, &out), out.String())
+	report := out.String()
+	assert.Contains(t, report, "lost node: deleted node0002's local storage")
+	assert.Regexp(t, `restarted \(restart\) from checkpoint (3 \(L3\) at iteration 150|2 \(L2\) at iteration 100)`, report)
+	assert.Contains(t, report, "bit-identical to the uninterrupted run (1280 values)")
+	assert.True(t, strings.HasSuffix(strings.TrimSpace(report), "OK"), report)
+}
