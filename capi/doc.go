@@ -104,9 +104,9 @@
 //	FTI_Print                      implemented (FTI_DBUG, FTI_INFO on rank 0, FTI_WARN, FTI_EROR, FTI_IDCP)
 //	FTI_InitICP                    implemented (ckpt's BeginICP); activate = false makes it and the next AddVarICP/FinalizeICP no-ops (as FTI)
 //	FTI_AddVarICP, FTI_FinalizeICP implemented (FinalizeICP: FTI_NSCS on every rank, nothing committed, when a protected variable was not added)
-//	FTI_GetStageDir                not implemented (staging): FTI_NSCS
-//	FTI_SendFile                   not implemented (staging): FTI_NSCS
-//	FTI_GetStageStatus             not implemented (staging): FTI_NSCS
+//	FTI_GetStageDir                implemented with enable_staging = 1 (ckpt_dir/node%04d/stage); FTI_NSCS otherwise
+//	FTI_SendFile                   implemented with enable_staging = 1: a background copy (atomic at its destination), returns the request id
+//	FTI_GetStageStatus             implemented with enable_staging = 1: FTI_SI_NINI .. FTI_SI_FAIL
 //	FTI_InitGroup, FTI_RenameGroup not implemented (HDF5): FTI_NSCS
 //	FTI_SetAttribute               not implemented (HDF5 metadata): FTI_NSCS
 //	FTI_DefineDataset              not implemented (HDF5): FTI_NSCS
