@@ -100,7 +100,11 @@ func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, er
 	if err := e.agree(perr, "check the data files of "+cur.Dir()); err != nil {
 		return nil, st, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 	}
-	perr = level.Protect(env, p)
+	if o, ok := level.(DataOpener); ok && o.OpensData() {
+		perr = e.upgradeDirect(o, p)
+	} else {
+		perr = level.Protect(env, p)
+	}
 	if perr == nil && p.DigestPending {
 		perr = fmt.Errorf("%w (level %v)", ErrDigestNotRecorded, lvl)
 	}
@@ -132,6 +136,55 @@ func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, er
 	st.Clean = env.Now().Sub(t)
 	st.Total = env.Now().Sub(start)
 	return up, st, nil
+}
+
+// upgradeDirect post-processes p for a level that places the data itself
+// (the inline L4): each rank copies its published data file into its
+// task of the container the level opens, as the inline L4 writes it, so
+// that nothing is read back; the local file stays, as the local copy the
+// non-inline L4 keeps. Collective.
+func (e *Engine) upgradeDirect(o DataOpener, p *Pending) error {
+	env := e.env
+	data := p.Files[0]
+	f, err := o.OpenData(env, p, data.Size)
+	if err != nil {
+		return err
+	}
+	s := env.Store(data.Where)
+	cerr := copyFileInto(f, s.Driver, s.Path(data.Name), data.Size, transfer(env))
+	if cerr == nil {
+		cerr = f.Sync()
+	}
+	cerr = errors.Join(cerr, f.Close())
+	if err := Agree(env.Comm, cerr, "copy data into the L4 container"); err != nil {
+		return errors.Join(err, o.AbortData(env, p, f))
+	}
+	if err := o.ProtectData(env, p, f); err != nil {
+		return err
+	}
+	delete(p.Files[0].Attrs, AttrInContainer) // the data file exists too
+	return nil
+}
+
+// copyFileInto copies size bytes of the named file into dst in pieces.
+func copyFileInto(dst vfd.File, d vfd.Driver, name string, size int64, piece int) error {
+	in, err := vfd.OpenRead(d, name)
+	if err != nil {
+		return fmt.Errorf("open data file: %w", err)
+	}
+	defer in.Close()
+	buf := make([]byte, min(int64(piece), max(size, 1)))
+	for off := int64(0); off < size; {
+		n := min(int64(len(buf)), size-off)
+		if err := vfd.ReadFull(in, buf[:n], off); err != nil {
+			return fmt.Errorf("read %s at %d: %w", name, off, err)
+		}
+		if _, err := dst.WriteAt(buf[:n], off); err != nil {
+			return fmt.Errorf("write %s at %d: %w", dst.Name(), off, err)
+		}
+		off += n
+	}
+	return nil
 }
 
 // cloneFile copies f with its own attribute map.
