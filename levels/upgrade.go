@@ -89,21 +89,29 @@ func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, er
 		// data file votes no before Protect.
 	}
 	t := env.Now()
-	if r, ok := level.(DataReader); ok && r.ReadsData() && perr == nil && files[0].Attrs[AttrDigest] != "" {
+	if err := e.agree(perr, "find the data files of "+cur.Dir()); err != nil {
+		return nil, st, fmt.Errorf("%w: %w", ErrVoteFailed, err)
+	}
+	var verified chan error
+	if r, ok := level.(DataReader); ok && r.ReadsData() && files[0].Attrs[AttrDigest] != "" {
 		// The L1 digest is of another kind (the FTI-FF checksum): the file
-		// is checked against it, and the level's transfer records the
-		// BLAKE3 of the bytes it reads, as for a synchronous checkpoint.
-		perr = VerifyFile(env.Store(files[0].Where), files[0])
+		// is checked against it while the level's transfer reads it and
+		// records the BLAKE3 of the bytes it sends, as for a synchronous
+		// checkpoint; a failed check fails the vote below.
+		verified = make(chan error, 1)
+		go func(f File) { verified <- VerifyFile(env.Store(f.Where), f) }(cloneFile(files[0]))
 		delete(files[0].Attrs, AttrDigest)
 		p.DigestPending = true
-	}
-	if err := e.agree(perr, "check the data files of "+cur.Dir()); err != nil {
-		return nil, st, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 	}
 	if o, ok := level.(DataOpener); ok && o.OpensData() {
 		perr = e.upgradeDirect(o, p)
 	} else {
 		perr = level.Protect(env, p)
+	}
+	if verified != nil {
+		if verr := <-verified; verr != nil {
+			perr = errors.Join(perr, fmt.Errorf("the data file changed since its L1 commit: %w", verr))
+		}
 	}
 	if perr == nil && p.DigestPending {
 		perr = fmt.Errorf("%w (level %v)", ErrDigestNotRecorded, lvl)

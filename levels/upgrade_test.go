@@ -109,3 +109,40 @@ func TestUpgradeFailureKeepsL1(t *testing.T) {
 		assert.Equal(t, L1, ms[r].Level)
 	}
 }
+
+// TestUpgradeChecksTheL1File: a data file damaged between its L1 commit
+// and the upgrade fails the upgrade (the partner copy would carry the
+// damage): the checkpoint stays at L1.
+func TestUpgradeChecksTheL1File(t *testing.T) {
+	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
+	errs := make([]error, 4)
+	require.NoError(t, w.run(func(e *Engine) error {
+		m, _, err := e.Checkpoint(1, L1, ftiffWrite(e.env.Rank, 1))
+		if err != nil {
+			return err
+		}
+		if d, _ := m.DataFile(e.env.Rank); d.Attrs[AttrDigest] != DigestFTIFF {
+			return errors.New("the L1 data file has no FTI-FF digest: the test does not test the check")
+		}
+		if err := e.env.Comm.Barrier(); err != nil {
+			return err
+		}
+		if e.env.Rank == 1 {
+			d, _ := m.DataFile(1)
+			w.corrupt(e.env.Local.Path(d.Name))
+		}
+		if err := e.env.Comm.Barrier(); err != nil {
+			return err
+		}
+		_, _, errs[e.env.Rank] = e.Upgrade(m, L2, nil)
+		if c := e.Committed(); len(c) != 1 || c[0].Level != L1 {
+			return errors.New("checkpoint not left at L1")
+		}
+		return nil
+	}))
+	for r, err := range errs {
+		require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
+		assert.Contains(t, err.Error(), "ranks [1]")
+		assert.Contains(t, err.Error(), "changed since its L1 commit")
+	}
+}
