@@ -26,15 +26,10 @@ type postState struct {
 	c       comm.Comm        // private communicator (nil: no asynchronous level)
 	running chan postResult  // the job in flight, nil when none
 	job     *levels.Manifest // the L1 checkpoint being upgraded
-	target  levels.ID        // the level it is raised to
 	// err is a background failure not yet reported by Checkpoint or
 	// Finalize (CheckpointDone and CheckpointWait report it without
 	// clearing it).
 	err error
-	// waited is how long the last Checkpoint waited for the poster.
-	waited time.Duration
-	// upgraded counts the checkpoints raised in the background.
-	upgraded int
 	// hook, when set, runs in the poster before its work (tests).
 	hook func()
 }
@@ -42,7 +37,6 @@ type postState struct {
 // postResult is what the poster hands back.
 type postResult struct {
 	m   *levels.Manifest // the upgraded manifest (nil on failure)
-	img bool             // the image of the L1 checkpoint carries over
 	err error
 }
 
@@ -110,7 +104,7 @@ func (r *Runtime) closePost() {
 // startPost raises committed L1 checkpoint m to lvl in the background.
 func (r *Runtime) startPost(m *levels.Manifest, lvl levels.ID) {
 	ch := make(chan postResult, 1)
-	r.post.running, r.post.job, r.post.target = ch, m, lvl
+	r.post.running, r.post.job = ch, m
 	eng, pc, log, now, rank, hook := r.eng, r.post.c, r.log, r.now, r.c.Rank(), r.post.hook
 	go func() {
 		if hook != nil {
@@ -119,7 +113,7 @@ func (r *Runtime) startPost(m *levels.Manifest, lvl levels.ID) {
 		start := now()
 		up, st, err := eng.Upgrade(m, lvl, pc)
 		if err != nil {
-			err = fmt.Errorf("ckpt: %w: checkpoint %d (%s) stays committed at L1, not raised to %v: %w", ErrBackground, m.ID, m.Dir(), lvl, err)
+			err = fmt.Errorf("%w: checkpoint %d (%s) stays committed at L1, not raised to %v: %w", ErrBackground, m.ID, m.Dir(), lvl, err)
 			if rank == 0 {
 				log.Warn(err.Error(), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl))
 			}
@@ -153,7 +147,6 @@ func (r *Runtime) applyPost(res postResult) {
 		r.post.err = res.err
 		return
 	}
-	r.post.upgraded++
 	if img, ok := r.images[job.Seq]; ok {
 		r.keepImage(res.m, img)
 	}
