@@ -1,3 +1,5 @@
+//lint:file-ignore U1000 the C entry points in capi.go (build tag mpi) are the only callers of some methods; staticcheck -tags mpi checks them
+
 package main
 
 import (
@@ -74,6 +76,9 @@ type library struct {
 	names     map[string]int // FTI_setIDFromString
 	idNames   map[int]string
 	stored    map[int]int64 // sizes in the newest checkpoint this run took
+	groups    *groupTable   // FTI_InitGroup
+	dsGroup   map[int]int   // global dataset id -> its group
+	subsetOf  map[int]int   // variable id -> the global dataset it is a subset of
 
 	reallocID  int // FTI_Realloc in progress (-1: none)
 	reallocPtr unsafe.Pointer
@@ -182,6 +187,7 @@ func (l *library) init(path string, c comm.Comm) int {
 	l.status = int(rt.Status())
 	l.types = newTypeTable(l.sizes)
 	l.vars, l.names, l.idNames, l.stored = map[int]*cvar{}, map[string]int{}, map[int]string{}, map[int]int64{}
+	l.groups, l.dsGroup, l.subsetOf = newGroupTable(), map[int]int{}, map[int]int{}
 	if c.Rank() == 0 {
 		log.Info("FTI has been initialized by ftigo", zap.String("config", path), zap.Int("ranks", c.Size()),
 			zap.Int("status", l.status))
@@ -194,6 +200,7 @@ func (l *library) release() {
 	l.state, l.finalized = stateNone, true
 	l.rt, l.comm, l.log, l.initErr = nil, nil, nil, nil
 	l.vars, l.names, l.idNames, l.stored, l.types = nil, nil, nil, nil, nil
+	l.groups, l.dsGroup, l.subsetOf = nil, nil, nil
 	l.status = 0
 }
 
@@ -348,8 +355,8 @@ func (l *library) resize(id int, n int64) ([]byte, error) {
 	return unsafe.Slice((*byte)(p), n), nil
 }
 
-// mapLevel turns FTI_Checkpoint's level into an ftigo level (1..4, or 8
-// for FTI_L4_DCP), or says why it cannot be taken. Levels 5-7 stay FTI's
+// mapLevel turns FTI_Checkpoint's level into an ftigo level (1..4, 8
+// for FTI_L4_DCP, 9 for FTI_L4_H5_SINGLE), or says why it cannot be taken. Levels 5-7 stay FTI's
 // full L1-L3 here (ftigo's Go API makes them differential).
 func mapLevel(level int) (int, string, bool) {
 	switch {
@@ -361,8 +368,10 @@ func mapLevel(level int) (int, string, bool) {
 		// FTI_L4_DCP: differential with enable_dcp, else whole with
 		// FTI's warning (the runtime decides).
 		return level, "", true
-	case level == 9:
-		return 0, "level 9 (FTI_L4_H5_SINGLE): HDF5 single-file checkpoints are not implemented in ftigo yet", false
+	case level == ckpt.LevelH5Single:
+		// FTI_L4_H5_SINGLE: one HDF5 file with h5_single_file_enable,
+		// refused by the runtime otherwise.
+		return level, "", true
 	}
 	return 0, fmt.Sprintf("Invalid level id %d! Aborting checkpoint creation... (use FTI_L1..FTI_L4)", level), false
 }
@@ -398,7 +407,12 @@ func (l *library) checkpoint(id, level int) int {
 	case err != nil:
 		return l.fail(fn, fmt.Sprintf("Checkpoint with ID %d at Level %d failed", id, lvl), zap.Error(err))
 	}
-	l.committed()
+	if lvl != ckpt.LevelH5Single {
+		// A level-9 file stands outside the levels' rotation: it
+		// supersedes no restart data and is not what FTI_Recover reads
+		// in this run.
+		l.committed()
+	}
 	return codeCheckpoint
 }
 
@@ -443,6 +457,9 @@ func (l *library) recover(fn string) int {
 	if !l.ready(fn) {
 		return codeNoRecovery
 	}
+	if l.rt.Reshaped() {
+		return l.recoverReshaped(fn)
+	}
 	stored, err := l.rt.StoredVars()
 	if errors.Is(err, ckpt.ErrNoCheckpoint) { // the same on every rank
 		l.logger().Warn(fn + ": nothing to recover: this run is not a restart, or a checkpoint taken since superseded the restart data")
@@ -469,6 +486,26 @@ func (l *library) recover(fn string) int {
 	if l.rank == 0 {
 		m := l.rt.Recovered()
 		l.log.Info(fmt.Sprintf("Recovered %d variables from checkpoint %d (%v)", len(l.vars), m.ID, m.Level))
+	}
+	return codeSuccess
+}
+
+// recoverReshaped is FTI_Recover on a restart from data another number
+// of ranks (or placement, or a level-9 file) wrote: collective, every
+// rank receives its subsets of the global datasets from whichever old
+// ranks hold them, and the result is the same on every rank. Each
+// variable must be protected with its subset's count (or resized with
+// FTI_Realloc first).
+func (l *library) recoverReshaped(fn string) int {
+	if err := l.rt.Recover(); err != nil {
+		l.logger().Warn(fn+fmt.Sprintf(": recovery from the checkpoint of %d ranks on %d failed", l.rt.OldRanks(), l.comm.Size()), zap.Error(err))
+		return codeNoRecovery
+	}
+	l.status = 0
+	if l.rank == 0 {
+		m := l.rt.Recovered()
+		l.log.Info(fmt.Sprintf("Recovered %d variables from checkpoint %d (%v) written by %d ranks, redistributed on %d",
+			len(l.vars), m.ID, m.Level, l.rt.OldRanks(), l.comm.Size()))
 	}
 	return codeSuccess
 }
@@ -512,7 +549,8 @@ func (l *library) recoverVarInit() int {
 	if !l.ready(fn) {
 		return codeFailure
 	}
-	if l.status == 0 {
+	if l.status == 0 || l.rt.Reshaped() {
+		// A redistributing restart's metadata was read by FTI_Init.
 		return codeSuccess
 	}
 	if _, err := l.rt.StoredVars(); err != nil {
@@ -528,7 +566,9 @@ func (l *library) recoverVar(id int) int {
 	if !l.ready(fn) {
 		return codeFailure
 	}
-	if _, ok := l.vars[id]; !ok {
+	if _, ok := l.vars[id]; !ok && !l.rt.Reshaped() {
+		// On a redistributing restart the call is collective and the
+		// runtime fails it on every rank.
 		return l.fail(fn, fmt.Sprintf("variable %d is not protected", id))
 	}
 	if err := l.rt.RecoverVar(id); err != nil {
@@ -638,6 +678,12 @@ func (l *library) lookupName(name string) (int, bool) {
 				return int(v.ID), true
 			}
 		}
+		return 0, false
+	}
+	// A restart of another shape: the old rank this rank takes its
+	// variables from answers.
+	if id, err := l.rt.IDByName(name); err == nil {
+		return id, true
 	}
 	return 0, false
 }
@@ -677,9 +723,9 @@ func (l *library) setIDFromString(name string, isNull bool) int {
 		for i := range l.idNames {
 			used[i] = true
 		}
-		if stored, err := l.rt.StoredVars(); err == nil {
-			for _, v := range stored {
-				used[int(v.ID)] = true
+		if stored, err := l.rt.StoredIDs(); err == nil {
+			for _, id := range stored {
+				used[id] = true
 			}
 		}
 		id = -1

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -96,7 +97,7 @@ func TestMapLevel(t *testing.T) {
 	}{
 		{1, 1, true, ""}, {2, 2, true, ""}, {3, 3, true, ""}, {4, 4, true, ""},
 		{5, 1, true, "setting to level 1"}, {6, 2, true, "setting to level 2"}, {7, 3, true, "setting to level 3"},
-		{8, 8, true, ""}, {9, 0, false, "FTI_L4_H5_SINGLE"},
+		{8, 8, true, ""}, {9, 9, true, ""},
 		{0, 0, false, "Invalid level id 0"}, {-3, 0, false, "Invalid level id -3"}, {10, 0, false, "Invalid level id 10"},
 	} {
 		out, msg, ok := mapLevel(tc.in)
@@ -482,10 +483,11 @@ func TestLevelsAgreed(t *testing.T) {
 			expect("0 and 0", l.checkpoint(1, 0), codeFailure),
 			expect("ids differ", l.checkpoint(pick(1, 2), 1), codeFailure),
 			expect("5 and 1: both L1", l.checkpoint(1, pick(5, 1)), codeCheckpoint),
-			expect("then L2", l.checkpoint(2, 2), codeCheckpoint))
+			expect("then L2", l.checkpoint(2, 2), codeCheckpoint),
+			expect("9 without h5_single_file_enable", l.checkpoint(3, 9), codeFailure))
 	})
-	assert.Contains(t, log.String(), "ranks passed different ids or levels")
-	assert.Contains(t, log.String(), "level 9 (FTI_L4_H5_SINGLE)")
+	assert.Contains(t, log.String(), "ranks passed different ids or levels (here id 1, level 9)")
+	assert.Contains(t, log.String(), "Checkpoint with ID 3 at Level 9 failed (error=ckpt: checkpoint level 9 (FTI_L4_H5_SINGLE): levels: level not available: set h5_single_file_enable = 1)")
 }
 
 // TestCheckpointL4DCP: FTI_Checkpoint(id, FTI_L4_DCP) takes a differential
@@ -539,4 +541,148 @@ func TestCheckpointL4DCP(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestGlobalDatasetsInProcess drives the dataset entry points over
+// in-process ranks: 3 ranks checkpoint a global dataset at L1; 2 ranks
+// restart from it (status 1), find the variable by name, learn the shape
+// with FTI_RecoverDatasetDimension, take a level-9 checkpoint that leaves
+// the restart pending, recover every element and take another level-9
+// checkpoint; 3 ranks restart from that file (status 3).
+func TestGlobalDatasetsInProcess(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 1, "h5_single_file_enable = 1")
+	log := &syncBuffer{}
+	const n = 10
+	value := func(i int64) float64 { return float64(i)*1.5 - 3 }
+	part := func(c comm.Comm) (int64, int64) {
+		first := int64(n * c.Rank() / c.Size())
+		return first, int64(n*(c.Rank()+1)/c.Size()) - first
+	}
+	// declare defines the dataset; on a restart (shape 1) with the shape
+	// the checkpoint recorded.
+	declare := func(l *library, c comm.Comm, x []float64, shape int64) error {
+		first, cnt := part(c)
+		g, full := l.initGroup("g", false, -1)
+		errs := []error{
+			expect("initGroup", g, 1), expect("fullName", boolCode(full == "/g"), 1),
+			expect("protect", l.protect(0, ptr(x), cnt, typeDouble), codeSuccess),
+			expect("define", l.defineGlobalDataset(7, []int64{shape}, "x", false, g, typeDouble), codeSuccess),
+		}
+		if shape == 1 {
+			errs = append(errs, expect("dimension", l.recoverDatasetDimension(7), codeSuccess))
+		}
+		errs = append(errs, expect("subset", l.addSubset(0, 1, []int64{first}, []int64{cnt}, 7, false), codeSuccess))
+		return errors.Join(errs...)
+	}
+	check := func(c comm.Comm, x []float64) error {
+		first, _ := part(c)
+		for i, v := range x {
+			if v != value(first+int64(i)) {
+				return fmt.Errorf("rank %d element %d: %v, want %v", c.Rank(), first+int64(i), v, value(first+int64(i)))
+			}
+		}
+		return nil
+	}
+	session(t, 3, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
+		first, cnt := part(c)
+		x := make([]float64, cnt)
+		for i := range x {
+			x[i] = value(first + int64(i))
+		}
+		return errors.Join(
+			expect("name", l.setIDFromString("field", false), 0),
+			declare(l, c, x, n),
+			expect("rank", l.datasetRank(7), 1),
+			expect("L1", l.checkpoint(1, 1), codeCheckpoint))
+	})
+	// A restart that declares another shape fails on every rank and keeps
+	// the restart data.
+	session(t, 2, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
+		x := make([]float64, 6)
+		return errors.Join(
+			expect("a new name skips the stored ids", l.setIDFromString("fresh", false), 1),
+			expect("protect", l.protect(0, ptr(x), 6, typeDouble), codeSuccess),
+			expect("define 2-D", l.defineGlobalDataset(7, []int64{1, 1}, "g/x", false, -1, typeDouble), codeSuccess),
+			expect("dimension/rank mismatch", l.recoverDatasetDimension(7), codeFailure),
+			expect("update to 12", l.updateGlobalDataset(7, []int64{12}), codeSuccess),
+			expect("subset", l.addSubset(0, 1, []int64{int64(6 * c.Rank())}, []int64{6}, 7, false), codeSuccess),
+			expect("recover/shape differs", l.recover("FTI_Recover"), codeNoRecovery),
+			expect("status kept", l.statusCode(), 1))
+	})
+	session(t, 2, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
+		_, cnt := part(c)
+		x := make([]float64, cnt)
+		errs := []error{
+			expect("status", l.statusCode(), 1),
+			expect("name after reshape", l.getIDFromString("field", false), 0),
+			declare(l, c, x, 1),
+			expect("span", boolCode(slices.Equal(l.datasetSpan(7, 1), []int64{n})), 1),
+			expect("dimension/unknown", l.recoverDatasetDimension(99), codeFailure),
+			expect("recoverVar/not protected", l.recoverVar(5), codeNoRecovery),
+			expect("level 9", l.checkpoint(2, 9), codeCheckpoint),
+			expect("status after level 9", l.statusCode(), 1),
+			expect("recover", l.recover("FTI_Recover"), codeSuccess),
+			expect("status after recover", l.statusCode(), 0),
+			expect("dimension/recovered", l.recoverDatasetDimension(7), codeFailure),
+			expect("level 9 of the recovered data", l.checkpoint(3, 9), codeCheckpoint),
+		}
+		return errors.Join(append(errs, check(c, x))...)
+	})
+	session(t, 3, cfg, log, &goAllocator{}, func(l *library, c comm.Comm) error {
+		_, cnt := part(c)
+		x := make([]float64, cnt)
+		return errors.Join(
+			expect("status", l.statusCode(), 3),
+			declare(l, c, x, n),
+			expect("recoverVar", l.recoverVar(0), codeSuccess),
+			check(c, x))
+	})
+	assert.Contains(t, log.String(), "written by 3 ranks, redistributed on 2")
+	assert.Contains(t, log.String(), "FTI_RecoverVar: variable 5 not recovered")
+	assert.Contains(t, log.String(), `FTI_RecoverDatasetDimension: Rank mismatch: dataset 7 "g/x" has rank 2 here, rank 1 (shape [10]) in checkpoint`)
+	assert.Contains(t, log.String(), "definition differs from the checkpoint")
+}
+
+// TestGroupsAndNamesInProcess: groups give datasets their paths and are
+// renamed only while no dataset lives in them; FTI_DefineDataset checks
+// a shape against the count and names the variable, as FTI_SetAttribute
+// does; a dimension attribute is refused without changing anything.
+func TestGroupsAndNamesInProcess(t *testing.T) {
+	dir := t.TempDir()
+	log := &syncBuffer{}
+	session(t, 1, testConfig(t, dir, 1, ""), log, &goAllocator{}, func(l *library, c comm.Comm) error {
+		x := make([]float64, 6)
+		a, fullA := l.initGroup("a", false, -1)
+		b, fullB := l.initGroup("b", false, a)
+		dup, _ := l.initGroup("b", false, a)
+		rc, fullB2 := l.renameGroup(b, "c", false)
+		rootRC, _ := l.renameGroup(rootGroup, "x", false)
+		errs := []error{
+			expect("a", a, 1), expect("b", b, 2), expect("dup", dup, codeFailure),
+			expect("fullA", boolCode(fullA == "/a"), 1), expect("fullB", boolCode(fullB == "/a/b"), 1),
+			expect("rename", rc, codeSuccess), expect("renamed", boolCode(fullB2 == "/a/c"), 1),
+			expect("rename root", rootRC, codeFailure),
+			expect("protect", l.protect(3, ptr(x), 6, typeDouble), codeSuccess),
+			expect("define", l.defineGlobalDataset(1, []int64{6}, "u", false, b, typeDouble), codeSuccess),
+			expect("dataset path", boolCode(func() bool { d, _ := l.rt.GlobalDataset(1); return d.Name == "a/c/u" }()), 1),
+		}
+		rc, _ = l.renameGroup(a, "z", false)
+		errs = append(errs,
+			expect("rename a parent of a dataset", rc, codeFailure),
+			expect("defineDataset/count", l.defineDataset(3, []int64{4, 2}, "v", false, -1), codeFailure),
+			expect("defineDataset/negative", l.defineDataset(3, []int64{-2, -3}, "v", false, -1), codeFailure),
+			expect("defineDataset", l.defineDataset(3, []int64{3, 2}, "v", false, a), codeSuccess),
+			expect("name", l.getIDFromString("v", false), 3),
+			expect("defineDataset/other name kept", l.defineDataset(3, nil, "w", false, -1), codeSuccess),
+			expect("old name stays", l.getIDFromString("v", false), 3),
+			expect("setAttribute/dims", l.setAttribute(3, "q", attrDim|attrName), codeFailure),
+			expect("not named by a refused call", l.getIDFromString("q", false), -1),
+			expect("setAttribute/name kept", l.setAttribute(3, "v", attrName), codeSuccess),
+			expect("subset", l.addSubset(3, 1, []int64{0}, []int64{6}, 1, false), codeSuccess),
+			expect("L1 with the dataset", l.checkpoint(1, 1), codeCheckpoint))
+		return errors.Join(errs...)
+	})
+	assert.Contains(t, log.String(), `FTI_RenameGroup: group "/a" holds global dataset 1 already`)
+	assert.Contains(t, log.String(), `FTI_DefineDataset: variable 3 keeps its name "v" (ftigo stores one name per variable); "w" is not recorded`)
 }

@@ -29,6 +29,7 @@ import "C"
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"unsafe"
@@ -347,4 +348,16 @@ func ftigo_capi_config(out *C.FTIT_allConfiguration) {
 		out.checkpoint[lv].ckptIntv = C.int(c.intervalMinutes[lv])
 	}
 	out.execution.reco, out.execution.ckptId, out.execution.ckptLvel = C.int(c.reco), C.int(c.ckptID), C.int(c.ckptLevel)
+}
+
+// lockedWriter serialises whole lines from every logger of the process.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

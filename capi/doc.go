@@ -74,11 +74,49 @@
 //     returns FTI_HEAD.
 //   - Without local_test, ranks are placed on nodes by host name, as in FTI.
 //
+// # Global datasets and restarts on another number of ranks
+//
+// FTI_DefineGlobalDataset, FTI_AddSubset and the rest are ckpt's global
+// datasets (see package ckpt): every checkpoint records each rank's
+// datasets and subsets, and a restart on another number of ranks (or
+// another placement, or from a level-9 file) redistributes them from any
+// level, not only from FTI's HDF5 file. Such a restart goes as in FTI's
+// VPR: FTI_Init, FTI_Protect, FTI_DefineGlobalDataset (with any shape,
+// then FTI_RecoverDatasetDimension and FTI_GetDatasetSpan for the stored
+// one), FTI_AddSubset, then FTI_Recover, or FTI_RecoverVar on every rank in
+// the same order: they are collective there. A variable must be protected
+// with its subset's count, or resized with FTI_GetStoredSize and
+// FTI_Realloc first. FTI_Status returns 1 (3 from a level-9 file). A
+// dataset's path is its group's (FTI_InitGroup) joined with its name,
+// "fields/temperature"; h5dump and h5py read the level-9 file's
+// datasets under those paths (datasets.go and datasets_cgo.go implement
+// these calls; testdata/global.c restarts on other rank counts). Where
+// ftigo differs:
+//
+//   - Declarations are checked together at each FTI_Checkpoint: one id
+//     defined differently on two ranks, two subsets sharing an element, an
+//     element no subset covers, or a variable whose count is not its
+//     subset's fail the checkpoint on every rank, naming them (FTI lets
+//     the last writer win and leaves gaps unwritten).
+//   - FTI_RenameGroup refuses a group that holds a global dataset: the
+//     dataset's path was fixed when it was defined.
+//   - ftigo keeps one name per variable: FTI_setIDFromString's,
+//     FTI_DefineDataset's or FTI_SetAttribute's (the first wins, with a
+//     warning for a later different one; FTI keeps an id name apart from
+//     the HDF5 name). FTI_DefineDataset's shape is checked, not stored:
+//     variables outside global datasets are stored 1-D.
+//   - FTI_RecoverDatasetDimension works on any restart not yet recovered
+//     (FTI: only on its VPR, status 3).
+//   - A level-9 checkpoint stands outside the rotation of levels 1-4: on a
+//     restart it does not supersede the restart data (FTI_Status keeps its
+//     value), and FTI_GetStoredSize keeps answering for the checkpoint
+//     FTI_Recover reads.
+//
 // # State of every function
 //
 //	function                       state
 //	FTI_Init                       implemented (FTI_SCES, FTI_NSCS, FTI_NREC)
-//	FTI_Status                     implemented: 0 fresh (or recovered), 1 restart, 2 restart from the keep_last_ckpt copy; 3 (VPR) never
+//	FTI_Status                     implemented: 0 fresh (or recovered), 1 restart, 2 restart from the keep_last_ckpt copy, 3 restart from a level-9 file (VPR)
 //	FTI_Finalize                   implemented (keep_last_ckpt, keep_l4_ckpt as in ckpt)
 //	FTI_COMM_WORLD                 implemented: a duplicate of FTI_Init's communicator
 //	FTI_CHAR ... FTI_LDBE          implemented: handles 0..10, set by FTI_Init
@@ -92,11 +130,11 @@
 //	FTI_Protect                    implemented: C memory, read and restored in place; re-protect replaces
 //	FTI_setIDFromString            implemented
 //	FTI_getIDFromString            implemented
-//	FTI_Checkpoint                 levels 1-4; 5-7 downgraded to 1-3 with a warning (as FTI); 8 (FTI_L4_DCP) differential with enable_dcp; 9 (HDF5) FTI_NSCS
+//	FTI_Checkpoint                 levels 1-4; 5-7 downgraded to 1-3 with a warning (as FTI); 8 (FTI_L4_DCP) differential with enable_dcp; 9 (FTI_L4_H5_SINGLE) the HDF5 single file with h5_single_file_enable
 //	FTI_Snapshot                   implemented: recovers on a restart, else ckpt's interval schedule
-//	FTI_Recover                    implemented (count, size and type checked first)
+//	FTI_Recover                    implemented (count, size and type checked first); collective on a restart of another shape
 //	FTI_RecoverVarInit             implemented
-//	FTI_RecoverVar                 implemented (every block's hash checked)
+//	FTI_RecoverVar                 implemented (every block's hash checked); collective on a restart of another shape
 //	FTI_RecoverVarFinalize         implemented
 //	FTI_GetStoredSize              implemented (restart checkpoint, else the newest one this run took; 0 if none)
 //	FTI_Realloc                    implemented: C's realloc to the stored size
@@ -107,23 +145,24 @@
 //	FTI_GetStageDir                implemented with enable_staging = 1 (ckpt_dir/node%04d/stage); FTI_NSCS otherwise
 //	FTI_SendFile                   implemented with enable_staging = 1: a background copy (atomic at its destination), returns the request id
 //	FTI_GetStageStatus             implemented with enable_staging = 1: FTI_SI_NINI .. FTI_SI_FAIL
-//	FTI_InitGroup, FTI_RenameGroup not implemented (HDF5): FTI_NSCS
-//	FTI_SetAttribute               not implemented (HDF5 metadata): FTI_NSCS
-//	FTI_DefineDataset              not implemented (HDF5): FTI_NSCS
-//	FTI_DefineGlobalDataset        not implemented (global datasets, VPR): FTI_NSCS
-//	FTI_AddSubset                  not implemented (global datasets): FTI_NSCS
-//	FTI_UpdateGlobalDataset        not implemented (global datasets): FTI_NSCS
-//	FTI_UpdateSubset               not implemented (global datasets): FTI_NSCS
-//	FTI_GetDatasetRank             not implemented (global datasets): FTI_NSCS
-//	FTI_GetDatasetSpan             not implemented (global datasets): NULL
-//	FTI_RecoverDatasetDimension    not implemented (global datasets): FTI_NSCS
+//	FTI_InitGroup                  implemented: the group's path prefixes the global datasets defined in it
+//	FTI_RenameGroup                implemented, until a global dataset is defined in the group (FTI_NSCS after)
+//	FTI_SetAttribute               FTI_ATTRIBUTE_NAME implemented (the variable's name); FTI_ATTRIBUTE_DIM FTI_NSCS
+//	FTI_DefineDataset              implemented: shape checked against the count, name stored; the group is checked
+//	FTI_DefineGlobalDataset        implemented (ckpt.DefineGlobalDataset; element type of the handle)
+//	FTI_AddSubset                  implemented (ckpt.AddSubset)
+//	FTI_UpdateGlobalDataset        implemented (new shape, and rank)
+//	FTI_UpdateSubset               implemented (the variable must be a subset of that dataset)
+//	FTI_GetDatasetRank             implemented
+//	FTI_GetDatasetSpan             implemented: a static array, as in FTI; NULL on error
+//	FTI_RecoverDatasetDimension    implemented on any restart not yet recovered (FTI: VPR only)
 //	FTI_BitFlip                    not implemented (fault injection): FTI_NSCS
 //
 // Every function called before FTI_Init, after FTI_Finalize or after a
 // failed FTI_Init returns FTI_NSCS (FTI_Recover FTI_NREC, FTI_Status 0,
-// FTI_GetStoredSize 0, FTI_Realloc its argument) and logs why; FTI_Init and
-// the collective calls also refuse to run before MPI_Init or after
-// MPI_Finalize.
+// FTI_GetStoredSize 0, FTI_Realloc its argument, FTI_GetDatasetSpan
+// NULL) and logs why; FTI_Init and the collective calls also refuse to
+// run before MPI_Init or after MPI_Finalize.
 //
 // # Files
 //
@@ -133,4 +172,9 @@
 // programs the tests build with mpicc and run under mpirun, for Open MPI
 // and MPICH, and gobench, the Go twin of the heat solver for
 // BenchmarkCheckpointCvsGo.
+//
+// # API stability
+//
+// The interface is FTI 1.6's C API as capi/include/fti.h declares it, and
+// it follows FTI's; the Go code is package main and has no Go API.
 package main

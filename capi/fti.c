@@ -256,64 +256,76 @@ int FTI_SendFile(const char *localPath, const char *remotePath) {
 
 int FTI_GetStageStatus(int requestId) { return ftigo_capi_stage_status(requestId); }
 
-#define HDF5 "ftigo writes FTI-FF checkpoints only; HDF5 layouts, global datasets and VPR do not exist yet"
+// HDF5 groups, global datasets and variable datasets (datasets.go). A
+// group argument is its id, -1 for NULL (the root group).
+static int group_id(const FTIT_H5Group *g) { return g == NULL ? -1 : g->id; }
 
 int FTI_InitGroup(FTIT_H5Group *h5group, const char *name, FTIT_H5Group *parent) {
-    (void)h5group; (void)name; (void)parent;
-    return ftigo_capi_unsupported((char *)"FTI_InitGroup", (char *)HDF5);
+    const char *fn = "FTI_InitGroup";
+    if (!ftigo_capi_ready((char *)fn)) return FTI_NSCS;
+    if (h5group == NULL) return fail(fn, "h5group is NULL");
+    char full[FTI_BUFS];
+    int id = ftigo_capi_init_group((char *)name, group_id(parent), full);
+    if (id < 0) return FTI_NSCS;
+    memset(h5group, 0, sizeof *h5group);
+    h5group->id = id;
+    snprintf(h5group->name, FTI_BUFS, "%s", name);
+    snprintf(h5group->fullName, FTI_BUFS, "%s", full);
+    if (parent != NULL && parent->childrenNo >= 0 && parent->childrenNo < FTI_BUFS) {
+        parent->childrenID[parent->childrenNo++] = id;
+    }
+    return FTI_SCES;
 }
 
 int FTI_RenameGroup(FTIT_H5Group *h5group, const char *name) {
-    (void)h5group; (void)name;
-    return ftigo_capi_unsupported((char *)"FTI_RenameGroup", (char *)HDF5);
+    const char *fn = "FTI_RenameGroup";
+    if (!ftigo_capi_ready((char *)fn)) return FTI_NSCS;
+    if (h5group == NULL) return fail(fn, "h5group is NULL");
+    char full[FTI_BUFS];
+    int rc = ftigo_capi_rename_group(h5group->id, (char *)name, full);
+    if (rc != FTI_SCES) return rc;
+    snprintf(h5group->name, FTI_BUFS, "%s", name);
+    snprintf(h5group->fullName, FTI_BUFS, "%s", full);
+    return FTI_SCES;
 }
 
 int FTI_SetAttribute(int id, FTIT_attribute attribute, FTIT_attributeFlag flag) {
-    (void)id; (void)attribute; (void)flag;
-    return ftigo_capi_unsupported((char *)"FTI_SetAttribute", (char *)HDF5 " (use FTI_setIDFromString to name a variable)");
+    attribute.name[FTI_BUFS - 1] = 0;
+    return ftigo_capi_set_attribute(id, attribute.name, (int)flag);
 }
 
 int FTI_DefineDataset(int id, int rank, int64_t *dimLength, const char *name, FTIT_H5Group *h5group) {
-    (void)id; (void)rank; (void)dimLength; (void)name; (void)h5group;
-    return ftigo_capi_unsupported((char *)"FTI_DefineDataset", (char *)HDF5);
+    return ftigo_capi_define_dataset(id, rank, dimLength, (char *)name, group_id(h5group));
 }
 
 int FTI_DefineGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength, const char *name,
                             FTIT_H5Group *h5group, fti_id_t type) {
-    (void)id; (void)rank; (void)dimLength; (void)name; (void)h5group; (void)type;
-    return ftigo_capi_unsupported((char *)"FTI_DefineGlobalDataset", (char *)HDF5);
+    return ftigo_capi_define_global(id, rank, dimLength, (char *)name, group_id(h5group), type);
 }
 
 int FTI_AddSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int datasetId) {
-    (void)id; (void)rank; (void)offset; (void)count; (void)datasetId;
-    return ftigo_capi_unsupported((char *)"FTI_AddSubset", (char *)HDF5);
+    return ftigo_capi_add_subset(id, rank, offset, count, datasetId, 0);
 }
 
 int FTI_UpdateGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength) {
-    (void)id; (void)rank; (void)dimLength;
-    return ftigo_capi_unsupported((char *)"FTI_UpdateGlobalDataset", (char *)HDF5);
+    return ftigo_capi_update_global(id, rank, dimLength);
 }
 
 int FTI_UpdateSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int datasetId) {
-    (void)id; (void)rank; (void)offset; (void)count; (void)datasetId;
-    return ftigo_capi_unsupported((char *)"FTI_UpdateSubset", (char *)HDF5);
+    return ftigo_capi_add_subset(id, rank, offset, count, datasetId, 1);
 }
 
-int FTI_GetDatasetRank(int datasetId) {
-    (void)datasetId;
-    return ftigo_capi_unsupported((char *)"FTI_GetDatasetRank", (char *)HDF5);
-}
+int FTI_GetDatasetRank(int datasetId) { return ftigo_capi_dataset_rank(datasetId); }
 
+// As in FTI, the extents are returned in a static array, overwritten by
+// the next call.
 FTIT_hsize_t *FTI_GetDatasetSpan(int datasetId, int rank) {
-    (void)datasetId; (void)rank;
-    ftigo_capi_unsupported((char *)"FTI_GetDatasetSpan", (char *)HDF5 " (returns NULL)");
-    return NULL;
+    static FTIT_hsize_t span[32];
+    if (ftigo_capi_dataset_span(datasetId, rank, span) != FTI_SCES) return NULL;
+    return span;
 }
 
-int FTI_RecoverDatasetDimension(int datasetId) {
-    (void)datasetId;
-    return ftigo_capi_unsupported((char *)"FTI_RecoverDatasetDimension", (char *)HDF5);
-}
+int FTI_RecoverDatasetDimension(int datasetId) { return ftigo_capi_recover_dim(datasetId); }
 
 int FTI_BitFlip(int datasetId) {
     (void)datasetId;

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -19,18 +18,6 @@ const (
 	prioError = 4
 	prioDCP   = 5
 )
-
-// lockedWriter serialises whole lines from every logger of the process.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
 
 // ftiCore is a zap core that prints one line per entry in FTI's manner,
 // so people and scripts used to FTI's output find their way:

@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/ftigo/ftigo/internal/testutil"
 )
@@ -73,6 +73,13 @@ func TestMain(m *testing.M) {
 	buildDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
+	if code == 0 {
+		// The in-process tests' ranks and runtimes must all have ended.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
@@ -91,7 +98,13 @@ func cached(t testing.TB, key string, build func() (string, error)) string {
 	return r.path
 }
 
-func goTool() string { return filepath.Join(runtime.GOROOT(), "bin", "go") }
+// goTool is the go command: go test puts its GOROOT/bin first in PATH.
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "go"
+}
 
 func run(name string, args ...string) error {
 	cmd := exec.Command(name, args...)
@@ -445,7 +458,16 @@ func TestErrorPaths(t *testing.T) {
 			"FTI_Checkpoint: dCP only implemented for level 4! setting to level 1...",
 			"FTI_FinalizeICP: incremental checkpoint not committed",
 			"FTI_SendFile: /tmp/a -> /tmp/b not queued",
-			"FTI_DefineGlobalDataset is not implemented by ftigo",
+			"set h5_single_file_enable = 1",
+			`FTI_InitGroup: Group / already has the fields child.`,
+			`FTI_RenameGroup: group "/fields" holds global dataset 5 already`,
+			`FTI_AddSubset: rank mismatch: variable 1 given rank 1, dataset 5 "fields/u" has rank 2`,
+			"FTI_UpdateSubset: variable 1 is not a subset of dataset 5 (FTI_AddSubset first)",
+			"FTI_GetDatasetSpan: Dataset rank mismatch",
+			"FTI_RecoverDatasetDimension: this is no recovery",
+			`variable 1 has 24 bytes but its subset [1 4] of dataset 5 "fields/u" holds 4 elements`,
+			"FTI_DefineDataset: Trying to define datasize: number of elements 2, but the dataset count is 4.",
+			"FTI_SetAttribute with FTI_ATTRIBUTE_DIM is not implemented by ftigo",
 			"FTI_Recover: nothing to recover",
 			"a warning from the application",
 		} {
@@ -453,6 +475,8 @@ func TestErrorPaths(t *testing.T) {
 		}
 		if f.np > 1 {
 			assert.Contains(t, out, "FTI_Checkpoint: ranks passed different ids or levels (here id 1, level 2)")
+			assert.Contains(t, out, `overlapping subsets: dataset 5 "fields/u"`)
+			assert.Contains(t, out, `dataset id 5 is 5 "fields/u" [`+fmt.Sprint(f.np)+` 4] float64 on rank 0 but`)
 		}
 		assert.NotContains(t, out, "debug output hidden at verbosity 2")
 		assert.NotContains(t, out, "unknown priority prints nothing")

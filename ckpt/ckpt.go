@@ -531,7 +531,7 @@ func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
 			id = n.NodeID()
 		}
 	}
-	all, err := levels.GatherBytes(c, []byte(id))
+	all, err := comm.AllgatherBytes(c, []byte(id))
 	if err != nil {
 		return nil, err
 	}
@@ -560,7 +560,7 @@ func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
 	if err := levels.Agree(c, rerr, "read node table"); err != nil {
 		return nil, err
 	}
-	saved, err = levels.BcastBytes(c, 0, saved)
+	saved, err = comm.BcastBytes(c, 0, saved)
 	if err != nil {
 		return nil, err
 	}

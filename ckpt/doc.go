@@ -31,7 +31,10 @@
 //     registers memory Go does not manage (C memory behind the C API).
 //     Optionally [DefineDataset] / [Runtime.DefineGlobalDataset] and
 //     [Runtime.AddSubset] (local): global datasets and the hyperslab each
-//     variable holds of one (see "Global datasets" below).
+//     variable holds of one (see "Global datasets" below);
+//     [Runtime.UpdateGlobalDataset] changes a dataset's shape and, on a
+//     restart, [Runtime.StoredDataset] gives the shape the checkpoint
+//     recorded (FTI_UpdateGlobalDataset, FTI_RecoverDatasetDimension).
 //  3. On a restart ([Runtime.Status] is Restart, RestartKept or
 //     RestartVPR): [Runtime.Recover], [Runtime.RecoverVar],
 //     [Runtime.RecoverVarByName], [Runtime.StoredSize],
@@ -382,4 +385,15 @@
 // asynchronous post-processing owns the runtime's engine while it runs;
 // every method that needs it waits for it first. Restart state lives in meta_dir;
 // the configuration file is only read.
+//
+// # API stability
+//
+// ckpt is ftigo's public API: its exported names and their behaviour (FTI's
+// semantics, with the differences documented above) are kept stable. Before
+// 1.0 an incompatible change is still possible. Applications use ckpt, comm
+// (and comm/mpi), vfd and the format packages (fileformat, sion, gsd, dhdf,
+// dhdf/h5, h5ckpt); levels, partner, encode and dataset are ftigo's
+// machinery. The types ckpt shows from levels and partner (in WithLevels,
+// WithPolicy, WithBuffers, Recovered, Topology) belong to that machinery and
+// may change.
 package ckpt

@@ -9,7 +9,6 @@ import (
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/fileformat"
-	"github.com/ftigo/ftigo/levels"
 )
 
 // Dataset is a global array that ranks map their protected variables
@@ -180,7 +179,7 @@ func (r *Runtime) gatherDecomposition(mine dataset.View, complete bool) (*datase
 	if err != nil {
 		return nil, err
 	}
-	all, err := levels.GatherBytes(r.c, b)
+	all, err := comm.AllgatherBytes(r.c, b)
 	if err != nil {
 		return nil, err
 	}
@@ -210,4 +209,98 @@ func (r *Runtime) fileDatasets() []fileformat.Option {
 		return nil
 	}
 	return []fileformat.Option{fileformat.WithDatasets(v.Datasets, v.Subsets)}
+}
+
+// UpdateGlobalDataset changes the shape of dataset id, defined on this
+// rank (FTI_UpdateGlobalDataset); its name and element type stay. The
+// subsets mapped onto it are checked against the new shape at the next
+// Checkpoint (FTI_UpdateSubset, that is AddSubset, moves them). Errors
+// wrap [ErrDataset] and dataset.ErrUnknown or dataset.ErrInvalid. Local.
+func (r *Runtime) UpdateGlobalDataset(id int, shape []int64) error {
+	if err := r.usable("UpdateGlobalDataset"); err != nil {
+		return err
+	}
+	d, ok := r.datasets[int32(id)]
+	if !ok {
+		return fmt.Errorf("%w: %w: dataset %d is not defined on this rank (DefineGlobalDataset first)", ErrDataset, dataset.ErrUnknown, id)
+	}
+	d = d.Clone()
+	d.Shape = slices.Clone(shape)
+	if err := d.Check(); err != nil {
+		return fmt.Errorf("%w: %w: %v", ErrDataset, dataset.ErrInvalid, err)
+	}
+	r.datasets[d.ID] = d
+	r.dsVersion++
+	return nil
+}
+
+// GlobalDataset returns dataset id as this rank defined it.
+func (r *Runtime) GlobalDataset(id int) (Dataset, bool) {
+	if r == nil {
+		return Dataset{}, false
+	}
+	d, ok := r.datasets[int32(id)]
+	return d.Clone(), ok
+}
+
+// StoredDataset returns dataset id as the checkpoint Recover reads
+// recorded it (FTI_RecoverDatasetDimension): its shape, element type and
+// name then. It fails with [ErrNoCheckpoint] on a fresh run and wraps
+// [ErrDataset] and dataset.ErrUnknown when the checkpoint holds no such
+// dataset. Local.
+func (r *Runtime) StoredDataset(id int) (Dataset, error) {
+	if err := r.usable("StoredDataset"); err != nil {
+		return Dataset{}, err
+	}
+	if r.recovered == nil {
+		return Dataset{}, ErrNoCheckpoint
+	}
+	var all []Dataset
+	if r.reshape != nil {
+		all = r.reshape.old.Datasets()
+	} else {
+		st, err := r.openStored()
+		if err != nil {
+			return Dataset{}, err
+		}
+		all = oldView(st.r).Datasets
+	}
+	for _, d := range all {
+		if d.ID == int32(id) {
+			return d.Clone(), nil
+		}
+	}
+	return Dataset{}, fmt.Errorf("%w: %w: checkpoint %d records no dataset %d", ErrDataset, dataset.ErrUnknown, r.recovered.ID, id)
+}
+
+// StoredIDs returns the ids of the variables stored by the checkpoint
+// Recover reads, sorted: this rank's, or on a redistributing restart
+// those of every old rank (so that a new variable id chosen by the
+// application does not collide with a stored one). It fails with
+// [ErrNoCheckpoint] on a fresh run. Local.
+func (r *Runtime) StoredIDs() ([]int, error) {
+	if err := r.usable("StoredIDs"); err != nil {
+		return nil, err
+	}
+	if r.recovered == nil {
+		return nil, ErrNoCheckpoint
+	}
+	var ids []int
+	if r.reshape != nil {
+		for _, m := range r.reshape.meta {
+			for _, v := range m.Vars {
+				ids = append(ids, int(v.ID))
+			}
+		}
+	} else {
+		st, err := r.openStored()
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range st.r.Vars() {
+			ids = append(ids, int(v.ID))
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/h5ckpt"
@@ -90,7 +91,7 @@ func (r *Runtime) openVPR(global vfd.Driver) error {
 	if err := levels.Agree(r.c, lerr, "read the level-9 records in "+r.vpr.meta.Dir); err != nil {
 		return fmt.Errorf("ckpt: %w", err)
 	}
-	raw, err := levels.BcastBytes(r.c, 0, raw)
+	raw, err := comm.BcastBytes(r.c, 0, raw)
 	if err != nil {
 		return err
 	}

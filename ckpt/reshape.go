@@ -348,7 +348,7 @@ func (r *Runtime) recoverReshaped(ids []int, byName bool) error {
 	if err != nil {
 		return err
 	}
-	all, err := levels.GatherBytes(r.c, b)
+	all, err := comm.AllgatherBytes(r.c, b)
 	if err != nil {
 		return fmt.Errorf("ckpt: recover: exchange requests: %w", err)
 	}
@@ -451,7 +451,7 @@ func (r *Runtime) recoverReshapedMissing(err error) error {
 	if merr != nil {
 		return merr
 	}
-	if _, gerr := levels.GatherBytes(r.c, b); gerr != nil {
+	if _, gerr := comm.AllgatherBytes(r.c, b); gerr != nil {
 		return errors.Join(err, gerr)
 	}
 	return &agreed{msg: fmt.Sprintf("ckpt: recover from %s failed on rank %d: %s", r.reshape.what, r.c.Rank(), err), local: err}

@@ -111,4 +111,12 @@
 // their sub-communicators) run concurrently. A chunked transfer that fails
 // part-way leaves the peer mid-protocol: treat any error as fatal for the
 // job (return it from the rank, or Abort).
+//
+// # API stability
+//
+// comm is public API: the Comm interface, Run and the typed collectives are
+// kept stable. Before 1.0 an incompatible change is still possible.
+// Applications use ckpt, comm (and comm/mpi), vfd and the format packages
+// (fileformat, sion, gsd, dhdf, dhdf/h5, h5ckpt); levels, partner, encode
+// and dataset are ftigo's machinery.
 package comm

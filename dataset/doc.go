@@ -35,4 +35,12 @@
 // Concurrency: a Decomposition and a Plan are immutable once built, apart
 // from the per-rank caches of a Plan, which are guarded; they may be used
 // from several goroutines.
+//
+// # API stability
+//
+// dataset is ftigo's machinery, not public API: it is exported for ckpt,
+// cmd/ftigo and the tests, and its exported names may change in any release,
+// before or after 1.0. Applications use package ckpt (and comm, vfd and the
+// format packages). ckpt's DefineDataset and AddSubset are the public way to
+// describe global datasets.
 package dataset

@@ -17,7 +17,7 @@
 // Writing, in call order:
 //
 //	w, _ := dhdf.Create("dir/sim", nAHF, opts)   // or CreateParallel(comm, "dir/sim", opts), collective
-//	w.DefineSDS(dhdf.SDS{Name, Type, Dims, Attrs}) // every SDS, before its chunks
+//	w.DefineSDS(dhdf.SDS{Name: name, Type: typ, Dims: dims, Attrs: attrs}) // every SDS, before its chunks
 //	w.WriteChunk(sds, fileID, name, origin, dims, data) // raw data reaches the AHF now
 //	w.Close() // AHFs finished and synced (superblock last), then the MHF
 //
@@ -42,4 +42,13 @@
 // CreateParallel). A [Set] may be read from several goroutines; Close
 // must not race with reads. All file access goes through the
 // [vfd.Driver] in [Options].
+//
+// # API stability
+//
+// dhdf is public API as a format package (distributed HDF sets,
+// docs/format/dhdf.md): its exported names and their behaviour are kept
+// stable. Before 1.0 an incompatible change is still possible. Applications
+// use ckpt, comm (and comm/mpi), vfd and the format packages (fileformat,
+// sion, gsd, dhdf, dhdf/h5, h5ckpt); levels, partner, encode and dataset are
+// ftigo's machinery.
 package dhdf

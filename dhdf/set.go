@@ -230,15 +230,6 @@ func decodeFileInfoRow(r []byte) FileInfo {
 	}
 }
 
-func decodeFileInfo(b []byte) []FileInfo {
-	sz := int(fileInfoType.Size)
-	var rows []FileInfo
-	for i := 0; i+sz <= len(b); i += sz {
-		rows = append(rows, decodeFileInfoRow(b[i:i+sz]))
-	}
-	return rows
-}
-
 func encodeChunkTable(cs []Chunk) []byte {
 	var b []byte
 	for _, c := range cs {
@@ -255,15 +246,6 @@ func encodeChunkTable(cs []Chunk) []byte {
 		}
 	}
 	return b
-}
-
-func decodeChunkTable(b []byte, rank int) []Chunk {
-	sz := int(chunkTableType.Size)
-	var cs []Chunk
-	for i := 0; i+sz <= len(b); i += sz {
-		cs = append(cs, decodeChunkRow(b[i:i+sz], rank))
-	}
-	return cs
 }
 
 func decodeChunkRow(r []byte, rank int) Chunk {

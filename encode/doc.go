@@ -31,4 +31,11 @@
 // A Code is immutable and safe for concurrent use; it may use several
 // goroutines inside one call ([Options].MaxGoroutines bounds them). No
 // package-level mutable state.
+//
+// # API stability
+//
+// encode is ftigo's machinery, not public API: it is exported for ckpt,
+// cmd/ftigo and the tests, and its exported names may change in any release,
+// before or after 1.0. Applications use package ckpt (and comm, vfd and the
+// format packages).
 package encode

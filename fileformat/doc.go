@@ -89,4 +89,13 @@
 // on up to [WithHashWorkers] goroutines while it writes. A [Reader] is
 // immutable after Open: its methods may be called from several goroutines
 // at once. [Layout] values are never modified by Write.
+//
+// # API stability
+//
+// fileformat is public API as a format package (FTI-FF,
+// docs/format/ftiff.md): its exported names and their behaviour are kept
+// stable. Before 1.0 an incompatible change is still possible. Applications
+// use ckpt, comm (and comm/mpi), vfd and the format packages (fileformat,
+// sion, gsd, dhdf, dhdf/h5, h5ckpt); levels, partner, encode and dataset are
+// ftigo's machinery.
 package fileformat

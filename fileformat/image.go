@@ -82,6 +82,26 @@ func (d *Delta) open() error {
 	if err != nil {
 		return fmt.Errorf("size of %s: %w", d.path, err)
 	}
+	if err := d.readFrame(size); err != nil {
+		return err
+	}
+	dmSize, err := d.checkTrailer(size)
+	if err != nil {
+		return err
+	}
+	if err := d.checkDMHash(dmSize); err != nil {
+		return err
+	}
+	if err := d.openImage(); err != nil {
+		return err
+	}
+	tr := d.tr
+	return d.readRuns(tr.dmOff + HeaderSize + tr.imgMetaSize + FBSize)
+}
+
+// readFrame reads and checks the header (d.hdr) and finds the trailer
+// (kept in d.trb) of a size-byte delta file.
+func (d *Delta) readFrame(size int64) error {
 	hn := min(size, DeltaHeaderSize)
 	if err := d.readAt(vfd.MemSuper, d.hb[:hn], 0); err != nil {
 		return err
@@ -119,34 +139,46 @@ func (d *Delta) open() error {
 	if !trailerOK {
 		return d.fileErr(max(size-DeltaTrailerSize, DeltaHeaderSize), ErrTruncated, "no delta trailer at the end of the %d-byte file", size)
 	}
+	return nil
+}
+
+// checkTrailer checks the trailer's hash and fields against the file and
+// sets d.tr; it returns the size of the delta metadata (DM: image header,
+// image MB, image FB, run table).
+func (d *Delta) checkTrailer(size int64) (int64, error) {
+	hdr := d.hdr
 	trOff := size - DeltaTrailerSize
 	if h := deltaHash(d.hb[:], d.trb[:]); !bytes.Equal(h[:], d.trb[dtHashOff:]) {
-		return d.fileErr(trOff+dtHashOff, ErrHashMismatch, "delta trailer hash")
+		return 0, d.fileErr(trOff+dtHashOff, ErrHashMismatch, "delta trailer hash")
 	}
 	tr, trResOK := decodeDeltaTrailer(d.trb[:])
 	d.tr = tr
-	// DM = image header, image MB, image FB, run table.
-	var dmSize int64
 	switch {
 	case tr.version != hdr.version || tr.trailerSize != DeltaTrailerSize || tr.flags != 0 || !trResOK:
-		return d.fileErr(trOff+8, ErrCorrupt, "trailer version %d size %d flags %#x", tr.version, tr.trailerSize, tr.flags)
+		return 0, d.fileErr(trOff+8, ErrCorrupt, "trailer version %d size %d flags %#x", tr.version, tr.trailerSize, tr.flags)
 	case tr.fs > size:
-		return d.fileErr(size, ErrTruncated, "file is %d bytes, trailer says %d", size, tr.fs)
+		return 0, d.fileErr(size, ErrTruncated, "file is %d bytes, trailer says %d", size, tr.fs)
 	case tr.fs != size:
-		return d.fileErr(trOff+40, ErrCorrupt, "file is %d bytes, trailer says %d", size, tr.fs)
+		return 0, d.fileErr(trOff+40, ErrCorrupt, "file is %d bytes, trailer says %d", size, tr.fs)
 	case tr.imgMetaSize < 0 || tr.imgMetaSize > MaxMetaSize:
-		return d.fileErr(trOff+32, ErrCorrupt, "image metadata of %d bytes", tr.imgMetaSize)
+		return 0, d.fileErr(trOff+32, ErrCorrupt, "image metadata of %d bytes", tr.imgMetaSize)
 	case tr.dmOff < DeltaHeaderSize || tr.dmOff > trOff:
-		return d.fileErr(trOff+24, ErrCorrupt, "delta metadata at %d", tr.dmOff)
+		return 0, d.fileErr(trOff+24, ErrCorrupt, "delta metadata at %d", tr.dmOff)
 	case tr.nruns > uint64(trOff-tr.dmOff)/RunSize:
-		return d.fileErr(trOff+16, ErrCorrupt, "%d runs do not fit in the file", tr.nruns)
+		return 0, d.fileErr(trOff+16, ErrCorrupt, "%d runs do not fit in the file", tr.nruns)
 	}
-	dmSize = HeaderSize + tr.imgMetaSize + FBSize + int64(tr.nruns)*RunSize
+	dmSize := HeaderSize + tr.imgMetaSize + FBSize + int64(tr.nruns)*RunSize
 	if tr.dmOff+dmSize != trOff {
-		return d.fileErr(trOff+24, ErrCorrupt, "delta metadata at %d of %d bytes (%d runs, image metadata %d bytes) does not end at the trailer (%d)",
+		return 0, d.fileErr(trOff+24, ErrCorrupt, "delta metadata at %d of %d bytes (%d runs, image metadata %d bytes) does not end at the trailer (%d)",
 			tr.dmOff, dmSize, tr.nruns, tr.imgMetaSize, trOff)
 	}
-	// The DM's hash, streamed.
+	return dmSize, nil
+}
+
+// checkDMHash streams the delta metadata through its hash and compares
+// it with the trailer's.
+func (d *Delta) checkDMHash(dmSize int64) error {
+	tr := d.tr
 	h := blake3.New()
 	buf := make([]byte, min(dmSize, metaBuf))
 	for off := int64(0); off < dmSize; off += int64(len(buf)) {
@@ -161,8 +193,14 @@ func (d *Delta) open() error {
 	if dmh != tr.dmHash {
 		return d.fileErr(tr.dmOff, ErrHashMismatch, "delta metadata hash")
 	}
-	// The image: header and FB first, then the whole metadata through an
-	// FTI-FF reader over a view of the file.
+	return nil
+}
+
+// openImage reads the image's header and FB, checks them against the
+// delta's header and the trailer, and opens the image's whole metadata
+// through an FTI-FF reader over a view of the file (d.img).
+func (d *Delta) openImage() error {
+	tr := d.tr
 	var ihb [HeaderSize]byte
 	var ifb [FBSize]byte
 	if err := d.readAt(vfd.MemSuper, ihb[:], tr.dmOff); err != nil {
@@ -181,9 +219,9 @@ func (d *Delta) open() error {
 	ih := decodeHeader(ihb[:])
 	ifbd := decodeFB(ifb[:])
 	switch {
-	case ih.ckptID != hdr.ckptID || ih.rank != hdr.rank || ih.level != hdr.level:
+	case ih.ckptID != d.hdr.ckptID || ih.rank != d.hdr.rank || ih.level != d.hdr.level:
 		return d.fileErr(tr.dmOff+16, ErrCorrupt, "image of checkpoint %d rank %d level %d in a delta of checkpoint %d rank %d level %d",
-			ih.ckptID, ih.rank, ih.level, hdr.ckptID, hdr.rank, hdr.level)
+			ih.ckptID, ih.rank, ih.level, d.hdr.ckptID, d.hdr.rank, d.hdr.level)
 	case ifbd.metaSize != tr.imgMetaSize || ifbd.fs < HeaderSize+FBSize || ifbd.metaOff+ifbd.metaSize+FBSize != ifbd.fs:
 		return d.fileErr(fbAt+72, ErrCorrupt, "image metadata at %d of %d bytes in a %d-byte image, trailer says %d bytes",
 			ifbd.metaOff, ifbd.metaSize, ifbd.fs, tr.imgMetaSize)
@@ -204,7 +242,7 @@ func (d *Delta) open() error {
 		return err
 	}
 	d.img = img
-	return d.readRuns(tr.dmOff + HeaderSize + tr.imgMetaSize + FBSize)
+	return nil
 }
 
 // readRuns reads and checks the run table at off.

@@ -294,25 +294,53 @@ func (m *metaStream) take(n int) ([]byte, error) {
 // records actually read, never by a count alone.
 func (r *Reader) parseMeta(whole []byte) error {
 	fb := &r.fb
-	moff := fb.metaOff
-	bad := func(p int64, format string, args ...any) error {
-		return r.fileErr(moff+p, ErrCorrupt, format, args...)
-	}
 	ms := r.newMetaStream(whole)
 	n := fb.metaSize - r.extLen // the version-1 part; the extension area follows
 	if int64(fb.numVars)*VarRecordSize > n {
-		return bad(0, "%d variables do not fit in %d metadata bytes", fb.numVars, n)
+		return r.badMeta(0, "%d variables do not fit in %d metadata bytes", fb.numVars, n)
 	}
+	p, err := r.parseVarRecords(ms, n)
+	if err != nil {
+		return err
+	}
+	if err := r.parseBlocks(ms, n, p); err != nil {
+		return err
+	}
+	if err := r.readBlockHashes(ms); err != nil {
+		return err
+	}
+	if err := r.tileVariables(); err != nil {
+		return err
+	}
+	if r.extLen == 0 {
+		return nil
+	}
+	ext, err := ms.take(int(r.extLen))
+	if err != nil {
+		return err
+	}
+	return r.parseExt(ext, fb.metaOff+n)
+}
+
+// badMeta is a corruption error at offset p of the metadata block.
+func (r *Reader) badMeta(p int64, format string, args ...any) error {
+	return r.fileErr(r.fb.metaOff+p, ErrCorrupt, format, args...)
+}
+
+// parseVarRecords decodes the variable records of the n-byte version-1
+// metadata and returns the offset after them.
+func (r *Reader) parseVarRecords(ms *metaStream, n int64) (int64, error) {
+	fb := &r.fb
 	r.vars = make([]VarInfo, 0, min(fb.numVars, 1024))
 	r.byID = make(map[int32]int, min(fb.numVars, 1024))
 	p := int64(0)
 	for i := 0; i < int(fb.numVars); i++ {
 		if p+VarRecordSize > n {
-			return bad(p, "variable record %d past the metadata end", i)
+			return 0, r.badMeta(p, "variable record %d past the metadata end", i)
 		}
 		b, err := ms.take(VarRecordSize)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		id := int32(le.Uint32(b[0:]))
 		t := ElemType(b[4])
@@ -322,34 +350,42 @@ func (r *Reader) parseMeta(whole []byte) error {
 		resv := b[5] != 0 || le.Uint32(b[12:]) != 0
 		rl := varRecordLen(nl)
 		if p+rl > n {
-			return bad(p, "variable record %d past the metadata end", i)
+			return 0, r.badMeta(p, "variable record %d past the metadata end", i)
 		}
 		if id < 0 {
-			return bad(p, "variable id %d", id)
+			return 0, r.badMeta(p, "variable id %d", id)
 		}
 		if _, dup := r.byID[id]; dup {
-			return bad(p, "duplicate variable id %d", id)
+			return 0, r.badMeta(p, "duplicate variable id %d", id)
 		}
 		name, err := ms.take(int(rl - VarRecordSize))
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if resv || !allZero(name[nl:]) {
-			return bad(p, "variable %d: non-zero reserved bytes", id)
+			return 0, r.badMeta(p, "variable %d: non-zero reserved bytes", id)
 		}
 		if res, ok := elemSize(t, es); !ok || res != es {
-			return bad(p+4, "variable %d: element type %d size %d", id, t, es)
+			return 0, r.badMeta(p+4, "variable %d: element type %d size %d", id, t, es)
 		}
 		if sz < 0 || sz > fb.ckptSize || sz%int64(es) != 0 {
-			return bad(p+16, "variable %d: size %d", id, sz)
+			return 0, r.badMeta(p+16, "variable %d: size %d", id, sz)
 		}
 		r.byID[id] = i
 		r.vars = append(r.vars, VarInfo{ID: id, Name: string(name[:nl]), Type: t, ElemSize: es,
 			Count: sz / int64(es), Size: sz})
 		p += rl
 	}
+	return p, nil
+}
+
+// parseBlocks decodes the block and chunk records (BMD, VMD) that follow
+// the variables at p and checks that they tile the data area; the block
+// hashes follow.
+func (r *Reader) parseBlocks(ms *metaStream, n, p int64) error {
+	fb := &r.fb
 	if int64(fb.numBlocks)*BMDSize > n-p || int64(fb.numChunks)*VMDSize > n-p {
-		return bad(p, "%d blocks, %d chunks do not fit in the metadata", fb.numBlocks, fb.numChunks)
+		return r.badMeta(p, "%d blocks, %d chunks do not fit in the metadata", fb.numBlocks, fb.numChunks)
 	}
 	r.chunk = make([]ChunkInfo, 0, min(fb.numChunks, 4096))
 	bs := fb.blockSize
@@ -358,7 +394,7 @@ func (r *Reader) parseMeta(whole []byte) error {
 	var dataSize int64
 	for bi := 0; bi < int(fb.numBlocks); bi++ {
 		if p+BMDSize > n {
-			return bad(p, "block %d past the metadata end", bi)
+			return r.badMeta(p, "block %d past the metadata end", bi)
 		}
 		b, err := ms.take(BMDSize)
 		if err != nil {
@@ -367,10 +403,10 @@ func (r *Reader) parseMeta(whole []byte) error {
 		nc := int64(le.Uint32(b))
 		dbsize := int64(le.Uint64(b[8:]))
 		if le.Uint32(b[4:]) != 0 || nc == 0 {
-			return bad(p, "block %d: %d chunks, reserved %d", bi, nc, le.Uint32(b[4:]))
+			return r.badMeta(p, "block %d: %d chunks, reserved %d", bi, nc, le.Uint32(b[4:]))
 		}
 		if nc*VMDSize > n-p-BMDSize || int64(len(r.chunk))+nc > int64(fb.numChunks) {
-			return bad(p, "block %d: %d chunks past the metadata end", bi, nc)
+			return r.badMeta(p, "block %d: %d chunks past the metadata end", bi, nc)
 		}
 		p += BMDSize
 		var sum int64
@@ -383,17 +419,17 @@ func (r *Reader) parseMeta(whole []byte) error {
 			ci := len(r.chunk)
 			switch {
 			case !resOK:
-				return bad(p+13, "chunk %d: non-zero reserved bytes", ci)
+				return r.badMeta(p+13, "chunk %d: non-zero reserved bytes", ci)
 			case v.idx >= fb.numVars || r.vars[v.idx].ID != v.id:
-				return bad(p, "chunk %d: variable %d at index %d", ci, v.id, v.idx)
+				return r.badMeta(p, "chunk %d: variable %d at index %d", ci, v.id, v.idx)
 			case v.contSize <= 0 || v.contSize > fb.metaOff || v.chunkSize < 0 || v.chunkSize > v.contSize:
-				return bad(p+32, "chunk %d: chunk size %d container size %d", ci, v.chunkSize, v.contSize)
+				return r.badMeta(p+32, "chunk %d: chunk size %d container size %d", ci, v.chunkSize, v.contSize)
 			case (v.hasContent == 1) != (v.chunkSize > 0) || v.hasContent > 1:
-				return bad(p+12, "chunk %d: hascontent %d with %d bytes", ci, v.hasContent, v.chunkSize)
+				return r.badMeta(p+12, "chunk %d: hascontent %d with %d bytes", ci, v.hasContent, v.chunkSize)
 			case v.fptr != fptr || fptr+v.contSize > fb.metaOff:
-				return bad(p+24, "chunk %d: fptr %d, want %d", ci, v.fptr, fptr)
+				return r.badMeta(p+24, "chunk %d: fptr %d, want %d", ci, v.fptr, fptr)
 			case v.firstBHash != bh:
-				return bad(p+48, "chunk %d: first block hash %d, want %d", ci, v.firstBHash, bh)
+				return r.badMeta(p+48, "chunk %d: first block hash %d, want %d", ci, v.firstBHash, bh)
 			}
 			fptr += v.contSize
 			sum += v.contSize
@@ -404,19 +440,27 @@ func (r *Reader) parseMeta(whole []byte) error {
 			p += VMDSize
 		}
 		if sum != dbsize {
-			return bad(p, "block %d: size %d, containers sum to %d", bi, dbsize, sum)
+			return r.badMeta(p, "block %d: size %d, containers sum to %d", bi, dbsize, sum)
 		}
 	}
 	switch {
 	case len(r.chunk) != int(fb.numChunks):
-		return bad(p, "%d chunks, file block says %d", len(r.chunk), fb.numChunks)
+		return r.badMeta(p, "%d chunks, file block says %d", len(r.chunk), fb.numChunks)
 	case fptr != fb.metaOff:
-		return bad(p, "data ends at %d, metadata starts at %d", fptr, fb.metaOff)
+		return r.badMeta(p, "data ends at %d, metadata starts at %d", fptr, fb.metaOff)
 	case dataSize != fb.ckptSize:
-		return bad(p, "chunks hold %d bytes, file block says %d", dataSize, fb.ckptSize)
+		return r.badMeta(p, "chunks hold %d bytes, file block says %d", dataSize, fb.ckptSize)
 	case bh != fb.numBHashes || uint64(n-p) != bh*HashSize || bh > uint64(n):
-		return bad(p, "%d block hashes in %d bytes, file block says %d", bh, n-p, fb.numBHashes)
+		return r.badMeta(p, "%d block hashes in %d bytes, file block says %d", bh, n-p, fb.numBHashes)
 	}
+	return nil
+}
+
+// readBlockHashes reads every chunk's block hashes and checks each
+// chunk's hash over them.
+func (r *Reader) readBlockHashes(ms *metaStream) error {
+	fb := &r.fb
+	bs, moff := fb.blockSize, fb.metaOff
 	unhashed := fb.flags&flagUnhashed != 0
 	for i := range r.chunk {
 		c := &r.chunk[i]
@@ -428,14 +472,18 @@ func (r *Reader) parseMeta(whole []byte) error {
 				return err
 			}
 			copy(c.BlockHashes[j][:], b)
-			p += HashSize
 		}
 		if !unhashed && chunkHash(c.Size, bs, c.BlockHashes) != c.Hash {
 			return r.corrupt(c.VarID, i, moff+int64(r.vmdOff(i))+56, fmt.Errorf("%w: chunk hash over its block hashes", ErrHashMismatch))
 		}
 	}
-	// Every variable's containers must tile [0, capacity) in dptr order,
-	// and its chunks must hold exactly its bytes.
+	return nil
+}
+
+// tileVariables checks that every variable's containers tile [0,
+// capacity) in dptr order and that its chunks hold exactly its bytes.
+func (r *Reader) tileVariables() error {
+	moff := r.fb.metaOff
 	r.perV = make([][]int, len(r.vars))
 	for i := range r.chunk {
 		vi := r.byID[r.chunk[i].VarID]
@@ -455,18 +503,11 @@ func (r *Reader) parseMeta(whole []byte) error {
 			next += c.ContainerSize
 		}
 		if next < v.Size {
-			return bad(0, "variable %d: %d bytes but containers hold %d", v.ID, v.Size, next)
+			return r.badMeta(0, "variable %d: %d bytes but containers hold %d", v.ID, v.Size, next)
 		}
 		v.Chunks = len(cs)
 	}
-	if r.extLen == 0 {
-		return nil
-	}
-	ext, err := ms.take(int(r.extLen))
-	if err != nil {
-		return err
-	}
-	return r.parseExt(ext, moff+n)
+	return nil
 }
 
 // vmdOff returns the offset of chunk i's VMD record inside the metadata block.

@@ -7,17 +7,19 @@ import (
 	"unicode/utf8"
 )
 
-// Wire format: never change. Layout constants of GSD file format 1.0 / 2.x.
+// Wire format: never change. The magic number of GSD file format 1.0 / 2.x.
+const magic uint64 = 0x65DF65DF65DF65DF // first 8 bytes, little-endian
+
+// Wire format: never change. Sizes and limits of GSD file format 1.0 / 2.x.
 const (
-	magic          uint64 = 0x65DF65DF65DF65DF // first 8 bytes, little-endian
-	headerSize            = 256                // bytes of the header block at offset 0
-	entrySize             = 32                 // bytes of one index entry
-	nameBlockUnit         = 64                 // namelist_allocated_entries counts this many bytes
-	v1NameSize            = 64                 // 1.0: fixed name slot size
-	fieldStrSize          = 64                 // application and schema fields
-	maxNames              = 0xFFFF             // id 0xFFFF is reserved for "not found"
-	initIndexSlots        = 128                // index slots of a fresh file (as the reference writer)
-	initNameBlocks        = 16                 // 64-byte units of a fresh namelist (1024 bytes)
+	headerSize     = 256    // bytes of the header block at offset 0
+	entrySize      = 32     // bytes of one index entry
+	nameBlockUnit  = 64     // namelist_allocated_entries counts this many bytes
+	v1NameSize     = 64     // 1.0: fixed name slot size
+	fieldStrSize   = 64     // application and schema fields
+	maxNames       = 0xFFFF // id 0xFFFF is reserved for "not found"
+	initIndexSlots = 128    // index slots of a fresh file (as the reference writer)
+	initNameBlocks = 16     // 64-byte units of a fresh namelist (1024 bytes)
 )
 
 // Wire format: never change. Header field offsets.

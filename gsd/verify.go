@@ -209,52 +209,9 @@ func repairFile(f vfd.File, path string, o options) (RepairResult, error) {
 	h.Schema = strings.ToValidUTF8(h.Schema, "\uFFFD")
 	v1 := h.GSDVersion < Version2
 	// Namelist: use what is inside the file; a damaged list is rebuilt.
-	rebuildNames := false
-	var names []string
-	if h.NameAllocated > 0 && h.NameLocation >= 0 && h.NameLocation < size {
-		whole := inFile(h.NameLocation, h.NameAllocated, nameBlockUnit, size)
-		length := size - h.NameLocation
-		if whole {
-			length = int64(h.NameAllocated) * nameBlockUnit
-		}
-		var nr io.ReaderAt = f
-		// A namelist overlapping the header would change when the header
-		// is rewritten: move it too.
-		rebuildNames = !whole || h.NameLocation < headerSize
-		if whole {
-			var last [1]byte
-			if err := vfd.ReadFull(f, last[:], h.NameLocation+length-1); err != nil {
-				return res, fmt.Errorf("gsd: repair %s: read namelist: %w", path, err)
-			}
-			if last[0] != 0 {
-				// Read the block as if its last byte were the NUL it must be.
-				rebuildNames = true
-				nr = zeroAt{f, h.NameLocation + length - 1}
-			}
-		}
-		sc, err := scanNames(nr, h.NameLocation, length, v1)
-		if err != nil {
-			var ne *errNamelist
-			if errors.As(err, &ne) {
-				return res, corruptf(path, "namelist", h.NameLocation, "%s", ne.reason)
-			}
-			return res, fmt.Errorf("gsd: repair %s: read namelist: %w", path, err)
-		}
-		names = sc.names
-		if len(sc.paddedV1) > 0 || len(sc.unterminatedV1) > 0 {
-			rebuildNames = true
-		}
-		if sc.end < length {
-			// Bytes after the list's end must be zero (pygsd reads them).
-			if ok, _, err := zeroFrom(nr, h.NameLocation+sc.end, length-sc.end); err != nil || !ok {
-				rebuildNames = true
-			}
-		}
-		if fixed, changed := validNames(names); changed {
-			names, rebuildNames = fixed, true
-		}
-	} else {
-		rebuildNames = true
+	names, rebuildNames, err := readNamesForRepair(f, path, h, size, v1)
+	if err != nil {
+		return res, err
 	}
 	// Index: the slots inside the file.
 	slots := uint64(0)
@@ -279,24 +236,9 @@ func repairFile(f vfd.File, path string, o options) (RepairResult, error) {
 	res.Changed = true
 	eof := size
 	if rebuildNames {
-		var nb []byte
-		for _, n := range names {
-			if v1 {
-				slot := make([]byte, v1NameSize)
-				putCString(slot, n)
-				nb = append(nb, slot...)
-			} else {
-				nb = append(append(nb, n...), 0)
-			}
-		}
-		block := int64(initNameBlocks * nameBlockUnit)
-		for block <= int64(len(nb)) {
-			block *= 2
-		}
-		blk := make([]byte, block)
-		copy(blk, nb)
-		if _, err := f.WriteAt(blk, eof); err != nil {
-			return res, fmt.Errorf("gsd: repair %s: write namelist: %w", path, err)
+		block, err := writeNamesForRepair(f, path, names, v1, eof)
+		if err != nil {
+			return res, err
 		}
 		h.NameLocation, h.NameAllocated = eof, uint64(block/nameBlockUnit)
 		eof += block
@@ -328,6 +270,82 @@ func repairFile(f vfd.File, path string, o options) (RepairResult, error) {
 	o.logger.Info("gsd file repaired", zap.String("gsd-file", path), zap.Uint64("frames", res.Frames),
 		zap.Int("entries", res.Entries), zap.Int("dropped", res.Dropped), zap.String("reason", reason))
 	return res, nil
+}
+
+// readNamesForRepair reads the namelist inside the file; rebuild says
+// that it must be written anew (damaged, cut, overlapping the header,
+// with invalid names, or absent).
+func readNamesForRepair(f vfd.File, path string, h Header, size int64, v1 bool) (names []string, rebuild bool, err error) {
+	if h.NameAllocated == 0 || h.NameLocation < 0 || h.NameLocation >= size {
+		return nil, true, nil // no list inside the file
+	}
+	whole := inFile(h.NameLocation, h.NameAllocated, nameBlockUnit, size)
+	length := size - h.NameLocation
+	if whole {
+		length = int64(h.NameAllocated) * nameBlockUnit
+	}
+	var nr io.ReaderAt = f
+	// A namelist overlapping the header would change when the header
+	// is rewritten: move it too.
+	rebuild = !whole || h.NameLocation < headerSize
+	if whole {
+		var last [1]byte
+		if err := vfd.ReadFull(f, last[:], h.NameLocation+length-1); err != nil {
+			return nil, false, fmt.Errorf("gsd: repair %s: read namelist: %w", path, err)
+		}
+		if last[0] != 0 {
+			// Read the block as if its last byte were the NUL it must be.
+			rebuild = true
+			nr = zeroAt{f, h.NameLocation + length - 1}
+		}
+	}
+	sc, err := scanNames(nr, h.NameLocation, length, v1)
+	if err != nil {
+		var ne *errNamelist
+		if errors.As(err, &ne) {
+			return nil, false, corruptf(path, "namelist", h.NameLocation, "%s", ne.reason)
+		}
+		return nil, false, fmt.Errorf("gsd: repair %s: read namelist: %w", path, err)
+	}
+	names = sc.names
+	if len(sc.paddedV1) > 0 || len(sc.unterminatedV1) > 0 {
+		rebuild = true
+	}
+	if sc.end < length {
+		// Bytes after the list's end must be zero (pygsd reads them).
+		if ok, _, err := zeroFrom(nr, h.NameLocation+sc.end, length-sc.end); err != nil || !ok {
+			rebuild = true
+		}
+	}
+	if fixed, changed := validNames(names); changed {
+		names, rebuild = fixed, true
+	}
+	return names, rebuild, nil
+}
+
+// writeNamesForRepair writes names as a fresh namelist block at eof and
+// returns the block's size.
+func writeNamesForRepair(f vfd.File, path string, names []string, v1 bool, eof int64) (int64, error) {
+	var nb []byte
+	for _, n := range names {
+		if v1 {
+			slot := make([]byte, v1NameSize)
+			putCString(slot, n)
+			nb = append(nb, slot...)
+		} else {
+			nb = append(append(nb, n...), 0)
+		}
+	}
+	block := int64(initNameBlocks * nameBlockUnit)
+	for block <= int64(len(nb)) {
+		block *= 2
+	}
+	blk := make([]byte, block)
+	copy(blk, nb)
+	if _, err := f.WriteAt(blk, eof); err != nil {
+		return 0, fmt.Errorf("gsd: repair %s: write namelist: %w", path, err)
+	}
+	return block, nil
 }
 
 // dropFrame removes the trailing entries of frame (an incomplete frame).

@@ -45,4 +45,13 @@
 //
 // Concurrency: Write is collective, one call per rank. An opened File may
 // be read from several goroutines at once.
+//
+// # API stability
+//
+// h5ckpt is public API as a format package (HDF5 checkpoints,
+// docs/format/h5ckpt.md): its exported names and their behaviour are kept
+// stable. Before 1.0 an incompatible change is still possible. Applications
+// use ckpt, comm (and comm/mpi), vfd and the format packages (fileformat,
+// sion, gsd, dhdf, dhdf/h5, h5ckpt); levels, partner, encode and dataset are
+// ftigo's machinery.
 package h5ckpt

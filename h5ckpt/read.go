@@ -115,17 +115,49 @@ func (f *File) table(meta *h5.Object, name string, want func(h5.Datatype) bool) 
 }
 
 func (f *File) parse() error {
-	root := f.h.Root
-	fa, ok := root.Attr(attrFormat)
-	if !ok || string(bytes.TrimRight(fa.Data, "\x00")) != FormatName {
-		return fmt.Errorf("%w: %s has no %s attribute %q", ErrNotCheckpoint, f.path, attrFormat, FormatName)
-	}
-	v, err := f.intAttr(root, attrVersion)
+	meta, ranks, err := f.parseRoot()
 	if err != nil {
 		return err
 	}
+	t, err := f.readTables(meta)
+	if err != nil {
+		return err
+	}
+	defs, err := f.parseDatasets(t)
+	if err != nil {
+		return err
+	}
+	dsByID := map[int32]dataset.Dataset{}
+	for _, x := range defs {
+		dsByID[x.ID] = x
+	}
+	views, err := f.parseVariables(t, ranks, defs, dsByID)
+	if err != nil {
+		return err
+	}
+	dec, err := dataset.NewDecomposition(views)
+	if err != nil {
+		return f.corrupt(-1, -1, -1, ErrCorrupt, "%v", err)
+	}
+	f.dec = dec
+	return f.placeSubsets(defs, dsByID)
+}
+
+// parseRoot checks the root group's attributes (format, version, the
+// checkpoint's metadata), sets f.meta and f.bs, and returns the metadata
+// group and the rank count.
+func (f *File) parseRoot() (*h5.Object, int64, error) {
+	root := f.h.Root
+	fa, ok := root.Attr(attrFormat)
+	if !ok || string(bytes.TrimRight(fa.Data, "\x00")) != FormatName {
+		return nil, 0, fmt.Errorf("%w: %s has no %s attribute %q", ErrNotCheckpoint, f.path, attrFormat, FormatName)
+	}
+	v, err := f.intAttr(root, attrVersion)
+	if err != nil {
+		return nil, 0, err
+	}
 	if v != FormatVersion {
-		return f.corrupt(-1, -1, -1, ErrVersion, "layout version %d (this reader knows %d)", v, FormatVersion)
+		return nil, 0, f.corrupt(-1, -1, -1, ErrVersion, "layout version %d (this reader knows %d)", v, FormatVersion)
 	}
 	var id, level, ranks, ts, bs int64
 	for _, a := range []struct {
@@ -133,108 +165,133 @@ func (f *File) parse() error {
 		p    *int64
 	}{{attrCkptID, &id}, {attrLevel, &level}, {attrRanks, &ranks}, {attrTimestamp, &ts}, {attrBlockSize, &bs}} {
 		if *a.p, err = f.intAttr(root, a.name); err != nil {
-			return err
+			return nil, 0, err
 		}
 	}
 	if ranks < 1 || ranks > 1<<24 || bs < fileformat.MinBlockSize || bs > fileformat.MaxBlockSize || id < 0 {
-		return f.corrupt(-1, -1, -1, ErrCorrupt, "ranks %d, block size %d, checkpoint id %d", ranks, bs, id)
+		return nil, 0, f.corrupt(-1, -1, -1, ErrCorrupt, "ranks %d, block size %d, checkpoint id %d", ranks, bs, id)
 	}
 	f.meta = Meta{CkptID: id, Level: int(level), Timestamp: ts, Ranks: int(ranks), BlockSize: int(bs)}
 	f.bs = bs
 	ml, ok := root.Link(MetaGroup)
 	if !ok || ml.External || ml.Object.Kind != h5.KindGroup {
-		return f.corrupt(-1, -1, -1, ErrCorrupt, "no group /%s", MetaGroup)
+		return nil, 0, f.corrupt(-1, -1, -1, ErrCorrupt, "no group /%s", MetaGroup)
 	}
-	meta := ml.Object
+	return ml.Object, ranks, nil
+}
+
+// metaTables are the raw tables of the metadata group; r is their width
+// (the largest dataset rank they can hold).
+type metaTables struct {
+	r                             int
+	vars, datasets, names, hashes []byte
+}
+
+// name is the string at off, n bytes long, of the names table.
+func (t *metaTables) name(off, n int64) (string, bool) {
+	if off < 0 || n < 0 || off > int64(len(t.names)) || n > int64(len(t.names))-off {
+		return "", false
+	}
+	return string(t.names[off : off+n]), true
+}
+
+// dims decodes nd little-endian int64s.
+func dims(b []byte, nd int) []int64 {
+	x := make([]int64, nd)
+	for k := range x {
+		x[k] = int64(le.Uint64(b[8*k:]))
+	}
+	return x
+}
+
+// readTables reads the four tables of the metadata group, checks their
+// types and their hash against the root's, and keeps the block hashes.
+func (f *File) readTables(meta *h5.Object) (*metaTables, error) {
+	root := f.h.Root
+	t := &metaTables{}
 	// The table width R comes from the variables table's type.
-	r := 0
-	_, varRows, err := f.table(meta, tableVariables, func(t h5.Datatype) bool {
-		if t.Class != h5.ClassCompound || len(t.Members) != 11 || len(t.Members[9].Type.Dims) != 1 {
+	var err error
+	_, t.vars, err = f.table(meta, tableVariables, func(ty h5.Datatype) bool {
+		if ty.Class != h5.ClassCompound || len(ty.Members) != 11 || len(ty.Members[9].Type.Dims) != 1 {
 			return false
 		}
-		r = int(t.Members[9].Type.Dims[0])
-		return r >= 1 && r <= dataset.MaxRank && t.Equal(variablesRowType(r))
+		t.r = int(ty.Members[9].Type.Dims[0])
+		return t.r >= 1 && t.r <= dataset.MaxRank && ty.Equal(variablesRowType(t.r))
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, dsRows, err := f.table(meta, tableDatasets, func(t h5.Datatype) bool { return t.Equal(datasetsRowType(r)) })
-	if err != nil {
-		return err
+	if _, t.datasets, err = f.table(meta, tableDatasets, func(ty h5.Datatype) bool { return ty.Equal(datasetsRowType(t.r)) }); err != nil {
+		return nil, err
 	}
-	_, names, err := f.table(meta, tableNames, func(t h5.Datatype) bool { return t.Equal(h5.Uint8) })
-	if err != nil {
-		return err
+	if _, t.names, err = f.table(meta, tableNames, func(ty h5.Datatype) bool { return ty.Equal(h5.Uint8) }); err != nil {
+		return nil, err
 	}
-	ho, hashes, err := f.table(meta, tableHashes, func(t h5.Datatype) bool { return t.Equal(h5.Uint8) })
+	ho, hashes, err := f.table(meta, tableHashes, func(ty h5.Datatype) bool { return ty.Equal(h5.Uint8) })
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(ho.Dims) != 2 || ho.Dims[1] != fileformat.HashSize {
-		return f.corrupt(-1, -1, int64(ho.Addr), ErrCorrupt, "block hash table of shape %v", ho.Dims)
+		return nil, f.corrupt(-1, -1, int64(ho.Addr), ErrCorrupt, "block hash table of shape %v", ho.Dims)
 	}
+	t.hashes = hashes
 	th := blake3.New()
-	for _, b := range [][]byte{dsRows, varRows, names, hashes} {
+	for _, b := range [][]byte{t.datasets, t.vars, t.names, t.hashes} {
 		_, _ = th.Write(b)
 	}
 	want, err := f.attr(root, attrTablesHash)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !bytes.Equal(th.Sum(nil), want.Data) {
-		return f.corrupt(-1, -1, -1, ErrHashMismatch, "tables do not match %s", attrTablesHash)
+		return nil, f.corrupt(-1, -1, -1, ErrHashMismatch, "tables do not match %s", attrTablesHash)
 	}
 	copy(f.tables[:], want.Data)
 	f.hashes = hashes
-	name := func(off, n int64) (string, bool) {
-		if off < 0 || n < 0 || off > int64(len(names)) || n > int64(len(names))-off {
-			return "", false
-		}
-		return string(names[off : off+n]), true
-	}
-	dims := func(b []byte, nd int) []int64 {
-		x := make([]int64, nd)
-		for k := range x {
-			x[k] = int64(le.Uint64(b[8*k:]))
-		}
-		return x
-	}
-	// Datasets.
+	return t, nil
+}
+
+// parseDatasets decodes and checks the datasets table.
+func (f *File) parseDatasets(t *metaTables) ([]dataset.Dataset, error) {
+	r, dsRows := t.r, t.datasets
 	dsSize := int(datasetsRowType(r).Size)
 	var defs []dataset.Dataset
 	for p := 0; p+dsSize <= len(dsRows); p += dsSize {
 		b := dsRows[p:]
 		nd := int(int32(le.Uint32(b[16:])))
-		nm, ok := name(int64(le.Uint64(b[20:])), int64(le.Uint64(b[28:])))
+		nm, ok := t.name(int64(le.Uint64(b[20:])), int64(le.Uint64(b[28:])))
 		if nd < 1 || nd > r || !ok {
-			return f.corrupt(-1, -1, -1, ErrCorrupt, "dataset row %d: rank %d or name out of range", p/dsSize, nd)
+			return nil, f.corrupt(-1, -1, -1, ErrCorrupt, "dataset row %d: rank %d or name out of range", p/dsSize, nd)
 		}
 		x := dataset.Dataset{ID: int32(le.Uint32(b[0:])), Type: fileformat.ElemType(le.Uint32(b[4:])), ElemSize: le.Uint32(b[8:]),
 			Sparse: le.Uint32(b[12:]) == 1, Name: nm, Shape: dims(b[36:], nd)}
 		if err := x.Check(); err != nil || x.Elem() != x.ElemSize || le.Uint32(b[12:]) > 1 || le.Uint32(b[4:]) > 255 {
-			return f.corrupt(-1, -1, -1, ErrCorrupt, "dataset row %d: %v", p/dsSize, err)
+			return nil, f.corrupt(-1, -1, -1, ErrCorrupt, "dataset row %d: %v", p/dsSize, err)
 		}
 		defs = append(defs, x)
 	}
-	// Variables.
+	return defs, nil
+}
+
+// parseVariables decodes and checks the variables table into f.vars
+// (a variable outside every dataset gets its slab now) and returns every
+// old rank's view of the datasets.
+func (f *File) parseVariables(t *metaTables, ranks int64, defs []dataset.Dataset, dsByID map[int32]dataset.Dataset) ([]dataset.View, error) {
+	r, varRows, bs := t.r, t.vars, f.bs
 	vSize := int(variablesRowType(r).Size)
 	views := make([]dataset.View, ranks)
 	for i := range views {
 		views[i].Datasets = defs
 	}
-	dsByID := map[int32]dataset.Dataset{}
-	for _, x := range defs {
-		dsByID[x.ID] = x
-	}
 	var next int64
-	nh := int64(len(hashes) / fileformat.HashSize)
+	nh := int64(len(t.hashes) / fileformat.HashSize)
 	for p := 0; p+vSize <= len(varRows); p += vSize {
 		b := varRows[p:]
 		row := p / vSize
 		v := varRec{rank: int(int32(le.Uint32(b[0:]))), id: int32(le.Uint32(b[4:])), dataset: int32(le.Uint32(b[8:])),
 			typ: fileformat.ElemType(le.Uint32(b[12:])), es: le.Uint32(b[16:]), size: int64(le.Uint64(b[20:])),
 			firstHash: int64(le.Uint64(b[44:]))}
-		nm, ok := name(int64(le.Uint64(b[28:])), int64(le.Uint64(b[36:])))
+		nm, ok := t.name(int64(le.Uint64(b[28:])), int64(le.Uint64(b[36:])))
 		v.name = nm
 		es := v.typ.Size()
 		if v.typ == fileformat.Struct {
@@ -242,52 +299,54 @@ func (f *File) parse() error {
 		}
 		switch {
 		case !ok:
-			return f.corrupt(v.rank, v.id, -1, ErrCorrupt, "variable row %d: name out of range", row)
+			return nil, f.corrupt(v.rank, v.id, -1, ErrCorrupt, "variable row %d: name out of range", row)
 		case v.rank < 0 || v.rank >= int(ranks) || v.id < 0:
-			return f.corrupt(-1, -1, -1, ErrCorrupt, "variable row %d: rank %d id %d", row, v.rank, v.id)
+			return nil, f.corrupt(-1, -1, -1, ErrCorrupt, "variable row %d: rank %d id %d", row, v.rank, v.id)
 		case le.Uint32(b[12:]) > 255 || !v.typ.Valid() || es == 0 || es != v.es || v.size < 0 || v.size%int64(es) != 0:
-			return f.corrupt(v.rank, v.id, -1, ErrCorrupt, "variable row %d: element type %d size %d, %d bytes", row, le.Uint32(b[12:]), v.es, v.size)
+			return nil, f.corrupt(v.rank, v.id, -1, ErrCorrupt, "variable row %d: element type %d size %d, %d bytes", row, le.Uint32(b[12:]), v.es, v.size)
 		case len(f.vars) > 0 && !less(f.vars[len(f.vars)-1].varRec, v):
-			return f.corrupt(v.rank, v.id, -1, ErrCorrupt, "variable row %d out of order", row)
+			return nil, f.corrupt(v.rank, v.id, -1, ErrCorrupt, "variable row %d out of order", row)
 		case v.firstHash != next || numBlocks(v.size, bs) > nh-next:
-			return f.corrupt(v.rank, v.id, -1, ErrCorrupt, "variable row %d: first block hash %d, want %d of %d", row, v.firstHash, next, nh)
+			return nil, f.corrupt(v.rank, v.id, -1, ErrCorrupt, "variable row %d: first block hash %d, want %d of %d", row, v.firstHash, next, nh)
 		}
 		next += numBlocks(v.size, bs)
 		sv := storedVar{varRec: v}
 		if v.dataset >= 0 {
 			x, ok := dsByID[v.dataset]
 			if !ok {
-				return f.corrupt(v.rank, v.id, -1, ErrCorrupt, "subset of dataset %d, which the table does not hold", v.dataset)
+				return nil, f.corrupt(v.rank, v.id, -1, ErrCorrupt, "subset of dataset %d, which the table does not hold", v.dataset)
 			}
 			v.offset, v.count = dims(b[52:], len(x.Shape)), dims(b[52+8*r:], len(x.Shape))
 			s := dataset.Subset{VarID: v.id, Dataset: v.dataset, Offset: v.offset, Count: v.count}
 			if err := s.CheckIn(x); err != nil {
-				return f.corrupt(v.rank, v.id, -1, ErrCorrupt, "%v", err)
+				return nil, f.corrupt(v.rank, v.id, -1, ErrCorrupt, "%v", err)
 			}
 			if err := s.CheckVar(x, v.typ, v.es, v.size); err != nil {
-				return f.corrupt(v.rank, v.id, -1, ErrCorrupt, "%v", err)
+				return nil, f.corrupt(v.rank, v.id, -1, ErrCorrupt, "%v", err)
 			}
 			views[v.rank].Subsets = append(views[v.rank].Subsets, s)
 			sv.varRec = v
 		} else if v.dataset != -1 {
-			return f.corrupt(v.rank, v.id, -1, ErrCorrupt, "dataset id %d", v.dataset)
+			return nil, f.corrupt(v.rank, v.id, -1, ErrCorrupt, "dataset id %d", v.dataset)
 		} else {
 			o, err := f.h.Lookup("/" + MetaGroup + "/" + rankGroup(v.rank) + "/" + strconv.Itoa(int(v.id)))
 			if err != nil || o.Kind != h5.KindDataset || o.IsVirtual() || int64(o.DataSize) != v.size || (v.size > 0 && int64(o.Type.Size) != int64(v.es)) {
-				return f.corrupt(v.rank, v.id, -1, ErrCorrupt, "no dataset of %d bytes for the variable (%v)", v.size, err)
+				return nil, f.corrupt(v.rank, v.id, -1, ErrCorrupt, "no dataset of %d bytes for the variable (%v)", v.size, err)
 			}
 			sv.slab = localSlab(int64(o.DataAddr), v.size)
 		}
 		f.vars = append(f.vars, sv)
 	}
-	if next != nh || len(varRows)%vSize != 0 || len(dsRows)%dsSize != 0 {
-		return f.corrupt(-1, -1, -1, ErrCorrupt, "%d block hashes for %d, or table sizes %d/%d", nh, next, len(varRows), len(dsRows))
+	dsSize := int(datasetsRowType(r).Size)
+	if next != nh || len(varRows)%vSize != 0 || len(t.datasets)%dsSize != 0 {
+		return nil, f.corrupt(-1, -1, -1, ErrCorrupt, "%d block hashes for %d, or table sizes %d/%d", nh, next, len(varRows), len(t.datasets))
 	}
-	dec, err := dataset.NewDecomposition(views)
-	if err != nil {
-		return f.corrupt(-1, -1, -1, ErrCorrupt, "%v", err)
-	}
-	f.dec = dec
+	return views, nil
+}
+
+// placeSubsets finds each global dataset's HDF5 dataset and gives every
+// subset variable its slab of it.
+func (f *File) placeSubsets(defs []dataset.Dataset, dsByID map[int32]dataset.Dataset) error {
 	addr := map[int32]int64{}
 	for _, x := range defs {
 		o, err := f.h.Lookup("/" + x.Name)

@@ -182,4 +182,11 @@
 // Ranks of one node share the Local directory; only the node's lowest
 // rank creates, cleans or removes directories there, and no two ranks
 // write the same file. Levels are stateless values shared by all ranks.
+//
+// # API stability
+//
+// levels is ftigo's machinery, not public API: it is exported for ckpt,
+// cmd/ftigo and the tests, and its exported names may change in any release,
+// before or after 1.0. Applications use package ckpt (and comm, vfd and the
+// format packages).
 package levels

@@ -167,7 +167,7 @@ func Agree(c comm.Comm, local error, what string) error {
 	if local != nil {
 		msg = local.Error()
 	}
-	all, err := GatherBytes(c, []byte(msg))
+	all, err := comm.AllgatherBytes(c, []byte(msg))
 	if err != nil {
 		return err
 	}
@@ -515,7 +515,7 @@ func (e *Engine) writeManifest(p *Pending) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := GatherBytes(env.Comm, mine)
+	all, err := comm.AllgatherBytes(env.Comm, mine)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/sion"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -65,7 +66,7 @@ func (l Global4) OpenData(env *Env, p *Pending, hint int64) (vfd.File, error) {
 	}
 	// Every rank needs the chunk sizes of the ranks before it in its file
 	// to find its chunk; the layout rule is SIONlib's (docs/format/sion.md).
-	chunks, err := GatherBytes(c, strconv.AppendInt(nil, chunk, 10))
+	chunks, err := comm.AllgatherBytes(c, strconv.AppendInt(nil, chunk, 10))
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -80,7 +81,7 @@ func (e *Engine) Open() error {
 	if err := e.agree(serr, "list node-local checkpoint directories"); err != nil {
 		return err
 	}
-	areas, err := GatherBytes(env.Comm, mine)
+	areas, err := comm.AllgatherBytes(env.Comm, mine)
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func (e *Engine) Open() error {
 			return perr // cannot happen: plain data
 		}
 	}
-	payload, err = BcastBytes(env.Comm, 0, payload)
+	payload, err = comm.BcastBytes(env.Comm, 0, payload)
 	if err != nil {
 		return err
 	}

@@ -213,7 +213,7 @@ func (e *Engine) rewriteManifest(cur *Manifest, p *Pending) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := GatherBytes(env.Comm, mine)
+	all, err := comm.AllgatherBytes(env.Comm, mine)
 	if err != nil {
 		return nil, err
 	}

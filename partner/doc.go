@@ -76,4 +76,11 @@
 // world. Transfer functions take one rank's [comm.Comm] and are called by
 // every member of the group at the same time, from that rank's goroutine.
 // There is no package-level mutable state.
+//
+// # API stability
+//
+// partner is ftigo's machinery, not public API: it is exported for ckpt,
+// cmd/ftigo and the tests, and its exported names may change in any release,
+// before or after 1.0. Applications use package ckpt (and comm, vfd and the
+// format packages).
 package partner

@@ -255,58 +255,11 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	}
 	transit := pool.get(maxUnits * unit)
 	defer pool.put(transit)
+	rs := rowEncoder{gc: gc, lay: lay, shifts: shifts, used: used, rows: rows, src: src, out: out,
+		dataSize: data.Size, own: own, acc: acc, transit: transit, fail: fail}
 	for r := range lay.Rows() {
-		n := lay.UnitLen(r)
-		row := own[:lay.Segments()*n]
-		var got []byte
-		if src != nil && lay.DataOffset(r) < data.Size {
-			got = src.next()
-		}
-		if len(got) == len(row) {
-			row = got // a whole row read: use the read-ahead block itself
-		} else {
-			copy(row, got)
-			clear(row[len(got):])
-		}
-		// accumulate straight into the write-behind block
-		a := acc
-		if out != nil {
-			a = out.buffer()
-		}
-		a = a[:lay.Chunks()*n]
-		clear(a)
-		for s, sh := range shifts {
-			if !used[s] {
-				continue
-			}
-			send := unitsOf(row, sh.send, n)
-			rb := send
-			if s > 0 {
-				to, from := (g+s)%k, (g-s+k)%k
-				rb = transit[:len(sh.recv)*n]
-				nr, err := gc.Sendrecv(send, to, tagEncode, rb, from, tagEncode)
-				if err == nil && nr != len(rb) {
-					err = fmt.Errorf("%w: L3 encode: %d bytes from group rank %d, want %d", ErrBadArgument, nr, from, len(rb))
-				}
-				if err != nil {
-					if out != nil {
-						out.put(a[:0])
-					}
-					return abort(fmt.Errorf("L3 encode exchange at row %d: %w", r, err))
-				}
-			}
-			for i, ru := range sh.recv {
-				blk := rb[i*n : (i+1)*n]
-				for _, cj := range ru.chunks {
-					fail(rows[cj[0]].Add(blk, ru.pos, a[cj[0]*n:(cj[0]+1)*n]))
-				}
-			}
-		}
-		if got != nil {
-			src.release(got)
-		}
-		if out != nil {
-			out.put(a)
+		if err := rs.encode(r); err != nil {
+			return abort(err)
 		}
 	}
 	var read encode.Hash
@@ -343,6 +296,83 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 		res.Size, res.Hash = size, whole
 	}
 	return res, errors.Join(errs...)
+}
+
+// rowEncoder adds, row by row, what each member's data contributes to
+// this member's parity chunks: the units the plan's shifts exchange are
+// sent and received with Sendrecv and multiplied into the parity rows.
+type rowEncoder struct {
+	gc       comm.Comm
+	lay      encode.Layout
+	shifts   []shift
+	used     []bool
+	rows     []*encode.Row // per parity chunk of this member
+	src      *source       // read-ahead of the data file; nil when it failed to open
+	out      *sink         // write-behind of the parity file; nil when it failed to create
+	dataSize int64
+	own      []byte // my data row when the read-ahead block is short
+	acc      []byte // the parity row when there is no write-behind block
+	transit  []byte // received units
+	fail     func(error)
+}
+
+// encode computes parity row r. A failed exchange is returned: the
+// members can no longer agree on what follows.
+func (e *rowEncoder) encode(r int64) error {
+	lay, k, g := e.lay, e.gc.Size(), e.gc.Rank()
+	n := lay.UnitLen(r)
+	row := e.own[:lay.Segments()*n]
+	var got []byte
+	if e.src != nil && lay.DataOffset(r) < e.dataSize {
+		got = e.src.next()
+	}
+	if len(got) == len(row) {
+		row = got // a whole row read: use the read-ahead block itself
+	} else {
+		copy(row, got)
+		clear(row[len(got):])
+	}
+	// accumulate straight into the write-behind block
+	a := e.acc
+	if e.out != nil {
+		a = e.out.buffer()
+	}
+	a = a[:lay.Chunks()*n]
+	clear(a)
+	for s, sh := range e.shifts {
+		if !e.used[s] {
+			continue
+		}
+		send := unitsOf(row, sh.send, n)
+		rb := send
+		if s > 0 {
+			to, from := (g+s)%k, (g-s+k)%k
+			rb = e.transit[:len(sh.recv)*n]
+			nr, err := e.gc.Sendrecv(send, to, tagEncode, rb, from, tagEncode)
+			if err == nil && nr != len(rb) {
+				err = fmt.Errorf("%w: L3 encode: %d bytes from group rank %d, want %d", ErrBadArgument, nr, from, len(rb))
+			}
+			if err != nil {
+				if e.out != nil {
+					e.out.put(a[:0])
+				}
+				return fmt.Errorf("L3 encode exchange at row %d: %w", r, err)
+			}
+		}
+		for i, ru := range sh.recv {
+			blk := rb[i*n : (i+1)*n]
+			for _, cj := range ru.chunks {
+				e.fail(e.rows[cj[0]].Add(blk, ru.pos, a[cj[0]*n:(cj[0]+1)*n]))
+			}
+		}
+	}
+	if got != nil {
+		e.src.release(got)
+	}
+	if e.out != nil {
+		e.out.put(a)
+	}
+	return nil
 }
 
 // unitsOf returns units idx (each n bytes) of row as one slice; idx is a
@@ -537,203 +567,265 @@ func unrecoverable(l encode.Layout, group int, lost []string, ranks []int, strip
 // its lost files.
 func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg encode.Damage, data, parity FileInfo,
 	sizes []int64, hashes []encode.Hash, res *L3Recovery) error {
-	k, g, d := lay.K, gc.Rank(), lay.DataShards()
 	code, err := lay.Code(encode.Options{})
 	if err != nil {
 		return err
 	}
-	plan := planRebuild(lay, dmg, g)
-	var errs []error
-	fail := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	// my surviving files to read, my lost files to write
-	open := func(f FileInfo, lost bool, what string) (src, dst vfd.File) {
-		var err error
-		switch {
-		case !lost:
-			src, err = f.Driver.Open(f.Path, vfd.ReadOnly)
-		case !f.Valid():
-			err = fmt.Errorf("%w: rank %d: no %s file to rebuild into", ErrBadArgument, rank, what)
-		default:
-			if err = mkdirDurable(f.Driver, path.Dir(f.Path)); err == nil {
-				dst, err = vfd.CreateTrunc(f.Driver, f.Path+TmpSuffix)
+	m := &memberRebuild{gc: gc, rank: rank, o: o, lay: lay, code: code, plan: planRebuild(lay, dmg, gc.Rank()), data: data, parity: parity}
+	m.dsrc, m.dout = m.open(data, dmg.Data[m.g()], "data")
+	m.psrc, m.pout = m.open(parity, dmg.Parity[m.g()], "parity")
+	m.layOut()
+	defer o.Buffers.put(m.sendBuf)
+	defer o.Buffers.put(m.recvBuf)
+	defer o.Buffers.put(m.scratch)
+	for r := range lay.Rows() {
+		n := lay.UnitLen(r)
+		for a := 0; a < n; a += m.piece {
+			pl := min(m.piece, n-a)
+			if err := m.exchange(r, n, a, pl); err != nil {
+				m.closeAll()
+				removeTmps(data, parity, m.dout, m.pout)
+				return errors.Join(append(m.errs, fmt.Errorf("L3 rebuild exchange at row %d: %w", r, err))...)
 			}
-		}
-		fail(err)
-		return src, dst
-	}
-	dsrc, dout := open(data, dmg.Data[g], "data")
-	psrc, pout := open(parity, dmg.Parity[g], "parity")
-	closeAll := func() {
-		for _, f := range []vfd.File{dsrc, psrc, dout, pout} {
-			if f != nil {
-				f.Close()
-			}
+			m.reconstruct(r, n, a, pl)
 		}
 	}
-	// A row is processed in pieces small enough that a member holds about
-	// k units of others' shards at once, however many stripes it rebuilds.
-	unit := lay.Unit
+	for _, f := range []vfd.File{m.dsrc, m.psrc} {
+		if f != nil {
+			m.fail(f.Close())
+		}
+	}
+	m.dsrc, m.psrc = nil, nil
+	// Finish: the header of a rebuilt parity file, sync, read back and
+	// compare with the recorded hashes, rename into place.
+	var parityWhole *blake3.Hasher
+	if m.pout != nil && len(m.errs) == 0 {
+		parityWhole = m.parityHeader(sizes, hashes)
+	}
+	if m.dout != nil {
+		res.DataRebuilt = m.finish(data, m.dout, "data", nil)
+	}
+	if m.pout != nil {
+		res.ParityRebuilt = m.finish(parity, m.pout, "parity", parityWhole)
+	}
+	return errors.Join(m.errs...)
+}
+
+// memberRebuild is the state of one member's part of an L3 rebuild: its
+// surviving files to read (dsrc, psrc), its lost files to write under tmp
+// names (dout, pout), the exchange plan and buffers, and the errors so far.
+type memberRebuild struct {
+	gc                     comm.Comm
+	rank                   int // world rank, for errors
+	o                      Options
+	lay                    encode.Layout
+	code                   *encode.Code
+	plan                   rebuildPlan
+	data, parity           FileInfo
+	dsrc, psrc, dout, pout vfd.File
+	errs                   []error
+
+	// A row is processed in pieces of piece bytes per unit. Received
+	// shards of my stripes land in recvBuf, shift after shift; base[s] is
+	// where shift s's units start (in units) and where maps {stripe,
+	// position} to a unit index in recvBuf.
+	piece                     int
+	base                      []int
+	where                     map[[2]int]int
+	sendBuf, recvBuf, scratch []byte
+	shards                    [][]byte
+	mask                      []bool
+}
+
+func (m *memberRebuild) g() int { return m.gc.Rank() }
+
+func (m *memberRebuild) fail(err error) {
+	if err != nil {
+		m.errs = append(m.errs, err)
+	}
+}
+
+// open opens a surviving file f to read, or creates the tmp file a lost
+// one is rebuilt into.
+func (m *memberRebuild) open(f FileInfo, lost bool, what string) (src, dst vfd.File) {
+	var err error
+	switch {
+	case !lost:
+		src, err = f.Driver.Open(f.Path, vfd.ReadOnly)
+	case !f.Valid():
+		err = fmt.Errorf("%w: rank %d: no %s file to rebuild into", ErrBadArgument, m.rank, what)
+	default:
+		if err = mkdirDurable(f.Driver, path.Dir(f.Path)); err == nil {
+			dst, err = vfd.CreateTrunc(f.Driver, f.Path+TmpSuffix)
+		}
+	}
+	m.fail(err)
+	return src, dst
+}
+
+func (m *memberRebuild) closeAll() {
+	for _, f := range []vfd.File{m.dsrc, m.psrc, m.dout, m.pout} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// layOut sizes the pieces so that a member holds about k units of
+// others' shards at once, however many stripes it rebuilds, and takes
+// the buffers (the caller puts them back).
+func (m *memberRebuild) layOut() {
+	k, d, lay, plan := m.lay.K, m.lay.DataShards(), m.lay, m.plan
 	pieces := max(1, (plan.most*d+max(k, 4)-1)/max(k, 4))
-	piece := (unit + pieces - 1) / pieces
-	// Received shards of my stripes land in recv, shift after shift; base[s]
-	// is where shift s's units start (in units).
-	base := make([]int, k+1)
+	m.piece = (lay.Unit + pieces - 1) / pieces
+	m.base = make([]int, k+1)
 	for s := range k {
-		base[s+1] = base[s] + len(plan.recv[s])
+		m.base[s+1] = m.base[s] + len(plan.recv[s])
 	}
-	where := map[[2]int]int{} // {stripe, position} -> unit index in recv
+	m.where = map[[2]int]int{}
 	for s := range k {
 		for i, tp := range plan.recv[s] {
-			where[tp] = base[s] + i
+			m.where[tp] = m.base[s] + i
 		}
 	}
 	most := 0
 	for s := range k {
 		most = max(most, len(plan.send[s]))
 	}
-	sendBuf := o.Buffers.get(max(most, 1) * piece)
-	defer o.Buffers.put(sendBuf)
-	recvBuf := o.Buffers.get(max(base[k], 1) * piece)
-	defer o.Buffers.put(recvBuf)
-	scratch := o.Buffers.get(lay.M * piece)
-	defer o.Buffers.put(scratch)
-	paritySize := lay.ParitySize()
-	// unitAt is the file, its size and the offset of piece a of a unit of row r.
-	unitAt := func(r int64, n, a int, h encode.Shard) (vfd.File, vfd.File, int64, int64) {
-		if h.Parity {
-			return psrc, pout, lay.ParityOffset(r) + int64(h.Unit*n+a), paritySize
-		}
-		return dsrc, dout, lay.DataOffset(r) + int64(h.Unit*n+a), data.Size
+	m.sendBuf = m.o.Buffers.get(max(most, 1) * m.piece)
+	m.recvBuf = m.o.Buffers.get(max(m.base[k], 1) * m.piece)
+	m.scratch = m.o.Buffers.get(lay.M * m.piece)
+	m.shards = make([][]byte, d+lay.M)
+	m.mask = make([]bool, d+lay.M)
+}
+
+// unitAt is the file to read, the file to write, the offset of piece a of
+// a unit of row r held as h, and the file's size.
+func (m *memberRebuild) unitAt(r int64, n, a int, h encode.Shard) (vfd.File, vfd.File, int64, int64) {
+	if h.Parity {
+		return m.psrc, m.pout, m.lay.ParityOffset(r) + int64(h.Unit*n+a), m.lay.ParitySize()
 	}
-	shards := make([][]byte, d+lay.M)
-	mask := make([]bool, d+lay.M)
-	for r := range lay.Rows() {
-		n := lay.UnitLen(r)
-		for a := 0; a < n; a += piece {
-			pl := min(piece, n-a)
-			for s := range k {
-				if !plan.used[s] {
-					continue
-				}
-				send := sendBuf[:len(plan.send[s])*pl]
-				into := recvBuf[base[s]*pl : base[s+1]*pl]
-				if s == 0 {
-					send = into // my own shards for my own stripes
-				}
-				for i, tp := range plan.send[s] {
-					src, _, off, size := unitAt(r, n, a, lay.Holder(tp[0], tp[1]))
-					b := send[i*pl : (i+1)*pl]
-					if src == nil {
-						clear(b)
-					} else if err := encode.ReadBlock(src, size, b, off); err != nil {
-						fail(fmt.Errorf("read %s: %w", src.Name(), err))
-						clear(b)
-					}
-				}
-				if s == 0 {
-					continue
-				}
-				to, from := (g+s)%k, (g-s+k)%k
-				nr, err := gc.Sendrecv(send, to, tagRebuild, into, from, tagRebuild)
-				if err == nil && nr != len(into) {
-					err = fmt.Errorf("%w: L3 rebuild: %d bytes from group rank %d, want %d", ErrBadArgument, nr, from, len(into))
-				}
-				if err != nil {
-					closeAll()
-					removeTmps(data, parity, dout, pout)
-					return errors.Join(append(errs, fmt.Errorf("L3 rebuild exchange at row %d: %w", r, err))...)
-				}
-			}
-			for _, t := range plan.need {
-				free := scratch
-				for p := range shards {
-					if i, ok := where[[2]int{t, p}]; ok {
-						shards[p], mask[p] = recvBuf[i*pl:(i+1)*pl], false
-					} else {
-						shards[p], mask[p], free = free[:pl], true, free[pl:]
-					}
-				}
-				if err := code.Reconstruct(shards, mask); err != nil {
-					fail(err)
-					continue
-				}
-				for p := range shards {
-					h := lay.Holder(t, p)
-					_, dst, off, size := unitAt(r, n, a, h)
-					if h.Member != g || dst == nil || off >= size {
-						continue
-					}
-					if _, err := dst.WriteAt(shards[p][:min(int64(pl), size-off)], off); err != nil {
-						fail(fmt.Errorf("write %s at %d: %w", dst.Name(), off, err))
-					}
-				}
+	return m.dsrc, m.dout, m.lay.DataOffset(r) + int64(h.Unit*n+a), m.data.Size
+}
+
+// exchange moves piece a (pl bytes per unit) of row r's units, shift by
+// shift: my shards that others' stripes need go to g+s, the shards my
+// stripes need come from g-s. An unreadable unit is sent as zeros and
+// recorded (the rebuilt file then fails its hash). A failed exchange is
+// returned: the members can no longer agree on what follows.
+func (m *memberRebuild) exchange(r int64, n, a, pl int) error {
+	k, g, plan := m.lay.K, m.g(), m.plan
+	for s := range k {
+		if !plan.used[s] {
+			continue
+		}
+		send := m.sendBuf[:len(plan.send[s])*pl]
+		into := m.recvBuf[m.base[s]*pl : m.base[s+1]*pl]
+		if s == 0 {
+			send = into // my own shards for my own stripes
+		}
+		for i, tp := range plan.send[s] {
+			src, _, off, size := m.unitAt(r, n, a, m.lay.Holder(tp[0], tp[1]))
+			b := send[i*pl : (i+1)*pl]
+			if src == nil {
+				clear(b)
+			} else if err := encode.ReadBlock(src, size, b, off); err != nil {
+				m.fail(fmt.Errorf("read %s: %w", src.Name(), err))
+				clear(b)
 			}
 		}
-	}
-	for _, f := range []vfd.File{dsrc, psrc} {
-		if f != nil {
-			fail(f.Close())
+		if s == 0 {
+			continue
+		}
+		to, from := (g+s)%k, (g-s+k)%k
+		nr, err := m.gc.Sendrecv(send, to, tagRebuild, into, from, tagRebuild)
+		if err == nil && nr != len(into) {
+			err = fmt.Errorf("%w: L3 rebuild: %d bytes from group rank %d, want %d", ErrBadArgument, nr, from, len(into))
+		}
+		if err != nil {
+			return err
 		}
 	}
-	dsrc, psrc = nil, nil
-	// Finish: the header of a rebuilt parity file, sync, read back and
-	// compare with the recorded hashes, rename into place. A parity
-	// payload is read back once: its hash goes into the header, and with
-	// the header appended it is the whole file's hash.
-	var parityWhole *blake3.Hasher
-	if pout != nil && len(errs) == 0 {
-		hdr := &encode.ParityHeader{K: k, M: lay.M, Index: g, Padded: lay.Padded, Sizes: sizes, Hashes: hashes}
-		if lay.Rotated() {
-			hdr.Unit = unit
+	return nil
+}
+
+// reconstruct decodes, for every stripe where I lost a shard, piece a of
+// row r from the received shards and writes my lost units.
+func (m *memberRebuild) reconstruct(r int64, n, a, pl int) {
+	shards, mask := m.shards, m.mask
+	for _, t := range m.plan.need {
+		free := m.scratch
+		for p := range shards {
+			if i, ok := m.where[[2]int{t, p}]; ok {
+				shards[p], mask[p] = m.recvBuf[i*pl:(i+1)*pl], false
+			} else {
+				shards[p], mask[p], free = free[:pl], true, free[pl:]
+			}
 		}
-		body, whole := blake3.New(), blake3.New()
-		fail(hashBack(pout, paritySize, o.block(), body, whole))
-		copy(hdr.Payload[:], body.Sum(nil))
-		b, err := hdr.Marshal()
+		if err := m.code.Reconstruct(shards, mask); err != nil {
+			m.fail(err)
+			continue
+		}
+		for p := range shards {
+			h := m.lay.Holder(t, p)
+			_, dst, off, size := m.unitAt(r, n, a, h)
+			if h.Member != m.g() || dst == nil || off >= size {
+				continue
+			}
+			if _, err := dst.WriteAt(shards[p][:min(int64(pl), size-off)], off); err != nil {
+				m.fail(fmt.Errorf("write %s at %d: %w", dst.Name(), off, err))
+			}
+		}
+	}
+}
+
+// parityHeader writes the header of a rebuilt parity file after its
+// payload. The payload is read back once: its hash goes into the header,
+// and with the header appended it is the whole file's hash, returned.
+func (m *memberRebuild) parityHeader(sizes []int64, hashes []encode.Hash) *blake3.Hasher {
+	lay := m.lay
+	hdr := &encode.ParityHeader{K: lay.K, M: lay.M, Index: m.g(), Padded: lay.Padded, Sizes: sizes, Hashes: hashes}
+	if lay.Rotated() {
+		hdr.Unit = lay.Unit
+	}
+	body, whole := blake3.New(), blake3.New()
+	m.fail(hashBack(m.pout, lay.ParitySize(), m.o.block(), body, whole))
+	copy(hdr.Payload[:], body.Sum(nil))
+	b, err := hdr.Marshal()
+	if err == nil {
+		_, err = m.pout.WriteAt(b, lay.ParitySize())
+	}
+	m.fail(err)
+	whole.Write(b)
+	return whole
+}
+
+// finish syncs a rebuilt file, checks it against f's recorded size and
+// hash (h when the bytes were hashed already, else read back) and renames
+// it into place; on any error so far it removes the tmp file instead.
+func (m *memberRebuild) finish(f FileInfo, out vfd.File, what string, h *blake3.Hasher) bool {
+	err := out.Sync()
+	if err == nil && len(m.errs) == 0 {
+		if h == nil {
+			h = blake3.New()
+			err = hashBack(out, f.Size, m.o.block(), h)
+		}
 		if err == nil {
-			_, err = pout.WriteAt(b, paritySize)
-		}
-		fail(err)
-		whole.Write(b)
-		parityWhole = whole
-	}
-	// finish checks out against f's recorded size and hash: h when the
-	// bytes were hashed already, else read back.
-	finish := func(f FileInfo, out vfd.File, what string, h *blake3.Hasher) bool {
-		err := out.Sync()
-		if err == nil && len(errs) == 0 {
-			if h == nil {
-				h = blake3.New()
-				err = hashBack(out, f.Size, o.block(), h)
-			}
-			if err == nil {
-				if size, serr := out.Size(); serr != nil || size != f.Size || encode.Hash(h.Sum(nil)) != f.Hash {
-					err = errors.Join(serr, &CorruptionError{Path: f.Path, Rank: rank, Offset: size,
-						Err: fmt.Errorf("%w: rebuilt %s does not match the recorded size and hash", ErrHashMismatch, what)})
-				}
+			if size, serr := out.Size(); serr != nil || size != f.Size || encode.Hash(h.Sum(nil)) != f.Hash {
+				err = errors.Join(serr, &CorruptionError{Path: f.Path, Rank: m.rank, Offset: size,
+					Err: fmt.Errorf("%w: rebuilt %s does not match the recorded size and hash", ErrHashMismatch, what)})
 			}
 		}
-		err = errors.Join(err, out.Close())
-		if err == nil && len(errs) == 0 {
-			if err = publish(f.Driver, f.Path+TmpSuffix, f.Path); err == nil {
-				return true
-			}
+	}
+	err = errors.Join(err, out.Close())
+	if err == nil && len(m.errs) == 0 {
+		if err = publish(f.Driver, f.Path+TmpSuffix, f.Path); err == nil {
+			return true
 		}
-		fail(err)
-		_ = f.Driver.Remove(f.Path + TmpSuffix)
-		return false
 	}
-	if dout != nil {
-		res.DataRebuilt = finish(data, dout, "data", nil)
-	}
-	if pout != nil {
-		res.ParityRebuilt = finish(parity, pout, "parity", parityWhole)
-	}
-	return errors.Join(errs...)
+	m.fail(err)
+	_ = f.Driver.Remove(f.Path + TmpSuffix)
+	return false
 }
 
 // removeTmps removes the tmp files of a failed rebuild (closed by the caller).

@@ -576,7 +576,16 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 			recvOff += int64(n)
 		}
 	}
-	// trailers
+	recvSize, recvHash, sentHash, errs = exchangeTrailers(c, dst, src, tag, e, out, outSize, in, inBad, errs)
+	return recvSize, recvHash, sentHash, errors.Join(errs...)
+}
+
+// exchangeTrailers ends a stream: it closes the source out and sends its
+// trailer (size, hash, whether the bytes were sound), receives the
+// sender's, and checks the received file against it, removing the file
+// when anything went wrong. It returns errs with what it found appended.
+func exchangeTrailers(c comm.Comm, dst, src, tag int, e streamEnd, out *source, outSize int64, in *sink, inBad bool, errs []error) (
+	recvSize int64, recvHash, sentHash encode.Hash, _ []error) {
 	var t trailer
 	if out != nil {
 		h, hashed, err := out.close()
@@ -617,5 +626,5 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 		}
 		recvSize, recvHash = size, h
 	}
-	return recvSize, recvHash, sentHash, errors.Join(errs...)
+	return recvSize, recvHash, sentHash, errs
 }

@@ -286,10 +286,6 @@ func TestCopyFaultMidTransfer(t *testing.T) {
 	assert.Contains(t, errs[cl.topo.Right(5)].Error(), "reported a bad source")
 }
 
-func (cl *cluster) parity(r, m int) FileInfo {
-	return FileInfo{Ref: Ref{cl.d, cl.parityPath(r)}}
-}
-
 // l3Protect encodes every group and records the parity files' size and hash.
 func (cl *cluster) l3Protect(m, bs int) map[int]Parity {
 	got := make([]Parity, cl.topo.NumRanks())

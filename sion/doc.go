@@ -65,4 +65,13 @@
 // Abort must run after every write has returned. A ParWriter belongs to
 // its rank's goroutine; its collective calls follow the rules of
 // [comm.Comm].
+//
+// # API stability
+//
+// sion is public API as a format package (SIONlib containers,
+// docs/format/sion.md): its exported names and their behaviour are kept
+// stable. Before 1.0 an incompatible change is still possible. Applications
+// use ckpt, comm (and comm/mpi), vfd and the format packages (fileformat,
+// sion, gsd, dhdf, dhdf/h5, h5ckpt); levels, partner, encode and dataset are
+// ftigo's machinery.
 package sion

@@ -135,51 +135,9 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 	}
 	// Every rank builds the same plan from the same data, so a plan error
 	// is the same everywhere and needs no vote.
-	type slot struct {
-		spec  MappedTask
-		owner int
-		set   bool
-	}
-	perFile := make([][]slot, nfiles)
-	var total int64
-	for r, m := range all {
-		for k := 0; k+specLen <= len(m); k += specLen {
-			t := MappedTask{GlobalRank: int64(binary.LittleEndian.Uint64(m[k:])), ChunkSize: int64(binary.LittleEndian.Uint64(m[k+8:])),
-				File: int(binary.LittleEndian.Uint32(m[k+16:])), LocalRank: int(binary.LittleEndian.Uint32(m[k+20:]))}
-			slots := perFile[t.File]
-			for len(slots) <= t.LocalRank {
-				slots = append(slots, slot{})
-			}
-			if slots[t.LocalRank].set {
-				return nil, fmt.Errorf("%w: file %d local rank %d is taken twice", ErrBadArgument, t.File, t.LocalRank)
-			}
-			slots[t.LocalRank] = slot{spec: t, owner: r, set: true}
-			perFile[t.File] = slots
-			total++
-		}
-	}
-	if total > MaxTasks {
-		return nil, fmt.Errorf("%w: %d tasks in the set, more than readers accept (%d)", ErrTooLarge, total, MaxTasks)
-	}
-	mapping := make([]MapEntry, total)
-	seen := make([]bool, total)
-	for k, slots := range perFile {
-		if len(slots) == 0 {
-			return nil, fmt.Errorf("%w: file %d has no tasks", ErrBadArgument, k)
-		}
-		for l, s := range slots {
-			if !s.set {
-				return nil, fmt.Errorf("%w: file %d has no local rank %d", ErrBadArgument, k, l)
-			}
-			if tr == trailerMapping {
-				g := s.spec.GlobalRank
-				if g < 0 || g >= total || seen[g] {
-					return nil, fmt.Errorf("%w: global ranks must be 0..%d, each once (got %d)", ErrBadArgument, total-1, g)
-				}
-				seen[g] = true
-				mapping[g] = MapEntry{File: int32(k), LocalRank: int32(l)}
-			}
-		}
+	perFile, mapping, err := planSet(all, nfiles, tr)
+	if err != nil {
+		return nil, err
 	}
 	pw := &ParWriter{c: c, d: d, log: o.Logger, lead: map[int]vfd.File{}, open: map[int]vfd.File{}, specs: local, nfiles: nfiles}
 	for k, slots := range perFile {
@@ -238,6 +196,63 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 	}
 	pw.log.Debug("sion paropen", zap.String("path", name), zap.Int("rank", me), zap.Int("local-tasks", len(local)), zap.Int("nfiles", nfiles))
 	return pw, nil
+}
+
+// taskSlot is one local rank of one file of a set: the task's layout and
+// the rank that holds it.
+type taskSlot struct {
+	spec  MappedTask
+	owner int
+	set   bool
+}
+
+// planSet decodes every rank's task layout (all, as gathered) into the
+// slots of each file, checking that every file's local ranks are 0..n-1,
+// each once, and, for a mapping trailer, builds the mapping of global
+// ranks, which must be 0..total-1, each once.
+func planSet(all [][]byte, nfiles int, tr trailer) (perFile [][]taskSlot, mapping []MapEntry, err error) {
+	perFile = make([][]taskSlot, nfiles)
+	var total int64
+	for r, m := range all {
+		for k := 0; k+specLen <= len(m); k += specLen {
+			t := MappedTask{GlobalRank: int64(binary.LittleEndian.Uint64(m[k:])), ChunkSize: int64(binary.LittleEndian.Uint64(m[k+8:])),
+				File: int(binary.LittleEndian.Uint32(m[k+16:])), LocalRank: int(binary.LittleEndian.Uint32(m[k+20:]))}
+			slots := perFile[t.File]
+			for len(slots) <= t.LocalRank {
+				slots = append(slots, taskSlot{})
+			}
+			if slots[t.LocalRank].set {
+				return nil, nil, fmt.Errorf("%w: file %d local rank %d is taken twice", ErrBadArgument, t.File, t.LocalRank)
+			}
+			slots[t.LocalRank] = taskSlot{spec: t, owner: r, set: true}
+			perFile[t.File] = slots
+			total++
+		}
+	}
+	if total > MaxTasks {
+		return nil, nil, fmt.Errorf("%w: %d tasks in the set, more than readers accept (%d)", ErrTooLarge, total, MaxTasks)
+	}
+	mapping = make([]MapEntry, total)
+	seen := make([]bool, total)
+	for k, slots := range perFile {
+		if len(slots) == 0 {
+			return nil, nil, fmt.Errorf("%w: file %d has no tasks", ErrBadArgument, k)
+		}
+		for l, s := range slots {
+			if !s.set {
+				return nil, nil, fmt.Errorf("%w: file %d has no local rank %d", ErrBadArgument, k, l)
+			}
+			if tr == trailerMapping {
+				g := s.spec.GlobalRank
+				if g < 0 || g >= total || seen[g] {
+					return nil, nil, fmt.Errorf("%w: global ranks must be 0..%d, each once (got %d)", ErrBadArgument, total-1, g)
+				}
+				seen[g] = true
+				mapping[g] = MapEntry{File: int32(k), LocalRank: int32(l)}
+			}
+		}
+	}
+	return perFile, mapping, nil
 }
 
 // discard closes every handle and lets leaders remove their temporary files.

@@ -492,20 +492,7 @@ func layoutTasks(fi *FileInfo, file int) []Task {
 
 // decodeFile reads and checks META1, META2 and the mapping of one physical file.
 func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
-	readAt := func(n, off int64, field string) ([]byte, error) {
-		if off < 0 || n < 0 || off > size || n > size-off {
-			return nil, corrupt(name, off, field, fmt.Errorf("%w: %d bytes at %d, file has %d", ErrTruncated, n, off, size))
-		}
-		b := make([]byte, n)
-		m, err := r.ReadAt(b, off)
-		if int64(m) < n {
-			if err == nil || err == io.EOF {
-				err = ErrTruncated
-			}
-			return nil, corrupt(name, off, field, fmt.Errorf("read %d bytes: %w", n, err))
-		}
-		return b, nil
-	}
+	d := &fileDecoder{r: r, size: size, name: name, fi: &FileInfo{Name: name, Size: size}}
 	if size < 4 {
 		b := make([]byte, size)
 		if m, _ := r.ReadAt(b, 0); int64(m) == size && strings.HasPrefix(Magic, string(b)) && size > 0 {
@@ -513,103 +500,164 @@ func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
 		}
 		return nil, corrupt(name, 0, "magic", ErrBadMagic)
 	}
-	mg, err := readAt(4, 0, "magic")
+	mg, err := d.readAt(4, 0, "magic")
 	if err != nil {
 		return nil, err
 	}
 	if string(mg) != Magic {
 		return nil, corrupt(name, 0, "magic", fmt.Errorf("%w: %q", ErrBadMagic, mg))
 	}
-	fix, err := readAt(meta1Fixed, 0, "META1")
+	if err := d.meta1Fixed(); err != nil {
+		return nil, err
+	}
+	// The tail first: an unclosed or cut file is reported as such before
+	// anything that depends on its size.
+	mc, m2len, err := d.meta1Tail()
 	if err != nil {
 		return nil, err
 	}
-	fi := &FileInfo{Name: name, Size: size}
+	if err := d.taskArrays(); err != nil {
+		return nil, err
+	}
+	if err := d.meta2(mc); err != nil {
+		return nil, err
+	}
+	if err := d.mapping(d.fi.StartOfMeta2 + m2len); err != nil {
+		return nil, err
+	}
+	return d.fi, nil
+}
+
+// fileDecoder reads a container's metadata into fi, part by part, each
+// value checked against the file's size and the reader's limits before
+// anything is allocated from it.
+type fileDecoder struct {
+	r    io.ReaderAt
+	size int64
+	name string
+	fi   *FileInfo
+	bo   binary.ByteOrder // of the metadata, set by meta1Fixed
+}
+
+// readAt reads n bytes at off, or fails naming field when the file is too short.
+func (d *fileDecoder) readAt(n, off int64, field string) ([]byte, error) {
+	if off < 0 || n < 0 || off > d.size || n > d.size-off {
+		return nil, corrupt(d.name, off, field, fmt.Errorf("%w: %d bytes at %d, file has %d", ErrTruncated, n, off, d.size))
+	}
+	b := make([]byte, n)
+	m, err := d.r.ReadAt(b, off)
+	if int64(m) < n {
+		if err == nil || err == io.EOF {
+			err = ErrTruncated
+		}
+		return nil, corrupt(d.name, off, field, fmt.Errorf("read %d bytes: %w", n, err))
+	}
+	return b, nil
+}
+
+func (d *fileDecoder) i32(b []byte, off int) int32 { return int32(d.bo.Uint32(b[off:])) }
+func (d *fileDecoder) i64(b []byte, off int) int64 { return int64(d.bo.Uint64(b[off:])) }
+
+// meta1Fixed decodes the fixed part of META1: byte orders, versions,
+// block size, task and file counts, flags, prefix.
+func (d *fileDecoder) meta1Fixed() error {
+	name, size, fi := d.name, d.size, d.fi
+	fix, err := d.readAt(meta1Fixed, 0, "META1")
+	if err != nil {
+		return err
+	}
 	fi.BigEndian = fix[offEndian]&1 == 1
 	fi.DataBigEndian = fix[offEndian+1]&1 == 1
-	bo := byteOrder(fi.BigEndian)
-	i32 := func(b []byte, off int) int32 { return int32(bo.Uint32(b[off:])) }
-	i64 := func(b []byte, off int) int64 { return int64(bo.Uint64(b[off:])) }
-	fi.Version = i32(fix, offVersion)
-	fi.Patch = i32(fix, offPatch)
-	fi.FileFormat = i32(fix, offFileFormat)
+	d.bo = byteOrder(fi.BigEndian)
+	fi.Version = d.i32(fix, offVersion)
+	fi.Patch = d.i32(fix, offPatch)
+	fi.FileFormat = d.i32(fix, offFileFormat)
 	if fi.FileFormat < 3 || fi.FileFormat > FileFormat {
-		return nil, corrupt(name, offFileFormat, "fileformat", fmt.Errorf("%w: %d (this reader reads 3..5)", ErrVersion, fi.FileFormat))
+		return corrupt(name, offFileFormat, "fileformat", fmt.Errorf("%w: %d (this reader reads 3..5)", ErrVersion, fi.FileFormat))
 	}
-	fi.FSBlkSize = i32(fix, offFSBlkSize)
+	fi.FSBlkSize = d.i32(fix, offFSBlkSize)
 	if fi.FSBlkSize <= 0 {
-		return nil, corrupt(name, offFSBlkSize, "fsblksize", fmt.Errorf("%w: %d", ErrInconsistent, fi.FSBlkSize))
+		return corrupt(name, offFSBlkSize, "fsblksize", fmt.Errorf("%w: %d", ErrInconsistent, fi.FSBlkSize))
 	}
-	nt := i32(fix, offNTasks)
+	nt := d.i32(fix, offNTasks)
 	if nt <= 0 || int64(nt) > (size-meta1Fixed)/16 {
 		if nt > 0 {
-			return nil, corrupt(name, offNTasks, "ntasks", fmt.Errorf("%w: %d tasks need %d bytes of META1, file has %d", ErrTruncated, nt, Meta1Size(int(nt)), size))
+			return corrupt(name, offNTasks, "ntasks", fmt.Errorf("%w: %d tasks need %d bytes of META1, file has %d", ErrTruncated, nt, Meta1Size(int(nt)), size))
 		}
-		return nil, corrupt(name, offNTasks, "ntasks", fmt.Errorf("%w: %d", ErrInconsistent, nt))
+		return corrupt(name, offNTasks, "ntasks", fmt.Errorf("%w: %d", ErrInconsistent, nt))
 	}
 	if nt > MaxTasks {
-		return nil, corrupt(name, offNTasks, "ntasks", fmt.Errorf("%w: %d tasks, more than the %d this reader accepts", ErrTooLarge, nt, MaxTasks))
+		return corrupt(name, offNTasks, "ntasks", fmt.Errorf("%w: %d tasks, more than the %d this reader accepts", ErrTooLarge, nt, MaxTasks))
 	}
-	n := int(nt)
-	fi.NTasks = n
-	fi.NFiles = int(i32(fix, offNFiles))
-	fi.FileNumber = int(i32(fix, offFileNumber))
+	fi.NTasks = int(nt)
+	fi.NFiles = int(d.i32(fix, offNFiles))
+	fi.FileNumber = int(d.i32(fix, offFileNumber))
 	if fi.NFiles <= 0 {
-		return nil, corrupt(name, offNFiles, "nfiles", fmt.Errorf("%w: %d", ErrInconsistent, fi.NFiles))
+		return corrupt(name, offNFiles, "nfiles", fmt.Errorf("%w: %d", ErrInconsistent, fi.NFiles))
 	}
 	if fi.NFiles > MaxTasks {
-		return nil, corrupt(name, offNFiles, "nfiles", fmt.Errorf("%w: %d files, more than the %d tasks this reader accepts", ErrTooLarge, fi.NFiles, MaxTasks))
+		return corrupt(name, offNFiles, "nfiles", fmt.Errorf("%w: %d files, more than the %d tasks this reader accepts", ErrTooLarge, fi.NFiles, MaxTasks))
 	}
 	if fi.NFiles > 1 && (fi.FileNumber < 0 || fi.FileNumber >= fi.NFiles) {
-		return nil, corrupt(name, offFileNumber, "filenumber", fmt.Errorf("%w: %d of %d files", ErrInconsistent, fi.FileNumber, fi.NFiles))
+		return corrupt(name, offFileNumber, "filenumber", fmt.Errorf("%w: %d of %d files", ErrInconsistent, fi.FileNumber, fi.NFiles))
 	}
-	fi.Flag1 = i64(fix, offFlag1)
-	fi.Flag2 = i64(fix, offFlag2)
+	fi.Flag1 = d.i64(fix, offFlag1)
+	fi.Flag2 = d.i64(fix, offFlag2)
 	pre := fix[offPrefix : offPrefix+PrefixLen]
 	if k := strings.IndexByte(string(pre), 0); k >= 0 {
 		pre = pre[:k]
 	}
 	fi.Prefix = string(pre)
+	return nil
+}
 
-	// The tail first: an unclosed or cut file is reported as such before
-	// anything that depends on its size.
+// meta1Tail decodes the tail of META1 (maxchunks, the start of META2)
+// and returns maxchunks and META2's length.
+func (d *fileDecoder) meta1Tail() (mc int32, m2len int64, err error) {
+	name, size, fi, n := d.name, d.size, d.fi, d.fi.NTasks
 	toff := tailOffset(n)
-	tb, err := readAt(12, toff, "META1 tail")
+	tb, err := d.readAt(12, toff, "META1 tail")
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
-	mc := i32(tb, 0)
-	fi.StartOfMeta2 = i64(tb, 4)
+	mc = d.i32(tb, 0)
+	fi.StartOfMeta2 = d.i64(tb, 4)
 	if fi.StartOfMeta2 == 0 {
-		return nil, corrupt(name, toff+4, "start_of_varheader", ErrUnclosed)
+		return 0, 0, corrupt(name, toff+4, "start_of_varheader", ErrUnclosed)
 	}
 	if mc < 0 {
-		return nil, corrupt(name, toff, "maxchunks", fmt.Errorf("%w: %d", ErrInconsistent, mc))
+		return 0, 0, corrupt(name, toff, "maxchunks", fmt.Errorf("%w: %d", ErrInconsistent, mc))
 	}
 	fi.MaxChunks = int(mc)
 	sov := fi.StartOfMeta2
 	if sov < Meta1Size(n) {
-		return nil, corrupt(name, toff+4, "start_of_varheader", fmt.Errorf("%w: %d lies inside META1", ErrInconsistent, sov))
+		return 0, 0, corrupt(name, toff+4, "start_of_varheader", fmt.Errorf("%w: %d lies inside META1", ErrInconsistent, sov))
 	}
 	if sov > size {
-		return nil, corrupt(name, toff+4, "start_of_varheader", fmt.Errorf("%w: META2 at %d, file has %d bytes", ErrTruncated, sov, size))
+		return 0, 0, corrupt(name, toff+4, "start_of_varheader", fmt.Errorf("%w: META2 at %d, file has %d bytes", ErrTruncated, sov, size))
 	}
 	if int64(mc) > (size-sov)/(8*int64(n)) {
-		return nil, corrupt(name, sov, "META2", fmt.Errorf("%w: %d tasks x %d blocks need %d bytes at %d, file has %d",
+		return 0, 0, corrupt(name, sov, "META2", fmt.Errorf("%w: %d tasks x %d blocks need %d bytes at %d, file has %d",
 			ErrTruncated, n, mc, 8*int64(n)*(int64(mc)+1), sov, size))
 	}
-	m2len := 8 * int64(n) * (int64(mc) + 1)
+	m2len = 8 * int64(n) * (int64(mc) + 1)
 	if m2len > MaxMeta2Size {
-		return nil, corrupt(name, toff, "maxchunks", fmt.Errorf("%w: %d tasks x %d blocks make a META2 of %d bytes, more than the %d this reader accepts",
+		return 0, 0, corrupt(name, toff, "maxchunks", fmt.Errorf("%w: %d tasks x %d blocks make a META2 of %d bytes, more than the %d this reader accepts",
 			ErrTooLarge, n, mc, m2len, int64(MaxMeta2Size)))
 	}
-	// The per-task arrays, streamed.
+	return mc, m2len, nil
+}
+
+// taskArrays streams META1's per-task arrays: global ranks and chunk
+// sizes, from which each task's start and the global skip follow.
+func (d *fileDecoder) taskArrays() error {
+	r, bo, name, size, fi, n := d.r, d.bo, d.name, d.size, d.fi, d.fi.NTasks
 	fi.GlobalRanks = make([]int64, n)
 	if err := readInt64s(r, bo, meta1Fixed, n, name, "globalrank", func(i int, v int64) error {
 		fi.GlobalRanks[i] = v
 		return nil
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	fi.ChunkSizes = make([]int64, n)
 	fi.Start = make([]int64, n)
@@ -629,11 +677,17 @@ func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
 		}
 		return nil
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	fi.GlobalSkip = pos - fi.Start[0]
-	// META2, streamed: the block counts, then the block sizes row by row
-	// (block-major), keeping only each task's used blocks.
+	return nil
+}
+
+// meta2 streams META2: the block counts, then the block sizes row by row
+// (block-major), keeping only each task's used blocks.
+func (d *fileDecoder) meta2(mc int32) error {
+	r, bo, name, fi, n := d.r, d.bo, d.name, d.fi, d.fi.NTasks
+	sov := fi.StartOfMeta2
 	fi.BlockSizes = make([][]int64, n)
 	rows := 0
 	if err := readInt64s(r, bo, sov, n, name, "blockcount", func(i int, bc int64) error {
@@ -644,9 +698,9 @@ func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
 		rows = max(rows, int(bc))
 		return nil
 	}); err != nil {
-		return nil, err
+		return err
 	}
-	if err := readInt64s(r, bo, sov+8*int64(n), rows*n, name, "blocksize", func(k int, v int64) error {
+	return readInt64s(r, bo, sov+8*int64(n), rows*n, name, "blocksize", func(k int, v int64) error {
 		b, i := k/n, k%n
 		if b >= len(fi.BlockSizes[i]) {
 			return nil // unused entry
@@ -661,42 +715,44 @@ func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
 		}
 		fi.BlockSizes[i][b] = v
 		return nil
-	}); err != nil {
-		return nil, err
-	}
-	// The mapping: read from file 0 of a set; a full trailer on a single
-	// file (mapped mode) is decoded when present and well formed.
-	mp := sov + m2len
+	})
+}
+
+// mapping decodes the mapping at mp: read from file 0 of a set; a full
+// trailer on a single file (mapped mode) is decoded when present and well
+// formed.
+func (d *fileDecoder) mapping(mp int64) error {
+	name, size, fi := d.name, d.size, d.fi
 	if fi.NFiles > 1 && fi.FileNumber == 0 {
-		hb, err := readAt(4, mp, "mapping_size")
+		hb, err := d.readAt(4, mp, "mapping_size")
 		if err != nil {
-			return nil, err
+			return err
 		}
-		ms := int64(i32(hb, 0))
+		ms := int64(d.i32(hb, 0))
 		if ms > MaxTasks {
-			return nil, corrupt(name, mp, "mapping_size", fmt.Errorf("%w: %d entries, more than the %d tasks this reader accepts", ErrTooLarge, ms, MaxTasks))
+			return corrupt(name, mp, "mapping_size", fmt.Errorf("%w: %d entries, more than the %d tasks this reader accepts", ErrTooLarge, ms, MaxTasks))
 		}
 		if ms <= 0 || ms > (size-mp-4)/8 {
 			if ms > 0 {
-				return nil, corrupt(name, mp, "mapping", fmt.Errorf("%w: %d entries at %d, file has %d bytes", ErrTruncated, ms, mp, size))
+				return corrupt(name, mp, "mapping", fmt.Errorf("%w: %d entries at %d, file has %d bytes", ErrTruncated, ms, mp, size))
 			}
-			return nil, corrupt(name, mp, "mapping_size", fmt.Errorf("%w: %d", ErrInconsistent, ms))
+			return corrupt(name, mp, "mapping_size", fmt.Errorf("%w: %d", ErrInconsistent, ms))
 		}
-		mb, err := readAt(8*ms, mp+4, "mapping")
+		mb, err := d.readAt(8*ms, mp+4, "mapping")
 		if err != nil {
-			return nil, err
+			return err
 		}
-		fi.Mapping = decodeMapping(mb, bo)
+		fi.Mapping = decodeMapping(mb, d.bo)
 	} else if fi.NFiles == 1 && size-mp >= 4 {
-		if hb, err := readAt(4, mp, "mapping_size"); err == nil {
-			if ms := int64(i32(hb, 0)); ms > 0 && ms <= MaxTasks && ms == (size-mp-4)/8 && size-mp-4 == 8*ms {
-				if mb, err := readAt(8*ms, mp+4, "mapping"); err == nil {
-					fi.Mapping = decodeMapping(mb, bo)
+		if hb, err := d.readAt(4, mp, "mapping_size"); err == nil {
+			if ms := int64(d.i32(hb, 0)); ms > 0 && ms <= MaxTasks && ms == (size-mp-4)/8 && size-mp-4 == 8*ms {
+				if mb, err := d.readAt(8*ms, mp+4, "mapping"); err == nil {
+					fi.Mapping = decodeMapping(mb, d.bo)
 				}
 			}
 		}
 	}
-	return fi, nil
+	return nil
 }
 
 // readInt64s streams n integers of byte order bo from off through a

@@ -122,4 +122,12 @@
 // with anything else on that File. Drivers are safe for concurrent use. Core, Fault and Log
 // keep their state behind locks or atomics; injectors of a Fault run one
 // at a time.
+//
+// # API stability
+//
+// vfd is public API: the Driver and File interfaces and the drivers are kept
+// stable. Before 1.0 an incompatible change is still possible. Applications
+// use ckpt, comm (and comm/mpi), vfd and the format packages (fileformat,
+// sion, gsd, dhdf, dhdf/h5, h5ckpt); levels, partner, encode and dataset are
+// ftigo's machinery.
 package vfd

@@ -83,7 +83,11 @@ typedef enum FTIT_level {
     FTI_MAX_LEVEL_ID = FTI_L4_H5_SINGLE
 } FTIT_level;
 
-/** An HDF5 group (FTI_InitGroup); ftigo writes no HDF5 checkpoints. */
+/**
+ * An HDF5 group (FTI_InitGroup): id is its handle, fullName its path
+ * ("/fields"); the global datasets defined in it live under that path in
+ * ftigo's HDF5 checkpoints (ckpt_io = 5, level 9).
+ */
 typedef struct FTIT_H5Group {
     int id;
     char name[FTI_BUFS];
@@ -255,7 +259,12 @@ int FTI_GetStageDir(char *stageDir, int maxLen);
 int FTI_SendFile(const char *localPath, const char *remotePath);
 int FTI_GetStageStatus(int requestId);
 
-/* ---- HDF5 layout, global datasets, VPR (not implemented by ftigo yet) ----- */
+/*
+ * ---- HDF5 groups, global datasets, restarts on another rank count ---------
+ * Global datasets let a restart on any number of ranks recover each
+ * rank's subsets (FTI_Recover and FTI_RecoverVar are then collective).
+ * FTI_SetAttribute with FTI_ATTRIBUTE_DIM returns FTI_NSCS (not stored).
+ */
 
 int FTI_InitGroup(FTIT_H5Group *h5group, const char *name, FTIT_H5Group *parent);
 int FTI_RenameGroup(FTIT_H5Group *h5group, const char *name);

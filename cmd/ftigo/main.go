@@ -29,6 +29,9 @@
 // Exit codes: 0 success; 1 the command ran and found a problem (a
 // verification failure, a corrupt or unusable file); 2 a usage error (an
 // unknown command or flag, a bad flag value, a wrong number of arguments).
+//
+// Stability: the commands, flags, exit codes and --json fields are the
+// interface; before 1.0 they may still change.
 package main
 
 import (

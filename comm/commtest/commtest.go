@@ -7,6 +7,15 @@
 // goroutine), and every rank makes the same sequence of calls whatever the
 // outcome of earlier checks, so a failed check never desynchronises the
 // ranks. It needs no particular size: 1 rank works, and so do odd sizes.
+//
+// # API stability
+//
+// commtest is public API for whoever implements a Comm: its entry points are
+// kept stable, and the suite may gain tests that a conforming Comm then has
+// to pass. Before 1.0 an incompatible change is still possible. Applications
+// use ckpt, comm (and comm/mpi), vfd and the format packages (fileformat,
+// sion, gsd, dhdf, dhdf/h5, h5ckpt); levels, partner, encode and dataset are
+// ftigo's machinery.
 package commtest
 
 import (

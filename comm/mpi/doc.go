@@ -72,4 +72,12 @@
 //     same kind, its length read with MPI_Get_elements_x.
 //   - Set GOMAXPROCS to the cores per rank (-x GOMAXPROCS=1 when
 //     oversubscribed); avoid os/exec in ranks after Init.
+//
+// # API stability
+//
+// comm/mpi is public API, as comm is: Init, InitThread and the Comm they
+// return are kept stable. Before 1.0 an incompatible change is still
+// possible. Applications use ckpt, comm (and comm/mpi), vfd and the format
+// packages (fileformat, sion, gsd, dhdf, dhdf/h5, h5ckpt); levels, partner,
+// encode and dataset are ftigo's machinery.
 package mpi

@@ -15,7 +15,7 @@
 //	w := h5.NewWriter(f)              // f: an empty vfd.File
 //	g := w.Root()
 //	g.SetAttr(...); g.CreateGroup(...) // any order
-//	d, _ := g.CreateDataset(name, type, dims, data) // raw data written now (vfd.MemDraw)
+//	d, _ := g.CreateDataset(name, typ, dims, data) // raw data written now (vfd.MemDraw)
 //	d.SetAttr(...)
 //	g.CreateExternalLink(...); g.CreateVirtual(...)
 //	w.Flush() // optional: global heap (MemGHeap), object headers bottom-up (MemOHdr), Sync
@@ -40,4 +40,13 @@
 //
 // Concurrency: a [Writer] and its groups and datasets belong to one
 // goroutine. An opened [File] is immutable and safe for concurrent reads.
+//
+// # API stability
+//
+// h5 is public API as a format package (the HDF5 subset ftigo writes and
+// reads): its exported names and their behaviour are kept stable. Before 1.0
+// an incompatible change is still possible. Applications use ckpt, comm (and
+// comm/mpi), vfd and the format packages (fileformat, sion, gsd, dhdf,
+// dhdf/h5, h5ckpt); levels, partner, encode and dataset are ftigo's
+// machinery.
 package h5

@@ -232,16 +232,50 @@ func (f *File) object(addr uint64, depth int) (*Object, error) {
 
 func (f *File) messages(o *Object, p []byte, depth int) error {
 	addr := o.Addr
-	bad := func(format string, args ...any) error {
-		return f.corrupt(addr, "object header", fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...))
+	h, err := f.decodeMessages(o, p)
+	if err != nil {
+		return err
 	}
-	var haveSpace, haveType, haveLayout, haveLinkInfo bool
-	var gheap uint64
-	var gindex uint32
+	switch {
+	case h.layout && h.space && h.typ && !h.linkInfo && len(o.Links) == 0:
+		o.Kind = KindDataset
+	case h.linkInfo && !h.layout && !h.space && !h.typ:
+		o.Kind = KindGroup
+	default:
+		return f.badHeader(addr, "neither a group nor a dataset")
+	}
+	sort.Slice(o.Attrs, func(i, j int) bool { return o.Attrs[i].Name < o.Attrs[j].Name })
+	for i := 1; i < len(o.Attrs); i++ {
+		if o.Attrs[i].Name == o.Attrs[i-1].Name {
+			return f.badHeader(addr, "duplicate attribute %q", o.Attrs[i].Name)
+		}
+	}
+	if o.Kind == KindDataset {
+		return f.checkDataset(o, h)
+	}
+	return f.groupLinks(o, depth)
+}
+
+// badHeader is a corruption error in the object header at addr.
+func (f *File) badHeader(addr uint64, format string, args ...any) error {
+	return f.corrupt(addr, "object header", fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...))
+}
+
+// headerSeen is what an object header's messages held.
+type headerSeen struct {
+	space, typ, layout, linkInfo bool
+	gheap                        uint64 // a virtual layout's global heap collection
+	gindex                       uint32 // and its object index
+}
+
+// decodeMessages decodes the messages p of o's header into o.
+func (f *File) decodeMessages(o *Object, p []byte) (headerSeen, error) {
+	addr := o.Addr
+	var h headerSeen
 	for len(p) >= 4 {
 		typ, n, _ := p[0], int(binary.LittleEndian.Uint16(p[1:])), p[3]
 		if 4+n > len(p) {
-			return bad("message of %d bytes overruns the header", n)
+			return h, f.badHeader(addr, "message of %d bytes overruns the header", n)
 		}
 		m := p[4 : 4+n]
 		p = p[4+n:]
@@ -250,121 +284,118 @@ func (f *File) messages(o *Object, p []byte, depth int) error {
 		case msgDataspace:
 			dims, err := decodeDataspace(m)
 			if err != nil {
-				return f.corrupt(addr, "dataspace message", err)
+				return h, f.corrupt(addr, "dataspace message", err)
 			}
-			o.Dims, haveSpace = dims, true
+			o.Dims, h.space = dims, true
 		case msgDatatype:
 			t, k, err := decodeDatatype(m, 0)
 			if err != nil {
-				return f.corrupt(addr, "datatype message", err)
+				return h, f.corrupt(addr, "datatype message", err)
 			}
 			if k > len(m) {
-				return bad("datatype overruns its message")
+				return h, f.badHeader(addr, "datatype overruns its message")
 			}
-			o.Type, haveType = t, true
+			o.Type, h.typ = t, true
 		case msgFill:
 			if len(m) < 2 || m[0] != 3 {
-				return f.corrupt(addr, "fill value message", fmt.Errorf("%w: fill value version", ErrUnsupported))
+				return h, f.corrupt(addr, "fill value message", fmt.Errorf("%w: fill value version", ErrUnsupported))
 			}
 			if m[1]&0x20 != 0 {
 				if len(m) < 6 || uint64(len(m)-6) < uint64(binary.LittleEndian.Uint32(m[2:])) {
-					return bad("short fill value")
+					return h, f.badHeader(addr, "short fill value")
 				}
 				o.Fill = append([]byte(nil), m[6:6+binary.LittleEndian.Uint32(m[2:])]...)
 			}
 		case msgLayout:
 			if len(m) < 2 {
-				return bad("short layout")
+				return h, f.badHeader(addr, "short layout")
 			}
 			switch {
 			case m[0] == 3 && m[1] == layoutContiguous && len(m) >= 18:
 				o.DataAddr = binary.LittleEndian.Uint64(m[2:])
 				o.DataSize = binary.LittleEndian.Uint64(m[10:])
 			case m[0] == 4 && m[1] == layoutVirtual && len(m) >= 14:
-				gheap = binary.LittleEndian.Uint64(m[2:])
-				gindex = binary.LittleEndian.Uint32(m[10:])
+				h.gheap = binary.LittleEndian.Uint64(m[2:])
+				h.gindex = binary.LittleEndian.Uint32(m[10:])
 				o.Virtual = []Mapping{}
 			default:
-				return f.corrupt(addr, "layout message", fmt.Errorf("%w: layout version %d class %d", ErrUnsupported, m[0], m[1]))
+				return h, f.corrupt(addr, "layout message", fmt.Errorf("%w: layout version %d class %d", ErrUnsupported, m[0], m[1]))
 			}
-			haveLayout = true
+			h.layout = true
 		case msgLinkInfo:
 			if len(m) != 18 || m[0] != 0 || m[1] != 0 || binary.LittleEndian.Uint64(m[2:]) != undef {
-				return f.corrupt(addr, "link info message", fmt.Errorf("%w: dense link storage or creation order", ErrUnsupported))
+				return h, f.corrupt(addr, "link info message", fmt.Errorf("%w: dense link storage or creation order", ErrUnsupported))
 			}
-			haveLinkInfo = true
+			h.linkInfo = true
 		case msgGroupInfo:
 			if len(m) < 2 || m[0] != 0 {
-				return f.corrupt(addr, "group info message", fmt.Errorf("%w: group info version", ErrUnsupported))
+				return h, f.corrupt(addr, "group info message", fmt.Errorf("%w: group info version", ErrUnsupported))
 			}
 		case msgLink:
 			l, err := decodeLink(m)
 			if err != nil {
-				return f.corrupt(addr, "link message", err)
+				return h, f.corrupt(addr, "link message", err)
 			}
 			o.Links = append(o.Links, l)
 		case msgAttribute:
 			a, err := decodeAttribute(m)
 			if err != nil {
-				return f.corrupt(addr, "attribute message", err)
+				return h, f.corrupt(addr, "attribute message", err)
 			}
 			o.Attrs = append(o.Attrs, a)
 		default:
-			return f.corrupt(addr, "object header", fmt.Errorf("%w: message type %#x", ErrUnsupported, typ))
+			return h, f.corrupt(addr, "object header", fmt.Errorf("%w: message type %#x", ErrUnsupported, typ))
 		}
 	}
-	switch {
-	case haveLayout && haveSpace && haveType && !haveLinkInfo && len(o.Links) == 0:
-		o.Kind = KindDataset
-	case haveLinkInfo && !haveLayout && !haveSpace && !haveType:
-		o.Kind = KindGroup
-	default:
-		return bad("neither a group nor a dataset")
+	return h, nil
+}
+
+// checkDataset checks a dataset's size against the file and reads its
+// virtual mappings.
+func (f *File) checkDataset(o *Object, h headerSeen) error {
+	addr := o.Addr
+	n, ok := NumElements(o.Dims)
+	if !ok || n > (1<<62)/uint64(o.Type.Size) {
+		return f.badHeader(addr, "dataset too large")
 	}
-	sort.Slice(o.Attrs, func(i, j int) bool { return o.Attrs[i].Name < o.Attrs[j].Name })
-	for i := 1; i < len(o.Attrs); i++ {
-		if o.Attrs[i].Name == o.Attrs[i-1].Name {
-			return bad("duplicate attribute %q", o.Attrs[i].Name)
+	if o.Virtual != nil {
+		ms, err := f.vdsMappings(h.gheap, h.gindex)
+		if err != nil {
+			return err
 		}
-	}
-	if o.Kind == KindDataset {
-		n, ok := NumElements(o.Dims)
-		if !ok || n > (1<<62)/uint64(o.Type.Size) {
-			return bad("dataset too large")
-		}
-		if o.Virtual != nil {
-			ms, err := f.vdsMappings(gheap, gindex)
-			if err != nil {
-				return err
+		for i, mp := range ms {
+			if len(mp.Start) != len(o.Dims) {
+				return f.badHeader(addr, "virtual mapping %d has rank %d, dataset %d", i, len(mp.Start), len(o.Dims))
 			}
-			for i, mp := range ms {
-				if len(mp.Start) != len(o.Dims) {
-					return bad("virtual mapping %d has rank %d, dataset %d", i, len(mp.Start), len(o.Dims))
-				}
-				for k := range o.Dims {
-					if mp.Count[k] == 0 || mp.Start[k]+mp.Count[k] > o.Dims[k] {
-						return bad("virtual mapping %d outside the dataset", i)
-					}
+			for k := range o.Dims {
+				if mp.Count[k] == 0 || mp.Start[k]+mp.Count[k] > o.Dims[k] {
+					return f.badHeader(addr, "virtual mapping %d outside the dataset", i)
 				}
 			}
-			o.Virtual = ms
-			if o.Fill != nil && len(o.Fill) != int(o.Type.Size) {
-				return bad("fill value size")
-			}
-			return nil
 		}
-		if n*uint64(o.Type.Size) != o.DataSize {
-			return bad("contiguous size %d for %d elements", o.DataSize, n)
-		}
-		if o.DataSize > 0 && (o.DataAddr > f.eof || o.DataSize > f.eof-o.DataAddr) {
-			return bad("raw data beyond end of file")
+		o.Virtual = ms
+		if o.Fill != nil && len(o.Fill) != int(o.Type.Size) {
+			return f.badHeader(addr, "fill value size")
 		}
 		return nil
 	}
+	if n*uint64(o.Type.Size) != o.DataSize {
+		return f.badHeader(addr, "contiguous size %d for %d elements", o.DataSize, n)
+	}
+	if o.DataSize > 0 && (o.DataAddr > f.eof || o.DataSize > f.eof-o.DataAddr) {
+		return f.badHeader(addr, "raw data beyond end of file")
+	}
+	return nil
+}
+
+// groupLinks sorts a group's links, refuses duplicates and reads the
+// objects they point to.
+func (f *File) groupLinks(o *Object, depth int) error {
+	addr := o.Addr
 	sort.Slice(o.Links, func(i, j int) bool { return o.Links[i].Name < o.Links[j].Name })
 	for i := range o.Links {
 		if i > 0 && o.Links[i].Name == o.Links[i-1].Name {
-			return bad("duplicate link %q", o.Links[i].Name)
+			return f.badHeader(addr, "duplicate link %q", o.Links[i].Name)
 		}
 		l := &o.Links[i]
 		if !l.External {

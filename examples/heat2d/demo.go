@@ -124,6 +124,7 @@ func jobArgs(o *options) []string {
 		"-iters=" + strconv.Itoa(o.iters), "-alpha=" + strconv.FormatFloat(o.alpha, 'g', -1, 64),
 		"-frame-every=" + strconv.Itoa(o.frameEvery), "-ckpt-every=" + strconv.Itoa(o.ckptEvery),
 		"-levels=" + strings.Join(lv, ","), "-global-latency=" + o.globalLatency.String(), "-io-latency=" + o.ioLatency.String(),
+		"-keep-last=" + strconv.FormatBool(o.keepLast),
 	}
 	if o.config != "" {
 		args = append(args, "-config="+o.config)
@@ -203,7 +204,8 @@ func runLaunch(o *options, plan killPlan, out io.Writer) *launch {
 // demo is the default run: reference, launch, kill, lose a node,
 // relaunch, compare, report.
 func demo(o *options, out io.Writer) error {
-	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+	cleared, err := prepareRunDir(o.dir)
+	if err != nil {
 		return err
 	}
 	plan, err := planKill(o)
@@ -230,7 +232,11 @@ func demo(o *options, out io.Writer) error {
 		fmt.Fprintf(out, "relaunch after the kill: %d ranks on %s (levels %v); the field is the global dataset \"temperature\", redistributed onto the new bands\n",
 			relaunch.ranks, plural(relaunch.nodes, "simulated node"), relaunch.levels)
 	}
-	fmt.Fprintf(out, "run directory: %s\n", o.dir)
+	if cleared {
+		fmt.Fprintf(out, "run directory: %s (the previous demonstration's files removed)\n", o.dir)
+	} else {
+		fmt.Fprintf(out, "run directory: %s\n", o.dir)
+	}
 
 	t0 := time.Now()
 	ref, err := solveInProcess(o)
@@ -249,55 +255,18 @@ func demo(o *options, out io.Writer) error {
 	if l1.err != nil {
 		return l1.err
 	}
+	if s := l1.start.kv["status"]; s != "" && s != "fresh" {
+		return fmt.Errorf("launch 1 restarted (%s) from checkpoint %s of a previous run: the checkpoint directories of -config %s hold one; remove them or point the configuration elsewhere",
+			s, l1.start.kv["id"], o.config)
+	}
 	printCheckpoints(out, l1.checkpoints)
 	final := l1
 	if l1.killed {
-		fmt.Fprintf(out, "  killed with SIGKILL %s\n", l1.killedAt)
-		lostFiles := 0
-		if o.loseNode >= 0 {
-			nodeDir := filepath.Join(o.dir, "local", fmt.Sprintf("node%04d", o.loseNode))
-			lostFiles = countFiles(nodeDir)
-			if err := os.RemoveAll(nodeDir); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "lost node: deleted node%04d's local storage (%d files) %s\n", o.loseNode, lostFiles, nodeDir)
+		l2, held, err := relaunchAfterKill(o, &relaunch, reshaped, l1, out)
+		if err != nil {
+			return err
 		}
-		if reshaped {
-			fmt.Fprintf(out, "\nlaunch 2 (restart on %d ranks, %s; launch 1 had %d ranks, %s):\n", relaunch.ranks, plural(relaunch.nodes, "node"), o.ranks, plural(o.nodes, "node"))
-		} else {
-			fmt.Fprintln(out, "\nlaunch 2 (restart):")
-		}
-		l2 := runLaunch(&relaunch, killPlan{mode: "none"}, out)
-		if l2.err != nil {
-			return l2.err
-		}
-		s := l2.start
-		switch {
-		case s.kv["status"] == "fresh" && len(l1.checkpoints) == 0:
-			fmt.Fprintln(out, "  started fresh: no checkpoint had committed before the kill")
-		case s.kv["status"] == "fresh":
-			fmt.Fprintln(out, "  FAILED: the relaunch started fresh although a checkpoint had committed")
-			ok = false
-		default:
-			fmt.Fprintf(out, "  restarted (%s) from checkpoint %s (L%s) at iteration %s\n", s.kv["status"], s.kv["id"], s.kv["level"], s.kv["iter"])
-			if old, now := s.kv["oldranks"], s.kv["ranks"]; old != now {
-				fmt.Fprintf(out, "  redistributed the checkpoint written by %s ranks onto %s: each new band of \"temperature\" read from the old ranks' files that hold it (every block hash verified), the iteration from rank 0's\n", old, now)
-				switch {
-				case o.loseNode < 0:
-				case s.kv["level"] != "3":
-					fmt.Fprintf(out, "  node%04d's lost files were not needed: its ranks' data came from the redundancy on the other nodes\n", o.loseNode)
-				case o.loseNode >= relaunch.nodes:
-					fmt.Fprintf(out, "  node%04d's lost files were rebuilt from the L3 parity (the relaunch has no node %d, a rank that sees every node's directory did it) before the data was redistributed\n", o.loseNode, o.loseNode)
-				}
-			}
-			if o.loseNode >= 0 && (s.kv["oldranks"] == s.kv["ranks"] || s.kv["level"] == "3") {
-				counts := strings.Split(s.kv["nodefiles"], ",")
-				if o.loseNode < len(counts) {
-					fmt.Fprintf(out, "  rebuilt %s files onto node%04d's empty storage from the L%s redundancy before the solver resumed\n", counts[o.loseNode], o.loseNode, s.kv["level"])
-				}
-			}
-		}
-		printCheckpoints(out, l2.checkpoints)
+		ok = ok && held
 		final = l2
 	}
 	if !final.done {
@@ -327,7 +296,125 @@ func demo(o *options, out io.Writer) error {
 		return errors.New("demonstration failed")
 	}
 	fmt.Fprintln(out, "OK")
+	if o.keepLast {
+		printCLI(out, o, final)
+	}
 	return nil
+}
+
+// demoMarker marks a run directory as the demonstration's own: a later
+// demonstration in it removes what the previous one left, whose kept
+// checkpoint would otherwise make launch 1 a restart.
+const demoMarker = ".heat2d-demo"
+
+// prepareRunDir creates dir, or empties it when a previous demonstration
+// made it (cleared is then true). A non-empty directory without the
+// marker is refused: its files are not the demonstration's to delete.
+func prepareRunDir(dir string) (cleared bool, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	marker := filepath.Join(dir, demoMarker)
+	if len(entries) == 0 {
+		return false, os.WriteFile(marker, []byte("made by go run ./examples/heat2d; the next demonstration in this directory empties it\n"), 0o644)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		return false, fmt.Errorf("run directory %s is not empty and was not made by the demonstration (no %s): choose another -dir or empty it", dir, demoMarker)
+	}
+	for _, e := range entries {
+		if e.Name() != demoMarker {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return false, err
+			}
+		}
+	}
+	return true, nil
+}
+
+// printCLI ends the report with the command lines that show the
+// checkpoint the last launch kept.
+func printCLI(out io.Writer, o *options, final *launch) {
+	run := o.dir
+	if o.config != "" {
+		run = o.config
+	}
+	what := "the last checkpoint"
+	if n := len(final.checkpoints); n > 0 {
+		e := final.checkpoints[n-1]
+		what = fmt.Sprintf("the last checkpoint (%s, taken at L%s)", e.kv["id"], e.kv["level"])
+	}
+	fmt.Fprintf(out, "\n%s is kept at L4 (keep_last_ckpt = 1); the command line shows and re-hashes it:\n", what)
+	fmt.Fprintf(out, "  go run ./cmd/ftigo inspect %s\n", shellQuote(run))
+	fmt.Fprintf(out, "  go run ./cmd/ftigo verify %s\n", shellQuote(run))
+}
+
+// shellQuote returns s as one word of a POSIX shell command line.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:=@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// relaunchAfterKill reports the kill of launch 1, deletes the lost node's
+// local storage, relaunches the job with the relaunch options and reports
+// how it restarted. held is false when the relaunch started fresh
+// although a checkpoint had committed.
+func relaunchAfterKill(o, relaunch *options, reshaped bool, l1 *launch, out io.Writer) (l2 *launch, held bool, err error) {
+	fmt.Fprintf(out, "  killed with SIGKILL %s\n", l1.killedAt)
+	lostFiles := 0
+	if o.loseNode >= 0 {
+		nodeDir := filepath.Join(o.dir, "local", fmt.Sprintf("node%04d", o.loseNode))
+		lostFiles = countFiles(nodeDir)
+		if err := os.RemoveAll(nodeDir); err != nil {
+			return nil, false, err
+		}
+		fmt.Fprintf(out, "lost node: deleted node%04d's local storage (%d files) %s\n", o.loseNode, lostFiles, nodeDir)
+	}
+	if reshaped {
+		fmt.Fprintf(out, "\nlaunch 2 (restart on %d ranks, %s; launch 1 had %d ranks, %s):\n", relaunch.ranks, plural(relaunch.nodes, "node"), o.ranks, plural(o.nodes, "node"))
+	} else {
+		fmt.Fprintln(out, "\nlaunch 2 (restart):")
+	}
+	held = true
+	l2 = runLaunch(relaunch, killPlan{mode: "none"}, out)
+	if l2.err != nil {
+		return nil, false, l2.err
+	}
+	s := l2.start
+	switch {
+	case s.kv["status"] == "fresh" && len(l1.checkpoints) == 0:
+		fmt.Fprintln(out, "  started fresh: no checkpoint had committed before the kill")
+	case s.kv["status"] == "fresh":
+		fmt.Fprintln(out, "  FAILED: the relaunch started fresh although a checkpoint had committed")
+		held = false
+	default:
+		fmt.Fprintf(out, "  restarted (%s) from checkpoint %s (L%s) at iteration %s\n", s.kv["status"], s.kv["id"], s.kv["level"], s.kv["iter"])
+		if old, now := s.kv["oldranks"], s.kv["ranks"]; old != now {
+			fmt.Fprintf(out, "  redistributed the checkpoint written by %s ranks onto %s: each new band of \"temperature\" read from the old ranks' files that hold it (every block hash verified), the iteration from rank 0's\n", old, now)
+			switch {
+			case o.loseNode < 0:
+			case s.kv["level"] != "3":
+				fmt.Fprintf(out, "  node%04d's lost files were not needed: its ranks' data came from the redundancy on the other nodes\n", o.loseNode)
+			case o.loseNode >= relaunch.nodes:
+				fmt.Fprintf(out, "  node%04d's lost files were rebuilt from the L3 parity (the relaunch has no node %d, a rank that sees every node's directory did it) before the data was redistributed\n", o.loseNode, o.loseNode)
+			}
+		}
+		if o.loseNode >= 0 && (s.kv["oldranks"] == s.kv["ranks"] || s.kv["level"] == "3") {
+			counts := strings.Split(s.kv["nodefiles"], ",")
+			if o.loseNode < len(counts) {
+				fmt.Fprintf(out, "  rebuilt %s files onto node%04d's empty storage from the L%s redundancy before the solver resumed\n", counts[o.loseNode], o.loseNode, s.kv["level"])
+			}
+		}
+	}
+	printCheckpoints(out, l2.checkpoints)
+	return l2, held, nil
 }
 
 func printCheckpoints(out io.Writer, cps []event) {

@@ -11,7 +11,12 @@
 // turn; kills the child with SIGKILL during a checkpoint; deletes one
 // simulated node's local storage; relaunches the job, which restarts from
 // the newest recoverable checkpoint; and compares the final field with an
-// uninterrupted run. It exits 0 only if everything held.
+// uninterrupted run. It exits 0 only if everything held. The job keeps
+// its last checkpoint at L4 when it finishes (keep_last_ckpt = 1;
+// -keep-last=false leaves that to the configuration), and the report ends
+// with the ftigo inspect and verify command lines that show it. The run
+// directory is marked as the demonstration's: a later demonstration in it
+// empties it first; another non-empty directory is refused.
 //
 // -role=job runs one launch of the job itself (what the demonstration
 // starts, and what mpirun starts under the mpi build tag).
@@ -50,6 +55,7 @@ type options struct {
 	loseNode                     int
 	noKill                       bool
 	async                        bool
+	keepLast                     bool
 	globalLatency                time.Duration
 	ioLatency                    time.Duration
 	role                         string
@@ -94,6 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.loseNode, "lose-node", -2, "simulated node whose local storage is deleted after the kill (-1: none; default: node 2 when L2 or L3 is used)")
 	fs.BoolVar(&o.noKill, "no-kill", false, "run the job once without killing it")
 	fs.BoolVar(&o.async, "async", false, "post-process L2-L4 checkpoints in the background (inline_l2/l3/l4 = 0): each commits at L1, then at its level")
+	fs.BoolVar(&o.keepLast, "keep-last", true, "keep the last checkpoint at L4 when the job finishes (keep_last_ckpt = 1), for ftigo inspect/verify; false: as the configuration says (FTI's default deletes them all)")
 	fs.DurationVar(&o.globalLatency, "global-latency", 0, "added latency per write to global storage (a slow parallel file system); the demonstration sets it so the L4 kill lands mid-write")
 	fs.DurationVar(&o.ioLatency, "io-latency", 0, "added latency per write and sync on every storage area (slow disks; widens the window a kill lands in)")
 	fs.StringVar(&o.role, "role", "", "internal: job runs one launch of the solver")

@@ -8,4 +8,6 @@
 // Test files are exempt.
 //
 // Lifecycle: run with `go test ./internal/lint`. Concurrency: none.
+//
+// API stability: none: lint holds tests.
 package lint

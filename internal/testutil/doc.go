@@ -5,4 +5,6 @@
 // The helpers take a [TB], the part of testing.TB they call, so that
 // their own tests can watch the rule with a recorder. It is imported only
 // from _test.go files.
+//
+// API stability: internal to ftigo's tests; no API.
 package testutil
