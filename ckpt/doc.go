@@ -220,8 +220,8 @@
 // post-processed in the background in T sec. (Ps, Cm, Cl)".
 //
 // At most one post-processing is in flight per rank (FTI's rule): the
-// next Checkpoint, Snapshot or BeginICP waits for it and reports the wait
-// as Wt. [Runtime.CheckpointDone] asks without blocking whether it has
+// next Checkpoint, Snapshot or BeginICP waits for it (Checkpoint and
+// Snapshot report the wait as Wt). [Runtime.CheckpointDone] asks without blocking whether it has
 // finished, [Runtime.CheckpointWait] waits for it; [Runtime.Wait],
 // Finalize and Close wait too. A failure in the background (a partner
 // gone, ENOSPC on glbl_dir) leaves the checkpoint committed at L1 and the
