@@ -23,6 +23,12 @@ import (
 // the same id and level. A level without an implementation returns an
 // error wrapping [ErrLevelUnavailable]; a failure on any rank returns the
 // same error on every rank and leaves the previous checkpoints untouched.
+//
+// With the level asynchronous (inline_lL = 0, [Config].Async) Checkpoint
+// returns once the checkpoint is committed at L1 and its post-processing
+// runs in the background ([Runtime.CheckpointDone]). Checkpoint first
+// waits for the previous one's; if that failed, Checkpoint returns its
+// error (wrapping [ErrBackground]) and takes nothing: call it again.
 func (r *Runtime) Checkpoint(id int64, level int) error {
 	if err := r.usable("Checkpoint"); err != nil {
 		return err
