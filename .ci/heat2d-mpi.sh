@@ -100,3 +100,26 @@ grep -q "EVENT start status=restart id=3 level=3 iter=750 oldranks=4 ranks=3" "$
 grep -q "EVENT done iter=2000" "$work/vpr2.log"
 cmp "$work/ref/final.f64" "$work/vpr/final.f64"
 echo "heat2d under MPI, relaunched on 3 ranks: the 4 ranks' field redistributed; final field bit-identical"
+
+# Background post-processing (-async: inline_l2/l3/l4 = 0): each checkpoint
+# commits at L1, its partner copy, parity or L4 container is made by a
+# goroutine of every rank over a private communicator while the solver runs.
+# Killed inside checkpoint 4 (L4), node 2 deleted: the relaunch restarts
+# from checkpoint 3 at L3 if its post-processing finished before the kill,
+# else from checkpoint 2 at L2 (checkpoint 3 then existed at L1 only and
+# was lost with node 2), and ends bit-identical.
+mpirun.openmpi -np 4 -x GOMAXPROCS=1 "$work/heat2d-mpi" "${args[@]}" -dir "$work/async" -async \
+  -ckpt-every 250 -levels 1,2,3,4 -global-latency 50ms > "$work/async1.log" 2>&1 &
+mpipid=$!
+kill_when "EVENT ckpt-begin id=4 level=4" "$work/async1.log" "$mpipid"
+test ! -e "$work/async/final.f64"
+rm -rf "$work/async/local/node0002"
+echo "async: killed during checkpoint 4 (L4), deleted node 2"
+mpirun.openmpi -np 4 -x GOMAXPROCS=1 "$work/heat2d-mpi" "${args[@]}" -dir "$work/async" -async \
+  -ckpt-every 250 -levels 1,2,3,4 > "$work/async2.log" 2>&1 || { cat "$work/async2.log"; exit 1; }
+grep EVENT "$work/async2.log" | head -2
+grep -Eq "EVENT start status=restart id=(3 level=3 iter=750|2 level=2 iter=500) " "$work/async2.log" \
+  || { echo "the async relaunch did not restart from checkpoint 3 (L3) or 2 (L2)"; exit 1; }
+grep -q "EVENT done iter=2000" "$work/async2.log"
+cmp "$work/ref/final.f64" "$work/async/final.f64"
+echo "heat2d under MPI with background post-processing: restarted after a kill and a lost node; final field bit-identical"

@@ -76,7 +76,6 @@ type library struct {
 	names     map[string]int // FTI_setIDFromString
 	idNames   map[int]string
 	stored    map[int]int64 // sizes in the newest checkpoint this run took
-	icpAsked  bool          // the last FTI_InitICP asked for an incremental checkpoint
 	groups    *groupTable   // FTI_InitGroup
 	dsGroup   map[int]int   // global dataset id -> its group
 	subsetOf  map[int]int   // variable id -> the global dataset it is a subset of
@@ -188,7 +187,6 @@ func (l *library) init(path string, c comm.Comm) int {
 	l.status = int(rt.Status())
 	l.types = newTypeTable(l.sizes)
 	l.vars, l.names, l.idNames, l.stored = map[int]*cvar{}, map[string]int{}, map[int]string{}, map[int]int64{}
-	l.icpAsked = false
 	l.groups, l.dsGroup, l.subsetOf = newGroupTable(), map[int]int{}, map[int]int{}
 	if c.Rank() == 0 {
 		log.Info("FTI has been initialized by ftigo", zap.String("config", path), zap.Int("ranks", c.Size()),
@@ -775,34 +773,96 @@ func (l *library) unsupported(fn, why string) int {
 	return codeFailure
 }
 
-// initICP is FTI_InitICP. With activate false it does nothing, as in FTI,
-// so it can sit in a loop; an incremental checkpoint it is asked for fails.
+// initICP is FTI_InitICP: it opens an incremental checkpoint (ckpt's
+// BeginICP); with activate false it does nothing, and neither do the
+// FTI_AddVarICP and FTI_FinalizeICP calls that follow, as in FTI.
+// Collective. A level ftigo cannot take goes in as 0, which the runtime
+// refuses on every rank after agreeing on the arguments.
 func (l *library) initICP(id, level int, activate bool) int {
 	const fn = "FTI_InitICP"
 	if !l.ready(fn) {
 		return codeFailure
 	}
-	l.icpAsked = activate
-	if !activate {
-		return codeSuccess
+	lvl, msg, ok := mapLevel(level)
+	if ok && msg != "" && activate {
+		l.log.Warn(fn + ": " + msg)
 	}
-	return l.unsupported(fn, fmt.Sprintf("incremental checkpoints (iCP) do not exist yet; checkpoint %d (level %d) was not started, use FTI_Checkpoint", id, level))
+	if err := l.rt.BeginICP(int64(id), lvl, activate); err != nil {
+		why := fmt.Sprintf("incremental checkpoint %d at level %d not started", id, level)
+		if !ok {
+			why += ": " + msg
+		}
+		return l.fail(fn, why, zap.Error(err))
+	}
+	return codeSuccess
 }
 
-// icpStep is FTI_AddVarICP and FTI_FinalizeICP: no-ops outside an
-// incremental checkpoint, as in FTI, failures inside one that was asked for.
-func (l *library) icpStep(fn string, end bool) int {
+// icpStep is FTI_AddVarICP (end false: writes variable varID now) and
+// FTI_FinalizeICP (end true: completes and commits the checkpoint,
+// collective; every protected variable must have been added).
+func (l *library) icpStep(fn string, varID int, end bool) int {
 	if !l.ready(fn) {
 		return codeFailure
 	}
-	asked := l.icpAsked
-	if end {
-		l.icpAsked = false
-	}
-	if !asked {
+	if !end {
+		if err := l.rt.AddVarICP(varID); err != nil {
+			return l.fail(fn, fmt.Sprintf("variable %d not written", varID), zap.Error(err))
+		}
 		return codeSuccess
 	}
-	return l.unsupported(fn, "incremental checkpoints (iCP) do not exist yet; nothing was written")
+	if err := l.rt.FinalizeICP(); err != nil {
+		return l.fail(fn, "incremental checkpoint not committed", zap.Error(err))
+	}
+	l.committed()
+	return codeSuccess
+}
+
+// stageDir is FTI_GetStageDir: the node's staging directory (ckpt's
+// StageDir; enable_staging = 1 needed).
+func (l *library) stageDir() (string, int) {
+	const fn = "FTI_GetStageDir"
+	if !l.ready(fn) {
+		return "", codeFailure
+	}
+	dir, err := l.rt.StageDir()
+	if err != nil {
+		return "", l.fail(fn, "no staging directory", zap.Error(err))
+	}
+	return dir, codeSuccess
+}
+
+// sendFile is FTI_SendFile: it queues a background copy of a node-local
+// file to global storage and returns the request id.
+func (l *library) sendFile(local, remote string, null bool) int {
+	const fn = "FTI_SendFile"
+	if !l.ready(fn) {
+		return codeFailure
+	}
+	if null {
+		return l.fail(fn, "NULL path")
+	}
+	id, err := l.rt.SendFile(local, remote)
+	if err != nil {
+		return l.fail(fn, fmt.Sprintf("%s -> %s not queued", local, remote), zap.Error(err))
+	}
+	return id
+}
+
+// stageStatus is FTI_GetStageStatus: FTI_SI_NINI .. FTI_SI_FAIL (the
+// reason of a failure is logged once asked for).
+func (l *library) stageStatus(id int) int {
+	const fn = "FTI_GetStageStatus"
+	if !l.ready(fn) {
+		return codeFailure
+	}
+	st, err := l.rt.StageStatus(id)
+	if errors.Is(err, ckpt.ErrStaging) {
+		return l.fail(fn, "staging is not enabled", zap.Error(err))
+	}
+	if err != nil {
+		l.logger().Warn(fn+": request failed", zap.Int("request", id), zap.Error(err))
+	}
+	return int(st)
 }
 
 // config is the part of FTI_GetConfig ftigo can fill.

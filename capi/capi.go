@@ -28,6 +28,7 @@ static void ftigo_set_bool(bool *p, int v) { *p = v != 0; }
 import "C"
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -250,11 +251,44 @@ func ftigo_capi_init_icp(id, level, activate C.int) C.int {
 }
 
 //export ftigo_capi_icp_step
-func ftigo_capi_icp_step(fn *C.char, end C.int) C.int {
+func ftigo_capi_icp_step(fn *C.char, varID, end C.int) C.int {
 	mu.Lock()
 	defer mu.Unlock()
 	f, _ := goString(fn)
-	return C.int(lib.icpStep(f, end != 0))
+	return C.int(lib.icpStep(f, int(varID), end != 0))
+}
+
+//export ftigo_capi_stage_dir
+func ftigo_capi_stage_dir(buf *C.char, maxLen C.int) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	dir, code := lib.stageDir()
+	if code != codeSuccess {
+		return C.int(code)
+	}
+	if buf == nil || int(maxLen) < len(dir)+1 {
+		return C.int(lib.fail("FTI_GetStageDir", fmt.Sprintf("the buffer (%d bytes) cannot hold the staging directory %q and its NUL", int(maxLen), dir)))
+	}
+	out := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(maxLen))
+	copy(out, dir)
+	out[len(dir)] = 0
+	return C.int(codeSuccess)
+}
+
+//export ftigo_capi_send_file
+func ftigo_capi_send_file(local, remote *C.char) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	l, lnull := goString(local)
+	r, rnull := goString(remote)
+	return C.int(lib.sendFile(l, r, lnull || rnull))
+}
+
+//export ftigo_capi_stage_status
+func ftigo_capi_stage_status(id C.int) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.stageStatus(int(id)))
 }
 
 //export ftigo_capi_print

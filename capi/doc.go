@@ -140,11 +140,11 @@
 //	FTI_Realloc                    implemented: C's realloc to the stored size
 //	FTI_GetConfig                  implemented for the fields fti.h declares (configuration, topology, intervals, restart)
 //	FTI_Print                      implemented (FTI_DBUG, FTI_INFO on rank 0, FTI_WARN, FTI_EROR, FTI_IDCP)
-//	FTI_InitICP                    not implemented: FTI_NSCS when activated, a no-op FTI_SCES otherwise (as FTI)
-//	FTI_AddVarICP, FTI_FinalizeICP not implemented: FTI_NSCS after an activated FTI_InitICP, no-op FTI_SCES otherwise
-//	FTI_GetStageDir                not implemented (staging): FTI_NSCS
-//	FTI_SendFile                   not implemented (staging): FTI_NSCS
-//	FTI_GetStageStatus             not implemented (staging): FTI_NSCS
+//	FTI_InitICP                    implemented (ckpt's BeginICP); activate = false makes it and the next AddVarICP/FinalizeICP no-ops (as FTI)
+//	FTI_AddVarICP, FTI_FinalizeICP implemented (FinalizeICP: FTI_NSCS on every rank, nothing committed, when a protected variable was not added)
+//	FTI_GetStageDir                implemented with enable_staging = 1 (ckpt_dir/node%04d/stage); FTI_NSCS otherwise
+//	FTI_SendFile                   implemented with enable_staging = 1: a background copy (atomic at its destination), returns the request id
+//	FTI_GetStageStatus             implemented with enable_staging = 1: FTI_SI_NINI .. FTI_SI_FAIL
 //	FTI_InitGroup                  implemented: the group's path prefixes the global datasets defined in it
 //	FTI_RenameGroup                implemented, until a global dataset is defined in the group (FTI_NSCS after)
 //	FTI_SetAttribute               FTI_ATTRIBUTE_NAME implemented (the variable's name); FTI_ATTRIBUTE_DIM FTI_NSCS

@@ -245,25 +245,16 @@ int64_t FTI_GetStoredSize(int id) { return ftigo_capi_stored_size(id); }
 void *FTI_Realloc(int id, void *ptr) { return ftigo_capi_realloc(id, ptr); }
 
 int FTI_InitICP(int id, int level, bool activate) { return ftigo_capi_init_icp(id, level, activate ? 1 : 0); }
-int FTI_AddVarICP(int varId) { (void)varId; return ftigo_capi_icp_step((char *)"FTI_AddVarICP", 0); }
-int FTI_FinalizeICP(void) { return ftigo_capi_icp_step((char *)"FTI_FinalizeICP", 1); }
+int FTI_AddVarICP(int varId) { return ftigo_capi_icp_step((char *)"FTI_AddVarICP", varId, 0); }
+int FTI_FinalizeICP(void) { return ftigo_capi_icp_step((char *)"FTI_FinalizeICP", 0, 1); }
 
-#define STAGING "staging (enable_staging) does not exist yet"
-
-int FTI_GetStageDir(char *stageDir, int maxLen) {
-    (void)stageDir; (void)maxLen;
-    return ftigo_capi_unsupported((char *)"FTI_GetStageDir", (char *)STAGING);
-}
+int FTI_GetStageDir(char *stageDir, int maxLen) { return ftigo_capi_stage_dir(stageDir, maxLen); }
 
 int FTI_SendFile(const char *localPath, const char *remotePath) {
-    (void)localPath; (void)remotePath;
-    return ftigo_capi_unsupported((char *)"FTI_SendFile", (char *)STAGING);
+    return ftigo_capi_send_file((char *)localPath, (char *)remotePath);
 }
 
-int FTI_GetStageStatus(int requestId) {
-    (void)requestId;
-    return ftigo_capi_unsupported((char *)"FTI_GetStageStatus", (char *)STAGING);
-}
+int FTI_GetStageStatus(int requestId) { return ftigo_capi_stage_status(requestId); }
 
 // HDF5 groups, global datasets and variable datasets (datasets.go). A
 // group argument is its id, -1 for NULL (the root group).

@@ -456,8 +456,8 @@ func TestErrorPaths(t *testing.T) {
 			"handle 99 is not a type",
 			"L4 dCP requested, but dCP is disabled (enable_dcp = 0): the checkpoint is taken whole at L4",
 			"FTI_Checkpoint: dCP only implemented for level 4! setting to level 1...",
-			"FTI_InitICP is not implemented by ftigo",
-			"FTI_SendFile is not implemented by ftigo",
+			"FTI_FinalizeICP: incremental checkpoint not committed",
+			"FTI_SendFile: /tmp/a -> /tmp/b not queued",
 			"set h5_single_file_enable = 1",
 			`FTI_InitGroup: Group / already has the fields child.`,
 			`FTI_RenameGroup: group "/fields" holds global dataset 5 already`,
@@ -529,4 +529,27 @@ func exitCode(t *testing.T, args ...string) (int, string) {
 	}
 	require.NoError(t, err, "%s", out)
 	return 0, string(out)
+}
+
+// TestStaging runs FTI's staging calls from C with enable_staging = 1:
+// every rank's file goes from the staging directory to global storage in
+// the background, its status is polled to FTI_SI_SCES and the copy
+// checked; a missing source ends in FTI_SI_FAIL; the staging directory
+// is gone after FTI_Finalize.
+func TestStaging(t *testing.T) {
+	forEachFlavour(t, false, func(t *testing.T, f flavour) {
+		dir := t.TempDir()
+		cfg := writeConfig(t, dir, 1, "enable_staging = 1")
+		dest := filepath.Join(dir, "results")
+		out, err := mpirun(t, f, f.np, program(t, f, "staging.c"), cfg, dest)
+		require.NoError(t, err, "%s", out)
+		n := checks(t, out)
+		assert.Equal(t, 14*f.np, n, "every rank ran every check")
+		assert.Equal(t, f.np, strings.Count(out, "FAILURES 0\n"))
+		for r := 0; r < f.np; r++ {
+			b, err := os.ReadFile(filepath.Join(dest, fmt.Sprintf("rank%d", r)))
+			require.NoError(t, err)
+			assert.Equal(t, fmt.Sprintf("staged by rank %d\n", r), string(b))
+		}
+	})
 }

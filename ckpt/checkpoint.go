@@ -23,11 +23,20 @@ import (
 // the same id and level. A level without an implementation returns an
 // error wrapping [ErrLevelUnavailable]; a failure on any rank returns the
 // same error on every rank and leaves the previous checkpoints untouched.
+//
+// With the level asynchronous (inline_lL = 0, [Config].Async) Checkpoint
+// returns once the checkpoint is committed at L1 and its post-processing
+// runs in the background ([Runtime.CheckpointDone]). Checkpoint first
+// waits for the previous one's; if that failed, Checkpoint returns its
+// error (wrapping [ErrBackground]) and takes nothing: call it again.
 func (r *Runtime) Checkpoint(id int64, level int) error {
 	if err := r.usable("Checkpoint"); err != nil {
 		return err
 	}
 	if level == LevelH5Single {
+		if _, err := r.awaitPost(); err != nil {
+			return err
+		}
 		return r.checkpointH5Single(id)
 	}
 	if err := r.sameArgs(id, int64(level)); err != nil {
@@ -44,6 +53,13 @@ func (r *Runtime) Checkpoint(id int64, level int) error {
 // checkpoint takes checkpoint id at lvl, differential when diff asks for
 // it and a parent allows it. The arguments are the same on every rank.
 func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manifest, error) {
+	if r.icp != nil {
+		return nil, fmt.Errorf("%w: checkpoint %d while incremental checkpoint %d is open (FinalizeICP first)", ErrICP, id, r.icp.id)
+	}
+	waited, err := r.awaitPost()
+	if err != nil {
+		return nil, err
+	}
 	if !lvl.Valid() {
 		return nil, fmt.Errorf("ckpt: checkpoint level %d: %w (use 1..4)", int(lvl), ErrLevelUnavailable)
 	}
@@ -67,6 +83,13 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	}
 	meta := fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: r.now().UnixNano()}
 	start := r.now()
+	// With asynchronous post-processing at lvl the checkpoint is written
+	// and committed at L1 (wlvl), then raised to lvl in the background.
+	async := r.asyncLevel(lvl)
+	wlvl := lvl
+	if async {
+		wlvl = levels.L1
+	}
 	w := &dcpWrite{r: r, meta: meta, vars: vars, opts: r.fileDatasets()}
 	if lvl == levels.L4 && r.cfg.CkptIO == 5 {
 		// ckpt_io = 5: one HDF5 file, always whole (as FTI, whose dCP
@@ -84,10 +107,14 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 			return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 		}
 	}
-	w.prepare(lvl)
-	m, st, err := r.eng.Checkpoint(id, lvl, w.write, w.options()...)
+	w.prepare(wlvl)
+	opts := w.options()
+	if async {
+		opts = append(opts, levels.Staged(lvl))
+	}
+	m, st, err := r.eng.Checkpoint(id, wlvl, w.write, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("ckpt: checkpoint %d at %v: %w", id, lvl, err)
+		return nil, fmt.Errorf("ckpt: checkpoint %d at %v: %w", id, wlvl, err)
 	}
 	r.lastID = id
 	if w.image.Layout != nil {
@@ -97,33 +124,43 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	// Recover now reads this checkpoint (as FTI's does after a
 	// checkpoint); the one the run restarted from may be superseded.
 	r.setLast(m)
-	wall := r.now().Sub(start)
+	if async {
+		r.startPost(m, lvl)
+	}
+	wall := r.now().Sub(start) + waited
 	if r.c.Rank() == 0 {
 		// One line per checkpoint, in FTI's manner: size per rank, wall
-		// time, aggregate bandwidth, and the split between writing the
-		// data (Wt), the level's post-processing (Ps) and the commit (Cm).
+		// time (the wait included), aggregate bandwidth, and the split
+		// between waiting for the previous background post-processing
+		// (Wt), writing the data (Wr), the level's post-processing on the
+		// solver's path (Ps) and the commit (Cm).
 		mib := float64(m.Bytes()) / float64(m.Ranks) / (1 << 20)
 		bw := float64(m.Bytes()) / (1 << 20) / max(wall.Seconds(), 1e-9)
 		fields := []zap.Field{zap.Int64("ckpt-id", id), zap.Stringer("level", lvl), zap.Int64("bytes", m.Bytes()), zap.Float64("mib-per-rank", mib),
-			zap.Duration("wall", wall), zap.Float64("mib-per-s", bw),
+			zap.Duration("wall", wall), zap.Float64("mib-per-s", bw), zap.Duration("wait", waited),
 			zap.Duration("write", st.Write), zap.Duration("post", st.Protect), zap.Duration("commit", st.Commit),
 			zap.Duration("clean", st.Clean)}
 		kind := ""
+		if async {
+			kind = fmt.Sprintf(", committed at L1, %v in the background", lvl)
+			fields = append(fields, zap.Bool("async", true))
+		}
 		if r.cfg.EnableDCP {
 			share := 1.0
 			if st.TotalData.Protected > 0 {
 				share = float64(st.TotalData.Written) / float64(st.TotalData.Protected)
 			}
-			kind = fmt.Sprintf(", dCP share %.2f%%", 100*share)
 			if m.DCP != nil {
 				p, _ := m.Parent()
-				kind = fmt.Sprintf(", dCP on %s, layer %d, share %.2f%%", levels.CheckpointDir(p), m.Layers(), 100*share)
+				kind += fmt.Sprintf(", dCP on %s, layer %d, share %.2f%%", levels.CheckpointDir(p), m.Layers(), 100*share)
+			} else {
+				kind += fmt.Sprintf(", dCP share %.2f%%", 100*share)
 			}
 			fields = append(fields, zap.Bool("dcp", m.DCP != nil), zap.Float64("dcp-share", share), zap.Int("dcp-layers", m.Layers()),
 				zap.Int64("dcp-written", st.TotalData.Written), zap.Int64("dcp-protected", st.TotalData.Protected))
 		}
-		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) taken in %.3f sec., %.1f MiB/s (Wt %.3f, Ps %.3f, Cm %.3f)%s",
-			id, lvl, mib, wall.Seconds(), bw, st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds(), kind), fields...)
+		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) taken in %.3f sec., %.1f MiB/s (Wt %.3f, Wr %.3f, Ps %.3f, Cm %.3f)%s",
+			id, lvl, mib, wall.Seconds(), bw, waited.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds(), kind), fields...)
 		if r.cfg.EnableDCP {
 			r.logDCP(m, st)
 		}
@@ -180,10 +217,31 @@ func (r *Runtime) fileVars() ([]fileformat.Var, error) {
 // every checkpoint is deleted (L4 ones are kept under keep_l4_ckpt).
 // Finalize releases meta_dir's lock. Collective. The runtime is unusable
 // afterwards.
+//
+// With asynchronous post-processing Finalize first waits for the
+// checkpoint in flight; a background failure not reported yet is
+// returned (wrapping [ErrBackground]) after the rest of Finalize ran on
+// what is committed.
 func (r *Runtime) Finalize() error {
 	if err := r.usable("Finalize"); err != nil {
 		return err
 	}
+	r.abortICP()
+	r.closePost()
+	r.drainStaging()
+	bgErr := r.takePostError()
+	err := r.finalize()
+	if err == nil {
+		r.cleanStageDir()
+	}
+	if bgErr != nil {
+		return errors.Join(fmt.Errorf("ckpt: finalize: %w", bgErr), err)
+	}
+	return err
+}
+
+// finalize is Finalize once the background post-processing is drained.
+func (r *Runtime) finalize() error {
 	r.finalized = true
 	defer r.releaseLock()
 	r.closeStored()
@@ -318,7 +376,7 @@ func (r *Runtime) flushL4(m *levels.Manifest) (*levels.Manifest, error) {
 	if r.c.Rank() == 0 {
 		wall := r.now().Sub(start)
 		mib := float64(m4.Bytes()) / float64(m4.Ranks) / (1 << 20)
-		r.log.Info(fmt.Sprintf("Ckpt. ID %d flushed from %v to %v at Finalize (%.2f MiB/proc) in %.3f sec. (Wt %.3f, Ps %.3f, Cm %.3f)",
+		r.log.Info(fmt.Sprintf("Ckpt. ID %d flushed from %v to %v at Finalize (%.2f MiB/proc) in %.3f sec. (Wr %.3f, Ps %.3f, Cm %.3f)",
 			m.ID, m.Level, m4.Level, mib, wall.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
 			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m4.Level), zap.Stringer("from-level", m.Level),
 			zap.Float64("mib-per-rank", mib), zap.Duration("wall", wall))

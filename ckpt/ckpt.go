@@ -69,6 +69,9 @@ type options struct {
 	buffers *partner.Buffers
 	// lockHeld says the caller (RebuildOffline) holds meta_dir's lock.
 	lockHeld bool
+	// postStart, when set, is called by the background poster before it
+	// starts (tests hold it there).
+	postStart func()
 }
 
 // WithLogger sets the logger (nil: no logging).
@@ -179,6 +182,15 @@ type Runtime struct {
 	nodeStore func(n int) levels.Store
 	// vpr is the level-9 HDF5 file state (h5single.go).
 	vpr vprState
+	// post is the asynchronous post-processing state (async.go).
+	post postState
+	// icp is the incremental checkpoint open on this rank (icp.go).
+	icp *icpState
+	// icpInactive: the last BeginICP had activate = false, so AddVarICP
+	// and FinalizeICP do nothing until the next BeginICP.
+	icpInactive bool
+	// stage is the staging queue (staging.go).
+	stage stager
 }
 
 // usable returns nil when the runtime can take the call.
@@ -244,6 +256,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 		}))
 	}
 	r := &Runtime{cfg: cfg, c: c, log: o.logger.With(zap.Int("rank", c.Rank())), now: o.now, vars: map[int]*variable{}}
+	r.post.hook = o.postStart
 	if c.Rank() == 0 {
 		for _, w := range cfg.Warnings {
 			r.log.Warn("config: " + w)
@@ -310,6 +323,10 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 		return nil, err
 	}
 	if err := r.restart(o.warn); err != nil {
+		r.eng.Wait()
+		return nil, err
+	}
+	if err := r.openPost(); err != nil {
 		r.eng.Wait()
 		return nil, err
 	}
@@ -615,14 +632,17 @@ func (r *Runtime) Recovered() *levels.Manifest {
 	return r.from
 }
 
-// Wait blocks until this rank's background deletion of superseded
-// checkpoint files has finished; Checkpoint and Finalize wait by
+// Wait blocks until this rank's background work has finished: the
+// post-processing of the last checkpoint (asynchronous levels; see
+// [Runtime.CheckpointWait], which also returns its failure) and the
+// deletion of superseded checkpoint files; Checkpoint and Finalize wait by
 // themselves. A job that ends without Finalize calls [Runtime.Close],
 // which waits too and also releases meta_dir's lock. Local.
 func (r *Runtime) Wait() {
 	if r == nil || r.eng == nil {
 		return
 	}
+	r.drainPost()
 	r.eng.Wait()
 }
 
@@ -643,6 +663,9 @@ func (r *Runtime) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.abortICP()
+	r.closePost() // a checkpoint in flight is finished, or left at L1
+	r.drainStaging()
 	r.closeStored()
 	if r.reshape != nil {
 		r.reshape.close()

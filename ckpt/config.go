@@ -56,6 +56,17 @@ type Config struct {
 	// Head requests a dedicated post-processing rank per node ([basic] head);
 	// ftigo post-processes inline and warns when it is set.
 	Head bool
+	// Async[L], for L = 2, 3, 4, moves level L's post-processing off the
+	// solver's path ([basic] inline_lL = 0): Checkpoint commits the
+	// checkpoint at L1 and returns, and a background goroutine of the rank
+	// makes the partner copy, the parity or the L4 container and commits
+	// it at L (see the package documentation). FTI needs head = 1 for
+	// this; ftigo does not. Indexes 0 and 1 are unused.
+	Async [5]bool
+	// EnableStaging enables the staging calls ([basic] enable_staging):
+	// [Runtime.SendFile] copies node-local files to global storage in the
+	// background.
+	EnableStaging bool
 	// MaxVarID is the largest protectable id ([basic] max_var_id).
 	MaxVarID int
 	// BlockSize is the message size for L2/L3 transfers, in bytes
@@ -440,6 +451,16 @@ func durationKey(dst func(c *Config) *time.Duration) setter {
 
 func ignoreKey(c *Config, v string) error { return nil }
 
+// inlineKey reads inline_lL as FTI does (iniparser_getint, empty is 0):
+// 0 makes level L's post-processing asynchronous.
+func inlineKey(l int) setter {
+	return func(c *Config, v string) error {
+		n, err := flagInt(v)
+		c.Async[l] = err == nil && n == 0
+		return err
+	}
+}
+
 // flagKey reads an FTI switch as FTI does (iniparser_getint tested as a
 // boolean): an integer, non-zero meaning on, empty meaning off; true and
 // false are accepted too.
@@ -509,12 +530,12 @@ var sections = map[string]map[string]setter{
 		"dcp_l4":         dcpIntervalKey(4),
 		// FTI keys without effect in ftigo (featureKeys warns about
 		// values asking for something ftigo does not do).
-		"inline_l2":             ignoreKey,
-		"inline_l3":             ignoreKey,
-		"inline_l4":             ignoreKey,
+		"inline_l2":             inlineKey(2),
+		"inline_l3":             inlineKey(3),
+		"inline_l4":             inlineKey(4),
 		"ckpt_io":               ckptIOKey,
 		"glbl_stash_dir":        ignoreKey,
-		"enable_staging":        ignoreKey,
+		"enable_staging":        flagKey(func(c *Config) *bool { return &c.EnableStaging }),
 		"keep_heads_alive":      ignoreKey,
 		"cacheddcp":             ignoreKey,
 		"h5_single_file_enable": iniBoolKey(func(c *Config) *bool { return &c.H5SingleFileEnable }),
@@ -565,7 +586,7 @@ type featureKey struct {
 
 // featureKeys lists, in the order warnings are given, the values that ask
 // for a missing feature. Other values of these keys (failure = 0,
-// inline_l2 = 1, head = 0, h5_single_file_* settings without their
+// head = 0, h5_single_file_* settings without their
 // enable key) are harmless and accepted silently; so are ckpt_io = 1
 // (POSIX), 3 (FTI-FF) and 4 (SIONlib), since ftigo writes FTI-FF files at
 // L1-L3 and one SIONlib container at L4, and ckpt_io = 5 (HDF5), which
@@ -574,12 +595,8 @@ var featureKeys = []featureKey{
 	{"basic", "ckpt_io", intIn(2), "MPI-IO (one shared file per checkpoint) is not implemented: ftigo writes one FTI-FF file per rank, and L4 as a SIONlib container"},
 	{"basic", "ckpt_io", intIn(6), "IME is not implemented: ftigo writes FTI-FF files through its POSIX driver"},
 	{"basic", "ckpt_io", intOutside(1, 6), "is not an FTI I/O mode (1..6); FTI falls back to POSIX, ftigo writes FTI-FF as always"},
-	{"basic", "head", intNonZero, "dedicated head ranks are not implemented: every rank is an application rank and post-processing runs inline"},
+	{"basic", "head", intNonZero, "dedicated head ranks are not implemented: every rank is an application rank, and post-processing runs inline or (inline_lN = 0) in a background goroutine of each rank"},
 	{"basic", "keep_heads_alive", intNonZero, "there are no head ranks in ftigo"},
-	{"basic", "inline_l2", intZero, "post-processing by a head rank is not implemented: the L2 partner copy is made inline by the application ranks"},
-	{"basic", "inline_l3", intZero, "post-processing by a head rank is not implemented: the L3 parity is encoded inline by the application ranks"},
-	{"basic", "inline_l4", intZero, "post-processing by a head rank is not implemented: L4 is written inline into glbl_dir"},
-	{"basic", "enable_staging", intNonZero, "staging (FTI_SendFile) is not implemented"},
 	{"basic", "h5_single_file_inline", iniFalse, "head ranks are not implemented: the level-9 HDF5 file is written inline by the application ranks"},
 	{"restart", "failure", intIn(3), "ftigo needs no request for a variate processor restart: a restart on another number of ranks recovers the global datasets from any checkpoint (or level-9 HDF5 file) by itself"},
 	{"restart", "failure", intIn(1, 2), "ftigo keeps the restart state in meta_dir and decides from it whether this is a restart"},
@@ -622,12 +639,6 @@ func intOutside(lo, hi int64) func(string) (bool, error) {
 func intNonZero(v string) (bool, error) {
 	n, err := flagInt(v)
 	return err == nil && n != 0, err
-}
-
-// intZero requests it for 0 (inline_lN = 0 asks for head ranks).
-func intZero(v string) (bool, error) {
-	n, err := flagInt(v)
-	return err == nil && n == 0, err
 }
 
 // iniFalse requests the feature for a value iniparser_getboolean reads
@@ -900,6 +911,10 @@ func FormatConfig(c Config) ([]byte, error) {
 	kv("l3_parity", c.L3Parity)
 	kv("verbosity", c.Verbosity)
 	kv("head", b01(c.Head))
+	kv("enable_staging", b01(c.EnableStaging))
+	for l := 2; l <= 4; l++ {
+		kv(fmt.Sprintf("inline_l%d", l), b01(!c.Async[l]))
+	}
 	kv("max_var_id", c.MaxVarID)
 	kv("max_sync_intv", c.MaxSyncIntv)
 	kv("enable_dcp", b01(c.EnableDCP))

@@ -292,6 +292,36 @@ func TestConfigRangeErrors(t *testing.T) {
 	assert.Equal(t, 64<<20, c.TransferSize)
 }
 
+// TestConfigInline: inline_lL = 0 (or empty, 0 in FTI) makes level L's
+// post-processing asynchronous; 1 and a missing key keep it inline.
+func TestConfigInline(t *testing.T) {
+	tests := []struct {
+		text string
+		want [5]bool
+	}{
+		{"", [5]bool{}},
+		{"inline_l2 = 0", [5]bool{2: true}},
+		{"inline_l3 = 0\ninline_l4 = false", [5]bool{3: true, 4: true}},
+		{"inline_l2 =\ninline_l3 = 1\ninline_l4 = 0", [5]bool{2: true, 4: true}},
+		{"inline_l2 = 0\ninline_l2 = 1", [5]bool{}},
+	}
+	for _, tc := range tests {
+		cfg, err := ParseConfig("cfg", []byte("[basic]\nckpt_dir = /l\nglbl_dir = /g\nmeta_dir = /m\n"+tc.text+"\n"))
+		require.NoError(t, err, tc.text)
+		assert.Equal(t, tc.want, cfg.Async, tc.text)
+		assert.Empty(t, cfg.Warnings, tc.text)
+		// Written back and read again, the setting survives.
+		b, err := FormatConfig(cfg)
+		require.NoError(t, err)
+		again, err := ParseConfig("again", b)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, again.Async, tc.text)
+	}
+	_, err := ParseConfig("cfg", []byte("[basic]\ninline_l2 = maybe\n"))
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Contains(t, err.Error(), "inline_l2")
+}
+
 // TestConfigFeatureKeys: a value asking for an FTI feature ftigo lacks
 // warns, naming file, line, key and value; harmless values do not.
 func TestConfigFeatureKeys(t *testing.T) {
@@ -303,10 +333,6 @@ func TestConfigFeatureKeys(t *testing.T) {
 		{"dcp_l4 = 5", "cfg:2: [basic] dcp_l4 = 5: enable_dcp is off, so Snapshot takes these checkpoints whole"},
 		{"dcp_l1 = 30s", "[basic] dcp_l1 = 30s: enable_dcp is off"},
 		{"enable_dcp = 0\ndcp_l4 = 5", "[basic] dcp_l4 = 5: enable_dcp is off"},
-		{"enable_staging = 1", "[basic] enable_staging = 1 ignored: staging"},
-		{"inline_l2 = 0", "[basic] inline_l2 = 0 ignored: post-processing by a head rank"},
-		{"inline_l3 = 0", "[basic] inline_l3 = 0 ignored: post-processing by a head rank"},
-		{"inline_l4 = 0", "[basic] inline_l4 = 0 ignored: post-processing by a head rank"},
 		{"h5_single_file_inline = 0", "[basic] h5_single_file_inline = 0 ignored: head ranks are not implemented: the level-9 HDF5 file is written inline"},
 		{"h5_single_file_inline = no", "[basic] h5_single_file_inline = no ignored"},
 		{"head = 1", "[basic] head = 1 ignored: dedicated head ranks"},
@@ -314,7 +340,6 @@ func TestConfigFeatureKeys(t *testing.T) {
 		{"[restart]\nfailure = 3", "cfg:3: [restart] failure = 3 ignored: ftigo needs no request for a variate processor restart"},
 		{"[restart]\nfailure = 1", "[restart] failure = 1 ignored: ftigo keeps the restart state in meta_dir"},
 		{"[restart]\nfailure = 2", "[restart] failure = 2 ignored"},
-		{"inline_l2 =", `[basic] inline_l2 = "" ignored: post-processing by a head rank`}, // empty is 0 in FTI
 		{"head = true", "[basic] head = true ignored: dedicated head ranks"},
 		{"enable_dcp = 1\nenable_dcp = 0", ""}, // the last setting counts
 		{"enable_dcp =\nh5_single_file_enable =\ndcp_l4 =\n[restart]\nfailure =", ""},
@@ -334,7 +359,10 @@ func TestConfigFeatureKeys(t *testing.T) {
 		{"dcp_l4 = 0", ""},
 		{"dcp_mode = 1\ndcp_block_size = 512\ndcp_stack_size = 5\ncacheddcp = 1", ""},
 		{"enable_staging = 0", ""},
+		{"enable_staging = 1", ""}, // implemented
 		{"inline_l2 = 1\ninline_l3 = 1\ninline_l4 = 1", ""},
+		{"inline_l2 = 0\ninline_l3 = 0\ninline_l4 = 0", ""}, // implemented: background post-processing
+		{"inline_l2 =", ""},                                 // empty is 0 in FTI: background too
 		{"h5_single_file_enable = 0", ""},
 		{"h5_single_file_enable = no", ""},
 		{"h5_single_file_dir = /x\nh5_single_file_prefix = p\nh5_single_file_keep = 1\nh5_single_file_inline = 1", ""},

@@ -329,7 +329,7 @@ func (r *Runtime) flushImageL4(m *levels.Manifest) (*levels.Manifest, error) {
 	if r.c.Rank() == 0 {
 		wall := r.now().Sub(start)
 		mib := float64(m4.Bytes()) / float64(m4.Ranks) / (1 << 20)
-		r.log.Info(fmt.Sprintf("Ckpt. ID %d flushed from %v (differential, %d layers) to %v at Finalize (%.2f MiB/proc) in %.3f sec. (Wt %.3f, Ps %.3f, Cm %.3f)",
+		r.log.Info(fmt.Sprintf("Ckpt. ID %d flushed from %v (differential, %d layers) to %v at Finalize (%.2f MiB/proc) in %.3f sec. (Wr %.3f, Ps %.3f, Cm %.3f)",
 			m.ID, m.Level, m.Layers(), m4.Level, mib, wall.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
 			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m4.Level), zap.Stringer("from-level", m.Level),
 			zap.Float64("mib-per-rank", mib), zap.Duration("wall", wall))

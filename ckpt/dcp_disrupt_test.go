@@ -21,8 +21,17 @@ import (
 // group), and returns the configuration and the manifests.
 func dchain(t *testing.T, lvl int) (Config, []*levels.Manifest) {
 	t.Helper()
+	return dchainAsync(t, lvl, false)
+}
+
+// dchainAsync is dchain, with the level's post-processing in the
+// background when async is set (each checkpoint waited for, so the chain
+// is at lvl).
+func dchainAsync(t *testing.T, lvl int, async bool) (Config, []*levels.Manifest) {
+	t.Helper()
 	const n = 4
 	cfg := dcpConfig(t.TempDir(), n)
+	cfg.Async[lvl] = async
 	var ms []*levels.Manifest
 	require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
 		x, ver := dversion(r.c.Rank(), 1), []int64{1}
@@ -32,6 +41,9 @@ func dchain(t *testing.T, lvl int) (Config, []*levels.Manifest) {
 		for v := 1; v <= 3; v++ {
 			x, ver[0] = dversion(r.c.Rank(), v), int64(v)
 			if err := r.Checkpoint(int64(v), lvl+4); err != nil {
+				return err
+			}
+			if err := r.CheckpointWait(); err != nil {
 				return err
 			}
 		}
@@ -175,7 +187,8 @@ func TestDCPCorruption(t *testing.T) {
 // directories of consecutive and non-consecutive nodes erased, and (L3)
 // one node more than the code tolerates. Every layer is rebuilt from its
 // own redundancy where the level allows, and the restart is refused
-// clearly where it does not.
+// clearly where it does not. Every row runs twice: post-processing
+// inline, and in the background (inline_lL = 0).
 func TestDCPDisruptionMatrix(t *testing.T) {
 	type disruption struct {
 		name  string
@@ -222,22 +235,25 @@ func TestDCPDisruptionMatrix(t *testing.T) {
 	}
 	for _, lvl := range []int{2, 3} {
 		for _, d := range cases {
-			t.Run(fmt.Sprintf("L%d/%s", lvl, d.name), func(t *testing.T) {
-				cfg, ms := dchain(t, lvl)
-				d.apply(t, cfg, ms)
-				v, err := restartVersion(t, cfg)
-				if !d.ok[lvl] {
-					require.ErrorIs(t, err, ErrUnrecoverable)
-					assert.True(t, strings.Contains(err.Error(), "unrecoverable") || strings.Contains(err.Error(), "lost"), err.Error())
-					return
-				}
-				require.NoError(t, err)
-				assert.Equal(t, 3, v, "the newest differential checkpoint, every layer rebuilt")
-				// A second restart finds every layer in place.
-				v, err = restartVersion(t, cfg)
-				require.NoError(t, err)
-				assert.Equal(t, 3, v)
-			})
+			for _, async := range []bool{false, true} {
+				t.Run(fmt.Sprintf("L%d/async=%v/%s", lvl, async, d.name), func(t *testing.T) {
+					cfg, ms := dchainAsync(t, lvl, async)
+					require.Equal(t, levels.ID(lvl), ms[2].Level)
+					d.apply(t, cfg, ms)
+					v, err := restartVersion(t, cfg)
+					if !d.ok[lvl] {
+						require.ErrorIs(t, err, ErrUnrecoverable)
+						assert.True(t, strings.Contains(err.Error(), "unrecoverable") || strings.Contains(err.Error(), "lost"), err.Error())
+						return
+					}
+					require.NoError(t, err)
+					assert.Equal(t, 3, v, "the newest differential checkpoint, every layer rebuilt")
+					// A second restart finds every layer in place.
+					v, err = restartVersion(t, cfg)
+					require.NoError(t, err)
+					assert.Equal(t, 3, v)
+				})
+			}
 		}
 	}
 }

@@ -49,10 +49,13 @@
 //     committed only when every rank wrote it; otherwise every rank gets
 //     the same error and the previous checkpoint stays. Rank 0 logs one
 //     info line per committed checkpoint, in FTI's manner: "Ckpt. ID 7 (L2)
-//     (64.00 MiB/proc) taken in 0.412 sec., 621.4 MiB/s (Wt 0.301, Ps 0.090,
-//     Cm 0.021)" — size per rank, wall time, aggregate bandwidth, and the
-//     time spent writing the data, post-processing at the level (partner
-//     copy, parity, container) and committing; the same values are fields.
+//     (64.00 MiB/proc) taken in 0.412 sec., 621.4 MiB/s (Wt 0.000, Wr
+//     0.301, Ps 0.090, Cm 0.021)" — size per rank, wall time, aggregate
+//     bandwidth, and the time spent waiting for the previous checkpoint's
+//     background post-processing (Wt, see "Asynchronous post-processing"),
+//     writing the data (Wr), post-processing at the level on the solver's
+//     path (Ps: partner copy, parity, container) and committing (Cm); the
+//     same values are fields.
 //     With enable_dcp the line ends with the dCP share (", dCP on
 //     ckpt00000006, layer 3, share 10.00%" for a differential checkpoint)
 //     and FTI's dCP statistics line follows.
@@ -199,6 +202,67 @@
 //     the protocol, at every level, not only L4; BLAKE3 per block instead
 //     of MD5 or CRC32.
 //
+// # Asynchronous post-processing and incremental checkpoints
+//
+// With inline_l2, inline_l3 or inline_l4 = 0 ([Config].Async) a
+// Checkpoint (or Snapshot) at that level writes each rank's FTI-FF file
+// locally and commits the checkpoint at L1 — an ordinary L1 checkpoint,
+// voted and with both manifest copies — and returns; the line ends with
+// "committed at L1, L2 in the background". A goroutine of the rank (the
+// poster) then makes the partner copy, the parity or the L4 container
+// from the committed file, votes again over a private communicator split
+// from the rank's at Init (its messages never mix with the solver's), and
+// rewrites both manifest copies at the level (levels.Engine.Upgrade);
+// only then does retention drop the older checkpoints the new level
+// supersedes, so the last checkpoint committed at a level stays until
+// the new one is committed there, and a crash at any point leaves the L1
+// commit or the upgraded one. Rank 0 logs "Ckpt. ID 7 (L1 -> L2)
+// post-processed in the background in T sec. (Ps, Cm, Cl)".
+//
+// At most one post-processing is in flight per rank (FTI's rule): the
+// next Checkpoint, Snapshot or BeginICP waits for it (Checkpoint and
+// Snapshot report the wait as Wt). [Runtime.CheckpointDone] asks without blocking whether it has
+// finished, [Runtime.CheckpointWait] waits for it; [Runtime.Wait],
+// Finalize and Close wait too. A failure in the background (a partner
+// gone, ENOSPC on glbl_dir) leaves the checkpoint committed at L1 and the
+// previous one at its level; it is returned, wrapping [ErrBackground] and
+// naming the checkpoint, the level, the ranks and why, by CheckpointDone
+// and CheckpointWait (without clearing it) and once by the next
+// Checkpoint (which then takes nothing) or Finalize. Differential
+// checkpoints work the same way: the L1 delta builds on the newest
+// checkpoint at the target level and the upgrade keeps its chain. The L4
+// HDF5 file of ckpt_io = 5 is always written synchronously.
+//
+// Where this differs from FTI: FTI needs head = 1 for inline_lL = 0 and
+// post-processes in the dedicated head rank of each node; ftigo has no
+// head ranks (head = 1 is warned about and ignored) and post-processes in
+// a goroutine of every application rank, so all ranks stay application
+// ranks. Under MPI this needs MPI_THREAD_MULTIPLE (comm/mpi asks for it);
+// with a lower thread level the keys are ignored with a warning. FTI
+// reports a head's failure as a failed next checkpoint too, but has no
+// query for it.
+//
+// Incremental checkpoints (FTI's iCP): [Runtime.BeginICP] opens a
+// checkpoint and lays out its file for the variables protected then,
+// [Runtime.AddVarICP] writes one variable as soon as the solver is done
+// with it (any order; the solver may change it right after), and
+// [Runtime.FinalizeICP] completes and commits the file as an ordinary
+// checkpoint at its level (L4 and asynchronous levels commit at L1 first
+// and are raised). A variable not added on some rank fails FinalizeICP
+// everywhere and commits nothing ([ErrICP]); BeginICP(id, level, false)
+// makes all three calls do nothing, as in FTI. An iCP is never
+// differential (FTI's FTI-FF iCP is not either).
+//
+// Staging (FTI_SendFile, enable_staging = 1): [Runtime.StageDir] is the
+// node's ckpt_dir/node%04d/stage, [Runtime.SendFile] queues a copy of a
+// node-local file to global storage and returns a request id,
+// [Runtime.StageStatus] (FTI's FTI_SI_* values) and [Runtime.StageWait]
+// follow it. A goroutine of the rank copies the requests one at a time in
+// queue order, to a tmp name, synced, renamed and its directory synced:
+// the destination is absent or complete, never partial. Finalize and
+// Close wait for the queue; Finalize removes the staging directory, as
+// FTI does. FTI copies in the head rank, or synchronously without one.
+//
 // # Configuration
 //
 // [LoadConfig] reads FTI's config.fti with FTI's INI syntax (that of the
@@ -316,7 +380,10 @@
 // and RecoverVarByName except on a redistributing restart, where every
 // rank calls them in the same order (each with the variable it wants).
 // Protected memory must not change while Checkpoint or Snapshot runs: it
-// is written in place, without a copy. Restart state lives in meta_dir;
+// is written in place, without a copy (background post-processing reads
+// the committed file, not the memory). The poster goroutine of
+// asynchronous post-processing owns the runtime's engine while it runs;
+// every method that needs it waits for it first. Restart state lives in meta_dir;
 // the configuration file is only read.
 //
 // # API stability

@@ -39,6 +39,23 @@ var (
 	// ErrNameTaken is returned by Protect for a name another protected
 	// variable already has: names must identify variables (RecoverVarByName).
 	ErrNameTaken = errors.New("ckpt: variable name already protected under another id")
+	// ErrBackground is wrapped by the error of a failed asynchronous
+	// post-processing (inline_lL = 0): the checkpoint stays committed at
+	// L1 and the one before it at its level. The message names the
+	// checkpoint, the level, the ranks that failed and why. Checkpoint
+	// (which then takes no new checkpoint) or Finalize reports it once;
+	// CheckpointDone and CheckpointWait report it without clearing it.
+	ErrBackground = errors.New("ckpt: background post-processing failed")
+	// ErrICP is returned for a misuse of incremental checkpoints
+	// (AddVarICP or FinalizeICP without BeginICP, BeginICP or Checkpoint
+	// while one is open, a variable protected after BeginICP) and, on the
+	// ranks concerned, when FinalizeICP finds protected variables that
+	// were never added (then nothing is committed).
+	ErrICP = errors.New("ckpt: incremental checkpoint")
+	// ErrStaging is returned by the staging calls (StageDir, SendFile,
+	// StageStatus, StageWait) without enable_staging = 1, or for a bad
+	// request.
+	ErrStaging = errors.New("ckpt: staging")
 	// ErrFinalized is returned by every call after Finalize.
 	ErrFinalized = errors.New("ckpt: runtime finalized")
 	// ErrMetadataLost is returned by Init when a checkpoint's files or

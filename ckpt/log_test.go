@@ -73,7 +73,7 @@ func TestCheckpointInfoLine(t *testing.T) {
 
 	lines := logs.FilterMessageSnippet("Ckpt. ID").AllUntimed()
 	require.Len(t, lines, 3, "one line per committed checkpoint, none for the rejected one")
-	re := regexp.MustCompile(`^Ckpt\. ID (\d+) \((L\d)\) \((\d+\.\d\d) MiB/proc\) taken in (\d+\.\d{3}) sec\., (\d+\.\d) MiB/s \(Wt (\d+\.\d{3}), Ps (\d+\.\d{3}), Cm (\d+\.\d{3})\)$`)
+	re := regexp.MustCompile(`^Ckpt\. ID (\d+) \((L\d)\) \((\d+\.\d\d) MiB/proc\) taken in (\d+\.\d{3}) sec\., (\d+\.\d) MiB/s \(Wt (\d+\.\d{3}), Wr (\d+\.\d{3}), Ps (\d+\.\d{3}), Cm (\d+\.\d{3})\)$`)
 	for i, e := range lines {
 		id := i + 1
 		lvl := []levels.ID{0, levels.L1, levels.L3, levels.L4}[id]
@@ -101,9 +101,11 @@ func TestCheckpointInfoLine(t *testing.T) {
 		assert.InDelta(t, float64(bytes[id])/(1<<20)/wall.Seconds(), f["mib-per-s"], 1e-9)
 		assert.Equal(t, fmt.Sprintf("%.3f", wall.Seconds()), m[4])
 		assert.Equal(t, fmt.Sprintf("%.1f", f["mib-per-s"]), m[5])
-		assert.Equal(t, fmt.Sprintf("%.3f", wt.Seconds()), m[6])
-		assert.Equal(t, fmt.Sprintf("%.3f", ps.Seconds()), m[7])
-		assert.Equal(t, fmt.Sprintf("%.3f", cm.Seconds()), m[8])
+		assert.Equal(t, time.Duration(0), f["wait"], "nothing in the background to wait for")
+		assert.Equal(t, "0.000", m[6])
+		assert.Equal(t, fmt.Sprintf("%.3f", wt.Seconds()), m[7])
+		assert.Equal(t, fmt.Sprintf("%.3f", ps.Seconds()), m[8])
+		assert.Equal(t, fmt.Sprintf("%.3f", cm.Seconds()), m[9])
 	}
 	// At verbosity 3 (warnings) the line is not logged, as in FTI.
 	cfg.Verbosity = 3

@@ -147,6 +147,10 @@ type checkpointOptions struct {
 	delta     func() DeltaInfo
 	stats     func() DataStats
 	sizeHint  int64
+	// target is the level an L1 checkpoint will be upgraded to ([Staged]).
+	target ID
+	// prewritten: the data file exists already ([Prewritten]).
+	prewritten bool
 }
 
 func buildCheckpointOptions(opts []CheckpointOption) checkpointOptions {
@@ -168,6 +172,31 @@ func buildCheckpointOptions(opts []CheckpointOption) checkpointOptions {
 // same parent.
 func Differential(parent *Manifest, blockSize int, info func() DeltaInfo) CheckpointOption {
 	return func(o *checkpointOptions) { o.parent, o.blockSize, o.delta = parent, blockSize, info }
+}
+
+// Staged marks an L1 checkpoint that the caller will raise to level
+// target with [Engine.Upgrade] (asynchronous post-processing): a
+// differential one may then build on a parent at target, the level its
+// chain will have once upgraded.
+func Staged(target ID) CheckpointOption {
+	return func(o *checkpointOptions) { o.target = target }
+}
+
+// Prewritten says the caller has already written (part of) this rank's
+// data file under its tmp name ([Engine.NextDataFile]), as an incremental
+// checkpoint does: the engine opens it without truncating it and the
+// [WriteFunc] completes it. Only for a level that does not place the data
+// itself ([DataOpener]).
+func Prewritten() CheckpointOption {
+	return func(o *checkpointOptions) { o.prewritten = true }
+}
+
+// NextDataFile returns the store and the name (tmp suffix included) under
+// which this rank's data file of the next checkpoint at a level writing
+// to area is written: where a [Prewritten] checkpoint's data goes. The
+// name holds until the next checkpoint is taken. Local.
+func (e *Engine) NextDataFile(area Where) (Store, string) {
+	return e.env.Store(area), RankFileName(CheckpointDir(e.nextSeq), RoleData, e.env.Rank) + TmpSuffix
 }
 
 // SizeHint tells a level that places the data itself ([DataOpener]) the
@@ -229,7 +258,7 @@ func (e *Engine) checkParent(o *checkpointOptions, lvl ID) ([]uint64, error) {
 	switch {
 	case c == nil:
 		return nil, fmt.Errorf("%w: checkpoint %s is not committed, or was found unrecoverable", ErrBadParent, p.Dir())
-	case c.Level != lvl:
+	case c.Level != lvl && (o.target == 0 || c.Level != o.target):
 		return nil, fmt.Errorf("%w: checkpoint %s is at %v, the new one at %v", ErrBadParent, p.Dir(), c.Level, lvl)
 	case c.DCP != nil && c.DCP.BlockSize != o.blockSize:
 		return nil, fmt.Errorf("%w: checkpoint %s has %d-byte dCP blocks, the new one %d", ErrBadParent, p.Dir(), c.DCP.BlockSize, o.blockSize)

@@ -97,6 +97,11 @@
 //     the leftovers.
 //  5. [Engine.Delete] removes a committed checkpoint (Finalize);
 //     [Engine.Keep] rewrites both copies marked Kept (keep_last_ckpt);
+//     [Engine.Upgrade] raises a committed L1 checkpoint to L2-L4 (the
+//     level's Protect on the published data files, a vote, the renames,
+//     both copies rewritten at the level, primary first, then retention
+//     at the level), over a communicator of the caller's choice
+//     (asynchronous post-processing);
 //     [Engine.Settle] waits for the background removal on every rank and
 //     removes the deletion markers.
 //

@@ -244,7 +244,7 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 		held, werr = e.writeDirect(p, opener, area, write, &st)
 	} else {
 		reader, ok := level.(DataReader)
-		syncData, werr = e.writeData(p, area, write, &st, ok && reader.ReadsData())
+		syncData, werr = e.writeData(p, area, write, &st, ok && reader.ReadsData(), co.prewritten)
 	}
 	st.Write = env.Now().Sub(start)
 	if werr == nil {
@@ -318,14 +318,20 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 // level's Protect reads the whole file, see [DataReader]) when the write
 // gave no digest: then the digest is left pending for Protect, and the
 // returned function syncs and closes the file, to be run beside Protect.
-func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, readBy bool) (func() error, error) {
+func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, readBy, prewritten bool) (func() error, error) {
 	s := e.env.Store(area)
 	if err := s.Driver.MkdirAll(s.Path(p.Dir), 0o755); err != nil {
 		return nil, fmt.Errorf("create checkpoint dir: %w", err)
 	}
 	name := RankFileName(p.Dir, RoleData, e.env.Rank)
 	full := s.Path(name) + TmpSuffix
-	f, err := vfd.CreateTrunc(s.Driver, full)
+	var f vfd.File
+	var err error
+	if prewritten {
+		f, err = s.Driver.Open(full, vfd.ReadWrite)
+	} else {
+		f, err = vfd.CreateTrunc(s.Driver, full)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create data file: %w", err)
 	}
@@ -458,7 +464,7 @@ func (e *Engine) writeDirect(p *Pending, opener DataOpener, area Where, write Wr
 // publish renames this rank's files into place and syncs their directories.
 func (e *Engine) publish(p *Pending) error {
 	dirs := map[Where]map[string]bool{}
-	for _, f := range p.Files {
+	for _, f := range p.Files[p.Published:] {
 		if f.Attrs[AttrInContainer] != "" {
 			continue // no file of its own
 		}

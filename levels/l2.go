@@ -53,7 +53,11 @@ func fileInfo(s Store, f File, suffix string) partner.FileInfo {
 // hash to be computed by the transfer when the digest is pending.
 func dataInfo(env *Env, p *Pending) partner.FileInfo {
 	data := p.Data()
-	fi := fileInfo(env.Store(data.Where), data, TmpSuffix)
+	suffix := TmpSuffix
+	if p.Published > 0 {
+		suffix = ""
+	}
+	fi := fileInfo(env.Store(data.Where), data, suffix)
 	if p.DigestPending {
 		fi.Hash, fi.HashUnknown = encode.Hash{}, true
 	}

@@ -104,7 +104,7 @@ func (l Global4) Protect(env *Env, p *Pending) error {
 	if err != nil {
 		return fmt.Errorf("open L4 container: %w", err)
 	}
-	cerr := copyIntoTask(env, env.Store(data.Where).Path(data.Name)+TmpSuffix, data.Size, pw.Task(0))
+	cerr := copyIntoTask(env, p.DataPath(env), data.Size, pw.Task(0))
 	if err := Agree(c, cerr, "copy data into L4 container"); err != nil {
 		return errors.Join(err, pw.Abort())
 	}

@@ -160,6 +160,11 @@ type Pending struct {
 	// to a [DataReader] level: its Protect computes it from the bytes it
 	// reads and records it with [Pending.SetDataDigest].
 	DigestPending bool
+	// Published counts the leading entries of Files that are already
+	// published under their final names ([Engine.Upgrade]: the data file
+	// of a committed checkpoint): levels read them without TmpSuffix and
+	// the commit does not rename them.
+	Published int
 
 	// chain is the chain of a differential checkpoint (nil for a full one),
 	// opts the checkpoint's options, stats this rank's data statistics and
@@ -172,6 +177,17 @@ type Pending struct {
 
 // Data returns this rank's data file entry.
 func (p *Pending) Data() File { return p.Files[0] }
+
+// DataPath returns the path this rank's data file has now: its tmp name
+// while the checkpoint is written, its final name when it is published
+// already ([Pending.Published]).
+func (p *Pending) DataPath(env *Env) string {
+	data := p.Data()
+	if p.Published > 0 {
+		return env.Store(data.Where).Path(data.Name)
+	}
+	return env.Store(data.Where).Path(data.Name) + TmpSuffix
+}
 
 // SetDataDigest records the data file's digest computed by a level.
 func (p *Pending) SetDataDigest(d Digest) {

@@ -204,13 +204,20 @@ int main(int argc, char **argv) {
     check("Checkpoint/L1", FTI_Checkpoint(3, FTI_L1), FTI_DONE);
     check("Snapshot/no interval", FTI_Snapshot(), FTI_SCES);
 
-    /* Not implemented: declared, FTI's error code, never a silent success. */
+    /* Incremental checkpoints. */
     check("InitICP/inactive", FTI_InitICP(4, 1, false), FTI_SCES);
     check("AddVarICP/inactive", FTI_AddVarICP(1), FTI_SCES);
     check("FinalizeICP/inactive", FTI_FinalizeICP(), FTI_SCES);
-    check("InitICP", FTI_InitICP(4, 1, true), FTI_NSCS);
-    check("AddVarICP", FTI_AddVarICP(1), FTI_NSCS);
-    check("FinalizeICP", FTI_FinalizeICP(), FTI_NSCS);
+    check("AddVarICP/not open", FTI_AddVarICP(1), FTI_NSCS);
+    check("InitICP/level 9", FTI_InitICP(4, 9, true), FTI_NSCS);
+    check("InitICP", FTI_InitICP(4, 1, true), FTI_SCES);
+    check("InitICP/twice", FTI_InitICP(5, 1, true), FTI_NSCS);
+    check("AddVarICP", FTI_AddVarICP(1), FTI_SCES);
+    check("AddVarICP/not protected", FTI_AddVarICP(77), FTI_NSCS);
+    check("FinalizeICP/variables missing", FTI_FinalizeICP(), FTI_NSCS);
+    check("FinalizeICP/not open", FTI_FinalizeICP(), FTI_NSCS);
+
+    /* Not implemented: declared, FTI's error code, never a silent success. */
     char dir[64];
     check("GetStageDir", FTI_GetStageDir(dir, sizeof dir), FTI_NSCS);
     check("SendFile", FTI_SendFile("/tmp/a", "/tmp/b"), FTI_NSCS);

@@ -188,3 +188,71 @@ func TestRestartOnOtherRanksUnderMPI(t *testing.T) {
 	// The run checkpoints in its own shape.
 	require.NoError(t, r.Checkpoint(6, 1))
 }
+
+// TestAsyncUnderMPI takes checkpoints at L2, L3 and L4 with their
+// post-processing in the background (inline_lL = 0): while each rank's
+// poster copies, encodes and votes over its private communicator, the
+// solver keeps calling collectives on the world; then every rank loses
+// its node-local directory's newest data file and the restart (same
+// processes, same shape) recovers the last checkpoint at L4 from global
+// storage.
+func TestAsyncUnderMPI(t *testing.T) {
+	c := comm.Comm(world)
+	if c.Size() < 2 {
+		t.Skipf("needs at least 2 processes; mpirun started %d", c.Size())
+	}
+	var dir []byte
+	if c.Rank() == 0 {
+		dir = []byte(t.TempDir())
+	}
+	dir, err := comm.BcastBytes(c, 0, dir)
+	require.NoError(t, err)
+	root := string(dir)
+	cfg := config(root, 2)
+	if c.Size()%2 != 0 {
+		cfg.GroupSize = c.Size()
+	}
+	cfg.Async = [5]bool{2: true, 3: true, 4: true}
+	r, err := ckpt.Init(cfg, c, ckpt.WithLogger(zap.NewNop()))
+	require.NoError(t, err)
+	x := make([]float64, 100000)
+	step := []int64{0}
+	require.NoError(t, errors.Join(ckpt.Protect(r, 1, &x), ckpt.Protect(r, 2, &step)))
+	for id := int64(1); id <= 3; id++ {
+		for i := range x {
+			x[i] = value(id, int64(i*c.Size()+c.Rank()))
+		}
+		step[0] = id
+		require.NoError(t, r.Checkpoint(id, int(id)+1))
+		// The solver communicates while the background work runs.
+		for done := false; !done; {
+			_, err := c.AllreduceInt64(id, comm.Sum)
+			require.NoError(t, err)
+			d, err := r.CheckpointDone()
+			require.NoError(t, err)
+			all, err := c.AllreduceInt64(map[bool]int64{true: 1, false: 0}[d], comm.Min)
+			require.NoError(t, err)
+			done = all == 1
+		}
+	}
+	require.NoError(t, r.CheckpointWait())
+	require.NoError(t, r.Close())
+	require.NoError(t, c.Barrier())
+	if c.Rank() == 0 {
+		require.NoError(t, os.RemoveAll(cfg.CkptDir))
+	}
+	require.NoError(t, c.Barrier())
+	r, err = ckpt.Init(cfg, c, ckpt.WithLogger(zap.NewNop()))
+	require.NoError(t, err)
+	defer r.Close()
+	require.NotNil(t, r.Recovered())
+	require.Equal(t, int64(3), r.Recovered().ID)
+	require.Equal(t, 4, int(r.Recovered().Level))
+	got := make([]float64, len(x))
+	gstep := []int64{0}
+	require.NoError(t, errors.Join(ckpt.Protect(r, 1, &got), ckpt.Protect(r, 2, &gstep), r.Recover()))
+	for i := range got {
+		require.Equal(t, math.Float64bits(value(3, int64(i*c.Size()+c.Rank()))), math.Float64bits(got[i]), "rank %d element %d", c.Rank(), i)
+	}
+	require.Equal(t, int64(3), gstep[0])
+}

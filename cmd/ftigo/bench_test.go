@@ -70,6 +70,37 @@ func TestBenchJSON(t *testing.T) {
 	assert.Equal(t, []string{}, res.Skipped)
 }
 
+// TestBenchAsync: with --async the checkpoint rows of L2-L4 say so and
+// carry the blocked time (the row's time) and the time until durable,
+// which is never shorter; L1 has nothing to post-process. Without it
+// both equal the time. Restart rows carry neither.
+func TestBenchAsync(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		a, out, errb := testApp(false)
+		var extra []string
+		if async {
+			extra = []string{"--async"}
+		}
+		res := benchJSON(t, a, out, errb, extra...)
+		require.Len(t, res.Rows, 8)
+		assert.Equal(t, async, strings.Contains(res.Description, "in the background"), res.Description)
+		for _, row := range res.Rows {
+			if row.Kind == "restart" {
+				assert.False(t, row.Async, row.Case)
+				assert.Zero(t, row.BlockedS, row.Case)
+				assert.Zero(t, row.TotalS, row.Case)
+				continue
+			}
+			assert.Equal(t, async && row.Level > 1, row.Async, row.Case)
+			assert.Equal(t, row.Time.Median, row.BlockedS, row.Case)
+			assert.GreaterOrEqual(t, row.TotalS, row.BlockedS, row.Case)
+		}
+	}
+	a, _, errb := testApp(false)
+	assert.Equal(t, 2, a.run([]string{"bench", "--async", "--dcp-dirty", "0.1"}), "--async with --dcp-dirty is a usage error")
+	assert.Contains(t, errb.String(), "--async")
+}
+
 // TestBenchJSONKeys: the names of the JSON fields are those
 // docs/performance.md documents; renaming one breaks this test.
 func TestBenchJSONKeys(t *testing.T) {
@@ -88,7 +119,8 @@ func TestBenchJSONKeys(t *testing.T) {
 		row = append(row, k)
 	}
 	assert.ElementsMatch(t, []string{"case", "kind", "level", "ranks", "bytes_per_rank", "bytes_persisted", "bytes_rebuilt",
-		"time", "raw", "ratio_median", "strong_raw", "ratio_strong_median", "cache_dropped", "cpu", "raw_cpu", "strong_raw_cpu"}, row)
+		"time", "raw", "ratio_median", "strong_raw", "ratio_strong_median", "cache_dropped", "async", "blocked_s", "total_s",
+		"cpu", "raw_cpu", "strong_raw_cpu"}, row)
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "performance.md"))
 	require.NoError(t, err)
 	for _, k := range append(top, row...) {

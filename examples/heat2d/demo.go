@@ -129,6 +129,9 @@ func jobArgs(o *options) []string {
 	if o.config != "" {
 		args = append(args, "-config="+o.config)
 	}
+	if o.async {
+		args = append(args, "-async")
+	}
 	return args
 }
 

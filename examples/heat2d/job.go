@@ -98,6 +98,9 @@ func jobConfig(o *options) (ckpt.Config, error) {
 	if cfg.MetaDir == "" {
 		cfg.MetaDir = meta
 	}
+	if o.async {
+		cfg.Async = [5]bool{2: true, 3: true, 4: true}
+	}
 	if o.keepLast {
 		// Finalize keeps the last checkpoint, at L4, instead of deleting
 		// every one: ftigo inspect and verify have something to show.

@@ -54,6 +54,7 @@ type options struct {
 	kill                         string
 	loseNode                     int
 	noKill                       bool
+	async                        bool
 	keepLast                     bool
 	globalLatency                time.Duration
 	ioLatency                    time.Duration
@@ -98,6 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.kill, "kill", "auto", "when to SIGKILL the job: auto (during the first checkpoint at the highest level), ckpt:N (during checkpoint N), after:N (after checkpoint N), random, none")
 	fs.IntVar(&o.loseNode, "lose-node", -2, "simulated node whose local storage is deleted after the kill (-1: none; default: node 2 when L2 or L3 is used)")
 	fs.BoolVar(&o.noKill, "no-kill", false, "run the job once without killing it")
+	fs.BoolVar(&o.async, "async", false, "post-process L2-L4 checkpoints in the background (inline_l2/l3/l4 = 0): each commits at L1, then at its level")
 	fs.BoolVar(&o.keepLast, "keep-last", true, "keep the last checkpoint at L4 when the job finishes (keep_last_ckpt = 1), for ftigo inspect/verify; false: as the configuration says (FTI's default deletes them all)")
 	fs.DurationVar(&o.globalLatency, "global-latency", 0, "added latency per write to global storage (a slow parallel file system); the demonstration sets it so the L4 kill lands mid-write")
 	fs.DurationVar(&o.ioLatency, "io-latency", 0, "added latency per write and sync on every storage area (slow disks; widens the window a kill lands in)")

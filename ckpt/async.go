@@ -1,0 +1,212 @@
+package ckpt
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/levels"
+)
+
+// Asynchronous post-processing (inline_lL = 0, Config.Async): a
+// checkpoint at level L is committed at L1 on the solver's path, and a
+// goroutine of the rank (the "poster") raises it to L in the background
+// with levels.Engine.Upgrade, over a private communicator split from the
+// rank's at Init, so that its messages never mix with the solver's. At
+// most one upgrade is in flight per rank (FTI's rule): the next
+// Checkpoint waits for it first. While the poster runs it owns the
+// engine; every Runtime method that uses the engine calls drainPost
+// first, and the poster's result reaches the rank's goroutine through a
+// channel, so the Runtime stays a one-goroutine object.
+
+// postState is a rank's asynchronous post-processing state.
+type postState struct {
+	c       comm.Comm        // private communicator (nil: no asynchronous level)
+	running chan postResult  // the job in flight, nil when none
+	job     *levels.Manifest // the L1 checkpoint being upgraded
+	// err is a background failure not yet reported by Checkpoint or
+	// Finalize (CheckpointDone and CheckpointWait report it without
+	// clearing it).
+	err error
+	// hook, when set, runs in the poster before its work (tests).
+	hook func()
+}
+
+// postResult is what the poster hands back.
+type postResult struct {
+	m   *levels.Manifest // the upgraded manifest (nil on failure)
+	err error
+}
+
+// asyncLevel reports whether a checkpoint at lvl is post-processed in the
+// background: Async[lvl] is set and the level can be raised from L1 (the
+// L4 of ckpt_io = 5 is one HDF5 file the ranks write themselves).
+func (r *Runtime) asyncLevel(lvl levels.ID) bool {
+	switch {
+	case lvl <= levels.L1 || !lvl.Valid() || !r.cfg.Async[lvl] || r.post.c == nil:
+		return false
+	case lvl == levels.L4 && r.cfg.CkptIO == 5:
+		return false
+	}
+	return true
+}
+
+// anyAsync reports whether some level is configured asynchronous.
+func (c Config) anyAsync() bool { return c.Async[2] || c.Async[3] || c.Async[4] }
+
+// openPost splits the private communicator of the poster when some level
+// is asynchronous. Collective.
+func (r *Runtime) openPost() error {
+	if !r.cfg.anyAsync() {
+		return nil
+	}
+	if tl, ok := r.c.(interface{ ThreadLevel() (int, bool) }); ok {
+		if _, serialised := tl.ThreadLevel(); serialised {
+			// Two goroutines of a rank blocked in MPI calls would deadlock
+			// on the serialising mutex (docs: MPI_THREAD_MULTIPLE needed).
+			if r.c.Rank() == 0 {
+				r.log.Warn("inline_lN = 0 ignored: MPI granted less than MPI_THREAD_MULTIPLE, so post-processing stays on the solver's path")
+			}
+			return nil
+		}
+	}
+	pc, err := r.c.Split(0, r.c.Rank())
+	if err != nil {
+		return fmt.Errorf("ckpt: communicator for background post-processing: %w", err)
+	}
+	r.post.c = pc
+	if r.c.Rank() == 0 {
+		var ls []string
+		for l := 2; l <= 4; l++ {
+			if r.cfg.Async[l] {
+				ls = append(ls, levels.ID(l).String())
+			}
+		}
+		r.log.Info(fmt.Sprintf("asynchronous post-processing at %v: checkpoints commit at L1 and are raised to their level in the background", ls))
+		if r.cfg.Async[4] && r.cfg.CkptIO == 5 {
+			r.log.Warn("inline_l4 = 0 with ckpt_io = 5: the L4 HDF5 file is written by the ranks themselves, synchronously")
+		}
+	}
+	return nil
+}
+
+// closePost drains the poster and frees its communicator.
+func (r *Runtime) closePost() {
+	r.drainPost()
+	if r.post.c != nil {
+		_ = r.post.c.Close()
+		r.post.c = nil
+	}
+}
+
+// startPost raises committed L1 checkpoint m to lvl in the background.
+func (r *Runtime) startPost(m *levels.Manifest, lvl levels.ID) {
+	ch := make(chan postResult, 1)
+	r.post.running, r.post.job = ch, m
+	eng, pc, log, now, rank, hook := r.eng, r.post.c, r.log, r.now, r.c.Rank(), r.post.hook
+	go func() {
+		if hook != nil {
+			hook()
+		}
+		start := now()
+		up, st, err := eng.Upgrade(m, lvl, pc)
+		if err != nil {
+			err = fmt.Errorf("%w: checkpoint %d (%s) stays committed at L1, not raised to %v: %w", ErrBackground, m.ID, m.Dir(), lvl, err)
+			if rank == 0 {
+				log.Warn(err.Error(), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl))
+			}
+		} else if rank == 0 {
+			wall := now().Sub(start)
+			log.Info(fmt.Sprintf("Ckpt. ID %d (L1 -> %v) post-processed in the background in %.3f sec. (Ps %.3f, Cm %.3f, Cl %.3f)",
+				m.ID, lvl, wall.Seconds(), st.Protect.Seconds(), st.Commit.Seconds(), st.Clean.Seconds()),
+				zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl), zap.Duration("post-wall", wall),
+				zap.Duration("post", st.Protect), zap.Duration("commit", st.Commit), zap.Duration("clean", st.Clean))
+		}
+		ch <- postResult{m: up, err: err}
+	}()
+}
+
+// drainPost waits for the job in flight, if any, applies its result and
+// returns how long it waited. Local.
+func (r *Runtime) drainPost() time.Duration {
+	if r.post.running == nil {
+		return 0
+	}
+	start := r.now()
+	r.applyPost(<-r.post.running)
+	return r.now().Sub(start)
+}
+
+// applyPost takes the poster's result on the rank's goroutine.
+func (r *Runtime) applyPost(res postResult) {
+	job := r.post.job
+	r.post.running, r.post.job = nil, nil
+	if res.err != nil {
+		r.post.err = res.err
+		return
+	}
+	if img, ok := r.images[job.Seq]; ok {
+		r.keepImage(res.m, img)
+	}
+	if r.last != nil && r.last.Seq == res.m.Seq {
+		r.setLast(res.m)
+	}
+}
+
+// awaitPost waits for the job in flight and returns how long it waited;
+// an unreported background failure is returned (and cleared) instead.
+// Every rank returns the same: the failure was agreed by the upgrade's
+// vote.
+func (r *Runtime) awaitPost() (time.Duration, error) {
+	waited := r.drainPost()
+	if err := r.takePostError(); err != nil {
+		return waited, err
+	}
+	return waited, nil
+}
+
+// takePostError returns the background failure not yet reported and
+// clears it.
+func (r *Runtime) takePostError() error {
+	err := r.post.err
+	r.post.err = nil
+	return err
+}
+
+// CheckpointDone reports, without blocking, whether the background
+// post-processing of the last checkpoint (inline_lL = 0) has finished on
+// this rank: true when nothing is in flight. err is a background failure
+// (wrapping [ErrBackground], naming the checkpoint, the level, the failed
+// ranks and why) that the next Checkpoint or Finalize will report; it is
+// not cleared here. Local; FTI has no such call (VeloC's
+// VELOC_Checkpoint_finished is the model). A nil runtime reports true and
+// an error wrapping [ErrNilArgument].
+func (r *Runtime) CheckpointDone() (done bool, err error) {
+	if err := r.usable("CheckpointDone"); err != nil {
+		return true, err
+	}
+	if r.post.running != nil {
+		select {
+		case res := <-r.post.running:
+			r.applyPost(res)
+		default:
+			return false, nil
+		}
+	}
+	return true, r.post.err
+}
+
+// CheckpointWait blocks until the background post-processing of the last
+// checkpoint has finished on this rank and returns its failure, if any
+// (not cleared: the next Checkpoint or Finalize reports it too). Since
+// every rank's post-processing commits collectively, when it returns nil
+// the checkpoint is committed at its level on every rank. Local.
+func (r *Runtime) CheckpointWait() error {
+	if err := r.usable("CheckpointWait"); err != nil {
+		return err
+	}
+	r.drainPost()
+	return r.post.err
+}

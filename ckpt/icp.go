@@ -1,0 +1,253 @@
+package ckpt
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// Incremental checkpoints (FTI's iCP): BeginICP opens checkpoint id and
+// lays out its FTI-FF file for the protected variables, AddVarICP writes
+// one variable into it as soon as the solver is done with it, and
+// FinalizeICP completes the file and commits it with the ordinary commit
+// protocol. The data file is written in place, under the tmp name the
+// engine's next checkpoint uses (levels.Engine.NextDataFile); a crash
+// before FinalizeICP leaves only a tmp file of an uncommitted checkpoint,
+// which the next start-up removes.
+
+// icpState is the incremental checkpoint open on this rank.
+type icpState struct {
+	id    int64
+	lvl   levels.ID
+	f     vfd.File
+	path  string // the data file's tmp path
+	inc   *fileformat.Incremental
+	vars  map[int32]int // protected id -> index in the file's variables
+	meta  fileformat.Meta
+	err   error // the first write failure, reported by FinalizeICP
+	start time.Time
+	write time.Duration // time spent in AddVarICP
+}
+
+// BeginICP opens incremental checkpoint id at level (1..4; 5..8 are
+// taken whole at 1..4, an incremental checkpoint is never differential)
+// for every variable protected now. With activate false it does nothing
+// and returns nil, as FTI_InitICP does, and so do the AddVarICP and
+// FinalizeICP calls that follow, so that the calls can stay in the code
+// of a run that does not checkpoint at this iteration.
+// Collective; a background post-processing in flight is waited for (and
+// its failure reported) first. No other checkpoint may be taken until
+// FinalizeICP.
+func (r *Runtime) BeginICP(id int64, level int, activate bool) error {
+	if err := r.usable("BeginICP"); err != nil {
+		return err
+	}
+	if r.icp != nil {
+		return fmt.Errorf("%w: BeginICP(%d) while checkpoint %d is open", ErrICP, id, r.icp.id)
+	}
+	r.icpInactive = !activate
+	if !activate {
+		return nil
+	}
+	if _, err := r.awaitPost(); err != nil {
+		return err
+	}
+	if err := r.sameArgs(id, int64(level)); err != nil {
+		return err
+	}
+	lvl, diff, err := r.requestLevel(level)
+	if err != nil {
+		return err
+	}
+	if diff && r.c.Rank() == 0 {
+		r.log.Warn(fmt.Sprintf("dCP requested for incremental checkpoint %d: it is taken whole at %v", id, lvl), zap.Int64("ckpt-id", id))
+	}
+	if _, err := r.eng.Level(lvl); err != nil {
+		return fmt.Errorf("ckpt: checkpoint at %v: %w", lvl, err)
+	}
+	if lvl == levels.L2 || lvl == levels.L3 {
+		if err := r.topo.Validate(int(lvl)); err != nil {
+			return fmt.Errorf("ckpt: checkpoint at %v: %w: %w", lvl, ErrLevelUnavailable, err)
+		}
+	}
+	vars, err := r.fileVars()
+	if err == nil {
+		err = r.checkSubsetSizes(vars)
+	}
+	if err := levels.Agree(r.c, err, "collect protected variables"); err != nil {
+		return fmt.Errorf("ckpt: incremental checkpoint %d: %w", id, err)
+	}
+	if _, err := r.checkDecomposition(); err != nil {
+		return fmt.Errorf("ckpt: incremental checkpoint %d: %w", id, err)
+	}
+	st := &icpState{id: id, lvl: lvl, vars: map[int32]int{}, start: r.now()}
+	st.meta = fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: r.now().UnixNano()}
+	for i, v := range vars {
+		st.vars[v.ID] = i
+	}
+	w := &dcpWrite{r: r, opts: r.fileDatasets()}
+	store, name := r.eng.NextDataFile(levels.Local)
+	full := store.Path(name)
+	st.path = full
+	cerr := store.Driver.MkdirAll(path.Dir(full), 0o755)
+	if cerr == nil {
+		st.f, cerr = vfd.CreateTrunc(store.Driver, full)
+	}
+	if cerr == nil {
+		st.inc, cerr = fileformat.NewIncremental(st.f, st.meta, vars, r.layout, w.fileOptions()...)
+	}
+	if err := levels.Agree(r.c, cerr, "open incremental checkpoint file"); err != nil {
+		if st.f != nil {
+			_ = st.f.Close()
+			_ = store.Driver.Remove(full)
+		}
+		return fmt.Errorf("ckpt: incremental checkpoint %d: %w", id, err)
+	}
+	r.icp = st
+	return nil
+}
+
+// AddVarICP writes protected variable id into the open incremental
+// checkpoint now, with the data it holds at this call; the solver may
+// change it afterwards. Variables are added in any order, each once (a
+// second add rewrites it). The variable must have been protected when
+// BeginICP ran, with the same size. Local; without an open incremental
+// checkpoint it returns an error wrapping [ErrICP]. A write failure is
+// returned here and again, on every rank, by FinalizeICP.
+func (r *Runtime) AddVarICP(id int) error {
+	if err := r.usable("AddVarICP"); err != nil {
+		return err
+	}
+	st := r.icp
+	if st == nil && r.icpInactive {
+		return nil
+	}
+	if st == nil {
+		return fmt.Errorf("%w: AddVarICP(%d) without BeginICP", ErrICP, id)
+	}
+	v, ok := r.vars[id]
+	if !ok {
+		return fmt.Errorf("%w: AddVarICP(%d)", ErrNotProtected, id)
+	}
+	if _, ok := st.vars[int32(id)]; !ok {
+		return fmt.Errorf("%w: variable %d was protected after BeginICP(%d)", ErrICP, id, st.id)
+	}
+	b, err := v.view()
+	if err == nil {
+		t := r.now()
+		err = st.inc.Add(int32(id), b)
+		st.write += r.now().Sub(t)
+	}
+	if err != nil {
+		err = fmt.Errorf("ckpt: incremental checkpoint %d: variable %d: %w", st.id, id, err)
+		if st.err == nil {
+			st.err = err
+		}
+	}
+	return err
+}
+
+// FinalizeICP completes the open incremental checkpoint and commits it
+// as an ordinary checkpoint at its level: every variable protected at
+// BeginICP must have been added. A missing variable or a failed write on
+// any rank fails it on every rank (the error names the ranks and the
+// variables, wrapping [ErrICP] on the ranks that missed some) and nothing
+// is committed. With the level asynchronous the post-processing runs in
+// the background as for Checkpoint; an L4 checkpoint is written locally
+// and copied to global storage after its L1 commit. Collective.
+func (r *Runtime) FinalizeICP() error {
+	if err := r.usable("FinalizeICP"); err != nil {
+		return err
+	}
+	st := r.icp
+	if st == nil && r.icpInactive {
+		r.icpInactive = false
+		return nil
+	}
+	if st == nil {
+		return fmt.Errorf("%w: FinalizeICP without BeginICP", ErrICP)
+	}
+	r.icp = nil
+	var img fileformat.Parent
+	var data levels.DataStats
+	write := func(vfd.File) (int64, levels.Digest, bool, error) {
+		defer st.f.Close()
+		if st.err != nil {
+			return 0, levels.Digest{}, false, st.err
+		}
+		if m := st.inc.Missing(); len(m) > 0 {
+			return 0, levels.Digest{}, false, fmt.Errorf("%w: checkpoint %d: protected variables %v were not added", ErrICP, st.id, m)
+		}
+		lay, sum, err := st.inc.Finish()
+		if err != nil {
+			return 0, levels.Digest{}, false, err
+		}
+		img = fileformat.Parent{Layout: lay, Summary: sum}
+		data = levels.DataStats{Written: sum.DataSize, Protected: sum.DataSize}
+		return sum.FileSize, levels.Digest{}, false, nil
+	}
+	// The inline L4 places the data itself: an incremental L4 is written
+	// locally, committed at L1 and raised to L4 (in the background when
+	// L4 is asynchronous).
+	async := r.asyncLevel(st.lvl)
+	wlvl := st.lvl
+	if async || (st.lvl == levels.L4 && r.eng.OpensData(levels.L4)) {
+		wlvl = levels.L1
+	}
+	opts := []levels.CheckpointOption{levels.Prewritten(), levels.WithDataStats(func() levels.DataStats { return data })}
+	if wlvl != st.lvl {
+		opts = append(opts, levels.Staged(st.lvl))
+	}
+	t := r.now()
+	m, cst, err := r.eng.Checkpoint(st.id, wlvl, write, opts...)
+	if err != nil {
+		return fmt.Errorf("ckpt: incremental checkpoint %d at %v: %w", st.id, st.lvl, err)
+	}
+	r.lastID = st.id
+	r.layout = img.Layout
+	r.keepImage(m, img)
+	r.setLast(m)
+	var upErr error
+	switch {
+	case async:
+		r.startPost(m, st.lvl)
+	case wlvl != st.lvl:
+		up, _, err := r.eng.Upgrade(m, st.lvl, nil)
+		if err != nil {
+			upErr = fmt.Errorf("ckpt: incremental checkpoint %d is committed at L1, its copy to %v failed: %w", st.id, st.lvl, err)
+		} else {
+			r.keepImage(up, img)
+			r.setLast(up)
+			m = up
+		}
+	}
+	if r.c.Rank() == 0 {
+		wall := r.now().Sub(st.start)
+		mib := float64(m.Bytes()) / float64(m.Ranks) / (1 << 20)
+		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) taken incrementally in %.3f sec. since BeginICP (Wr %.3f in AddVarICP on rank 0; at FinalizeICP: Wr %.3f, Ps %.3f, Cm %.3f, %.3f sec.)",
+			st.id, st.lvl, mib, wall.Seconds(), st.write.Seconds(), cst.Write.Seconds(), cst.Protect.Seconds(), cst.Commit.Seconds(), r.now().Sub(t).Seconds()),
+			zap.Int64("ckpt-id", st.id), zap.Stringer("level", st.lvl), zap.Bool("icp", true), zap.Bool("async", async))
+	}
+	return upErr
+}
+
+// abortICP drops an incremental checkpoint left open (Finalize, Close):
+// its tmp file goes now, or with the next start-up.
+func (r *Runtime) abortICP() {
+	st := r.icp
+	if st == nil {
+		return
+	}
+	r.icp = nil
+	err := errors.Join(st.f.Close(), r.env.Local.Driver.Remove(st.path))
+	if err != nil {
+		r.log.Debug("removing the file of an unfinished incremental checkpoint", zap.String("path", st.path), zap.Error(err))
+	}
+}

@@ -1,0 +1,291 @@
+package levels
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// ErrNotUpgradable is returned by [Engine.Upgrade] for a checkpoint that
+// is not committed at L1, or a target level that cannot be reached by
+// post-processing a committed L1 checkpoint.
+var ErrNotUpgradable = errors.New("levels: checkpoint cannot be upgraded")
+
+// Upgrade raises committed L1 checkpoint m to level lvl (2, 3 or 4) by
+// running that level's post-processing on m's published data files:
+// [Level.Protect] with [Pending.Published] set (the L2 partner copy, the
+// L3 parity, the L4 container), a vote, the renames of the new files and
+// their directory syncs, and then both manifest copies rewritten with the
+// new level and files (the primary first, so that a crash between the two
+// leaves the primary, which start-up prefers, at the new level). The
+// differential information (chain, totals) and the commit time stay as
+// they were. Retention then runs as for a checkpoint committed at lvl,
+// and its background removal is waited for before Upgrade returns.
+//
+// This is how asynchronous post-processing (FTI's inline_lN = 0) commits
+// a checkpoint twice: at L1 on the solver's path, at its level in the
+// background. c, when not nil, replaces the environment's communicator for
+// every collective call of the upgrade: a private communicator whose
+// messages never mix with the solver's. While Upgrade runs, no other
+// method of the engine may be called.
+//
+// On failure (the same error on every rank, wrapping [ErrVoteFailed] when
+// some rank failed) the new files are removed and m stays committed at
+// L1, untouched. Collective over c.
+func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, error) {
+	e.Wait()
+	if c != nil {
+		saved := e.env
+		env := *saved
+		env.Comm = c
+		e.env = &env
+		defer func() {
+			e.Wait()
+			e.env = saved
+		}()
+	}
+	env := e.env
+	start := env.Now()
+	var st Stats
+	cur := e.committedSeq(m.Seq)
+	switch {
+	case cur == nil:
+		return nil, st, fmt.Errorf("%w: checkpoint %s is not committed", ErrNotUpgradable, m.Dir())
+	case cur.Level != L1:
+		return nil, st, fmt.Errorf("%w: checkpoint %s is at %v, not L1", ErrNotUpgradable, m.Dir(), cur.Level)
+	case lvl <= L1 || !lvl.Valid():
+		return nil, st, fmt.Errorf("%w: to level %d (want 2..4)", ErrNotUpgradable, int(lvl))
+	case cur.Ranks != env.Comm.Size():
+		return nil, st, fmt.Errorf("%w: checkpoint %s was written by %d ranks, this run has %d", ErrNotUpgradable, m.Dir(), cur.Ranks, env.Comm.Size())
+	}
+	level, err := e.Level(lvl)
+	if err != nil {
+		return nil, st, err
+	}
+	if _, h5 := level.(Global4H5); h5 {
+		return nil, st, fmt.Errorf("%w: the HDF5 L4 is written by the ranks themselves", ErrNotUpgradable)
+	}
+	// This rank's published files, data first; Protect appends its own.
+	var files []File
+	if d, ok := cur.DataFile(env.Rank); ok {
+		files = append(files, cloneFile(d))
+	}
+	for _, f := range cur.Files[env.Rank] {
+		if !(f.Role == RoleData && f.Of == env.Rank) {
+			files = append(files, cloneFile(f))
+		}
+	}
+	p := &Pending{Seq: cur.Seq, ID: cur.ID, Level: lvl, Dir: cur.Dir(), Files: files, Published: len(files)}
+	var perr error
+	if len(files) == 0 {
+		perr = fmt.Errorf("%w: checkpoint %s lists no data file for rank %d", ErrMissingFile, cur.Dir(), env.Rank)
+		// Every rank makes the same collective calls: a rank without its
+		// data file votes no before Protect.
+	}
+	t := env.Now()
+	if err := e.agree(perr, "find the data files of "+cur.Dir()); err != nil {
+		return nil, st, fmt.Errorf("%w: %w", ErrVoteFailed, err)
+	}
+	var verified chan error
+	if r, ok := level.(DataReader); ok && r.ReadsData() && files[0].Attrs[AttrDigest] != "" {
+		// The L1 digest is of another kind (the FTI-FF checksum): the file
+		// is checked against it while the level's transfer reads it and
+		// records the BLAKE3 of the bytes it sends, as for a synchronous
+		// checkpoint; a failed check fails the vote below.
+		verified = make(chan error, 1)
+		go func(f File) { verified <- VerifyFile(env.Store(f.Where), f) }(cloneFile(files[0]))
+		delete(files[0].Attrs, AttrDigest)
+		p.DigestPending = true
+	}
+	if o, ok := level.(DataOpener); ok && o.OpensData() {
+		perr = e.upgradeDirect(o, p)
+	} else {
+		perr = level.Protect(env, p)
+	}
+	if verified != nil {
+		if verr := <-verified; verr != nil {
+			perr = errors.Join(perr, fmt.Errorf("the data file changed since its L1 commit: %w", verr))
+		}
+	}
+	if perr == nil && p.DigestPending {
+		perr = fmt.Errorf("%w (level %v)", ErrDigestNotRecorded, lvl)
+	}
+	st.Protect = env.Now().Sub(t)
+	st.Bytes = files[0].Size
+	if err := e.agree(perr, "post-process checkpoint "+cur.Dir()+" to "+lvl.String()); err != nil {
+		return nil, st, e.abortUpgrade(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
+	}
+	t = env.Now()
+	if err := e.agree(e.publish(p), "publish the "+lvl.String()+" files of "+cur.Dir()); err != nil {
+		return nil, st, e.abortUpgrade(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
+	}
+	up, err := e.rewriteManifest(cur, p)
+	st.Commit = env.Now().Sub(t)
+	if err != nil {
+		// The new files are published: they stay, unlisted, until the
+		// checkpoint's directories go (a primary copy that could not be
+		// restored lists them).
+		return nil, st, err
+	}
+	for i, x := range e.committed {
+		if x.Seq == up.Seq {
+			e.committed[i] = up
+		}
+	}
+	t = env.Now()
+	e.retain(up)
+	e.Wait()
+	st.Clean = env.Now().Sub(t)
+	st.Total = env.Now().Sub(start)
+	return up, st, nil
+}
+
+// upgradeDirect post-processes p for a level that places the data itself
+// (the inline L4): each rank copies its published data file into its
+// task of the container the level opens, as the inline L4 writes it, so
+// that nothing is read back; the local file stays, as the local copy the
+// non-inline L4 keeps. Collective.
+func (e *Engine) upgradeDirect(o DataOpener, p *Pending) error {
+	env := e.env
+	data := p.Files[0]
+	f, err := o.OpenData(env, p, data.Size)
+	if err != nil {
+		return err
+	}
+	s := env.Store(data.Where)
+	cerr := copyFileInto(f, s.Driver, s.Path(data.Name), data.Size, transfer(env))
+	if cerr == nil {
+		cerr = f.Sync()
+	}
+	cerr = errors.Join(cerr, f.Close())
+	if err := Agree(env.Comm, cerr, "copy data into the L4 container"); err != nil {
+		return errors.Join(err, o.AbortData(env, p, f))
+	}
+	if err := o.ProtectData(env, p, f); err != nil {
+		return err
+	}
+	delete(p.Files[0].Attrs, AttrInContainer) // the data file exists too
+	return nil
+}
+
+// copyFileInto copies size bytes of the named file into dst in pieces.
+func copyFileInto(dst vfd.File, d vfd.Driver, name string, size int64, piece int) error {
+	in, err := vfd.OpenRead(d, name)
+	if err != nil {
+		return fmt.Errorf("open data file: %w", err)
+	}
+	defer in.Close()
+	buf := make([]byte, min(int64(piece), max(size, 1)))
+	for off := int64(0); off < size; {
+		n := min(int64(len(buf)), size-off)
+		if err := vfd.ReadFull(in, buf[:n], off); err != nil {
+			return fmt.Errorf("read %s at %d: %w", name, off, err)
+		}
+		if _, err := dst.WriteAt(buf[:n], off); err != nil {
+			return fmt.Errorf("write %s at %d: %w", dst.Name(), off, err)
+		}
+		off += n
+	}
+	return nil
+}
+
+// cloneFile copies f with its own attribute map.
+func cloneFile(f File) File {
+	f.Attrs = maps.Clone(f.Attrs)
+	return f
+}
+
+// rewriteManifest gathers every rank's files of the upgraded checkpoint and
+// has rank 0 rewrite both copies of cur's manifest at p's level: the
+// primary, then the replica. If the replica cannot be written the primary
+// gets its old bytes back (if that fails too, the primary stays upgraded,
+// a valid manifest whose files are all published, which start-up
+// prefers and copies). Collective.
+func (e *Engine) rewriteManifest(cur *Manifest, p *Pending) (*Manifest, error) {
+	env := e.env
+	mine, err := json.Marshal(p.Files)
+	if err != nil {
+		return nil, err
+	}
+	all, err := comm.AllgatherBytes(env.Comm, mine)
+	if err != nil {
+		return nil, err
+	}
+	up := *cur
+	up.Level = p.Level
+	up.Kept = false
+	up.Files = make([][]File, len(all))
+	var werr error
+	for r, b := range all {
+		if err := json.Unmarshal(b, &up.Files[r]); err != nil {
+			werr = fmt.Errorf("decode rank %d files: %w", r, err)
+		}
+	}
+	if env.Rank == 0 && werr == nil {
+		werr = e.writeUpgraded(cur, &up)
+	}
+	if err := e.agree(werr, "rewrite the manifest of "+cur.Dir()+" at "+p.Level.String()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
+	}
+	return &up, nil
+}
+
+// writeUpgraded writes the manifest copies of up in place of cur's (rank 0).
+func (e *Engine) writeUpgraded(cur, up *Manifest) error {
+	env := e.env
+	raw, err := up.Marshal()
+	if err != nil {
+		return err
+	}
+	old, err := cur.Marshal()
+	if err != nil {
+		return err
+	}
+	// A failed write may have renamed the new primary into place before
+	// failing (a directory sync): the old bytes go back.
+	restore := func(err error) error {
+		if rerr := vfd.WriteFileAtomic(env.Meta.Driver, env.Meta.Path(ManifestName(up.Seq)), old); rerr != nil {
+			env.Logger.Warn("restoring the L1 manifest after a failed upgrade; the upgraded copy may stay and the next start-up would copy it",
+				zap.Uint64("seq", up.Seq), zap.Error(rerr))
+		}
+		return err
+	}
+	if err := vfd.WriteFileAtomic(env.Meta.Driver, env.Meta.Path(ManifestName(up.Seq)), raw); err != nil {
+		return restore(fmt.Errorf("manifest: %w", err))
+	}
+	if err := vfd.WriteFileAtomic(env.Global.Driver, env.Global.Path(ReplicaName(up.Seq)), raw); err != nil {
+		// The replica too may be in place: it gets the old bytes back
+		// (or is repaired from the primary at start-up).
+		if rerr := vfd.WriteFileAtomic(env.Global.Driver, env.Global.Path(ReplicaName(up.Seq)), old); rerr != nil {
+			env.Logger.Warn("restoring the L1 manifest replica after a failed upgrade", zap.Uint64("seq", up.Seq), zap.Error(rerr))
+		}
+		return restore(fmt.Errorf("manifest replica: %w", err))
+	}
+	return nil
+}
+
+// abortUpgrade removes the files the failed upgrade p added (under their
+// tmp and final names) and returns err; the checkpoint's own files and
+// manifest stay. Local: a leftover is removed with the checkpoint's
+// directory, and tmp files by the next start-up.
+func (e *Engine) abortUpgrade(p *Pending, err error) error {
+	var errs []error
+	for _, f := range p.Files[p.Published:] {
+		if f.Attrs[AttrInContainer] != "" {
+			continue
+		}
+		s := e.env.Store(f.Where)
+		errs = append(errs, removeIfExists(s.Driver, s.Path(f.Name)+TmpSuffix), removeIfExists(s.Driver, s.Path(f.Name)))
+	}
+	if cerr := errors.Join(errs...); cerr != nil {
+		e.env.Logger.Warn("cleanup after a failed upgrade; the checkpoint's directory removal or the next start-up finishes it",
+			zap.Uint64("seq", p.Seq), zap.Error(cerr))
+	}
+	return err
+}

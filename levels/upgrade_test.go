@@ -1,0 +1,148 @@
+package levels
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/partner"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// TestUpgrade commits checkpoints at L1, upgrades them to L2, L3 and L4
+// over a private communicator, and checks the manifests, retention and
+// that a restart survives the loss of a node only after the upgrade.
+func TestUpgrade(t *testing.T) {
+	for _, lvl := range []ID{L2, L3, L4} {
+		t.Run(lvl.String(), func(t *testing.T) {
+			w := newL23World(t, vfd.Sec2{}, 8, 1, 4, 0)
+			w.levels = append(w.levels, Global4{Inline: true})
+			// Checkpoint 1 upgraded, checkpoint 2 upgraded: 1 is dropped.
+			for id := int64(1); id <= 2; id++ {
+				require.NoError(t, w.run(func(e *Engine) error {
+					m, _, err := e.Checkpoint(id, L1, writeBytes(l23Payload(e.env.Rank, id)))
+					if err != nil {
+						return err
+					}
+					priv, err := e.env.Comm.Split(0, e.env.Rank)
+					if err != nil {
+						return err
+					}
+					defer priv.Close()
+					up, _, err := e.Upgrade(m, lvl, priv)
+					if err != nil {
+						return err
+					}
+					if up.Level != lvl || up.Seq != m.Seq || up.Time != m.Time {
+						return errors.New("upgraded manifest has the wrong level, seq or time")
+					}
+					if len(e.Committed()) != 1 {
+						return errors.New("retention after the upgrade kept the older checkpoint")
+					}
+					// Upgrading twice is refused.
+					if _, _, err := e.Upgrade(up, lvl, priv); !errors.Is(err, ErrNotUpgradable) {
+						return errors.New("second upgrade not refused")
+					}
+					return nil
+				}))
+			}
+			scan, err := ScanCheckpoints(Store{w.d, w.root + "/meta"}, Store{w.d, w.root + "/global"})
+			require.NoError(t, err)
+			committed := 0
+			for _, s := range scan {
+				if s.State() != SeqCommitted {
+					continue
+				}
+				committed++
+				require.NotNil(t, s.Primary.M)
+				assert.Equal(t, lvl, s.Primary.M.Level)
+				assert.Equal(t, uint64(2), s.Seq)
+				assert.True(t, string(s.Primary.Raw) == string(s.Replica.Raw), "both copies rewritten")
+			}
+			assert.Equal(t, 1, committed)
+			// Lose node 0 and node 2: L2, L3 and L4 recover checkpoint 2.
+			eraseNodeDirs(0, 2)(w)
+			ms, errs := w.recover()
+			for r, err := range errs {
+				require.NoError(t, err, "rank %d", r)
+				assert.Equal(t, int64(2), ms[r].ID)
+				assert.Equal(t, lvl, ms[r].Level)
+			}
+		})
+	}
+}
+
+// TestUpgradeFailureKeepsL1 fails the L2 copy on one rank: every rank
+// gets the error, the checkpoint stays committed at L1 and recovers.
+func TestUpgradeFailureKeepsL1(t *testing.T) {
+	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
+	w.levels = []Level{Local1{}, Partner2{Buffers: &partner.Buffers{}}}
+	errs := make([]error, 4)
+	require.NoError(t, w.run(func(e *Engine) error {
+		m, _, err := e.Checkpoint(1, L1, writeBytes(l23Payload(e.env.Rank, 1)))
+		if err != nil {
+			return err
+		}
+		if e.env.Rank == 2 {
+			e.env.Local.Driver = vfd.NewFault(vfd.Sec2{}, vfd.OnPath("*partner*", []vfd.OpKind{vfd.OpOpen, vfd.OpWrite}, errors.New("no space left")))
+		}
+		_, _, errs[e.env.Rank] = e.Upgrade(m, L2, nil)
+		e.env.Local.Driver = vfd.Sec2{}
+		if c := e.Committed(); len(c) != 1 || c[0].Level != L1 {
+			return errors.New("checkpoint not left at L1")
+		}
+		return nil
+	}))
+	for r, err := range errs {
+		require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
+		assert.Contains(t, err.Error(), "rank 2")
+		assert.Equal(t, errs[0].Error(), err.Error())
+	}
+	for n := range 4 {
+		assert.Empty(t, w.ckptFiles(n, "partner*"), "node %d: partner files of the failed upgrade removed", n)
+	}
+	ms, rerrs := w.recover()
+	for r, err := range rerrs {
+		require.NoError(t, err, "rank %d", r)
+		assert.Equal(t, L1, ms[r].Level)
+	}
+}
+
+// TestUpgradeChecksTheL1File: a data file damaged between its L1 commit
+// and the upgrade fails the upgrade (the partner copy would carry the
+// damage): the checkpoint stays at L1.
+func TestUpgradeChecksTheL1File(t *testing.T) {
+	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
+	errs := make([]error, 4)
+	require.NoError(t, w.run(func(e *Engine) error {
+		m, _, err := e.Checkpoint(1, L1, ftiffWrite(e.env.Rank, 1))
+		if err != nil {
+			return err
+		}
+		if d, _ := m.DataFile(e.env.Rank); d.Attrs[AttrDigest] != DigestFTIFF {
+			return errors.New("the L1 data file has no FTI-FF digest: the test does not test the check")
+		}
+		if err := e.env.Comm.Barrier(); err != nil {
+			return err
+		}
+		if e.env.Rank == 1 {
+			d, _ := m.DataFile(1)
+			w.corrupt(e.env.Local.Path(d.Name))
+		}
+		if err := e.env.Comm.Barrier(); err != nil {
+			return err
+		}
+		_, _, errs[e.env.Rank] = e.Upgrade(m, L2, nil)
+		if c := e.Committed(); len(c) != 1 || c[0].Level != L1 {
+			return errors.New("checkpoint not left at L1")
+		}
+		return nil
+	}))
+	for r, err := range errs {
+		require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
+		assert.Contains(t, err.Error(), "ranks [1]")
+		assert.Contains(t, err.Error(), "changed since its L1 commit")
+	}
+}
