@@ -188,3 +188,55 @@ func (f *failFile) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return f.memFile.ReadAt(p, off)
 }
+
+// TestVerifiedDataSkipsOnlyReadHashes pins down what WithVerifiedData
+// changes: ReadVar and ReadVarAt copy without checking block hashes (the
+// caller vouches the bytes were verified and cannot change), while the
+// metadata checks of Open and every check of Verify still run.
+func TestVerifiedDataSkipsOnlyReadHashes(t *testing.T) {
+	good, vars := smallFile(t)
+	r, err := Open(&memFile{name: "small.fti", b: good}, WithVerifiedData())
+	require.NoError(t, err)
+	for _, v := range vars {
+		got := make([]byte, len(v.Data))
+		require.NoError(t, r.ReadVar(v.ID, got))
+		require.Equal(t, v.Data, got)
+		if len(v.Data) > 3 {
+			part := make([]byte, len(v.Data)-3)
+			require.NoError(t, r.ReadVarAt(v.ID, part, 2))
+			require.Equal(t, v.Data[2:len(v.Data)-1], part)
+		}
+	}
+	require.NoError(t, r.Verify())
+
+	// A data byte changed: without the option ReadVar refuses it, with it
+	// ReadVar copies it (the check was the caller's), Verify still refuses.
+	plain, err := Open(&memFile{name: "small.fti", b: good})
+	require.NoError(t, err)
+	c := plain.Summary().Chunks[0]
+	bad := append([]byte(nil), good...)
+	bad[c.Fptr] ^= 0x40
+	got := make([]byte, len(vars[0].Data))
+	pr, err := Open(&memFile{name: "small.fti", b: bad})
+	require.NoError(t, err)
+	require.ErrorIs(t, pr.ReadVar(c.VarID, got[:mustStored(t, pr, c.VarID)]), ErrHashMismatch)
+	vr, err := Open(&memFile{name: "small.fti", b: bad}, WithVerifiedData())
+	require.NoError(t, err)
+	n := mustStored(t, vr, c.VarID)
+	require.NoError(t, vr.ReadVar(c.VarID, got[:n]))
+	require.ErrorIs(t, vr.Verify(), ErrHashMismatch)
+
+	// Metadata is still checked at Open.
+	meta := append([]byte(nil), good...)
+	meta[len(meta)-FBSize-1] ^= 0x01
+	_, err = Open(&memFile{name: "small.fti", b: meta}, WithVerifiedData())
+	var ce *CorruptionError
+	require.ErrorAs(t, err, &ce)
+}
+
+func mustStored(t *testing.T, r *Reader, id int32) int64 {
+	t.Helper()
+	n, err := r.StoredSize(id)
+	require.NoError(t, err)
+	return n
+}

@@ -45,7 +45,7 @@ type Reader struct {
 // file's size and [MaxMetaSize] before anything is allocated, and the
 // metadata is streamed (memory grows with the records read). Errors about the content are *[CorruptionError]s
 // wrapping [ErrNotFTIFF], [ErrVersion], [ErrTruncated], [ErrHashMismatch]
-// or [ErrCorrupt]. Open uses [WithHashWorkers] and [WithLogger]; the other
+// or [ErrCorrupt]. Open uses [WithHashWorkers], [WithVerifiedData] and [WithLogger]; the other
 // options are ignored. The Reader does not own f: the caller closes it.
 func Open(f vfd.File, opts ...Option) (*Reader, error) {
 	o := buildOptions(opts)
@@ -683,7 +683,9 @@ type hashJob struct {
 func (r *Reader) readChunk(ci int, dst []byte) error {
 	c := &r.chunk[ci]
 	bs := r.fb.blockSize
-	hashed := r.Hashed()
+	// Verify (dst == nil) always hashes; ReadVar not when the data was
+	// verified already (WithVerifiedData).
+	hashed := r.Hashed() && (dst == nil || !r.o.verified)
 	seg := segSize(bs)
 	got := make([][HashSize]byte, len(c.BlockHashes))
 	workers := r.o.workers
