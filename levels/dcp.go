@@ -353,9 +353,13 @@ func (e *Engine) Source(m *Manifest) (Source, error) {
 // OpenSource opens the data of src for reading: the data file (or the L4
 // task holding it), or, for a differential checkpoint, the image of its
 // chain (fileformat.OpenImage: every layer opened, the links checked).
+// A source holding its verified [Source.Image] is served from memory.
 // The caller closes the result, which closes every layer.
 func OpenSource(src Source) (vfd.File, error) {
 	open1 := func(s Source) (vfd.File, error) {
+		if s.Image != nil {
+			return vfd.BytesFile(s.Store.Path(s.Name)+" (verified image in memory)", s.Image), nil
+		}
 		if s.Task != nil {
 			return OpenTask(s.Store, *s.Task)
 		}

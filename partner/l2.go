@@ -78,7 +78,7 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 	var flags byte
 	ownErr := errNotListed
 	if own.Valid() {
-		ownErr = own.Check(me, bs)
+		ownErr = own.check(me, bs)
 	}
 	if ownErr == nil {
 		flags |= flagOwnOK

@@ -363,6 +363,10 @@ const (
 // L3Recovery says what [RebuildGroup] did on one rank.
 type L3Recovery struct {
 	DataRebuilt, ParityRebuilt bool
+	// DataImage holds the rebuilt data file's bytes, checked against the
+	// recorded hash, when Options.ImageLimit allowed it and the rebuild
+	// wrote the file in order.
+	DataImage []byte
 	// Lost lists the group ranks whose data (d) or parity (p) file was lost,
 	// e.g. "d0 p0 d1 p1".
 	Lost []string
@@ -459,7 +463,8 @@ func planRebuild(l encode.Layout, dmg encode.Damage, g int) rebuildPlan {
 // that lost a file receives, row by row, just the surviving units its lost
 // stripes need (one shard per surviving holder, no more than the code
 // needs) and rebuilds its units; the files are written under tmp names,
-// synced, read back and checked against the recorded hashes, and renamed
+// synced, checked against the recorded hashes (hashed as they are written,
+// or read back when the rebuild did not write them in order), and renamed
 // into place. Otherwise every member returns an error wrapping
 // [ErrUnrecoverable] naming the lost files and the ranks whose data is
 // gone, and nothing is written.
@@ -475,7 +480,7 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, shape Shape, data, parity
 	var flag byte
 	if !data.Valid() {
 		flag |= lostData
-	} else if err := data.Check(c.Rank(), bs); err != nil {
+	} else if err := data.check(c.Rank(), bs); err != nil {
 		flag |= lostData
 		o.log().Info("L3: data file lost", zap.Int("rank", c.Rank()), zap.Error(err))
 	}
@@ -554,7 +559,7 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 		var err error
 		switch {
 		case !lost:
-			src, err = f.Driver.Open(f.Path, vfd.ReadOnly)
+			src, err = f.open()
 		case !f.Valid():
 			err = fmt.Errorf("%w: rank %d: no %s file to rebuild into", ErrBadArgument, rank, what)
 		default:
@@ -567,6 +572,21 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 	}
 	dsrc, dout := open(data, dmg.Data[g], "data")
 	psrc, pout := open(parity, dmg.Parity[g], "parity")
+	// A rebuilt data file is hashed (and kept in memory, when wanted) as
+	// it is written, when the rebuild writes it in order (always with
+	// m = k), instead of being read back.
+	var dseq, pseq *seqWriter
+	if pout != nil {
+		pseq = &seqWriter{File: pout, h: blake3.New(), inOrder: true}
+		pout = pseq
+	}
+	if dout != nil {
+		dseq = &seqWriter{File: dout, h: blake3.New(), inOrder: true}
+		if o.ImageLimit > 0 && data.Size <= o.ImageLimit {
+			dseq.img = make([]byte, data.Size)
+		}
+		dout = dseq
+	}
 	closeAll := func() {
 		for _, f := range []vfd.File{dsrc, psrc, dout, pout} {
 			if f != nil {
@@ -680,22 +700,28 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 		}
 	}
 	dsrc, psrc = nil, nil
-	// Finish: the header of a rebuilt parity file, sync, read back and
-	// compare with the recorded hashes, rename into place. A parity
-	// payload is read back once: its hash goes into the header, and with
-	// the header appended it is the whole file's hash.
+	// Finish: the header of a rebuilt parity file, sync, compare with the
+	// recorded hashes, rename into place. Files written in order were
+	// hashed as they were written; others are read back (a parity payload
+	// once: its hash goes into the header, and with the header appended
+	// it is the whole file's hash).
 	var parityWhole *blake3.Hasher
 	if pout != nil && len(errs) == 0 {
 		hdr := &encode.ParityHeader{K: k, M: lay.M, Index: g, Padded: lay.Padded, Sizes: sizes, Hashes: hashes}
 		if lay.Rotated() {
 			hdr.Unit = unit
 		}
-		body, whole := blake3.New(), blake3.New()
-		fail(hashBack(pout, paritySize, o.block(), body, whole))
+		var body, whole *blake3.Hasher
+		if pseq.inOrder && pseq.next == paritySize {
+			body, whole = pseq.h.Clone(), pseq.h // hashed as it was written
+		} else {
+			body, whole = blake3.New(), blake3.New()
+			fail(hashBack(pout, paritySize, o.block(), body, whole))
+		}
 		copy(hdr.Payload[:], body.Sum(nil))
 		b, err := hdr.Marshal()
 		if err == nil {
-			_, err = pout.WriteAt(b, paritySize)
+			_, err = pseq.File.WriteAt(b, paritySize) // not through pseq: whole takes the header below
 		}
 		fail(err)
 		whole.Write(b)
@@ -728,7 +754,14 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 		return false
 	}
 	if dout != nil {
-		res.DataRebuilt = finish(data, dout, "data", nil)
+		var h *blake3.Hasher
+		if dseq.inOrder && dseq.next == data.Size {
+			h = dseq.h
+		}
+		res.DataRebuilt = finish(data, dout, "data", h)
+		if res.DataRebuilt && h != nil {
+			res.DataImage = dseq.img
+		}
 	}
 	if pout != nil {
 		res.ParityRebuilt = finish(parity, pout, "parity", parityWhole)
@@ -744,6 +777,31 @@ func removeTmps(data, parity FileInfo, dout, pout vfd.File) {
 	if pout != nil {
 		_ = parity.Driver.Remove(parity.Path + TmpSuffix)
 	}
+}
+
+// seqWriter hashes what is written through it while the writes continue
+// one another from offset 0, copying it into img when img is not nil.
+type seqWriter struct {
+	vfd.File
+	h       *blake3.Hasher
+	img     []byte
+	next    int64
+	inOrder bool
+}
+
+func (w *seqWriter) WriteAt(p []byte, off int64) (int, error) {
+	n, err := w.File.WriteAt(p, off)
+	if off != w.next || err != nil || (w.img != nil && off+int64(n) > int64(len(w.img))) {
+		w.inOrder, w.img = false, nil
+	}
+	if w.inOrder {
+		w.h.Write(p[:n])
+		if w.img != nil {
+			copy(w.img[off:], p[:n])
+		}
+		w.next += int64(n)
+	}
+	return n, err
 }
 
 // hashBack feeds the first size bytes of f to every hasher, read in

@@ -121,20 +121,37 @@ func (l *Loaded) ReadAt(p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := min(int64(len(p)), size-off)
-	l.mu.Lock()
-	for !l.covered(off, off+n) && l.err == nil {
-		l.cond.Wait()
-	}
-	ok, err := l.covered(off, off+n), l.err
-	l.mu.Unlock()
-	if !ok {
+	b, err := l.Range(off, off+n)
+	if err != nil {
 		return 0, err
 	}
-	copy(p, l.buf[off:off+n])
+	copy(p, b)
 	if n < int64(len(p)) {
 		return int(n), io.EOF
 	}
 	return int(n), nil
+}
+
+// Range waits until bytes [off, end) have arrived and returns them in
+// place, without a copy: the caller must not modify them. It returns the
+// load's error if the load fails before they arrive.
+func (l *Loaded) Range(off, end int64) ([]byte, error) {
+	if off < 0 || end < off {
+		return nil, pathErr("read", l.name, ErrNegativeOffset)
+	}
+	if end > int64(len(l.buf)) {
+		return nil, pathErr("read", l.name, fmt.Errorf("range [%d, %d) of %d bytes: %w", off, end, len(l.buf), io.ErrUnexpectedEOF))
+	}
+	l.mu.Lock()
+	for !l.covered(off, end) && l.err == nil {
+		l.cond.Wait()
+	}
+	ok, err := l.covered(off, end), l.err
+	l.mu.Unlock()
+	if !ok {
+		return nil, err
+	}
+	return l.buf[off:end:end], nil
 }
 
 // Bytes waits until the whole file has arrived and returns the buffer
@@ -171,3 +188,38 @@ func (l *Loaded) Close() error {
 	<-l.done
 	return l.f.Close()
 }
+
+// BytesFile returns b as a read-only [File] named name (Close does
+// nothing; b must not change while the file is used).
+func BytesFile(name string, b []byte) File { return &bytesFile{name: name, b: b} }
+
+type bytesFile struct {
+	name string
+	b    []byte
+}
+
+func (f *bytesFile) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, pathErr("read", f.name, ErrNegativeOffset)
+	}
+	if off >= int64(len(f.b)) {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	n := copy(p, f.b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *bytesFile) Name() string         { return f.name }
+func (f *bytesFile) Size() (int64, error) { return int64(len(f.b)), nil }
+func (f *bytesFile) WriteAt([]byte, int64) (int, error) {
+	return 0, pathErr("write", f.name, ErrReadOnly)
+}
+func (f *bytesFile) Truncate(int64) error { return pathErr("truncate", f.name, ErrReadOnly) }
+func (f *bytesFile) Sync() error          { return nil }
+func (f *bytesFile) Close() error         { return nil }

@@ -145,3 +145,24 @@ func TestLoadCloseStops(t *testing.T) {
 		t.Fatal("read of a stopped load succeeded")
 	}
 }
+
+func TestBytesFile(t *testing.T) {
+	data := []byte("0123456789")
+	f := vfd.BytesFile("mem", data)
+	p := make([]byte, 4)
+	if err := vfd.ReadFull(f, p, 3); err != nil || string(p) != "3456" {
+		t.Fatalf("ReadFull: %q, %v", p, err)
+	}
+	if n, err := f.ReadAt(p, 8); n != 2 || !errors.Is(err, io.EOF) {
+		t.Fatalf("short read: %d, %v", n, err)
+	}
+	if _, err := f.ReadAt(p, -1); !errors.Is(err, vfd.ErrNegativeOffset) {
+		t.Fatalf("negative offset: %v", err)
+	}
+	if _, err := f.WriteAt(p, 0); !errors.Is(err, vfd.ErrReadOnly) {
+		t.Fatalf("WriteAt: %v", err)
+	}
+	if n, _ := f.Size(); n != 10 || f.Name() != "mem" {
+		t.Fatalf("Size %d Name %q", n, f.Name())
+	}
+}
