@@ -186,6 +186,7 @@ func (r *Runtime) Finalize() error {
 	}
 	r.finalized = true
 	defer r.releaseLock()
+	r.dropImage()
 	r.closeStored()
 	if r.reshape != nil {
 		r.reshape.close()

@@ -67,6 +67,8 @@ type options struct {
 	nodeID  func(rank int) string
 	policy  levels.Policy
 	buffers *partner.Buffers
+	// restartImage is the Env.ImageLimit of every rank (WithRestartImage).
+	restartImage int64
 	// lockHeld says the caller (RebuildOffline) holds meta_dir's lock.
 	lockHeld bool
 }
@@ -114,6 +116,22 @@ func WithLevels(ls ...levels.Level) Option {
 // communicator when it implements comm.NodeIDer, and simulated otherwise.
 func WithNodeID(f func(rank int) string) Option { return func(o *options) { o.nodeID = f } }
 
+// DefaultRestartImage is the default of [WithRestartImage]: 1 GiB per rank.
+const DefaultRestartImage = 1 << 30
+
+// WithRestartImage sets how large this rank's data of the checkpoint a
+// restart recovers may be for Init to keep it in memory (default
+// [DefaultRestartImage]; zero or negative: never). Init verifies every
+// byte of the checkpoint before the run goes on; with the data in memory
+// it reads each byte from storage once, as it verifies it, and Recover
+// copies the verified bytes into the protected variables, instead of
+// reading the files a second time. The memory (the size of the rank's
+// checkpoint file) is held from Init until the data is restored (Recover,
+// or RecoverVar of every variable), the next checkpoint, Finalize or
+// Close. A differential checkpoint's chain and an L4 HDF5 file
+// (ckpt_io = 5) are always read from storage.
+func WithRestartImage(bytes int64) Option { return func(o *options) { o.restartImage = bytes } }
+
 // WithBuffers shares one pool of L2/L3 transfer blocks between the ranks
 // of a process (by default each Runtime has its own).
 func WithBuffers(b *partner.Buffers) Option { return func(o *options) { o.buffers = b } }
@@ -150,6 +168,7 @@ type Runtime struct {
 	src       levels.Source    // where Recover reads: a data file, an L4 task, or a chain's image
 	srcTask   *levels.File     // with ckpt_io = 5: src is the L4 HDF5 file this entry describes
 	stored    *storedFile      // the data file Recover reads, opened lazily
+	imageRead map[int32]bool   // variables restored from src.Image so far
 	restored  bool             // Recover has run, or a checkpoint was taken (Snapshot then ticks)
 	lastID    int64
 	last      *levels.Manifest // the newest checkpoint this run committed
@@ -222,7 +241,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: Init needs a communicator, got a nil comm.Comm", ErrNilArgument)
 	}
-	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}, warn: os.Stderr}
+	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}, warn: os.Stderr, restartImage: DefaultRestartImage}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -282,6 +301,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 		TransferSize: cfg.TransferSize,
 		Logger:       r.log,
 		Now:          o.now,
+		ImageLimit:   o.restartImage,
 	}
 	if o.buffers == nil {
 		o.buffers = &partner.Buffers{}
@@ -643,6 +663,7 @@ func (r *Runtime) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.dropImage()
 	r.closeStored()
 	if r.reshape != nil {
 		r.reshape.close()

@@ -42,11 +42,15 @@ func flipData(p string, id int32) error {
 }
 
 // TestCorruptionAfterInit: Init verifies every file of the checkpoint it
-// restarts from, so a data byte changed after Init (before Recover) can
-// only be caught while Recover reads it, and Recover is local: the
-// damaged rank gets an error wrapping the hash mismatch with the variable
-// zeroed (never the changed values), the other ranks recover; nothing
-// falls back behind their backs. RecoverVar behaves the same.
+// restarts from. Without the in-memory image (WithRestartImage(0)) a data
+// byte changed after Init (before Recover) can only be caught while
+// Recover reads it, and Recover is local: the damaged rank gets an error
+// wrapping the hash mismatch with the variable zeroed (never the changed
+// values), the other ranks recover; nothing falls back behind their
+// backs. RecoverVar behaves the same. With the image (the default),
+// Recover copies the bytes Init verified and never reads the file again:
+// a change on storage after Init cannot reach the variables, and every
+// rank restores the checkpointed values.
 func TestCorruptionAfterInit(t *testing.T) {
 	const n, words, victim = 3, 3000, 1
 	data := func(rank int, id int64) []float64 {
@@ -61,11 +65,15 @@ func TestCorruptionAfterInit(t *testing.T) {
 		older  int  // level of an older checkpoint (id 1), 0 for none
 		flip   bool // flip a data byte of the victim after Init
 		perVar bool // RecoverVar instead of Recover
+		image  bool // Init keeps the verified data in memory
 	}{
-		{"intact", 0, false, false},
-		{"flipped, nothing older", 0, true, false},
-		{"flipped, older L4", 4, true, false},
-		{"flipped, RecoverVar", 4, true, true},
+		{"intact", 0, false, false, false},
+		{"flipped, nothing older", 0, true, false, false},
+		{"flipped, older L4", 4, true, false, false},
+		{"flipped, RecoverVar", 4, true, true, false},
+		{"image, intact", 0, false, false, true},
+		{"image, flipped", 0, true, false, true},
+		{"image, flipped, RecoverVar", 4, true, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,7 +96,17 @@ func TestCorruptionAfterInit(t *testing.T) {
 				return r.Checkpoint(2, 1)
 			}))
 			errs := make([]error, n)
-			require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
+			opts := []Option{WithRestartImage(0)}
+			if tt.image {
+				opts = nil // the default
+			}
+			require.NoError(t, world(t, n, cfg, opts, func(r *Runtime) error {
+				if r.Status() != Restart || r.Recovered().ID != 2 {
+					return fmt.Errorf("Init chose %v %+v", r.Status(), r.Recovered())
+				}
+				if (r.src.Image != nil) != tt.image {
+					return fmt.Errorf("rank %d: image kept %v, want %v", r.c.Rank(), r.src.Image != nil, tt.image)
+				}
 				if r.Status() != Restart || r.Recovered().ID != 2 {
 					return fmt.Errorf("Init chose %v %+v", r.Status(), r.Recovered())
 				}
@@ -117,6 +135,9 @@ func TestCorruptionAfterInit(t *testing.T) {
 					if want := data(rank, 2); !slices.Equal(x, want) {
 						return fmt.Errorf("rank %d restored wrong data", rank)
 					}
+					if r.src.Image != nil {
+						return fmt.Errorf("rank %d: the image is still held after every variable was restored", rank)
+					}
 				case !slices.Equal(x, make([]float64, words)):
 					return fmt.Errorf("rank %d left non-zero data after %v", rank, err)
 				}
@@ -126,7 +147,7 @@ func TestCorruptionAfterInit(t *testing.T) {
 				return nil
 			}))
 			for rank, err := range errs {
-				if !tt.flip || rank != victim {
+				if !tt.flip || rank != victim || tt.image {
 					assert.NoError(t, err, "rank %d", rank)
 					continue
 				}

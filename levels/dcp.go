@@ -399,6 +399,10 @@ func OpenSource(src Source) (vfd.File, error) {
 // image's links are checked on every rank. Collective; the error is
 // identical on every rank.
 func (e *Engine) recoverChain(m *Manifest, what string) (Source, error) {
+	// The layers are read from storage: a chain's images could add up to
+	// more than Env.ImageLimit, and the image is assembled from them.
+	env := *e.env
+	env.ImageLimit = 0
 	var chain []Source
 	for _, s := range m.DCP.Chain {
 		x := e.committedSeq(s)
@@ -409,14 +413,14 @@ func (e *Engine) recoverChain(m *Manifest, what string) (Source, error) {
 		if !ok {
 			return Source{}, fmt.Errorf("%s: layer %s: %w", what, x.Dir(), ErrLevelUnavailable)
 		}
-		src, lerr := l.Recover(e.env, x)
+		src, lerr := l.Recover(&env, x)
 		if err := e.agree(lerr, fmt.Sprintf("recover %s (id %d, %v), a layer %s depends on", x.Dir(), x.ID, x.Level, what)); err != nil {
 			return Source{}, err
 		}
 		chain = append(chain, src)
 	}
 	l := e.levels[m.Level]
-	src, lerr := l.Recover(e.env, m)
+	src, lerr := l.Recover(&env, m)
 	if err := e.agree(lerr, "recover "+what); err != nil {
 		return Source{}, err
 	}
