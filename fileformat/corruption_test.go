@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/vfd"
 )
 
 // smallFile returns the bytes of a small file with two blocks, a shrunk
@@ -239,4 +241,27 @@ func mustStored(t *testing.T, r *Reader, id int32) int64 {
 	n, err := r.StoredSize(id)
 	require.NoError(t, err)
 	return n
+}
+
+// TestVerifyLentBytes: Verify of a file that lends its bytes in place
+// (an image being loaded into memory) hashes them there and finds the
+// same corruption as through copies.
+func TestVerifyLentBytes(t *testing.T) {
+	good, _ := smallFile(t)
+	load := func(b []byte) *vfd.Loaded {
+		return vfd.Load(&memFile{name: "small.fti", b: b}, int64(len(b)), 64, 256)
+	}
+	l := load(good)
+	r, err := Open(l)
+	require.NoError(t, err)
+	require.NoError(t, r.Verify())
+	require.NoError(t, l.Close())
+	c := r.Summary().Chunks[0]
+	bad := append([]byte(nil), good...)
+	bad[c.Fptr+c.Size-1] ^= 0x02
+	l = load(bad)
+	r, err = Open(l)
+	require.NoError(t, err)
+	require.ErrorIs(t, r.Verify(), ErrHashMismatch)
+	require.NoError(t, l.Close())
 }
