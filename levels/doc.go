@@ -79,10 +79,13 @@
 //     for a [DataOpener], [DataOpener.ProtectData] commits what was
 //     written and marks the data entry [AttrInContainer] (or, when the
 //     vote in a failed, [DataOpener.AbortData] discards it); vote;
-//     c. every rank renames its files into place and syncs the
-//     directories; vote;
-//     d. rank 0 writes both manifest copies with [vfd.WriteFileAtomic],
-//     concurrently — the commit point is the first copy durable; vote;
+//     c. every rank renames its files into place and syncs their
+//     directories (all at once) while rank 0, having gathered every rank's
+//     files, writes both manifest copies under tmp names and syncs them;
+//     vote;
+//     d. rank 0 renames both copies into place and syncs their
+//     directories, concurrently — the commit point is the first copy
+//     durable; vote;
 //     then rank 0 removes the intent marker (and the deletion markers of
 //     checkpoints every rank has finished removing);
 //     e. the [Policy] names superseded checkpoints; rank 0 renames their
@@ -201,8 +204,10 @@
 //
 // An Engine belongs to one rank and is used by one goroutine at a time;
 // its only goroutines are the background removal, the hashing of the
-// data file during its fsync and, on rank 0, the writing of the intent
-// marker beside the data and of the manifest replica beside the primary.
+// data file during its fsync, the directory syncs of a publish and, on
+// rank 0, the writing of the intent marker beside the data and of the
+// manifest copies beside the publish and beside each other; a restart's
+// image is loaded by a goroutine of [vfd.Load] while the verifier hashes.
 // Ranks of one node share the Local directory; only the node's lowest
 // rank creates, cleans or removes directories there, and no two ranks
 // write the same file. Levels are stateless values shared by all ranks.
