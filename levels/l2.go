@@ -113,7 +113,11 @@ func (l Partner2) Recover(env *Env, m *Manifest) (Source, error) {
 	if okh {
 		cp = fileInfo(env.Store(held.Where), held, "")
 	}
-	res, err := partner.RecoverPartner(env.Comm, env.Topo, l.options(env), own, cp)
+	o := l.options(env)
+	if okd && wantImage(env, data) {
+		o.ImageLimit = env.ImageLimit
+	}
+	res, err := partner.RecoverPartner(env.Comm, env.Topo, o, own, cp)
 	if err != nil {
 		return Source{}, fmt.Errorf("L2: %w", err)
 	}
@@ -121,8 +125,9 @@ func (l Partner2) Recover(env *Env, m *Manifest) (Source, error) {
 		return Source{}, fmt.Errorf("%w: manifest lists no data file for rank %d", ErrMissingFile, env.Rank)
 	}
 	src := Source{Store: env.Store(data.Where), Name: data.Name, Size: data.Size, Digest: data.Digest}
-	if !res.OwnRebuilt {
-		src.Image = own.Image
+	src.Image = own.Image
+	if res.OwnRebuilt {
+		src.Image = res.OwnImage // the restored bytes, as received and checked
 	}
 	return src, nil
 }

@@ -59,9 +59,10 @@ type Options struct {
 	// every byte (see docs/performance.md). A data file restored from its
 	// copy is always kept: the restart reads it next.
 	KeepCache bool
-	// ImageLimit, when positive, makes [RebuildGroup] keep the bytes of a
-	// data file it rebuilds of at most this size in memory
-	// ([L3Recovery.DataImage]), verified, for the restart to read.
+	// ImageLimit, when positive, makes [RecoverPartner] and
+	// [RebuildGroup] keep the bytes of a data file they restore of at most
+	// this size in memory ([L2Recovery.OwnImage], [L3Recovery.DataImage]),
+	// verified, for the restart to read.
 	ImageLimit int64
 
 	// dropPiece is the piece of dropping behind (0: dropPiece), for tests.
@@ -330,6 +331,8 @@ type sink struct {
 	// started and that were dropped from the cache.
 	hinted, dropped int64
 	err             error // owned by the writer goroutine until done is closed
+	// img, when not nil, receives a copy of every byte written.
+	img []byte
 }
 
 // createSink creates r for a stream of size bytes in blocks of bs; with
@@ -358,6 +361,13 @@ func (s *sink) run() {
 				s.err = fmt.Errorf("write %s at %d: %w", s.path, s.off, err)
 			}
 			s.h.Write(b)
+			if s.img != nil {
+				if s.off+int64(len(b)) <= int64(len(s.img)) {
+					copy(s.img[s.off:], b)
+				} else {
+					s.img = nil
+				}
+			}
 			s.off += int64(len(b))
 			s.dropBehind()
 		}
@@ -508,6 +518,9 @@ type streamEnd struct {
 	// keep leaves the received file in the page cache whatever
 	// Options.KeepCache says (a restored data file, read next).
 	keep bool
+	// image, when not nil, receives a copy of the received file's bytes
+	// once they check out against the expected hash (nil otherwise).
+	image *[]byte
 }
 
 // headerLen is the length of a stream header: size u64, hash, flags.
@@ -582,6 +595,9 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 			errs = append(errs, fmt.Errorf("create %s: %w", e.in.Path, err))
 		} else {
 			in = s
+			if e.image != nil {
+				in.img = make([]byte, e.inSize)
+			}
 		}
 	}
 	blocks := func(n int64) int64 { return (n + int64(bs) - 1) / int64(bs) }
@@ -687,6 +703,8 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 		}
 		if len(errs) > 0 {
 			_ = e.in.Driver.Remove(e.in.Path)
+		} else if e.image != nil && in.img != nil && int64(len(in.img)) == size {
+			*e.image = in.img
 		}
 		recvSize, recvHash = size, h
 	}
