@@ -67,8 +67,10 @@ type options struct {
 	nodeID  func(rank int) string
 	policy  levels.Policy
 	buffers *partner.Buffers
-	// restartImage is the Env.ImageLimit of every rank (WithRestartImage).
-	restartImage int64
+	// restartImage is the Env.ImageLimit of every rank when set
+	// (WithRestartImage), else [restartImageDefault].
+	restartImage    int64
+	restartImageSet bool
 	// lockHeld says the caller (RebuildOffline) holds meta_dir's lock.
 	lockHeld bool
 }
@@ -116,11 +118,23 @@ func WithLevels(ls ...levels.Level) Option {
 // communicator when it implements comm.NodeIDer, and simulated otherwise.
 func WithNodeID(f func(rank int) string) Option { return func(o *options) { o.nodeID = f } }
 
-// DefaultRestartImage is the default of [WithRestartImage]: 1 GiB per rank.
+// DefaultRestartImage is the most [WithRestartImage] allows by default:
+// 1 GiB per rank, and no more than a quarter of the node's memory for
+// all its ranks together (physical memory / (4 × node_size)).
 const DefaultRestartImage = 1 << 30
 
+// restartImageDefault is the default Env.ImageLimit for nodeSize ranks
+// per node (see DefaultRestartImage).
+func restartImageDefault(nodeSize int) int64 {
+	limit := int64(DefaultRestartImage)
+	if mem := vfd.PhysicalMemory(); mem > 0 {
+		limit = min(limit, mem/int64(4*max(nodeSize, 1)))
+	}
+	return limit
+}
+
 // WithRestartImage sets how large this rank's data of the checkpoint a
-// restart recovers may be for Init to keep it in memory (default
+// restart recovers may be for Init to keep it in memory (default: see
 // [DefaultRestartImage]; zero or negative: never). Init verifies every
 // byte of the checkpoint before the run goes on; with the data in memory
 // it reads each byte from storage once, as it verifies it, and Recover
@@ -130,7 +144,9 @@ const DefaultRestartImage = 1 << 30
 // or RecoverVar of every variable), the next checkpoint, Finalize or
 // Close. A differential checkpoint's chain and an L4 HDF5 file
 // (ckpt_io = 5) are always read from storage.
-func WithRestartImage(bytes int64) Option { return func(o *options) { o.restartImage = bytes } }
+func WithRestartImage(bytes int64) Option {
+	return func(o *options) { o.restartImage, o.restartImageSet = bytes, true }
+}
 
 // WithBuffers shares one pool of L2/L3 transfer blocks between the ranks
 // of a process (by default each Runtime has its own).
@@ -241,7 +257,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: Init needs a communicator, got a nil comm.Comm", ErrNilArgument)
 	}
-	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}, warn: os.Stderr, restartImage: DefaultRestartImage}
+	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}, warn: os.Stderr}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -292,6 +308,9 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	}
 	r.topo = topo
 	node := topo.NodeOf(c.Rank())
+	if !o.restartImageSet {
+		o.restartImage = restartImageDefault(cfg.NodeSize)
+	}
 	r.env = &levels.Env{
 		Comm: c, Topo: topo, Rank: c.Rank(),
 		Local:        levels.Store{Driver: o.local, Dir: path.Join(cfg.CkptDir, topo.NodeDir(node))},

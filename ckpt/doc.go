@@ -176,7 +176,8 @@
 //     older checkpoint, with a warning): corruption is reported, never
 //     restored. Each rank's data is read from storage once: Init hashes it
 //     as it reads it into memory, and Recover copies the verified bytes
-//     ([WithRestartImage]: up to 1 GiB per rank by default; the memory is
+//     ([WithRestartImage]: by default up to 1 GiB per rank and a quarter of
+//     the node's memory for all its ranks; the memory is
 //     held from Init until the data is restored). Above the limit, for a
 //     differential chain or an L4 HDF5 file, Recover reads the files again
 //     and re-checks every block's hash while reading. Verifying at Init

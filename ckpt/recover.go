@@ -174,7 +174,7 @@ func (h *h5Rank) SubsetOf(id int32) (fileformat.Subset, bool) {
 // for is zeroed. Init has already verified every byte of the data (and
 // rebuilt it from redundancy, or chosen an older checkpoint, when
 // needed). When Init kept the verified bytes in memory
-// ([WithRestartImage], the default up to 1 GiB per rank), Recover copies
+// ([WithRestartImage]; by default up to 1 GiB per rank), Recover copies
 // them into the variables without touching storage, then lets go of
 // them. Otherwise it reads the files again and checks every block against
 // its hash as it reads it: a block that does not match was changed after

@@ -236,3 +236,17 @@ func TestRecoverIsLocal(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartImageDefault: by default the image may take up to 1 GiB per
+// rank and no more than a quarter of the node's memory for all its ranks.
+func TestRestartImageDefault(t *testing.T) {
+	mem := vfd.PhysicalMemory()
+	for _, nodeSize := range []int{1, 4, 64, 1 << 20} {
+		got := restartImageDefault(nodeSize)
+		assert.LessOrEqual(t, got, int64(DefaultRestartImage), "node size %d", nodeSize)
+		if mem > 0 {
+			assert.LessOrEqual(t, got*int64(nodeSize), mem/4, "node size %d", nodeSize)
+			assert.Equal(t, min(int64(DefaultRestartImage), mem/int64(4*nodeSize)), got, "node size %d", nodeSize)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
 
 	"github.com/ftigo/ftigo/vfd"
@@ -164,5 +165,15 @@ func TestBytesFile(t *testing.T) {
 	}
 	if n, _ := f.Size(); n != 10 || f.Name() != "mem" {
 		t.Fatalf("Size %d Name %q", n, f.Name())
+	}
+}
+
+func TestPhysicalMemory(t *testing.T) {
+	n := vfd.PhysicalMemory()
+	if runtime.GOOS == "linux" && n < 64<<20 {
+		t.Fatalf("PhysicalMemory %d on Linux", n)
+	}
+	if n < 0 {
+		t.Fatalf("PhysicalMemory %d", n)
 	}
 }
