@@ -554,19 +554,20 @@ func (e *Engine) removeCopies(seq uint64) error {
 }
 
 // MkdirDurable creates dir and its parents and syncs every directory on
-// the way up, so the new entries survive a crash.
+// the way up, so the new entries survive a crash. The syncs run at once:
+// on one file system they share journal commits.
 func MkdirDurable(d vfd.Driver, dir string) error {
 	if err := d.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	var syncs []func() error
 	for p := path.Clean(dir); ; p = path.Dir(p) {
-		if err := d.SyncDir(p); err != nil {
-			return err
-		}
+		syncs = append(syncs, func() error { return d.SyncDir(p) })
 		if p == "/" || p == "." {
-			return nil
+			break
 		}
 	}
+	return runAll(syncs)
 }
 
 func removeIfExists(d vfd.Driver, name string) error {
