@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -248,5 +249,96 @@ func TestRestartImageDefault(t *testing.T) {
 			assert.LessOrEqual(t, got*int64(nodeSize), mem/4, "node size %d", nodeSize)
 			assert.Equal(t, min(int64(DefaultRestartImage), mem/int64(4*nodeSize)), got, "node size %d", nodeSize)
 		}
+	}
+}
+
+// TestRestartReadsOnce: a restart (Init, then Recover) reads every byte of
+// each rank's data file from storage once at L1 and L2, and each rank's
+// task of the L4 container once (nothing staged locally); without the
+// image (WithRestartImage(0)) the L1 data is read twice.
+func TestRestartReadsOnce(t *testing.T) {
+	const n, words = 3, 200_000
+	for _, tc := range []struct {
+		level int
+		image bool
+		times int64
+	}{{1, true, 1}, {2, true, 1}, {4, true, 1}, {1, false, 2}} {
+		t.Run(fmt.Sprintf("L%d/image=%v", tc.level, tc.image), func(t *testing.T) {
+			var mu sync.Mutex
+			on := false
+			read := map[string]int64{}
+			d := vfd.NewFault(vfd.Sec2{}, vfd.InjectorFunc(func(op vfd.Op) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if on && op.Kind == vfd.OpRead {
+					read[op.Path] += int64(op.Len)
+				}
+				return nil
+			}))
+			cfg := testConfig(t.TempDir(), 1)
+			cfg.GroupSize = n
+			opts := []Option{WithDriver(d)}
+			data := func(rank int) []float64 {
+				x := make([]float64, words)
+				for i := range x {
+					x[i] = float64(rank)*1e7 + float64(i)
+				}
+				return x
+			}
+			require.NoError(t, world(t, n, cfg, opts, func(r *Runtime) error {
+				x := data(r.c.Rank())
+				return errors.Join(Protect(r, 0, &x), r.Checkpoint(1, tc.level))
+			}))
+			mu.Lock()
+			on = true
+			mu.Unlock()
+			if !tc.image {
+				opts = append(opts, WithRestartImage(0))
+			}
+			var task [n]int64
+			require.NoError(t, world(t, n, cfg, opts, func(r *Runtime) error {
+				if f, ok := r.Recovered().DataFile(r.c.Rank()); ok {
+					task[r.c.Rank()] = f.Size
+				}
+				x := make([]float64, words)
+				if err := errors.Join(Protect(r, 0, &x), r.Recover()); err != nil {
+					return err
+				}
+				if !slices.Equal(x, data(r.c.Rank())) {
+					return fmt.Errorf("rank %d: wrong data", r.c.Rank())
+				}
+				return nil
+			}))
+			mu.Lock()
+			on = false
+			mu.Unlock()
+			var dataRead, container int64
+			for p, b := range read {
+				switch {
+				case strings.Contains(p, "/data0"):
+					dataRead += b
+				case strings.Contains(p, ".sion"):
+					container += b
+				}
+			}
+			var want int64
+			for _, s := range task {
+				want += s
+			}
+			if tc.level == 4 {
+				// The tasks once, plus the container's metadata.
+				assert.Zero(t, dataRead, "nothing read from local copies")
+				assert.GreaterOrEqual(t, container, want)
+				assert.Less(t, container, want+want/10, "tasks read once (%d bytes of container for %d of tasks)", container, want)
+				return
+			}
+			if tc.times == 1 {
+				assert.Equal(t, want, dataRead, "bytes read from the data files (%d of data)", want)
+				return
+			}
+			// Verified, then read again (plus the metadata a second time).
+			assert.GreaterOrEqual(t, dataRead, tc.times*want)
+			assert.Less(t, dataRead, tc.times*want+want/10)
+		})
 	}
 }
