@@ -244,6 +244,7 @@ func (r *Runtime) Finalize() error {
 func (r *Runtime) finalize() error {
 	r.finalized = true
 	defer r.releaseLock()
+	r.dropImage()
 	r.closeStored()
 	if r.reshape != nil {
 		r.reshape.close()

@@ -67,6 +67,10 @@ type options struct {
 	nodeID  func(rank int) string
 	policy  levels.Policy
 	buffers *partner.Buffers
+	// restartImage is the Env.ImageLimit of every rank when set
+	// (WithRestartImage), else [restartImageDefault].
+	restartImage    int64
+	restartImageSet bool
 	// lockHeld says the caller (RebuildOffline) holds meta_dir's lock.
 	lockHeld bool
 	// postStart, when set, is called by the background poster before it
@@ -117,6 +121,36 @@ func WithLevels(ls ...levels.Level) Option {
 // communicator when it implements comm.NodeIDer, and simulated otherwise.
 func WithNodeID(f func(rank int) string) Option { return func(o *options) { o.nodeID = f } }
 
+// DefaultRestartImage is the most [WithRestartImage] allows by default:
+// 1 GiB per rank, and no more than a quarter of the node's memory for
+// all its ranks together (physical memory / (4 × node_size)).
+const DefaultRestartImage = 1 << 30
+
+// restartImageDefault is the default Env.ImageLimit for nodeSize ranks
+// per node (see DefaultRestartImage).
+func restartImageDefault(nodeSize int) int64 {
+	limit := int64(DefaultRestartImage)
+	if mem := vfd.PhysicalMemory(); mem > 0 {
+		limit = min(limit, mem/int64(4*max(nodeSize, 1)))
+	}
+	return limit
+}
+
+// WithRestartImage sets how large this rank's data of the checkpoint a
+// restart recovers may be for Init to keep it in memory (default: see
+// [DefaultRestartImage]; zero or negative: never). Init verifies every
+// byte of the checkpoint before the run goes on; with the data in memory
+// it reads each byte from storage once, as it verifies it, and Recover
+// copies the verified bytes into the protected variables, instead of
+// reading the files a second time. The memory (the size of the rank's
+// checkpoint file) is held from Init until the data is restored (Recover,
+// or RecoverVar of every variable), the next checkpoint, Finalize or
+// Close. A differential checkpoint's chain and an L4 HDF5 file
+// (ckpt_io = 5) are always read from storage.
+func WithRestartImage(bytes int64) Option {
+	return func(o *options) { o.restartImage, o.restartImageSet = bytes, true }
+}
+
 // WithBuffers shares one pool of L2/L3 transfer blocks between the ranks
 // of a process (by default each Runtime has its own).
 func WithBuffers(b *partner.Buffers) Option { return func(o *options) { o.buffers = b } }
@@ -153,6 +187,7 @@ type Runtime struct {
 	src       levels.Source    // where Recover reads: a data file, an L4 task, or a chain's image
 	srcTask   *levels.File     // with ckpt_io = 5: src is the L4 HDF5 file this entry describes
 	stored    *storedFile      // the data file Recover reads, opened lazily
+	imageRead map[int32]bool   // variables restored from src.Image so far
 	restored  bool             // Recover has run, or a checkpoint was taken (Snapshot then ticks)
 	lastID    int64
 	last      *levels.Manifest // the newest checkpoint this run committed
@@ -286,6 +321,9 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	}
 	r.topo = topo
 	node := topo.NodeOf(c.Rank())
+	if !o.restartImageSet {
+		o.restartImage = restartImageDefault(cfg.NodeSize)
+	}
 	r.env = &levels.Env{
 		Comm: c, Topo: topo, Rank: c.Rank(),
 		Local:        levels.Store{Driver: o.local, Dir: path.Join(cfg.CkptDir, topo.NodeDir(node))},
@@ -295,6 +333,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 		TransferSize: cfg.TransferSize,
 		Logger:       r.log,
 		Now:          o.now,
+		ImageLimit:   o.restartImage,
 	}
 	if o.buffers == nil {
 		o.buffers = &partner.Buffers{}
@@ -666,6 +705,7 @@ func (r *Runtime) Close() error {
 	r.abortICP()
 	r.closePost() // a checkpoint in flight is finished, or left at L1
 	r.drainStaging()
+	r.dropImage()
 	r.closeStored()
 	if r.reshape != nil {
 		r.reshape.close()

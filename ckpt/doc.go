@@ -38,8 +38,10 @@
 //  3. On a restart ([Runtime.Status] is Restart, RestartKept or
 //     RestartVPR): [Runtime.Recover], [Runtime.RecoverVar],
 //     [Runtime.RecoverVarByName], [Runtime.StoredSize],
-//     [Runtime.Realloc]. They read the files Init verified and still check
-//     every block's hash as they read; after Recover, Status is Fresh, as
+//     [Runtime.Realloc]. They copy the bytes Init verified and kept in
+//     memory ([WithRestartImage]), or else read the files Init verified
+//     and check every block's hash again as they read; after Recover,
+//     Status is Fresh, as
 //     FTI_Status is. On a restart of the shape that wrote the checkpoint
 //     they are local: any subset of ranks may call them. On a restart
 //     from data another shape wrote ([Runtime.Reshaped]) Recover,
@@ -175,10 +177,24 @@
 // # Where ftigo differs from FTI
 //
 // Deliberately, to be safer:
-//   - Init verifies every byte of the checkpoint it restarts from, and
-//     Recover re-checks every block's hash while reading: corruption is
-//     reported, never restored. (An L1 restart therefore reads its data
-//     twice, the second time mostly from the page cache.)
+//   - Init verifies every byte of the checkpoint it restarts from before
+//     the run goes on (a damaged file falls back to a redundant copy or an
+//     older checkpoint, with a warning): corruption is reported, never
+//     restored. Each rank's data is read from storage once: Init hashes it
+//     as it reads it into memory, and Recover copies the verified bytes
+//     ([WithRestartImage]: by default up to 1 GiB per rank and a quarter of
+//     the node's memory for all its ranks; the memory is
+//     held from Init until the data is restored). Above the limit, for a
+//     differential chain or an L4 HDF5 file, Recover reads the files again
+//     and re-checks every block's hash while reading. Verifying at Init
+//     and copying at Recover (rather than checking only metadata at Init
+//     and hashing while Recover copies) is deliberate: Recover is local,
+//     so a bad block found there could neither be rebuilt from redundancy
+//     (collective at L3) nor send the run to an older checkpoint without
+//     Status having promised another one.
+//   - An L4 restart reads each rank's task straight from the container in
+//     the global area (FTI copies the checkpoint files to local storage
+//     first); nothing is written locally.
 //   - An unrecoverable restart is an error, never a fresh start; lost
 //     checkpoint metadata is an error naming the files; a fallback to an
 //     older checkpoint is printed on standard error. FTI keeps its restart

@@ -43,8 +43,10 @@ func RebuildOffline(cfg Config, opts ...Option) (*levels.Manifest, error) {
 	}
 	cfg.NodeSize, cfg.GroupSize = newest.NodeSize, newest.GroupSize
 	nodes := newest.Nodes
+	// Every rank runs in this process and nothing is restored: the data
+	// is verified (and rebuilt) on storage, never kept in memory.
 	opts = append(slices.Clone(opts), WithNodeID(func(rank int) string { return nodes[rank/cfg.NodeSize] }),
-		func(o *options) { o.lockHeld = true })
+		func(o *options) { o.lockHeld = true }, WithRestartImage(0))
 	var got *levels.Manifest
 	err = comm.Run(newest.Ranks, func(c comm.Comm) error {
 		r, err := Init(cfg, c, opts...)

@@ -57,7 +57,12 @@ func (r *Runtime) openStored() (*storedFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: open recovered file: %w", err)
 	}
-	rd, err := fileformat.Open(f)
+	var opts []fileformat.Option
+	if r.src.Image != nil && len(r.src.Chain) == 0 {
+		// Every byte was verified by Init as it was read into memory.
+		opts = append(opts, fileformat.WithVerifiedData())
+	}
+	rd, err := fileformat.Open(f, opts...)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("ckpt: read recovered file: %w", err), f.Close())
 	}
@@ -70,6 +75,34 @@ func (r *Runtime) closeStored() {
 		r.stored.c.Close()
 		r.stored = nil
 	}
+}
+
+// dropImage lets go of the in-memory image of the recovered data
+// ([WithRestartImage]); a later read of it goes to storage.
+func (r *Runtime) dropImage() {
+	if r.src.Image == nil {
+		return
+	}
+	r.closeStored()
+	r.src.Image, r.imageRead = nil, nil
+}
+
+// imageVarRead notes that variable id was restored from the in-memory
+// image and drops the image once every variable it holds was.
+func (r *Runtime) imageVarRead(id int, st *storedFile) {
+	if r.src.Image == nil {
+		return
+	}
+	if r.imageRead == nil {
+		r.imageRead = map[int32]bool{}
+	}
+	r.imageRead[int32(id)] = true
+	for _, v := range st.r.Vars() {
+		if !r.imageRead[v.ID] {
+			return
+		}
+	}
+	r.dropImage()
 }
 
 // h5Rank is one rank's variables in an HDF5 checkpoint.
@@ -138,13 +171,16 @@ func (h *h5Rank) SubsetOf(id int32) (fileformat.Subset, bool) {
 // whichever old ranks hold them (variables outside the datasets from old
 // rank floor(rank·N/M) when N and M divide; see the package doc). Errors
 // are then the same on every rank, and on failure every variable asked
-// for is zeroed. It reads files Init has already verified completely (and rebuilt
-// from redundancy, or chosen an older checkpoint for, when needed), and
-// it still checks every block against its hash as it reads it: a block
-// that does not match was changed after Init, and Recover returns a
-// local error wrapping the corruption (fileformat.ErrHashMismatch) with
-// the variable zeroed, so bad data is never left looking restored. It
-// stops at the first variable that fails.
+// for is zeroed. Init has already verified every byte of the data (and
+// rebuilt it from redundancy, or chosen an older checkpoint, when
+// needed). When Init kept the verified bytes in memory
+// ([WithRestartImage]; by default up to 1 GiB per rank), Recover copies
+// them into the variables without touching storage, then lets go of
+// them. Otherwise it reads the files again and checks every block against
+// its hash as it reads it: a block that does not match was changed after
+// Init, and Recover returns a local error wrapping the corruption
+// (fileformat.ErrHashMismatch) with the variable zeroed, so bad data is
+// never left looking restored. It stops at the first variable that fails.
 func (r *Runtime) Recover() error {
 	if err := r.usable("Recover"); err != nil {
 		return err
@@ -162,6 +198,7 @@ func (r *Runtime) Recover() error {
 				return err
 			}
 		}
+		r.dropImage()
 	}
 	r.restored = true
 	r.status = Fresh
@@ -206,6 +243,7 @@ func (r *Runtime) recoverVar(id int) error {
 			return fmt.Errorf("ckpt: recover variable %d: %w", id, err)
 		}
 	}
+	r.imageVarRead(id, st)
 	return nil
 }
 

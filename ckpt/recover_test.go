@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -42,11 +43,15 @@ func flipData(p string, id int32) error {
 }
 
 // TestCorruptionAfterInit: Init verifies every file of the checkpoint it
-// restarts from, so a data byte changed after Init (before Recover) can
-// only be caught while Recover reads it, and Recover is local: the
-// damaged rank gets an error wrapping the hash mismatch with the variable
-// zeroed (never the changed values), the other ranks recover; nothing
-// falls back behind their backs. RecoverVar behaves the same.
+// restarts from. Without the in-memory image (WithRestartImage(0)) a data
+// byte changed after Init (before Recover) can only be caught while
+// Recover reads it, and Recover is local: the damaged rank gets an error
+// wrapping the hash mismatch with the variable zeroed (never the changed
+// values), the other ranks recover; nothing falls back behind their
+// backs. RecoverVar behaves the same. With the image (the default),
+// Recover copies the bytes Init verified and never reads the file again:
+// a change on storage after Init cannot reach the variables, and every
+// rank restores the checkpointed values.
 func TestCorruptionAfterInit(t *testing.T) {
 	const n, words, victim = 3, 3000, 1
 	data := func(rank int, id int64) []float64 {
@@ -61,11 +66,15 @@ func TestCorruptionAfterInit(t *testing.T) {
 		older  int  // level of an older checkpoint (id 1), 0 for none
 		flip   bool // flip a data byte of the victim after Init
 		perVar bool // RecoverVar instead of Recover
+		image  bool // Init keeps the verified data in memory
 	}{
-		{"intact", 0, false, false},
-		{"flipped, nothing older", 0, true, false},
-		{"flipped, older L4", 4, true, false},
-		{"flipped, RecoverVar", 4, true, true},
+		{"intact", 0, false, false, false},
+		{"flipped, nothing older", 0, true, false, false},
+		{"flipped, older L4", 4, true, false, false},
+		{"flipped, RecoverVar", 4, true, true, false},
+		{"image, intact", 0, false, false, true},
+		{"image, flipped", 0, true, false, true},
+		{"image, flipped, RecoverVar", 4, true, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,7 +97,17 @@ func TestCorruptionAfterInit(t *testing.T) {
 				return r.Checkpoint(2, 1)
 			}))
 			errs := make([]error, n)
-			require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
+			opts := []Option{WithRestartImage(0)}
+			if tt.image {
+				opts = nil // the default
+			}
+			require.NoError(t, world(t, n, cfg, opts, func(r *Runtime) error {
+				if r.Status() != Restart || r.Recovered().ID != 2 {
+					return fmt.Errorf("Init chose %v %+v", r.Status(), r.Recovered())
+				}
+				if (r.src.Image != nil) != tt.image {
+					return fmt.Errorf("rank %d: image kept %v, want %v", r.c.Rank(), r.src.Image != nil, tt.image)
+				}
 				if r.Status() != Restart || r.Recovered().ID != 2 {
 					return fmt.Errorf("Init chose %v %+v", r.Status(), r.Recovered())
 				}
@@ -117,6 +136,9 @@ func TestCorruptionAfterInit(t *testing.T) {
 					if want := data(rank, 2); !slices.Equal(x, want) {
 						return fmt.Errorf("rank %d restored wrong data", rank)
 					}
+					if r.src.Image != nil {
+						return fmt.Errorf("rank %d: the image is still held after every variable was restored", rank)
+					}
 				case !slices.Equal(x, make([]float64, words)):
 					return fmt.Errorf("rank %d left non-zero data after %v", rank, err)
 				}
@@ -126,7 +148,7 @@ func TestCorruptionAfterInit(t *testing.T) {
 				return nil
 			}))
 			for rank, err := range errs {
-				if !tt.flip || rank != victim {
+				if !tt.flip || rank != victim || tt.image {
 					assert.NoError(t, err, "rank %d", rank)
 					continue
 				}
@@ -212,6 +234,111 @@ func TestRecoverIsLocal(t *testing.T) {
 				2: {Restart, Restart},
 				3: {Restart, Fresh},
 			}, statuses)
+		})
+	}
+}
+
+// TestRestartImageDefault: by default the image may take up to 1 GiB per
+// rank and no more than a quarter of the node's memory for all its ranks.
+func TestRestartImageDefault(t *testing.T) {
+	mem := vfd.PhysicalMemory()
+	for _, nodeSize := range []int{1, 4, 64, 1 << 20} {
+		got := restartImageDefault(nodeSize)
+		assert.LessOrEqual(t, got, int64(DefaultRestartImage), "node size %d", nodeSize)
+		if mem > 0 {
+			assert.LessOrEqual(t, got*int64(nodeSize), mem/4, "node size %d", nodeSize)
+			assert.Equal(t, min(int64(DefaultRestartImage), mem/int64(4*nodeSize)), got, "node size %d", nodeSize)
+		}
+	}
+}
+
+// TestRestartReadsOnce: a restart (Init, then Recover) reads every byte of
+// each rank's data file from storage once at L1 and L2, and each rank's
+// task of the L4 container once (nothing staged locally); without the
+// image (WithRestartImage(0)) the L1 data is read twice.
+func TestRestartReadsOnce(t *testing.T) {
+	const n, words = 3, 200_000
+	for _, tc := range []struct {
+		level int
+		image bool
+		times int64
+	}{{1, true, 1}, {2, true, 1}, {4, true, 1}, {1, false, 2}} {
+		t.Run(fmt.Sprintf("L%d/image=%v", tc.level, tc.image), func(t *testing.T) {
+			var mu sync.Mutex
+			on := false
+			read := map[string]int64{}
+			d := vfd.NewFault(vfd.Sec2{}, vfd.InjectorFunc(func(op vfd.Op) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if on && op.Kind == vfd.OpRead {
+					read[op.Path] += int64(op.Len)
+				}
+				return nil
+			}))
+			cfg := testConfig(t.TempDir(), 1)
+			cfg.GroupSize = n
+			opts := []Option{WithDriver(d)}
+			data := func(rank int) []float64 {
+				x := make([]float64, words)
+				for i := range x {
+					x[i] = float64(rank)*1e7 + float64(i)
+				}
+				return x
+			}
+			require.NoError(t, world(t, n, cfg, opts, func(r *Runtime) error {
+				x := data(r.c.Rank())
+				return errors.Join(Protect(r, 0, &x), r.Checkpoint(1, tc.level))
+			}))
+			mu.Lock()
+			on = true
+			mu.Unlock()
+			if !tc.image {
+				opts = append(opts, WithRestartImage(0))
+			}
+			var task [n]int64
+			require.NoError(t, world(t, n, cfg, opts, func(r *Runtime) error {
+				if f, ok := r.Recovered().DataFile(r.c.Rank()); ok {
+					task[r.c.Rank()] = f.Size
+				}
+				x := make([]float64, words)
+				if err := errors.Join(Protect(r, 0, &x), r.Recover()); err != nil {
+					return err
+				}
+				if !slices.Equal(x, data(r.c.Rank())) {
+					return fmt.Errorf("rank %d: wrong data", r.c.Rank())
+				}
+				return nil
+			}))
+			mu.Lock()
+			on = false
+			mu.Unlock()
+			var dataRead, container int64
+			for p, b := range read {
+				switch {
+				case strings.Contains(p, "/data0"):
+					dataRead += b
+				case strings.Contains(p, ".sion"):
+					container += b
+				}
+			}
+			var want int64
+			for _, s := range task {
+				want += s
+			}
+			if tc.level == 4 {
+				// The tasks once, plus the container's metadata.
+				assert.Zero(t, dataRead, "nothing read from local copies")
+				assert.GreaterOrEqual(t, container, want)
+				assert.Less(t, container, want+want/10, "tasks read once (%d bytes of container for %d of tasks)", container, want)
+				return
+			}
+			if tc.times == 1 {
+				assert.Equal(t, want, dataRead, "bytes read from the data files (%d of data)", want)
+				return
+			}
+			// Verified, then read again (plus the metadata a second time).
+			assert.GreaterOrEqual(t, dataRead, tc.times*want)
+			assert.Less(t, dataRead, tc.times*want+want/10)
 		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/vfd"
 )
 
 // smallFile returns the bytes of a small file with two blocks, a shrunk
@@ -187,4 +189,79 @@ func (f *failFile) ReadAt(p []byte, off int64) (int, error) {
 		return 0, f.err
 	}
 	return f.memFile.ReadAt(p, off)
+}
+
+// TestVerifiedDataSkipsOnlyReadHashes pins down what WithVerifiedData
+// changes: ReadVar and ReadVarAt copy without checking block hashes (the
+// caller vouches the bytes were verified and cannot change), while the
+// metadata checks of Open and every check of Verify still run.
+func TestVerifiedDataSkipsOnlyReadHashes(t *testing.T) {
+	good, vars := smallFile(t)
+	r, err := Open(&memFile{name: "small.fti", b: good}, WithVerifiedData())
+	require.NoError(t, err)
+	for _, v := range vars {
+		got := make([]byte, len(v.Data))
+		require.NoError(t, r.ReadVar(v.ID, got))
+		require.Equal(t, v.Data, got)
+		if len(v.Data) > 3 {
+			part := make([]byte, len(v.Data)-3)
+			require.NoError(t, r.ReadVarAt(v.ID, part, 2))
+			require.Equal(t, v.Data[2:len(v.Data)-1], part)
+		}
+	}
+	require.NoError(t, r.Verify())
+
+	// A data byte changed: without the option ReadVar refuses it, with it
+	// ReadVar copies it (the check was the caller's), Verify still refuses.
+	plain, err := Open(&memFile{name: "small.fti", b: good})
+	require.NoError(t, err)
+	c := plain.Summary().Chunks[0]
+	bad := append([]byte(nil), good...)
+	bad[c.Fptr] ^= 0x40
+	got := make([]byte, len(vars[0].Data))
+	pr, err := Open(&memFile{name: "small.fti", b: bad})
+	require.NoError(t, err)
+	require.ErrorIs(t, pr.ReadVar(c.VarID, got[:mustStored(t, pr, c.VarID)]), ErrHashMismatch)
+	vr, err := Open(&memFile{name: "small.fti", b: bad}, WithVerifiedData())
+	require.NoError(t, err)
+	n := mustStored(t, vr, c.VarID)
+	require.NoError(t, vr.ReadVar(c.VarID, got[:n]))
+	require.ErrorIs(t, vr.Verify(), ErrHashMismatch)
+
+	// Metadata is still checked at Open.
+	meta := append([]byte(nil), good...)
+	meta[len(meta)-FBSize-1] ^= 0x01
+	_, err = Open(&memFile{name: "small.fti", b: meta}, WithVerifiedData())
+	var ce *CorruptionError
+	require.ErrorAs(t, err, &ce)
+}
+
+func mustStored(t *testing.T, r *Reader, id int32) int64 {
+	t.Helper()
+	n, err := r.StoredSize(id)
+	require.NoError(t, err)
+	return n
+}
+
+// TestVerifyLentBytes: Verify of a file that lends its bytes in place
+// (an image being loaded into memory) hashes them there and finds the
+// same corruption as through copies.
+func TestVerifyLentBytes(t *testing.T) {
+	good, _ := smallFile(t)
+	load := func(b []byte) *vfd.Loaded {
+		return vfd.Load(&memFile{name: "small.fti", b: b}, int64(len(b)), 64, 256)
+	}
+	l := load(good)
+	r, err := Open(l)
+	require.NoError(t, err)
+	require.NoError(t, r.Verify())
+	require.NoError(t, l.Close())
+	c := r.Summary().Chunks[0]
+	bad := append([]byte(nil), good...)
+	bad[c.Fptr+c.Size-1] ^= 0x02
+	l = load(bad)
+	r, err = Open(l)
+	require.NoError(t, err)
+	require.ErrorIs(t, r.Verify(), ErrHashMismatch)
+	require.NoError(t, l.Close())
 }

@@ -100,7 +100,7 @@ func (r *Reader) readBlocks(ci int, first int64, dst []byte) error {
 	c := &r.chunk[ci]
 	bs := int64(r.fb.blockSize)
 	base := c.Fptr + first*bs
-	hashed := r.Hashed()
+	hashed := r.Hashed() && !r.o.verified
 	parallel := int64(len(dst)) >= parallelMin && r.o.workers > 1
 	seg := segSize(r.fb.blockSize)
 	var (

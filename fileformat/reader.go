@@ -45,7 +45,7 @@ type Reader struct {
 // file's size and [MaxMetaSize] before anything is allocated, and the
 // metadata is streamed (memory grows with the records read). Errors about the content are *[CorruptionError]s
 // wrapping [ErrNotFTIFF], [ErrVersion], [ErrTruncated], [ErrHashMismatch]
-// or [ErrCorrupt]. Open uses [WithHashWorkers] and [WithLogger]; the other
+// or [ErrCorrupt]. Open uses [WithHashWorkers], [WithVerifiedData] and [WithLogger]; the other
 // options are ignored. The Reader does not own f: the caller closes it.
 func Open(f vfd.File, opts ...Option) (*Reader, error) {
 	o := buildOptions(opts)
@@ -67,6 +67,30 @@ func (r *Reader) corrupt(varID int32, chunk int, off int64, err error) error {
 // fileErr is a corruption of the file as a whole at offset off.
 func (r *Reader) fileErr(off int64, err error, format string, args ...any) error {
 	return r.corrupt(-1, -1, off, fmt.Errorf("%w: %s", err, fmt.Sprintf(format, args...)))
+}
+
+// lender is a file that can hand out its bytes in place, without a copy
+// (vfd.Loaded, an image being read into memory): Verify hashes them where
+// they lie.
+type lender interface {
+	Range(off, end int64) ([]byte, error)
+}
+
+// lend returns bytes [off, off+n) of the file in place when it is a
+// lender (nil, nil otherwise); a range past the end is ErrTruncated.
+func (r *Reader) lend(off, n int64) ([]byte, error) {
+	l, ok := r.f.(lender)
+	if !ok {
+		return nil, nil
+	}
+	if size, err := r.f.Size(); err == nil && off+n > size {
+		return nil, r.fileErr(size, ErrTruncated, "file ends inside a %d-byte read at %d", n, off)
+	}
+	b, err := l.Range(off, off+n)
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %d: %w", r.path, off, err)
+	}
+	return b, nil
 }
 
 // readAt reads exactly len(p) bytes at off; a short file is ErrTruncated.
@@ -724,7 +748,9 @@ type hashJob struct {
 func (r *Reader) readChunk(ci int, dst []byte) error {
 	c := &r.chunk[ci]
 	bs := r.fb.blockSize
-	hashed := r.Hashed()
+	// Verify (dst == nil) always hashes; ReadVar not when the data was
+	// verified already (WithVerifiedData).
+	hashed := r.Hashed() && (dst == nil || !r.o.verified)
 	seg := segSize(bs)
 	got := make([][HashSize]byte, len(c.BlockHashes))
 	workers := r.o.workers
@@ -732,7 +758,7 @@ func (r *Reader) readChunk(ci int, dst []byte) error {
 		workers = 0
 	}
 	var free chan []byte
-	if dst == nil {
+	if _, lends := r.f.(lender); dst == nil && !lends {
 		nbuf := max(workers, 1) + 1
 		free = make(chan []byte, nbuf)
 		for i := 0; i < nbuf; i++ {
@@ -765,6 +791,23 @@ func (r *Reader) readChunk(ci int, dst []byte) error {
 	for off := int64(0); off < c.Size; off += seg {
 		n := min(seg, c.Size-off)
 		var p, buf []byte
+		if dst == nil {
+			// Checking only: hash the bytes in place when the file lends them.
+			lent, err := r.lend(c.Fptr+off, n)
+			if err != nil {
+				rerr = err
+				break
+			}
+			if lent != nil {
+				j := hashJob{first: int(off / int64(bs)), data: lent}
+				if workers == 0 {
+					hash(j)
+				} else {
+					jobs <- j
+				}
+				continue
+			}
+		}
 		if dst != nil {
 			p = dst[off : off+n]
 		} else {

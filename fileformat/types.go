@@ -173,6 +173,7 @@ type options struct {
 	noHash    bool
 	noDigest  bool
 	sync      bool
+	verified  bool
 	workers   int
 	clock     func() time.Time
 	logger    *zap.Logger
@@ -241,6 +242,16 @@ func WithoutHash() Option { return func(o *options) { o.noHash = true } }
 // file block and syncs again. The file block is thus never durable before
 // the data it describes. Without it Write leaves syncing to the caller.
 func WithSync() Option { return func(o *options) { o.sync = true } }
+
+// WithVerifiedData tells [Open] that every byte of the file's data was
+// checked already and cannot have changed since: an in-memory image whose
+// every block (or whose whole-file digest) was verified as it was read in.
+// [Reader.ReadVar] and [Reader.ReadVarAt] then copy the data without
+// hashing it again. Open still checks the header, the file block, the
+// metadata hash and the structure, and [Reader.Verify] still checks
+// everything. Never use it on a file that lives on storage: bytes there
+// can change between the check and the read.
+func WithVerifiedData() Option { return func(o *options) { o.verified = true } }
 
 // WithHashWorkers sets how many goroutines hash in parallel (default
 // GOMAXPROCS).

@@ -382,9 +382,13 @@ func (e *Engine) Source(m *Manifest) (Source, error) {
 // OpenSource opens the data of src for reading: the data file (or the L4
 // task holding it), or, for a differential checkpoint, the image of its
 // chain (fileformat.OpenImage: every layer opened, the links checked).
+// A source holding its verified [Source.Image] is served from memory.
 // The caller closes the result, which closes every layer.
 func OpenSource(src Source) (vfd.File, error) {
 	open1 := func(s Source) (vfd.File, error) {
+		if s.Image != nil {
+			return vfd.BytesFile(s.Store.Path(s.Name)+" (verified image in memory)", s.Image), nil
+		}
 		if s.Task != nil {
 			return OpenTask(s.Store, *s.Task)
 		}
@@ -424,6 +428,10 @@ func OpenSource(src Source) (vfd.File, error) {
 // image's links are checked on every rank. Collective; the error is
 // identical on every rank.
 func (e *Engine) recoverChain(m *Manifest, what string) (Source, error) {
+	// The layers are read from storage: a chain's images could add up to
+	// more than Env.ImageLimit, and the image is assembled from them.
+	env := *e.env
+	env.ImageLimit = 0
 	var chain []Source
 	for _, s := range m.DCP.Chain {
 		x := e.committedSeq(s)
@@ -434,14 +442,14 @@ func (e *Engine) recoverChain(m *Manifest, what string) (Source, error) {
 		if !ok {
 			return Source{}, fmt.Errorf("%s: layer %s: %w", what, x.Dir(), ErrLevelUnavailable)
 		}
-		src, lerr := l.Recover(e.env, x)
+		src, lerr := l.Recover(&env, x)
 		if err := e.agree(lerr, fmt.Sprintf("recover %s (id %d, %v), a layer %s depends on", x.Dir(), x.ID, x.Level, what)); err != nil {
 			return Source{}, err
 		}
 		chain = append(chain, src)
 	}
 	l := e.levels[m.Level]
-	src, lerr := l.Recover(e.env, m)
+	src, lerr := l.Recover(&env, m)
 	if err := e.agree(lerr, "recover "+what); err != nil {
 		return Source{}, err
 	}

@@ -56,7 +56,7 @@
 //     rank 0 those of the global area and, last, the markers.
 //  3. On a restart, [Engine.Recover]: newest committed checkpoint first,
 //     [Level.Recover] on every rank (verify every digest, rebuild from
-//     redundancy), a vote — or, for a checkpoint of another shape, the
+//     redundancy; see "Reading the data once" below), a vote — or, for a checkpoint of another shape, the
 //     verification pass described below; the first checkpoint every rank can read wins,
 //     otherwise the next older one, at whatever level, is tried. The
 //     checkpoints passed over are remembered ([Engine.Skipped]); retention
@@ -79,10 +79,13 @@
 //     for a [DataOpener], [DataOpener.ProtectData] commits what was
 //     written and marks the data entry [AttrInContainer] (or, when the
 //     vote in a failed, [DataOpener.AbortData] discards it); vote;
-//     c. every rank renames its files into place and syncs the
-//     directories; vote;
-//     d. rank 0 writes both manifest copies with [vfd.WriteFileAtomic],
-//     concurrently — the commit point is the first copy durable; vote;
+//     c. every rank renames its files into place and syncs their
+//     directories (all at once) while rank 0, having gathered every rank's
+//     files, writes both manifest copies under tmp names and syncs them;
+//     vote;
+//     d. rank 0 renames both copies into place and syncs their
+//     directories, concurrently — the commit point is the first copy
+//     durable; vote;
 //     then rank 0 removes the intent marker (and the deletion markers of
 //     checkpoints every rank has finished removing);
 //     e. the [Policy] names superseded checkpoints; rank 0 renames their
@@ -125,6 +128,33 @@
 // chain's image as a new full checkpoint (compaction; the keep_last_ckpt
 // flush of a differential checkpoint).
 //
+// # Reading the data once
+//
+// A restart must verify every byte before the run goes on, and must
+// still be able to fall back (to a redundant copy, collectively at L3, or
+// to an older checkpoint) when a byte is bad; [Level.Recover] is where
+// both are possible, since the runtime's Recover is local. So the
+// verification stays in Level.Recover, and under [Env.ImageLimit] it
+// keeps what it read: the rank's data file (or its L4 task, read straight
+// from the container) is loaded into memory by a background reader
+// ([vfd.Load]) while the verifier hashes each piece as it arrives (the
+// FTI-FF checksum and block hashes, or the BLAKE3 of the bytes), and the
+// verified bytes come back in [Source.Image]; [OpenSource] serves them,
+// and the runtime restores the variables from them without hashing again
+// (fileformat.WithVerifiedData), then lets go of them. Each byte is read
+// from storage once. A file that fails never becomes an image: the level
+// rebuilds it or the engine moves to an older checkpoint as before. At
+// L2 an intact data file is also sent from the image to a partner whose
+// copy was lost; at L3 the image feeds the rebuild, and a rebuilt data
+// file written in order (always with m = k) is hashed, and kept as the
+// image, as it is written, so it is not read back. A data file restored
+// from its L2 copy, a file above the limit, and the layers of a
+// differential chain are read from storage by the runtime, which checks
+// every block again. The alternative, checking only metadata at
+// recovery and hashing while the runtime copies, reads each byte once
+// without holding memory, but finds a bad block only where nothing can
+// be rebuilt or fallen back to; the limit bounds the memory instead.
+//
 // # Implementing a level
 //
 // [Level.Protect] runs after every data file is written and synced; it
@@ -137,8 +167,10 @@
 // [DigestSION] (metadata checked by the sion reader). [VerifyFile] checks
 // every kind, and a data entry marked [AttrInContainer] inside its
 // container ([OpenTask] reads such a task). [Level.Recover] checks the files
-// of a manifest with [VerifyFile], rebuilds what it can with the commit
-// protocol, and returns where this rank reads its data. Both must make
+// of a manifest with [VerifyFile] (the rank's own data under
+// [Env.ImageLimit] into memory, returned in [Source.Image]), rebuilds what
+// it can with the commit protocol, and returns where this rank reads its
+// data. Both must make
 // the same collective calls on every rank whatever fails locally.
 //
 // A level that keeps files outside the checkpoint's directory ("ckpt%08d"
@@ -177,8 +209,10 @@
 //
 // An Engine belongs to one rank and is used by one goroutine at a time;
 // its only goroutines are the background removal, the hashing of the
-// data file during its fsync and, on rank 0, the writing of the intent
-// marker beside the data and of the manifest replica beside the primary.
+// data file during its fsync, the directory syncs of a publish and, on
+// rank 0, the writing of the intent marker beside the data and of the
+// manifest copies beside the publish and beside each other; a restart's
+// image is loaded by a goroutine of [vfd.Load] while the verifier hashes.
 // Ranks of one node share the Local directory; only the node's lowest
 // rank creates, cleans or removes directories there, and no two ranks
 // write the same file. Levels are stateless values shared by all ranks.

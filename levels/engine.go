@@ -1,13 +1,13 @@
 package levels
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -290,14 +290,11 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 		return nil, st, e.abort(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
 	}
 
-	// 3. Renames and directory syncs.
+	// 3. Renames and directory syncs, while rank 0 writes the manifest's
+	// copies under tmp names; 4. the manifest's renames, the commit
+	// (commit.go).
 	t = env.Now()
-	if err := e.agree(e.publish(p), "publish checkpoint files"); err != nil {
-		return nil, st, e.abort(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
-	}
-
-	// 4. Manifest, written last by rank 0.
-	m, err := e.writeManifest(p)
+	m, err := e.commit(p)
 	st.Commit = env.Now().Sub(t)
 	st.TotalData = p.total
 	if err != nil {
@@ -477,19 +474,48 @@ func (e *Engine) publish(p *Pending) error {
 		}
 		dirs[f.Where][path.Dir(f.Name)] = true
 	}
+	// Every directory at once: concurrent syncs of one file system share
+	// its journal commits, where one after the other each waits for its own.
+	var syncs []func() error
 	for w, ds := range dirs {
 		s := e.env.Store(w)
 		for d := range ds {
-			if err := s.Driver.SyncDir(s.Path(d)); err != nil {
-				return fmt.Errorf("sync checkpoint dir: %w", err)
-			}
+			syncs = append(syncs, func() error {
+				if err := s.Driver.SyncDir(s.Path(d)); err != nil {
+					return fmt.Errorf("sync checkpoint dir: %w", err)
+				}
+				return nil
+			})
 		}
 		// The checkpoint directory's own entry in the area.
-		if err := s.Driver.SyncDir(s.Dir); err != nil {
-			return fmt.Errorf("sync area dir: %w", err)
-		}
+		syncs = append(syncs, func() error {
+			if err := s.Driver.SyncDir(s.Dir); err != nil {
+				return fmt.Errorf("sync area dir: %w", err)
+			}
+			return nil
+		})
 	}
-	return nil
+	return runAll(syncs)
+}
+
+// runAll runs fns concurrently (the first on the calling goroutine) and
+// joins their errors.
+func runAll(fns []func() error) error {
+	if len(fns) == 0 {
+		return nil
+	}
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i+1] = fn()
+		}()
+	}
+	errs[0] = fns[0]()
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // manifestPayload is what every rank sends rank 0 for the manifest.
@@ -500,84 +526,6 @@ type manifestPayload struct {
 	// RmFailed lists the dropped checkpoints whose files this rank could
 	// not remove (their deletion markers must stay).
 	RmFailed []uint64 `json:"rm_failed,omitempty"`
-}
-
-// writeManifest gathers every rank's files and has rank 0 write both
-// copies of the manifest concurrently (the primary in the meta area, the
-// replica in the global area); the checkpoint is committed once one copy
-// is durable. A failure on any rank removes both copies and returns
-// [ErrVoteFailed] on every rank. On success rank 0 removes the intent
-// marker, and the deletion markers of checkpoints every rank has finished
-// removing.
-func (e *Engine) writeManifest(p *Pending) (*Manifest, error) {
-	env := e.env
-	mine, err := json.Marshal(manifestPayload{Files: p.Files, Data: p.stats, RmFailed: e.rmFailed})
-	if err != nil {
-		return nil, err
-	}
-	all, err := comm.AllgatherBytes(env.Comm, mine)
-	if err != nil {
-		return nil, err
-	}
-	m := &Manifest{
-		Seq: p.Seq, ID: p.ID, Level: p.Level, Ranks: env.Comm.Size(),
-		NodeSize: env.Topo.NodeSize(), GroupSize: env.Topo.GroupSize(),
-		Nodes: env.Topo.Table(),
-		Time:  env.Now().UnixNano(),
-		Files: make([][]File, len(all)),
-	}
-	var werr error
-	failed := map[uint64]bool{}
-	for r, b := range all {
-		var pl manifestPayload
-		if err := json.Unmarshal(b, &pl); err != nil {
-			werr = fmt.Errorf("decode rank %d files: %w", r, err)
-			continue
-		}
-		m.Files[r] = pl.Files
-		p.total.Written += pl.Data.Written
-		p.total.Protected += pl.Data.Protected
-		for _, seq := range pl.RmFailed {
-			failed[seq] = true
-		}
-	}
-	if p.chain != nil {
-		m.DCP = &DCP{Chain: p.chain, BlockSize: p.opts.blockSize, Written: p.total.Written, Protected: p.total.Protected}
-	}
-	wrote := false
-	if env.Rank == 0 && werr == nil {
-		var raw []byte
-		raw, werr = m.Marshal()
-		if werr == nil {
-			wrote = true
-			werr = e.writeCopies(m.Seq, raw)
-		}
-	}
-	if err := e.agree(werr, "write manifest"); err != nil {
-		if wrote && werr == nil {
-			// Written here, refused elsewhere: not committed after all.
-			if rerr := e.removeCopies(m.Seq); rerr != nil {
-				env.Logger.Warn("removing the manifest of a refused checkpoint", zap.Uint64("seq", m.Seq), zap.Error(rerr))
-			}
-		}
-		return nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
-	}
-	if env.Rank == 0 {
-		// No directory sync needed: a marker that comes back beside a
-		// valid manifest (intent) or with nothing left (deletion) is
-		// resolved by the next Open.
-		rerr := removeIfExists(env.Meta.Driver, env.Meta.Path(PendingName(m.Seq)))
-		for _, seq := range e.dropped {
-			if !failed[seq] {
-				rerr = errors.Join(rerr, removeIfExists(env.Meta.Driver, env.Meta.Path(DeletingName(seq))))
-			}
-		}
-		if rerr != nil {
-			env.Logger.Warn("removing checkpoint markers", zap.Error(rerr))
-		}
-	}
-	e.dropped, e.rmFailed = nil, nil
-	return m, nil
 }
 
 // writePending writes the intent marker of p (rank 0). Only its name
@@ -600,30 +548,6 @@ func (e *Engine) writePending(p *Pending) error {
 	return nil
 }
 
-// writeCopies writes both copies of manifest seq, concurrently; on any
-// failure it removes both and returns the error (rank 0).
-func (e *Engine) writeCopies(seq uint64, raw []byte) error {
-	env := e.env
-	rep := make(chan error, 1)
-	go func() {
-		if err := vfd.WriteFileAtomic(env.Global.Driver, env.Global.Path(ReplicaName(seq)), raw); err != nil {
-			rep <- fmt.Errorf("manifest replica: %w", err)
-			return
-		}
-		rep <- nil
-	}()
-	err := vfd.WriteFileAtomic(env.Meta.Driver, env.Meta.Path(ManifestName(seq)), raw)
-	if err != nil {
-		err = fmt.Errorf("manifest: %w", err)
-	}
-	if err = errors.Join(err, <-rep); err != nil {
-		// A rename may have happened: make sure the checkpoint is not
-		// left committed behind our back.
-		err = errors.Join(err, e.removeCopies(seq))
-	}
-	return err
-}
-
 // removeCopies removes both copies of manifest seq and syncs their
 // directories (rank 0).
 func (e *Engine) removeCopies(seq uint64) error {
@@ -636,19 +560,20 @@ func (e *Engine) removeCopies(seq uint64) error {
 }
 
 // MkdirDurable creates dir and its parents and syncs every directory on
-// the way up, so the new entries survive a crash.
+// the way up, so the new entries survive a crash. The syncs run at once:
+// on one file system they share journal commits.
 func MkdirDurable(d vfd.Driver, dir string) error {
 	if err := d.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	var syncs []func() error
 	for p := path.Clean(dir); ; p = path.Dir(p) {
-		if err := d.SyncDir(p); err != nil {
-			return err
-		}
+		syncs = append(syncs, func() error { return d.SyncDir(p) })
 		if p == "/" || p == "." {
-			return nil
+			break
 		}
 	}
+	return runAll(syncs)
 }
 
 func removeIfExists(d vfd.Driver, name string) error {
@@ -844,13 +769,15 @@ func (e *Engine) removeFiles(m *Manifest) error {
 	err := e.removeElsewhere(m)
 	// Synced: the deletion marker may go only once the directories are
 	// gone for good, or a crash could bring back files without metadata.
+	// The areas at once: their syncs overlap.
+	var rm []func() error
 	if e.nodeLeader() {
-		err = errors.Join(err, removeDir(env.Local, m.Dir()), e.removeOtherNodes(m))
+		rm = append(rm, func() error { return errors.Join(removeDir(env.Local, m.Dir()), e.removeOtherNodes(m)) })
 	}
 	if env.Rank == 0 {
-		err = errors.Join(err, removeDir(env.Global, m.Dir()))
+		rm = append(rm, func() error { return removeDir(env.Global, m.Dir()) })
 	}
-	return err
+	return errors.Join(err, runAll(rm))
 }
 
 // removeElsewhere lets m's level remove its files outside the checkpoint

@@ -25,10 +25,13 @@ type cluster struct {
 	root     string
 	nodeSize int
 	policy   Policy
+	// imageLimit is every rank's Env.ImageLimit: on by default (as the
+	// runtime runs), -1 for the double read.
+	imageLimit int64
 }
 
 func newCluster(t testing.TB, d vfd.Driver, root string, nodeSize int) *cluster {
-	return &cluster{t: t, d: d, root: root, nodeSize: nodeSize}
+	return &cluster{t: t, d: d, root: root, nodeSize: nodeSize, imageLimit: 1 << 30}
 }
 
 func (cl *cluster) env(c comm.Comm) *Env {
@@ -36,10 +39,11 @@ func (cl *cluster) env(c comm.Comm) *Env {
 	require.NoError(cl.t, err)
 	return &Env{
 		Comm: c, Topo: topo, Rank: c.Rank(),
-		Local:  Store{cl.d, filepath.Join(cl.root, "local", topo.NodeDir(topo.NodeOf(c.Rank())))},
-		Global: Store{cl.d, filepath.Join(cl.root, "global")},
-		Meta:   Store{cl.d, filepath.Join(cl.root, "meta")},
-		Logger: zaptest.NewLogger(cl.t),
+		Local:      Store{cl.d, filepath.Join(cl.root, "local", topo.NodeDir(topo.NodeOf(c.Rank())))},
+		Global:     Store{cl.d, filepath.Join(cl.root, "global")},
+		Meta:       Store{cl.d, filepath.Join(cl.root, "meta")},
+		Logger:     zaptest.NewLogger(cl.t),
+		ImageLimit: cl.imageLimit,
 	}
 }
 
@@ -79,7 +83,20 @@ func writeBytes(b []byte) WriteFunc {
 }
 
 func readSource(src Source) ([]byte, error) {
-	return vfd.ReadFile(src.Store.Driver, src.Store.Path(src.Name))
+	f, err := OpenSource(src)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	n, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	if n == 0 {
+		return b, nil
+	}
+	return b, vfd.ReadFull(f, b, 0)
 }
 
 func TestCheckpointRecoverRoundTrip(t *testing.T) {

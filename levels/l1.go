@@ -26,17 +26,27 @@ func (Local1) DataArea() Where { return Local }
 // Protect does nothing: L1 adds no redundancy.
 func (Local1) Protect(*Env, *Pending) error { return nil }
 
-// Recover verifies this rank's data file.
+// Recover verifies this rank's data file (reading it into memory as it
+// does under [Env.ImageLimit]).
 func (Local1) Recover(env *Env, m *Manifest) (Source, error) {
 	f, ok := m.DataFile(env.Rank)
 	if !ok {
 		return Source{}, fmt.Errorf("%w: manifest lists no data file for rank %d", ErrMissingFile, env.Rank)
 	}
 	s := env.Store(f.Where)
+	src := Source{Store: s, Name: f.Name, Size: f.Size, Digest: f.Digest}
+	if wantImage(env, f) {
+		img, err := verifyImage(s, f, transfer(env))
+		if err != nil {
+			return Source{}, err
+		}
+		src.Image = img
+		return src, nil
+	}
 	if err := VerifyFile(s, f); err != nil {
 		return Source{}, err
 	}
-	return Source{Store: s, Name: f.Name, Size: f.Size, Digest: f.Digest}, nil
+	return src, nil
 }
 
 // Digest kinds, in a file's Attrs under [AttrDigest].

@@ -112,18 +112,41 @@ func (l Partner2) Recover(env *Env, m *Manifest) (Source, error) {
 	held, okh := heldFile(m, env.Rank, RolePartner, left)
 	var own, cp partner.FileInfo
 	if okd {
-		own = fileInfo(env.Store(data.Where), data, "")
+		own = ownInfo(env, data)
 	}
 	if okh {
 		cp = fileInfo(env.Store(held.Where), held, "")
 	}
-	if _, err := partner.RecoverPartner(env.Comm, env.Topo, l.options(env), own, cp); err != nil {
+	o := l.options(env)
+	if okd && wantImage(env, data) {
+		o.ImageLimit = env.ImageLimit
+	}
+	res, err := partner.RecoverPartner(env.Comm, env.Topo, o, own, cp)
+	if err != nil {
 		return Source{}, fmt.Errorf("L2: %w", err)
 	}
 	if !okd {
 		return Source{}, fmt.Errorf("%w: manifest lists no data file for rank %d", ErrMissingFile, env.Rank)
 	}
-	return Source{Store: env.Store(data.Where), Name: data.Name, Size: data.Size, Digest: data.Digest}, nil
+	src := Source{Store: env.Store(data.Where), Name: data.Name, Size: data.Size, Digest: data.Digest}
+	src.Image = own.Image
+	if res.OwnRebuilt {
+		src.Image = res.OwnImage // the restored bytes, as received and checked
+	}
+	return src, nil
+}
+
+// ownInfo is this rank's data file for a partner recovery. Under
+// [Env.ImageLimit] it is checked here, read into memory as it is (each
+// byte read once): the recovery takes the outcome instead of reading the
+// file again, sends it from memory, and the Source returns the bytes.
+func ownInfo(env *Env, data File) partner.FileInfo {
+	fi := fileInfo(env.Store(data.Where), data, "")
+	if wantImage(env, data) && data.Attrs[AttrDigest] == "" {
+		fi.Image, fi.CheckErr = fi.CheckImage(env.Rank, env.BlockSize)
+		fi.Checked = true
+	}
+	return fi
 }
 
 // OfflineRebuilder is implemented by the levels whose lost files can be

@@ -32,13 +32,16 @@ type l23World struct {
 	// faulty, when set, wraps the local driver of one rank.
 	faultRank int
 	fault     vfd.Driver
+	// imageLimit is every rank's Env.ImageLimit (on by default, as the
+	// runtime runs; -1 for the double read).
+	imageLimit int64
 }
 
 func newL23World(t *testing.T, d vfd.Driver, nranks, nsize, gsize int, m int) *l23World {
 	topo, err := partner.NewTopology(nranks, nsize, gsize, nil)
 	require.NoError(t, err)
 	return &l23World{t: t, d: d, root: t.TempDir(), nranks: nranks, nsize: nsize, gsize: gsize, topo: topo,
-		levels: []Level{Local1{}, Partner2{Buffers: &partner.Buffers{}}, RS3{M: m}}, faultRank: -1}
+		levels: []Level{Local1{}, Partner2{Buffers: &partner.Buffers{}}, RS3{M: m}}, faultRank: -1, imageLimit: 1 << 30}
 }
 
 func (w *l23World) nodeDir(n int) string {
@@ -52,10 +55,11 @@ func (w *l23World) env(c comm.Comm) *Env {
 	}
 	return &Env{
 		Comm: c, Topo: w.topo, Rank: c.Rank(),
-		Local:     Store{d, w.nodeDir(w.topo.NodeOf(c.Rank()))},
-		Global:    Store{w.d, filepath.Join(w.root, "global")},
-		Meta:      Store{w.d, filepath.Join(w.root, "meta")},
-		BlockSize: 1000,
+		Local:      Store{d, w.nodeDir(w.topo.NodeOf(c.Rank()))},
+		Global:     Store{w.d, filepath.Join(w.root, "global")},
+		Meta:       Store{w.d, filepath.Join(w.root, "meta")},
+		BlockSize:  1000,
+		ImageLimit: w.imageLimit,
 	}
 }
 

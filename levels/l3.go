@@ -101,18 +101,27 @@ func (l RS3) Recover(env *Env, m *Manifest) (Source, error) {
 	par, okp := heldFile(m, env.Rank, RoleParity, env.Rank)
 	var own, pi partner.FileInfo
 	if okd {
-		own = fileInfo(env.Store(data.Where), data, "")
+		own = ownInfo(env, data)
 	}
 	if okp {
 		pi = fileInfo(env.Store(par.Where), par, "")
 	}
-	if _, err := partner.RebuildGroup(env.Comm, env.Topo, l.options(env), l.shape(m, env.Rank), own, pi); err != nil {
+	o := l.options(env)
+	if okd && wantImage(env, data) {
+		o.ImageLimit = env.ImageLimit
+	}
+	res, err := partner.RebuildGroup(env.Comm, env.Topo, o, l.shape(m, env.Rank), own, pi)
+	if err != nil {
 		return Source{}, fmt.Errorf("L3: %w", err)
 	}
 	if !okd {
 		return Source{}, fmt.Errorf("%w: manifest lists no data file for rank %d", ErrMissingFile, env.Rank)
 	}
-	return Source{Store: env.Store(data.Where), Name: data.Name, Size: data.Size, Digest: data.Digest}, nil
+	src := Source{Store: env.Store(data.Where), Name: data.Name, Size: data.Size, Digest: data.Digest, Image: own.Image}
+	if res.DataRebuilt {
+		src.Image = res.DataImage
+	}
+	return src, nil
 }
 
 // RebuildOffline rebuilds the lost or corrupted files of an L3

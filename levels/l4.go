@@ -36,10 +36,11 @@ const (
 // SIONlib container (or a set of NFiles) in the global area, opened
 // collectively as FTI's L4 does with sion_paropen_mapped_mpi. Unlike FTI
 // the manifest records each rank's digest and recovery checks it when a
-// task is read back, and every size is 64-bit. Recovery uses the rank's
-// local copy when it is intact and otherwise extracts the rank's task from
-// the container, verified, into the local area (where later restarts find
-// it).
+// task is read back, and every size is 64-bit. Recovery of an inline
+// checkpoint reads the rank's task straight from the container, verified;
+// without Inline it uses the rank's local data file when it is intact and
+// otherwise extracts the rank's task from the container, verified, into
+// the local area.
 //
 // With Inline, each rank writes straight into its task ([Global4.OpenData],
 // the engine's [DataOpener] path): nothing is written locally, nothing is
@@ -63,8 +64,8 @@ type Global4 struct {
 func (Global4) ID() ID { return L4 }
 
 // DataArea returns Local: where the data file is written before Protect
-// copies it (without Inline), and where recovery stages a rank's data
-// taken from the container.
+// copies it (without Inline), and where recovery restores it from the
+// container when it is lost.
 func (Global4) DataArea() Where { return Local }
 
 func (l Global4) nfiles(size int) int { return max(1, min(l.NFiles, size)) }
@@ -161,9 +162,16 @@ func copyIntoTask(env *Env, src string, size int64, tw *sion.TaskWriter) error {
 	return nil
 }
 
-// Recover returns this rank's data: the local data file when it is intact,
-// otherwise the rank's task extracted from the container after its size and
-// BLAKE3 digest are checked against the manifest. Makes no collective calls.
+// Recover returns this rank's data. A rank whose data entry lives only
+// in the container ([AttrInContainer], the inline L4) reads its task
+// straight from the container, verified against the manifest (into
+// memory under [Env.ImageLimit]): nothing is written locally, so the
+// restart reads each byte once. A local copy staged by an older version
+// of ftigo is used first when it is intact. Without Inline, the local
+// data file is used when it is intact, otherwise the rank's task is
+// extracted from the container, its size and digest checked, into the
+// local area (restoring the file the manifest lists). Makes no
+// collective calls.
 func (l Global4) Recover(env *Env, m *Manifest) (Source, error) {
 	f, ok := m.DataFile(env.Rank)
 	if !ok {
@@ -174,10 +182,11 @@ func (l Global4) Recover(env *Env, m *Manifest) (Source, error) {
 		return Global4H5{}.Recover(env, m)
 	}
 	local := env.Store(f.Where)
-	// A copy staged by an earlier recovery is a file of its own even when
-	// the entry says the data lives only in the container.
+	inContainer := f.Attrs[AttrInContainer] != ""
+	// A copy in the local area is a file of its own even when the entry
+	// says the data lives only in the container.
 	lf := f
-	if f.Attrs[AttrInContainer] != "" {
+	if inContainer {
 		lf.Attrs = make(map[string]string, len(f.Attrs))
 		for k, v := range f.Attrs {
 			if k != AttrInContainer {
@@ -185,20 +194,57 @@ func (l Global4) Recover(env *Env, m *Manifest) (Source, error) {
 			}
 		}
 	}
-	lerr := VerifyFile(local, lf)
-	if lerr == nil {
-		return Source{Store: local, Name: f.Name, Size: f.Size, Digest: f.Digest}, nil
+	var lerr error
+	if !inContainer || localExists(local, f.Name) {
+		src, err := verifySource(env, local, lf)
+		if err == nil {
+			return src, nil
+		}
+		lerr = err
 	}
-	if err := l.extract(env, m, f, local); err != nil {
-		if f.Attrs[AttrInContainer] != "" {
+	if inContainer {
+		if lerr != nil && !errors.Is(lerr, ErrMissingFile) {
+			// A damaged cache: not the checkpoint's, not worth keeping.
+			env.Logger.Warn("L4: removing a damaged local copy of the rank's task; reading the container", zap.Int("rank", env.Rank), zap.Error(lerr))
+			if err := removeIfExists(local.Driver, local.Path(f.Name)); err != nil {
+				env.Logger.Warn("L4: removing the damaged local copy", zap.Error(err))
+			}
+		}
+		ff := f
+		src, err := verifySource(env, env.Global, ff)
+		if err != nil {
 			// The data lives only in the container: a local copy is a
 			// cache, whose absence says nothing.
 			return Source{}, fmt.Errorf("L4: the container is %s: %w", Damage(err), err)
 		}
+		src.Task = &ff
+		return src, nil
+	}
+	if err := l.extract(env, m, f, local); err != nil {
 		return Source{}, fmt.Errorf("L4: the local data file is %s (%v), and the container is %s: %w", Damage(lerr), lerr, Damage(err), err)
 	}
 	env.Logger.Info("L4: data file rebuilt from the container", zap.Int("rank", env.Rank), zap.String("path", local.Path(f.Name)))
 	return Source{Store: local, Name: f.Name, Size: f.Size, Digest: f.Digest}, nil
+}
+
+// localExists reports whether name exists in s (an error other than
+// not-existing counts as existing: the check that follows reports it).
+func localExists(s Store, name string) bool {
+	_, err := s.Driver.Stat(s.Path(name))
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// verifySource verifies the data entry f in s ([VerifyFile]), reading it
+// into memory as it does when [Env.ImageLimit] allows, and returns it as
+// a Source (the caller sets Task for a container's task).
+func verifySource(env *Env, s Store, f File) (Source, error) {
+	src := Source{Store: s, Name: f.Name, Size: f.Size, Digest: f.Digest}
+	if wantImage(env, f) {
+		img, err := verifyImage(s, f, transfer(env))
+		src.Image = img
+		return src, err
+	}
+	return src, VerifyFile(s, f)
 }
 
 // Damage says how a file failed its check, for messages: "missing" when

@@ -20,8 +20,10 @@ import (
 const (
 	// AttrInContainer, set to "1" on a rank's data entry, says the data
 	// was written straight into the L4 container and exists only as the
-	// rank's task there: the entry's Where and Name say where recovery
-	// stages it, and the runtime has no data file of its own to rename.
+	// rank's task there: recovery reads the task from the container (the
+	// entry's Where and Name name the local copy older versions of ftigo
+	// staged there, still used when present), and the runtime has no data
+	// file of its own to rename.
 	AttrInContainer = "sion-only"
 	// DigestSION, under [AttrDigest] on an L4 container entry, says the
 	// container's bytes are not hashed as a whole (its Digest is zero):

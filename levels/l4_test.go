@@ -97,6 +97,18 @@ func TestL4RoundTrip(t *testing.T) {
 				for i := 0; i < tc.ranks; i++ {
 					assert.True(t, bytes.Equal(l4Payload(i, 1), got[i]), "rank %d", i)
 				}
+				local0 := filepath.Join(root, "local", "node0000", RankFileName(CheckpointDir(1), RoleData, 0))
+				if inline {
+					// Read straight from the container: nothing was
+					// written locally, so without the container the
+					// checkpoint is gone.
+					_, err := os.Stat(local0)
+					require.ErrorIs(t, err, os.ErrNotExist, "an inline L4 restart stages nothing locally")
+					require.NoError(t, os.RemoveAll(filepath.Join(root, "global", "ckpt00000001")))
+					_, _, err = recoverAll(t, cl, tc.ranks, l4)
+					require.ErrorIs(t, err, ErrUnrecoverable)
+					return
+				}
 				// The rebuilt local files are in place: a second restart uses them.
 				require.NoError(t, os.RemoveAll(filepath.Join(root, "global", "ckpt00000001")))
 				got, _, err = recoverAll(t, cl, tc.ranks, l4)
@@ -177,8 +189,18 @@ func TestL4Disruption(t *testing.T) {
 	})
 }
 
+// stageLocal writes rank r's data of checkpoint 1 where older versions of
+// ftigo staged an inline L4 task at restart (in node r/nodeSize).
+func stageLocal(t *testing.T, cl *cluster, r int, data []byte) {
+	t.Helper()
+	dir := filepath.Join(cl.root, "local", fmt.Sprintf("node%04d", r/cl.nodeSize), CheckpointDir(1))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.Base(RankFileName(CheckpointDir(1), RoleData, r))), data, 0o644))
+}
+
 // TestL4LocalPreferred: the data goes only into the container; once a
-// restart has staged it locally, a deleted container does not matter.
+// local copy is in place (restored by a restart without Inline, staged by
+// an older version with it), a deleted container does not matter.
 func TestL4LocalPreferred(t *testing.T) {
 	modes(t, func(t *testing.T, inline bool) {
 		root := t.TempDir()
@@ -192,8 +214,13 @@ func TestL4LocalPreferred(t *testing.T) {
 		if inline {
 			require.ErrorIs(t, err, os.ErrNotExist, "an inline L4 checkpoint writes nothing locally")
 		}
-		_, _, err = recoverAll(t, cl, 3, l4) // stages every rank's data
+		_, _, err = recoverAll(t, cl, 3, l4) // without Inline: restores every rank's local file
 		require.NoError(t, err)
+		if inline {
+			for r := range 3 {
+				stageLocal(t, cl, r, l4Payload(r, 7))
+			}
+		}
 		require.NoError(t, os.RemoveAll(filepath.Join(root, "global", CheckpointDir(1))))
 		got, id, err := recoverAll(t, cl, 3, l4)
 		require.NoError(t, err)
@@ -203,7 +230,9 @@ func TestL4LocalPreferred(t *testing.T) {
 }
 
 // TestL4RebuildsDamagedLocalFile: a corrupt or truncated local data file is
-// replaced by the verified task from the container.
+// replaced by the verified task from the container (without Inline), or,
+// as a local copy of an inline checkpoint, removed and the task read from
+// the container.
 func TestL4RebuildsDamagedLocalFile(t *testing.T) {
 	modes(t, func(t *testing.T, inline bool) {
 		for _, how := range []string{"corrupt", "truncate", "erase"} {
@@ -215,8 +244,13 @@ func TestL4RebuildsDamagedLocalFile(t *testing.T) {
 					_, _, err := e.Checkpoint(3, L4, writeBytes(l4Payload(e.env.Rank, 3)))
 					return err
 				}))
-				_, _, err := recoverAll(t, cl, 4, l4) // stages the local copies
+				_, _, err := recoverAll(t, cl, 4, l4) // without Inline: restores the local copies
 				require.NoError(t, err)
+				if inline {
+					for r := range 4 {
+						stageLocal(t, cl, r, l4Payload(r, 3))
+					}
+				}
 				cl.disrupt(t, how, 1, 3)
 				got, id, err := recoverAll(t, cl, 4, l4)
 				require.NoError(t, err)
@@ -225,6 +259,12 @@ func TestL4RebuildsDamagedLocalFile(t *testing.T) {
 					assert.True(t, bytes.Equal(l4Payload(r, 3), got[r]), "rank %d", r)
 				}
 				b, err := os.ReadFile(filepath.Join(root, "local", "node0001", RankFileName(CheckpointDir(1), RoleData, 3)))
+				if inline {
+					// A damaged staged copy is a cache gone bad: removed,
+					// the data read from the container.
+					require.ErrorIs(t, err, os.ErrNotExist)
+					return
+				}
 				require.NoError(t, err)
 				assert.Equal(t, l4Payload(3, 3), b)
 			})

@@ -94,6 +94,13 @@ type Env struct {
 	Logger *zap.Logger
 	// Now is the clock; never nil inside a level call.
 	Now func() time.Time
+	// ImageLimit, when positive, lets [Level.Recover] read this rank's
+	// data once: a level that verifies the rank's data file (or L4 task)
+	// of at most ImageLimit bytes reads it into memory as it checks it and
+	// returns the verified bytes in [Source.Image], so the runtime restores
+	// the variables from memory instead of reading the file a second
+	// time. Zero or negative: the data stays on storage only.
+	ImageLimit int64
 }
 
 // Store returns the store of area w for this rank.
@@ -219,6 +226,11 @@ type Source struct {
 	// Task, when not nil, is the manifest entry of data that lives only
 	// as a task of an L4 container in Store (the global area).
 	Task *File
+	// Image, when not nil, holds every byte of the data (Size bytes),
+	// read from storage once and verified against the manifest's digest
+	// as it was read ([Env.ImageLimit]); [OpenSource] then serves it from
+	// memory. The runtime drops it once the data is restored.
+	Image []byte
 	// Chain lists, oldest first, the sources of the checkpoints a
 	// differential checkpoint depends on (the full base first); empty for
 	// a full checkpoint. [OpenSource] opens the image they make together.

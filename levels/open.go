@@ -56,8 +56,11 @@ func (e *Engine) Open() error {
 		if path.Clean(env.Meta.Dir) == path.Clean(repl.Dir) {
 			local = fmt.Errorf("meta_dir %s is the directory of the manifest replicas (glbl_dir/%s): choose another meta_dir", env.Meta.Dir, ReplicaDir)
 		} else {
-			local = errors.Join(MkdirDurable(env.Meta.Driver, env.Meta.Dir), MkdirDurable(env.Global.Driver, env.Global.Dir),
-				MkdirDurable(repl.Driver, repl.Dir))
+			local = runAll([]func() error{
+				func() error { return MkdirDurable(env.Meta.Driver, env.Meta.Dir) },
+				func() error { return MkdirDurable(env.Global.Driver, env.Global.Dir) },
+				func() error { return MkdirDurable(repl.Driver, repl.Dir) },
+			})
 		}
 	}
 	if e.nodeLeader() {

@@ -49,6 +49,9 @@ type L2Recovery struct {
 	// OwnRebuilt is set when this rank's data file was restored from the
 	// copy held by its right neighbour.
 	OwnRebuilt bool
+	// OwnImage holds the restored data file's bytes, checked against the
+	// recorded hash, when Options.ImageLimit allowed it.
+	OwnImage []byte
 	// HeldRebuilt is set when the copy this rank holds of its left
 	// neighbour's data was re-sent.
 	HeldRebuilt bool
@@ -78,7 +81,7 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 	var flags byte
 	ownErr := errNotListed
 	if own.Valid() {
-		ownErr = own.Check(me, bs)
+		ownErr = own.check(me, bs)
 	}
 	if ownErr == nil {
 		flags |= flagOwnOK
@@ -129,8 +132,14 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 			e.out = &h
 		}
 		tmp := Ref{Driver: own.Driver, Path: own.Path + TmpSuffix}
+		var img []byte
 		if needOwn {
 			e.in, e.inSize, e.inHash = &tmp, own.Size, own.Hash
+			if o.ImageLimit > 0 && own.Size <= o.ImageLimit {
+				// The restart reads the bytes from memory: the file
+				// need not stay in the page cache.
+				e.image, e.keep = &img, false
+			}
 		}
 		if _, _, _, err := stream(c, left, right, tagRestoreOwn, o, e); err != nil {
 			errs = append(errs, fmt.Errorf("restore data of rank %d from rank %d: %w", me, right, err))
@@ -138,7 +147,7 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 			if err := publish(own.Driver, tmp.Path, own.Path); err != nil {
 				errs = append(errs, fmt.Errorf("publish restored %s: %w", own.Path, err))
 			} else {
-				res.OwnRebuilt = true
+				res.OwnRebuilt, res.OwnImage = true, img
 				log.Info("restored data file from partner copy", zap.Int("rank", me), zap.Int("from", right))
 			}
 		}

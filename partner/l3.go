@@ -393,6 +393,10 @@ const (
 // L3Recovery says what [RebuildGroup] did on one rank.
 type L3Recovery struct {
 	DataRebuilt, ParityRebuilt bool
+	// DataImage holds the rebuilt data file's bytes, checked against the
+	// recorded hash, when Options.ImageLimit allowed it and the rebuild
+	// wrote the file in order.
+	DataImage []byte
 	// Lost lists the group ranks whose data (d) or parity (p) file was lost,
 	// e.g. "d0 p0 d1 p1".
 	Lost []string
@@ -489,7 +493,8 @@ func planRebuild(l encode.Layout, dmg encode.Damage, g int) rebuildPlan {
 // that lost a file receives, row by row, just the surviving units its lost
 // stripes need (one shard per surviving holder, no more than the code
 // needs) and rebuilds its units; the files are written under tmp names,
-// synced, read back and checked against the recorded hashes, and renamed
+// synced, checked against the recorded hashes (hashed as they are written,
+// or read back when the rebuild did not write them in order), and renamed
 // into place. Otherwise every member returns an error wrapping
 // [ErrUnrecoverable] naming the lost files and the ranks whose data is
 // gone, and nothing is written.
@@ -505,7 +510,7 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, shape Shape, data, parity
 	var flag byte
 	if !data.Valid() {
 		flag |= lostData
-	} else if err := data.Check(c.Rank(), bs); err != nil {
+	} else if err := data.check(c.Rank(), bs); err != nil {
 		flag |= lostData
 		o.log().Info("L3: data file lost", zap.Int("rank", c.Rank()), zap.Error(err))
 	}
@@ -574,6 +579,20 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 	m := &memberRebuild{gc: gc, rank: rank, o: o, lay: lay, code: code, plan: planRebuild(lay, dmg, gc.Rank()), data: data, parity: parity}
 	m.dsrc, m.dout = m.open(data, dmg.Data[m.g()], "data")
 	m.psrc, m.pout = m.open(parity, dmg.Parity[m.g()], "parity")
+	// A rebuilt file is hashed (the data file also kept in memory, when
+	// wanted) as it is written, when the rebuild writes it in order
+	// (always with m = k), instead of being read back.
+	if m.pout != nil {
+		m.pseq = &seqWriter{File: m.pout, h: blake3.New(), inOrder: true}
+		m.pout = m.pseq
+	}
+	if m.dout != nil {
+		m.dseq = &seqWriter{File: m.dout, h: blake3.New(), inOrder: true}
+		if o.ImageLimit > 0 && data.Size <= o.ImageLimit {
+			m.dseq.img = make([]byte, data.Size)
+		}
+		m.dout = m.dseq
+	}
 	m.layOut()
 	defer o.Buffers.put(m.sendBuf)
 	defer o.Buffers.put(m.recvBuf)
@@ -596,14 +615,22 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 		}
 	}
 	m.dsrc, m.psrc = nil, nil
-	// Finish: the header of a rebuilt parity file, sync, read back and
-	// compare with the recorded hashes, rename into place.
+	// Finish: the header of a rebuilt parity file, sync, compare with the
+	// recorded hashes (files written in order were hashed as they were
+	// written, others are read back), rename into place.
 	var parityWhole *blake3.Hasher
 	if m.pout != nil && len(m.errs) == 0 {
 		parityWhole = m.parityHeader(sizes, hashes)
 	}
 	if m.dout != nil {
-		res.DataRebuilt = m.finish(data, m.dout, "data", nil)
+		var h *blake3.Hasher
+		if m.dseq.inOrder && m.dseq.next == data.Size {
+			h = m.dseq.h
+		}
+		res.DataRebuilt = m.finish(data, m.dout, "data", h)
+		if res.DataRebuilt && h != nil {
+			res.DataImage = m.dseq.img
+		}
 	}
 	if m.pout != nil {
 		res.ParityRebuilt = m.finish(parity, m.pout, "parity", parityWhole)
@@ -623,6 +650,7 @@ type memberRebuild struct {
 	plan                   rebuildPlan
 	data, parity           FileInfo
 	dsrc, psrc, dout, pout vfd.File
+	dseq, pseq             *seqWriter // dout and pout, hashing in-order writes
 	errs                   []error
 
 	// A row is processed in pieces of piece bytes per unit. Received
@@ -651,7 +679,7 @@ func (m *memberRebuild) open(f FileInfo, lost bool, what string) (src, dst vfd.F
 	var err error
 	switch {
 	case !lost:
-		src, err = f.Driver.Open(f.Path, vfd.ReadOnly)
+		src, err = f.open()
 	case !f.Valid():
 		err = fmt.Errorf("%w: rank %d: no %s file to rebuild into", ErrBadArgument, m.rank, what)
 	default:
@@ -780,20 +808,26 @@ func (m *memberRebuild) reconstruct(r int64, n, a, pl int) {
 }
 
 // parityHeader writes the header of a rebuilt parity file after its
-// payload. The payload is read back once: its hash goes into the header,
-// and with the header appended it is the whole file's hash, returned.
+// payload. The payload's hash (taken as it was written in order, else
+// read back once) goes into the header, and with the header appended it
+// is the whole file's hash, returned.
 func (m *memberRebuild) parityHeader(sizes []int64, hashes []encode.Hash) *blake3.Hasher {
 	lay := m.lay
 	hdr := &encode.ParityHeader{K: lay.K, M: lay.M, Index: m.g(), Padded: lay.Padded, Sizes: sizes, Hashes: hashes}
 	if lay.Rotated() {
 		hdr.Unit = lay.Unit
 	}
-	body, whole := blake3.New(), blake3.New()
-	m.fail(hashBack(m.pout, lay.ParitySize(), m.o.block(), body, whole))
+	var body, whole *blake3.Hasher
+	if m.pseq.inOrder && m.pseq.next == lay.ParitySize() {
+		body, whole = m.pseq.h.Clone(), m.pseq.h // hashed as it was written
+	} else {
+		body, whole = blake3.New(), blake3.New()
+		m.fail(hashBack(m.pout, lay.ParitySize(), m.o.block(), body, whole))
+	}
 	copy(hdr.Payload[:], body.Sum(nil))
 	b, err := hdr.Marshal()
 	if err == nil {
-		_, err = m.pout.WriteAt(b, lay.ParitySize())
+		_, err = m.pseq.File.WriteAt(b, lay.ParitySize()) // not through pseq: whole takes the header below
 	}
 	m.fail(err)
 	whole.Write(b)
@@ -836,6 +870,31 @@ func removeTmps(data, parity FileInfo, dout, pout vfd.File) {
 	if pout != nil {
 		_ = parity.Driver.Remove(parity.Path + TmpSuffix)
 	}
+}
+
+// seqWriter hashes what is written through it while the writes continue
+// one another from offset 0, copying it into img when img is not nil.
+type seqWriter struct {
+	vfd.File
+	h       *blake3.Hasher
+	img     []byte
+	next    int64
+	inOrder bool
+}
+
+func (w *seqWriter) WriteAt(p []byte, off int64) (int, error) {
+	n, err := w.File.WriteAt(p, off)
+	if off != w.next || err != nil || (w.img != nil && off+int64(n) > int64(len(w.img))) {
+		w.inOrder, w.img = false, nil
+	}
+	if w.inOrder {
+		w.h.Write(p[:n])
+		if w.img != nil {
+			copy(w.img[off:], p[:n])
+		}
+		w.next += int64(n)
+	}
+	return n, err
 }
 
 // hashBack feeds the first size bytes of f to every hasher, read in

@@ -59,6 +59,11 @@ type Options struct {
 	// every byte (see docs/performance.md). A data file restored from its
 	// copy is always kept: the restart reads it next.
 	KeepCache bool
+	// ImageLimit, when positive, makes [RecoverPartner] and
+	// [RebuildGroup] keep the bytes of a data file they restore of at most
+	// this size in memory ([L2Recovery.OwnImage], [L3Recovery.DataImage]),
+	// verified, for the restart to read.
+	ImageLimit int64
 
 	// dropPiece is the piece of dropping behind (0: dropPiece), for tests.
 	dropPiece int64
@@ -112,6 +117,15 @@ type FileInfo struct {
 	// receivers check what they got against that hash instead. It saves
 	// the caller a pass over a file the transfer reads anyway.
 	HashUnknown bool
+	// Checked says the caller has already checked the file against Size
+	// and Hash (with [FileInfo.CheckImage]), CheckErr being the outcome: a
+	// recovery ([RecoverPartner], [RebuildGroup]) then does not read the
+	// file again to check it.
+	Checked  bool
+	CheckErr error
+	// Image, when not nil, holds the file's bytes, verified: a recovery
+	// that sends the file reads them from memory.
+	Image []byte
 }
 
 // Valid reports whether the ref names a file.
@@ -145,6 +159,66 @@ func (f FileInfo) Check(rank int, blockSize int) error {
 	return nil
 }
 
+// CheckImage checks f as [FileInfo.Check] does (the same errors) while
+// reading its bytes into memory, each read from storage once, and
+// returns them.
+func (f FileInfo) CheckImage(rank int, blockSize int) ([]byte, error) {
+	cerr := func(off int64, err error) error {
+		return &CorruptionError{Path: f.Path, Rank: rank, Offset: off, Err: err}
+	}
+	file, err := f.Driver.Open(f.Path, vfd.ReadOnly)
+	if err != nil {
+		return nil, cerr(0, err)
+	}
+	size, err := file.Size()
+	if err == nil && size != f.Size {
+		err = cerr(size, fmt.Errorf("%w: %d bytes, want %d", ErrHashMismatch, size, f.Size))
+	} else if err != nil {
+		err = cerr(0, err)
+	}
+	if err != nil {
+		return nil, errors.Join(err, file.Close())
+	}
+	piece := int64(max(blockSize, 4<<20))
+	l := vfd.Load(file, size, int(piece), 0)
+	h := blake3.New()
+	for off := int64(0); off < size && err == nil; off += piece {
+		var b []byte
+		if b, err = l.Range(off, min(off+piece, size)); err == nil {
+			h.Write(b)
+		}
+	}
+	var img []byte
+	if err == nil {
+		img, err = l.Bytes()
+	}
+	err = errors.Join(err, l.Close())
+	if err != nil {
+		return nil, cerr(0, err)
+	}
+	if got := encode.Hash(h.Sum(nil)); got != f.Hash {
+		return nil, cerr(0, fmt.Errorf("%w: BLAKE3 %x, want %x", ErrHashMismatch, got[:8], f.Hash[:8]))
+	}
+	return img, nil
+}
+
+// check returns the outcome of the caller's check when there was one
+// (Checked), else checks f.
+func (f FileInfo) check(rank int, blockSize int) error {
+	if f.Checked {
+		return f.CheckErr
+	}
+	return f.Check(rank, blockSize)
+}
+
+// open opens f for reading: its verified image when it has one.
+func (f FileInfo) open() (vfd.File, error) {
+	if f.Image != nil {
+		return vfd.BytesFile(f.Path, f.Image), nil
+	}
+	return f.Driver.Open(f.Path, vfd.ReadOnly)
+}
+
 // source streams a file in blocks with a read-ahead goroutine and hashes it.
 type source struct {
 	pool  *Buffers
@@ -159,7 +233,7 @@ type source struct {
 }
 
 func openSource(fi FileInfo, bs int, hash bool, pool *Buffers) (*source, error) {
-	f, err := fi.Driver.Open(fi.Path, vfd.ReadOnly)
+	f, err := fi.open()
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +331,8 @@ type sink struct {
 	// started and that were dropped from the cache.
 	hinted, dropped int64
 	err             error // owned by the writer goroutine until done is closed
+	// img, when not nil, receives a copy of every byte written.
+	img []byte
 }
 
 // createSink creates r for a stream of size bytes in blocks of bs; with
@@ -285,6 +361,13 @@ func (s *sink) run() {
 				s.err = fmt.Errorf("write %s at %d: %w", s.path, s.off, err)
 			}
 			s.h.Write(b)
+			if s.img != nil {
+				if s.off+int64(len(b)) <= int64(len(s.img)) {
+					copy(s.img[s.off:], b)
+				} else {
+					s.img = nil
+				}
+			}
 			s.off += int64(len(b))
 			s.dropBehind()
 		}
@@ -435,6 +518,9 @@ type streamEnd struct {
 	// keep leaves the received file in the page cache whatever
 	// Options.KeepCache says (a restored data file, read next).
 	keep bool
+	// image, when not nil, receives a copy of the received file's bytes
+	// once they check out against the expected hash (nil otherwise).
+	image *[]byte
 }
 
 // headerLen is the length of a stream header: size u64, hash, flags.
@@ -509,6 +595,9 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 			errs = append(errs, fmt.Errorf("create %s: %w", e.in.Path, err))
 		} else {
 			in = s
+			if e.image != nil {
+				in.img = make([]byte, e.inSize)
+			}
 		}
 	}
 	blocks := func(n int64) int64 { return (n + int64(bs) - 1) / int64(bs) }
@@ -623,6 +712,8 @@ func exchangeTrailers(c comm.Comm, dst, src, tag int, e streamEnd, out *source, 
 		}
 		if len(errs) > 0 {
 			_ = e.in.Driver.Remove(e.in.Path)
+		} else if e.image != nil && in.img != nil && int64(len(in.img)) == size {
+			*e.image = in.img
 		}
 		recvSize, recvHash = size, h
 	}

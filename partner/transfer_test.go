@@ -848,3 +848,46 @@ func TestEncodePlanRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestL3RebuiltImage: a data file rebuilt in order (m = k) is hashed as it
+// is written and, under Options.ImageLimit, kept in memory; the bytes are
+// the original ones. When they do not hash to the recorded value, the
+// rebuild fails with ErrHashMismatch, publishes nothing and keeps no image.
+func TestL3RebuiltImage(t *testing.T) {
+	for _, wrongHash := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wrong hash %v", wrongHash), func(t *testing.T) {
+			cl := newCluster(t, vfd.Sec2{}, 4, 1, 4, func(r int) int { return 5000 + 333*r })
+			par := cl.l3Protect(0, 512)
+			require.NoError(t, cl.d.Remove(cl.dataPath(1)))
+			errs := make([]error, 4)
+			res := make([]L3Recovery, 4)
+			require.NoError(t, cl.run(func(c comm.Comm) error {
+				r := c.Rank()
+				p := par[r]
+				pi := FileInfo{Ref: Ref{cl.d, cl.parityPath(r)}, Size: p.Size, Hash: p.Hash}
+				own := cl.own(r)
+				if wrongHash && r == 1 {
+					own.Hash[0] ^= 1
+				}
+				res[r], errs[r] = RebuildGroup(c, cl.topo, Options{BlockSize: 512, ImageLimit: 1 << 20}, shapes(4, 0, par)[r], own, pi)
+				return nil
+			}))
+			if !wrongHash {
+				for r := range 4 {
+					require.NoError(t, errs[r], "rank %d", r)
+				}
+				require.True(t, res[1].DataRebuilt)
+				assert.Equal(t, cl.data[1], res[1].DataImage)
+				assert.Equal(t, cl.data[1], cl.read(cl.dataPath(1)))
+				return
+			}
+			require.ErrorIs(t, errs[1], ErrHashMismatch)
+			assert.False(t, res[1].DataRebuilt)
+			assert.Nil(t, res[1].DataImage)
+			_, err := cl.d.Stat(cl.dataPath(1))
+			assert.ErrorIs(t, err, fs.ErrNotExist, "nothing published")
+			_, err = cl.d.Stat(cl.dataPath(1) + TmpSuffix)
+			assert.ErrorIs(t, err, fs.ErrNotExist, "tmp removed")
+		})
+	}
+}

@@ -221,15 +221,16 @@ func TestInspectVerifyRebuildL4(t *testing.T) {
 	assert.Contains(t, out, "5/5", "inspect checks presence and size only")
 	require.NoError(t, os.WriteFile(container, orig, 0o644))
 
-	// Every local directory erased: rebuild recovers from the container.
+	// Every local directory erased: the container is the checkpoint
+	// (inline L4), which rebuild verifies; nothing is staged locally.
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "local")))
 	code, out, errs = ftigo("rebuild", dir)
 	require.Equal(t, 0, code, out+errs)
 	assert.Contains(t, out, "rebuilt checkpoint 2 (L4")
 	assert.Contains(t, out, "5/5 files verified")
-	for r := range 4 {
-		assert.FileExists(t, dataFile(t, dir, r), "rank %d staged locally", r)
-	}
+	staged, err := filepath.Glob(filepath.Join(dir, "local", "node*", "ckpt*", "data*.fti"))
+	require.NoError(t, err)
+	assert.Empty(t, staged, "an inline L4 recovery writes nothing locally")
 
 	// The container gone as well: nothing is left to rebuild from.
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "local")))
