@@ -784,24 +784,37 @@ func (e *Engine) Settle() error {
 
 // uncommit makes ms stop being committed: rank 0 renames each primary
 // manifest to its deletion marker (a marker file is written when the
-// primary is gone), syncs, and removes the replicas. Collective.
+// primary is gone), syncs, and only then removes the replicas: a replica
+// removed before its marker is durable could leave, after a crash, the
+// checkpoint's files with neither a manifest copy nor a marker — lost
+// metadata, which start-up refuses, so the run could not restart from its
+// newest checkpoint either. A replica whose marker failed stays.
+// Collective.
 func (e *Engine) uncommit(ms []*Manifest) error {
 	env := e.env
 	var merr error
 	if env.Rank == 0 {
 		repl := replicaStore(env.Global)
-		done := make(chan error, 1)
-		go func() {
-			var errs []error
-			for _, m := range ms {
+		marked := make([]bool, len(ms))
+		for i, m := range ms {
+			err := e.markDeleting(m)
+			marked[i] = err == nil
+			merr = errors.Join(merr, err)
+		}
+		if err := env.Meta.Driver.SyncDir(env.Meta.Dir); err != nil {
+			merr = errors.Join(merr, err)
+			clear(marked)
+		}
+		var errs []error
+		for i, m := range ms {
+			if marked[i] {
 				errs = append(errs, removeIfExists(repl.Driver, repl.Path(ManifestName(m.Seq))))
 			}
-			done <- errors.Join(append(errs, repl.Driver.SyncDir(repl.Dir))...)
-		}()
-		for _, m := range ms {
-			merr = errors.Join(merr, e.markDeleting(m))
 		}
-		merr = errors.Join(merr, env.Meta.Driver.SyncDir(env.Meta.Dir), <-done)
+		if slices.Contains(marked, true) {
+			errs = append(errs, repl.Driver.SyncDir(repl.Dir))
+		}
+		merr = errors.Join(append(errs, merr)...)
 	}
 	if err := e.agree(merr, "remove manifest"); err != nil {
 		return err
