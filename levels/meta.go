@@ -1,6 +1,7 @@
 package levels
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -193,6 +194,30 @@ func (s *SeqScan) Valid() *ManifestCopy {
 		return r
 	}
 	return nil
+}
+
+// disagreeing returns the copy other than good when both are valid and
+// describe different checkpoints (they differ beyond Kept, which a crash
+// while Finalize marked them leaves), or nil.
+func (s *SeqScan) disagreeing(good *ManifestCopy) *ManifestCopy {
+	other := &s.Replica
+	if good == other {
+		other = &s.Primary
+	}
+	if good == nil || other.State != CopyValid || good.State != CopyValid || SameCheckpoint(good.M, other.M) {
+		return nil
+	}
+	return other
+}
+
+// SameCheckpoint reports whether two manifests describe the same
+// checkpoint: equal but for Kept.
+func SameCheckpoint(a, b *Manifest) bool {
+	x, y := *a, *b
+	x.Kept, y.Kept = false, false
+	ab, err1 := x.Marshal()
+	bb, err2 := y.Marshal()
+	return err1 == nil && err2 == nil && bytes.Equal(ab, bb)
 }
 
 // AreaSeq is what one storage area holds of checkpoint Seq.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -110,7 +109,7 @@ func scanRun(cfg ckpt.Config, cfgFile string) (*runScan, error) {
 					rs.problems = append(rs.problems, metaProblem{c.Path, fmt.Sprintf("missing: %s has one manifest copy left (%s); a restart rewrites this one", levels.CheckpointDir(s.Seq), good.Path)})
 				case c.State != levels.CopyValid:
 					rs.problems = append(rs.problems, metaProblem{c.Path, fmt.Sprintf("%s: %v (a restart moves it aside and uses %s)", c.State, c.Err, good.Path)})
-				case !sameManifest(c.M, good.M):
+				case !levels.SameCheckpoint(c.M, good.M):
 					// Which one is foreign only the data can tell: both are named.
 					why := "both are valid manifests of %s but describe different checkpoints: one is another run's (a restart uses %s; verify's file checks show whether its files match)"
 					rs.problems = append(rs.problems,
@@ -140,17 +139,6 @@ func scanRun(cfg ckpt.Config, cfgFile string) (*runScan, error) {
 	}
 	slices.SortStableFunc(rs.entries, func(a, b runEntry) int { return strings.Compare(a.Name, b.Name) })
 	return rs, nil
-}
-
-// sameManifest reports whether two valid copies describe the same
-// checkpoint; they may differ in Kept only (a crash while Finalize
-// marked them, which a restart settles).
-func sameManifest(a, b *levels.Manifest) bool {
-	x, y := *a, *b
-	x.Kept, y.Kept = false, false
-	ab, err1 := x.Marshal()
-	bb, err2 := y.Marshal()
-	return err1 == nil && err2 == nil && bytes.Equal(ab, bb)
 }
 
 // checkTopology checks the node table meta_dir/topology: a regular
