@@ -22,9 +22,13 @@
 //   - finished: final.f64 must equal the reference field bit for bit
 //     (an uninterrupted run with the same grid, built once per grid);
 //   - a refusal: the job exits non-zero, not killed, with a "heat2d:"
-//     error line and no panic. In mode kill, a refusal is a failure unless
-//     a node's directory was deleted in this run (kills alone must never
-//     stop a restart); in mode corrupt it is a refusal;
+//     error line and no panic. It is a failure unless, earlier in the
+//     run, more was damaged than the redundancy of the metadata covers: a
+//     node's directory deleted, a checkpoint file (data, partner copy,
+//     parity, L4 container) damaged, or both manifest copies of one
+//     checkpoint damaged before a launch could repair one. Kills alone,
+//     and damage to single manifest copies or to the node table, must
+//     never stop a restart;
 //   - a panic ("panic:", "fatal error:", "goroutine " in standard error),
 //     any other exit, or no exit within the launch timeout: a failure;
 //   - a silent fresh start: a relaunch whose start EVENT says
@@ -33,10 +37,10 @@
 //     published file (not *.tmp) in a ckpt%08d directory of any area, of
 //     a checkpoint number with neither an intent (.pending) nor a deletion
 //     (.deleting) marker in meta: a failure;
-//   - a lost checkpoint: in a launch with no damage since the previous
-//     one (no node deleted, nothing corrupted), a restart from an older
-//     checkpoint than the newest the previous launch recovered or
-//     committed (by its EVENT lines): a failure.
+//   - a lost checkpoint: a restart from an older checkpoint than the
+//     newest the previous launch recovered or committed (by its EVENT
+//     lines), when since then nothing but kills and damage to single
+//     manifest copies or the node table happened: a failure.
 //
 // It prints the counts at the end, and exits 1 when any run failed.
 package main
@@ -208,6 +212,7 @@ func Run(cfg Config, out io.Writer) (*Stats, error) {
 		if err := ch.run(seed); err != nil {
 			return st, err
 		}
+		rotateForeign(work)
 		if cfg.Seed != 0 || (cfg.Runs > 0 && st.Runs >= cfg.Runs) || time.Now().After(deadline) {
 			break
 		}
@@ -431,9 +436,13 @@ func (ch *chaos) run(seed uint64) error {
 			}
 		}
 	}
-	nodeLost := false
-	damaged := false // damage since the previous launch
-	var newest int64 // newest checkpoint known committed (or recovered) by the previous launch
+	// damaged: anything damaged since the last launch that started (and
+	// so repaired what it could); hard: more than the metadata redundancy
+	// covers (a node lost, a data file, both copies of a manifest), in
+	// that window or (runHard) ever in this run.
+	damaged, hard, runHard := false, false, false
+	copiesHit := map[string]map[string]bool{} // manifest copies damaged, by checkpoint
+	var newest int64                          // newest checkpoint known committed (or recovered) by the previous launch
 	for launchNo := 0; ; launchNo++ {
 		var plan *killPlan
 		if launchNo < nKills {
@@ -480,8 +489,8 @@ func (ch *chaos) run(seed uint64) error {
 		case status == "fresh" && len(arte) > 0:
 			fail("launch %d started fresh while checkpoint artefacts existed: %s", launchNo, strings.Join(first(arte, 6), ", "))
 			return nil
-		case r.start != nil && status != "fresh" && !damaged && launchNo > 0 && startID < newest:
-			fail("launch %d restarted from checkpoint %d, but checkpoint %d was committed and nothing was damaged", launchNo, startID, newest)
+		case r.start != nil && status != "fresh" && !hard && launchNo > 0 && startID < newest:
+			fail("launch %d restarted from checkpoint %d, but checkpoint %d was committed and nothing but single manifest copies was damaged (damaged=%v)", launchNo, startID, newest, damaged)
 			return nil
 		}
 		if !r.killed {
@@ -490,8 +499,8 @@ func (ch *chaos) run(seed uint64) error {
 					fail("launch %d exited with %v and no error message:\n%s", launchNo, r.exitErr, tail(r.stderr))
 					return nil
 				}
-				if ch.cfg.Mode == "kill" && !nodeLost {
-					fail("launch %d refused though only kills happened:\n%s", launchNo, tail(r.stderr))
+				if !runHard {
+					fail("launch %d refused though only kills (and damage to single manifest copies or the node table) happened:\n%s", launchNo, tail(r.stderr))
 					return nil
 				}
 				st.Refusals++
@@ -520,15 +529,19 @@ func (ch *chaos) run(seed uint64) error {
 		if r.start != nil {
 			// It recovered (or started fresh): what it knew supersedes
 			// what the launches before it knew, and damage before it.
-			newest, damaged = max(startID, r.lastEnd), false
+			newest, damaged, hard = max(startID, r.lastEnd), false, false
+			clear(copiesHit)
 		}
 		if rng.Float64() < 0.3 {
 			node := rng.IntN(p.nodes)
 			if err := os.RemoveAll(filepath.Join(dir, "local", fmt.Sprintf("node%04d", node))); err == nil {
 				st.NodeLosses++
-				nodeLost, damaged = true, true
+				damaged, hard, runHard = true, true, true
 				log = append(log, fmt.Sprintf("deleted node%04d", node))
 			}
+		}
+		if ch.cfg.Mode == "corrupt" {
+			snapshotMeta(dir, ch.work)
 		}
 		if ch.cfg.Mode == "corrupt" && rng.Float64() < 0.7 {
 			for range 1 + rng.IntN(3) {
@@ -537,6 +550,17 @@ func (ch *chaos) run(seed uint64) error {
 					st.Damages[strings.Fields(what)[0]]++
 					damaged = true
 					log = append(log, what)
+					for _, rel := range touched(what) {
+						seq, isCopy := manifestCopy(rel)
+						switch {
+						case rel == filepath.Join("meta", "topology"):
+						case isCopy && !copiesHit[seq][rel] && len(copiesHit[seq]) == 0:
+							copiesHit[seq] = map[string]bool{rel: true}
+						case isCopy && copiesHit[seq][rel]:
+						default:
+							hard, runHard = true, true
+						}
+					}
 				}
 			}
 		}
@@ -597,7 +621,7 @@ func artefacts(dir string) []string {
 // from an earlier run in work/foreign). Candidates: every file of the
 // checkpoint directories of every area (data files, partner copies,
 // parity, L4 containers), the manifest copies, the node table
-// (meta/topology).
+// (meta/topology); the metadata is picked four times in ten.
 func damage(rng *rand.Rand, dir, work string) (string, bool) {
 	var files []string
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -621,26 +645,31 @@ func damage(rng *rand.Rand, dir, work string) (string, bool) {
 		return "", false
 	}
 	slices.Sort(files)
-	f := files[rng.IntN(len(files))]
+	pick := files
+	var meta []string
+	for _, f := range files {
+		if strings.HasSuffix(f, ".manifest") || filepath.Base(f) == "topology" {
+			meta = append(meta, f)
+		}
+	}
+	if len(meta) > 0 && rng.Float64() < 0.4 {
+		pick = meta // the metadata, four in ten times
+	}
+	f := pick[rng.IntN(len(pick))]
 	rel, _ := filepath.Rel(dir, f)
 	isMeta := strings.HasSuffix(f, ".manifest") || filepath.Base(f) == "topology"
 	b, err := os.ReadFile(f)
 	if err != nil {
 		return "", false
 	}
-	// Remember this run's metadata for "foreign" damage in later runs,
-	// after taking what an earlier run left there.
-	foreignDir := filepath.Join(work, "foreign")
-	foreignName := filepath.Join(foreignDir, strings.ReplaceAll(rel, string(filepath.Separator), "_"))
+	// An earlier run's file of the same name, for "foreign" damage.
 	var fb []byte
 	if isMeta {
-		fb, _ = os.ReadFile(foreignName)
-		_ = os.MkdirAll(foreignDir, 0o755)
-		_ = os.WriteFile(foreignName, b, 0o644)
+		fb, _ = os.ReadFile(filepath.Join(work, "foreign", foreignName(rel)))
 	}
 	kinds := []string{"flip", "truncate", "empty", "delete"}
 	if isMeta {
-		kinds = append(kinds, "swap", "foreign", "flip", "swap")
+		kinds = append(kinds, "swap", "foreign", "swap", "foreign")
 	}
 	kind := kinds[rng.IntN(len(kinds))]
 	switch kind {
@@ -690,6 +719,65 @@ func damage(rng *rand.Rand, dir, work string) (string, bool) {
 			return "", false
 		}
 		return "foreign " + rel, os.WriteFile(f, fb, 0o644) == nil
+	}
+	return "", false
+}
+
+// foreignName is the name of rel's copy in the pool of metadata from
+// earlier runs.
+func foreignName(rel string) string { return strings.ReplaceAll(rel, string(filepath.Separator), "_") }
+
+// snapshotMeta copies the metadata of run directory dir (manifest copies,
+// node table) into work/foreign-next; at the end of the run that becomes
+// the pool "foreign" damage draws from (another run's files).
+func snapshotMeta(dir, work string) {
+	next := filepath.Join(work, "foreign-next")
+	_ = os.MkdirAll(next, 0o755)
+	for _, pat := range []string{filepath.Join("meta", "ckpt*.manifest"), filepath.Join("global", "manifests", "ckpt*.manifest"), filepath.Join("meta", "topology")} {
+		ms, _ := filepath.Glob(filepath.Join(dir, pat))
+		for _, m := range ms {
+			rel, _ := filepath.Rel(dir, m)
+			if b, err := os.ReadFile(m); err == nil {
+				_ = os.WriteFile(filepath.Join(next, foreignName(rel)), b, 0o644)
+			}
+		}
+	}
+}
+
+// rotateForeign makes this run's snapshots the pool of the next runs.
+func rotateForeign(work string) {
+	next := filepath.Join(work, "foreign-next")
+	if _, err := os.Stat(next); err != nil {
+		return
+	}
+	_ = os.RemoveAll(filepath.Join(work, "foreign"))
+	_ = os.Rename(next, filepath.Join(work, "foreign"))
+}
+
+// touched returns the files a damage description names.
+func touched(what string) []string {
+	f := strings.Fields(what)
+	if len(f) < 2 {
+		return nil
+	}
+	out := []string{strings.Split(f[1], "@")[0]}
+	if f[0] == "swap" && len(f) >= 4 && f[2] == "and" {
+		out = append(out, f[3])
+	}
+	return out
+}
+
+// manifestCopy reports whether rel (relative to the run directory) is a
+// manifest copy, and of which checkpoint.
+func manifestCopy(rel string) (string, bool) {
+	base := filepath.Base(rel)
+	seq, ok := strings.CutSuffix(base, ".manifest")
+	if !ok || !strings.HasPrefix(seq, "ckpt") {
+		return "", false
+	}
+	switch filepath.Dir(rel) {
+	case "meta", filepath.Join("global", "manifests"):
+		return seq, true
 	}
 	return "", false
 }
