@@ -113,3 +113,70 @@ func TestCrashWhileRetiring(t *testing.T) {
 		})
 	}
 }
+
+// TestCrashWhileFinalizing kills at every file operation of a Finalize
+// (without keep_last_ckpt) that deletes four committed checkpoints, one
+// per level. Finalize deletes oldest first, so the restart gets the
+// newest checkpoint, or starts fresh once every checkpoint is gone —
+// never an older one (deleting newest first, a kill in the middle
+// silently rolled the job back to an older checkpoint).
+func TestCrashWhileFinalizing(t *testing.T) {
+	const n = 2
+	cfg := testConfig("/", 1)
+	cfg.GroupSize = 2
+	stride := 1
+	if raceEnabled {
+		stride = 5
+	}
+	outcomes := map[int]int{}
+	for k := 0; ; k += stride {
+		core := vfd.NewCore()
+		inj := &stageInjector{core: core, k: k}
+		inj.base.Store(-1)
+		fault := vfd.NewFault(core, inj)
+		runErr := comm.Run(n, func(c comm.Comm) error {
+			r, err := Init(cfg, c, WithDriver(fault), WithLogger(zap.NewNop()))
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			var x []uint64
+			ver := []int64{0}
+			if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
+				return err
+			}
+			for v := 1; v <= 4; v++ {
+				x, ver[0] = version(c.Rank(), v), int64(v)
+				if err := r.Checkpoint(int64(v), 5-v); err != nil { // L4, L3, L2, L1: each newer one at a lower level, all kept
+					return err
+				}
+			}
+			if got := len(r.eng.Committed()); got != 4 {
+				return fmt.Errorf("%d checkpoints committed before Finalize, want one per level", got)
+			}
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			if c.Rank() == 0 {
+				inj.base.Store(int64(fault.Ops()))
+			}
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			return r.Finalize()
+		}, comm.WithTimeout(20*time.Second))
+		if !inj.crashed.Load() {
+			require.NoError(t, runErr)
+			got, err := recoverAll(t, n, cfg, core)
+			require.NoError(t, err)
+			require.Equal(t, []int{0, 0}, got, "after a whole Finalize nothing is left")
+			t.Logf("%d operations in Finalize, restarts %v", k, outcomes)
+			break
+		}
+		got, err := recoverAll(t, n, cfg, inj.clone)
+		require.NoError(t, err, "kill at op %d of Finalize", k)
+		require.Contains(t, []int{0, 4}, got[0], "kill at op %d of Finalize: restarted from an older checkpoint than the newest", k)
+		require.Equal(t, got[0], got[1])
+		outcomes[got[0]]++
+	}
+}
