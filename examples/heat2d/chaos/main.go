@@ -4,9 +4,9 @@
 // run's, or a relaunch refuses with a clear error; never a wrong field,
 // never a panic or a hang, never a silent fresh start.
 //
-//	go run ./internal/chaos -mode kill -duration 20m
-//	go run ./internal/chaos -mode corrupt -duration 20m
-//	go run ./internal/chaos -mode corrupt -seed 0x1234abcd   # replay one run
+//	go run ./examples/heat2d/chaos -mode kill -duration 20m
+//	go run ./examples/heat2d/chaos -mode corrupt -duration 20m
+//	go run ./examples/heat2d/chaos -mode corrupt -seed 0x1234abcd   # replay one run
 //
 // Each run draws everything from its seed (printed for every failure):
 // the shape (ranks, simulated nodes), the checkpoint interval and level
