@@ -42,12 +42,19 @@
 //     lines), when since then nothing but kills and damage to single
 //     manifest copies or the node table happened: a failure.
 //
+// In mode corrupt, before each relaunch after damage, ftigo verify --json
+// checks the run directory, and it must agree with the relaunch: it must
+// exit 0 or 1 with a report; a relaunch refused after verify passed, a
+// refusal for lost metadata verify did not report, and a relaunch that
+// starts although verify reported lost metadata are failures.
+//
 // It prints the counts at the end, and exits 1 when any run failed.
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -90,6 +97,7 @@ type Config struct {
 	Runs     int           // or this many runs (0: no bound)
 	Seed     uint64        // replay the one run of this seed (0: random seeds)
 	Heat2d   string        // the heat2d binary (empty: built into WorkDir)
+	Ftigo    string        // the ftigo binary (empty: built into WorkDir)
 	WorkDir  string        // scratch directory (empty: a temporary one, removed)
 	Keep     bool          // keep the run directories of failed runs
 	Verbose  bool          // one line per run
@@ -104,6 +112,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.IntVar(&c.Runs, "runs", 0, "stop after this many runs (0: only -duration bounds)")
 	seed := fs.String("seed", "", "replay the single run of this seed (as printed, e.g. 0x1f2e...)")
 	fs.StringVar(&c.Heat2d, "heat2d", "", "heat2d binary (default: go build ./examples/heat2d once)")
+	fs.StringVar(&c.Ftigo, "ftigo", "", "ftigo binary, run as ftigo verify before each relaunch after damage (default: go build ./cmd/ftigo once)")
 	fs.StringVar(&c.WorkDir, "dir", "", "scratch directory (default: a temporary directory, removed at the end)")
 	fs.BoolVar(&c.Keep, "keep", true, "keep the directory of every failed run (under -dir/failed)")
 	fs.BoolVar(&c.Verbose, "v", false, "print one line per run")
@@ -139,6 +148,8 @@ type Stats struct {
 	Damages     map[string]int // damaged artefacts per kind of damage
 	Completed   int            // runs that ended bit-identical
 	Refusals    int            // runs that ended with a clear refusal
+	Verifies    int            // ftigo verify runs (before relaunches after damage)
+	VerifyFails int            // of which exited 1
 	Failures    int
 	FailedSeeds []string
 }
@@ -152,6 +163,9 @@ func (s *Stats) print(w io.Writer) {
 		lv = append(lv, fmt.Sprintf("L%d %d", l, s.Restarts[l]))
 	}
 	fmt.Fprintf(w, "  restarts by level: %s\n", strings.Join(lv, ", "))
+	if s.Verifies > 0 {
+		fmt.Fprintf(w, "  ftigo verify before relaunches after damage: %d (exit 1: %d)\n", s.Verifies, s.VerifyFails)
+	}
 	if len(s.Damages) > 0 {
 		var d []string
 		for _, k := range slices.Sorted(mapKeys(s.Damages)) {
@@ -191,17 +205,17 @@ func Run(cfg Config, out io.Writer) (*Stats, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
-	bin := cfg.Heat2d
-	if bin == "" {
-		bin = filepath.Join(work, "heat2d")
-		cmd := exec.Command("go", "build", "-o", bin, "github.com/ftigo/ftigo/examples/heat2d")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build heat2d: %v\n%s", err, b)
-		}
+	bin, err := build(cfg.Heat2d, work, "heat2d", "github.com/ftigo/ftigo/examples/heat2d")
+	if err != nil {
+		return nil, err
+	}
+	ftigo, err := build(cfg.Ftigo, work, "ftigo", "github.com/ftigo/ftigo/cmd/ftigo")
+	if err != nil {
+		return nil, err
 	}
 	st := &Stats{Mode: cfg.Mode, Start: time.Now(), Restarts: map[int]int{}, Damages: map[string]int{}}
 	refs := map[string][]byte{}
-	ch := &chaos{cfg: cfg, bin: bin, work: work, st: st, refs: refs, out: out}
+	ch := &chaos{cfg: cfg, bin: bin, ftigo: ftigo, work: work, st: st, refs: refs, out: out}
 	master := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed))
 	deadline := st.Start.Add(cfg.Duration)
 	for {
@@ -222,13 +236,26 @@ func Run(cfg Config, out io.Writer) (*Stats, error) {
 	return st, nil
 }
 
+// build returns bin, or builds pkg into work/name when bin is empty.
+func build(bin, work, name, pkg string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	bin = filepath.Join(work, name)
+	if b, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build %s: %v\n%s", name, err, b)
+	}
+	return bin, nil
+}
+
 type chaos struct {
-	cfg  Config
-	bin  string
-	work string
-	st   *Stats
-	refs map[string][]byte
-	out  io.Writer
+	cfg   Config
+	ftigo string
+	bin   string
+	work  string
+	st    *Stats
+	refs  map[string][]byte
+	out   io.Writer
 }
 
 // params are one run's heat2d settings, drawn from its seed.
@@ -453,6 +480,14 @@ func (ch *chaos) run(seed uint64) error {
 			}
 		}
 		arte := artefacts(dir)
+		var vr *verifyOutcome
+		if damaged && launchNo > 0 {
+			if vr, err = ch.verify(dir); err != nil {
+				fail("before launch %d: %v", launchNo, err)
+				return nil
+			}
+			log = append(log, fmt.Sprintf("verify ok=%v lost=%v", vr.ok, vr.lost))
+		}
 		st.Launches++
 		if launchNo > 0 {
 			st.Relaunches++
@@ -486,6 +521,9 @@ func (ch *chaos) run(seed uint64) error {
 		case panicked(r.stderr):
 			fail("launch %d crashed:\n%s", launchNo, tail(r.stderr))
 			return nil
+		case vr != nil && len(vr.lost) > 0 && r.start != nil:
+			fail("ftigo verify reported lost metadata (%s) but launch %d started (status %s)", strings.Join(vr.lost, ", "), launchNo, status)
+			return nil
 		case status == "fresh" && len(arte) > 0:
 			fail("launch %d started fresh while checkpoint artefacts existed: %s", launchNo, strings.Join(first(arte, 6), ", "))
 			return nil
@@ -501,6 +539,14 @@ func (ch *chaos) run(seed uint64) error {
 				}
 				if !runHard {
 					fail("launch %d refused though only kills (and damage to single manifest copies or the node table) happened:\n%s", launchNo, tail(r.stderr))
+					return nil
+				}
+				if vr != nil && vr.ok {
+					fail("ftigo verify passed, then launch %d refused:\n%s", launchNo, tail(r.stderr))
+					return nil
+				}
+				if vr != nil && strings.Contains(r.stderr, "checkpoint metadata lost") && len(vr.lost) == 0 {
+					fail("launch %d refused for lost metadata, which ftigo verify did not report:\n%s", launchNo, tail(r.stderr))
 					return nil
 				}
 				st.Refusals++
@@ -565,6 +611,60 @@ func (ch *chaos) run(seed uint64) error {
 			}
 		}
 	}
+}
+
+// verifyOutcome is what ftigo verify said of a run directory.
+type verifyOutcome struct {
+	ok   bool
+	lost []string // metadata files it reported as lost metadata
+}
+
+// verify runs ftigo verify --json on dir: exit 0 (ok) or 1 with a JSON
+// report; anything else (a crash, a usage error, no report) is an error.
+func (ch *chaos) verify(dir string) (*verifyOutcome, error) {
+	ch.st.Verifies++
+	cmd := exec.Command(ch.ftigo, "verify", "--json", dir)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(ch.cfg.Timeout):
+		_ = cmd.Process.Kill()
+		<-done
+		return nil, fmt.Errorf("ftigo verify did not exit within %v", ch.cfg.Timeout)
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		return nil, err
+	}
+	var res struct {
+		OK       bool `json:"ok"`
+		Metadata []struct {
+			Path    string `json:"path"`
+			Problem string `json:"problem"`
+		} `json:"metadata"`
+	}
+	if code > 1 || panicked(stderr.String()) || json.Unmarshal(stdout.Bytes(), &res) != nil || res.OK != (code == 0) {
+		return nil, fmt.Errorf("ftigo verify exited %d with no consistent report:\n%s%s", code, tail(stdout.String()), tail(stderr.String()))
+	}
+	out := &verifyOutcome{ok: res.OK}
+	if !res.OK {
+		ch.st.VerifyFails++
+	}
+	for _, m := range res.Metadata {
+		if strings.Contains(m.Problem, "checkpoint metadata lost") {
+			out.lost = append(out.lost, m.Path)
+		}
+	}
+	return out, nil
 }
 
 // artefacts lists the checkpoint artefacts of run directory dir, as the
