@@ -42,8 +42,8 @@
 //     lines), when since then nothing but kills and damage to single
 //     manifest copies or the node table happened: a failure.
 //
-// In mode corrupt, before each relaunch after damage, ftigo verify --json
-// checks the run directory, and it must agree with the relaunch: it must
+// Before each relaunch after damage (a deleted node directory included),
+// ftigo verify --json checks the run directory, and it must agree with the relaunch: it must
 // exit 0 or 1 with a report; a relaunch refused after verify passed, a
 // refusal for lost metadata verify did not report, and a relaunch that
 // starts although verify reported lost metadata are failures.
