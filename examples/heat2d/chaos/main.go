@@ -481,7 +481,9 @@ func (ch *chaos) run(seed uint64) error {
 		}
 		arte := artefacts(dir)
 		var vr *verifyOutcome
-		if damaged && launchNo > 0 {
+		if _, err := os.Stat(filepath.Join(dir, "meta")); err == nil && damaged && launchNo > 0 {
+			// (A job killed before it made its directories leaves nothing
+			// to verify; ftigo verify rightly refuses such a RUN.)
 			if vr, err = ch.verify(dir); err != nil {
 				fail("before launch %d: %v", launchNo, err)
 				return nil
@@ -580,7 +582,8 @@ func (ch *chaos) run(seed uint64) error {
 		}
 		if rng.Float64() < 0.3 {
 			node := rng.IntN(p.nodes)
-			if err := os.RemoveAll(filepath.Join(dir, "local", fmt.Sprintf("node%04d", node))); err == nil {
+			nodeDir := filepath.Join(dir, "local", fmt.Sprintf("node%04d", node))
+			if _, err := os.Stat(nodeDir); err == nil && os.RemoveAll(nodeDir) == nil {
 				st.NodeLosses++
 				damaged, hard, runHard = true, true, true
 				log = append(log, fmt.Sprintf("deleted node%04d", node))
