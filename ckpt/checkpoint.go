@@ -215,6 +215,9 @@ func (r *Runtime) fileVars() ([]fileformat.Var, error) {
 // restarts as after a kill. (If marking the flushed copy kept fails, it
 // stays committed, the error is returned and nothing else is deleted.) Without keep_last_ckpt
 // every checkpoint is deleted (L4 ones are kept under keep_l4_ckpt).
+// Deletion goes oldest first (the layers of a differential chain after
+// the checkpoints building on them), so a job killed in the middle of
+// Finalize restarts from its newest checkpoint, never an older one.
 // Finalize releases meta_dir's lock. Collective. The runtime is unusable
 // afterwards.
 //
@@ -282,24 +285,51 @@ func (r *Runtime) finalize() error {
 		}
 	}
 	var errs []error
-	// Newest first, sparing what a kept checkpoint depends on: a
-	// differential checkpoint goes before the layers it builds on.
+	// What a kept checkpoint depends on is spared (newest first, so a
+	// spared differential checkpoint spares its whole chain).
 	committed := r.eng.Committed()
 	spared := map[uint64]bool{}
 	for i := len(committed) - 1; i >= 0; i-- {
 		m := committed[i]
 		switch {
 		case keep != nil && m.Seq == keep.Seq, r.cfg.KeepL4Ckpt && m.Level == levels.L4, spared[m.Seq]:
+			spared[m.Seq] = true
 			if m.DCP != nil {
 				for _, s := range m.DCP.Chain {
 					spared[s] = true
 				}
 			}
-			continue
 		}
-		if err := r.eng.Delete(m); err != nil {
-			errs = append(errs, err)
+	}
+	// The rest goes oldest first, so that a job killed in the middle of
+	// Finalize restarts from its newest checkpoint, not from an older
+	// one; a layer of a differential chain waits until the checkpoints
+	// building on it are gone (Delete refuses it with ErrInUse, the same
+	// on every rank, before doing anything).
+	var todo []*levels.Manifest
+	for _, m := range committed {
+		if !spared[m.Seq] {
+			todo = append(todo, m)
 		}
+	}
+	for len(todo) > 0 {
+		var later []*levels.Manifest
+		for _, m := range todo {
+			err := r.eng.Delete(m)
+			switch {
+			case errors.Is(err, levels.ErrInUse):
+				later = append(later, m)
+			case err != nil:
+				errs = append(errs, err)
+			}
+		}
+		if len(later) == len(todo) {
+			for _, m := range later {
+				errs = append(errs, fmt.Errorf("checkpoint %d (%v) stays: %w", m.ID, m.Level, levels.ErrInUse))
+			}
+			break
+		}
+		todo = later
 	}
 	if err := r.eng.Settle(); err != nil {
 		errs = append(errs, err)

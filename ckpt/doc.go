@@ -67,8 +67,10 @@
 //     checkpoint of the run — the newest it committed, or else the one it
 //     restarted from, never one Init found unrecoverable — is flushed to
 //     L4 unless it is at L4 already, and that L4 checkpoint is kept for
-//     the next run, status RestartKept), deletes the rest, and releases
-//     meta_dir. A failed flush deletes nothing.
+//     the next run, status RestartKept), deletes the rest oldest first
+//     (a job killed in the middle restarts from its newest checkpoint,
+//     never an older one), and releases meta_dir. A failed flush deletes
+//     nothing.
 //
 // A job that ends without Finalize (every committed checkpoint stays for
 // the next run, as after a kill) calls [Runtime.Close]: it waits for the

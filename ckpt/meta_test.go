@@ -232,3 +232,47 @@ func TestFallbackWarnsOnStandardError(t *testing.T) {
 		})
 	}
 }
+
+// TestManifestCopyFromAnotherRun: one manifest copy replaced by the copy
+// of the same name from another run (valid, same sequence number, other
+// files and digests) costs nothing either. Start-up cannot tell which
+// copy is this run's, so it rewrites neither; recovery tries the chosen
+// copy, then the other, restores this run's data bit for bit, and keeps
+// the other run's copy as .broken.
+func TestManifestCopyFromAnotherRun(t *testing.T) {
+	const n = 2
+	cfg := testConfig("/", 1)
+	cfg.GroupSize = 2
+	commit := func(core *vfd.Core, v int) {
+		require.NoError(t, comm.Run(n, func(c comm.Comm) error {
+			r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()))
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			x, ver := version(c.Rank(), v), []int64{int64(v)}
+			return errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Checkpoint(int64(v), 2))
+		}))
+	}
+	for _, which := range []string{"primary", "replica"} {
+		t.Run(which, func(t *testing.T) {
+			mine, other := vfd.NewCore(), vfd.NewCore()
+			commit(mine, 1)
+			commit(other, 5)
+			name := filepath.Join(cfg.MetaDir, levels.ManifestName(1))
+			if which == "replica" {
+				name = filepath.Join(cfg.GlblDir, levels.ReplicaName(1))
+			}
+			foreign, err := vfd.ReadFileLimit(other, name, levels.MaxManifestSize)
+			require.NoError(t, err)
+			require.NoError(t, vfd.WriteFileAtomic(mine, name, foreign))
+
+			got, err := recoverAll(t, n, cfg, mine)
+			require.NoError(t, err, "the other copy is this run's: the restart must use it")
+			assert.Equal(t, []int{1, 1}, got)
+			kept, err := vfd.ReadFileLimit(mine, name+levels.BrokenSuffix, levels.MaxManifestSize)
+			require.NoError(t, err, "the other run's copy is kept as .broken")
+			assert.Equal(t, foreign, kept)
+		})
+	}
+}

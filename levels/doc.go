@@ -33,7 +33,10 @@
 //   - a valid copy: committed; a missing, damaged or foreign (swapped)
 //     copy is rewritten from the valid one, the damaged bytes kept as
 //     *.broken, with a warning naming the file and why; an intent marker
-//     beside it goes;
+//     beside it goes. Two valid copies that describe different
+//     checkpoints (one is another run's) are both kept: [Engine.Recover]
+//     tries the other when the chosen one does not recover, then
+//     rewrites the one it did not use;
 //   - an intent marker and no valid copy, or nothing but tmp files and
 //     empty directories: never committed, removed;
 //   - published files or damaged copies, no valid copy, no marker: the

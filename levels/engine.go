@@ -1,6 +1,7 @@
 package levels
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -68,6 +69,12 @@ type Engine struct {
 	// unrecoverable (identical on every rank), skipped why.
 	unrecoverable map[uint64]bool
 	skipped       []Skipped
+	// alt holds, per committed checkpoint whose two manifest copies are
+	// both valid but describe different checkpoints (one is another
+	// run's), the copy not in committed; Recover tries it when the chosen
+	// one does not recover, then makes both copies agree (identical on
+	// every rank).
+	alt map[uint64]*Manifest
 	// dropped lists the checkpoints whose deletion markers wait until
 	// every rank has removed their files; rmFailed those whose removal
 	// failed on this rank (their markers stay for the next Open).
@@ -715,24 +722,37 @@ func (e *Engine) Settle() error {
 
 // uncommit makes ms stop being committed: rank 0 renames each primary
 // manifest to its deletion marker (a marker file is written when the
-// primary is gone), syncs, and removes the replicas. Collective.
+// primary is gone), syncs, and only then removes the replicas: a replica
+// removed before its marker is durable could leave, after a crash, the
+// checkpoint's files with neither a manifest copy nor a marker — lost
+// metadata, which start-up refuses, so the run could not restart from its
+// newest checkpoint either. A replica whose marker failed stays.
+// Collective.
 func (e *Engine) uncommit(ms []*Manifest) error {
 	env := e.env
 	var merr error
 	if env.Rank == 0 {
 		repl := replicaStore(env.Global)
-		done := make(chan error, 1)
-		go func() {
-			var errs []error
-			for _, m := range ms {
+		marked := make([]bool, len(ms))
+		for i, m := range ms {
+			err := e.markDeleting(m)
+			marked[i] = err == nil
+			merr = errors.Join(merr, err)
+		}
+		if err := env.Meta.Driver.SyncDir(env.Meta.Dir); err != nil {
+			merr = errors.Join(merr, err)
+			clear(marked)
+		}
+		var errs []error
+		for i, m := range ms {
+			if marked[i] {
 				errs = append(errs, removeIfExists(repl.Driver, repl.Path(ManifestName(m.Seq))))
 			}
-			done <- errors.Join(append(errs, repl.Driver.SyncDir(repl.Dir))...)
-		}()
-		for _, m := range ms {
-			merr = errors.Join(merr, e.markDeleting(m))
 		}
-		merr = errors.Join(merr, env.Meta.Driver.SyncDir(env.Meta.Dir), <-done)
+		if slices.Contains(marked, true) {
+			errs = append(errs, repl.Driver.SyncDir(repl.Dir))
+		}
+		merr = errors.Join(append(errs, merr)...)
 	}
 	if err := e.agree(merr, "remove manifest"); err != nil {
 		return err
@@ -862,6 +882,22 @@ func (e *Engine) Recover() (*Manifest, Source, error) {
 	for i := len(e.committed) - 1; i >= 0; i-- {
 		m := e.committed[i]
 		src, err := e.RecoverOne(m)
+		if a := e.alt[m.Seq]; a != nil {
+			// The copies disagree: the other one may be this run's.
+			if err != nil {
+				var aerr error
+				if src, aerr = e.RecoverOne(a); aerr == nil {
+					m, err = a, nil
+					e.committed[i] = a
+				} else {
+					err = fmt.Errorf("%w; with the other manifest copy: %w", err, aerr)
+				}
+			}
+			if err == nil {
+				e.settleCopies(m)
+				delete(e.alt, m.Seq)
+			}
+		}
 		if err == nil {
 			return m, src, nil
 		}
@@ -877,6 +913,39 @@ func (e *Engine) Recover() (*Manifest, Source, error) {
 		errs = append(errs, err)
 	}
 	return nil, Source{}, joinedError(ErrUnrecoverable, errs)
+}
+
+// settleCopies makes both manifest copies of m hold m once recovery
+// chose it among two disagreeing copies (rank 0): the other copy is kept
+// as *.broken and rewritten. Failures are logged; the next Open sees the
+// disagreement again.
+func (e *Engine) settleCopies(m *Manifest) {
+	env := e.env
+	if env.Rank != 0 {
+		return
+	}
+	raw, err := m.Marshal()
+	if err != nil {
+		return
+	}
+	for _, c := range []struct {
+		d    vfd.Driver
+		name string
+	}{{env.Meta.Driver, env.Meta.Path(ManifestName(m.Seq))}, {env.Global.Driver, env.Global.Path(ReplicaName(m.Seq))}} {
+		old, rerr := vfd.ReadFileLimit(c.d, c.name, MaxManifestSize)
+		if rerr == nil && bytes.Equal(old, raw) {
+			continue
+		}
+		err := c.d.Rename(c.name, c.name+BrokenSuffix)
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			err = vfd.WriteFileAtomic(c.d, c.name, raw)
+		}
+		if err != nil {
+			env.Logger.Warn("manifest copies disagree; rewriting the one recovery did not use failed", zap.String("path", c.name), zap.Error(err))
+			continue
+		}
+		env.Logger.Warn(fmt.Sprintf("manifest copy %s described another checkpoint than the one recovered (another run's?); kept as %s and rewritten", c.name, c.name+BrokenSuffix))
+	}
 }
 
 // joinedError returns an error that matches head and every one of errs

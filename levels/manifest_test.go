@@ -215,3 +215,47 @@ func TestScanManifests(t *testing.T) {
 	_, err = ScanManifests(Store{Driver: vfd.Sec2{}, Dir: filepath.Join(dir, "absent")})
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
+
+// TestSameCheckpoint: Kept and an asynchronous upgrade (a higher level
+// with files added) leave the same checkpoint; another time, another
+// digest or a dropped file make another one.
+func TestSameCheckpoint(t *testing.T) {
+	l1 := sampleManifest()
+	l1.Files = [][]File{{l1.Files[0][0]}, {l1.Files[1][0]}}
+	kept := *l1
+	kept.Kept = true
+	up := *l1
+	up.Level = L2
+	up.Files = [][]File{
+		{l1.Files[0][0], {Role: RolePartner, Where: Local, Name: "ckpt00000007/partner000001.fti", Size: 4104, Of: 1}},
+		{l1.Files[1][0], {Role: RolePartner, Where: Local, Name: "ckpt00000007/partner000000.fti", Size: 4096, Of: 0}},
+	}
+	later := *l1
+	later.Time++
+	otherDigest := *l1
+	otherDigest.Files = [][]File{{l1.Files[0][0]}, {l1.Files[1][0]}}
+	otherDigest.Files[1][0].Digest[0] ^= 1
+	upOther := up
+	upOther.Files = [][]File{up.Files[0], {up.Files[1][1]}} // rank 1's data file dropped
+	upLater := up
+	upLater.Time++
+	for _, tc := range []struct {
+		name string
+		a, b *Manifest
+		want bool
+	}{
+		{"itself", l1, l1, true},
+		{"kept", l1, &kept, true},
+		{"upgraded", l1, &up, true},
+		{"upgraded, other order", &up, l1, true},
+		{"upgraded and kept", &kept, &up, true},
+		{"another time", l1, &later, false},
+		{"another digest", l1, &otherDigest, false},
+		{"upgrade without a file of the lower level", l1, &upOther, false},
+		{"upgrade at another time", l1, &upLater, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, SameCheckpoint(tc.a, tc.b))
+		})
+	}
+}

@@ -1,6 +1,8 @@
 package levels
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -193,6 +195,67 @@ func (s *SeqScan) Valid() *ManifestCopy {
 		return r
 	}
 	return nil
+}
+
+// disagreeing returns the copy other than good when both are valid and
+// describe different checkpoints (they differ beyond Kept, which a crash
+// while Finalize marked them leaves), or nil.
+func (s *SeqScan) disagreeing(good *ManifestCopy) *ManifestCopy {
+	other := &s.Replica
+	if good == other {
+		other = &s.Primary
+	}
+	if good == nil || other.State != CopyValid || good.State != CopyValid || SameCheckpoint(good.M, other.M) {
+		return nil
+	}
+	return other
+}
+
+// SameCheckpoint reports whether two manifests describe the same
+// checkpoint: equal but for Kept, or one the other raised to a higher
+// level by asynchronous post-processing ([Engine.Upgrade] rewrites the
+// primary, then the replica: a crash in between leaves the two), which
+// differ only in Level and in the files the upgrade added to each rank's
+// list.
+func SameCheckpoint(a, b *Manifest) bool {
+	x, y := *a, *b
+	x.Kept, y.Kept = false, false
+	if x.Level != y.Level {
+		lo, hi := &x, &y
+		if lo.Level > hi.Level {
+			lo, hi = hi, lo
+		}
+		if !filesWithin(lo.Files, hi.Files) {
+			return false
+		}
+		x.Level, y.Level, x.Files, y.Files = 0, 0, nil, nil
+	}
+	ab, err1 := x.Marshal()
+	bb, err2 := y.Marshal()
+	return err1 == nil && err2 == nil && bytes.Equal(ab, bb)
+}
+
+// filesWithin reports whether every rank's files in lo are among that
+// rank's files in hi.
+func filesWithin(lo, hi [][]File) bool {
+	if len(lo) != len(hi) {
+		return false
+	}
+	for r := range lo {
+		have := map[string]bool{}
+		for _, f := range hi[r] {
+			if b, err := json.Marshal(f); err == nil {
+				have[string(b)] = true
+			}
+		}
+		for _, f := range lo[r] {
+			b, err := json.Marshal(f)
+			if err != nil || !have[string(b)] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // AreaSeq is what one storage area holds of checkpoint Seq.

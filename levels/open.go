@@ -30,6 +30,9 @@ type openPlan struct {
 	Deleting [][]byte `json:"deleting,omitempty"`
 	// Lost, when set, is the error every rank returns.
 	Lost string `json:"lost,omitempty"`
+	// Alternates holds, for a committed checkpoint whose two copies are
+	// valid but disagree (beyond Kept), the copy not in Committed.
+	Alternates [][]byte `json:"alternates,omitempty"`
 }
 
 // Open creates the directories, reads the checkpoint metadata and puts
@@ -129,7 +132,17 @@ func (e *Engine) Open() error {
 	if n := len(e.committed); n > 0 {
 		e.nextSeq = e.committed[n-1].Seq + 1
 	}
-	e.unrecoverable, e.skipped = nil, nil
+	e.unrecoverable, e.skipped, e.alt = nil, nil, nil
+	for _, raw := range plan.Alternates {
+		m, err := ParseManifest("manifest", raw)
+		if err != nil {
+			return err // rank 0 parsed it already; cannot happen
+		}
+		if e.alt == nil {
+			e.alt = map[uint64]*Manifest{}
+		}
+		e.alt[m.Seq] = m
+	}
 
 	cerr := e.cleanOrphans()
 	for _, raw := range plan.Deleting {
@@ -193,6 +206,9 @@ func (e *Engine) plan(areas [][]byte) (openPlan, []SeqScan, []string, error) {
 		switch s.State() {
 		case SeqCommitted:
 			good := s.Valid()
+			if other := s.disagreeing(good); other != nil {
+				plan.Alternates = append(plan.Alternates, other.Raw)
+			}
 			e.repair(s, good)
 			plan.Committed = append(plan.Committed, good.Raw)
 		case SeqDeleting:
@@ -274,6 +290,13 @@ func (e *Engine) repair(s *SeqScan, good *ManifestCopy) {
 	ok := true
 	for _, c := range []*ManifestCopy{&s.Primary, &s.Replica} {
 		if c == good || (c.State == CopyValid && bytes.Equal(c.Raw, good.Raw)) {
+			continue
+		}
+		if c == s.disagreeing(good) {
+			// Which copy is this run's only recovery can tell
+			// (Engine.Recover tries both, then rewrites the other).
+			log.Warn(fmt.Sprintf("manifest copies %s and %s are both valid but describe different checkpoints (one is another run's?); recovery tries %s first, then the other", good.Path, c.Path, good.Path))
+			ok = false
 			continue
 		}
 		d := env.Meta.Driver

@@ -58,8 +58,10 @@ func TestInspectVerifyRebuildDCP(t *testing.T) {
 
 	code, out, _ = ftigo("inspect", "--json", dir)
 	require.Equal(t, 0, code)
-	var reps []ckptReport
-	require.NoError(t, json.Unmarshal([]byte(out), &reps))
+	var res inspectResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	assert.True(t, res.OK)
+	reps := res.Checkpoints
 	require.Len(t, reps, 3)
 	assert.Nil(t, reps[0].DCP)
 	require.NotNil(t, reps[2].DCP)
@@ -98,7 +100,7 @@ func TestInspectVerifyRebuildDCP(t *testing.T) {
 	// A node lost: every layer of the chain is rebuilt.
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "local", "node0002")))
 	code, out, _ = ftigo("inspect", dir)
-	assert.Equal(t, 0, code)
+	assert.Equal(t, 1, code, "inspect shows an error")
 	assert.Contains(t, out, "damaged: 2 of 8 files bad; try ftigo rebuild")
 	code, out, errs = ftigo("rebuild", dir)
 	require.Equal(t, 0, code, out+errs)
@@ -106,10 +108,12 @@ func TestInspectVerifyRebuildDCP(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "ckpt00000001.manifest id 1 L2: 8/8 files verified")
 
-	// The base's manifest moved away: the chain cannot be restored.
+	// The base's manifest moved away, both copies: the chain cannot be restored.
 	require.NoError(t, os.Rename(filepath.Join(dir, "meta", "ckpt00000001.manifest"), filepath.Join(t.TempDir(), "m")))
+	require.NoError(t, os.Rename(filepath.Join(dir, "global", "manifests", "ckpt00000001.manifest"), filepath.Join(t.TempDir(), "m")))
 	code, out, _ = ftigo("inspect", dir)
-	assert.Equal(t, 0, code)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "METADATA "+filepath.Join(dir, "meta", "ckpt00000001.manifest")+": levels: checkpoint metadata lost")
 	assert.Contains(t, out, "damaged: differential on [ckpt00000001.manifest], which is not committed")
 	code, out, _ = ftigo("verify", dir)
 	assert.Equal(t, 1, code, out)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -34,8 +35,13 @@ func jsonOut(t *testing.T, code int, v any, args ...string) string {
 func TestInspectVerifyRebuildJSON(t *testing.T) {
 	dir := makeRun(t)
 
-	var reps []ckptReport
-	jsonOut(t, 0, &reps, "inspect", dir, "--json") // the flag after the argument
+	var ir inspectResult
+	jsonOut(t, 0, &ir, "inspect", dir, "--json") // the flag after the argument
+	assert.True(t, ir.OK)
+	assert.Equal(t, runDirs{Meta: filepath.Join(dir, "meta"), Global: filepath.Join(dir, "global"), Replicas: filepath.Join(dir, "global", "manifests"),
+		Local: filepath.Join(dir, "local"), Nodes: []string{"node0000", "node0001", "node0002", "node0003"}}, ir.Dirs)
+	assert.Empty(t, ir.Metadata)
+	reps := ir.Checkpoints
 	require.Len(t, reps, 1)
 	r := reps[0]
 	assert.Equal(t, "ckpt00000002.manifest", r.Name)
@@ -63,7 +69,8 @@ func TestInspectVerifyRebuildJSON(t *testing.T) {
 	// empty list of checks.
 	broken := filepath.Join(dir, "meta", "ckpt00000001.manifest.broken")
 	require.NoError(t, os.WriteFile(broken, []byte("x"), 0o644))
-	out := jsonOut(t, 0, &reps, "inspect", "--json", dir)
+	out := jsonOut(t, 0, &ir, "inspect", "--json", dir)
+	reps = ir.Checkpoints
 	require.Len(t, reps, 2)
 	assert.Equal(t, ckptReport{Name: "ckpt00000001.manifest.broken", Status: "not committed", Error: "not committed (broken)", Checks: []fileCheck{}}, reps[0])
 	assert.Contains(t, out, `"checks": []`)
@@ -72,6 +79,7 @@ func TestInspectVerifyRebuildJSON(t *testing.T) {
 	var vr verifyResult
 	jsonOut(t, 0, &vr, "verify", "--json", dir)
 	assert.True(t, vr.OK)
+	assert.Equal(t, ir.Dirs, vr.Dirs)
 	assert.Nil(t, vr.Rebuilt)
 	require.Len(t, vr.Checkpoints, 1)
 	assert.Equal(t, "verified", vr.Checkpoints[0].Status)
@@ -95,15 +103,17 @@ func TestInspectVerifyRebuildJSON(t *testing.T) {
 func TestRunJSONEmpty(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "meta"), 0o755))
+	dirs := fmt.Sprintf(`{"meta_dir": %q, "glbl_dir": %q, "replicas": %q, "ckpt_dir": %q, "nodes": []}`,
+		filepath.Join(dir, "meta"), filepath.Join(dir, "global"), filepath.Join(dir, "global", "manifests"), filepath.Join(dir, "local"))
 	code, out, errs := ftigo("inspect", dir, "--json")
 	require.Equal(t, 0, code, errs)
-	assert.Equal(t, "[]\n", out)
+	assert.JSONEq(t, `{"ok": true, "dirs": `+dirs+`, "metadata": [], "checkpoints": []}`, out)
 	code, out, _ = ftigo("verify", dir, "--json")
 	require.Equal(t, 1, code)
-	assert.JSONEq(t, `{"ok": false, "checkpoints": []}`, out)
+	assert.JSONEq(t, `{"ok": false, "dirs": `+dirs+`, "metadata": [], "checkpoints": []}`, out)
 	code, out, _ = ftigo("verify", dir)
 	require.Equal(t, 1, code)
-	assert.Equal(t, "no committed checkpoint in "+filepath.Join(dir, "meta")+"\n", out)
+	assert.Contains(t, out, "no committed checkpoint in "+filepath.Join(dir, "meta")+"\n")
 	code, out, errs = ftigo("rebuild", dir, "--json")
 	assert.Equal(t, 1, code)
 	assert.Empty(t, out, "a failed rebuild prints no JSON")

@@ -1,8 +1,8 @@
 // Command ftigo inspects, verifies and rebuilds checkpoints and works with
 // the container formats ftigo writes (SIONlib, GSD, distributed HDF).
 //
-//	ftigo inspect RUN              the checkpoints of a run
-//	ftigo verify RUN               re-hash every file of every committed checkpoint
+//	ftigo inspect RUN              the checkpoints of a run, its metadata checked
+//	ftigo verify RUN               check the metadata, re-hash every file of every committed checkpoint
 //	ftigo rebuild RUN              rebuild lost L2/L3/L4 files offline, then verify
 //	ftigo bench                    checkpoint and restart time per level against raw I/O
 //	ftigo sion dump|split|pack|defrag ...

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -20,14 +19,36 @@ import (
 
 const runArgHelp = `RUN is a run directory holding local/, global/ and meta/ (as heat2d -dir
 writes it; a config.fti inside it takes precedence), or an FTI-style
-config.fti naming ckpt_dir, glbl_dir and meta_dir.`
+config.fti naming ckpt_dir, glbl_dir and meta_dir. The command first prints
+the directories it read, and the config.fti that named them.`
 
 // loadRun turns a run directory or config file into the configuration
 // whose directories the commands read. It refuses, naming the path, a RUN
 // that is neither a directory nor a regular file (a FIFO would block), an
 // empty file, and a configuration whose directories are missing or are
 // not directories.
-func loadRun(arg string) (ckpt.Config, error) {
+//
+// It also returns the config.fti that named the directories ("" for a run
+// directory's own local/, global/ and meta/).
+func loadRun(arg string) (ckpt.Config, string, error) {
+	cfg, err := loadRunDirs(arg)
+	if err != nil {
+		return cfg, "", err
+	}
+	var cfgFile string
+	d := vfd.Sec2{}
+	if st, err := d.Stat(arg); err == nil && !st.IsDir() {
+		cfgFile = arg
+	} else if _, err := d.Stat(filepath.Join(arg, "config.fti")); err == nil {
+		cfgFile = filepath.Join(arg, "config.fti")
+	}
+	if abs, err := filepath.Abs(cfgFile); err == nil && cfgFile != "" {
+		cfgFile = abs
+	}
+	return cfg, cfgFile, nil
+}
+
+func loadRunDirs(arg string) (ckpt.Config, error) {
 	d := vfd.Sec2{}
 	st, err := statPath(d, "RUN", arg)
 	if err != nil {
@@ -87,44 +108,12 @@ func loadRunConfig(name string) (ckpt.Config, error) {
 	return cfg, nil
 }
 
-// runEntry is one checkpoint found in the meta directory.
+// runEntry is one checkpoint found in the run's metadata.
 type runEntry struct {
 	Name      string           `json:"name"`
 	Committed bool             `json:"committed"`
 	Manifest  *levels.Manifest `json:"-"`
 	Err       string           `json:"error,omitempty"`
-}
-
-// listRun lists the checkpoints of the meta directory: every manifest as
-// levels.ScanManifests reads and checks it at start-up (usable or with the
-// reason it is not), and the manifests a restart moved aside or never
-// committed (*.manifest.broken, *.manifest.tmp), by name.
-func listRun(cfg ckpt.Config) ([]runEntry, error) {
-	meta := levels.Store{Driver: vfd.Sec2{}, Dir: cfg.MetaDir}
-	scanned, err := levels.ScanManifests(meta)
-	if err != nil {
-		return nil, err
-	}
-	out := []runEntry{}
-	for _, sm := range scanned {
-		if sm.Err != nil {
-			out = append(out, runEntry{Name: sm.Name, Err: sm.Err.Error()})
-			continue
-		}
-		out = append(out, runEntry{Name: sm.Name, Committed: true, Manifest: sm.M})
-	}
-	ents, err := meta.Driver.ReadDir(cfg.MetaDir)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range ents {
-		n := e.Name()
-		if strings.HasSuffix(n, ".manifest.broken") || strings.HasSuffix(n, ".manifest.tmp") {
-			out = append(out, runEntry{Name: n, Err: "not committed (" + filepath.Ext(n)[1:] + ")"})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
 }
 
 // filePath is where a manifest file held by rank holder lives.
@@ -267,7 +256,7 @@ func countFiles(es []runEntry) int {
 }
 
 // runCommand builds inspect, verify or rebuild: one RUN argument and --json.
-func runCommand(name, short, long, example string, jsonOut *bool, do func(cmd *cobra.Command, cfg ckpt.Config) error) *cobra.Command {
+func runCommand(name, short, long, example string, jsonOut *bool, do func(cmd *cobra.Command, cfg ckpt.Config, cfgFile string) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:     name + " RUN",
 		Short:   short,
@@ -275,11 +264,11 @@ func runCommand(name, short, long, example string, jsonOut *bool, do func(cmd *c
 		Example: example,
 		Args:    argNames(false, "RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadRun(args[0])
+			cfg, cfgFile, err := loadRun(args[0])
 			if err != nil {
 				return err
 			}
-			return do(cmd, cfg)
+			return do(cmd, cfg, cfgFile)
 		},
 	}
 	c.Flags().BoolVar(jsonOut, "json", false, "print the result as JSON")
@@ -288,27 +277,58 @@ func runCommand(name, short, long, example string, jsonOut *bool, do func(cmd *c
 
 func (a *app) inspectCmd() *cobra.Command {
 	var jsonOut bool
-	return runCommand("inspect", "list the checkpoints of a run: id, level, ranks, sizes, committed, complete or damaged",
-		`Lists every checkpoint under the run's meta directory: sequence, id, level,
-ranks, nodes, bytes, commit time, whether it is committed, and whether its
-files are all present with their recorded sizes (an L4 rank's data counts as
-present when the container holds its task with that size; inspect does not
-re-hash: use verify). A manifest a restart would refuse (unreadable, damaged,
-or holding another sequence number than its name) is listed with the reason.
-A differential checkpoint is listed with the checkpoint it builds on, its
-chain (the full base first) and the share of the data it wrote.
+	return runCommand("inspect", "list the checkpoints of a run and check its metadata: id, level, ranks, sizes, committed, complete or damaged",
+		`Says which directories it read (and the config.fti that named them), then
+lists every checkpoint of the run: sequence, id, level, ranks, nodes, bytes,
+commit time, whether it is committed, and whether its files are all present
+with their recorded sizes (an L4 rank's data counts as present when the
+container holds its task with that size; inspect does not re-hash: use
+verify). A differential checkpoint is listed with the checkpoint it builds
+on, its chain (the full base first) and the share of the data it wrote.
 
-Exit codes: 0 the listing succeeded, 1 the run could not be read, 2 usage error.`,
+The metadata is checked as a restart reads it: both copies of every
+manifest (meta_dir and glbl_dir/manifests), the markers, and the node table
+(meta_dir/topology). A copy that is unreadable, damaged, another
+checkpoint's (swapped), another run's (it disagrees with the other copy), or
+missing beside a valid one, a checkpoint whose metadata is lost (files but
+no valid copy), and a node table that does not parse or does not list the
+newest checkpoint's nodes are listed as METADATA lines naming the file.
+
+Exit codes: 0 the listing shows no error, 1 it shows one (a metadata
+problem, or a checkpoint file missing or of the wrong size) or the run
+could not be read, 2 usage error.`,
 		`  ftigo inspect run
   ftigo inspect run --json
   ftigo inspect config.fti`, &jsonOut,
-		func(cmd *cobra.Command, cfg ckpt.Config) error {
-			es, err := listRun(cfg)
+		func(cmd *cobra.Command, cfg ckpt.Config, cfgFile string) error {
+			rs, err := scanRun(cfg, cfgFile)
 			if err != nil {
 				return err
 			}
-			return printInspect(a.stdout, cfg, inspectRun(cfg, es), jsonOut)
+			res := inspectResult{Dirs: rs.dirs, Metadata: nonNil(rs.problems), Checkpoints: inspectRun(cfg, rs.entries)}
+			res.OK = len(res.Metadata) == 0
+			for _, r := range res.Checkpoints {
+				if r.Committed && r.Present != r.Files || strings.HasPrefix(r.Status, "damaged") {
+					res.OK = false
+				}
+			}
+			if err := printInspect(a.stdout, cfg, res, jsonOut); err != nil {
+				return err
+			}
+			if !res.OK {
+				return exitStatus(1)
+			}
+			return nil
 		})
+}
+
+// inspectResult is what inspect prints with --json.
+type inspectResult struct {
+	// OK is false when anything listed is an error.
+	OK          bool          `json:"ok"`
+	Dirs        runDirs       `json:"dirs"`
+	Metadata    []metaProblem `json:"metadata"`
+	Checkpoints []ckptReport  `json:"checkpoints"`
 }
 
 // inspectRun reports every entry of a run, checking presence and sizes.
@@ -320,10 +340,20 @@ func inspectRun(cfg ckpt.Config, es []runEntry) []ckptReport {
 	return reps
 }
 
-func printInspect(w io.Writer, cfg ckpt.Config, reps []ckptReport, jsonOut bool) error {
-	if jsonOut {
-		return writeJSON(w, reps)
+// printMetadata prints the directories read and the metadata problems.
+func printMetadata(w io.Writer, dirs runDirs, problems []metaProblem) {
+	fmt.Fprintln(w, dirs)
+	for _, p := range problems {
+		fmt.Fprintf(w, "METADATA %s: %s\n", p.Path, p.Problem)
 	}
+}
+
+func printInspect(w io.Writer, cfg ckpt.Config, res inspectResult, jsonOut bool) error {
+	if jsonOut {
+		return writeJSON(w, res)
+	}
+	printMetadata(w, res.Dirs, res.Metadata)
+	reps := res.Checkpoints
 	if len(reps) == 0 {
 		fmt.Fprintf(w, "no checkpoints in %s\n", cfg.MetaDir)
 		return nil
@@ -347,31 +377,40 @@ func printInspect(w io.Writer, cfg ckpt.Config, reps []ckptReport, jsonOut bool)
 
 func (a *app) verifyCmd() *cobra.Command {
 	var jsonOut bool
-	return runCommand("verify", "re-hash every file of every committed checkpoint of a run",
-		`Re-hashes every file of every committed checkpoint (BLAKE3 digests from the
-manifest) and every chunk of every data file (FTI-FF hashes); the data of an
-L4 checkpoint, which lives only in its SIONlib container, is checked as each
-rank's task there. A differential checkpoint's delta files are checked, and
-then the image each rank's chain makes, block by block, against the image
-checksum in the manifest. Prints the file, rank, variable and offset of each
-mismatch. On a terminal, a progress bar counts the files on standard error.
+	return runCommand("verify", "check the metadata and re-hash every file of every committed checkpoint of a run",
+		`Says which directories it read (and the config.fti that named them), checks
+the run's metadata as inspect does (both manifest copies of every
+checkpoint, the markers, the node table), then re-hashes every file of every
+committed checkpoint (BLAKE3 digests from the manifest) and every chunk of
+every data file (FTI-FF hashes); the data of an L4 checkpoint, which lives
+only in its SIONlib container, is checked as each rank's task there. A
+differential checkpoint's delta files are checked, and then the image each
+rank's chain makes, block by block, against the image checksum in the
+manifest. Prints the file, rank, variable and offset of each mismatch, and
+a METADATA line naming each manifest copy or node table that is unreadable,
+damaged, swapped, another run's or missing. On a terminal, a progress bar
+counts the files on standard error.
 
-Exit codes: 0 everything verifies, 1 anything does not (or there is no
-committed checkpoint to verify), 2 usage error.`,
+Exit codes: 0 everything verifies, 1 anything does not, a metadata file
+included (or there is no committed checkpoint to verify), 2 usage error.`,
 		`  ftigo verify run
   ftigo verify run --json | jq .ok`, &jsonOut,
-		func(cmd *cobra.Command, cfg ckpt.Config) error {
-			es, err := listRun(cfg)
+		func(cmd *cobra.Command, cfg ckpt.Config, cfgFile string) error {
+			rs, err := scanRun(cfg, cfgFile)
 			if err != nil {
 				return err
 			}
-			return a.finishVerify(cfg, a.verifyRun(cfg, es, jsonOut), jsonOut)
+			return a.finishVerify(cfg, a.verifyRun(cfg, rs, jsonOut), jsonOut)
 		})
 }
 
 // verifyResult is what verify and rebuild print with --json.
 type verifyResult struct {
 	OK bool `json:"ok"`
+	// Dirs are the directories read.
+	Dirs runDirs `json:"dirs"`
+	// Metadata lists the metadata problems (each makes OK false).
+	Metadata []metaProblem `json:"metadata"`
 	// Rebuilt is the checkpoint rebuild reconstructed (rebuild only).
 	Rebuilt     *rebuiltCheckpoint `json:"rebuilt,omitempty"`
 	Checkpoints []ckptReport       `json:"checkpoints"`
@@ -384,12 +423,13 @@ type rebuiltCheckpoint struct {
 	Level    int    `json:"level"`
 }
 
-// verifyRun verifies every committed entry of es in full; OK is false when
-// any file fails or there is nothing to verify.
+// verifyRun verifies every committed entry of rs in full; OK is false when
+// any file or metadata file fails or there is nothing to verify.
 //
 // With only set, just the checkpoint with that sequence number (its chain
-// is still read from es).
-func (a *app) verifyRun(cfg ckpt.Config, es []runEntry, jsonOut bool, only ...uint64) verifyResult {
+// is still read from rs).
+func (a *app) verifyRun(cfg ckpt.Config, rs *runScan, jsonOut bool, only ...uint64) verifyResult {
+	es := rs.entries
 	byseq := manifests(es)
 	var sel []runEntry
 	for _, e := range es {
@@ -399,7 +439,7 @@ func (a *app) verifyRun(cfg ckpt.Config, es []runEntry, jsonOut bool, only ...ui
 	}
 	p := a.newProgress(jsonOut, "verify", int64(countFiles(sel)), false)
 	defer p.Done()
-	res := verifyResult{OK: true, Checkpoints: []ckptReport{}}
+	res := verifyResult{OK: len(rs.problems) == 0, Dirs: rs.dirs, Metadata: nonNil(rs.problems), Checkpoints: []ckptReport{}}
 	for _, e := range sel {
 		r := report(cfg, e, byseq, true, func() { p.Add(1) })
 		if r.Status != "verified" {
@@ -421,6 +461,7 @@ func (a *app) finishVerify(cfg ckpt.Config, res verifyResult, jsonOut bool) erro
 		}
 	} else {
 		w := a.stdout
+		printMetadata(w, res.Dirs, res.Metadata)
 		if res.Rebuilt != nil {
 			fmt.Fprintf(w, "rebuilt checkpoint %d (L%d, %s): a restart would use it\n", res.Rebuilt.ID, res.Rebuilt.Level, res.Rebuilt.Manifest)
 		}
@@ -449,15 +490,16 @@ func (a *app) rebuildCmd() *cobra.Command {
 		`Rebuilds the newest recoverable checkpoint of a job that is not running:
 lost or corrupted files are reconstructed from the surviving L2 partner
 copies, L3 Reed-Solomon parity or the L4 container, exactly as a restart
-would, then the rebuilt checkpoint is verified. On a terminal, standard
-error shows the rebuild's elapsed time and then a progress bar of the
-verification.
+would (a damaged or missing manifest copy is rewritten from the valid one),
+then the rebuilt checkpoint and the run's metadata are verified. On a
+terminal, standard error shows the rebuild's elapsed time and then a
+progress bar of the verification.
 
 Exit codes: 0 the rebuilt checkpoint verifies, 1 nothing could be rebuilt or
 it does not verify, 2 usage error.`,
 		`  ftigo rebuild run
   ftigo rebuild config.fti --json`, &jsonOut,
-		func(cmd *cobra.Command, cfg ckpt.Config) error {
+		func(cmd *cobra.Command, cfg ckpt.Config, cfgFile string) error {
 			act := a.startActivity(jsonOut, "rebuild: reconstructing and checking checkpoint files")
 			m, err := ckpt.RebuildOffline(cfg)
 			if err != nil {
@@ -465,11 +507,11 @@ it does not verify, 2 usage error.`,
 				return err
 			}
 			act.Stop("done")
-			es, err := listRun(cfg)
+			rs, err := scanRun(cfg, cfgFile)
 			if err != nil {
 				return err
 			}
-			res := a.verifyRun(cfg, es, jsonOut, m.Seq)
+			res := a.verifyRun(cfg, rs, jsonOut, m.Seq)
 			res.Rebuilt = &rebuiltCheckpoint{Manifest: levels.ManifestName(m.Seq), ID: m.ID, Level: int(m.Level)}
 			return a.finishVerify(cfg, res, jsonOut)
 		})

@@ -112,7 +112,7 @@ func TestInspectVerifyRebuildOnARunDirectory(t *testing.T) {
 	// A whole lost node: inspect reports the damage, rebuild restores it.
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "local", "node0002")))
 	code, out, _ = ftigo("inspect", dir)
-	assert.Equal(t, 0, code)
+	assert.Equal(t, 1, code, "inspect shows an error")
 	assert.Contains(t, out, "6/8")
 	assert.Contains(t, out, "damaged: 2 of 8 files bad; try ftigo rebuild")
 	code, out, errs = ftigo("rebuild", dir)
@@ -189,6 +189,7 @@ func TestInspectVerifyRebuildL4(t *testing.T) {
 
 	code, out, errs := ftigo("inspect", dir)
 	require.Equal(t, 0, code, errs)
+	t.Log(out)
 	assert.Regexp(t, `ckpt0+2\.manifest\s+2\s+L4\s+4\s+4\s+\d+ \S+\s+5/5\s+complete`, out, "4 tasks and the container")
 
 	code, out, _ = ftigo("verify", dir)

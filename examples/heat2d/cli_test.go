@@ -50,18 +50,14 @@ func TestDemoKeepsLastCheckpointForCLI(t *testing.T) {
 		jcmd := exec.Command(ftigo, append(args, "--json")...)
 		raw, err := jcmd.Output()
 		require.NoError(t, err, "%s --json", line)
-		var got []ckptJSON
-		if args[0] == "verify" {
-			var v struct {
-				OK          bool       `json:"ok"`
-				Checkpoints []ckptJSON `json:"checkpoints"`
-			}
-			require.NoError(t, json.Unmarshal(raw, &v), "%s", raw)
-			assert.True(t, v.OK, "%s", raw)
-			got = v.Checkpoints
-		} else {
-			require.NoError(t, json.Unmarshal(raw, &got), "%s", raw)
+		// inspect and verify both print {"ok": ..., "checkpoints": [...]}.
+		var v struct {
+			OK          bool       `json:"ok"`
+			Checkpoints []ckptJSON `json:"checkpoints"`
 		}
+		require.NoError(t, json.Unmarshal(raw, &v), "%s", raw)
+		assert.True(t, v.OK, "%s", raw)
+		got := v.Checkpoints
 		require.Len(t, got, 1, "%s: only the kept checkpoint remains:\n%s", line, raw)
 		assert.Equal(t, ckptJSON{ID: 5, Level: 4, Committed: true, Status: got[0].Status}, got[0], line)
 		assert.Contains(t, []string{"complete", "verified"}, got[0].Status, line)
