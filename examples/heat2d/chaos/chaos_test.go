@@ -16,7 +16,7 @@ func TestChaos(t *testing.T) {
 	for _, mode := range []string{"kill", "corrupt"} {
 		t.Run(mode, func(t *testing.T) {
 			var out bytes.Buffer
-			st, err := Run(Config{Mode: mode, Duration: 15 * time.Second, WorkDir: t.TempDir(), Timeout: time.Minute}, &out)
+			st, err := Run(Config{Mode: mode, Duration: 15 * time.Second, WorkDir: t.TempDir(), Timeout: time.Minute, Async: "random"}, &out)
 			t.Log(out.String())
 			if err != nil {
 				t.Fatal(err)

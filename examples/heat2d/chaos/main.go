@@ -7,6 +7,12 @@
 //	go run ./examples/heat2d/chaos -mode kill -duration 20m
 //	go run ./examples/heat2d/chaos -mode corrupt -duration 20m
 //	go run ./examples/heat2d/chaos -mode corrupt -seed 0x1234abcd   # replay one run
+//	go run ./examples/heat2d/chaos -mode kill -async random -duration 20m
+//
+// With -async on, every run post-processes its L2-L4 checkpoints in the
+// background (heat2d -async: inline_l2/l3/l4 = 0); with -async random,
+// bit 32 of the run's seed decides, so -seed with -async random replays
+// a run exactly (the other draws do not depend on it).
 //
 // Each run draws everything from its seed (printed for every failure):
 // the shape (ranks, simulated nodes), the checkpoint interval and level
@@ -102,6 +108,7 @@ type Config struct {
 	Keep     bool          // keep the run directories of failed runs
 	Verbose  bool          // one line per run
 	Timeout  time.Duration // per launch
+	Async    string        // off, on or random: heat2d -async (background post-processing)
 }
 
 func parseFlags(args []string) (Config, error) {
@@ -117,6 +124,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.BoolVar(&c.Keep, "keep", true, "keep the directory of every failed run (under -dir/failed)")
 	fs.BoolVar(&c.Verbose, "v", false, "print one line per run")
 	fs.DurationVar(&c.Timeout, "timeout", 2*time.Minute, "a launch that has not exited after this long is a hang (a failure)")
+	fs.StringVar(&c.Async, "async", "off", "background post-processing of L2-L4 (heat2d -async): off, on, or random (bit 32 of each run's seed)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -126,6 +134,9 @@ func parseFlags(args []string) (Config, error) {
 			return c, fmt.Errorf("-seed %q: want a non-zero number", *seed)
 		}
 		c.Seed = s
+	}
+	if c.Async != "off" && c.Async != "on" && c.Async != "random" {
+		return c, fmt.Errorf("-async %q: want off, on or random", c.Async)
 	}
 	if c.Mode != "kill" && c.Mode != "corrupt" {
 		return c, fmt.Errorf("-mode %q: want kill or corrupt", c.Mode)
@@ -139,6 +150,7 @@ type Stats struct {
 	Start       time.Time
 	Elapsed     time.Duration
 	Runs        int
+	AsyncRuns   int // runs with background post-processing (-async)
 	Launches    int
 	Kills       int
 	Relaunches  int
@@ -156,7 +168,8 @@ type Stats struct {
 
 func (s *Stats) print(w io.Writer) {
 	fmt.Fprintf(w, "chaos %s: %s, started %s\n", s.Mode, s.Elapsed.Round(time.Second), s.Start.UTC().Format(time.RFC3339))
-	fmt.Fprintf(w, "  runs %d (bit-identical %d, refused %d, failed %d)\n", s.Runs, s.Completed, s.Refusals, s.Failures)
+	fmt.Fprintf(w, "  runs %d (bit-identical %d, refused %d, failed %d; with background post-processing %d)\n",
+		s.Runs, s.Completed, s.Refusals, s.Failures, s.AsyncRuns)
 	fmt.Fprintf(w, "  launches %d, kills %d, relaunches %d, node dirs deleted %d\n", s.Launches, s.Kills, s.Relaunches, s.NodeLosses)
 	var lv []string
 	for _, l := range slices.Sorted(mapKeys(s.Restarts)) {
@@ -266,6 +279,7 @@ type params struct {
 	frameEvery   int
 	levels       string
 	ioLatency    time.Duration
+	async        bool
 }
 
 func drawParams(rng *rand.Rand) params {
@@ -292,6 +306,7 @@ func (p params) args(dir string) []string {
 		"-iters=" + strconv.Itoa(p.iters),
 		"-ckpt-every=" + strconv.Itoa(p.ckptEvery), "-frame-every=" + strconv.Itoa(p.frameEvery),
 		"-levels=" + p.levels, "-io-latency=" + p.ioLatency.String(),
+		"-async=" + strconv.FormatBool(p.async),
 	}
 }
 
@@ -305,7 +320,7 @@ func (ch *chaos) reference(p params) ([]byte, error) {
 	dir := filepath.Join(ch.work, "ref-"+key)
 	_ = os.RemoveAll(dir)
 	rp := p
-	rp.ranks, rp.nodes, rp.ckptEvery, rp.frameEvery, rp.ioLatency = 4, 4, 0, 0, 0
+	rp.ranks, rp.nodes, rp.ckptEvery, rp.frameEvery, rp.ioLatency, rp.async = 4, 4, 0, 0, 0, false
 	cmd := exec.Command(ch.bin, rp.args(dir)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("reference run: %v\n%s", err, b)
@@ -438,6 +453,10 @@ func (ch *chaos) run(seed uint64) error {
 	st.Runs++
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	p := drawParams(rng)
+	p.async = ch.cfg.Async == "on" || (ch.cfg.Async == "random" && seed>>32&1 == 1)
+	if p.async {
+		st.AsyncRuns++
+	}
 	ref, err := ch.reference(p)
 	if err != nil {
 		return err
