@@ -1,6 +1,7 @@
 package ckpt
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -274,9 +275,9 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	}
 	var headNode comm.Comm
 	if cfg.Head {
-		s, err := splitHeads(c, cfg, o)
-		if err != nil {
-			return nil, err
+		s, serr := splitHeads(c, cfg, o)
+		if serr != nil {
+			return nil, serr
 		}
 		if s.head {
 			return nil, runHead(cfg, o, s, r.log.With(zap.Bool("head", true)))
@@ -288,6 +289,9 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 		r.log = o.logger.With(zap.Int("rank", c.Rank()))
 		defer func() {
 			if err != nil {
+				// The head waits for this rank's announcement: it learns
+				// that Init failed here and ends too.
+				_ = sendMsg(headNode, 0, binary.LittleEndian.AppendUint64(nil, headInitFailed))
 				_ = headNode.Close()
 				_ = c.Close()
 			}
@@ -345,16 +349,17 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 		r.eng.Wait()
 		return nil, err
 	}
-	if headNode != nil {
-		r.post.node = headNode
-		if err := r.announceHead(); err != nil {
-			r.eng.Wait()
-			return nil, fmt.Errorf("ckpt: head = 1: %w", err)
-		}
-	}
+	r.post.node = headNode
 	if err := r.openPost(); err != nil {
 		r.eng.Wait()
 		return nil, err
+	}
+	if headNode != nil {
+		if err := r.announceHead(); err != nil {
+			r.eng.Wait()
+			r.post.node = nil
+			return nil, fmt.Errorf("ckpt: head = 1: %w", err)
+		}
 	}
 	return r, nil
 }

@@ -641,13 +641,6 @@ func intOutside(lo, hi int64) func(string) (bool, error) {
 	}
 }
 
-// intNonZero requests it for a non-zero integer (FTI reads these keys
-// with iniparser_getint and tests the result as a boolean).
-func intNonZero(v string) (bool, error) {
-	n, err := flagInt(v)
-	return err == nil && n != 0, err
-}
-
 // iniFalse requests the feature for a value iniparser_getboolean reads
 // as false, not for an empty one.
 func iniFalse(v string) (bool, error) {

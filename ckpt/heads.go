@@ -45,6 +45,9 @@ const (
 	headStop     = 2
 	// headTag is the tag of requests and replies on the node communicator.
 	headTag = 0x4845
+	// headInitFailed is the announcement of an application rank whose
+	// Init failed after the split.
+	headInitFailed = ^uint64(0)
 )
 
 // headRequest is what an application rank sends its head.
@@ -175,6 +178,7 @@ func runHead(cfg Config, o options, s *headSplit, log *zap.Logger) error {
 	// Each application rank says which rank it is in the application
 	// communicator.
 	appRank := make([]int, v)
+	failed := int64(0)
 	for i := range v {
 		b, err := recvMsg(s.node, i+1)
 		if err == nil && len(b) != 8 {
@@ -183,7 +187,16 @@ func runHead(cfg Config, o options, s *headSplit, log *zap.Logger) error {
 		if err != nil {
 			return fmt.Errorf("ckpt: head: application rank %d of the node: %w", i+1, err)
 		}
-		appRank[i] = int(binary.LittleEndian.Uint64(b))
+		if a := binary.LittleEndian.Uint64(b); a == headInitFailed {
+			failed = 1
+		} else {
+			appRank[i] = int(a)
+		}
+	}
+	// Every head ends if Init failed on some application rank (it fails
+	// on all of them: its errors are agreed).
+	if n, err := s.heads.AllreduceInt64(failed, comm.Max); err != nil || n != 0 {
+		return errors.Join(ErrHeadAppFailed, err)
 	}
 	mux, err := comm.NewMux(s.heads, v)
 	if err != nil {

@@ -3,6 +3,7 @@ package ckpt
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -261,4 +262,97 @@ func TestHeadsErrors(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
+}
+
+// TestHeadsInitFails: when Init fails on the application ranks (a restart
+// with nothing recoverable), the heads end too, with ErrHeadAppFailed,
+// instead of waiting for ever.
+func TestHeadsInitFails(t *testing.T) {
+	core := vfd.NewCore()
+	cfg := headConfig(2)
+	cfg.Async[2] = false
+	require.NoError(t, comm.Run(8, func(c comm.Comm) error {
+		r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()))
+		if errors.Is(err, ErrHead) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		x := version(r.Comm().Rank(), 1)
+		return errors.Join(Protect(r, 0, &x), r.Checkpoint(1, 1), r.Close())
+	}, comm.WithTimeout(60*time.Second)))
+	eraseNode(t, core, cfg, 0) // an L1 checkpoint does not survive it
+	var appFailed, headFailed atomic.Int32
+	require.NoError(t, comm.Run(8, func(c comm.Comm) error {
+		_, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()), WithWarnings(io.Discard))
+		switch {
+		case c.Rank()%2 == 0 && errors.Is(err, ErrHeadAppFailed):
+			headFailed.Add(1)
+		case c.Rank()%2 == 1 && errors.Is(err, ErrUnrecoverable):
+			appFailed.Add(1)
+		default:
+			return fmt.Errorf("rank %d: %v", c.Rank(), err)
+		}
+		return nil
+	}, comm.WithTimeout(60*time.Second)))
+	assert.Equal(t, int32(4), headFailed.Load())
+	assert.Equal(t, int32(4), appFailed.Load())
+}
+
+// TestHeadsBackgroundFailure: the L4 container cannot be written by the
+// heads; the application ranks learn it from CheckpointWait and once
+// from the next Checkpoint (ErrBackground, naming the checkpoint and the
+// level), the checkpoint stays committed at L1, and the next one works.
+func TestHeadsBackgroundFailure(t *testing.T) {
+	core := vfd.NewCore()
+	cfg := headConfig(4)
+	var failing atomic.Bool
+	failing.Store(true)
+	headDriver := vfd.NewFault(core, vfd.InjectorFunc(func(op vfd.Op) error {
+		if op.Kind == vfd.OpWrite && strings.Contains(op.Path, "l4.sion") && failing.Load() {
+			return errors.New("no space left on the global file system")
+		}
+		return nil
+	}))
+	require.NoError(t, comm.Run(8, func(c comm.Comm) error {
+		d := vfd.Driver(core)
+		if c.Rank()%2 == 0 {
+			d = headDriver
+		}
+		r, err := Init(cfg, c, WithDriver(d), WithLogger(zap.NewNop()))
+		if errors.Is(err, ErrHead) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		me := r.Comm().Rank()
+		x := version(me, 1)
+		if err := errors.Join(Protect(r, 0, &x), r.Checkpoint(1, 4)); err != nil {
+			return err
+		}
+		err = r.CheckpointWait()
+		if !errors.Is(err, ErrBackground) || !strings.Contains(err.Error(), "checkpoint 1") || !strings.Contains(err.Error(), "L4") {
+			return fmt.Errorf("rank %d: CheckpointWait: %v, want ErrBackground naming checkpoint 1 and L4", me, err)
+		}
+		if r.last.Level != levels.L1 {
+			return fmt.Errorf("rank %d: checkpoint 1 at %v, want L1", me, r.last.Level)
+		}
+		if err := r.Checkpoint(2, 4); !errors.Is(err, ErrBackground) {
+			return fmt.Errorf("rank %d: next Checkpoint: %v, want the background failure", me, err)
+		}
+		failing.Store(false)
+		if err := r.Comm().Barrier(); err != nil {
+			return err
+		}
+		x = version(me, 3)
+		if err := errors.Join(r.Checkpoint(3, 4), r.CheckpointWait()); err != nil {
+			return fmt.Errorf("rank %d: checkpoint after the failure: %w", me, err)
+		}
+		if r.last.ID != 3 || r.last.Level != levels.L4 {
+			return fmt.Errorf("rank %d: checkpoint %d at %v, want 3 at L4", me, r.last.ID, r.last.Level)
+		}
+		return r.Close()
+	}, comm.WithTimeout(60*time.Second)))
 }
