@@ -1,9 +1,11 @@
 package ckpt
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -355,4 +357,81 @@ func TestHeadsBackgroundFailure(t *testing.T) {
 		}
 		return r.Close()
 	}, comm.WithTimeout(60*time.Second)))
+}
+
+// TestHeadsDCP: differential checkpoints raised by the heads restart bit
+// for bit after losing what the level protects against.
+func TestHeadsDCP(t *testing.T) {
+	for _, lvl := range []int{2, 3, 4} {
+		t.Run(fmt.Sprintf("L%d", lvl), func(t *testing.T) {
+			core := vfd.NewCore()
+			cfg := headConfig(lvl)
+			cfg.EnableDCP, cfg.DCPBlockSize, cfg.DCPStackSize = true, 4096, 4
+			final := make([][][]byte, 4)
+			diffs := make([]int, 4)
+			job := func(fn func(r *Runtime, me int, bufs [][]byte) error) error {
+				return comm.Run(8, func(c comm.Comm) error {
+					r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()))
+					if errors.Is(err, ErrHead) {
+						return nil
+					}
+					if err != nil {
+						return err
+					}
+					defer r.Close()
+					me := r.Comm().Rank()
+					bufs := dcpBuffers(me, 256<<10)
+					for i := range bufs {
+						if err := Protect(r, i, &bufs[i]); err != nil {
+							return err
+						}
+					}
+					return fn(r, me, bufs)
+				}, comm.WithTimeout(60*time.Second))
+			}
+			require.NoError(t, job(func(r *Runtime, me int, bufs [][]byte) error {
+				rnd := rand.New(rand.NewPCG(uint64(me), 5))
+				for id := int64(1); id <= 6; id++ {
+					if id > 1 {
+						touch(bufs, 0.05, cfg.DCPBlockSize, rnd)
+					}
+					if err := r.Checkpoint(id, lvl+dcpLevelOffset); err != nil {
+						return err
+					}
+					if r.last.DCP != nil {
+						diffs[me]++
+					}
+					if err := r.CheckpointWait(); err != nil {
+						return err
+					}
+					if r.last.Level != levels.ID(lvl) {
+						return fmt.Errorf("rank %d: checkpoint %d at %v", me, id, r.last.Level)
+					}
+				}
+				final[me] = bufs
+				return nil
+			}))
+			for me, d := range diffs {
+				assert.NotZero(t, d, "rank %d took no differential checkpoint", me)
+			}
+			lose(t, core, cfg, lvl)
+			require.NoError(t, job(func(r *Runtime, me int, bufs [][]byte) error {
+				if r.Recovered() == nil || r.Recovered().ID != 6 {
+					return fmt.Errorf("rank %d: restarted from %v, want checkpoint 6", me, r.Recovered())
+				}
+				for i := range bufs {
+					clear(bufs[i])
+				}
+				if err := r.Recover(); err != nil {
+					return err
+				}
+				for i := range bufs {
+					if !bytes.Equal(bufs[i], final[me][i]) {
+						return fmt.Errorf("rank %d: buffer %d differs after the restart", me, i)
+					}
+				}
+				return nil
+			}))
+		})
+	}
 }
