@@ -75,7 +75,9 @@
 //     post-process the levels with inline_lN = 0, and FTI_Init on a head
 //     returns when the application has finalized: FTI_HEAD with
 //     keep_heads_alive = 1, otherwise it calls MPI_Finalize and exit(0), as
-//     FTI's heads do. head = 1 needs node_size >= 2 and MPI_THREAD_MULTIPLE.
+//     FTI's heads do. head = 1 needs node_size >= 2 and MPI_THREAD_MULTIPLE
+//     (MPI_Init_thread): after a plain MPI_Init, FTI_Init refuses it on every
+//     rank, where FTI would accept it.
 //   - Without local_test, ranks are placed on nodes by host name, as in FTI.
 //
 // # Global datasets and restarts on another number of ranks
