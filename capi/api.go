@@ -21,10 +21,15 @@ import (
 
 // FTI's return codes (fti.h).
 const (
-	codeSuccess     = 0  // FTI_SCES
-	codeFailure     = -1 // FTI_NSCS
-	codeNoRecovery  = -2 // FTI_NREC
-	codeCheckpoint  = 1  // FTI_DONE
+	codeSuccess    = 0  // FTI_SCES
+	codeFailure    = -1 // FTI_NSCS
+	codeNoRecovery = -2 // FTI_NREC
+	codeCheckpoint = 1  // FTI_DONE
+	codeHead       = 2  // FTI_HEAD: a head rank with keep_heads_alive = 1, after the job's finalize
+	// codeHeadExit is ftigo's own: a head rank without keep_heads_alive,
+	// after the job's finalize; fti.c then ends the process as FTI's
+	// heads do (MPI_Finalize, exit(0)).
+	codeHeadExit    = 3
 	maxNameLen      = 255
 	maxProtectBytes = math.MaxInt64 / 2
 )
@@ -171,6 +176,16 @@ func (l *library) init(path string, c comm.Comm) int {
 		}
 	}
 	rt, err := ckpt.Init(cfg, c, opts...)
+	if errors.Is(err, ckpt.ErrHead) {
+		// head = 1: this rank served as its node's head until every
+		// application rank finalized.
+		l.comm = nil
+		l.finalized = true
+		if cfg.KeepHeadsAlive {
+			return codeHead
+		}
+		return codeHeadExit
+	}
 	if err != nil {
 		if errors.Is(err, ckpt.ErrUnrecoverable) {
 			l.state, l.initErr, l.log = stateFailed, err, log
@@ -184,6 +199,10 @@ func (l *library) init(path string, c comm.Comm) int {
 	}
 	l.state, l.initErr, l.log = stateReady, nil, log
 	l.cfg, l.cfgPath, l.rt = cfg, path, rt
+	// With head = 1 the library's collectives run between the application
+	// ranks only (FTI_COMM_WORLD).
+	l.comm, l.rank = rt.Comm(), rt.Comm().Rank()
+	c = l.comm
 	l.status = int(rt.Status())
 	l.types = newTypeTable(l.sizes)
 	l.vars, l.names, l.idNames, l.stored = map[int]*cvar{}, map[string]int{}, map[int]string{}, map[int]int64{}

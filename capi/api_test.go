@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -429,18 +430,19 @@ func TestRestartStatuses(t *testing.T) {
 	})
 }
 
-// TestConfigKeysAsFTI: head = 1 runs with every rank an application rank
-// (and says so); without local_test, ranks are grouped into nodes by
+// TestConfigKeysAsFTI: head = 1 needs node_size >= 2 (refused on every
+// rank otherwise); without local_test, ranks are grouped into nodes by
 // host name as FTI does, so node_size must match the ranks per host.
 func TestConfigKeysAsFTI(t *testing.T) {
 	dir := t.TempDir()
 	log := &syncBuffer{}
 	alloc := &goAllocator{}
 	cfg := testConfig(t, dir, 1, "head = 1")
-	session(t, 2, cfg, log, alloc, func(l *library, c comm.Comm) error {
-		return expect("finalize", l.finalize(), codeSuccess)
-	})
-	assert.Contains(t, log.String(), "head = 1 ignored")
+	require.NoError(t, comm.Run(2, func(c comm.Comm) error {
+		l := newLibrary(log, log, lp64)
+		return expect("init with head = 1 and node_size 1", l.init(cfg, c), codeFailure)
+	}))
+	assert.Contains(t, log.String(), "head = 1 with node_size 1")
 
 	host := filepath.Join(dir, "host.fti")
 	write := func(nodeSize int) {
@@ -685,4 +687,44 @@ func TestGroupsAndNamesInProcess(t *testing.T) {
 	})
 	assert.Contains(t, log.String(), `FTI_RenameGroup: group "/a" holds global dataset 1 already`)
 	assert.Contains(t, log.String(), `FTI_DefineDataset: variable 3 keeps its name "v" (ftigo stores one name per variable); "w" is not recorded`)
+}
+
+// TestHeads: with head = 1 on 2 nodes of 2 ranks, FTI_Init returns
+// FTI_HEAD on the heads (keep_heads_alive = 1; without it fti.c ends the
+// process) once the application ranks have finalized; the application
+// ranks work on a communicator of their own (FTI_COMM_WORLD), and their
+// L2 checkpoint is post-processed by the heads (inline_l2 = 0).
+func TestHeads(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config.fti")
+	body := fmt.Sprintf("[basic]\nhead = 1\nkeep_heads_alive = %%d\nnode_size = 2\ngroup_size = 2\nckpt_dir = %s\nglbl_dir = %s\nmeta_dir = %s\nverbosity = 1\ninline_l2 = 0\nkeep_last_ckpt = 1\n[advanced]\nlocal_test = 1\nblock_size = 16\n",
+		filepath.Join(dir, "l"), filepath.Join(dir, "g"), filepath.Join(dir, "m"))
+	log := &syncBuffer{}
+	for _, keep := range []int{1, 0} {
+		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(body, keep)), 0o644))
+		require.NoError(t, comm.Run(4, func(c comm.Comm) error {
+			l := newLibrary(log, log, lp64)
+			rc := l.init(p, c)
+			if c.Rank()%2 == 0 {
+				want := codeHead
+				if keep == 0 {
+					want = codeHeadExit
+				}
+				return expect(fmt.Sprintf("init on head rank %d", c.Rank()), rc, want)
+			}
+			if rc != codeSuccess {
+				return fmt.Errorf("rank %d: init returned %d", c.Rank(), rc)
+			}
+			defer func() { endRuntime(l.rt) }()
+			if l.comm.Size() != 2 || l.comm.Rank() != c.Rank()/2 {
+				return fmt.Errorf("rank %d: application rank %d of %d", c.Rank(), l.comm.Rank(), l.comm.Size())
+			}
+			x := []float64{float64(c.Rank()), 2}
+			return errors.Join(
+				expect("protect", l.protect(0, ptr(x), 2, typeDouble), codeSuccess),
+				expect("checkpoint", l.checkpoint(1, 2), codeCheckpoint),
+				expect("finalize", l.finalize(), codeSuccess))
+		}, comm.WithTimeout(60*time.Second)))
+	}
+	assert.Contains(t, log.String(), "post-processed by the heads")
 }

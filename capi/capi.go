@@ -74,6 +74,24 @@ func ftigo_capi_init(cfg *C.char, libComm C.int) C.int {
 	return C.int(lib.init(path, c))
 }
 
+// ftigo_capi_app_comm returns the Fortran handle of the application
+// ranks' communicator of the session (the communicator FTI_Init was given
+// without the heads, with head = 1), or -1 when there is none or it is
+// not an MPI communicator.
+//
+//export ftigo_capi_app_comm
+func ftigo_capi_app_comm() C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	if lib.rt == nil {
+		return -1
+	}
+	if mc, ok := lib.rt.Comm().(*mpi.Comm); ok {
+		return C.int(mc.Handle())
+	}
+	return -1
+}
+
 //export ftigo_capi_active
 func ftigo_capi_active() C.int {
 	mu.Lock()

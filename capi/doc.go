@@ -69,9 +69,15 @@
 //   - A checkpoint taken on a restart before FTI_Recover supersedes the
 //     restart data: FTI_Status then returns 0 and FTI_Snapshot checkpoints
 //     (FTI keeps the status at 1 and re-reads the new checkpoint).
-//   - head = 1 is accepted with a warning: ftigo post-processes inline in the
-//     application ranks, every rank is an application rank and FTI_Init never
-//     returns FTI_HEAD.
+//   - head = 1 works as in FTI (see package ckpt, "Heads"): node-local rank 0
+//     of each node is a head, FTI_COMM_WORLD is a duplicate of the
+//     application ranks' communicator without the heads, the heads
+//     post-process the levels with inline_lN = 0, and FTI_Init on a head
+//     returns when the application has finalized: FTI_HEAD with
+//     keep_heads_alive = 1, otherwise it calls MPI_Finalize and exit(0), as
+//     FTI's heads do. head = 1 needs node_size >= 2 and MPI_THREAD_MULTIPLE
+//     (MPI_Init_thread): after a plain MPI_Init, FTI_Init refuses it on every
+//     rank, where FTI would accept it.
 //   - Without local_test, ranks are placed on nodes by host name, as in FTI.
 //
 // # Global datasets and restarts on another number of ranks
@@ -115,10 +121,10 @@
 // # State of every function
 //
 //	function                       state
-//	FTI_Init                       implemented (FTI_SCES, FTI_NSCS, FTI_NREC)
+//	FTI_Init                       implemented (FTI_SCES, FTI_NSCS, FTI_NREC, FTI_HEAD)
 //	FTI_Status                     implemented: 0 fresh (or recovered), 1 restart, 2 restart from the keep_last_ckpt copy, 3 restart from a level-9 file (VPR)
 //	FTI_Finalize                   implemented (keep_last_ckpt, keep_l4_ckpt as in ckpt)
-//	FTI_COMM_WORLD                 implemented: a duplicate of FTI_Init's communicator
+//	FTI_COMM_WORLD                 implemented: a duplicate of FTI_Init's communicator (without the heads with head = 1)
 //	FTI_CHAR ... FTI_LDBE          implemented: handles 0..10, set by FTI_Init
 //	FTI_InitType                   implemented: opaque elements of the size
 //	FTI_InitCompositeType          implemented: opaque elements of the size; the HDF5 group is ignored

@@ -13,6 +13,10 @@
 #include "fti.h"
 #include "_cgo_export.h"
 
+// FTIGO_HEAD_EXIT is ftigo_capi_init's code for a head rank without
+// keep_heads_alive (capi/api.go codeHeadExit).
+#define FTIGO_HEAD_EXIT 3
+
 MPI_Comm FTI_COMM_WORLD = MPI_COMM_NULL;
 
 // The predefined type handles are invalid until FTI_Init sets them.
@@ -88,6 +92,18 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm) {
         return fail("FTI_Init", "MPI_Comm_dup of globalComm failed");
     }
     int rc = ftigo_capi_init((char *)configFile, (int)MPI_Comm_c2f(lib));
+    if (rc == FTI_HEAD || rc == FTIGO_HEAD_EXIT) {
+        // head = 1: this rank was a head until the application finalized.
+        MPI_Comm_free(&lib);
+        MPI_Comm_free(&app);
+        if (rc == FTIGO_HEAD_EXIT) {
+            // As FTI's heads without keep_heads_alive: never return.
+            MPI_Finalize();
+            exit(0);
+        }
+        PUBLISH(FTI_COMM_WORLD, globalComm);
+        return FTI_HEAD;
+    }
     if (rc != FTI_SCES && rc != FTI_NREC) {
         MPI_Comm_free(&lib);
         MPI_Comm_free(&app);
@@ -95,6 +111,19 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm) {
         return rc;
     }
     ftigo_comm = lib;
+    int appHandle = ftigo_capi_app_comm();
+    if (appHandle != -1) {
+        // head = 1: FTI_COMM_WORLD is the application ranks' communicator
+        // (a duplicate of the one the Go runtime split off).
+        MPI_Comm split = MPI_Comm_f2c((MPI_Fint)appHandle), dup = MPI_COMM_NULL;
+        int size = 0, appSize = 0;
+        MPI_Comm_size(globalComm, &size);
+        MPI_Comm_size(split, &appSize);
+        if (appSize != size && MPI_Comm_dup(split, &dup) == MPI_SUCCESS) {
+            MPI_Comm_free(&app);
+            app = dup;
+        }
+    }
     // FTI_COMM_WORLD stays valid after FTI_Finalize (codes use it until
     // MPI_Finalize); a new session gets a new one.
     PUBLISH(FTI_COMM_WORLD, app);

@@ -553,3 +553,38 @@ func TestStaging(t *testing.T) {
 		}
 	})
 }
+
+// TestHeatHeads runs the C solver with FTI's heads (head = 1, nodes of 2
+// processes, inline_l2/l3/l4 = 0, keep_heads_alive = 0): the heads never
+// return from FTI_Init (they end the process once the application has
+// finalized, as FTI's do), the application ranks compute on
+// FTI_COMM_WORLD without them, their L2, L3 and L4 checkpoints are
+// post-processed by the heads, and the final field is bit-identical to an
+// uninterrupted run on the application ranks alone. The program asks
+// for MPI_THREAD_MULTIPLE (with less, head = 1 is refused by FTI_Init).
+func TestHeatHeads(t *testing.T) {
+	forEachFlavour(t, false, func(t *testing.T, f flavour) {
+		t.Setenv("HEATDIS_THREAD_MULTIPLE", "1") // the heads need MPI_THREAD_MULTIPLE
+		const np, app = 4, 2
+		nx, rows := 256, 128
+		const iters, every = 400, 100
+		root := t.TempDir()
+		ref := filepath.Join(root, "ref")
+		heat(t, f, app, writeConfig(t, ref, app, ""), filepath.Join(ref, "out"), nx, rows, iters, 0, "0")
+		dir := filepath.Join(root, "run")
+		cfg := writeConfig(t, dir, np, "head = 1\nnode_size = 2\ngroup_size = 2\ninline_l2 = 0\ninline_l3 = 0\ninline_l4 = 0")
+		out := heat(t, f, np, cfg, filepath.Join(dir, "out"), nx, rows, iters, every, "234")
+		for id := 1; id <= 3; id++ {
+			assert.Contains(t, out, fmt.Sprintf("Ckpt. ID %d (L1 -> L%d) post-processed by the heads", id, id+1))
+			assert.Contains(t, out, fmt.Sprintf("ckpt-end id=%d level=%d rc=1", id, id+1))
+		}
+		for r := 0; r < app; r++ {
+			assert.Contains(t, out, fmt.Sprintf("EVENT rank=%d done iter=%d", r, iters))
+		}
+		assert.NotContains(t, out, "EVENT rank=2", "a head ran the solver")
+		want, got := readAll(t, filepath.Join(ref, "out"), app), readAll(t, filepath.Join(dir, "out"), app)
+		for r := range want {
+			assert.True(t, bytes.Equal(want[r], got[r]), "rank %d's final field differs from the run without heads", r)
+		}
+	})
+}

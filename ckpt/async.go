@@ -32,6 +32,12 @@ type postState struct {
 	err error
 	// hook, when set, runs in the poster before its work (tests).
 	hook func()
+	// node, with head = 1, joins this rank to its node's head (rank 0),
+	// which post-processes instead of a private communicator (heads.go);
+	// adopt is the checkpoint the heads raised, not yet adopted by the
+	// engine.
+	node  comm.Comm
+	adopt *levels.Manifest
 }
 
 // postResult is what the poster hands back.
@@ -45,7 +51,7 @@ type postResult struct {
 // L4 of ckpt_io = 5 is one HDF5 file the ranks write themselves).
 func (r *Runtime) asyncLevel(lvl levels.ID) bool {
 	switch {
-	case lvl <= levels.L1 || !lvl.Valid() || !r.cfg.Async[lvl] || r.post.c == nil:
+	case lvl <= levels.L1 || !lvl.Valid() || !r.cfg.Async[lvl] || (r.post.c == nil && r.post.node == nil):
 		return false
 	case lvl == levels.L4 && r.cfg.CkptIO == 5:
 		return false
@@ -60,6 +66,12 @@ func (c Config) anyAsync() bool { return c.Async[2] || c.Async[3] || c.Async[4] 
 // is asynchronous. Collective.
 func (r *Runtime) openPost() error {
 	if !r.cfg.anyAsync() {
+		return nil
+	}
+	if r.post.node != nil {
+		if r.c.Rank() == 0 {
+			r.log.Info("head = 1: checkpoints at the asynchronous levels commit at L1 and are raised to their level by the heads")
+		}
 		return nil
 	}
 	if tl, ok := r.c.(interface{ ThreadLevel() (int, bool) }); ok {
@@ -92,9 +104,11 @@ func (r *Runtime) openPost() error {
 	return nil
 }
 
-// closePost drains the poster and frees its communicator.
+// closePost drains the poster, stops the node's head (head = 1) and
+// frees the poster's communicator.
 func (r *Runtime) closePost() {
 	r.drainPost()
+	r.stopHead()
 	if r.post.c != nil {
 		_ = r.post.c.Close()
 		r.post.c = nil
@@ -105,6 +119,10 @@ func (r *Runtime) closePost() {
 func (r *Runtime) startPost(m *levels.Manifest, lvl levels.ID) {
 	ch := make(chan postResult, 1)
 	r.post.running, r.post.job = ch, m
+	if r.post.node != nil {
+		r.startHeadPost(ch, m, lvl)
+		return
+	}
 	eng, pc, log, now, rank, hook := r.eng, r.post.c, r.log, r.now, r.c.Rank(), r.post.hook
 	go func() {
 		if hook != nil {
@@ -123,6 +141,34 @@ func (r *Runtime) startPost(m *levels.Manifest, lvl levels.ID) {
 				m.ID, lvl, wall.Seconds(), st.Protect.Seconds(), st.Commit.Seconds(), st.Clean.Seconds()),
 				zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl), zap.Duration("post-wall", wall),
 				zap.Duration("post", st.Protect), zap.Duration("commit", st.Commit), zap.Duration("clean", st.Clean))
+		}
+		ch <- postResult{m: up, err: err}
+	}()
+}
+
+// startHeadPost has the node's head raise m to lvl (head = 1).
+func (r *Runtime) startHeadPost(ch chan postResult, m *levels.Manifest, lvl levels.ID) {
+	req, rerr := r.headRequestFor(m, lvl)
+	node, log, now, rank, hook := r.post.node, r.log, r.now, r.c.Rank(), r.post.hook
+	go func() {
+		if hook != nil {
+			hook()
+		}
+		start := now()
+		var up *levels.Manifest
+		err := rerr
+		if err == nil {
+			up, err = headRaise(node, req)
+		}
+		if err != nil {
+			err = fmt.Errorf("%w: checkpoint %d (%s) stays committed at L1, not raised to %v: %w", ErrBackground, m.ID, m.Dir(), lvl, err)
+			if rank == 0 {
+				log.Warn(err.Error(), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl))
+			}
+		} else if rank == 0 {
+			wall := now().Sub(start)
+			log.Info(fmt.Sprintf("Ckpt. ID %d (L1 -> %v) post-processed by the heads in %.3f sec.", m.ID, lvl, wall.Seconds()),
+				zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl), zap.Duration("post-wall", wall))
 		}
 		ch <- postResult{m: up, err: err}
 	}()
@@ -147,6 +193,9 @@ func (r *Runtime) applyPost(res postResult) {
 		r.post.err = res.err
 		return
 	}
+	if r.post.node != nil {
+		r.post.adopt = res.m // the engine adopts it at the next collective call
+	}
 	if img, ok := r.images[job.Seq]; ok {
 		r.keepImage(res.m, img)
 	}
@@ -161,6 +210,7 @@ func (r *Runtime) applyPost(res postResult) {
 // vote.
 func (r *Runtime) awaitPost() (time.Duration, error) {
 	waited := r.drainPost()
+	r.adoptPost()
 	if err := r.takePostError(); err != nil {
 		return waited, err
 	}

@@ -231,6 +231,7 @@ func (r *Runtime) Finalize() error {
 	}
 	r.abortICP()
 	r.closePost()
+	r.adoptPost()
 	r.drainStaging()
 	bgErr := r.takePostError()
 	err := r.finalize()

@@ -1,6 +1,7 @@
 package ckpt
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -226,6 +227,8 @@ type Runtime struct {
 	icpInactive bool
 	// stage is the staging queue (staging.go).
 	stage stager
+	// topoIDs are the node ids the topology was built from (heads.go).
+	topoIDs []string
 }
 
 // usable returns nil when the runtime can take the call.
@@ -305,6 +308,30 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	if err := levels.Agree(c, cfg.Validate(c.Size()), "validate config"); err != nil {
 		return nil, err
 	}
+	var headNode comm.Comm
+	if cfg.Head {
+		s, serr := splitHeads(c, cfg, o)
+		if serr != nil {
+			return nil, serr
+		}
+		if s.head {
+			return nil, runHead(cfg, o, s, r.log.With(zap.Bool("head", true)))
+		}
+		// The application ranks run as a job of node_size-1 ranks per node.
+		c, headNode = s.app, s.node
+		cfg.NodeSize--
+		r.c, r.cfg = c, cfg
+		r.log = o.logger.With(zap.Int("rank", c.Rank()))
+		defer func() {
+			if err != nil {
+				// The head waits for this rank's announcement: it learns
+				// that Init failed here and ends too.
+				_ = sendMsg(headNode, 0, binary.LittleEndian.AppendUint64(nil, headInitFailed))
+				_ = headNode.Close()
+				_ = c.Close()
+			}
+		}()
+	}
 	if !o.lockHeld {
 		if err := r.takeLock(o.meta); err != nil {
 			return nil, err
@@ -338,11 +365,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	if o.buffers == nil {
 		o.buffers = &partner.Buffers{}
 	}
-	var l4 levels.Level = levels.Global4{Inline: true}
-	if cfg.CkptIO == 5 {
-		l4 = levels.Global4H5{} // ckpt_io = 5: L4 as one HDF5 file
-	}
-	ls := append([]levels.Level{levels.Local1{}, levels.Partner2{Buffers: o.buffers}, levels.RS3{M: cfg.L3Parity, Buffers: o.buffers}, l4}, o.levels...)
+	ls := cfg.levelList(o.buffers, o)
 	policy := o.policy
 	if policy == nil {
 		policy = levels.FTIPolicy{KeepL4: cfg.KeepL4Ckpt, KeepLast: cfg.KeepLast}
@@ -365,9 +388,17 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 		r.eng.Wait()
 		return nil, err
 	}
+	r.post.node = headNode
 	if err := r.openPost(); err != nil {
 		r.eng.Wait()
 		return nil, err
+	}
+	if headNode != nil {
+		if err := r.announceHead(); err != nil {
+			r.eng.Wait()
+			r.post.node = nil
+			return nil, fmt.Errorf("ckpt: head = 1: %w", err)
+		}
 	}
 	return r, nil
 }
@@ -578,6 +609,7 @@ func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
 	for i, b := range all {
 		ids[i] = string(b)
 	}
+	r.topoIDs = ids
 	topo, err := partner.NewTopology(c.Size(), cfg.NodeSize, cfg.GroupSize, ids)
 	if err := levels.Agree(c, err, "build topology"); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

@@ -53,9 +53,16 @@ type Config struct {
 	KeepLast int
 	// Verbosity is 1 debug, 2 info, 3 warnings, 4 errors only ([basic] verbosity).
 	Verbosity int
-	// Head requests a dedicated post-processing rank per node ([basic] head);
-	// ftigo post-processes inline and warns when it is set.
+	// Head makes node-local rank 0 of the communicator passed to Init a
+	// dedicated post-processing rank ([basic] head = 1, FTI's heads; needs
+	// NodeSize >= 2): the application gets NodeSize-1 ranks per node
+	// ([Runtime.Comm]), Init on a head returns [ErrHead] once the
+	// application has finalized, and the levels with Async set are
+	// post-processed by the heads (see the package documentation).
 	Head bool
+	// KeepHeadsAlive is [basic] keep_heads_alive: accepted for FTI's
+	// sake; a head's Init returns [ErrHead] whatever its value.
+	KeepHeadsAlive bool
 	// Async[L], for L = 2, 3, 4, moves level L's post-processing off the
 	// solver's path ([basic] inline_lL = 0): Checkpoint commits the
 	// checkpoint at L1 and returns, and a background goroutine of the rank
@@ -127,8 +134,8 @@ type Config struct {
 	// replaces the previous one ([basic] h5_single_file_keep).
 	H5SingleFileKeep bool
 	// H5SingleFileNotInline asks for the level-9 file to be written by
-	// head ranks ([basic] h5_single_file_inline = 0); ftigo has none and
-	// writes it inline, with a warning.
+	// head ranks ([basic] h5_single_file_inline = 0); ftigo writes it
+	// inline in the application ranks, with a warning.
 	H5SingleFileNotInline bool
 	// Warnings lists what the loader ignored (unknown keys, unsupported
 	// options); Init logs them.
@@ -209,6 +216,8 @@ func (c Config) Validate(ranks int) error {
 		return cfgErr("meta_dir is empty: set it to a directory that survives node loss")
 	case c.NodeSize < 1:
 		return cfgErr("node_size %d: set it to the number of ranks per node (>= 1)", c.NodeSize)
+	case c.Head && c.NodeSize < 2:
+		return cfgErr("head = 1 with node_size %d: a head takes node-local rank 0 of each node, so node_size must be at least 2 (one head and one application rank)", c.NodeSize)
 	case c.GroupSize < 1:
 		return cfgErr("group_size %d: set it to the number of nodes per group (>= 1)", c.GroupSize)
 	case c.Verbosity < 1 || c.Verbosity > 4:
@@ -536,7 +545,7 @@ var sections = map[string]map[string]setter{
 		"ckpt_io":               ckptIOKey,
 		"glbl_stash_dir":        ignoreKey,
 		"enable_staging":        flagKey(func(c *Config) *bool { return &c.EnableStaging }),
-		"keep_heads_alive":      ignoreKey,
+		"keep_heads_alive":      boolKey(func(c *Config) *bool { return &c.KeepHeadsAlive }),
 		"cacheddcp":             ignoreKey,
 		"h5_single_file_enable": iniBoolKey(func(c *Config) *bool { return &c.H5SingleFileEnable }),
 		"h5_single_file_dir":    strKey(func(c *Config) *string { return &c.H5SingleFileDir }),
@@ -595,9 +604,7 @@ var featureKeys = []featureKey{
 	{"basic", "ckpt_io", intIn(2), "MPI-IO (one shared file per checkpoint) is not implemented: ftigo writes one FTI-FF file per rank, and L4 as a SIONlib container"},
 	{"basic", "ckpt_io", intIn(6), "IME is not implemented: ftigo writes FTI-FF files through its POSIX driver"},
 	{"basic", "ckpt_io", intOutside(1, 6), "is not an FTI I/O mode (1..6); FTI falls back to POSIX, ftigo writes FTI-FF as always"},
-	{"basic", "head", intNonZero, "dedicated head ranks are not implemented: every rank is an application rank, and post-processing runs inline or (inline_lN = 0) in a background goroutine of each rank"},
-	{"basic", "keep_heads_alive", intNonZero, "there are no head ranks in ftigo"},
-	{"basic", "h5_single_file_inline", iniFalse, "head ranks are not implemented: the level-9 HDF5 file is written inline by the application ranks"},
+	{"basic", "h5_single_file_inline", iniFalse, "the level-9 HDF5 file is written inline by the application ranks, with or without head ranks"},
 	{"restart", "failure", intIn(3), "ftigo needs no request for a variate processor restart: a restart on another number of ranks recovers the global datasets from any checkpoint (or level-9 HDF5 file) by itself"},
 	{"restart", "failure", intIn(1, 2), "ftigo keeps the restart state in meta_dir and decides from it whether this is a restart"},
 }
@@ -632,13 +639,6 @@ func intOutside(lo, hi int64) func(string) (bool, error) {
 		n, err := flagInt(v)
 		return err == nil && (n < lo || n > hi), err
 	}
-}
-
-// intNonZero requests it for a non-zero integer (FTI reads these keys
-// with iniparser_getint and tests the result as a boolean).
-func intNonZero(v string) (bool, error) {
-	n, err := flagInt(v)
-	return err == nil && n != 0, err
 }
 
 // iniFalse requests the feature for a value iniparser_getboolean reads
@@ -911,6 +911,9 @@ func FormatConfig(c Config) ([]byte, error) {
 	kv("l3_parity", c.L3Parity)
 	kv("verbosity", c.Verbosity)
 	kv("head", b01(c.Head))
+	if c.KeepHeadsAlive {
+		kv("keep_heads_alive", "1")
+	}
 	kv("enable_staging", b01(c.EnableStaging))
 	for l := 2; l <= 4; l++ {
 		kv(fmt.Sprintf("inline_l%d", l), b01(!c.Async[l]))

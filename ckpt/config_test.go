@@ -55,7 +55,7 @@ func TestLoadConfigSamples(t *testing.T) {
 				assert.Equal(t, 5, c.FastForward)
 				assert.Equal(t, 8*time.Minute, c.Interval[4])
 			},
-			warnings: []string{"itf_template.fti:3: [basic] head = 1 ignored: dedicated head ranks are not implemented"},
+			warnings: nil, // head = 1 is implemented
 		},
 		{
 			file: "ftigo_seconds.fti", ranks: 4,
@@ -333,14 +333,14 @@ func TestConfigFeatureKeys(t *testing.T) {
 		{"dcp_l4 = 5", "cfg:2: [basic] dcp_l4 = 5: enable_dcp is off, so Snapshot takes these checkpoints whole"},
 		{"dcp_l1 = 30s", "[basic] dcp_l1 = 30s: enable_dcp is off"},
 		{"enable_dcp = 0\ndcp_l4 = 5", "[basic] dcp_l4 = 5: enable_dcp is off"},
-		{"h5_single_file_inline = 0", "[basic] h5_single_file_inline = 0 ignored: head ranks are not implemented: the level-9 HDF5 file is written inline"},
+		{"h5_single_file_inline = 0", "[basic] h5_single_file_inline = 0 ignored: the level-9 HDF5 file is written inline by the application ranks"},
 		{"h5_single_file_inline = no", "[basic] h5_single_file_inline = no ignored"},
-		{"head = 1", "[basic] head = 1 ignored: dedicated head ranks"},
-		{"keep_heads_alive = 1", "[basic] keep_heads_alive = 1 ignored"},
+		{"head = 1", ""}, // implemented: head ranks
+		{"keep_heads_alive = 1", ""},
 		{"[restart]\nfailure = 3", "cfg:3: [restart] failure = 3 ignored: ftigo needs no request for a variate processor restart"},
 		{"[restart]\nfailure = 1", "[restart] failure = 1 ignored: ftigo keeps the restart state in meta_dir"},
 		{"[restart]\nfailure = 2", "[restart] failure = 2 ignored"},
-		{"head = true", "[basic] head = true ignored: dedicated head ranks"},
+		{"head = true", ""},
 		{"enable_dcp = 1\nenable_dcp = 0", ""}, // the last setting counts
 		{"enable_dcp =\nh5_single_file_enable =\ndcp_l4 =\n[restart]\nfailure =", ""},
 		{"ckpt_l3 =", ""}, // empty interval: off, as FTI reads it

@@ -251,14 +251,12 @@
 // checkpoint at the target level and the upgrade keeps its chain. The L4
 // HDF5 file of ckpt_io = 5 is always written synchronously.
 //
-// Where this differs from FTI: FTI needs head = 1 for inline_lL = 0 and
-// post-processes in the dedicated head rank of each node; ftigo has no
-// head ranks (head = 1 is warned about and ignored) and post-processes in
-// a goroutine of every application rank, so all ranks stay application
-// ranks. Under MPI this needs MPI_THREAD_MULTIPLE (comm/mpi asks for it);
-// with a lower thread level the keys are ignored with a warning. FTI
-// reports a head's failure as a failed next checkpoint too, but has no
-// query for it.
+// Where this differs from FTI: FTI needs head = 1 for inline_lL = 0;
+// ftigo does not: without heads it post-processes in a goroutine of every
+// application rank, so all ranks stay application ranks. Under MPI this
+// needs MPI_THREAD_MULTIPLE (comm/mpi asks for it); with a lower thread
+// level the keys are ignored with a warning. FTI reports a head's failure
+// as a failed next checkpoint too, but has no query for it.
 //
 // Incremental checkpoints (FTI's iCP): [Runtime.BeginICP] opens a
 // checkpoint and lays out its file for the variables protected then,
@@ -279,7 +277,46 @@
 // queue order, to a tmp name, synced, renamed and its directory synced:
 // the destination is absent or complete, never partial. Finalize and
 // Close wait for the queue; Finalize removes the staging directory, as
-// FTI does. FTI copies in the head rank, or synchronously without one.
+// FTI does. FTI copies in the head rank, or synchronously without one;
+// ftigo copies in the application rank with or without heads.
+//
+// # Heads
+//
+// With head = 1 ([Config].Head; node_size must be at least 2, and every
+// node must hold node_size ranks) the lowest rank of each node of the
+// communicator given to Init is a head, as in FTI. The application ranks
+// get a Runtime whose [Runtime.Comm] is the communicator without the
+// heads (FTI's FTI_COMM_WORLD): the application must use it for its own
+// messages, and the job they form has node_size-1 ranks per node (its
+// topology, groups and file names are those of such a job: a restart
+// without heads on the application ranks alone reads its checkpoints).
+// Init on a head returns only when every application rank has called
+// Finalize (or Close), with an error matching [ErrHead]: the rank was a
+// head and the job is over for it, so the caller returns. FTI's heads
+// never return unless keep_heads_alive = 1, and then return FTI_HEAD;
+// a Go library cannot end the process, so ftigo's always return
+// ([Config].KeepHeadsAlive only matters to the C API, whose FTI_Init
+// then returns FTI_HEAD, and otherwise ends the process as FTI does).
+//
+// A checkpoint at a level with inline_lL = 0 commits at L1 on the
+// application ranks as described above; then each rank's poster sends its
+// head a request (the level, the L1 manifest, the topology) and waits for
+// the reply, instead of post-processing itself. Once every application
+// rank of the node has asked, the head raises the checkpoint for each of
+// them (levels.Engine.Raise) in one goroutine per application rank, the
+// goroutines of all heads forming a virtual world over the heads'
+// communicator ([comm.Mux]) in which each has the rank of the application
+// rank it serves: the partner copies, the parity and the L4 container are
+// made by the heads from the node-local L1 files, voted among the heads,
+// and both manifest copies rewritten, as an upgrade does. The application
+// ranks take the upgraded manifest from the reply and adopt it, with
+// retention of the checkpoints it supersedes, at their next collective
+// call (Checkpoint, BeginICP, Finalize); the wait and failure rules above
+// are unchanged. Levels with inline_lL = 1 are post-processed by the
+// application ranks, as FTI does, and the heads just wait. Staging copies
+// and the level-9 HDF5 file stay with the application ranks. head = 1
+// under MPI needs MPI_THREAD_MULTIPLE, and is refused with a lower thread
+// level.
 //
 // # Configuration
 //
@@ -303,9 +340,8 @@
 // Values asking for an FTI feature ftigo does not have are accepted with
 // a warning naming the key and value ([Config].Warnings, logged by Init on
 // rank 0): ckpt_io = 2 (MPI-IO) or 6 (IME), enable_staging,
-// inline_l2/l3/l4 = 0, h5_single_file_inline = 0, head = 1 and
-// keep_heads_alive = 1 (post-processing by head ranks; ftigo
-// post-processes inline), and failure = 1, 2 or 3 (ftigo keeps the
+// h5_single_file_inline = 0 (the level-9 file is written by the
+// application ranks, with or without heads), and failure = 1, 2 or 3 (ftigo keeps the
 // restart state in meta_dir, never in the config file, and needs no
 // request for a variate processor restart). Their harmless values
 // (failure = 0, inline_lN = 1, head = 0) load silently, as do ckpt_io =

@@ -56,6 +56,15 @@ var (
 	// StageStatus, StageWait) without enable_staging = 1, or for a bad
 	// request.
 	ErrStaging = errors.New("ckpt: staging")
+	// ErrHead is returned by Init on a head rank (head = 1): the rank
+	// served as its node's post-processing rank until every application
+	// rank finalized, and the job is over for it — the caller returns
+	// (FTI's heads return FTI_HEAD with keep_heads_alive = 1 and never
+	// return otherwise; ftigo's always return, with this error).
+	ErrHead = errors.New("ckpt: this rank was a head: it post-processed its node's checkpoints until the application finalized; the job is over for it")
+	// ErrHeadAppFailed is returned by Init on a head rank when Init failed
+	// on the application ranks (which return the reason).
+	ErrHeadAppFailed = errors.New("ckpt: this rank was a head: Init failed on the application ranks, see their error")
 	// ErrFinalized is returned by every call after Finalize.
 	ErrFinalized = errors.New("ckpt: runtime finalized")
 	// ErrMetadataLost is returned by Init when a checkpoint's files or

@@ -112,6 +112,16 @@
 // part-way leaves the peer mid-protocol: treat any error as fatal for the
 // job (return it from the rank, or Abort).
 //
+// # Virtual worlds
+//
+// [NewMux] hosts several goroutine ranks in each process of a real
+// communicator: a virtual world whose Comms (one per hosted rank) pass
+// the conformance suite like any other. ckpt's head ranks use it to run
+// the post-processing of each application rank of their node as a
+// goroutine that talks to the others as that rank would. It needs a real
+// communicator that several goroutines of a process may use at once on
+// different sub-communicators (MPI_THREAD_MULTIPLE under MPI).
+//
 // # API stability
 //
 // comm is public API: the Comm interface, Run and the typed collectives are

@@ -107,7 +107,11 @@
 //     level's Protect on the published data files, a vote, the renames,
 //     both copies rewritten at the level, primary first, then retention
 //     at the level), over a communicator of the caller's choice
-//     (asynchronous post-processing);
+//     (asynchronous post-processing); [Engine.Raise] does the same
+//     without retention for an engine that does not hold the checkpoint
+//     (a head rank raising it on behalf of an application rank), and
+//     [Engine.Adopt] records the result with retention on the ranks that
+//     committed it;
 //     [Engine.Settle] waits for the background removal on every rank and
 //     removes the deletion markers.
 //

@@ -52,11 +52,79 @@ func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, er
 	}
 	env := e.env
 	start := env.Now()
-	var st Stats
 	cur := e.committedSeq(m.Seq)
+	if cur == nil {
+		return nil, Stats{}, fmt.Errorf("%w: checkpoint %s is not committed", ErrNotUpgradable, m.Dir())
+	}
+	up, st, err := e.raise(cur, lvl)
+	if err != nil {
+		return nil, st, err
+	}
+	e.replaceCommitted(up)
+	t := env.Now()
+	e.retain(up)
+	e.Wait()
+	st.Clean = env.Now().Sub(t)
+	st.Total = env.Now().Sub(start)
+	return up, st, nil
+}
+
+// Raise is [Engine.Upgrade] for an engine that does not hold the
+// checkpoint: m, committed at L1 by the application ranks, is raised to
+// lvl (post-processing, vote, publication, both manifest copies
+// rewritten) and the upgraded manifest returned, but nothing is retained
+// or dropped: the application ranks' engines take the result with
+// [Engine.Adopt]. FTI's head ranks post-process this way on behalf of
+// their node's application ranks (ckpt runs one engine per application
+// rank in the head, over a [comm.Mux] virtual world). No Open is needed.
+// Collective over c (or the environment's communicator when c is nil).
+func (e *Engine) Raise(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, error) {
+	e.Wait()
+	if c != nil {
+		saved := e.env
+		env := *saved
+		env.Comm = c
+		e.env = &env
+		defer func() { e.env = saved }()
+	}
+	start := e.env.Now()
+	up, st, err := e.raise(m, lvl)
+	st.Total = e.env.Now().Sub(start)
+	return up, st, err
+}
+
+// Adopt records up, a checkpoint raised by [Engine.Raise] elsewhere, in
+// place of its L1 commit, and retains as [Engine.Upgrade] would have: the
+// checkpoints up supersedes are dropped (their files removed in the
+// background, see [Engine.Wait]). Collective: every rank adopts the same
+// manifest at the same point.
+func (e *Engine) Adopt(up *Manifest) error {
+	e.Wait()
+	if e.committedSeq(up.Seq) == nil {
+		return fmt.Errorf("%w: checkpoint %s is not committed here", ErrNotUpgradable, up.Dir())
+	}
+	e.replaceCommitted(up)
+	e.retain(up)
+	return nil
+}
+
+// replaceCommitted puts up in the place of the committed checkpoint of
+// the same sequence number.
+func (e *Engine) replaceCommitted(up *Manifest) {
+	for i, x := range e.committed {
+		if x.Seq == up.Seq {
+			e.committed[i] = up
+		}
+	}
+}
+
+// raise runs the post-processing of committed L1 checkpoint cur at lvl
+// and rewrites its manifest copies. Collective.
+func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
+	env := e.env
+	var st Stats
+	m := cur
 	switch {
-	case cur == nil:
-		return nil, st, fmt.Errorf("%w: checkpoint %s is not committed", ErrNotUpgradable, m.Dir())
 	case cur.Level != L1:
 		return nil, st, fmt.Errorf("%w: checkpoint %s is at %v, not L1", ErrNotUpgradable, m.Dir(), cur.Level)
 	case lvl <= L1 || !lvl.Valid():
@@ -133,16 +201,6 @@ func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, er
 		// restored lists them).
 		return nil, st, err
 	}
-	for i, x := range e.committed {
-		if x.Seq == up.Seq {
-			e.committed[i] = up
-		}
-	}
-	t = env.Now()
-	e.retain(up)
-	e.Wait()
-	st.Clean = env.Now().Sub(t)
-	st.Total = env.Now().Sub(start)
 	return up, st, nil
 }
 

@@ -146,3 +146,58 @@ func TestUpgradeChecksTheL1File(t *testing.T) {
 		assert.Contains(t, err.Error(), "changed since its L1 commit")
 	}
 }
+
+// TestRaiseAdopt raises checkpoints with Raise (which neither needs the
+// checkpoint committed in the engine nor retains) and records them with
+// Adopt (which retains): the same result as Upgrade.
+func TestRaiseAdopt(t *testing.T) {
+	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
+	for id := int64(1); id <= 2; id++ {
+		require.NoError(t, w.run(func(e *Engine) error {
+			m, _, err := e.Checkpoint(id, L1, writeBytes(l23Payload(e.env.Rank, id)))
+			if err != nil {
+				return err
+			}
+			// Another engine of the same rank, never opened, raises it.
+			other, err := NewEngine(e.env, Config{Levels: e.cfg.Levels})
+			if err != nil {
+				return err
+			}
+			up, _, err := other.Raise(m, L2, nil)
+			if err != nil {
+				return err
+			}
+			if up.Level != L2 || up.Seq != m.Seq {
+				return errors.New("raised manifest has the wrong level or seq")
+			}
+			if len(other.Committed()) != 0 {
+				return errors.New("Raise recorded the checkpoint")
+			}
+			if _, _, err := other.Raise(up, L3, nil); !errors.Is(err, ErrNotUpgradable) {
+				return errors.New("raising a checkpoint that is not at L1 not refused")
+			}
+			if err := e.Adopt(up); err != nil {
+				return err
+			}
+			cm := e.Committed()
+			if len(cm) != 1 || cm[0].Seq != up.Seq || cm[0].Level != L2 {
+				return errors.New("Adopt did not record the L2 checkpoint and drop the older one")
+			}
+			return nil
+		}))
+	}
+	require.NoError(t, w.run(func(e *Engine) error {
+		stranger := &Manifest{Seq: 99, Level: L2}
+		if err := e.Adopt(stranger); !errors.Is(err, ErrNotUpgradable) {
+			return errors.New("adopting an unknown checkpoint not refused")
+		}
+		return nil
+	}))
+	eraseNodeDirs(1)(w)
+	ms, errs := w.recover()
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+		assert.Equal(t, int64(2), ms[r].ID)
+		assert.Equal(t, L2, ms[r].Level)
+	}
+}

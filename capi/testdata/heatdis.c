@@ -54,7 +54,14 @@ int main(int argc, char **argv) {
     const char *pause = getenv("HEATDIS_PAUSE_MS");
     int pauseMs = pause != NULL ? atoi(pause) : 0;
 
-    MPI_Init(&argc, &argv);
+    /* HEATDIS_THREAD_MULTIPLE: ask for MPI_THREAD_MULTIPLE, which ftigo's
+     * heads (head = 1) need. */
+    if (getenv("HEATDIS_THREAD_MULTIPLE") != NULL) {
+        int provided = 0;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     int rc = FTI_Init(config, MPI_COMM_WORLD);
     if (rc != FTI_SCES) {
         fprintf(stderr, "FTI_Init returned %d\n", rc);

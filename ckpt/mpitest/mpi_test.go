@@ -256,3 +256,69 @@ func TestAsyncUnderMPI(t *testing.T) {
 	}
 	require.Equal(t, int64(3), gstep[0])
 }
+
+// TestHeadsUnderMPI runs head = 1 on nodes of 2 processes (local_test):
+// the even ranks are heads, which post-process checkpoints at L2, L3 and
+// L4 (inline_lN = 0) and return ckpt.ErrHead when the application ranks
+// close; the application ranks work on their own communicator, and a
+// restart with heads after every node-local directory is lost recovers
+// the L4 checkpoint bit for bit.
+func TestHeadsUnderMPI(t *testing.T) {
+	c := comm.Comm(world)
+	if c.Size() < 4 || c.Size()%2 != 0 {
+		t.Skipf("needs an even number of processes, at least 4 (nodes of a head and an application rank); mpirun started %d", c.Size())
+	}
+	var dir []byte
+	if c.Rank() == 0 {
+		dir = []byte(t.TempDir())
+	}
+	dir, err := comm.BcastBytes(c, 0, dir)
+	require.NoError(t, err)
+	cfg := config(string(dir), c.Size()/2)
+	cfg.NodeSize, cfg.Head = 2, true
+	cfg.Async = [5]bool{2: true, 3: true, 4: true}
+	appSize := c.Size() / 2
+	for run := range 2 {
+		r, err := ckpt.Init(cfg, c, ckpt.WithLogger(zap.NewNop()))
+		if c.Rank()%2 == 0 {
+			require.ErrorIs(t, err, ckpt.ErrHead, "rank %d, run %d", c.Rank(), run)
+		} else {
+			require.NoError(t, err)
+			app := r.Comm()
+			require.Equal(t, appSize, app.Size())
+			require.Equal(t, c.Rank()/2, app.Rank())
+			me := app.Rank()
+			x := make([]float64, 100000)
+			step := []int64{0}
+			require.NoError(t, errors.Join(ckpt.Protect(r, 1, &x), ckpt.Protect(r, 2, &step)))
+			if run == 0 {
+				for id := int64(1); id <= 3; id++ {
+					for i := range x {
+						x[i] = value(id, int64(i*appSize+me))
+					}
+					step[0] = id
+					require.NoError(t, r.Checkpoint(id, int(id)+1))
+					// The application communicates while the heads work.
+					_, err := app.AllreduceInt64(id, comm.Sum)
+					require.NoError(t, err)
+				}
+				require.NoError(t, r.CheckpointWait())
+			} else {
+				require.NotNil(t, r.Recovered())
+				require.Equal(t, int64(3), r.Recovered().ID)
+				require.Equal(t, 4, int(r.Recovered().Level))
+				require.NoError(t, r.Recover())
+				for i := range x {
+					require.Equal(t, math.Float64bits(value(3, int64(i*appSize+me))), math.Float64bits(x[i]), "rank %d element %d", me, i)
+				}
+				require.Equal(t, int64(3), step[0])
+			}
+			require.NoError(t, r.Close()) // stops the heads
+		}
+		require.NoError(t, c.Barrier())
+		if c.Rank() == 0 && run == 0 {
+			require.NoError(t, os.RemoveAll(cfg.CkptDir))
+		}
+		require.NoError(t, c.Barrier())
+	}
+}
