@@ -316,7 +316,11 @@
 // application ranks, as FTI does, and the heads just wait. Staging copies
 // and the level-9 HDF5 file stay with the application ranks. head = 1
 // under MPI needs MPI_THREAD_MULTIPLE, and is refused with a lower thread
-// level.
+// level. A head that dies (killed, or its node lost) ends the job as any
+// dead MPI process does: Open MPI's and MPICH's launchers end every
+// process with an error naming it (tested in CI), so the application
+// never waits forever for its head; the relaunch restarts from the newest
+// checkpoint committed at some level.
 //
 // # Configuration
 //

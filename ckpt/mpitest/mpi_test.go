@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -321,4 +322,59 @@ func TestHeadsUnderMPI(t *testing.T) {
 		}
 		require.NoError(t, c.Barrier())
 	}
+}
+
+// TestHeadKilledUnderMPI (only with FTIGO_HEAD_KILL=1: the job must not
+// pass, it must die): world rank 2, a head, is SIGKILLed once the first
+// background checkpoint was handed to the heads, while the application
+// ranks go on checkpointing for a minute. The MPI launcher must end the
+// whole job with a non-zero status and a message naming the killed
+// process; .ci/run checks that it does so well before the minute is
+// over (a hang would run into its timeout).
+func TestHeadKilledUnderMPI(t *testing.T) {
+	if os.Getenv("FTIGO_HEAD_KILL") != "1" {
+		t.Skip("FTIGO_HEAD_KILL=1 runs it (.ci/run): it kills a process of the job on purpose")
+	}
+	c := comm.Comm(world)
+	if c.Size() < 4 || c.Size()%2 != 0 {
+		t.Skipf("needs an even number of processes, at least 4; mpirun started %d", c.Size())
+	}
+	var dir []byte
+	if c.Rank() == 0 {
+		dir = []byte(t.TempDir())
+	}
+	dir, err := comm.BcastBytes(c, 0, dir)
+	require.NoError(t, err)
+	marker := filepath.Join(string(dir), "kill-the-head")
+	if c.Rank() == 2 {
+		go func() {
+			for {
+				if _, err := os.Stat(marker); err == nil {
+					fmt.Fprintln(os.Stderr, "TestHeadKilledUnderMPI: world rank 2 (a head) kills itself with SIGKILL")
+					_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	cfg := config(string(dir), c.Size()/2)
+	cfg.NodeSize, cfg.Head = 2, true
+	cfg.Async = [5]bool{2: true, 3: true, 4: true}
+	r, err := ckpt.Init(cfg, c, ckpt.WithLogger(zap.NewNop()))
+	if c.Rank()%2 == 0 {
+		t.Fatalf("head rank %d returned from Init (%v): the job should have been ended by the launcher", c.Rank(), err)
+	}
+	require.NoError(t, err)
+	x := make([]float64, 1<<20)
+	require.NoError(t, ckpt.Protect(r, 1, &x))
+	deadline := time.Now().Add(time.Minute)
+	for id := int64(1); time.Now().Before(deadline); id++ {
+		x[0] = float64(id)
+		_ = r.Checkpoint(id, 4) // errors are expected once the head is gone
+		if id == 1 && c.Rank() == 1 {
+			require.NoError(t, os.WriteFile(marker, nil, 0o644))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("rank %d ran for a minute after the head was killed: the job should have been ended by the launcher", c.Rank())
 }
