@@ -586,21 +586,27 @@ func (r *Runtime) restartFrom(m *levels.Manifest, src levels.Source) {
 // wire format: never change.
 const topologyFile = "topology"
 
+// nodeIDOf returns the node id of c's rank: the WithNodeID function's,
+// node%04d by rank and node_size when local_test is set, else the
+// communicator's (the host under MPI), else node%04d.
+func nodeIDOf(c comm.Comm, cfg Config, o options) string {
+	switch {
+	case o.nodeID != nil:
+		return o.nodeID(c.Rank())
+	case !cfg.LocalTest:
+		if n, ok := c.(comm.NodeIDer); ok {
+			return n.NodeID()
+		}
+	}
+	return fmt.Sprintf("node%04d", c.Rank()/cfg.NodeSize)
+}
+
 // buildTopology gathers every rank's node id, builds the topology and, on a
 // restart, remaps it onto the node table saved in meta_dir so a
 // replacement node takes a vanished node's place; rank 0 saves the table.
 func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
 	c, cfg := r.c, r.cfg
-	id := fmt.Sprintf("node%04d", c.Rank()/cfg.NodeSize)
-	switch {
-	case o.nodeID != nil:
-		id = o.nodeID(c.Rank())
-	case cfg.LocalTest:
-	default:
-		if n, ok := c.(comm.NodeIDer); ok {
-			id = n.NodeID()
-		}
-	}
+	id := nodeIDOf(c, cfg, o)
 	all, err := comm.AllgatherBytes(c, []byte(id))
 	if err != nil {
 		return nil, err

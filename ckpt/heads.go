@@ -109,16 +109,7 @@ func splitHeads(c comm.Comm, cfg Config, o options) (*headSplit, error) {
 			return nil, levels.Agree(c, err, "start head ranks")
 		}
 	}
-	id := fmt.Sprintf("node%04d", c.Rank()/cfg.NodeSize)
-	switch {
-	case o.nodeID != nil:
-		id = o.nodeID(c.Rank())
-	case cfg.LocalTest:
-	default:
-		if n, ok := c.(comm.NodeIDer); ok {
-			id = n.NodeID()
-		}
-	}
+	id := nodeIDOf(c, cfg, o)
 	nodes, mine, err := comm.NodeMap(c, func() string { return id })
 	if err != nil {
 		return nil, err
