@@ -131,10 +131,7 @@ func (r *Runtime) startPost(m *levels.Manifest, lvl levels.ID) {
 		start := now()
 		up, st, err := eng.Upgrade(m, lvl, pc)
 		if err != nil {
-			err = fmt.Errorf("%w: checkpoint %d (%s) stays committed at L1, not raised to %v: %w", ErrBackground, m.ID, m.Dir(), lvl, err)
-			if rank == 0 {
-				log.Warn(err.Error(), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl))
-			}
+			err = backgroundFailed(log, rank, m, lvl, err)
 		} else if rank == 0 {
 			wall := now().Sub(start)
 			log.Info(fmt.Sprintf("Ckpt. ID %d (L1 -> %v) post-processed in the background in %.3f sec. (Ps %.3f, Cm %.3f, Cl %.3f)",
@@ -144,6 +141,17 @@ func (r *Runtime) startPost(m *levels.Manifest, lvl levels.ID) {
 		}
 		ch <- postResult{m: up, err: err}
 	}()
+}
+
+// backgroundFailed wraps err, the failure to raise m to lvl in the
+// background, in [ErrBackground] with what it means for m, and logs it
+// once (rank 0).
+func backgroundFailed(log *zap.Logger, rank int, m *levels.Manifest, lvl levels.ID, err error) error {
+	err = fmt.Errorf("%w: checkpoint %d (%s) stays committed at L1, not raised to %v: %w", ErrBackground, m.ID, m.Dir(), lvl, err)
+	if rank == 0 {
+		log.Warn(err.Error(), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl))
+	}
+	return err
 }
 
 // startHeadPost has the node's head raise m to lvl (head = 1).
@@ -161,10 +169,7 @@ func (r *Runtime) startHeadPost(ch chan postResult, m *levels.Manifest, lvl leve
 			up, err = headRaise(node, req)
 		}
 		if err != nil {
-			err = fmt.Errorf("%w: checkpoint %d (%s) stays committed at L1, not raised to %v: %w", ErrBackground, m.ID, m.Dir(), lvl, err)
-			if rank == 0 {
-				log.Warn(err.Error(), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl))
-			}
+			err = backgroundFailed(log, rank, m, lvl, err)
 		} else if rank == 0 {
 			wall := now().Sub(start)
 			log.Info(fmt.Sprintf("Ckpt. ID %d (L1 -> %v) post-processed by the heads in %.3f sec.", m.ID, lvl, wall.Seconds()),
