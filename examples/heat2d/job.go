@@ -116,8 +116,9 @@ func jobConfig(o *options) (ckpt.Config, error) {
 // runJob runs one launch of the solver on c: it initialises the
 // checkpoint runtime (on a head rank, with -heads, that is all: Init
 // returns ckpt.ErrHead once the application ranks finalized, and runJob
-// returns a nil result after the event "head done"), recovers when this is a restart, iterates with
-// checkpoints every o.ckptEvery iterations at the levels of o.levels in
+// returns a nil result after the event "head done"; the solver runs on
+// the runtime's communicator, without the heads), recovers when this is
+// a restart, iterates with checkpoints every o.ckptEvery iterations at the levels of o.levels in
 // turn, writes trajectory frames, and at the end the HDF set, the image
 // and the raw final field. Every rank calls it.
 func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult, error) {
@@ -153,6 +154,7 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 	if cfg.Head {
 		perNode--
 	}
+	perNode = max(perNode, 1) // a -config node_size other than ranks/nodes
 	b, err := NewBlock(o.nx, o.ny, c.Rank(), c.Size())
 	if err != nil {
 		return nil, err
