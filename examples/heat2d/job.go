@@ -118,9 +118,9 @@ func jobConfig(o *options) (ckpt.Config, error) {
 // returns ckpt.ErrHead once the application ranks finalized, and runJob
 // returns a nil result after the event "head done"; the solver runs on
 // the runtime's communicator, without the heads), recovers when this is
-// a restart, iterates with checkpoints every o.ckptEvery iterations at the levels of o.levels in
-// turn, writes trajectory frames, and at the end the HDF set, the image
-// and the raw final field. Every rank calls it.
+// a restart, iterates with checkpoints every o.ckptEvery iterations at
+// the levels of o.levels in turn, writes trajectory frames, and at the end
+// the HDF set, the image and the raw final field. Every rank calls it.
 func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult, error) {
 	cfg, err := jobConfig(o)
 	if err != nil {
