@@ -4,6 +4,8 @@
 # checkpoint is being written; node 2's local storage is deleted; mpirun
 # relaunches the job, which must restart from the L3 checkpoint (rebuilt by
 # Reed-Solomon decoding) and end bit-identical to an in-process reference.
+# Further sections: rotated L3 parity, a relaunch on 3 ranks, background
+# post-processing (-async) and FTI heads (-heads, 8 processes on 4 nodes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -123,3 +125,34 @@ grep -Eq "EVENT start status=restart id=(3 level=3 iter=750|2 level=2 iter=500) 
 grep -q "EVENT done iter=2000" "$work/async2.log"
 cmp "$work/ref/final.f64" "$work/async/final.f64"
 echo "heat2d under MPI with background post-processing: restarted after a kill and a lost node; final field bit-identical"
+
+# Heads (-heads: head = 1, inline_l2/l3/l4 = 0): 8 MPI processes on 4
+# simulated nodes, each node a head (its first rank) and one application
+# rank; the solver runs on the 4 application ranks (the communicator
+# without the heads) and the heads raise each checkpoint from L1 to L2, L3
+# or L4. Killed once checkpoint 3 was post-processed to L3 by the heads,
+# node 2 deleted: the relaunch, with heads, restarts from checkpoint 3 (L3,
+# node 2 rebuilt from the parity) or from checkpoint 4 (L4) if the heads
+# finished it before the kill landed, every head returns from Init with
+# ckpt.ErrHead ("EVENT head done"), and the field is bit-identical.
+hargs=(-role=job -heads -ranks 8 -nodes 4 -nx 128 -ny 128 -iters 2000 -frame-every 100)
+mkdir -p "$work/heads" && : > "$work/heads/job.log"  # kill_when follows the job log
+mpirun.openmpi -np 8 -x GOMAXPROCS=1 "$work/heat2d-mpi" "${hargs[@]}" -dir "$work/heads" \
+  -ckpt-every 250 -levels 1,2,3,4 -global-latency 20ms > "$work/heads1.log" 2>&1 &
+mpipid=$!
+kill_when "Ckpt. ID 3 (L1 -> L3) post-processed by the heads" "$work/heads/job.log" "$mpipid"
+grep EVENT "$work/heads1.log"
+test ! -e "$work/heads/final.f64"
+rm -rf "$work/heads/local/node0002"
+echo "heads: killed after the heads post-processed checkpoint 3 to L3, deleted node 2"
+mpirun.openmpi -np 8 -x GOMAXPROCS=1 "$work/heat2d-mpi" "${hargs[@]}" -dir "$work/heads" \
+  -ckpt-every 250 -levels 1,2,3,4 > "$work/heads2.log" 2>&1 || { cat "$work/heads2.log"; exit 1; }
+grep EVENT "$work/heads2.log" | head -2
+grep -Eq "EVENT start status=restart id=(3 level=3 iter=750|4 level=4 iter=1000) oldranks=4 ranks=4 " "$work/heads2.log" \
+  || { echo "the relaunch with heads did not restart from checkpoint 3 (L3) or 4 (L4)"; exit 1; }
+grep -q "EVENT done iter=2000" "$work/heads2.log"
+test "$(grep -c "EVENT head done" "$work/heads2.log")" -eq 4 \
+  || { echo "want 4 heads to end with ErrHead"; cat "$work/heads2.log"; exit 1; }
+grep -q "post-processed by the heads" "$work/heads/job.log"
+cmp "$work/ref/final.f64" "$work/heads/final.f64"
+echo "heat2d under MPI with heads: restarted after a kill and a lost node; final field bit-identical"

@@ -64,6 +64,7 @@ type launch struct {
 	killed      bool
 	killedAt    string
 	done        bool
+	headsDone   int // heads that returned from Init (ckpt.ErrHead) after the application finalized
 	stderr      string
 	err         error
 }
@@ -132,6 +133,9 @@ func jobArgs(o *options) []string {
 	if o.async {
 		args = append(args, "-async")
 	}
+	if o.heads {
+		args = append(args, "-heads")
+	}
 	return args
 }
 
@@ -184,6 +188,8 @@ func runLaunch(o *options, plan killPlan, out io.Writer) *launch {
 			}
 		case "done":
 			l.done = true
+		case "head":
+			l.headsDone++
 		}
 	}
 	werr := cmd.Wait()
@@ -218,6 +224,10 @@ func demo(o *options, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "heat2d: %d×%d grid, %d iterations, %d ranks on %d simulated nodes (one group), levels %v\n",
 		o.nx, o.ny, o.iters, o.ranks, o.nodes, o.levels)
+	if o.heads {
+		fmt.Fprintf(out, "heads: each node's first rank is a head that post-processes the node's L2-L4 checkpoints (head = 1, inline_lN = 0); the solver runs on the other %d ranks\n",
+			o.appRanks(o.ranks, o.nodes))
+	}
 	relaunch := *o
 	relaunch.ranks, relaunch.nodes = o.relaunchRanks, o.relaunchNodes
 	if relaunch.nodes < 2 {
@@ -274,6 +284,9 @@ func demo(o *options, out io.Writer) error {
 		return errors.New("demonstration failed")
 	}
 	fmt.Fprintf(out, "  finished at iteration %d\n", o.iters)
+	if o.heads {
+		fmt.Fprintf(out, "  %s returned from Init (ckpt.ErrHead) once the application ranks finalized\n", plural(final.headsDone, "head"))
+	}
 
 	got, err := os.ReadFile(filepath.Join(o.dir, "final.f64"))
 	if err != nil {

@@ -36,6 +36,7 @@ const (
 
 // jobResult is what one launch of the job reports back.
 type jobResult struct {
+	Root        bool // rank 0 of the solver's communicator: it holds Field
 	Status      ckpt.Status
 	RestartID   int64
 	RestartLvl  int
@@ -98,7 +99,10 @@ func jobConfig(o *options) (ckpt.Config, error) {
 	if cfg.MetaDir == "" {
 		cfg.MetaDir = meta
 	}
-	if o.async {
+	if o.heads {
+		cfg.Head = true
+	}
+	if o.async || o.heads {
 		cfg.Async = [5]bool{2: true, 3: true, 4: true}
 	}
 	if o.keepLast {
@@ -110,10 +114,13 @@ func jobConfig(o *options) (ckpt.Config, error) {
 }
 
 // runJob runs one launch of the solver on c: it initialises the
-// checkpoint runtime, recovers when this is a restart, iterates with
-// checkpoints every o.ckptEvery iterations at the levels of o.levels in
-// turn, writes trajectory frames, and at the end the HDF set, the image
-// and the raw final field. Every rank calls it.
+// checkpoint runtime (on a head rank, with -heads, that is all: Init
+// returns ckpt.ErrHead once the application ranks finalized, and runJob
+// returns a nil result after the event "head done"; the solver runs on
+// the runtime's communicator, without the heads), recovers when this is
+// a restart, iterates with checkpoints every o.ckptEvery iterations at
+// the levels of o.levels in turn, writes trajectory frames, and at the end
+// the HDF set, the image and the raw final field. Every rank calls it.
 func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult, error) {
 	cfg, err := jobConfig(o)
 	if err != nil {
@@ -129,10 +136,25 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 		}
 		opts = append(opts, ckpt.WithDrivers(slow(o.ioLatency), slow(o.ioLatency+o.globalLatency), slow(o.ioLatency)))
 	}
+	world := c
 	rt, err := ckpt.Init(cfg, c, opts...)
+	if errors.Is(err, ckpt.ErrHead) {
+		// A head: Init post-processed the node's checkpoints and returned
+		// once the application ranks finalized. Nothing else to do.
+		ev.emit("head done rank=%d", world.Rank())
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("init checkpointing: %w", err)
 	}
+	// The solver's communicator: the world without the heads (FTI's
+	// FTI_COMM_WORLD), the world itself when there are none.
+	c = rt.Comm()
+	perNode := o.ranks / o.nodes
+	if cfg.Head {
+		perNode--
+	}
+	perNode = max(perNode, 1) // a -config node_size other than ranks/nodes
 	b, err := NewBlock(o.nx, o.ny, c.Rank(), c.Size())
 	if err != nil {
 		return nil, err
@@ -155,7 +177,7 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 	); err != nil {
 		return nil, err
 	}
-	res := &jobResult{Status: rt.Status()}
+	res := &jobResult{Status: rt.Status(), Root: c.Rank() == 0}
 	var iter int64
 	if rt.Status() != ckpt.Fresh {
 		// Collective when the checkpoint was written by another number
@@ -241,7 +263,7 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 		return nil, err
 	}
 	res.Field = field
-	if err := writeHDFSet(c, o, b); err != nil {
+	if err := writeHDFSet(c, o, b, perNode); err != nil {
 		return nil, err
 	}
 	if err := rt.Finalize(); err != nil {
@@ -366,8 +388,8 @@ func (t *trajectory) close() {
 // writeHDFSet writes the final field as the distributed HDF set DIR/field:
 // each rank's band goes into its own associated file, rank 0 writes the
 // main file with the virtual dataset that stitches them.
-func writeHDFSet(c comm.Comm, o *options, b *Block) error {
-	w, err := dhdf.CreateParallel(c, filepath.Join(o.dir, "field"), dhdf.Options{HostName: fmt.Sprintf("node%04d", c.Rank()/(o.ranks/o.nodes))})
+func writeHDFSet(c comm.Comm, o *options, b *Block, perNode int) error {
+	w, err := dhdf.CreateParallel(c, filepath.Join(o.dir, "field"), dhdf.Options{HostName: fmt.Sprintf("node%04d", c.Rank()/perNode)})
 	if err != nil {
 		return fmt.Errorf("create HDF set: %w", err)
 	}

@@ -46,7 +46,7 @@ func runJobMain(o *options, out, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if c.Rank() == 0 {
+		if res != nil && res.Root {
 			mu.Lock()
 			final = res
 			mu.Unlock()
@@ -60,7 +60,7 @@ func runJobMain(o *options, out, stderr io.Writer) error {
 		return err
 	}
 	if final == nil {
-		return nil // not rank 0 of an MPI job
+		return nil // not the solver's rank 0 of an MPI job
 	}
 	if err := vfd.WriteFileAtomic(vfd.Sec2{}, filepath.Join(o.dir, "final.f64"), fieldBytes(final.Field)); err != nil {
 		return err

@@ -18,6 +18,20 @@
 // directory is marked as the demonstration's: a later demonstration in it
 // empties it first; another non-empty directory is refused.
 //
+// -async post-processes the L2-L4 checkpoints in the background
+// (inline_l2/l3/l4 = 0): each commits at L1 when Checkpoint returns, then
+// at its level. -heads does it with FTI's heads (head = 1, inline_lN = 0):
+// the first rank of each simulated node is a head that raises the node's
+// checkpoints to L2, L3 or L4 while the solver runs on the other ranks
+// (the runtime's communicator without the heads, FTI's FTI_COMM_WORLD;
+// the grid is split among them only). -ranks then counts the heads too
+// (node_size = ranks/nodes, head included; by default 2 per node, a head
+// and an application rank); a head's Init returns ckpt.ErrHead once the
+// application ranks finalized, and the head prints "EVENT head done" and
+// ends quietly. It works in-process (goroutine heads) and under MPI
+// (mpirun -np 8 ... -heads -ranks 8 -nodes 4; comm/mpi asks for
+// MPI_THREAD_MULTIPLE, which heads need).
+//
 // -role=job runs one launch of the job itself (what the demonstration
 // starts, and what mpirun starts under the mpi build tag).
 package main
@@ -55,6 +69,7 @@ type options struct {
 	loseNode                     int
 	noKill                       bool
 	async                        bool
+	heads                        bool
 	keepLast                     bool
 	globalLatency                time.Duration
 	ioLatency                    time.Duration
@@ -100,6 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.loseNode, "lose-node", -2, "simulated node whose local storage is deleted after the kill (-1: none; default: node 2 when L2 or L3 is used)")
 	fs.BoolVar(&o.noKill, "no-kill", false, "run the job once without killing it")
 	fs.BoolVar(&o.async, "async", false, "post-process L2-L4 checkpoints in the background (inline_l2/l3/l4 = 0): each commits at L1, then at its level")
+	fs.BoolVar(&o.heads, "heads", false, "one head per simulated node (head = 1, inline_l2/l3/l4 = 0): node-local rank 0 post-processes the node's L2-L4 checkpoints; -ranks counts the heads too (default: 2 per node, a head and an application rank) and the solver runs on the others")
 	fs.BoolVar(&o.keepLast, "keep-last", true, "keep the last checkpoint at L4 when the job finishes (keep_last_ckpt = 1), for ftigo inspect/verify; false: as the configuration says (FTI's default deletes them all)")
 	fs.DurationVar(&o.globalLatency, "global-latency", 0, "added latency per write to global storage (a slow parallel file system); the demonstration sets it so the L4 kill lands mid-write")
 	fs.DurationVar(&o.ioLatency, "io-latency", 0, "added latency per write and sync on every storage area (slow disks; widens the window a kill lands in)")
@@ -111,6 +127,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	ranksSet := false
+	fs.Visit(func(f *flag.Flag) { ranksSet = ranksSet || f.Name == "ranks" })
+	if o.heads && !ranksSet {
+		o.ranks = 2 * o.nodes // a head and an application rank per node
+	}
 	switch {
 	case o.ranks < 1:
 		return nil, fmt.Errorf("-ranks must be at least 1")
@@ -120,8 +141,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-alpha %v is outside (0, 0.25]: the explicit scheme would be unstable", o.alpha)
 	case o.iters < 0 || o.ckptEvery < 0 || o.frameEvery < 0:
 		return nil, fmt.Errorf("-iters, -ckpt-every and -frame-every must not be negative")
-	case o.ranks > o.ny:
-		return nil, fmt.Errorf("-ranks (%d) exceeds the grid rows (%d)", o.ranks, o.ny)
+	case o.heads && o.ranks/o.nodes < 2:
+		return nil, fmt.Errorf("-heads: -ranks (%d) on -nodes (%d) leaves no application rank beside each node's head; give at least 2 ranks per node", o.ranks, o.nodes)
+	case o.appRanks(o.ranks, o.nodes) > o.ny:
+		return nil, fmt.Errorf("-ranks (%d) exceeds the grid rows (%d)", o.appRanks(o.ranks, o.nodes), o.ny)
 	case o.relaunchRanks < 0 || o.relaunchNodes < 0:
 		return nil, fmt.Errorf("-relaunch-ranks and -relaunch-nodes must not be negative")
 	}
@@ -140,8 +163,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	switch {
 	case o.relaunchRanks%o.relaunchNodes != 0:
 		return nil, fmt.Errorf("-relaunch-ranks (%d) must be a multiple of -relaunch-nodes (%d)", o.relaunchRanks, o.relaunchNodes)
-	case o.relaunchRanks > o.ny:
-		return nil, fmt.Errorf("-relaunch-ranks (%d) exceeds the grid rows (%d)", o.relaunchRanks, o.ny)
+	case o.heads && o.relaunchRanks/o.relaunchNodes < 2:
+		return nil, fmt.Errorf("-heads: -relaunch-ranks (%d) on -relaunch-nodes (%d) leaves no application rank beside each node's head", o.relaunchRanks, o.relaunchNodes)
+	case o.appRanks(o.relaunchRanks, o.relaunchNodes) > o.ny:
+		return nil, fmt.Errorf("-relaunch-ranks (%d) exceeds the grid rows (%d)", o.appRanks(o.relaunchRanks, o.relaunchNodes), o.ny)
 	}
 	lv, err := parseLevels(o.levelsFlag)
 	if err != nil {
@@ -158,6 +183,16 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-lose-node %d: there are only %d nodes", o.loseNode, o.nodes)
 	}
 	return o, nil
+}
+
+// appRanks is the number of application (solver) ranks of a launch of
+// ranks processes on nodes nodes: all of them, or with -heads all but one
+// per node.
+func (o *options) appRanks(ranks, nodes int) int {
+	if o.heads {
+		return ranks - nodes
+	}
+	return ranks
 }
 
 // parseLevels reads the -levels list; "auto" is L1 plus every level

@@ -134,6 +134,9 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{"-relaunch-ranks", "6", "-relaunch-nodes", "4"},
 		{"-relaunch-ranks", "64", "-ny", "32"},
 		{"-relaunch-ranks", "-1"},
+		{"-heads", "-ranks", "4", "-nodes", "4"},                         // no application rank beside the heads
+		{"-heads", "-ranks", "8", "-nodes", "4", "-relaunch-ranks", "3"}, // relaunch: 1 rank per node
+		{"-heads", "-ranks", "80", "-nodes", "4", "-ny", "64"},           // 76 solver ranks > 64 rows
 		{"extra"},
 	} {
 		_, err := parseFlags(args, &bytes.Buffer{})
@@ -150,6 +153,14 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 	o, err = parseFlags([]string{"-ranks", "8", "-nodes", "4", "-relaunch-ranks", "5"}, &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, 5, o.relaunchNodes, "one rank per node when the first launch's per-node count does not divide")
+	o, err = parseFlags([]string{"-heads"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, [2]int{8, 4}, [2]int{o.ranks, o.nodes}, "-heads: a head and an application rank per node by default")
+	assert.Equal(t, 4, o.appRanks(o.ranks, o.nodes))
+	o, err = parseFlags([]string{"-heads", "-ranks", "12", "-nodes", "4"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, 8, o.appRanks(o.ranks, o.nodes), "a head and two application ranks per node")
+	assert.Contains(t, jobArgs(o), "-heads")
 }
 
 func TestPlanKill(t *testing.T) {
@@ -218,4 +229,33 @@ func TestDemoAsyncKillInBackground(t *testing.T) {
 	assert.Regexp(t, `restarted \(restart\) from checkpoint (3 \(L3\) at iteration 150|2 \(L2\) at iteration 100)`, report)
 	assert.Contains(t, report, "bit-identical to the uninterrupted run (1280 values)")
 	assert.Contains(t, report, "\nOK\n", "the demonstration held")
+}
+
+// TestDemoHeads runs the demonstration with -heads: 8 ranks on 4 nodes,
+// each node's first rank a head that raises the node's checkpoints to L2,
+// L3 and L4 (head = 1, inline_lN = 0) while the solver runs on the other
+// 4 ranks. Killed inside checkpoint 4 (whose Checkpoint first waits for
+// checkpoint 3's post-processing), node 2 deleted: the restart is
+// checkpoint 3 at L3 or checkpoint 2 at L2, the heads of the relaunch all
+// return from Init with ckpt.ErrHead, and the field is bit-identical.
+func TestDemoHeads(t *testing.T) {
+	o := smallOptions(t, "-io-latency", "30ms", "-heads")
+	var out bytes.Buffer
+	require.NoError(t, demo(o, &out), out.String())
+	report := out.String()
+	assert.Contains(t, report, "8 ranks on 4 simulated nodes")
+	assert.Contains(t, report, "the solver runs on the other 4 ranks")
+	assert.Contains(t, report, "killed with SIGKILL during checkpoint 4 (L4) at iteration 200\n")
+	assert.Contains(t, report, "lost node: deleted node0002's local storage")
+	assert.Regexp(t, `restarted \(restart\) from checkpoint (3 \(L3\) at iteration 150|2 \(L2\) at iteration 100)`, report)
+	assert.Contains(t, report, "4 heads returned from Init (ckpt.ErrHead) once the application ranks finalized")
+	assert.Contains(t, report, "bit-identical to the uninterrupted run (1280 values)")
+	assert.Contains(t, report, "\nOK\n", "the demonstration held")
+	log, err := os.ReadFile(filepath.Join(o.dir, "job.log"))
+	require.NoError(t, err)
+	assert.Regexp(t, `\(L1 -> L[234]\) post-processed by the heads`, string(log))
+	// The HDF set has one associated file per solver rank, none per head.
+	matches, err := filepath.Glob(filepath.Join(o.dir, "field*"))
+	require.NoError(t, err)
+	assert.Len(t, matches, 5, "%v", matches)
 }

@@ -209,12 +209,13 @@ func (b *Block) Solve(c comm.Comm, alpha float64, iters int, tol float64) (steps
 	return steps, change, nil
 }
 
-// solveInProcess runs the solver on o.ranks goroutine ranks with no
+// solveInProcess runs the solver on the job's application ranks
+// (o.ranks, less the heads with -heads) as goroutines with no
 // checkpoints and returns the final field: the reference every
 // interrupted run must match bit for bit.
 func solveInProcess(o *options) ([]float64, error) {
 	var field []float64
-	err := comm.Run(o.ranks, func(c comm.Comm) error {
+	err := comm.Run(o.appRanks(o.ranks, o.nodes), func(c comm.Comm) error {
 		b, err := NewBlock(o.nx, o.ny, c.Rank(), c.Size())
 		if err != nil {
 			return err
