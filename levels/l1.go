@@ -91,21 +91,12 @@ func VerifyFile(s Store, f File) error {
 	}
 	p := s.Path(f.Name)
 	cerr := func(off int64, err error) error { return &CorruptionError{Path: p, Rank: f.Of, Offset: off, Err: err} }
-	file, err := s.Driver.Open(p, 0)
+	file, err := openSized(s, f)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return cerr(0, ErrMissingFile)
-		}
-		return cerr(0, fmt.Errorf("%w: %w", ErrMissingFile, err))
+		return err
 	}
 	defer file.Close()
-	size, err := file.Size()
-	if err != nil {
-		return cerr(0, err)
-	}
-	if size != f.Size {
-		return cerr(size, fmt.Errorf("%w: %d bytes, manifest says %d", ErrSizeMismatch, size, f.Size))
-	}
+	size := f.Size
 	switch f.Attrs[AttrDigest] {
 	case DigestFTIFF:
 		return verifyFTIFF(file, f, cerr)
