@@ -225,18 +225,7 @@ func TestAsyncCrash(t *testing.T) {
 					core := vfd.NewCore()
 					sync1 := cfg
 					sync1.Async = [5]bool{}
-					require.NoError(t, comm.Run(4, func(c comm.Comm) error {
-						r, err := Init(sync1, c, WithDriver(core), WithLogger(zap.NewNop()))
-						if err != nil {
-							return err
-						}
-						defer r.Close()
-						x, ver := version(c.Rank(), 1), []int64{1}
-						if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
-							return err
-						}
-						return r.Checkpoint(1, lvl)
-					}))
+					commitVersion1(t, 4, sync1, core, lvl, WithLogger(zap.NewNop()))
 					inj := &crashInjector{core: core, crash: crash, k: k}
 					inj.base.Store(-1)
 					fault := vfd.NewFault(core, inj)

@@ -47,15 +47,7 @@ func TestCrashWhileRetiring(t *testing.T) {
 			outcomes := map[string]int{}
 			for k := 0; ; k += stride {
 				core := vfd.NewCore()
-				require.NoError(t, comm.Run(n, func(c comm.Comm) error {
-					r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()))
-					if err != nil {
-						return err
-					}
-					defer r.Close()
-					x, ver := version(c.Rank(), 1), []int64{1}
-					return errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Checkpoint(1, tc.level))
-				}))
+				commitVersion1(t, n, cfg, core, tc.level, WithLogger(zap.NewNop()))
 				inj := &stageInjector{core: core, k: k}
 				inj.base.Store(-1)
 				fault := vfd.NewFault(core, inj)
