@@ -280,9 +280,7 @@ func TestAsyncCrash(t *testing.T) {
 					lose(t, after, cfg, lvl)
 					got, err := recoverAll(t, 4, cfg, after)
 					require.NoError(t, err, "op %d", k)
-					for _, v := range got {
-						require.Equal(t, got[0], v, "op %d: ranks recovered different versions %v", k, got)
-					}
+					requireSameVersion(t, got, k)
 					require.Contains(t, []int{1, 2}, got[0], "op %d", k)
 					if !crash {
 						want := 2

@@ -82,6 +82,15 @@ func commitVersion1(t *testing.T, n int, cfg Config, d vfd.Driver, level int, op
 	}))
 }
 
+// requireSameVersion fails the test unless every rank recovered the same
+// version (got as recoverAll returns it) after the crash at op k.
+func requireSameVersion(t *testing.T, got []int, k int) {
+	t.Helper()
+	for _, v := range got {
+		require.Equal(t, got[0], v, "op %d: ranks recovered different versions %v", k, got)
+	}
+}
+
 // recoverAll restarts on d and returns which version every rank recovered
 // (0 for a fresh run), checking the data bit for bit.
 func recoverAll(t *testing.T, n int, cfg Config, d vfd.Driver) ([]int, error) {
@@ -208,9 +217,7 @@ func TestCrashAtEveryOp(t *testing.T) {
 					}
 					got, err := recoverAll(t, n, cfg, after)
 					require.NoError(t, err, "op %d", k)
-					for _, v := range got {
-						require.Equal(t, got[0], v, "op %d: ranks recovered different versions %v", k, got)
-					}
+					requireSameVersion(t, got, k)
 					require.Contains(t, []int{1, 2}, got[0], "op %d", k)
 					if crash && runErr == nil {
 						require.Equal(t, 2, got[0], "op %d: checkpoint reported success but restart found version %d", k, got[0])
@@ -364,9 +371,7 @@ func TestCrashAtEveryOpOfARun(t *testing.T) {
 				}
 				got, err := recoverAll(t, n, cfg, after)
 				require.NoError(t, err, "crash at op %d (stage %d)", k, inj.at)
-				for _, v := range got {
-					require.Equal(t, got[0], v, "op %d: ranks recovered different versions %v", k, got)
-				}
+				requireSameVersion(t, got, k)
 				switch {
 				case inj.at == finalizeDone && keep:
 					require.Equal(t, 4, got[0], "op %d: after a Finalize with keep_last_ckpt", k)
