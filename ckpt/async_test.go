@@ -225,18 +225,7 @@ func TestAsyncCrash(t *testing.T) {
 					core := vfd.NewCore()
 					sync1 := cfg
 					sync1.Async = [5]bool{}
-					require.NoError(t, comm.Run(4, func(c comm.Comm) error {
-						r, err := Init(sync1, c, WithDriver(core), WithLogger(zap.NewNop()))
-						if err != nil {
-							return err
-						}
-						defer r.Close()
-						x, ver := version(c.Rank(), 1), []int64{1}
-						if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
-							return err
-						}
-						return r.Checkpoint(1, lvl)
-					}))
+					commitVersion1(t, 4, sync1, core, lvl, WithLogger(zap.NewNop()))
 					inj := &crashInjector{core: core, crash: crash, k: k}
 					inj.base.Store(-1)
 					fault := vfd.NewFault(core, inj)
@@ -291,9 +280,7 @@ func TestAsyncCrash(t *testing.T) {
 					lose(t, after, cfg, lvl)
 					got, err := recoverAll(t, 4, cfg, after)
 					require.NoError(t, err, "op %d", k)
-					for _, v := range got {
-						require.Equal(t, got[0], v, "op %d: ranks recovered different versions %v", k, got)
-					}
+					requireSameVersion(t, got, k)
 					require.Contains(t, []int{1, 2}, got[0], "op %d", k)
 					if !crash {
 						want := 2

@@ -62,6 +62,35 @@ func version(r, v int) []uint64 {
 	return out
 }
 
+// commitVersion1 runs n ranks on d that protect version 1 (the data
+// and the version number, as recoverAll reads them) and commit it as
+// checkpoint 1 at level; every crash-at-op test starts from it.
+func commitVersion1(t *testing.T, n int, cfg Config, d vfd.Driver, level int, opts ...Option) {
+	t.Helper()
+	opts = append([]Option{WithDriver(d)}, opts...)
+	require.NoError(t, comm.Run(n, func(c comm.Comm) error {
+		r, err := Init(cfg, c, opts...)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		x, ver := version(c.Rank(), 1), []int64{1}
+		if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
+			return err
+		}
+		return r.Checkpoint(1, level)
+	}))
+}
+
+// requireSameVersion fails the test unless every rank recovered the same
+// version (got as recoverAll returns it) after the crash at op k.
+func requireSameVersion(t *testing.T, got []int, k int) {
+	t.Helper()
+	for _, v := range got {
+		require.Equal(t, got[0], v, "op %d: ranks recovered different versions %v", k, got)
+	}
+}
+
 // recoverAll restarts on d and returns which version every rank recovered
 // (0 for a fresh run), checking the data bit for bit.
 func recoverAll(t *testing.T, n int, cfg Config, d vfd.Driver) ([]int, error) {
@@ -130,18 +159,7 @@ func TestCrashAtEveryOp(t *testing.T) {
 				for k := 0; ; k += stride {
 					core := vfd.NewCore()
 					// Run 1 commits version 1.
-					require.NoError(t, comm.Run(n, func(c comm.Comm) error {
-						r, err := Init(cfg, c, WithDriver(core))
-						if err != nil {
-							return err
-						}
-						defer r.Close()
-						x, ver := version(c.Rank(), 1), []int64{1}
-						if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
-							return err
-						}
-						return r.Checkpoint(1, level)
-					}))
+					commitVersion1(t, n, cfg, core, level)
 					inj := &crashInjector{core: core, crash: crash, k: k}
 					inj.base.Store(-1)
 					fault := vfd.NewFault(core, inj)
@@ -199,9 +217,7 @@ func TestCrashAtEveryOp(t *testing.T) {
 					}
 					got, err := recoverAll(t, n, cfg, after)
 					require.NoError(t, err, "op %d", k)
-					for _, v := range got {
-						require.Equal(t, got[0], v, "op %d: ranks recovered different versions %v", k, got)
-					}
+					requireSameVersion(t, got, k)
 					require.Contains(t, []int{1, 2}, got[0], "op %d", k)
 					if crash && runErr == nil {
 						require.Equal(t, 2, got[0], "op %d: checkpoint reported success but restart found version %d", k, got[0])
@@ -288,15 +304,7 @@ func TestCrashAtEveryOpOfARun(t *testing.T) {
 			outcomes := map[string]int{}
 			for k := 0; ; k += stride {
 				core := vfd.NewCore()
-				require.NoError(t, comm.Run(n, func(c comm.Comm) error {
-					r, err := Init(cfg, c, WithDriver(core))
-					if err != nil {
-						return err
-					}
-					defer r.Close()
-					x, ver := version(c.Rank(), 1), []int64{1}
-					return errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Checkpoint(1, 1))
-				}))
+				commitVersion1(t, n, cfg, core, 1)
 				inj := &stageInjector{core: core, k: k, fail: fail}
 				inj.base.Store(-1)
 				fault := vfd.NewFault(core, inj)
@@ -363,9 +371,7 @@ func TestCrashAtEveryOpOfARun(t *testing.T) {
 				}
 				got, err := recoverAll(t, n, cfg, after)
 				require.NoError(t, err, "crash at op %d (stage %d)", k, inj.at)
-				for _, v := range got {
-					require.Equal(t, got[0], v, "op %d: ranks recovered different versions %v", k, got)
-				}
+				requireSameVersion(t, got, k)
 				switch {
 				case inj.at == finalizeDone && keep:
 					require.Equal(t, 4, got[0], "op %d: after a Finalize with keep_last_ckpt", k)
@@ -394,15 +400,7 @@ func TestCrashWhileRepairing(t *testing.T) {
 		t.Run(target, func(t *testing.T) {
 			for k := 0; ; k++ {
 				core := vfd.NewCore()
-				require.NoError(t, comm.Run(n, func(c comm.Comm) error {
-					r, err := Init(cfg, c, WithDriver(core))
-					if err != nil {
-						return err
-					}
-					defer r.Close()
-					x, ver := version(c.Rank(), 1), []int64{1}
-					return errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Checkpoint(1, 1))
-				}))
+				commitVersion1(t, n, cfg, core, 1)
 				p := path.Join(cfg.MetaDir, levels.ManifestName(1))
 				if target == "replica" {
 					p = path.Join(cfg.GlblDir, levels.ReplicaName(1))

@@ -256,9 +256,7 @@ func TestDCPCrashAtEveryOp(t *testing.T) {
 				}
 				got, err := dcpRecoverAll(t, n, cfg, after, level)
 				require.NoError(t, err, "op %d", k)
-				for _, v := range got {
-					require.Equal(t, got[0], v, "op %d: ranks recovered different versions %v", k, got)
-				}
+				requireSameVersion(t, got, k)
 				require.Contains(t, []int{2, 3}, got[0], "op %d", k)
 				if (crash && runErr == nil) || (!crash && ckptErrs[0] == nil) {
 					require.Equal(t, 3, got[0], "op %d: checkpoint reported success but restart found version %d", k, got[0])

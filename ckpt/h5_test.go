@@ -320,18 +320,7 @@ func TestCrashAtEveryOpHDF5(t *testing.T) {
 				outcomes := map[int]int{}
 				for k := 0; ; k += stride {
 					core := vfd.NewCore()
-					require.NoError(t, comm.Run(n, func(c comm.Comm) error {
-						r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()))
-						if err != nil {
-							return err
-						}
-						defer r.Close()
-						x, ver := version(c.Rank(), 1), []int64{1}
-						if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
-							return err
-						}
-						return r.Checkpoint(1, 1)
-					}))
+					commitVersion1(t, n, cfg, core, 1, WithLogger(zap.NewNop()))
 					time.Sleep(time.Millisecond) // the new checkpoint is strictly newer
 					inj := &crashInjector{core: core, crash: crash, k: k}
 					inj.base.Store(-1)
@@ -387,9 +376,7 @@ func TestCrashAtEveryOpHDF5(t *testing.T) {
 					}
 					got, err := recoverAll(t, n, cfg, after)
 					require.NoError(t, err, "op %d", k)
-					for _, v := range got {
-						require.Equal(t, got[0], v, "op %d: ranks recovered %v", k, got)
-					}
+					requireSameVersion(t, got, k)
 					require.Contains(t, []int{1, 2}, got[0], "op %d", k)
 					if (crash && runErr == nil) || (!crash && errs[0] == nil) {
 						require.Equal(t, 2, got[0], "op %d: the checkpoint succeeded but restart found version %d", k, got[0])

@@ -376,15 +376,7 @@ func TestFinalizeFailAtEveryOp(t *testing.T) {
 	flushFailures := 0
 	for k := 0; ; k++ {
 		core := vfd.NewCore()
-		require.NoError(t, comm.Run(n, func(c comm.Comm) error {
-			r, err := Init(cfg, c, WithDriver(core))
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			x, ver := version(c.Rank(), 1), []int64{1}
-			return errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Checkpoint(1, 1))
-		}))
+		commitVersion1(t, n, cfg, core, 1)
 		inj := &crashInjector{core: core, k: k}
 		inj.base.Store(-1)
 		fault := vfd.NewFault(core, inj)

@@ -47,15 +47,7 @@ func TestCrashWhileRetiring(t *testing.T) {
 			outcomes := map[string]int{}
 			for k := 0; ; k += stride {
 				core := vfd.NewCore()
-				require.NoError(t, comm.Run(n, func(c comm.Comm) error {
-					r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()))
-					if err != nil {
-						return err
-					}
-					defer r.Close()
-					x, ver := version(c.Rank(), 1), []int64{1}
-					return errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Checkpoint(1, tc.level))
-				}))
+				commitVersion1(t, n, cfg, core, tc.level, WithLogger(zap.NewNop()))
 				inj := &stageInjector{core: core, k: k}
 				inj.base.Store(-1)
 				fault := vfd.NewFault(core, inj)
@@ -104,9 +96,7 @@ func TestCrashWhileRetiring(t *testing.T) {
 				}
 				got, err := recoverAll(t, n, cfg, inj.clone)
 				require.NoError(t, err, "kill at op %d (stage %d): the restart must find the newest committed checkpoint", k, inj.at)
-				for _, v := range got {
-					require.Equal(t, got[0], v, "op %d: ranks recovered different versions %v", k, got)
-				}
+				requireSameVersion(t, got, k)
 				require.Contains(t, []int{int(inj.at) - 1, int(inj.at)}, got[0], "op %d: kill while checkpointing %d", k, inj.at)
 				outcomes[fmt.Sprintf("stage%d/v%d", inj.at, got[0])]++
 			}

@@ -96,6 +96,19 @@ func (d nodeLocal) ReadDir(name string) ([]fs.DirEntry, error) {
 	return d.Driver.ReadDir(name)
 }
 
+// sharedTempDir is a test directory made by world rank 0 and broadcast:
+// every process of the job gets the same path.
+func sharedTempDir(t *testing.T, c comm.Comm) string {
+	t.Helper()
+	var dir []byte
+	if c.Rank() == 0 {
+		dir = []byte(t.TempDir())
+	}
+	dir, err := comm.BcastBytes(c, 0, dir)
+	require.NoError(t, err)
+	return string(dir)
+}
+
 func config(root string, groupSize int) ckpt.Config {
 	c := ckpt.DefaultConfig()
 	c.CkptDir, c.GlblDir, c.MetaDir = filepath.Join(root, "local"), filepath.Join(root, "global"), filepath.Join(root, "meta")
@@ -128,13 +141,7 @@ func TestRestartOnOtherRanksUnderMPI(t *testing.T) {
 	if c.Size() < 3 {
 		t.Skipf("needs at least 3 processes (nodes 0-2 hold a copy of every old rank's data); mpirun started %d", c.Size())
 	}
-	var dir []byte
-	if c.Rank() == 0 {
-		dir = []byte(t.TempDir())
-	}
-	dir, err := comm.BcastBytes(c, 0, dir)
-	require.NoError(t, err)
-	root := string(dir)
+	root := sharedTempDir(t, c)
 	var werr error
 	if c.Rank() == 0 {
 		werr = comm.Run(4, func(oc comm.Comm) error {
@@ -202,13 +209,7 @@ func TestAsyncUnderMPI(t *testing.T) {
 	if c.Size() < 2 {
 		t.Skipf("needs at least 2 processes; mpirun started %d", c.Size())
 	}
-	var dir []byte
-	if c.Rank() == 0 {
-		dir = []byte(t.TempDir())
-	}
-	dir, err := comm.BcastBytes(c, 0, dir)
-	require.NoError(t, err)
-	root := string(dir)
+	root := sharedTempDir(t, c)
 	cfg := config(root, 2)
 	if c.Size()%2 != 0 {
 		cfg.GroupSize = c.Size()
@@ -269,13 +270,8 @@ func TestHeadsUnderMPI(t *testing.T) {
 	if c.Size() < 4 || c.Size()%2 != 0 {
 		t.Skipf("needs an even number of processes, at least 4 (nodes of a head and an application rank); mpirun started %d", c.Size())
 	}
-	var dir []byte
-	if c.Rank() == 0 {
-		dir = []byte(t.TempDir())
-	}
-	dir, err := comm.BcastBytes(c, 0, dir)
-	require.NoError(t, err)
-	cfg := config(string(dir), c.Size()/2)
+	dir := sharedTempDir(t, c)
+	cfg := config(dir, c.Size()/2)
 	cfg.NodeSize, cfg.Head = 2, true
 	cfg.Async = [5]bool{2: true, 3: true, 4: true}
 	appSize := c.Size() / 2
@@ -339,13 +335,8 @@ func TestHeadKilledUnderMPI(t *testing.T) {
 	if c.Size() < 4 || c.Size()%2 != 0 {
 		t.Skipf("needs an even number of processes, at least 4; mpirun started %d", c.Size())
 	}
-	var dir []byte
-	if c.Rank() == 0 {
-		dir = []byte(t.TempDir())
-	}
-	dir, err := comm.BcastBytes(c, 0, dir)
-	require.NoError(t, err)
-	marker := filepath.Join(string(dir), "kill-the-head")
+	dir := sharedTempDir(t, c)
+	marker := filepath.Join(dir, "kill-the-head")
 	if c.Rank() == 2 {
 		go func() {
 			for {
@@ -357,7 +348,7 @@ func TestHeadKilledUnderMPI(t *testing.T) {
 			}
 		}()
 	}
-	cfg := config(string(dir), c.Size()/2)
+	cfg := config(dir, c.Size()/2)
 	cfg.NodeSize, cfg.Head = 2, true
 	cfg.Async = [5]bool{2: true, 3: true, 4: true}
 	r, err := ckpt.Init(cfg, c, ckpt.WithLogger(zap.NewNop()))
