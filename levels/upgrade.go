@@ -41,13 +41,10 @@ var ErrNotUpgradable = errors.New("levels: checkpoint cannot be upgraded")
 func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, error) {
 	e.Wait()
 	if c != nil {
-		saved := e.env
-		env := *saved
-		env.Comm = c
-		e.env = &env
+		restore := e.useComm(c)
 		defer func() {
 			e.Wait()
-			e.env = saved
+			restore()
 		}()
 	}
 	env := e.env
@@ -81,16 +78,22 @@ func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, er
 func (e *Engine) Raise(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, error) {
 	e.Wait()
 	if c != nil {
-		saved := e.env
-		env := *saved
-		env.Comm = c
-		e.env = &env
-		defer func() { e.env = saved }()
+		defer e.useComm(c)()
 	}
 	start := e.env.Now()
 	up, st, err := e.raise(m, lvl)
 	st.Total = e.env.Now().Sub(start)
 	return up, st, err
+}
+
+// useComm makes c the communicator of the engine's environment (a copy
+// of it) and returns the function that puts the previous one back.
+func (e *Engine) useComm(c comm.Comm) (restore func()) {
+	saved := e.env
+	env := *saved
+	env.Comm = c
+	e.env = &env
+	return func() { e.env = saved }
 }
 
 // Adopt records up, a checkpoint raised by [Engine.Raise] elsewhere, in
