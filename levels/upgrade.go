@@ -41,13 +41,10 @@ var ErrNotUpgradable = errors.New("levels: checkpoint cannot be upgraded")
 func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, error) {
 	e.Wait()
 	if c != nil {
-		saved := e.env
-		env := *saved
-		env.Comm = c
-		e.env = &env
+		restore := e.useComm(c)
 		defer func() {
 			e.Wait()
-			e.env = saved
+			restore()
 		}()
 	}
 	env := e.env
@@ -81,16 +78,22 @@ func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, er
 func (e *Engine) Raise(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, error) {
 	e.Wait()
 	if c != nil {
-		saved := e.env
-		env := *saved
-		env.Comm = c
-		e.env = &env
-		defer func() { e.env = saved }()
+		defer e.useComm(c)()
 	}
 	start := e.env.Now()
 	up, st, err := e.raise(m, lvl)
 	st.Total = e.env.Now().Sub(start)
 	return up, st, err
+}
+
+// useComm makes c the communicator of the engine's environment (a copy
+// of it) and returns the function that puts the previous one back.
+func (e *Engine) useComm(c comm.Comm) (restore func()) {
+	saved := e.env
+	env := *saved
+	env.Comm = c
+	e.env = &env
+	return func() { e.env = saved }
 }
 
 // Adopt records up, a checkpoint raised by [Engine.Raise] elsewhere, in
@@ -305,22 +308,23 @@ func (e *Engine) writeUpgraded(cur, up *Manifest) error {
 	if err != nil {
 		return err
 	}
+	ds, ps := e.copyPaths(up.Seq) // the primary, then the replica
 	// A failed write may have renamed the new primary into place before
 	// failing (a directory sync): the old bytes go back.
 	restore := func(err error) error {
-		if rerr := vfd.WriteFileAtomic(env.Meta.Driver, env.Meta.Path(ManifestName(up.Seq)), old); rerr != nil {
+		if rerr := vfd.WriteFileAtomic(ds[0], ps[0], old); rerr != nil {
 			env.Logger.Warn("restoring the L1 manifest after a failed upgrade; the upgraded copy may stay and the next start-up would copy it",
 				zap.Uint64("seq", up.Seq), zap.Error(rerr))
 		}
 		return err
 	}
-	if err := vfd.WriteFileAtomic(env.Meta.Driver, env.Meta.Path(ManifestName(up.Seq)), raw); err != nil {
+	if err := vfd.WriteFileAtomic(ds[0], ps[0], raw); err != nil {
 		return restore(fmt.Errorf("manifest: %w", err))
 	}
-	if err := vfd.WriteFileAtomic(env.Global.Driver, env.Global.Path(ReplicaName(up.Seq)), raw); err != nil {
+	if err := vfd.WriteFileAtomic(ds[1], ps[1], raw); err != nil {
 		// The replica too may be in place: it gets the old bytes back
 		// (or is repaired from the primary at start-up).
-		if rerr := vfd.WriteFileAtomic(env.Global.Driver, env.Global.Path(ReplicaName(up.Seq)), old); rerr != nil {
+		if rerr := vfd.WriteFileAtomic(ds[1], ps[1], old); rerr != nil {
 			env.Logger.Warn("restoring the L1 manifest replica after a failed upgrade", zap.Uint64("seq", up.Seq), zap.Error(rerr))
 		}
 		return restore(fmt.Errorf("manifest replica: %w", err))

@@ -201,3 +201,49 @@ func TestRaiseAdopt(t *testing.T) {
 		assert.Equal(t, L2, ms[r].Level)
 	}
 }
+
+// TestUpgradeReplicaFailureKeepsL1: the replica of the upgraded manifest
+// cannot be renamed into place (rank 0 writes both copies): the primary,
+// already rewritten at L2, gets its L1 bytes back, the upgrade fails on
+// every rank, and the checkpoint stays committed and restartable at L1.
+func TestUpgradeReplicaFailureKeepsL1(t *testing.T) {
+	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
+	w.levels = []Level{Local1{}, Partner2{Buffers: &partner.Buffers{}}}
+	errs := make([]error, 4)
+	require.NoError(t, w.run(func(e *Engine) error {
+		m, _, err := e.Checkpoint(1, L1, writeBytes(l23Payload(e.env.Rank, 1)))
+		if err != nil {
+			return err
+		}
+		if e.env.Rank == 0 {
+			e.env.Global.Driver = vfd.NewFault(e.env.Global.Driver, vfd.OnPath("*"+manifestSuffix, []vfd.OpKind{vfd.OpRename}, errors.New("replica area gone")))
+		}
+		_, _, errs[e.env.Rank] = e.Upgrade(m, L2, nil)
+		if c := e.Committed(); len(c) != 1 || c[0].Level != L1 {
+			return errors.New("checkpoint not left at L1")
+		}
+		if e.env.Rank == 0 {
+			raw, err := vfd.ReadFile(e.env.Meta.Driver, e.env.Meta.Path(ManifestName(m.Seq)))
+			if err != nil {
+				return err
+			}
+			pm, err := ParseManifest("primary", raw)
+			if err != nil {
+				return err
+			}
+			if pm.Level != L1 {
+				return errors.New("primary manifest not restored to L1")
+			}
+		}
+		return nil
+	}))
+	for r, err := range errs {
+		require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
+		assert.Contains(t, err.Error(), "manifest replica")
+	}
+	ms, rerrs := w.recover()
+	for r, err := range rerrs {
+		require.NoError(t, err, "rank %d", r)
+		assert.Equal(t, L1, ms[r].Level)
+	}
+}
