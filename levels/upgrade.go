@@ -144,7 +144,8 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 	}
 	// This rank's published files, data first; Protect appends its own.
 	var files []File
-	if d, ok := cur.DataFile(env.Rank); ok {
+	d, hasData := cur.DataFile(env.Rank)
+	if hasData {
 		files = append(files, cloneFile(d))
 	}
 	for _, f := range cur.Files[env.Rank] {
@@ -154,7 +155,7 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 	}
 	p := &Pending{Seq: cur.Seq, ID: cur.ID, Level: lvl, Dir: cur.Dir(), Files: files, Published: len(files)}
 	var perr error
-	if len(files) == 0 {
+	if !hasData { // files[0] must be this rank's data: never another entry in its place
 		perr = fmt.Errorf("%w: checkpoint %s lists no data file for rank %d", ErrMissingFile, cur.Dir(), env.Rank)
 		// Every rank makes the same collective calls: a rank without its
 		// data file votes no before Protect.

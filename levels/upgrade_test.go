@@ -2,6 +2,7 @@ package levels
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -245,5 +246,41 @@ func TestUpgradeReplicaFailureKeepsL1(t *testing.T) {
 	for r, err := range rerrs {
 		require.NoError(t, err, "rank %d", r)
 		assert.Equal(t, L1, ms[r].Level)
+	}
+}
+
+// TestUpgradeRefusesAManifestWithoutTheRanksData: a manifest that lists
+// files for a rank but not its data file (damaged, or a head's request
+// built from one) is not raised: another entry is never sent in the data file's place. Every
+// rank fails the vote naming the rank, and the checkpoint stays at L1.
+func TestUpgradeRefusesAManifestWithoutTheRanksData(t *testing.T) {
+	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
+	errs := make([]error, 4)
+	require.NoError(t, w.run(func(e *Engine) error {
+		m, _, err := e.Checkpoint(1, L1, ftiffWrite(e.env.Rank, 1))
+		if err != nil {
+			return err
+		}
+		bad := *m
+		bad.Files = slices.Clone(m.Files)
+		d, ok := m.DataFile(1)
+		if !ok {
+			return errors.New("rank 1 has no data file: the test does not test the check")
+		}
+		other := cloneFile(d)
+		other.Role, other.Of = RolePartner, 0 // an existing file, listed as something else
+		bad.Files[1] = []File{other}
+		_, _, errs[e.env.Rank] = e.Raise(&bad, L2, nil) // as a head raises a manifest it was sent
+		if c := e.Committed(); len(c) != 1 || c[0].Level != L1 {
+			return errors.New("checkpoint not left at L1")
+		}
+		return nil
+	}))
+	for r, err := range errs {
+		require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
+		if r == 1 { // the rank that found it; the others get its message
+			require.ErrorIs(t, err, ErrMissingFile)
+		}
+		assert.Contains(t, err.Error(), "lists no data file for rank 1", "rank %d", r)
 	}
 }
