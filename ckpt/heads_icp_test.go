@@ -1,0 +1,240 @@
+package ckpt
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// headJob runs the 8-rank job of cfg (4 nodes of a head and an
+// application rank) on d, each rank seeing only its own node's directory
+// of ckpt_dir, as with node-local disks: fn runs on the 4 application
+// ranks with their rank in the application communicator; every head must
+// return ErrHead from Init, which headJob checks.
+func headJob(t *testing.T, cfg Config, d vfd.Driver, fn func(r *Runtime, me int) error) {
+	t.Helper()
+	headJobOn(t, cfg, func(bool) vfd.Driver { return d }, fn)
+}
+
+// headJobOn is headJob with the driver of the heads (head true) and of
+// the application ranks given by drv.
+func headJobOn(t *testing.T, cfg Config, drv func(head bool) vfd.Driver, fn func(r *Runtime, me int) error) {
+	t.Helper()
+	var heads atomic.Int32
+	require.NoError(t, comm.Run(8, func(c comm.Comm) error {
+		d := drv(c.Rank()%2 == 0)
+		local := nodeLocal{Driver: d, root: cfg.CkptDir, own: fmt.Sprintf("node%04d", c.Rank()/2)}
+		r, err := Init(cfg, c, WithDrivers(local, d, d), WithLogger(zap.NewNop()))
+		if c.Rank()%2 == 0 {
+			if !errors.Is(err, ErrHead) {
+				return fmt.Errorf("head %d: Init returned %v, want ErrHead", c.Rank(), err)
+			}
+			heads.Add(1)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fn(r, r.Comm().Rank())
+	}, comm.WithTimeout(60*time.Second)))
+	require.Equal(t, int32(4), heads.Load(), "heads that returned ErrHead")
+}
+
+// protectICPVars protects icpVars' three variables and a version number
+// (ids 0..3) on r.
+func protectICPVars(r *Runtime, a *[]uint64, b *[]float64, x *[]int32, ver *[]int64) error {
+	return errors.Join(Protect(r, 0, a), Protect(r, 1, b), Protect(r, 2, x), Protect(r, 3, ver))
+}
+
+// headICPRecover restarts the job of cfg with heads on d and checks that
+// every application rank restarts from checkpoint want at lvl and
+// recovers icpVars' version want bit for bit. Then, unless next is 0, it
+// takes incremental checkpoint next at cfg's asynchronous level and
+// checks the heads raise it.
+func headICPRecover(t *testing.T, cfg Config, d vfd.Driver, want int, lvl levels.ID, next int) {
+	t.Helper()
+	headJob(t, cfg, d, func(r *Runtime, me int) error {
+		defer r.Close()
+		var a []uint64
+		var b []float64
+		var x []int32
+		ver := []int64{0}
+		if err := protectICPVars(r, &a, &b, &x, &ver); err != nil {
+			return err
+		}
+		if m := r.Recovered(); m == nil || m.ID != int64(want) || m.Level != lvl {
+			return fmt.Errorf("rank %d: restarted from %v, want checkpoint %d at %v", me, m, want, lvl)
+		}
+		if err := r.Recover(); err != nil {
+			return err
+		}
+		wa, wb, wc := icpVars(me, want)
+		if !slices.Equal(a, wa) || !slices.Equal(b, wb) || !slices.Equal(x, wc) || ver[0] != int64(want) {
+			return fmt.Errorf("rank %d: recovered data is not version %d", me, want)
+		}
+		if next == 0 {
+			return nil
+		}
+		a, b, x = icpVars(me, next)
+		ver[0] = int64(next)
+		if err := r.BeginICP(int64(next), int(lvl), true); err != nil {
+			return err
+		}
+		for _, id := range []int{3, 1, 0, 2} {
+			if err := r.AddVarICP(id); err != nil {
+				return err
+			}
+		}
+		if err := errors.Join(r.FinalizeICP(), r.CheckpointWait()); err != nil {
+			return err
+		}
+		if r.last.ID != int64(next) || r.last.Level != lvl {
+			return fmt.Errorf("rank %d: checkpoint %d at %v after the restart, want %d at %v", me, r.last.ID, r.last.Level, next, lvl)
+		}
+		return nil
+	})
+}
+
+// TestHeadsICP takes incremental checkpoints at L2, L3 and L4 with head =
+// 1 and inline_lL = 0: each commits at L1 on the application ranks
+// (variables added in a different order on every rank and at every
+// version, and changed by the solver right after being added) and is
+// raised to its level by the heads, which alone write the level's files.
+// A variable missing on one rank at FinalizeICP fails it on every rank
+// with the same error, ErrICP on that rank, and commits nothing: the
+// previous checkpoint stays, raised, and the next iCP works. A restart
+// with heads after losing what the level protects against recovers the
+// last version bit for bit, and the heads raise the restarted run's
+// next incremental checkpoint too.
+func TestHeadsICP(t *testing.T) {
+	orders := [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {1, 3, 0, 2}, {2, 0, 3, 1}, {0, 2, 1, 3}, {3, 1, 2, 0}}
+	for _, lvl := range []int{2, 3, 4} {
+		t.Run(fmt.Sprintf("L%d", lvl), func(t *testing.T) {
+			core := vfd.NewCore()
+			cfg := headConfig(lvl)
+			headW, appW := &writes{paths: map[string]bool{}}, &writes{paths: map[string]bool{}}
+			errs := make([]error, 4)
+			var world atomic.Int32
+			drv := func(head bool) vfd.Driver {
+				if head {
+					return headW.driver(core)
+				}
+				return appW.driver(core)
+			}
+			headJobOn(t, cfg, drv, func(r *Runtime, me int) error {
+				defer r.Close()
+				a, b, x := icpVars(me, 0)
+				ver := []int64{0}
+				if err := protectICPVars(r, &a, &b, &x, &ver); err != nil {
+					return err
+				}
+				icp := func(v int, skip int) error {
+					a, b, x = icpVars(me, v)
+					ver[0] = int64(v)
+					if err := r.BeginICP(int64(v), lvl, true); err != nil {
+						return err
+					}
+					for _, id := range orders[(me+v)%len(orders)] {
+						if id == skip {
+							continue
+						}
+						if err := r.AddVarICP(id); err != nil {
+							return err
+						}
+						switch id { // the solver goes on with the variable
+						case 0:
+							a[0]++
+						case 1:
+							b[1]++
+						case 2:
+							x[2]++
+						case 3:
+							ver[0] = 99
+						}
+					}
+					return r.FinalizeICP()
+				}
+				for v := 1; v <= 2; v++ {
+					if err := icp(v, -1); err != nil {
+						return err
+					}
+					if got := r.last; got.ID != int64(v) || got.Level != levels.L1 {
+						return fmt.Errorf("rank %d: incremental checkpoint %d committed at %v, want L1 first", me, got.ID, got.Level)
+					}
+					if v == 1 {
+						continue // BeginICP waits for it and adopts it
+					}
+					if err := r.CheckpointWait(); err != nil {
+						return err
+					}
+					if got := r.last; got.ID != int64(v) || got.Level != levels.ID(lvl) {
+						return fmt.Errorf("rank %d: incremental checkpoint %d at %v after CheckpointWait, want L%d", me, got.ID, got.Level, lvl)
+					}
+				}
+				// Rank 2 forgets variable 1 at checkpoint 3: nothing is
+				// committed, nothing is sent to the heads.
+				skip := -1
+				if me == 2 {
+					skip = 1
+				}
+				errs[me] = icp(3, skip)
+				if err := r.CheckpointWait(); err != nil {
+					return fmt.Errorf("rank %d: CheckpointWait after the failed iCP: %w", me, err)
+				}
+				// BeginICP(3) adopted checkpoint 2 as the heads raised it,
+				// which superseded checkpoint 1.
+				cm := r.eng.Committed()
+				if r.last.ID != 2 || len(cm) != 1 || cm[0].ID != 2 || cm[0].Level != levels.ID(lvl) {
+					var s []string
+					for _, m := range cm {
+						s = append(s, fmt.Sprintf("%d@%v", m.ID, m.Level))
+					}
+					return fmt.Errorf("rank %d: committed %v after the failed iCP, want [2@L%d]", me, s, lvl)
+				}
+				// The next one works.
+				if err := errors.Join(icp(4, -1), r.CheckpointWait()); err != nil {
+					return fmt.Errorf("rank %d: iCP after the failed one: %w", me, err)
+				}
+				if r.last.ID != 4 || r.last.Level != levels.ID(lvl) {
+					return fmt.Errorf("rank %d: checkpoint %d at %v, want 4 at L%d", me, r.last.ID, r.last.Level, lvl)
+				}
+				world.Add(1)
+				return nil
+			})
+			require.Equal(t, int32(4), world.Load())
+			for rank, err := range errs {
+				require.Error(t, err, "rank %d: FinalizeICP with variable 1 missing on rank 2", rank)
+				assert.Equal(t, errs[0].Error(), err.Error(), "rank %d", rank)
+				assert.Contains(t, err.Error(), "ranks [2]")
+				assert.Contains(t, err.Error(), "protected variables [1] were not added")
+			}
+			assert.ErrorIs(t, errs[2], ErrICP)
+			assert.True(t, headW.any(roleWord[lvl]), "the heads wrote no %s file", roleWord[lvl])
+			assert.False(t, appW.any(roleWord[lvl]), "the application ranks wrote %s files", roleWord[lvl])
+			// Nothing of the failed checkpoint 3 is left.
+			for n := range 4 {
+				ents, err := core.ReadDir(fmt.Sprintf("/local/node%04d", n))
+				require.NoError(t, err)
+				for _, e := range ents {
+					assert.NotContains(t, e.Name(), "00000003", "node %d", n)
+				}
+			}
+
+			lose(t, core, cfg, lvl)
+			headICPRecover(t, cfg, core, 4, levels.ID(lvl), 5)
+			lose(t, core, cfg, lvl)
+			headICPRecover(t, cfg, core, 5, levels.ID(lvl), 0)
+		})
+	}
+}

@@ -1,0 +1,131 @@
+package ckpt
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// TestHeadsReplacementNodes: a job with heads checkpoints at L2 or L3,
+// raised by the heads; then nodes are replaced by fresh ones (their
+// node-local directories deleted) and the job is relaunched with heads:
+// the application ranks recover the newest checkpoint bit for bit (L2
+// from the partner copies, L3 rebuilding the lost nodes' files from the
+// parity of the group), and the heads go on raising the relaunched
+// run's checkpoints, writing on the replacement nodes: once other nodes
+// are lost, the next relaunch recovers the checkpoint the heads raised
+// after the first loss, from what they wrote on the replacement nodes.
+func TestHeadsReplacementNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		lvl           int
+		group, parity int
+		lost          [2][]int // nodes replaced before relaunch 1, then 2
+	}{
+		// Partners are in the group (nodes 0-1, 2-3): node 1's copy of
+		// node 0's data was made on the replacement node 1.
+		{"L2", 2, 2, 0, [2][]int{{1}, {0}}},
+		{"L2/two-groups", 2, 2, 0, [2][]int{{1, 2}, {0, 3}}},
+		// l3_parity = group_size = 2: any node of each group of 2.
+		{"L3/groups-of-2", 3, 2, 0, [2][]int{{0, 3}, {1, 2}}},
+		// One group of 4, l3_parity = 2: any 2 of its nodes.
+		{"L3/group-of-4", 3, 4, 2, [2][]int{{1, 3}, {0, 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			core := vfd.NewCore()
+			cfg := headConfig(tc.lvl)
+			cfg.GroupSize, cfg.L3Parity = tc.group, tc.parity
+			lvl := levels.ID(tc.lvl)
+			// checkpoint takes checkpoint v at lvl and checks the heads
+			// raised it.
+			checkpoint := func(r *Runtime, me, v int, x *[]uint64, ver []int64) error {
+				*x, ver[0] = version(me, v), int64(v)
+				if err := errors.Join(r.Checkpoint(int64(v), tc.lvl), r.CheckpointWait()); err != nil {
+					return fmt.Errorf("rank %d: checkpoint %d: %w", me, v, err)
+				}
+				if r.last.ID != int64(v) || r.last.Level != lvl {
+					return fmt.Errorf("rank %d: checkpoint %d at %v, want %d at %v", me, r.last.ID, r.last.Level, v, lvl)
+				}
+				(*x)[0] = 0xdead // the heads raise the committed file
+				return nil
+			}
+			headJob(t, cfg, core, func(r *Runtime, me int) error {
+				defer r.Close()
+				var x []uint64
+				ver := []int64{0}
+				if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
+					return err
+				}
+				for v := 1; v <= 2; v++ {
+					if err := checkpoint(r, me, v, &x, ver); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			for relaunch, want := range []int{2, 3} {
+				for _, n := range tc.lost[relaunch] {
+					eraseNode(t, core, cfg, n)
+				}
+				got := make([]int, 4)
+				headJob(t, cfg, core, func(r *Runtime, me int) error {
+					defer r.Close()
+					var x []uint64
+					ver := []int64{0}
+					if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
+						return err
+					}
+					if m := r.Recovered(); m == nil || m.ID != int64(want) || m.Level != lvl {
+						return fmt.Errorf("rank %d: restarted from %v, want checkpoint %d at %v", me, m, want, lvl)
+					}
+					if err := r.Recover(); err != nil {
+						return err
+					}
+					if !assert.ObjectsAreEqual(version(me, want), x) || ver[0] != int64(want) {
+						return fmt.Errorf("rank %d: data is not exactly version %d", me, want)
+					}
+					got[me] = int(ver[0])
+					// The heads raise the relaunched run's checkpoints.
+					return checkpoint(r, me, want+1, &x, ver)
+				})
+				require.Equal(t, []int{want, want, want, want}, got, "relaunch %d", relaunch+1)
+				// The replacement nodes hold the new checkpoint's files
+				// again, the level's own among them.
+				for _, n := range tc.lost[relaunch] {
+					files := nodeFiles(t, core, cfg, n)
+					assert.Contains(t, files, fmt.Sprintf("ckpt%08d", want+1), "replacement node %d", n)
+					assert.Contains(t, files, roleWord[tc.lvl], "replacement node %d", n)
+				}
+			}
+		})
+	}
+}
+
+// nodeFiles lists the paths under node n's local directory, one a line.
+func nodeFiles(t *testing.T, d vfd.Driver, cfg Config, n int) string {
+	t.Helper()
+	var out []string
+	var walk func(dir string)
+	walk = func(dir string) {
+		ents, err := d.ReadDir(dir)
+		require.NoError(t, err)
+		for _, e := range ents {
+			p := path.Join(dir, e.Name())
+			if e.IsDir() {
+				walk(p)
+			} else {
+				out = append(out, p)
+			}
+		}
+	}
+	walk(path.Join(cfg.CkptDir, fmt.Sprintf("node%04d", n)))
+	return strings.Join(out, "\n")
+}
