@@ -21,21 +21,22 @@ import (
 // application rank) on d, each rank seeing only its own node's directory
 // of ckpt_dir, as with node-local disks: fn runs on the 4 application
 // ranks with their rank in the application communicator; every head must
-// return ErrHead from Init, which headJob checks.
-func headJob(t *testing.T, cfg Config, d vfd.Driver, fn func(r *Runtime, me int) error) {
+// return ErrHead from Init, which headJob checks. opts are more options
+// of Init.
+func headJob(t *testing.T, cfg Config, d vfd.Driver, fn func(r *Runtime, me int) error, opts ...Option) {
 	t.Helper()
-	headJobOn(t, cfg, func(bool) vfd.Driver { return d }, fn)
+	headJobOn(t, cfg, func(bool) vfd.Driver { return d }, fn, opts...)
 }
 
 // headJobOn is headJob with the driver of the heads (head true) and of
 // the application ranks given by drv.
-func headJobOn(t *testing.T, cfg Config, drv func(head bool) vfd.Driver, fn func(r *Runtime, me int) error) {
+func headJobOn(t *testing.T, cfg Config, drv func(head bool) vfd.Driver, fn func(r *Runtime, me int) error, opts ...Option) {
 	t.Helper()
 	var heads atomic.Int32
 	require.NoError(t, comm.Run(8, func(c comm.Comm) error {
 		d := drv(c.Rank()%2 == 0)
 		local := nodeLocal{Driver: d, root: cfg.CkptDir, own: fmt.Sprintf("node%04d", c.Rank()/2)}
-		r, err := Init(cfg, c, WithDrivers(local, d, d), WithLogger(zap.NewNop()))
+		r, err := Init(cfg, c, append([]Option{WithDrivers(local, d, d), WithLogger(zap.NewNop())}, opts...)...)
 		if c.Rank()%2 == 0 {
 			if !errors.Is(err, ErrHead) {
 				return fmt.Errorf("head %d: Init returned %v, want ErrHead", c.Rank(), err)

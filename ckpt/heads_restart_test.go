@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,7 +17,10 @@ import (
 
 // TestHeadsReplacementNodes: a job with heads checkpoints at L2 or L3,
 // raised by the heads; then nodes are replaced by fresh ones (their
-// node-local directories deleted) and the job is relaunched with heads:
+// node-local directories deleted; in the named cases the nodes are hosts
+// given by WithNodeID and the replacement nodes have new host names,
+// which take the lost nodes' places in the saved node table) and the job
+// is relaunched with heads:
 // the application ranks recover the newest checkpoint bit for bit (L2
 // from the partner copies, L3 rebuilding the lost nodes' files from the
 // parity of the group), and the heads go on raising the relaunched
@@ -29,21 +33,31 @@ func TestHeadsReplacementNodes(t *testing.T) {
 		lvl           int
 		group, parity int
 		lost          [2][]int // nodes replaced before relaunch 1, then 2
+		named         bool
 	}{
 		// Partners are in the group (nodes 0-1, 2-3): node 1's copy of
 		// node 0's data was made on the replacement node 1.
-		{"L2", 2, 2, 0, [2][]int{{1}, {0}}},
-		{"L2/two-groups", 2, 2, 0, [2][]int{{1, 2}, {0, 3}}},
+		{"L2", 2, 2, 0, [2][]int{{1}, {0}}, false},
+		{"L2/two-groups", 2, 2, 0, [2][]int{{1, 2}, {0, 3}}, false},
 		// l3_parity = group_size = 2: any node of each group of 2.
-		{"L3/groups-of-2", 3, 2, 0, [2][]int{{0, 3}, {1, 2}}},
+		{"L3/groups-of-2", 3, 2, 0, [2][]int{{0, 3}, {1, 2}}, false},
 		// One group of 4, l3_parity = 2: any 2 of its nodes.
-		{"L3/group-of-4", 3, 4, 2, [2][]int{{1, 3}, {0, 2}}},
+		{"L3/group-of-4", 3, 4, 2, [2][]int{{1, 3}, {0, 2}}, false},
+		{"L2/named", 2, 2, 0, [2][]int{{1, 2}, {0, 3}}, true},
+		{"L3/group-of-4/named", 3, 4, 2, [2][]int{{1, 3}, {0, 2}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			core := vfd.NewCore()
 			cfg := headConfig(tc.lvl)
 			cfg.GroupSize, cfg.L3Parity = tc.group, tc.parity
 			lvl := levels.ID(tc.lvl)
+			// hosts are the nodes' names (named cases).
+			hosts := []string{"alpha", "beta", "gamma", "delta"}
+			var opts []Option
+			if tc.named {
+				cfg.LocalTest = false
+				opts = append(opts, WithNodeID(func(rank int) string { return hosts[rank/2] }))
+			}
 			// checkpoint takes checkpoint v at lvl and checks the heads
 			// raised it.
 			checkpoint := func(r *Runtime, me, v int, x *[]uint64, ver []int64) error {
@@ -70,10 +84,12 @@ func TestHeadsReplacementNodes(t *testing.T) {
 					}
 				}
 				return nil
-			})
+			}, opts...)
 			for relaunch, want := range []int{2, 3} {
+				hosts = slices.Clone(hosts)
 				for _, n := range tc.lost[relaunch] {
 					eraseNode(t, core, cfg, n)
+					hosts[n] = fmt.Sprintf("new%d-%s", relaunch+1, hosts[n])
 				}
 				got := make([]int, 4)
 				headJob(t, cfg, core, func(r *Runtime, me int) error {
@@ -82,6 +98,9 @@ func TestHeadsReplacementNodes(t *testing.T) {
 					ver := []int64{0}
 					if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
 						return err
+					}
+					if n := r.Topology().NodeOf(me); n != me {
+						return fmt.Errorf("rank %d: on node %d, want %d (the replacement takes the lost node's place)", me, n, me)
 					}
 					if m := r.Recovered(); m == nil || m.ID != int64(want) || m.Level != lvl {
 						return fmt.Errorf("rank %d: restarted from %v, want checkpoint %d at %v", me, m, want, lvl)
@@ -95,7 +114,7 @@ func TestHeadsReplacementNodes(t *testing.T) {
 					got[me] = int(ver[0])
 					// The heads raise the relaunched run's checkpoints.
 					return checkpoint(r, me, want+1, &x, ver)
-				})
+				}, opts...)
 				require.Equal(t, []int{want, want, want, want}, got, "relaunch %d", relaunch+1)
 				// The replacement nodes hold the new checkpoint's files
 				// again, the level's own among them.
@@ -103,6 +122,13 @@ func TestHeadsReplacementNodes(t *testing.T) {
 					files := nodeFiles(t, core, cfg, n)
 					assert.Contains(t, files, fmt.Sprintf("ckpt%08d", want+1), "replacement node %d", n)
 					assert.Contains(t, files, roleWord[tc.lvl], "replacement node %d", n)
+				}
+				if tc.named {
+					b, err := vfd.ReadFile(core, path.Join(cfg.MetaDir, topologyFile))
+					require.NoError(t, err)
+					for _, h := range hosts {
+						assert.Contains(t, string(b), h, "saved node table")
+					}
 				}
 			}
 		})
