@@ -264,7 +264,8 @@
 // with it (any order; the solver may change it right after), and
 // [Runtime.FinalizeICP] completes and commits the file as an ordinary
 // checkpoint at its level (L4 and asynchronous levels commit at L1 first
-// and are raised). A variable not added on some rank fails FinalizeICP
+// and are raised; with ckpt_io = 5 the ranks write the L4 HDF5 file from
+// the committed L1 file, in FinalizeICP). A variable not added on some rank fails FinalizeICP
 // everywhere and commits nothing ([ErrICP]); BeginICP(id, level, false)
 // makes all three calls do nothing, as in FTI. An iCP is never
 // differential (FTI's FTI-FF iCP is not either).

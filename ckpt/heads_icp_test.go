@@ -117,13 +117,23 @@ func headICPRecover(t *testing.T, cfg Config, d vfd.Driver, want int, lvl levels
 // previous checkpoint stays, raised, and the next iCP works. A restart
 // with heads after losing what the level protects against recovers the
 // last version bit for bit, and the heads raise the restarted run's
-// next incremental checkpoint too.
+// next incremental checkpoint too. With ckpt_io = 5 the L4 HDF5 file is
+// written by the application ranks from the L1 file, in FinalizeICP
+// (the heads write nothing), and the rest holds the same.
 func TestHeadsICP(t *testing.T) {
 	orders := [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {1, 3, 0, 2}, {2, 0, 3, 1}, {0, 2, 1, 3}, {3, 1, 2, 0}}
-	for _, lvl := range []int{2, 3, 4} {
-		t.Run(fmt.Sprintf("L%d", lvl), func(t *testing.T) {
+	for _, tc := range []struct {
+		lvl int
+		h5  bool
+	}{{2, false}, {3, false}, {4, false}, {4, true}} {
+		lvl := tc.lvl
+		t.Run(fmt.Sprintf("L%d/h5=%v", lvl, tc.h5), func(t *testing.T) {
 			core := vfd.NewCore()
 			cfg := headConfig(lvl)
+			first := levels.L1 // the level FinalizeICP commits at
+			if tc.h5 {
+				cfg.CkptIO, first = 5, levels.L4
+			}
 			headW, appW := &writes{paths: map[string]bool{}}, &writes{paths: map[string]bool{}}
 			errs := make([]error, 4)
 			var world atomic.Int32
@@ -170,8 +180,8 @@ func TestHeadsICP(t *testing.T) {
 					if err := icp(v, -1); err != nil {
 						return err
 					}
-					if got := r.last; got.ID != int64(v) || got.Level != levels.L1 {
-						return fmt.Errorf("rank %d: incremental checkpoint %d committed at %v, want L1 first", me, got.ID, got.Level)
+					if got := r.last; got.ID != int64(v) || got.Level != first {
+						return fmt.Errorf("rank %d: incremental checkpoint %d committed at %v, want %v first", me, got.ID, got.Level, first)
 					}
 					if v == 1 {
 						continue // BeginICP waits for it and adopts it
@@ -221,8 +231,13 @@ func TestHeadsICP(t *testing.T) {
 				assert.Contains(t, err.Error(), "protected variables [1] were not added")
 			}
 			assert.ErrorIs(t, errs[2], ErrICP)
-			assert.True(t, headW.any(roleWord[lvl]), "the heads wrote no %s file", roleWord[lvl])
-			assert.False(t, appW.any(roleWord[lvl]), "the application ranks wrote %s files", roleWord[lvl])
+			if tc.h5 {
+				assert.True(t, appW.any("l4.h5"), "the application ranks wrote no L4 HDF5 file")
+				assert.False(t, headW.any("ckpt"), "the heads wrote checkpoint files")
+			} else {
+				assert.True(t, headW.any(roleWord[lvl]), "the heads wrote no %s file", roleWord[lvl])
+				assert.False(t, appW.any(roleWord[lvl]), "the application ranks wrote %s files", roleWord[lvl])
+			}
 			// Nothing of the failed checkpoint 3 is left.
 			for n := range 4 {
 				ents, err := core.ReadDir(fmt.Sprintf("/local/node%04d", n))
@@ -239,3 +254,32 @@ func TestHeadsICP(t *testing.T) {
 		})
 	}
 }
+
+// TestHeadsICPFinalize: with keep_last_ckpt, Finalize right after an
+// incremental checkpoint at L3 (its raise by the heads in flight) waits
+// for the heads, flushes it to L4 and keeps only that: a restart with
+// heads after losing every node recovers it bit for bit from L4.
+func TestHeadsICPFinalize(t *testing.T) {
+	core := vfd.NewCore()
+	cfg := headConfig(3)
+	cfg.KeepLastCkpt = true
+	headJob(t, cfg, core, func(r *Runtime, me int) error {
+		a, b, x := icpVars(me, 1)
+		ver := []int64{1}
+		if err := errors.Join(protectICPVars(r, &a, &b, &x, &ver), r.BeginICP(1, 3, true)); err != nil {
+			return err
+		}
+		for _, id := range orders4[me] {
+			if err := r.AddVarICP(id); err != nil {
+				return err
+			}
+		}
+		return errors.Join(r.FinalizeICP(), r.Finalize())
+	})
+	lose(t, core, cfg, 4)
+	headICPRecover(t, cfg, core, 1, levels.L4, 0)
+}
+
+// orders4 are the orders in which the 4 application ranks add icpVars'
+// variables.
+var orders4 = [][]int{{2, 0, 3, 1}, {3, 2, 1, 0}, {0, 1, 2, 3}, {1, 3, 0, 2}}

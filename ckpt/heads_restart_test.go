@@ -138,6 +138,12 @@ func TestHeadsReplacementNodes(t *testing.T) {
 // nodeFiles lists the paths under node n's local directory, one a line.
 func nodeFiles(t *testing.T, d vfd.Driver, cfg Config, n int) string {
 	t.Helper()
+	return nodeFilesAt(t, d, path.Join(cfg.CkptDir, fmt.Sprintf("node%04d", n)))
+}
+
+// nodeFilesAt lists the paths under dir, one a line.
+func nodeFilesAt(t *testing.T, d vfd.Driver, dir string) string {
+	t.Helper()
 	var out []string
 	var walk func(dir string)
 	walk = func(dir string) {
@@ -152,6 +158,43 @@ func nodeFiles(t *testing.T, d vfd.Driver, cfg Config, n int) string {
 			}
 		}
 	}
-	walk(path.Join(cfg.CkptDir, fmt.Sprintf("node%04d", n)))
+	walk(dir)
 	return strings.Join(out, "\n")
+}
+
+// TestHeadsRestartWithoutHeadsBefore: a job of 4 ranks without heads
+// checkpoints at L2; node 1 is replaced and the job is relaunched with
+// heads (8 ranks, the same 4 application ranks, one per node): it
+// recovers bit for bit from the partner copy and its heads raise its
+// next checkpoint.
+func TestHeadsRestartWithoutHeadsBefore(t *testing.T) {
+	core := vfd.NewCore()
+	cfg := headConfig(2)
+	plain := cfg
+	plain.Head, plain.NodeSize = false, 1
+	commitVersion1(t, 4, plain, core, 2)
+	eraseNode(t, core, cfg, 1)
+	got := make([]int64, 4)
+	headJob(t, cfg, core, func(r *Runtime, me int) error {
+		defer r.Close()
+		var x []uint64
+		ver := []int64{0}
+		if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Recover()); err != nil {
+			return err
+		}
+		if !assert.ObjectsAreEqual(version(me, 1), x) {
+			return fmt.Errorf("rank %d: data is not exactly version 1", me)
+		}
+		got[me] = ver[0]
+		x, ver[0] = version(me, 2), 2
+		if err := errors.Join(r.Checkpoint(2, 2), r.CheckpointWait()); err != nil {
+			return err
+		}
+		if r.last.ID != 2 || r.last.Level != levels.L2 {
+			return fmt.Errorf("rank %d: checkpoint %d at %v, want 2 at L2", me, r.last.ID, r.last.Level)
+		}
+		return nil
+	})
+	assert.Equal(t, []int64{1, 1, 1, 1}, got)
+	assert.Contains(t, nodeFiles(t, core, cfg, 1), path.Join("ckpt00000002", "partner"))
 }
