@@ -313,7 +313,12 @@
 // ranks take the upgraded manifest from the reply and adopt it, with
 // retention of the checkpoints it supersedes, at their next collective
 // call (Checkpoint, BeginICP, Finalize); the wait and failure rules above
-// are unchanged. Levels with inline_lL = 1 are post-processed by the
+// are unchanged, and an incremental checkpoint at such a level is raised
+// by the heads the same way once FinalizeICP committed it at L1. A job
+// that ends with Close (which is local) or is killed before that call
+// leaves the checkpoint the raised one superseded on storage; the next
+// run removes it when it adopts its own first raised checkpoint.
+// Levels with inline_lL = 1 are post-processed by the
 // application ranks, as FTI does, and the heads just wait. Staging copies
 // and the level-9 HDF5 file stay with the application ranks. head = 1
 // under MPI needs MPI_THREAD_MULTIPLE, and is refused with a lower thread
