@@ -198,3 +198,51 @@ func TestHeadsRestartWithoutHeadsBefore(t *testing.T) {
 	assert.Equal(t, []int64{1, 1, 1, 1}, got)
 	assert.Contains(t, nodeFiles(t, core, cfg, 1), path.Join("ckpt00000002", "partner"))
 }
+
+// TestHeadsCloseKeepsSuperseded: a job with heads that ends with Close
+// after the heads raised its last checkpoint keeps the checkpoint that
+// one superseded (Close is local: the application ranks never adopted
+// the raise, whose retention is collective); the next run removes it
+// when it adopts its first raised checkpoint, as the package documents.
+func TestHeadsCloseKeepsSuperseded(t *testing.T) {
+	core := vfd.NewCore()
+	cfg := headConfig(2)
+	run := func(ids ...int64) {
+		headJob(t, cfg, core, func(r *Runtime, me int) error {
+			defer r.Close()
+			x, ver := version(me, 1), []int64{1}
+			if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
+				return err
+			}
+			for _, id := range ids {
+				if err := errors.Join(r.Checkpoint(id, 2), r.CheckpointWait()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	manifests := func() []string {
+		ents, err := core.ReadDir(cfg.MetaDir)
+		require.NoError(t, err)
+		var out []string
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".manifest") {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	run(1, 2)
+	assert.Equal(t, []string{"ckpt00000001.manifest", "ckpt00000002.manifest"}, manifests())
+	run(3)
+	assert.Equal(t, []string{"ckpt00000001.manifest", "ckpt00000002.manifest", "ckpt00000003.manifest"}, manifests())
+	run(4, 5) // Checkpoint(5) adopts checkpoint 4 as the heads raised it
+	assert.Equal(t, []string{"ckpt00000004.manifest", "ckpt00000005.manifest"}, manifests())
+	for n := range 4 {
+		files := nodeFiles(t, core, cfg, n)
+		for _, id := range []string{"ckpt00000001", "ckpt00000002", "ckpt00000003"} {
+			assert.NotContains(t, files, id, "node %d", n)
+		}
+	}
+}
