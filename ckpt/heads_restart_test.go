@@ -7,10 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -245,4 +248,74 @@ func TestHeadsCloseKeepsSuperseded(t *testing.T) {
 			assert.NotContains(t, files, id, "node %d", n)
 		}
 	}
+}
+
+// TestHeadsReplacementHostFirst: the replacement of a lost host has a
+// name that sorts first, so the relaunch with heads puts application
+// rank 0 (and node 2's head) on it, and every application rank on
+// another host than before: the replacement takes the lost node's place
+// (node 2's directory), each rank's data comes to it from the node that
+// holds it (rank 2's from its partner copy), bit for bit, and the heads
+// raise the next checkpoint where the ranks now are: after node 0 is
+// lost too, the next relaunch recovers it.
+func TestHeadsReplacementHostFirst(t *testing.T) {
+	core := vfd.NewCore()
+	cfg := headConfig(2)
+	cfg.LocalTest = false
+	dirs := map[string]string{"a": "node0000", "b": "node0001", "c": "node0002", "d": "node0003", "e": "node0002"}
+	job := func(hosts []string, fn func(r *Runtime, me int) error) error {
+		return comm.Run(8, func(c comm.Comm) error {
+			local := nodeLocal{Driver: core, root: cfg.CkptDir, own: dirs[hosts[c.Rank()]]}
+			r, err := Init(cfg, c, WithDrivers(local, core, core), WithLogger(zap.NewNop()), WithNodeID(func(r int) string { return hosts[r] }))
+			if c.Rank()%2 == 0 {
+				if !errors.Is(err, ErrHead) {
+					return fmt.Errorf("head %d: Init returned %v, want ErrHead", c.Rank(), err)
+				}
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			return fn(r, r.Comm().Rank())
+		}, comm.WithTimeout(20*time.Second))
+	}
+	require.NoError(t, job([]string{"a", "a", "b", "b", "c", "c", "d", "d"}, func(r *Runtime, me int) error {
+		x, ver := version(me, 1), []int64{1}
+		return errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Checkpoint(1, 2), r.CheckpointWait())
+	}))
+	eraseNode(t, core, cfg, 2)
+	require.NoError(t, job([]string{"e", "e", "a", "a", "b", "b", "d", "d"}, func(r *Runtime, me int) error {
+		var x []uint64
+		ver := []int64{0}
+		if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Recover()); err != nil {
+			return fmt.Errorf("rank %d node %d: %w", me, r.Topology().NodeOf(me), err)
+		}
+		if fmt.Sprint(x) != fmt.Sprint(version(me, 1)) {
+			return fmt.Errorf("rank %d: bad data", me)
+		}
+		x, ver[0] = version(me, 2), 2
+		if err := errors.Join(r.Checkpoint(2, 2), r.CheckpointWait()); err != nil {
+			return err
+		}
+		if r.last.Level != 2 {
+			return fmt.Errorf("rank %d: level %v", me, r.last.Level)
+		}
+		if want := []int{2, 0, 1, 3}[me]; r.Topology().NodeOf(me) != want {
+			return fmt.Errorf("rank %d on node %d, want %d", me, r.Topology().NodeOf(me), want)
+		}
+		return nil
+	}))
+	eraseNode(t, core, cfg, 0)
+	require.NoError(t, job([]string{"e", "e", "a", "a", "b", "b", "d", "d"}, func(r *Runtime, me int) error {
+		var x []uint64
+		ver := []int64{0}
+		if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver), r.Recover()); err != nil {
+			return fmt.Errorf("rank %d node %d: %w", me, r.Topology().NodeOf(me), err)
+		}
+		if fmt.Sprint(x) != fmt.Sprint(version(me, 2)) || ver[0] != 2 {
+			return fmt.Errorf("rank %d: bad data", me)
+		}
+		return nil
+	}))
 }
