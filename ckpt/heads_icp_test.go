@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -283,3 +284,85 @@ func TestHeadsICPFinalize(t *testing.T) {
 // orders4 are the orders in which the 4 application ranks add icpVars'
 // variables.
 var orders4 = [][]int{{2, 0, 3, 1}, {3, 2, 1, 0}, {0, 1, 2, 3}, {1, 3, 0, 2}}
+
+// TestHeadsICPBackgroundFailure: the heads cannot write the L4 container
+// of incremental checkpoint 1; CheckpointWait reports it (ErrBackground,
+// naming the checkpoint and the level) and the checkpoint stays at L1;
+// the next BeginICP reports it once more and opens nothing (AddVarICP
+// and FinalizeICP then fail with ErrICP, committing nothing); the one
+// after works, is raised, and a relaunch after losing every node
+// recovers it from L4.
+func TestHeadsICPBackgroundFailure(t *testing.T) {
+	core := vfd.NewCore()
+	cfg := headConfig(4)
+	var failing atomic.Bool
+	failing.Store(true)
+	headDriver := vfd.NewFault(core, vfd.InjectorFunc(func(op vfd.Op) error {
+		if op.Kind == vfd.OpWrite && strings.Contains(op.Path, "l4.sion") && failing.Load() {
+			return errors.New("no space left on the global file system")
+		}
+		return nil
+	}))
+	drv := func(head bool) vfd.Driver {
+		if head {
+			return headDriver
+		}
+		return core
+	}
+	headJobOn(t, cfg, drv, func(r *Runtime, me int) error {
+		defer r.Close()
+		a, b, x := icpVars(me, 1)
+		ver := []int64{1}
+		if err := protectICPVars(r, &a, &b, &x, &ver); err != nil {
+			return err
+		}
+		icp := func(v int) error {
+			a, b, x = icpVars(me, v)
+			ver[0] = int64(v)
+			if err := r.BeginICP(int64(v), 4, true); err != nil {
+				return err
+			}
+			for _, id := range orders4[(me+v)%4] {
+				if err := r.AddVarICP(id); err != nil {
+					return err
+				}
+			}
+			return r.FinalizeICP()
+		}
+		if err := icp(1); err != nil {
+			return err
+		}
+		err := r.CheckpointWait()
+		if !errors.Is(err, ErrBackground) || !strings.Contains(err.Error(), "checkpoint 1") || !strings.Contains(err.Error(), "L4") {
+			return fmt.Errorf("rank %d: CheckpointWait: %v, want ErrBackground naming checkpoint 1 and L4", me, err)
+		}
+		if r.last.ID != 1 || r.last.Level != levels.L1 {
+			return fmt.Errorf("rank %d: checkpoint %d at %v, want 1 at L1", me, r.last.ID, r.last.Level)
+		}
+		if err := r.BeginICP(2, 4, true); !errors.Is(err, ErrBackground) {
+			return fmt.Errorf("rank %d: BeginICP after the failure: %v, want ErrBackground", me, err)
+		}
+		if err := r.AddVarICP(0); !errors.Is(err, ErrICP) {
+			return fmt.Errorf("rank %d: AddVarICP after a failed BeginICP: %v, want ErrICP", me, err)
+		}
+		if err := r.FinalizeICP(); !errors.Is(err, ErrICP) {
+			return fmt.Errorf("rank %d: FinalizeICP after a failed BeginICP: %v, want ErrICP", me, err)
+		}
+		if r.last.ID != 1 {
+			return fmt.Errorf("rank %d: checkpoint %d committed after the failed BeginICP", me, r.last.ID)
+		}
+		failing.Store(false)
+		if err := r.Comm().Barrier(); err != nil {
+			return err
+		}
+		if err := errors.Join(icp(3), r.CheckpointWait()); err != nil {
+			return fmt.Errorf("rank %d: iCP after the failure: %w", me, err)
+		}
+		if r.last.ID != 3 || r.last.Level != levels.L4 {
+			return fmt.Errorf("rank %d: checkpoint %d at %v, want 3 at L4", me, r.last.ID, r.last.Level)
+		}
+		return nil
+	})
+	lose(t, core, cfg, 4)
+	headICPRecover(t, cfg, core, 3, levels.L4, 0)
+}
