@@ -123,8 +123,10 @@ func TestHeadsCrash(t *testing.T) {
 					}
 					outcomes[fmt.Sprintf("v%d", got[0])]++
 				}
-				assert.NotZero(t, outcomes["v1"], "no operation left checkpoint 1")
-				assert.NotZero(t, outcomes["v2"], "no operation left checkpoint 2")
+				if stride == 1 { // every operation was hit
+					assert.NotZero(t, outcomes["v1"], "no operation left checkpoint 1")
+					assert.NotZero(t, outcomes["v2"], "no operation left checkpoint 2")
+				}
 			})
 		}
 	}
