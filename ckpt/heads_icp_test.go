@@ -366,3 +366,54 @@ func TestHeadsICPBackgroundFailure(t *testing.T) {
 	lose(t, core, cfg, 4)
 	headICPRecover(t, cfg, core, 3, levels.L4, 0)
 }
+
+// TestHeadsICPThenDCP: with dCP enabled, an incremental checkpoint raised
+// by the heads at L2, L3 or L4 is the base of the differential
+// checkpoints that follow (the image kept from FinalizeICP), which the
+// heads raise too; a relaunch after losing what the level protects
+// against recovers the newest bit for bit, and its heads raise its next
+// incremental checkpoint.
+func TestHeadsICPThenDCP(t *testing.T) {
+	for _, lvl := range []int{2, 3, 4} {
+		t.Run(fmt.Sprintf("L%d", lvl), func(t *testing.T) {
+			core := vfd.NewCore()
+			cfg := headConfig(lvl)
+			cfg.EnableDCP, cfg.DCPBlockSize, cfg.DCPStackSize = true, 4096, 4
+			headJob(t, cfg, core, func(r *Runtime, me int) error {
+				defer r.Close()
+				a, b, x := icpVars(me, 1)
+				ver := []int64{1}
+				if err := protectICPVars(r, &a, &b, &x, &ver); err != nil {
+					return err
+				}
+				if err := r.BeginICP(1, lvl, true); err != nil {
+					return err
+				}
+				for _, id := range orders4[me] {
+					if err := r.AddVarICP(id); err != nil {
+						return err
+					}
+				}
+				if err := errors.Join(r.FinalizeICP(), r.CheckpointWait()); err != nil {
+					return err
+				}
+				for v := 2; v <= 4; v++ {
+					a, b, x = icpVars(me, v)
+					ver[0] = int64(v)
+					if err := errors.Join(r.Checkpoint(int64(v), lvl+dcpLevelOffset), r.CheckpointWait()); err != nil {
+						return err
+					}
+					if r.last.Level != levels.ID(lvl) {
+						return fmt.Errorf("rank %d: checkpoint %d at %v, want L%d", me, v, r.last.Level, lvl)
+					}
+					if v == 3 && r.last.DCP == nil {
+						return fmt.Errorf("rank %d: checkpoint 3 not differential", me)
+					}
+				}
+				return nil
+			})
+			lose(t, core, cfg, lvl)
+			headICPRecover(t, cfg, core, 4, levels.ID(lvl), 5)
+		})
+	}
+}
