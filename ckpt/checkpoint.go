@@ -371,6 +371,30 @@ func (r *Runtime) flushL4(m *levels.Manifest) (*levels.Manifest, error) {
 	if m.DCP != nil {
 		return r.flushImageL4(m)
 	}
+	start := r.now()
+	m4, st, err := r.copyL4(m)
+	if err != nil {
+		return nil, fmt.Errorf("keep_last_ckpt: flush checkpoint %d (%v) to L4 failed; nothing was deleted, checkpoint %d stays at %v for the next run: %w",
+			m.ID, m.Level, m.ID, m.Level, err)
+	}
+	if r.c.Rank() == 0 {
+		wall := r.now().Sub(start)
+		mib := float64(m4.Bytes()) / float64(m4.Ranks) / (1 << 20)
+		r.log.Info(fmt.Sprintf("Ckpt. ID %d flushed from %v to %v at Finalize (%.2f MiB/proc) in %.3f sec. (Wr %.3f, Ps %.3f, Cm %.3f)",
+			m.ID, m.Level, m4.Level, mib, wall.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
+			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m4.Level), zap.Stringer("from-level", m.Level),
+			zap.Float64("mib-per-rank", mib), zap.Duration("wall", wall))
+	}
+	return m4, nil
+}
+
+// copyL4 commits a copy of committed (full) checkpoint m at L4, as a new
+// checkpoint with the same id, and returns it: every rank copies its own
+// data file, verified against m's digest, or with ckpt_io = 5 writes the
+// variables of its file (read back whole, every block checked) into the
+// L4 HDF5 file. On failure nothing is left of the new checkpoint.
+// Collective.
+func (r *Runtime) copyL4(m *levels.Manifest) (*levels.Manifest, levels.Stats, error) {
 	var src levels.Source
 	var ftiff bool
 	f, ok := m.DataFile(r.c.Rank())
@@ -399,21 +423,7 @@ func (r *Runtime) flushL4(m *levels.Manifest) (*levels.Manifest, error) {
 			write = func(vfd.File) (int64, levels.Digest, bool, error) { return 0, levels.Digest{}, false, rerr }
 		}
 	}
-	start := r.now()
-	m4, st, err := r.eng.Checkpoint(m.ID, levels.L4, write)
-	if err != nil {
-		return nil, fmt.Errorf("keep_last_ckpt: flush checkpoint %d (%v) to L4 failed; nothing was deleted, checkpoint %d stays at %v for the next run: %w",
-			m.ID, m.Level, m.ID, m.Level, err)
-	}
-	if r.c.Rank() == 0 {
-		wall := r.now().Sub(start)
-		mib := float64(m4.Bytes()) / float64(m4.Ranks) / (1 << 20)
-		r.log.Info(fmt.Sprintf("Ckpt. ID %d flushed from %v to %v at Finalize (%.2f MiB/proc) in %.3f sec. (Wr %.3f, Ps %.3f, Cm %.3f)",
-			m.ID, m.Level, m4.Level, mib, wall.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
-			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m4.Level), zap.Stringer("from-level", m.Level),
-			zap.Float64("mib-per-rank", mib), zap.Duration("wall", wall))
-	}
-	return m4, nil
+	return r.eng.Checkpoint(m.ID, levels.L4, write)
 }
 
 // copyFTIFF copies the FTI-FF data file src into out, hashing the bytes

@@ -117,9 +117,12 @@ func WithLevels(ls ...levels.Level) Option {
 	return func(o *options) { o.levels = append(o.levels, ls...) }
 }
 
-// WithNodeID names the node of this rank (a host name). By default nodes
-// are simulated (rank/node_size) under local_test, taken from the
-// communicator when it implements comm.NodeIDer, and simulated otherwise.
+// WithNodeID names the node of this rank (a host name); rank is the
+// rank in the communicator given to Init (with head = 1 too: the
+// application ranks keep the node the function named for their rank
+// there). By default nodes are simulated (rank/node_size) under
+// local_test, taken from the communicator when it implements
+// comm.NodeIDer, and simulated otherwise.
 func WithNodeID(f func(rank int) string) Option { return func(o *options) { o.nodeID = f } }
 
 // DefaultRestartImage is the most [WithRestartImage] allows by default:
@@ -317,8 +320,10 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 		if s.head {
 			return nil, runHead(cfg, o, s, r.log.With(zap.Bool("head", true)))
 		}
-		// The application ranks run as a job of node_size-1 ranks per node.
+		// The application ranks run as a job of node_size-1 ranks per node,
+		// on the nodes the split found.
 		c, headNode = s.app, s.node
+		o.nodeID = func(int) string { return s.nodeID }
 		cfg.NodeSize--
 		r.c, r.cfg = c, cfg
 		r.log = o.logger.With(zap.Int("rank", c.Rank()))

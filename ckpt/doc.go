@@ -264,10 +264,11 @@
 // with it (any order; the solver may change it right after), and
 // [Runtime.FinalizeICP] completes and commits the file as an ordinary
 // checkpoint at its level (L4 and asynchronous levels commit at L1 first
-// and are raised). A variable not added on some rank fails FinalizeICP
-// everywhere and commits nothing ([ErrICP]); BeginICP(id, level, false)
-// makes all three calls do nothing, as in FTI. An iCP is never
-// differential (FTI's FTI-FF iCP is not either).
+// and are raised; with ckpt_io = 5 the ranks write the L4 HDF5 file from
+// the committed L1 file, in FinalizeICP). A variable not added on some
+// rank fails FinalizeICP everywhere and commits nothing ([ErrICP]);
+// BeginICP(id, level, false) makes all three calls do nothing, as in
+// FTI. An iCP is never differential (FTI's FTI-FF iCP is not either).
 //
 // Staging (FTI_SendFile, enable_staging = 1): [Runtime.StageDir] is the
 // node's ckpt_dir/node%04d/stage, [Runtime.SendFile] queues a copy of a
@@ -312,11 +313,15 @@
 // ranks take the upgraded manifest from the reply and adopt it, with
 // retention of the checkpoints it supersedes, at their next collective
 // call (Checkpoint, BeginICP, Finalize); the wait and failure rules above
-// are unchanged. Levels with inline_lL = 1 are post-processed by the
-// application ranks, as FTI does, and the heads just wait. Staging copies
-// and the level-9 HDF5 file stay with the application ranks. head = 1
-// under MPI needs MPI_THREAD_MULTIPLE, and is refused with a lower thread
-// level. A head that dies (killed, or its node lost) ends the job as any
+// are unchanged, and an incremental checkpoint at such a level is raised
+// by the heads the same way once FinalizeICP committed it at L1. A job
+// that ends with Close (which is local) or is killed before that call
+// leaves the checkpoint the raised one superseded on storage; the next
+// run removes it when it adopts its own first raised checkpoint. Levels
+// with inline_lL = 1 are post-processed by the application ranks, as FTI
+// does, and the heads just wait. Staging copies and the level-9 HDF5
+// file stay with the application ranks. head = 1 under MPI needs
+// MPI_THREAD_MULTIPLE, and is refused with a lower thread level. A head that dies (killed, or its node lost) ends the job as any
 // dead MPI process does: Open MPI's and MPICH's launchers end every
 // process with an error naming it (tested in CI), so the application
 // never waits forever for its head; the relaunch restarts from the newest

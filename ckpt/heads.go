@@ -97,6 +97,12 @@ type headSplit struct {
 	app   comm.Comm // application ranks (nil on a head)
 	heads comm.Comm // the heads (nil on an application rank)
 	node  comm.Comm // the node's head (rank 0) and application ranks
+	// nodeID is this rank's node id as the split found it, asked of
+	// WithNodeID's function with the rank in the communicator given to
+	// Init (the application ranks' topology must use it too, not ask
+	// the function again with their rank in the application
+	// communicator).
+	nodeID string
 }
 
 // splitHeads finds the nodes of c (as buildTopology names them) and
@@ -124,7 +130,7 @@ func splitHeads(c comm.Comm, cfg Config, o options) (*headSplit, error) {
 	if berr != nil {
 		return nil, berr // every rank saw the same node map
 	}
-	s := &headSplit{head: nodes[mine][0] == c.Rank()}
+	s := &headSplit{head: nodes[mine][0] == c.Rank(), nodeID: id}
 	color := 0
 	if s.head {
 		color = 1

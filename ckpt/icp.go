@@ -161,7 +161,9 @@ func (r *Runtime) AddVarICP(id int) error {
 // variables, wrapping [ErrICP] on the ranks that missed some) and nothing
 // is committed. With the level asynchronous the post-processing runs in
 // the background as for Checkpoint; an L4 checkpoint is written locally
-// and copied to global storage after its L1 commit. Collective.
+// and copied to global storage after its L1 commit (with ckpt_io = 5 the
+// L4 HDF5 file is written from the committed L1 file, as a checkpoint
+// of the same id that supersedes it). Collective.
 func (r *Runtime) FinalizeICP() error {
 	if err := r.usable("FinalizeICP"); err != nil {
 		return err
@@ -195,7 +197,8 @@ func (r *Runtime) FinalizeICP() error {
 	}
 	// The inline L4 places the data itself: an incremental L4 is written
 	// locally, committed at L1 and raised to L4 (in the background when
-	// L4 is asynchronous).
+	// L4 is asynchronous; the HDF5 L4 of ckpt_io = 5 is written from the
+	// L1 file, synchronously).
 	async := r.asyncLevel(st.lvl)
 	wlvl := st.lvl
 	if async || (st.lvl == levels.L4 && r.eng.OpensData(levels.L4)) {
@@ -218,6 +221,18 @@ func (r *Runtime) FinalizeICP() error {
 	switch {
 	case async:
 		r.startPost(m, st.lvl)
+	case st.lvl == levels.L4 && r.cfg.CkptIO == 5:
+		// ckpt_io = 5: the L4 is one HDF5 file, which no upgrade makes:
+		// the ranks write it from the committed L1 file (the solver may
+		// have changed the variables since AddVarICP), as a new
+		// checkpoint with the same id, which supersedes the L1 one.
+		up, _, err := r.copyL4(m)
+		if err != nil {
+			upErr = fmt.Errorf("ckpt: incremental checkpoint %d is committed at L1, writing its L4 HDF5 file failed: %w", st.id, err)
+		} else {
+			r.setLast(up)
+			m = up
+		}
 	case wlvl != st.lvl:
 		up, _, err := r.eng.Upgrade(m, st.lvl, nil)
 		if err != nil {

@@ -64,19 +64,27 @@ func icpRecover(t *testing.T, cfg Config, d vfd.Driver, want int, lvl levels.ID)
 // TestICP takes incremental checkpoints at every level, the variables
 // added in every order (each rank its own), changed by the solver right
 // after being added, and checks the restart gives the added data bit for
-// bit; an inactive BeginICP makes the calls do nothing.
+// bit; an inactive BeginICP makes the calls do nothing. With ckpt_io = 5
+// the L4 is the HDF5 file, written from the committed L1 file.
 func TestICP(t *testing.T) {
 	orders := [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {1, 3, 0, 2}, {2, 0, 3, 1}, {0, 2, 1, 3}, {3, 1, 2, 0}}
 	for _, async := range []bool{false, true} {
-		for lvl := 1; lvl <= 4; lvl++ {
+		for l := 1; l <= 5; l++ {
+			lvl, h5 := l, l == 5 // 5: L4 with ckpt_io = 5
+			if h5 {
+				lvl = 4
+			}
 			if async && lvl == 1 {
 				continue
 			}
-			t.Run(fmt.Sprintf("L%d/async=%v", lvl, async), func(t *testing.T) {
+			t.Run(fmt.Sprintf("L%d/async=%v/h5=%v", lvl, async, h5), func(t *testing.T) {
 				core := vfd.NewCore()
 				cfg := testConfig("/", 1)
 				cfg.GroupSize = 2
 				cfg.Async[lvl] = async
+				if h5 {
+					cfg.CkptIO = 5
+				}
 				require.NoError(t, comm.Run(4, func(c comm.Comm) error {
 					r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()))
 					if err != nil {
@@ -121,8 +129,8 @@ func TestICP(t *testing.T) {
 							return err
 						}
 					}
-					if n := len(r.eng.Committed()); n != 1 {
-						return fmt.Errorf("rank %d: %d checkpoints committed, want the last one only", c.Rank(), n)
+					if cm := r.eng.Committed(); len(cm) != 1 || cm[0].ID != 3 || cm[0].Level != levels.ID(lvl) {
+						return fmt.Errorf("rank %d: %d checkpoints committed, want the last one only, at L%d", c.Rank(), len(cm), lvl)
 					}
 					return nil
 				}, comm.WithTimeout(30*time.Second)))

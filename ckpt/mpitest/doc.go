@@ -9,5 +9,17 @@
 //	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
 //	  go test -tags mpi -exec "mpirun.openmpi -np 3 -x GOMAXPROCS=1" ./ckpt/mpitest/
 //
+// With head = 1 (nodes of a head and an application rank, every
+// process seeing only its node's directory) TestHeadsUnderMPI has the
+// heads raise checkpoints at L2, L3 and L4, TestHeadsICPUnderMPI does it
+// with incremental checkpoints (and a variable missing at FinalizeICP,
+// which commits nothing), and TestHeadsReplacementUnderMPI relaunches
+// onto replacement nodes (node directories deleted): the data comes
+// back from the partner copies or the parity, bit for bit, and the
+// relaunched heads go on raising checkpoints. They need an even number
+// of processes, at least 4 (under MPICH: mpirun.mpich, -tags 'mpi mpich'):
+//
+//	go test -tags mpi -run 'TestHeads.*UnderMPI' -exec "mpirun.openmpi -np 4 -x GOMAXPROCS=1" ./ckpt/mpitest/
+//
 // API stability: none: mpitest holds tests run under mpirun.
 package mpitest

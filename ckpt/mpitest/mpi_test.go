@@ -369,3 +369,237 @@ func TestHeadKilledUnderMPI(t *testing.T) {
 	}
 	t.Fatalf("rank %d ran for a minute after the head was killed: the job should have been ended by the launcher", c.Rank())
 }
+
+// headLaunch runs one launch of a job with heads on nodes of 2
+// processes (local_test), each process seeing only its node's directory
+// of ckpt_dir: the even world ranks are heads, whose Init must return
+// ckpt.ErrHead once the application ranks closed; fn runs on the odd
+// ones with their rank in the application communicator. A failure on
+// any rank fails the launch on every rank, after every process is done
+// with the job (no rank is left waiting in a collective call).
+func headLaunch(t *testing.T, c comm.Comm, cfg ckpt.Config, fn func(r *ckpt.Runtime, me int) error) {
+	t.Helper()
+	local := nodeLocal{Driver: vfd.Sec2{}, root: cfg.CkptDir, own: fmt.Sprintf("node%04d", c.Rank()/2)}
+	r, err := ckpt.Init(cfg, c, ckpt.WithDrivers(local, vfd.Sec2{}, vfd.Sec2{}), ckpt.WithLogger(zap.NewNop()))
+	switch {
+	case c.Rank()%2 == 0:
+		if !errors.Is(err, ckpt.ErrHead) {
+			err = fmt.Errorf("head %d: Init returned %v, want ckpt.ErrHead", c.Rank(), err)
+		} else {
+			err = nil
+		}
+	case err == nil:
+		err = fn(r, r.Comm().Rank())
+		err = errors.Join(err, r.Close()) // stops the heads
+	}
+	ok, aerr := c.AllreduceInt64(map[bool]int64{true: 1, false: 0}[err == nil], comm.Min)
+	require.NoError(t, aerr)
+	require.NoError(t, err, "world rank %d", c.Rank())
+	require.Equal(t, int64(1), ok, "the launch failed on another rank")
+}
+
+// loseNodes has world rank 0 delete the node-local directories of nodes
+// (replaced by fresh nodes), between barriers.
+func loseNodes(t *testing.T, c comm.Comm, cfg ckpt.Config, nodes ...int) {
+	t.Helper()
+	require.NoError(t, c.Barrier())
+	if c.Rank() == 0 {
+		for _, n := range nodes {
+			require.NoError(t, os.RemoveAll(filepath.Join(cfg.CkptDir, fmt.Sprintf("node%04d", n))))
+		}
+	}
+	require.NoError(t, c.Barrier())
+}
+
+// headsConfig is the configuration of the heads tests: nodes of 2
+// processes, one group of all application ranks, inline_lN = 0.
+func headsConfig(root string, c comm.Comm) ckpt.Config {
+	cfg := config(root, c.Size()/2)
+	cfg.NodeSize, cfg.Head = 2, true
+	cfg.Async = [5]bool{2: true, 3: true, 4: true}
+	return cfg
+}
+
+// icpField is application rank me's data at version v.
+func icpField(me, v int) ([]float64, []int64) {
+	x := make([]float64, 20000+me)
+	for i := range x {
+		x[i] = value(int64(v), int64(i*10+me))
+	}
+	return x, []int64{int64(v*100 + me)}
+}
+
+// TestHeadsICPUnderMPI takes incremental checkpoints (BeginICP, AddVarICP
+// in a different order on every rank, FinalizeICP) at L2, L3 and L4 with
+// heads, each raised by the heads, a launch per level: the next launch,
+// after losing what the level protects against (a node's directory, then
+// every node's), recovers it bit for bit from the level. A variable
+// missing on one rank at FinalizeICP fails it on every rank (ErrICP on
+// that rank) and commits nothing: the launch that follows restarts from
+// the checkpoint before it.
+func TestHeadsICPUnderMPI(t *testing.T) {
+	c := comm.Comm(world)
+	if c.Size() < 4 || c.Size()%2 != 0 {
+		t.Skipf("needs an even number of processes, at least 4 (nodes of a head and an application rank); mpirun started %d", c.Size())
+	}
+	cfg := headsConfig(sharedTempDir(t, c), c)
+	nodes := c.Size() / 2
+	// icp takes incremental checkpoint v at lvl; rank skip leaves out
+	// variable 2.
+	icp := func(r *ckpt.Runtime, me, v, lvl, skip int) error {
+		x, step := icpField(me, v)
+		if err := errors.Join(ckpt.Protect(r, 1, &x), ckpt.Protect(r, 2, &step)); err != nil {
+			return err
+		}
+		if err := r.BeginICP(int64(v), lvl, true); err != nil {
+			return err
+		}
+		ids := []int{1, 2}
+		if (me+v)%2 == 1 {
+			ids = []int{2, 1}
+		}
+		for _, id := range ids {
+			if id == 2 && me == skip {
+				continue
+			}
+			if err := r.AddVarICP(id); err != nil {
+				return err
+			}
+			// The solver goes on with the variable just added.
+			if id == 1 {
+				x[0] = -1
+			} else {
+				step[0] = -1
+			}
+		}
+		if err := r.FinalizeICP(); err != nil {
+			return err
+		}
+		return r.CheckpointWait()
+	}
+	// check recovers checkpoint v at lvl.
+	check := func(r *ckpt.Runtime, me, v, lvl int) error {
+		if m := r.Recovered(); m == nil || m.ID != int64(v) || int(m.Level) != lvl {
+			return fmt.Errorf("rank %d: restarted from %v, want checkpoint %d at L%d", me, m, v, lvl)
+		}
+		var x []float64
+		var step []int64
+		if err := errors.Join(ckpt.Protect(r, 1, &x), ckpt.Protect(r, 2, &step), r.Recover()); err != nil {
+			return err
+		}
+		wx, ws := icpField(me, v)
+		if len(x) != len(wx) || step[0] != ws[0] {
+			return fmt.Errorf("rank %d: recovered %d elements and step %d, want %d and %d", me, len(x), step[0], len(wx), ws[0])
+		}
+		for i := range wx {
+			if math.Float64bits(x[i]) != math.Float64bits(wx[i]) {
+				return fmt.Errorf("rank %d: element %d is %v, want %v", me, i, x[i], wx[i])
+			}
+		}
+		r.Unprotect(1)
+		r.Unprotect(2)
+		return nil
+	}
+	headLaunch(t, c, cfg, func(r *ckpt.Runtime, me int) error {
+		if err := icp(r, me, 1, 2, -1); err != nil {
+			return err
+		}
+		r.Unprotect(1)
+		r.Unprotect(2)
+		err := icp(r, me, 2, 3, 0)
+		if err == nil || !strings.Contains(err.Error(), "protected variables [2] were not added") {
+			return fmt.Errorf("rank %d: FinalizeICP with variable 2 missing on rank 0: %v", me, err)
+		}
+		if me == 0 && !errors.Is(err, ckpt.ErrICP) {
+			return fmt.Errorf("rank 0: %v, want ckpt.ErrICP", err)
+		}
+		return nil
+	})
+	loseNodes(t, c, cfg, 0)
+	headLaunch(t, c, cfg, func(r *ckpt.Runtime, me int) error {
+		return errors.Join(check(r, me, 1, 2), icp(r, me, 2, 3, -1))
+	})
+	loseNodes(t, c, cfg, nodes-1)
+	headLaunch(t, c, cfg, func(r *ckpt.Runtime, me int) error {
+		return errors.Join(check(r, me, 2, 3), icp(r, me, 3, 4, -1))
+	})
+	loseNodes(t, c, cfg, nodesUpTo(nodes)...)
+	headLaunch(t, c, cfg, func(r *ckpt.Runtime, me int) error {
+		return check(r, me, 3, 4)
+	})
+}
+
+// nodesUpTo returns 0..n-1.
+func nodesUpTo(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// TestHeadsReplacementUnderMPI: a job with heads checkpoints at L2,
+// raised by the heads; a node is replaced by a fresh one (its directory
+// deleted) and the relaunch with heads recovers the checkpoint bit for
+// bit from the partner copy, then checkpoints at L3, raised by the heads
+// on the replacement node too; two nodes are replaced (one when the
+// group of the application ranks is smaller than 4: l3_parity =
+// group_size survives losing half the group) and the next relaunch
+// rebuilds their files from the parity, recovers bit for bit, and its
+// heads raise its next checkpoint.
+func TestHeadsReplacementUnderMPI(t *testing.T) {
+	c := comm.Comm(world)
+	if c.Size() < 4 || c.Size()%2 != 0 {
+		t.Skipf("needs an even number of processes, at least 4 (nodes of a head and an application rank); mpirun started %d", c.Size())
+	}
+	cfg := headsConfig(sharedTempDir(t, c), c)
+	nodes := c.Size() / 2
+	data := func(me, v int) []float64 {
+		x := make([]float64, 30000+me)
+		for i := range x {
+			x[i] = value(int64(v), int64(i*nodes+me))
+		}
+		return x
+	}
+	// launch recovers checkpoint from (0: none) at level from/10 and takes
+	// checkpoint next at level lvl, waiting for the heads to raise it.
+	launch := func(from, fromLvl, next, lvl int) {
+		headLaunch(t, c, cfg, func(r *ckpt.Runtime, me int) error {
+			var x []float64
+			step := []int64{0}
+			if err := errors.Join(ckpt.Protect(r, 1, &x), ckpt.Protect(r, 2, &step)); err != nil {
+				return err
+			}
+			if from != 0 {
+				if m := r.Recovered(); m == nil || m.ID != int64(from) || int(m.Level) != fromLvl {
+					return fmt.Errorf("rank %d: restarted from %v, want checkpoint %d at L%d", me, m, from, fromLvl)
+				}
+				if err := r.Recover(); err != nil {
+					return err
+				}
+				want := data(me, from)
+				if len(x) != len(want) || step[0] != int64(from) {
+					return fmt.Errorf("rank %d: recovered %d elements, step %d; want %d, %d", me, len(x), step[0], len(want), from)
+				}
+				for i := range want {
+					if math.Float64bits(x[i]) != math.Float64bits(want[i]) {
+						return fmt.Errorf("rank %d: element %d is %v, want %v", me, i, x[i], want[i])
+					}
+				}
+			}
+			x, step[0] = data(me, next), int64(next)
+			return errors.Join(r.Checkpoint(int64(next), lvl), r.CheckpointWait())
+		})
+	}
+	launch(0, 0, 1, 2)
+	loseNodes(t, c, cfg, 1)
+	launch(1, 2, 2, 3)
+	lost := []int{0}
+	if nodes >= 4 {
+		lost = []int{0, 2}
+	}
+	loseNodes(t, c, cfg, lost...)
+	launch(2, 3, 3, 2)
+	loseNodes(t, c, cfg, 0)
+	launch(3, 2, 4, 2)
+}
