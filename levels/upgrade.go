@@ -25,15 +25,18 @@ var ErrNotUpgradable = errors.New("levels: checkpoint cannot be upgraded")
 // new level and files (the primary first, so that a crash between the two
 // leaves the primary, which start-up prefers, at the new level). The
 // differential information (chain, totals) and the commit time stay as
-// they were. Retention then runs as for a checkpoint committed at lvl,
-// and its background removal is waited for before Upgrade returns.
+// they were. Retention then runs as for a checkpoint committed at lvl.
 //
 // This is how asynchronous post-processing (FTI's inline_lN = 0) commits
 // a checkpoint twice: at L1 on the solver's path, at its level in the
 // background. c, when not nil, replaces the environment's communicator for
 // every collective call of the upgrade: a private communicator whose
 // messages never mix with the solver's. While Upgrade runs, no other
-// method of the engine may be called.
+// method of the engine may be called. As after [Engine.Checkpoint], the
+// files of the checkpoints retention dropped may still be being removed
+// in the background when Upgrade returns (the checkpoint is committed at
+// lvl by then): the engine's next call waits for them, as does
+// [Engine.Wait].
 //
 // On failure (the same error on every rank, wrapping [ErrVoteFailed] when
 // some rank failed) the new files are removed and m stays committed at
@@ -41,11 +44,9 @@ var ErrNotUpgradable = errors.New("levels: checkpoint cannot be upgraded")
 func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, error) {
 	e.Wait()
 	if c != nil {
-		restore := e.useComm(c)
-		defer func() {
-			e.Wait()
-			restore()
-		}()
+		// The background removal retention starts holds the environment
+		// it started with: the communicator can be put back at once.
+		defer e.useComm(c)()
 	}
 	env := e.env
 	start := env.Now()
@@ -60,7 +61,6 @@ func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, er
 	e.replaceCommitted(up)
 	t := env.Now()
 	e.retain(up)
-	e.Wait()
 	st.Clean = env.Now().Sub(t)
 	st.Total = env.Now().Sub(start)
 	return up, st, nil
