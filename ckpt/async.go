@@ -2,6 +2,7 @@ package ckpt
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 
 	"go.uber.org/zap"
@@ -238,6 +239,13 @@ func (r *Runtime) takePostError() error {
 // not cleared here. Local; FTI has no such call (VeloC's
 // VELOC_Checkpoint_finished is the model). A nil runtime reports true and
 // an error wrapping [ErrNilArgument].
+//
+// While the work is in flight, CheckpointDone yields the processor
+// (runtime.Gosched) before it returns false: a solver that polls it from
+// a busy loop lets the background goroutines, woken on its processor,
+// run now instead of at the Go runtime's next preemption of the loop
+// (every 10 ms), which is what paced the background work when the ranks
+// outnumber GOMAXPROCS.
 func (r *Runtime) CheckpointDone() (done bool, err error) {
 	if err := r.usable("CheckpointDone"); err != nil {
 		return true, err
@@ -247,6 +255,7 @@ func (r *Runtime) CheckpointDone() (done bool, err error) {
 		case res := <-r.post.running:
 			r.applyPost(res)
 		default:
+			runtime.Gosched()
 			return false, nil
 		}
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -455,6 +457,73 @@ func TestAsyncFinalize(t *testing.T) {
 				}
 				return nil
 			}, comm.WithTimeout(30*time.Second)))
+		})
+	}
+}
+
+// TestAsyncDamagedL1 damages one byte of rank 1's L1 data file (inside
+// its data, not its metadata) after Checkpoint returned and before the
+// background post-processing reads it: the upgrade, which verifies the
+// file in the read pass of its partner copy, encoding or container copy,
+// fails on every rank (ErrBackground; on rank 1 wrapping
+// levels.ErrDigestMismatch), the checkpoint stays at L1, and a restart
+// gets the previous checkpoint, raised to the level before, bit for bit.
+func TestAsyncDamagedL1(t *testing.T) {
+	for _, lvl := range []int{2, 3, 4} {
+		t.Run(fmt.Sprintf("L%d", lvl), func(t *testing.T) {
+			cfg := asyncConfig(t.TempDir(), lvl)
+			errs := make([]error, 4)
+			require.NoError(t, comm.Run(4, func(c comm.Comm) error {
+				r, err := Init(cfg, c, WithLogger(zap.NewNop()))
+				if err != nil {
+					return err
+				}
+				defer r.Close()
+				var x []uint64
+				ver := []int64{0}
+				if err := errors.Join(Protect(r, 0, &x), Protect(r, 1, &ver)); err != nil {
+					return err
+				}
+				x, ver[0] = version(c.Rank(), 1), 1
+				if err := r.Checkpoint(1, lvl); err != nil {
+					return err
+				}
+				if err := r.CheckpointWait(); err != nil {
+					return err
+				}
+				if c.Rank() == 1 {
+					r.post.hook = func() { // in the poster, before the upgrade
+						df, _ := r.post.job.DataFile(1)
+						name := filepath.Join(cfg.CkptDir, r.topo.NodeDir(r.topo.NodeOf(1)), df.Name)
+						b, err := os.ReadFile(name)
+						if err == nil {
+							b[100] ^= 1 // in variable 0's chunk (the header is 64 bytes)
+							err = os.WriteFile(name, b, 0o644)
+						}
+						if err != nil {
+							panic(err)
+						}
+					}
+				}
+				x, ver[0] = version(c.Rank(), 2), 2
+				if err := r.Checkpoint(2, lvl); err != nil {
+					return err
+				}
+				errs[c.Rank()] = r.CheckpointWait()
+				cm := r.eng.Committed()
+				if len(cm) != 2 || cm[0].ID != 1 || cm[0].Level != levels.ID(lvl) || cm[1].ID != 2 || cm[1].Level != levels.L1 {
+					return fmt.Errorf("rank %d: committed %v after the failure", c.Rank(), cm)
+				}
+				return nil
+			}, comm.WithTimeout(30*time.Second)))
+			for rank, err := range errs {
+				require.ErrorIs(t, err, ErrBackground, "rank %d", rank)
+				assert.Contains(t, err.Error(), "changed since its L1 commit", "rank %d", rank)
+			}
+			require.ErrorIs(t, errs[1], levels.ErrDigestMismatch)
+			got, err := recoverAll(t, 4, cfg, vfd.Sec2{})
+			require.NoError(t, err)
+			assert.Equal(t, []int{1, 1, 1, 1}, got)
 		})
 	}
 }

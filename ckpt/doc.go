@@ -228,9 +228,12 @@
 // voted and with both manifest copies — and returns; the line ends with
 // "committed at L1, L2 in the background". A goroutine of the rank (the
 // poster) then makes the partner copy, the parity or the L4 container
-// from the committed file, votes again over a private communicator split
-// from the rank's at Init (its messages never mix with the solver's), and
-// rewrites both manifest copies at the level (levels.Engine.Upgrade);
+// from the committed file, checking the file against its L1 digest as it
+// reads it (a file damaged since its L1 commit is never raised: the
+// upgrade fails with levels.ErrDigestMismatch on its rank), votes again
+// over a private communicator split from the rank's at Init (its
+// messages never mix with the solver's), and rewrites both manifest
+// copies at the level (levels.Engine.Upgrade);
 // only then does retention drop the older checkpoints the new level
 // supersedes, so the last checkpoint committed at a level stays until
 // the new one is committed there, and a crash at any point leaves the L1
@@ -240,7 +243,8 @@
 // At most one post-processing is in flight per rank (FTI's rule): the
 // next Checkpoint, Snapshot or BeginICP waits for it (Checkpoint and
 // Snapshot report the wait as Wt). [Runtime.CheckpointDone] asks without blocking whether it has
-// finished, [Runtime.CheckpointWait] waits for it; [Runtime.Wait],
+// finished (and yields the processor while it has not, so that a solver
+// polling it lets the poster run), [Runtime.CheckpointWait] waits for it; [Runtime.Wait],
 // Finalize and Close wait too. A failure in the background (a partner
 // gone, ENOSPC on glbl_dir) leaves the checkpoint committed at L1 and the
 // previous one at its level; it is returned, wrapping [ErrBackground] and

@@ -63,6 +63,10 @@
 //	err = r.Verify()                        // whole file, bounded memory
 //	next := r.Layout()                      // to keep writing the same layout
 //
+// A reader that goes through the whole file anyway (a copy) verifies it
+// in the same pass with [Reader.NewVerifier]: the bytes it copies are
+// shown to the [Verifier] in order, which checks them as Verify would.
+//
 // Global datasets: [WithDatasets] records the global arrays ([Dataset],
 // FTI's DefineGlobalDataset) and the hyperslab each variable maps onto
 // ([Subset], FTI's AddSubset) in an extension area of the metadata; such a

@@ -106,8 +106,18 @@
 //     [Engine.Upgrade] raises a committed L1 checkpoint to L2-L4 (the
 //     level's Protect on the published data files, a vote, the renames,
 //     both copies rewritten at the level, primary first, then retention
-//     at the level), over a communicator of the caller's choice
-//     (asynchronous post-processing); [Engine.Raise] does the same
+//     at the level, whose removal runs in the background as after
+//     Checkpoint), over a communicator of the caller's choice
+//     (asynchronous post-processing). The data file is checked against
+//     its L1 digest in the level's own read pass, so it is read once:
+//     the partner copy, the encoder and the L4 copy show every byte they
+//     read to a tap ([partner.FileInfo.Tap]) that verifies an FTI-FF file
+//     as it streams past ([fileformat.Verifier]: block hashes, structure,
+//     checksum) or hashes a BLAKE3-digested one; a file damaged since its
+//     L1 commit fails the vote ([ErrDigestMismatch] on its rank) and is
+//     never raised. The manifest records the data file as a synchronous
+//     checkpoint at the level does (at L2 and L3 the BLAKE3 of the bytes
+//     sent; at L4 its L1 digest); [Engine.Raise] does the same
 //     without retention for an engine that does not hold the checkpoint
 //     (a head rank raising it on behalf of an application rank), and
 //     [Engine.Adopt] records the result with retention on the ranks that

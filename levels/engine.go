@@ -146,10 +146,13 @@ func (e *Engine) Recoverable() []*Manifest {
 func (e *Engine) Skipped() []Skipped { return slices.Clone(e.skipped) }
 
 // nodeLeader reports whether this rank is the lowest rank on its node.
-func (e *Engine) nodeLeader() bool {
-	me := e.env.Topo.NodeOf(e.env.Rank)
-	for r := 0; r < e.env.Rank; r++ {
-		if e.env.Topo.NodeOf(r) == me {
+func (e *Engine) nodeLeader() bool { return nodeLeader(e.env) }
+
+// nodeLeader reports whether env's rank is the lowest rank on its node.
+func nodeLeader(env *Env) bool {
+	me := env.Topo.NodeOf(env.Rank)
+	for r := 0; r < env.Rank; r++ {
+		if env.Topo.NodeOf(r) == me {
 			return false
 		}
 	}
@@ -670,12 +673,13 @@ func (e *Engine) retain(m *Manifest) {
 	}
 	done := make(chan struct{})
 	e.bg = done
+	env := e.env // the goroutine must not read e.env: Upgrade swaps it back while the removal runs
 	go func() {
 		defer close(done)
 		for _, d := range drop {
-			if err := e.removeFiles(d); err != nil {
+			if err := e.removeFiles(env, d); err != nil {
 				e.rmFailed = append(e.rmFailed, d.Seq)
-				e.env.Logger.Warn("removing superseded checkpoint files; the next start-up retries", zap.Uint64("seq", d.Seq), zap.Error(err))
+				env.Logger.Warn("removing superseded checkpoint files; the next start-up retries", zap.Uint64("seq", d.Seq), zap.Error(err))
 			}
 		}
 	}()
@@ -784,15 +788,14 @@ func (e *Engine) markDeleting(m *Manifest) error {
 // removeFiles removes the directories of uncommitted checkpoint m: the
 // node's lowest rank in the node-local area, rank 0 in the global area;
 // a level with a [Remover] removes what lies elsewhere. Local to the rank.
-func (e *Engine) removeFiles(m *Manifest) error {
-	env := e.env
-	err := e.removeElsewhere(m)
+func (e *Engine) removeFiles(env *Env, m *Manifest) error {
+	err := e.removeElsewhere(env, m)
 	// Synced: the deletion marker may go only once the directories are
 	// gone for good, or a crash could bring back files without metadata.
 	// The areas at once: their syncs overlap.
 	var rm []func() error
-	if e.nodeLeader() {
-		rm = append(rm, func() error { return errors.Join(removeDir(env.Local, m.Dir()), e.removeOtherNodes(m)) })
+	if nodeLeader(env) {
+		rm = append(rm, func() error { return errors.Join(removeDir(env.Local, m.Dir()), e.removeOtherNodes(env, m)) })
 	}
 	if env.Rank == 0 {
 		rm = append(rm, func() error { return removeDir(env.Global, m.Dir()) })
@@ -802,10 +805,10 @@ func (e *Engine) removeFiles(m *Manifest) error {
 
 // removeElsewhere lets m's level remove its files outside the checkpoint
 // directories, if it has a [Remover].
-func (e *Engine) removeElsewhere(m *Manifest) error {
+func (e *Engine) removeElsewhere(env *Env, m *Manifest) error {
 	if l, ok := e.levels[m.Level]; ok {
 		if r, ok := l.(Remover); ok {
-			return r.Remove(e.env, m)
+			return r.Remove(env, m)
 		}
 	}
 	return nil
@@ -826,7 +829,7 @@ func (e *Engine) Delete(m *Manifest) error {
 	if err := e.uncommit([]*Manifest{m}); err != nil {
 		return err
 	}
-	if err := e.agree(e.removeFiles(m), "delete checkpoint "+m.Dir()); err != nil {
+	if err := e.agree(e.removeFiles(e.env, m), "delete checkpoint "+m.Dir()); err != nil {
 		return err
 	}
 	var err error

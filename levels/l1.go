@@ -226,15 +226,22 @@ func verifyFTIFF(file vfd.File, f File, cerr func(int64, error) error) error {
 		err = rd.Verify()
 	}
 	if err != nil {
-		var fe *fileformat.CorruptionError
-		off := int64(0)
-		if errors.As(err, &fe) {
-			off = fe.Offset
-		}
-		return cerr(off, fmt.Errorf("%w: %w", ErrDigestMismatch, err))
+		return ftiffError(err, cerr)
 	}
 	if d := Digest(rd.Summary().Checksum); d != f.Digest {
 		return cerr(0, fmt.Errorf("%w: FTI-FF checksum %s, manifest says %s", ErrDigestMismatch, d, f.Digest))
 	}
 	return nil
+}
+
+// ftiffError is err, an FTI-FF file's failed check, as cerr makes a
+// *CorruptionError of it: at the offset the fileformat error names,
+// wrapping [ErrDigestMismatch].
+func ftiffError(err error, cerr func(int64, error) error) error {
+	var fe *fileformat.CorruptionError
+	off := int64(0)
+	if errors.As(err, &fe) {
+		off = fe.Offset
+	}
+	return cerr(off, fmt.Errorf("%w: %w", ErrDigestMismatch, err))
 }

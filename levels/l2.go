@@ -61,6 +61,7 @@ func dataInfo(env *Env, p *Pending) partner.FileInfo {
 	if p.DigestPending {
 		fi.Hash, fi.HashUnknown = encode.Hash{}, true
 	}
+	fi.Tap = p.tap
 	return fi
 }
 

@@ -3,6 +3,7 @@ package levels
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"strconv"
@@ -105,7 +106,7 @@ func (l Global4) Protect(env *Env, p *Pending) error {
 	if err != nil {
 		return fmt.Errorf("open L4 container: %w", err)
 	}
-	cerr := copyIntoTask(env, p.DataPath(env), data.Size, pw.Task(0))
+	cerr := copyIntoTask(env, p.DataPath(env), data.Size, pw.Task(0), p.tap)
 	if err := Agree(c, cerr, "copy data into L4 container"); err != nil {
 		return errors.Join(err, pw.Abort())
 	}
@@ -141,8 +142,9 @@ func (l Global4) Protect(env *Env, p *Pending) error {
 	return nil
 }
 
-// copyIntoTask streams size bytes of the named local file into tw.
-func copyIntoTask(env *Env, src string, size int64, tw *sion.TaskWriter) error {
+// copyIntoTask streams size bytes of the named local file into tw,
+// showing each piece to tap (when not nil) while it is written.
+func copyIntoTask(env *Env, src string, size int64, tw *sion.TaskWriter, tap io.Writer) error {
 	f, err := vfd.OpenRead(env.Local.Driver, src)
 	if err != nil {
 		return fmt.Errorf("open data file: %w", err)
@@ -154,7 +156,10 @@ func copyIntoTask(env *Env, src string, size int64, tw *sion.TaskWriter) error {
 		if err := vfd.ReadFull(f, buf[:n], off); err != nil {
 			return fmt.Errorf("read %s at %d: %w", src, off, err)
 		}
-		if _, err := tw.Write(buf[:n]); err != nil {
+		tapped := showTap(tap, buf[:n])
+		_, err := tw.Write(buf[:n])
+		<-tapped
+		if err != nil {
 			return err
 		}
 		off += n

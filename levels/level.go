@@ -2,6 +2,7 @@ package levels
 
 import (
 	"fmt"
+	"io"
 	"path"
 	"time"
 
@@ -172,6 +173,10 @@ type Pending struct {
 	// of a committed checkpoint): levels read them without TmpSuffix and
 	// the commit does not rename them.
 	Published int
+	// tap, set by [Engine.Upgrade], checks the published data file in
+	// the level's read pass: the levels show it every byte of the data
+	// file they read ([partner.FileInfo.Tap], the L4 copies).
+	tap io.Writer
 
 	// chain is the chain of a differential checkpoint (nil for a full one),
 	// opts the checkpoint's options, stats this rank's data statistics and

@@ -114,8 +114,10 @@ func (e *Engine) Reshaped() *Reshape { return e.reshape }
 
 // OtherShape reports whether m was written by another number of ranks,
 // with another node layout or another group size than this run's.
-func (e *Engine) OtherShape(m *Manifest) bool {
-	t := e.env.Topo
+func (e *Engine) OtherShape(m *Manifest) bool { return otherShape(e.env.Topo, m) }
+
+// otherShape is [Engine.OtherShape] against topology t.
+func otherShape(t *partner.Topology, m *Manifest) bool {
 	if m.Ranks != t.NumRanks() || m.NodeSize != t.NodeSize() || m.GroupSize != t.GroupSize() || !slices.Equal(m.Nodes, []string(t.Table())) {
 		return true
 	}
@@ -547,14 +549,14 @@ func (e *reshapeError) Unwrap() error { return ErrMissingFile }
 // directory this node sees besides its own (a checkpoint of another shape
 // may have files in directories of nodes this run does not have). Called
 // by the lowest rank of each node; a directory already gone is no error.
-func (e *Engine) removeOtherNodes(m *Manifest) error {
-	if e.cfg.NodeStore == nil || !e.OtherShape(m) {
+func (e *Engine) removeOtherNodes(env *Env, m *Manifest) error {
+	if e.cfg.NodeStore == nil || !otherShape(env.Topo, m) {
 		return nil
 	}
 	var errs []error
 	for k := range len(m.Nodes) {
 		s := e.cfg.NodeStore(k)
-		if path.Clean(s.Dir) == path.Clean(e.env.Local.Dir) {
+		if path.Clean(s.Dir) == path.Clean(env.Local.Dir) {
 			continue
 		}
 		if _, err := s.Driver.Stat(s.Path(m.Dir())); err != nil {

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 
+	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -25,15 +28,18 @@ var ErrNotUpgradable = errors.New("levels: checkpoint cannot be upgraded")
 // new level and files (the primary first, so that a crash between the two
 // leaves the primary, which start-up prefers, at the new level). The
 // differential information (chain, totals) and the commit time stay as
-// they were. Retention then runs as for a checkpoint committed at lvl,
-// and its background removal is waited for before Upgrade returns.
+// they were. Retention then runs as for a checkpoint committed at lvl.
 //
 // This is how asynchronous post-processing (FTI's inline_lN = 0) commits
 // a checkpoint twice: at L1 on the solver's path, at its level in the
 // background. c, when not nil, replaces the environment's communicator for
 // every collective call of the upgrade: a private communicator whose
 // messages never mix with the solver's. While Upgrade runs, no other
-// method of the engine may be called.
+// method of the engine may be called. As after [Engine.Checkpoint], the
+// files of the checkpoints retention dropped may still be being removed
+// in the background when Upgrade returns (the checkpoint is committed at
+// lvl by then): the engine's next call waits for them, as does
+// [Engine.Wait].
 //
 // On failure (the same error on every rank, wrapping [ErrVoteFailed] when
 // some rank failed) the new files are removed and m stays committed at
@@ -41,11 +47,9 @@ var ErrNotUpgradable = errors.New("levels: checkpoint cannot be upgraded")
 func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, error) {
 	e.Wait()
 	if c != nil {
-		restore := e.useComm(c)
-		defer func() {
-			e.Wait()
-			restore()
-		}()
+		// The background removal retention starts holds the environment
+		// it started with: the communicator can be put back at once.
+		defer e.useComm(c)()
 	}
 	env := e.env
 	start := env.Now()
@@ -60,7 +64,6 @@ func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, er
 	e.replaceCommitted(up)
 	t := env.Now()
 	e.retain(up)
-	e.Wait()
 	st.Clean = env.Now().Sub(t)
 	st.Total = env.Now().Sub(start)
 	return up, st, nil
@@ -164,26 +167,51 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 	if err := e.agree(perr, "find the data files of "+cur.Dir()); err != nil {
 		return nil, st, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 	}
-	var verified chan error
-	if r, ok := level.(DataReader); ok && r.ReadsData() && files[0].Attrs[AttrDigest] != "" {
-		// The L1 digest is of another kind (the FTI-FF checksum): the file
-		// is checked against it while the level's transfer reads it and
-		// records the BLAKE3 of the bytes it sends, as for a synchronous
-		// checkpoint; a failed check fails the vote below.
+	// The data file is checked against its L1 digest in the read pass of
+	// the level's post-processing (the bytes sent, encoded or copied are
+	// the bytes checked): a failed check fails the vote below, and
+	// nothing damaged is raised.
+	reader, opener := readsData(level), opensData(level)
+	_, l4 := level.(Global4)
+	kind := files[0].Attrs[AttrDigest]
+	var (
+		tap      *dataTap
+		checkErr error
+		verified chan error
+	)
+	switch {
+	case (reader || opener || l4) && (kind == DigestFTIFF || (kind == "" && !reader)):
+		// An FTI-FF file is verified as it streams past; a file with a
+		// BLAKE3 digest is hashed, unless the level's transfer checks
+		// that digest itself (L2, L3).
+		if tap, checkErr = newDataTap(env.Store(files[0].Where), files[0]); tap != nil {
+			p.tap = tap
+		}
+	case kind != "":
+		// Another kind, or a level that shows no tap what it reads:
+		// checked on its own beside the post-processing.
 		verified = make(chan error, 1)
 		go func(f File) { verified <- VerifyFile(env.Store(f.Where), f) }(cloneFile(files[0]))
+	}
+	if reader && kind != "" {
+		// The transfer records the BLAKE3 of the bytes it sends, as for
+		// a synchronous checkpoint.
 		delete(files[0].Attrs, AttrDigest)
 		p.DigestPending = true
 	}
-	if o, ok := level.(DataOpener); ok && o.OpensData() {
-		perr = e.upgradeDirect(o, p)
+	if opener {
+		perr = e.upgradeDirect(level.(DataOpener), p)
 	} else {
 		perr = level.Protect(env, p)
 	}
+	if tap != nil {
+		checkErr = tap.verdict(perr)
+	}
 	if verified != nil {
-		if verr := <-verified; verr != nil {
-			perr = errors.Join(perr, fmt.Errorf("the data file changed since its L1 commit: %w", verr))
-		}
+		checkErr = <-verified
+	}
+	if checkErr != nil {
+		perr = errors.Join(perr, fmt.Errorf("the data file changed since its L1 commit: %w", checkErr))
 	}
 	if perr == nil && p.DigestPending {
 		perr = fmt.Errorf("%w (level %v)", ErrDigestNotRecorded, lvl)
@@ -221,7 +249,7 @@ func (e *Engine) upgradeDirect(o DataOpener, p *Pending) error {
 		return err
 	}
 	s := env.Store(data.Where)
-	cerr := copyFileInto(f, s.Driver, s.Path(data.Name), data.Size, transfer(env))
+	cerr := copyFileInto(f, s.Driver, s.Path(data.Name), data.Size, transfer(env), p.tap)
 	if cerr == nil {
 		cerr = f.Sync()
 	}
@@ -236,8 +264,9 @@ func (e *Engine) upgradeDirect(o DataOpener, p *Pending) error {
 	return nil
 }
 
-// copyFileInto copies size bytes of the named file into dst in pieces.
-func copyFileInto(dst vfd.File, d vfd.Driver, name string, size int64, piece int) error {
+// copyFileInto copies size bytes of the named file into dst in pieces,
+// showing each piece to tap (when not nil) while it is written.
+func copyFileInto(dst vfd.File, d vfd.Driver, name string, size int64, piece int, tap io.Writer) error {
 	in, err := vfd.OpenRead(d, name)
 	if err != nil {
 		return fmt.Errorf("open data file: %w", err)
@@ -249,12 +278,142 @@ func copyFileInto(dst vfd.File, d vfd.Driver, name string, size int64, piece int
 		if err := vfd.ReadFull(in, buf[:n], off); err != nil {
 			return fmt.Errorf("read %s at %d: %w", name, off, err)
 		}
-		if _, err := dst.WriteAt(buf[:n], off); err != nil {
-			return fmt.Errorf("write %s at %d: %w", dst.Name(), off, err)
+		tapped := showTap(tap, buf[:n])
+		_, werr := dst.WriteAt(buf[:n], off)
+		<-tapped
+		if werr != nil {
+			return fmt.Errorf("write %s at %d: %w", dst.Name(), off, werr)
 		}
 		off += n
 	}
 	return nil
+}
+
+// showTap shows b to tap (when not nil) on another goroutine and returns
+// a channel closed when it is done with b.
+func showTap(tap io.Writer, b []byte) <-chan struct{} {
+	done := make(chan struct{})
+	if tap == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		_, _ = tap.Write(b)
+	}()
+	return done
+}
+
+// readsData and opensData report the capabilities an upgrade uses.
+func readsData(l Level) bool {
+	r, ok := l.(DataReader)
+	return ok && r.ReadsData()
+}
+
+func opensData(l Level) bool {
+	o, ok := l.(DataOpener)
+	return ok && o.OpensData()
+}
+
+// dataTap checks the published data file of an upgrade in the read pass
+// of the level's post-processing: the level shows it every byte it reads,
+// in order ([partner.FileInfo.Tap], [Pending] for the L4 copies), and
+// verdict says whether they were the file's bytes as committed.
+type dataTap struct {
+	w     io.Writer
+	close func() error // the check's verdict once every byte was seen
+	seen  int64
+	size  int64
+	path  string
+	rank  int
+}
+
+// newDataTap returns the check of data entry f in s: an FTI-FF file
+// ([DigestFTIFF]) is opened for its metadata, whose checksum must be the
+// recorded digest, and then verified as it streams past
+// ([fileformat.Verifier]: every block hash, the structure); a file with a
+// BLAKE3 digest is hashed. The file is opened and its size checked here
+// (a missing or resized file is reported now). Another digest kind has no
+// tap (nil, nil). The error is a *CorruptionError naming the file and
+// rank, as [VerifyFile]'s.
+func newDataTap(s Store, f File) (*dataTap, error) {
+	full := s.Path(f.Name)
+	cerr := func(off int64, err error) error {
+		return &CorruptionError{Path: full, Rank: f.Of, Offset: off, Err: err}
+	}
+	t := &dataTap{size: f.Size, path: full, rank: f.Of}
+	switch f.Attrs[AttrDigest] {
+	case DigestFTIFF:
+		file, err := openSized(s, f)
+		if err != nil {
+			return nil, err
+		}
+		defer file.Close()
+		rd, err := fileformat.Open(file)
+		var v *fileformat.Verifier
+		if err == nil {
+			v, err = rd.NewVerifier()
+		}
+		if err != nil {
+			return nil, ftiffError(err, cerr)
+		}
+		if d := Digest(rd.Summary().Checksum); d != f.Digest {
+			return nil, cerr(0, fmt.Errorf("%w: FTI-FF checksum %s, manifest says %s", ErrDigestMismatch, d, f.Digest))
+		}
+		t.w = v
+		t.close = func() error {
+			if err := v.Close(); err != nil {
+				return ftiffError(err, cerr)
+			}
+			return nil
+		}
+	case "":
+		file, err := openSized(s, f)
+		if err != nil {
+			return nil, err
+		}
+		if err := file.Close(); err != nil {
+			return nil, cerr(0, err)
+		}
+		h := blake3.New()
+		t.w = h
+		t.close = func() error {
+			var d Digest
+			copy(d[:], h.Sum(nil))
+			if d != f.Digest {
+				return cerr(0, fmt.Errorf("%w: got %s, manifest says %s", ErrDigestMismatch, d, f.Digest))
+			}
+			return nil
+		}
+	default:
+		return nil, nil
+	}
+	return t, nil
+}
+
+// Write shows the next bytes of the file to the check.
+func (t *dataTap) Write(p []byte) (int, error) {
+	t.seen += int64(len(p))
+	return t.w.Write(p)
+}
+
+// verdict returns what the check found once the level's read pass is
+// over; failed is the level's own error. A pass that stopped early
+// (failed is not nil and the tap did not see every byte) says nothing
+// about the file: failed is the reason then.
+func (t *dataTap) verdict(failed error) error {
+	if t.seen < t.size {
+		if failed != nil {
+			return nil
+		}
+		return &CorruptionError{Path: t.path, Rank: t.rank, Offset: t.seen,
+			Err: fmt.Errorf("%w: the post-processing read %d of its %d bytes", ErrSizeMismatch, t.seen, t.size)}
+	}
+	if t.seen > t.size {
+		return &CorruptionError{Path: t.path, Rank: t.rank, Offset: t.size,
+			Err: fmt.Errorf("%w: the post-processing read %d bytes, the manifest says %d", ErrSizeMismatch, t.seen, t.size)}
+	}
+	return t.close()
 }
 
 // cloneFile copies f with its own attribute map.

@@ -1,13 +1,21 @@
 package levels
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -283,4 +291,128 @@ func TestUpgradeRefusesAManifestWithoutTheRanksData(t *testing.T) {
 		}
 		assert.Contains(t, err.Error(), "lists no data file for rank 1", "rank %d", r)
 	}
+}
+
+// TestUpgradeVerifiesInItsReadPass: at every level the upgrade checks the
+// L1 data file in the read pass of its post-processing (the partner
+// copy, the encoding, the copy into the L4 container). A byte of rank 1's
+// FTI-FF file flipped after its L1 commit (in the header, the data, the
+// metadata or the file block) fails the upgrade on every rank with
+// ErrVoteFailed, on rank 1 with ErrDigestMismatch; nothing the upgrade
+// wrote stays, the checkpoint stays at L1, and the restart, which cannot
+// use it, gets the previous checkpoint (raised before) bit for bit.
+func TestUpgradeVerifiesInItsReadPass(t *testing.T) {
+	for _, lc := range []struct {
+		name string
+		lvl  ID
+		l4   Level
+	}{{"L2", L2, nil}, {"L3", L3, nil}, {"L4-inline", L4, Global4{Inline: true}}, {"L4", L4, Global4{}}} {
+		for _, at := range []string{"header", "data", "metadata", "fileblock"} {
+			t.Run(lc.name+"/"+at, func(t *testing.T) {
+				w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
+				if lc.l4 != nil {
+					w.levels = append(w.levels, lc.l4)
+				}
+				first := make([][]byte, 4) // each rank's file of checkpoint 1
+				errs := make([]error, 4)
+				var dir2 string
+				require.NoError(t, w.run(func(e *Engine) error {
+					r := e.env.Rank
+					for id := int64(1); id <= 2; id++ {
+						m, _, err := e.Checkpoint(id, L1, ftiffWrite(r, id))
+						if err != nil {
+							return err
+						}
+						d, _ := m.DataFile(r)
+						if d.Attrs[AttrDigest] != DigestFTIFF {
+							return errors.New("the L1 data file has no FTI-FF digest: the test does not test the check")
+						}
+						name := e.env.Local.Path(d.Name)
+						if id == 1 {
+							if first[r], err = os.ReadFile(name); err != nil {
+								return err
+							}
+							if _, _, err := e.Upgrade(m, lc.lvl, nil); err != nil {
+								return fmt.Errorf("upgrade of the sound checkpoint 1: %w", err)
+							}
+							continue
+						}
+						if r == 0 {
+							dir2 = m.Dir()
+						}
+						if err := e.env.Comm.Barrier(); err != nil {
+							return err
+						}
+						if r == 1 {
+							flipByte(t, name, at)
+						}
+						if err := e.env.Comm.Barrier(); err != nil {
+							return err
+						}
+						_, _, errs[r] = e.Upgrade(m, lc.lvl, nil)
+						c := e.Committed()
+						if last := c[len(c)-1]; last.Seq != m.Seq || last.Level != L1 {
+							return fmt.Errorf("checkpoint 2 is at %v after the failed upgrade", last.Level)
+						}
+					}
+					return nil
+				}))
+				for r, err := range errs {
+					require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
+					assert.Contains(t, err.Error(), "changed since its L1 commit", "rank %d", r)
+				}
+				require.ErrorIs(t, errs[1], ErrDigestMismatch)
+				var ce *CorruptionError
+				require.ErrorAs(t, errs[1], &ce)
+				assert.Equal(t, 1, ce.Rank)
+				// Only the L1 data files of checkpoint 2 are left.
+				var left []string
+				require.NoError(t, filepath.WalkDir(w.root, func(p string, d fs.DirEntry, err error) error {
+					if err == nil && !d.IsDir() && strings.Contains(p, dir2) && !strings.HasSuffix(p, ".manifest") { // the manifest copies stay
+						left = append(left, filepath.Base(p))
+					}
+					return err
+				}))
+				want := make([]string, 4)
+				for r := range want {
+					want[r] = path.Base(RankFileName(dir2, RoleData, r))
+				}
+				assert.ElementsMatch(t, want, left)
+				got := make([][]byte, 4)
+				ids := make([]int64, 4)
+				require.NoError(t, w.run(func(e *Engine) error {
+					m, src, err := e.Recover()
+					if err != nil {
+						return err
+					}
+					ids[e.env.Rank] = m.ID
+					got[e.env.Rank], err = readSource(src)
+					return err
+				}))
+				for r := range got {
+					assert.Equal(t, int64(1), ids[r], "rank %d restarts checkpoint 1", r)
+					assert.True(t, bytes.Equal(first[r], got[r]), "rank %d: checkpoint 1's data, bit for bit", r)
+				}
+			})
+		}
+	}
+}
+
+// flipByte flips one byte of the FTI-FF file name in the part named.
+func flipByte(t *testing.T, name, part string) {
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	var off int
+	switch part {
+	case "header":
+		off = 20
+	case "data":
+		off = fileformat.HeaderSize + 4000
+	case "metadata":
+		off = len(b) - fileformat.FBSize - 40
+	case "fileblock":
+		off = len(b) - 50
+	}
+	b[off] ^= 0x20
+	require.NoError(t, os.WriteFile(name, b, 0o644))
 }

@@ -126,6 +126,14 @@ type FileInfo struct {
 	// Image, when not nil, holds the file's bytes, verified: a recovery
 	// that sends the file reads them from memory.
 	Image []byte
+	// Tap, when not nil, is shown every byte of the file, in order, as a
+	// checkpoint transfer ([CopyToPartner], [EncodeGroup]) reads it to
+	// send or encode it, so that the caller can check the file in the
+	// transfer's own read pass (levels verifies an FTI-FF file this way
+	// when it raises a checkpoint). The transfer ignores the tap's errors:
+	// the caller asks the tap for its verdict afterwards. A tap that did
+	// not see the whole file saw a transfer that failed.
+	Tap io.Writer
 }
 
 // Valid reports whether the ref names a file.
@@ -229,7 +237,8 @@ type source struct {
 	free  chan []byte
 	done  chan struct{}
 	h     *blake3.Hasher
-	err   error // set by the reader goroutine before closing ready
+	tap   io.Writer // FileInfo.Tap
+	err   error     // set by the reader goroutine before closing ready
 }
 
 func openSource(fi FileInfo, bs int, hash bool, pool *Buffers) (*source, error) {
@@ -245,7 +254,7 @@ func openSource(fi FileInfo, bs int, hash bool, pool *Buffers) (*source, error) 
 		f.Close()
 		return nil, err
 	}
-	s := &source{pool: pool, f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{})}
+	s := &source{pool: pool, f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), tap: fi.Tap}
 	if hash {
 		s.h = blake3.New()
 	}
@@ -273,14 +282,31 @@ func (s *source) run() {
 			s.err = fmt.Errorf("read %s at %d: %w", s.f.Name(), off, err)
 			return
 		}
-		if s.h != nil {
-			s.h.Write(buf[:n])
-		}
+		s.digest(buf[:n])
 		select {
 		case s.ready <- buf[:n]:
 		case <-s.done:
 			return
 		}
+	}
+}
+
+// digest hashes b and shows it to the tap, both at once when there are
+// both (two passes over b on two cores).
+func (s *source) digest(b []byte) {
+	switch {
+	case s.h != nil && s.tap != nil:
+		tapped := make(chan struct{})
+		go func() {
+			_, _ = s.tap.Write(b)
+			close(tapped)
+		}()
+		s.h.Write(b)
+		<-tapped
+	case s.h != nil:
+		s.h.Write(b)
+	case s.tap != nil:
+		_, _ = s.tap.Write(b)
 	}
 }
 

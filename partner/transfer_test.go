@@ -891,3 +891,51 @@ func TestL3RebuiltImage(t *testing.T) {
 		})
 	}
 }
+
+// TestTap: a checkpoint transfer shows every byte of the file it reads to
+// the file's tap, in order (L2 with the hash known, unknown, or not
+// hashed by the sender; L3), and the transfer's result is unchanged.
+func TestTap(t *testing.T) {
+	cl := newCluster(t, vfd.NewCore(), 8, 1, 4, func(r int) int { return 1500 + 97*r })
+	tapped := func(r int, unknown bool) (FileInfo, *bytes.Buffer) {
+		f := cl.own(r)
+		if unknown {
+			f.Hash, f.HashUnknown = encode.Hash{}, true
+		}
+		var b bytes.Buffer
+		f.Tap = &b
+		return f, &b
+	}
+	for _, tc := range []struct {
+		name          string
+		unknown, skip bool
+	}{{"L2-known", false, false}, {"L2-unknown", true, false}, {"L2-unhashed", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			taps := make([]*bytes.Buffer, 8)
+			copies := make([]Copy, 8)
+			require.NoError(t, cl.run(func(c comm.Comm) error {
+				f, b := tapped(c.Rank(), tc.unknown)
+				taps[c.Rank()] = b
+				var err error
+				copies[c.Rank()], err = CopyToPartner(c, cl.topo, Options{BlockSize: 256, SkipSourceHash: tc.skip}, f, Ref{cl.d, cl.copyPath(c.Rank())})
+				return err
+			}))
+			for r, b := range taps {
+				assert.True(t, bytes.Equal(cl.data[r], b.Bytes()), "rank %d's tap saw %d bytes, not its file", r, b.Len())
+				assert.True(t, bytes.Equal(cl.data[copies[r].Of], cl.read(cl.copyPath(r))))
+			}
+		})
+	}
+	t.Run("L3", func(t *testing.T) {
+		taps := make([]*bytes.Buffer, 8)
+		require.NoError(t, cl.run(func(c comm.Comm) error {
+			f, b := tapped(c.Rank(), true)
+			taps[c.Rank()] = b
+			_, err := EncodeGroup(c, cl.topo, Options{BlockSize: 256}, 0, f, Ref{cl.d, cl.parityPath(c.Rank())})
+			return err
+		}))
+		for r, b := range taps {
+			assert.True(t, bytes.Equal(cl.data[r], b.Bytes()), "rank %d's tap saw %d bytes, not its file", r, b.Len())
+		}
+	})
+}

@@ -1,0 +1,188 @@
+package fileformat
+
+import (
+	"fmt"
+
+	"github.com/zeebo/blake3"
+)
+
+// Verifier checks an FTI-FF file as its bytes stream past, in order from
+// offset 0, against the metadata its [Reader] read at [Open]: it does
+// what [Reader.Verify] does (the header and the file block equal to those
+// read at Open, every dCP block hash, the zero tails of the containers,
+// the metadata hash, the file checksum) without reading the file itself,
+// so that a reader that goes through the whole file anyway (a copy to a
+// partner, an encoder, a copy into a container) verifies it in the same
+// pass. The bytes it is shown are the bytes checked: a file changed after
+// Open fails as a file damaged before it.
+//
+// Write returns a *[CorruptionError] (wrapping [ErrHashMismatch],
+// [ErrCorrupt] or, for bytes past the file's end, [ErrCorrupt]) at the
+// first bad byte, and the same error on every later call; Close, after
+// the last byte, returns it or reports a stream that ended early
+// ([ErrTruncated]). Not safe for concurrent use.
+type Verifier struct {
+	r      *Reader
+	off    int64          // bytes seen
+	ci     int            // the container holding off (file order)
+	blk    *blake3.Hasher // a dCP block that straddles writes
+	mh     *blake3.Hasher // the metadata block
+	metaOK bool           // the metadata hash was checked
+	err    error
+}
+
+// NewVerifier returns a [Verifier] of r's file. A file written without
+// chunk hashes ([WithoutHash]) has nothing to check its data against:
+// that is [ErrUnhashed], as for [Reader.Verify].
+func (r *Reader) NewVerifier() (*Verifier, error) {
+	if !r.Hashed() {
+		return nil, fmt.Errorf("%s: %w", r.path, ErrUnhashed)
+	}
+	// Open checked that the containers tile the data area in this order;
+	// the stream relies on it.
+	end := int64(HeaderSize)
+	for i := range r.chunk {
+		if r.chunk[i].Fptr != end {
+			return nil, r.fileErr(r.chunk[i].Fptr, ErrCorrupt, "container %d does not follow the one before", i)
+		}
+		end += r.chunk[i].ContainerSize
+	}
+	if end != r.fb.metaOff {
+		return nil, r.fileErr(end, ErrCorrupt, "containers end at %d, metadata starts at %d", end, r.fb.metaOff)
+	}
+	return &Verifier{r: r, blk: blake3.New(), mh: blake3.New()}, nil
+}
+
+// Write checks the next len(p) bytes of the file.
+func (v *Verifier) Write(p []byte) (int, error) {
+	if v.err != nil {
+		return 0, v.err
+	}
+	done := 0
+	for done < len(p) {
+		n, err := v.step(p[done:])
+		done += n
+		v.off += int64(n)
+		if err != nil {
+			v.err = err
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// Close reports the first damage found, or a stream that stopped before
+// the end of the file.
+func (v *Verifier) Close() error {
+	if v.err != nil {
+		return v.err
+	}
+	r := v.r
+	if v.off < r.fb.fs {
+		v.err = r.fileErr(v.off, ErrTruncated, "the stream ended after %d of the file's %d bytes", v.off, r.fb.fs)
+		return v.err
+	}
+	if sum := fileChecksum(r.chunk); sum != r.fb.checksum {
+		v.err = r.fileErr(r.fb.fs-FBSize+128, ErrHashMismatch, "file checksum")
+	}
+	return v.err
+}
+
+// step checks a prefix of p that lies in one part of the file (header,
+// a container's data, its zero tail, the metadata, the file block) and
+// returns its length; on damage, the length of the good bytes before it.
+func (v *Verifier) step(p []byte) (int, error) {
+	r, off := v.r, v.off
+	fbOff := r.fb.fs - FBSize
+	switch {
+	case off < HeaderSize:
+		n := min(int64(len(p)), HeaderSize-off)
+		if i := firstDiff(p[:n], r.hb[off:off+n]); i >= 0 {
+			return i, r.fileErr(off+int64(i), ErrHashMismatch, "header differs from the one read at open")
+		}
+		return int(n), nil
+	case off < r.fb.metaOff:
+		for r.chunk[v.ci].Fptr+r.chunk[v.ci].ContainerSize <= off {
+			v.ci++
+		}
+		c := &r.chunk[v.ci]
+		if off < c.Fptr+c.Size {
+			return v.data(c, p)
+		}
+		n := min(int64(len(p)), c.Fptr+c.ContainerSize-off)
+		for j, x := range p[:n] {
+			if x != 0 {
+				return j, r.corrupt(c.VarID, v.ci, off+int64(j), fmt.Errorf("%w: non-zero byte in the empty part of container %d", ErrCorrupt, c.Container))
+			}
+		}
+		return int(n), nil
+	case off < fbOff:
+		n := min(int64(len(p)), fbOff-off)
+		_, _ = v.mh.Write(p[:n])
+		return int(n), nil
+	case off < r.fb.fs:
+		if !v.metaOK {
+			var sum [HashSize]byte
+			v.mh.Sum(sum[:0])
+			if sum != r.fb.metaHash {
+				return 0, r.fileErr(r.fb.metaOff, ErrHashMismatch, "metadata hash")
+			}
+			v.metaOK = true
+		}
+		n := min(int64(len(p)), r.fb.fs-off)
+		if i := firstDiff(p[:n], r.fbb[off-fbOff:off-fbOff+n]); i >= 0 {
+			return i, r.fileErr(off+int64(i), ErrHashMismatch, "file block differs from the one read at open")
+		}
+		return int(n), nil
+	default:
+		return 0, r.fileErr(r.fb.fs, ErrCorrupt, "more bytes than the %d the file block says", r.fb.fs)
+	}
+}
+
+// data checks a prefix of p inside the data of container c: whole dCP
+// blocks are hashed where they lie, a block cut by the end of p goes
+// through the incremental hasher until its last byte arrives.
+func (v *Verifier) data(c *ChunkInfo, p []byte) (int, error) {
+	bs := int64(v.r.fb.blockSize)
+	dataEnd := c.Fptr + c.Size
+	k := (v.off - c.Fptr) / bs
+	start := c.Fptr + k*bs
+	end := min(start+bs, dataEnd)
+	if v.off > start || int64(len(p)) < end-start {
+		// Part of a block: start it or continue it.
+		if v.off == start {
+			v.blk.Reset()
+		}
+		n := min(int64(len(p)), end-v.off)
+		_, _ = v.blk.Write(p[:n])
+		if v.off+n == end {
+			var sum [HashSize]byte
+			v.blk.Sum(sum[:0])
+			if err := v.checkBlock(c, k, start, sum); err != nil {
+				return 0, err
+			}
+		}
+		return int(n), nil
+	}
+	// Whole blocks from p, as many as it holds.
+	n := int64(0)
+	for end-start <= int64(len(p))-n {
+		if err := v.checkBlock(c, k, start, BlockHash(p[n:n+end-start])); err != nil {
+			return int(n), err
+		}
+		n += end - start
+		if end == dataEnd {
+			break
+		}
+		k++
+		start, end = end, min(end+bs, dataEnd)
+	}
+	return int(n), nil
+}
+
+func (v *Verifier) checkBlock(c *ChunkInfo, k, start int64, got [HashSize]byte) error {
+	if got != c.BlockHashes[k] {
+		return v.r.corrupt(c.VarID, v.ci, start, fmt.Errorf("%w: block %d of chunk", ErrHashMismatch, k))
+	}
+	return nil
+}
