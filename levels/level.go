@@ -178,6 +178,9 @@ type Pending struct {
 	// total their sums (set while the manifest is written).
 	chain []uint64
 	opts  *checkpointOptions
+	// dirSynced holds the areas whose checkpoint directory entry is
+	// durable already (synced beside the data file's fsync).
+	dirSynced map[Where]bool
 	stats DataStats
 	total DataStats
 }
