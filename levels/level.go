@@ -181,8 +181,8 @@ type Pending struct {
 	// dirSynced holds the areas whose checkpoint directory entry is
 	// durable already (synced beside the data file's fsync).
 	dirSynced map[Where]bool
-	stats DataStats
-	total DataStats
+	stats     DataStats
+	total     DataStats
 }
 
 // Data returns this rank's data file entry.
