@@ -27,16 +27,16 @@ import (
 // every rank. On success rank 0 removes the deletion markers of
 // checkpoints every rank has finished removing and, in the background,
 // the intent marker, writing the next checkpoint's ([Engine.premark]).
-func (e *Engine) commit(p *Pending) (*Manifest, error) {
+func (e *Engine) commit(p *Pending) (*Manifest, []*Manifest, error) {
 	env := e.env
 	mine, err := json.Marshal(manifestPayload{Files: p.Files, Data: p.stats, RmFailed: e.rmFailed,
 		Unpublished: unpublished(p)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	all, err := comm.AllgatherBytes(env.Comm, mine)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m := &Manifest{
 		Seq: p.Seq, ID: p.ID, Level: p.Level, Ranks: env.Comm.Size(),
@@ -74,20 +74,23 @@ func (e *Engine) commit(p *Pending) (*Manifest, error) {
 	// (every rank knows from the gathered lists).
 	if toPublish {
 		if err := e.agree(errors.Join(e.publish(p), werr), "publish checkpoint files"); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
+			return nil, nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 		}
 	}
 
 	// 4. The commit: both copies written and synced beside their
-	// directories.
+	// directories, and with the primary's the superseded markers of the
+	// checkpoints retention drops once this one commits (computed
+	// identically on every rank).
+	drops := e.dropsFor(m)
 	if env.Rank == 0 && werr == nil {
 		var raw []byte
 		if raw, werr = m.Marshal(); werr == nil {
-			werr = e.writeCopies(m.Seq, raw)
+			werr = e.writeCopies(m.Seq, raw, drops)
 		}
 	}
 	if err := e.agree(werr, "write manifest"); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 	}
 	if env.Rank == 0 {
 		// No directory sync needed: a deletion marker that comes back
@@ -104,7 +107,7 @@ func (e *Engine) commit(p *Pending) (*Manifest, error) {
 	}
 	e.dropped, e.rmFailed = nil, nil
 	e.premark(e.nextSeq, m.Seq)
-	return m, nil
+	return m, drops, nil
 }
 
 // unpublished counts the files of p still under their tmp names (a
@@ -128,13 +131,23 @@ func (e *Engine) copyPaths(seq uint64) ([2]vfd.Driver, [2]string) {
 }
 
 // writeCopies writes both copies of manifest seq under their final
-// names and syncs each file beside its directory, all at once (rank 0).
-// On failure it removes both: a copy may be durable already, and the
-// checkpoint must not be left committed behind the vote's back.
-func (e *Engine) writeCopies(seq uint64, raw []byte) error {
+// names and syncs each file beside its directory, all at once (rank 0);
+// before the primary's directory (the meta area) is synced, it creates
+// there the superseded marker of every checkpoint in drops. On failure it
+// removes the copies and the markers: a copy may be durable already, and
+// the checkpoint must not be left committed behind the vote's back.
+func (e *Engine) writeCopies(seq uint64, raw []byte, drops []*Manifest) error {
 	ds, ps := e.copyPaths(seq)
+	meta := e.env.Meta
 	write := func(i int, what string) func() error {
 		return func() error {
+			if i == 0 {
+				for _, d := range drops {
+					if err := createEmpty(meta.Driver, meta.Path(SupersededName(d.Seq, seq))); err != nil {
+						return fmt.Errorf("superseded marker: %w", err)
+					}
+				}
+			}
 			f, err := vfd.CreateTrunc(ds[i], ps[i])
 			if err != nil {
 				return fmt.Errorf("%s: %w", what, err)
@@ -152,6 +165,20 @@ func (e *Engine) writeCopies(seq uint64, raw []byte) error {
 	err := runAll([]func() error{write(0, "manifest"), write(1, "manifest replica")})
 	if err != nil {
 		err = errors.Join(err, e.removeCopies(seq))
+		for _, d := range drops {
+			// Stale once the copies are gone (they name a checkpoint that
+			// is not committed): no sync needed.
+			err = errors.Join(err, removeIfExists(meta.Driver, meta.Path(SupersededName(d.Seq, seq))))
+		}
 	}
 	return err
+}
+
+// createEmpty creates an empty file (its name is what counts).
+func createEmpty(d vfd.Driver, name string) error {
+	f, err := vfd.CreateTrunc(d, name)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }

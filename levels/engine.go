@@ -89,6 +89,9 @@ type Engine struct {
 	intent  uint64
 	marking chan error
 	markErr error
+	// unconverted holds, on rank 0, the checkpoints dropped by a commit
+	// whose superseded markers are not yet deletion markers.
+	unconverted []*Manifest
 }
 
 // Skipped is a committed checkpoint that [Engine.Recover] found
@@ -315,7 +318,7 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 	// copies under tmp names; 4. the manifest's renames, the commit
 	// (commit.go).
 	t = env.Now()
-	m, err := e.commit(p)
+	m, drops, err := e.commit(p)
 	st.Commit = env.Now().Sub(t)
 	st.TotalData = p.total
 	if err != nil {
@@ -323,9 +326,10 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 	}
 	e.committed = append(e.committed, m)
 
-	// 5. Retention: only now may older checkpoints go.
+	// 5. Retention: the checkpoints m's commit dropped (its superseded
+	// markers) go, in the background.
 	t = env.Now()
-	e.retain(m)
+	e.retainMarked(drops)
 	st.Clean = env.Now().Sub(t)
 	st.Total = env.Now().Sub(start)
 	return m, st, nil
@@ -706,18 +710,7 @@ func removeDir(s Store, dir string) error {
 // background (see [Engine.Wait]). Errors are logged, not returned: m is
 // committed either way, and leftovers are removed by the next Open.
 func (e *Engine) retain(m *Manifest) {
-	var drop []*Manifest
-	for _, d := range e.policy.Drop(e.Recoverable(), m) {
-		if d.Seq != m.Seq {
-			drop = append(drop, d)
-		}
-	}
-	for _, c := range e.committed {
-		if e.unrecoverable[c.Seq] && c.Seq < m.Seq {
-			drop = append(drop, c)
-		}
-	}
-	drop = keepChains(e.committed, drop)
+	drop := e.dropsFor(m)
 	if len(drop) == 0 {
 		return
 	}
@@ -727,6 +720,60 @@ func (e *Engine) retain(m *Manifest) {
 		}
 		return
 	}
+	e.removeLater(drop, false)
+}
+
+// dropsFor returns the checkpoints to delete once m is committed: those
+// the policy drops and the older ones Recover found unrecoverable, less
+// those a remaining checkpoint depends on. The same on every rank.
+func (e *Engine) dropsFor(m *Manifest) []*Manifest {
+	all := e.Committed()
+	if !slices.ContainsFunc(all, func(c *Manifest) bool { return c.Seq == m.Seq }) {
+		all = append(all, m)
+	}
+	rec := slices.DeleteFunc(slices.Clone(all), func(c *Manifest) bool { return e.unrecoverable[c.Seq] })
+	var drop []*Manifest
+	for _, d := range e.policy.Drop(rec, m) {
+		if d.Seq != m.Seq {
+			drop = append(drop, d)
+		}
+	}
+	for _, c := range e.committed {
+		if e.unrecoverable[c.Seq] && c.Seq < m.Seq {
+			drop = append(drop, c)
+		}
+	}
+	return keepChains(all, drop)
+}
+
+// retainMarked deletes the checkpoints drops that a commit has just
+// dropped through their superseded markers ([Engine.commit]): they stop
+// being committed at once, on every rank; in the background rank 0
+// turns the markers into deletion markers ([Engine.convertDrops]) while
+// every rank removes the files ([Engine.removeFiles]) — the commit made
+// them a deletion already. Local.
+func (e *Engine) retainMarked(drops []*Manifest) {
+	if len(drops) == 0 {
+		return
+	}
+	e.committed = slices.DeleteFunc(e.committed, func(x *Manifest) bool {
+		return slices.ContainsFunc(drops, func(m *Manifest) bool { return m.Seq == x.Seq })
+	})
+	for _, m := range drops {
+		delete(e.unrecoverable, m.Seq)
+	}
+	if e.env.Rank == 0 {
+		e.unconverted = append(e.unconverted, drops...)
+	}
+	e.removeLater(drops, true)
+}
+
+// removeLater removes the files of the uncommitted checkpoints drop in
+// the background (see [Engine.Wait]); with convert, rank 0 first turns
+// their superseded markers into deletion markers, beside the removal, and
+// removes their replicas. The deletion markers wait in e.dropped until
+// every rank has removed the files.
+func (e *Engine) removeLater(drop []*Manifest, convert bool) {
 	for _, d := range drop {
 		e.dropped = append(e.dropped, d.Seq)
 	}
@@ -734,13 +781,97 @@ func (e *Engine) retain(m *Manifest) {
 	e.bg = done
 	go func() {
 		defer close(done)
-		for _, d := range drop {
-			if err := e.removeFiles(d, true); err != nil {
+		var fns []func() error
+		var replFailed map[uint64]bool
+		if convert && e.env.Rank == 0 {
+			fns = append(fns, func() error {
+				var err error
+				if replFailed, err = e.convertDrops(); err != nil {
+					e.env.Logger.Warn("marking superseded checkpoints deleted; retried before the next deletion, or by the next start-up", zap.Error(err))
+				}
+				return nil
+			})
+		}
+		failed := make([]bool, len(drop))
+		for i, d := range drop {
+			fns = append(fns, func() error {
+				if err := e.removeFiles(d, !convert); err != nil {
+					failed[i] = true
+					e.env.Logger.Warn("removing superseded checkpoint files; the next start-up retries", zap.Uint64("seq", d.Seq), zap.Error(err))
+				}
+				return nil
+			})
+		}
+		_ = runAll(fns)
+		for i, d := range drop {
+			// While some dropped checkpoint is held only by a superseded
+			// marker naming a newer one, no deletion marker may go: the
+			// one it names may be among them.
+			if failed[i] || replFailed[d.Seq] || len(e.unconverted) > 0 {
 				e.rmFailed = append(e.rmFailed, d.Seq)
-				e.env.Logger.Warn("removing superseded checkpoint files; the next start-up retries", zap.Uint64("seq", d.Seq), zap.Error(err))
 			}
 		}
 	}()
+}
+
+// convertDrops turns the superseded markers of the checkpoints in
+// e.unconverted into deletion markers (rank 0): each primary renamed to
+// its deletion marker, the meta directory synced, then the replicas and
+// the superseded markers removed and the replica directory synced. A
+// superseded marker is only as good as the checkpoint it names, which a
+// later retention may delete: its deletion marker must be durable before
+// then, so [Engine.uncommit] retries what is left here first.
+//
+// It returns the checkpoints whose replica removal failed (their deletion
+// markers must stay: a replica that outlives its marker would be a
+// committed checkpoint without files).
+func (e *Engine) convertDrops() (map[uint64]bool, error) {
+	ms := e.unconverted
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	env := e.env
+	var errs []error
+	var marked, left []*Manifest
+	for _, m := range ms {
+		if err := e.markDeleting(m); err != nil {
+			errs = append(errs, err)
+			left = append(left, m)
+			continue
+		}
+		marked = append(marked, m)
+	}
+	if err := env.Meta.Driver.SyncDir(env.Meta.Dir); err != nil {
+		e.unconverted = ms
+		return nil, errors.Join(append(errs, err)...)
+	}
+	e.unconverted = left
+	repl := replicaStore(env.Global)
+	replFailed := map[uint64]bool{}
+	for _, m := range marked {
+		if err := removeIfExists(repl.Driver, repl.Path(ManifestName(m.Seq))); err != nil {
+			errs = append(errs, err)
+			replFailed[m.Seq] = true
+		}
+	}
+	if len(marked) > 0 {
+		if err := repl.Driver.SyncDir(repl.Dir); err != nil {
+			errs = append(errs, err)
+			for _, m := range marked {
+				replFailed[m.Seq] = true
+			}
+		}
+	}
+	// The superseded markers, now that the deletion markers say the
+	// same (no sync: one that comes back is harmless beside them).
+	if ents, err := env.Meta.Driver.ReadDir(env.Meta.Dir); err == nil {
+		for _, de := range ents {
+			if seq, _, ok := parseSuperseded(de.Name()); ok && slices.ContainsFunc(marked, func(m *Manifest) bool { return m.Seq == seq }) {
+				errs = append(errs, removeIfExists(env.Meta.Driver, env.Meta.Path(de.Name())))
+			}
+		}
+	}
+	return replFailed, errors.Join(errs...)
 }
 
 // Wait blocks until the background work has finished: the removal of
@@ -882,6 +1013,20 @@ func (e *Engine) uncommit(ms []*Manifest, replicas bool) error {
 	env := e.env
 	var merr error
 	if env.Rank == 0 {
+		// Dropped checkpoints still held only by a superseded marker
+		// naming a checkpoint that may be among ms: their deletion
+		// markers first.
+		replFailed, err := e.convertDrops()
+		for seq := range replFailed {
+			e.rmFailed = append(e.rmFailed, seq) // its deletion marker stays
+		}
+		if len(e.unconverted) > 0 {
+			merr = err // not one more deletion while a marker is not durable
+		} else if err != nil {
+			env.Logger.Warn("marking superseded checkpoints deleted", zap.Error(err))
+		}
+	}
+	if env.Rank == 0 && merr == nil {
 		repl := replicaStore(env.Global)
 		marked := make([]bool, len(ms))
 		for i, m := range ms {

@@ -130,7 +130,7 @@ func (e *Engine) Open() error {
 	if n := len(e.committed); n > 0 {
 		e.nextSeq = e.committed[n-1].Seq + 1
 	}
-	e.unrecoverable, e.skipped, e.alt = nil, nil, nil
+	e.unrecoverable, e.skipped, e.alt, e.unconverted = nil, nil, nil, nil
 	for _, raw := range plan.Alternates {
 		m, err := ParseManifest("manifest", raw)
 		if err != nil {
@@ -399,6 +399,12 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 		}
 		st := s.State()
 		if st != SeqUncommitted && st != SeqDeleting {
+			// Superseded markers naming a checkpoint that never
+			// committed: stale, they go (no sync needed: one that comes
+			// back is stale again).
+			for _, sup := range s.Superseded {
+				errs = append(errs, removeIfExists(meta.Driver, sup.Path))
+			}
 			continue
 		}
 		for _, c := range []*ManifestCopy{&s.Primary, &s.Replica} {
@@ -425,6 +431,9 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 		}
 		if s.Deleting != "" {
 			markers = append(markers, s.Deleting)
+		}
+		for _, sup := range s.Superseded {
+			markers = append(markers, sup.Path)
 		}
 		env.Logger.Debug("removing what is left of checkpoint", zap.String("dir", CheckpointDir(s.Seq)), zap.Stringer("state", st))
 	}
