@@ -256,8 +256,9 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 		go func() { marked <- e.writePending(p.Seq) }()
 	}
 
-	// 1. Data file under its tmp name, synced; or, for a level that
-	// places the data itself, the level's file.
+	// 1. Data file under its final name (its tmp name without a marker
+	// written ahead), synced; or, for a level that places the data
+	// itself, the level's file.
 	area := level.DataArea()
 	opener, direct := level.(DataOpener)
 	direct = direct && opener.OpensData()
@@ -314,9 +315,9 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 		return nil, st, e.abort(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
 	}
 
-	// 3. Renames and directory syncs, while rank 0 writes the manifest's
-	// copies under tmp names; 4. the manifest's renames, the commit
-	// (commit.go).
+	// 3. Renames and directory syncs of what is under tmp names, if
+	// anything; 4. the manifest copies, the commit, with the superseded
+	// markers of what retention drops (commit.go).
 	t = env.Now()
 	m, drops, err := e.commit(p)
 	st.Commit = env.Now().Sub(t)

@@ -159,18 +159,19 @@ type Pending struct {
 	Level ID
 	// Dir is the checkpoint's directory name inside each area ("ckpt00000007").
 	Dir string
-	// Files are the files this rank holds for the checkpoint, all written
-	// under Name+TmpSuffix and synced. The runtime puts the data file
-	// first; levels append the files they add.
+	// Files are the files this rank holds for the checkpoint, written
+	// under Name+TmpSuffix (but see Published) and synced. The runtime
+	// puts the data file first; levels append the files they add.
 	Files []File
 	// DigestPending is set when the runtime left the data file's digest
 	// to a [DataReader] level: its Protect computes it from the bytes it
 	// reads and records it with [Pending.SetDataDigest].
 	DigestPending bool
 	// Published counts the leading entries of Files that are already
-	// published under their final names ([Engine.Upgrade]: the data file
-	// of a committed checkpoint): levels read them without TmpSuffix and
-	// the commit does not rename them.
+	// published under their final names (the data file, written under its
+	// final name when the intent marker was durable ahead; at
+	// [Engine.Upgrade], the data file of a committed checkpoint): levels
+	// read them without TmpSuffix and the commit does not rename them.
 	Published int
 
 	// chain is the chain of a differential checkpoint (nil for a full one),
