@@ -253,7 +253,7 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 	var marked chan error
 	if env.Rank == 0 && !ahead {
 		marked = make(chan error, 1)
-		go func() { marked <- e.writePending(p.Seq) }()
+		go func() { marked <- writePending(env.Meta, p.Seq) }()
 	}
 
 	// 1. Data file under its final name (its tmp name without a marker
@@ -585,12 +585,11 @@ type manifestPayload struct {
 	Unpublished int `json:"unpublished,omitempty"`
 }
 
-// writePending writes the intent marker of checkpoint seq (rank 0).
+// writePending writes the intent marker of checkpoint seq in meta (rank 0).
 // Only its name counts, so only the directory entry is made durable: a
 // crash may leave it empty, never absent once this returns.
-func (e *Engine) writePending(seq uint64) error {
-	meta := e.env.Meta
-	err := e.createPending(seq)
+func writePending(meta Store, seq uint64) error {
+	err := createPending(meta, seq)
 	if err == nil {
 		if err = meta.Driver.SyncDir(meta.Dir); err != nil {
 			err = fmt.Errorf("write intent marker %s: %w", meta.Path(PendingName(seq)), err)
@@ -599,10 +598,9 @@ func (e *Engine) writePending(seq uint64) error {
 	return err
 }
 
-// createPending creates the intent marker of checkpoint seq without
-// syncing the meta directory (rank 0).
-func (e *Engine) createPending(seq uint64) error {
-	meta := e.env.Meta
+// createPending creates the intent marker of checkpoint seq in meta
+// without syncing the directory (rank 0).
+func createPending(meta Store, seq uint64) error {
 	name := meta.Path(PendingName(seq))
 	f, err := vfd.CreateTrunc(meta.Driver, name)
 	if err == nil {
@@ -780,15 +778,16 @@ func (e *Engine) removeLater(drop []*Manifest, convert bool) {
 	}
 	done := make(chan struct{})
 	e.bg = done
+	env := e.env // not e.env in the goroutine: it is the caller's
 	go func() {
 		defer close(done)
 		var fns []func() error
 		var replFailed map[uint64]bool
-		if convert && e.env.Rank == 0 {
+		if convert && env.Rank == 0 {
 			fns = append(fns, func() error {
 				var err error
-				if replFailed, err = e.convertDrops(); err != nil {
-					e.env.Logger.Warn("marking superseded checkpoints deleted; retried before the next deletion, or by the next start-up", zap.Error(err))
+				if replFailed, err = e.convertDrops(env); err != nil {
+					env.Logger.Warn("marking superseded checkpoints deleted; retried before the next deletion, or by the next start-up", zap.Error(err))
 				}
 				return nil
 			})
@@ -798,7 +797,7 @@ func (e *Engine) removeLater(drop []*Manifest, convert bool) {
 			fns = append(fns, func() error {
 				if err := e.removeFiles(d, !convert); err != nil {
 					failed[i] = true
-					e.env.Logger.Warn("removing superseded checkpoint files; the next start-up retries", zap.Uint64("seq", d.Seq), zap.Error(err))
+					env.Logger.Warn("removing superseded checkpoint files; the next start-up retries", zap.Uint64("seq", d.Seq), zap.Error(err))
 				}
 				return nil
 			})
@@ -826,16 +825,15 @@ func (e *Engine) removeLater(drop []*Manifest, convert bool) {
 // It returns the checkpoints whose replica removal failed (their deletion
 // markers must stay: a replica that outlives its marker would be a
 // committed checkpoint without files).
-func (e *Engine) convertDrops() (map[uint64]bool, error) {
+func (e *Engine) convertDrops(env *Env) (map[uint64]bool, error) {
 	ms := e.unconverted
 	if len(ms) == 0 {
 		return nil, nil
 	}
-	env := e.env
 	var errs []error
 	var marked, left []*Manifest
 	for _, m := range ms {
-		if err := e.markDeleting(m); err != nil {
+		if err := markDeleting(env.Meta, m); err != nil {
 			errs = append(errs, err)
 			left = append(left, m)
 			continue
@@ -915,13 +913,14 @@ func (e *Engine) premark(seq, done uint64) {
 	}
 	ch := make(chan error, 1)
 	e.marking = ch
+	meta, log := e.env.Meta, e.env.Logger // not e.env in the goroutine: it is the caller's
 	go func() {
 		if done != 0 {
-			if err := removeIfExists(e.env.Meta.Driver, e.env.Meta.Path(PendingName(done))); err != nil {
-				e.env.Logger.Warn("removing the intent marker of a committed checkpoint; the next start-up removes it", zap.Uint64("seq", done), zap.Error(err))
+			if err := removeIfExists(meta.Driver, meta.Path(PendingName(done))); err != nil {
+				log.Warn("removing the intent marker of a committed checkpoint; the next start-up removes it", zap.Uint64("seq", done), zap.Error(err))
 			}
 		}
-		ch <- e.writePending(seq)
+		ch <- writePending(meta, seq)
 	}()
 }
 
@@ -1017,7 +1016,7 @@ func (e *Engine) uncommit(ms []*Manifest, replicas bool) error {
 		// Dropped checkpoints still held only by a superseded marker
 		// naming a checkpoint that may be among ms: their deletion
 		// markers first.
-		replFailed, err := e.convertDrops()
+		replFailed, err := e.convertDrops(env)
 		for seq := range replFailed {
 			e.rmFailed = append(e.rmFailed, seq) // its deletion marker stays
 		}
@@ -1031,7 +1030,7 @@ func (e *Engine) uncommit(ms []*Manifest, replicas bool) error {
 		repl := replicaStore(env.Global)
 		marked := make([]bool, len(ms))
 		for i, m := range ms {
-			err := e.markDeleting(m)
+			err := markDeleting(env.Meta, m)
 			marked[i] = err == nil
 			merr = errors.Join(merr, err)
 		}
@@ -1067,8 +1066,7 @@ func (e *Engine) uncommit(ms []*Manifest, replicas bool) error {
 
 // markDeleting turns the primary manifest of m into its deletion marker
 // (rank 0); the caller syncs the meta directory.
-func (e *Engine) markDeleting(m *Manifest) error {
-	meta := e.env.Meta
+func markDeleting(meta Store, m *Manifest) error {
 	err := meta.Driver.Rename(meta.Path(ManifestName(m.Seq)), meta.Path(DeletingName(m.Seq)))
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return err

@@ -166,7 +166,7 @@ func (e *Engine) Open() error {
 	var markErr error
 	if env.Rank == 0 {
 		repl := replicaStore(env.Global)
-		markErr = e.createPending(e.nextSeq)
+		markErr = createPending(env.Meta, e.nextSeq)
 		syncs = append(syncs, syncPath(env.Meta.Driver, env.Meta.Dir)...)
 		syncs = append(syncs, syncPath(env.Global.Driver, env.Global.Dir)...)
 		syncs = append(syncs, syncPath(repl.Driver, repl.Dir)...)
