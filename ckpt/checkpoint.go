@@ -1,6 +1,7 @@
 package ckpt
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -168,16 +169,31 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	return m, nil
 }
 
-// sameArgs checks that every rank passed the same values.
+// sameArgs checks that every rank passed the same values: one
+// collective (an allgather of all of them), where a Min and a Max
+// reduction per value took four for a checkpoint's two.
 func (r *Runtime) sameArgs(vals ...int64) error {
+	mine := make([]byte, 0, 8*len(vals))
 	for _, v := range vals {
-		lo, err := r.c.AllreduceInt64(v, comm.Min)
-		if err != nil {
-			return err
-		}
-		hi, err := r.c.AllreduceInt64(v, comm.Max)
-		if err != nil {
-			return err
+		mine = binary.LittleEndian.AppendUint64(mine, uint64(v))
+	}
+	all, err := comm.AllgatherBytes(r.c, mine)
+	if err != nil {
+		return err
+	}
+	for i := range vals {
+		var lo, hi int64
+		for rk, b := range all {
+			if len(b) != len(mine) {
+				return fmt.Errorf("%w: rank %d passed %d values, not %d", ErrMismatchedCall, rk, len(b)/8, len(vals))
+			}
+			v := int64(binary.LittleEndian.Uint64(b[8*i:]))
+			if rk == 0 || v < lo {
+				lo = v
+			}
+			if rk == 0 || v > hi {
+				hi = v
+			}
 		}
 		if lo != hi {
 			return fmt.Errorf("%w: values %d..%d", ErrMismatchedCall, lo, hi)

@@ -753,7 +753,7 @@ func (r *Runtime) Close() error {
 	if r.reshape != nil {
 		r.reshape.close()
 	}
-	r.eng.Wait()
+	r.eng.Release()
 	return r.releaseLock()
 }
 

@@ -158,7 +158,7 @@ func TestKeepLastFlushFailureKeepsStorage(t *testing.T) {
 		assert.Contains(t, err.Error(), "flush checkpoint 3 (L2) to L4 failed; nothing was deleted, checkpoint 3 stays at L2 for the next run")
 		assert.Equal(t, finErrs[0].Error(), err.Error())
 	}
-	assert.Equal(t, before, tree(t, root), "a failed flush leaves storage as it was")
+	assert.Equal(t, withoutIntent(before), withoutIntent(tree(t, root)), "a failed flush leaves storage as it was")
 	require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
 		m := r.Recovered()
 		if r.Status() != Restart || m.Level != levels.L2 || m.ID != 3 {
@@ -180,6 +180,20 @@ func TestKeepLastFlushFailureKeepsStorage(t *testing.T) {
 
 // tree returns every file under root with a hash of its content, and
 // every directory (value "dir").
+// withoutIntent is tr without the intent markers (meta_dir's
+// *.pending): the engine writes the next checkpoint's ahead, and a
+// failed checkpoint that took it removes it; they belong to no
+// checkpoint.
+func withoutIntent(tr map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range tr {
+		if !strings.HasSuffix(k, levels.PendingSuffix) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 func tree(t testing.TB, root string) map[string]string {
 	out := map[string]string{}
 	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -426,7 +440,7 @@ func TestFinalizeFailAtEveryOp(t *testing.T) {
 		}
 		if finErrs[0] != nil && strings.Contains(finErrs[0].Error(), "flush checkpoint 2 (L2) to L4 failed") {
 			flushFailures++
-			require.Equal(t, before, driverTree(t, core, "/"), "op %d: a failed flush changed storage", k)
+			require.Equal(t, withoutIntent(before), withoutIntent(driverTree(t, core, "/")), "op %d: a failed flush changed storage", k)
 		}
 		got, err := recoverAll(t, n, cfg, core)
 		require.NoError(t, err, "op %d", k)

@@ -13,30 +13,30 @@ import (
 )
 
 // commit publishes the files of p and commits it (steps 3 and 4 of
-// [Engine.Checkpoint]). Every rank's file list is gathered on rank 0,
-// which writes both copies of the manifest (the primary in the meta area,
-// the replica in the global area) under tmp names and syncs them while
-// every rank renames its files into place and syncs their directories;
-// once every rank has voted both done, rank 0 renames the two copies into
-// place and syncs their directories, concurrently: the checkpoint is
-// committed once one copy is durable under its name. A failure on any
-// rank removes both copies (and their tmp files) and returns
-// [ErrVoteFailed] on every rank. On success rank 0 removes the intent
-// marker, and the deletion markers of checkpoints every rank has finished
-// removing.
-//
-// Writing the copies beside the renames takes their fsyncs off the
-// checkpoint's critical path; a crash with tmp copies on disk leaves the
-// checkpoint uncommitted, and the next Open removes them.
-func (e *Engine) commit(p *Pending) (*Manifest, error) {
+// [Engine.Checkpoint]). Every rank's file list is gathered on every rank.
+// When some rank has files under tmp names (a level's redundancy, or a
+// data file written before its intent marker was durable), every rank
+// renames its files into place and syncs their directories, and votes.
+// Then rank 0 writes both copies of the manifest (the primary in the meta
+// area, the replica in the global area) under their final names and
+// syncs each beside its directory, all four at once: the checkpoint is
+// committed once one copy is durable, and until both are the intent
+// marker (durable before any file was published) says a copy found
+// damaged or alone after a crash belongs to an uncommitted checkpoint. A
+// failure on any rank removes both copies and returns [ErrVoteFailed] on
+// every rank. On success rank 0 removes the deletion markers of
+// checkpoints every rank has finished removing and, in the background,
+// the intent marker, writing the next checkpoint's ([Engine.premark]).
+func (e *Engine) commit(p *Pending) (*Manifest, []*Manifest, error) {
 	env := e.env
-	mine, err := json.Marshal(manifestPayload{Files: p.Files, Data: p.stats, RmFailed: e.rmFailed})
+	mine, err := json.Marshal(manifestPayload{Files: p.Files, Data: p.stats, RmFailed: e.rmFailed,
+		Unpublished: unpublished(p)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	all, err := comm.AllgatherBytes(env.Comm, mine)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m := &Manifest{
 		Seq: p.Seq, ID: p.ID, Level: p.Level, Ranks: env.Comm.Size(),
@@ -47,10 +47,12 @@ func (e *Engine) commit(p *Pending) (*Manifest, error) {
 	}
 	var werr error
 	failed := map[uint64]bool{}
+	toPublish := false
 	for r, b := range all {
 		var pl manifestPayload
 		if err := json.Unmarshal(b, &pl); err != nil {
 			werr = fmt.Errorf("decode rank %d files: %w", r, err)
+			toPublish = true // cannot tell: the publish vote fails anyway
 			continue
 		}
 		m.Files[r] = pl.Files
@@ -59,46 +61,41 @@ func (e *Engine) commit(p *Pending) (*Manifest, error) {
 		for _, seq := range pl.RmFailed {
 			failed[seq] = true
 		}
+		toPublish = toPublish || pl.Unpublished > 0
 	}
 	if p.chain != nil {
 		m.DCP = &DCP{Chain: p.chain, BlockSize: p.opts.blockSize, Written: p.total.Written, Protected: p.total.Protected}
 	}
-
-	// 3. Renames and directory syncs; rank 0 stages the manifest beside them.
-	var staged chan error
-	if env.Rank == 0 && werr == nil {
-		var raw []byte
-		if raw, werr = m.Marshal(); werr == nil {
-			staged = make(chan error, 1)
-			go func() { staged <- e.stageCopies(m.Seq, raw) }()
-		}
-	}
-	perr := e.publish(p)
-	if staged != nil {
-		werr = <-staged
-	}
 	if werr != nil {
 		werr = fmt.Errorf("manifest: %w", werr)
 	}
-	if err := e.agree(errors.Join(perr, werr), "publish checkpoint files"); err != nil {
-		if env.Rank == 0 {
-			e.removeStaged(m.Seq)
+
+	// 3. Renames and directory syncs, if any rank has files to rename
+	// (every rank knows from the gathered lists).
+	if toPublish {
+		if err := e.agree(errors.Join(e.publish(p), werr), "publish checkpoint files"); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 		}
-		return nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 	}
 
-	// 4. The commit: both copies renamed into place.
-	if env.Rank == 0 {
-		werr = e.renameCopies(m.Seq)
+	// 4. The commit: both copies written and synced beside their
+	// directories, and with the primary's the superseded markers of the
+	// checkpoints retention drops once this one commits (computed
+	// identically on every rank).
+	drops := e.dropsFor(m)
+	if env.Rank == 0 && werr == nil {
+		var raw []byte
+		if raw, werr = m.Marshal(); werr == nil {
+			werr = e.writeCopies(m.Seq, raw, drops)
+		}
 	}
 	if err := e.agree(werr, "write manifest"); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 	}
 	if env.Rank == 0 {
-		// No directory sync needed: a marker that comes back beside a
-		// valid manifest (intent) or with nothing left (deletion) is
-		// resolved by the next Open.
-		rerr := removeIfExists(env.Meta.Driver, env.Meta.Path(PendingName(m.Seq)))
+		// No directory sync needed: a deletion marker that comes back
+		// with nothing left is resolved by the next Open.
+		var rerr error
 		for _, seq := range e.dropped {
 			if !failed[seq] {
 				rerr = errors.Join(rerr, removeIfExists(env.Meta.Driver, env.Meta.Path(DeletingName(seq))))
@@ -109,7 +106,20 @@ func (e *Engine) commit(p *Pending) (*Manifest, error) {
 		}
 	}
 	e.dropped, e.rmFailed = nil, nil
-	return m, nil
+	e.premark(e.nextSeq, m.Seq)
+	return m, drops, nil
+}
+
+// unpublished counts the files of p still under their tmp names (a
+// level's files in a container have no name of their own).
+func unpublished(p *Pending) int {
+	n := 0
+	for _, f := range p.Files[p.Published:] {
+		if f.Attrs[AttrInContainer] == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // copyPaths returns the drivers and paths of both copies of manifest seq
@@ -120,66 +130,55 @@ func (e *Engine) copyPaths(seq uint64) ([2]vfd.Driver, [2]string) {
 		[2]string{env.Meta.Path(ManifestName(seq)), env.Global.Path(ReplicaName(seq))}
 }
 
-// stageCopies writes both copies of manifest seq under their tmp names
-// and syncs them, concurrently; on failure it removes what it wrote
-// (rank 0).
-func (e *Engine) stageCopies(seq uint64, raw []byte) error {
+// writeCopies writes both copies of manifest seq under their final
+// names and syncs each file beside its directory, all at once (rank 0);
+// before the primary's directory (the meta area) is synced, it creates
+// there the superseded marker of every checkpoint in drops. On failure it
+// removes the copies and the markers: a copy may be durable already, and
+// the checkpoint must not be left committed behind the vote's back.
+func (e *Engine) writeCopies(seq uint64, raw []byte, drops []*Manifest) error {
 	ds, ps := e.copyPaths(seq)
-	err := runAll([]func() error{
-		func() error { return writeSynced(ds[0], ps[0]+TmpSuffix, raw) },
-		func() error { return writeSynced(ds[1], ps[1]+TmpSuffix, raw) },
-	})
-	if err != nil {
-		e.removeStaged(seq)
-	}
-	return err
-}
-
-// writeSynced writes data to a new file name and syncs it.
-func writeSynced(d vfd.Driver, name string, data []byte) error {
-	f, err := vfd.CreateTrunc(d, name)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(data, 0); err != nil {
-		return errors.Join(err, f.Close())
-	}
-	return errors.Join(f.Sync(), f.Close())
-}
-
-// removeStaged removes the tmp copies of manifest seq, if there (rank
-// 0); what is left is removed by the next Open.
-func (e *Engine) removeStaged(seq uint64) {
-	ds, ps := e.copyPaths(seq)
-	for i := range ds {
-		if err := removeIfExists(ds[i], ps[i]+TmpSuffix); err != nil {
-			e.env.Logger.Warn("removing a staged manifest copy; the next start-up removes it", zap.String("path", ps[i]+TmpSuffix), zap.Error(err))
-		}
-	}
-}
-
-// renameCopies renames both staged copies of manifest seq into place and
-// syncs their directories, concurrently: the checkpoint is committed once
-// one is durable. On any failure it removes both (rank 0).
-func (e *Engine) renameCopies(seq uint64) error {
-	ds, ps := e.copyPaths(seq)
-	place := func(i int, what string) func() error {
+	meta := e.env.Meta
+	write := func(i int, what string) func() error {
 		return func() error {
-			if err := ds[i].Rename(ps[i]+TmpSuffix, ps[i]); err != nil {
+			if i == 0 {
+				for _, d := range drops {
+					if err := createEmpty(meta.Driver, meta.Path(SupersededName(d.Seq, seq))); err != nil {
+						return fmt.Errorf("superseded marker: %w", err)
+					}
+				}
+			}
+			f, err := vfd.CreateTrunc(ds[i], ps[i])
+			if err != nil {
 				return fmt.Errorf("%s: %w", what, err)
 			}
-			if err := ds[i].SyncDir(path.Dir(ps[i])); err != nil {
-				return fmt.Errorf("%s: sync dir of %s: %w", what, ps[i], err)
+			if _, err := f.WriteAt(raw, 0); err != nil {
+				return fmt.Errorf("%s: %w", what, errors.Join(err, f.Close()))
+			}
+			err = runAll([]func() error{f.Sync, func() error { return ds[i].SyncDir(path.Dir(ps[i])) }})
+			if err = errors.Join(err, f.Close()); err != nil {
+				return fmt.Errorf("%s: sync %s: %w", what, ps[i], err)
 			}
 			return nil
 		}
 	}
-	err := runAll([]func() error{place(0, "manifest"), place(1, "manifest replica")})
+	err := runAll([]func() error{write(0, "manifest"), write(1, "manifest replica")})
 	if err != nil {
-		// A rename may have happened: make sure the checkpoint is not
-		// left committed behind our back.
-		e.removeStaged(seq)
 		err = errors.Join(err, e.removeCopies(seq))
+		for _, d := range drops {
+			// Stale once the copies are gone (they name a checkpoint that
+			// is not committed): no sync needed.
+			err = errors.Join(err, removeIfExists(meta.Driver, meta.Path(SupersededName(d.Seq, seq))))
+		}
 	}
 	return err
+}
+
+// createEmpty creates an empty file (its name is what counts).
+func createEmpty(d vfd.Driver, name string) error {
+	f, err := vfd.CreateTrunc(d, name)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }

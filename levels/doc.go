@@ -20,16 +20,22 @@
 // Meta/"ckpt%08d.manifest" and the replica Global/[ReplicaDir]/
 // "ckpt%08d.manifest" (a subdirectory, so meta_dir may be glbl_dir). A
 // copy is valid when it parses, its hash checks and it holds the seq of
-// its name ([CopyState]). Two markers in Meta record intent: the intent
+// its name ([CopyState]). Three markers in Meta record intent: the intent
 // marker "ckpt%08d.pending", durable before any file of the checkpoint
-// is published and removed once a copy is, and the deletion marker
-// "ckpt%08d.deleting" (the primary renamed), durable before the last copy
-// goes and removed once every file has. A checkpoint is committed when a
-// valid copy exists and no deletion marker does. Start-up
+// has a published name and removed once both copies are durable; the
+// deletion marker "ckpt%08d.deleting" (the primary renamed), durable
+// before the last copy goes and removed once every file has; and the
+// superseded marker "ckpt%08d.superseded-%08d", durable with the newer
+// checkpoint's primary, which makes the older checkpoint a deletion
+// exactly when the newer one is committed or being deleted. A checkpoint
+// is committed when a valid copy exists and neither a deletion marker
+// nor such a superseded marker does. Start-up
 // ([Engine.Open], with [ScanCheckpoints] and [SeqScan.State]) then
 // knows, for every checkpoint number with anything left on disk:
 //
-//   - a deletion marker: the deletion is finished;
+//   - a deletion marker, or a superseded marker naming a committed or
+//     deleting checkpoint: the deletion is finished (a superseded
+//     marker naming anything else is stale and goes);
 //   - a valid copy: committed; a missing, damaged or foreign (swapped)
 //     copy is rewritten from the valid one, the damaged bytes kept as
 //     *.broken, with a warning naming the file and why; an intent marker
@@ -56,7 +62,9 @@
 //     metadata, classifies every checkpoint number as above and repairs;
 //     every rank receives the committed list; then each node's lowest rank
 //     removes uncommitted checkpoint directories and tmp files of its node,
-//     rank 0 those of the global area and, last, the markers.
+//     rank 0 those of the global area and, last, the markers; finally the
+//     directories are synced, all the way up, and with the meta directory
+//     the first checkpoint's intent marker, written ahead.
 //  3. On a restart, [Engine.Recover]: newest committed checkpoint first,
 //     [Level.Recover] on every rank (verify every digest, rebuild from
 //     redundancy; see "Reading the data once" below), a vote — or, for a checkpoint of another shape, the
@@ -66,13 +74,18 @@
 //     drops them once a newer one commits, and [Engine.Recoverable] leaves
 //     them out, so none is ever taken for the newest.
 //  4. [Engine.Checkpoint], as often as wanted:
-//     a. rank 0 writes the intent marker while every rank writes its data
-//     file as "<name>.tmp" and syncs it; its digest is the FTI-FF checksum
-//     at L1, or a BLAKE3 of the file computed through a second handle
-//     during the fsync; vote. At a [DataReader] level (L2, L3), whose
+//     a. every rank votes that rank 0 made the intent marker durable
+//     ahead (at Open, or after the previous commit); then every rank
+//     writes its data file under its final name and syncs it beside the
+//     syncs of the checkpoint directory and of the area directory. When
+//     the marker was not written ahead (after a failed checkpoint), rank
+//     0 writes it while the data is written as "<name>.tmp", renamed in
+//     c. The digest is the FTI-FF checksum at L1, or a BLAKE3 of the file
+//     computed through a second handle during the fsync; vote. At a
+//     [DataReader] level (L2, L3), whose
 //     Protect reads the whole file anyway, neither happens here: Protect
-//     hashes the file as it reads it and records the digest, and the fsync
-//     runs beside Protect and is voted on in b. A level implementing
+//     hashes the file as it reads it and records the digest, and the fsyncs
+//     run beside Protect and are voted on in b. A level implementing
 //     [DataOpener] whose OpensData is true (the inline [Global4], ckpt's
 //     default L4) places the data itself instead: [DataOpener.OpenData]
 //     (collective) returns the file each rank writes — its task of the L4
@@ -82,25 +95,28 @@
 //     for a [DataOpener], [DataOpener.ProtectData] commits what was
 //     written and marks the data entry [AttrInContainer] (or, when the
 //     vote in a failed, [DataOpener.AbortData] discards it); vote;
-//     c. every rank renames its files into place and syncs their
-//     directories (all at once) while rank 0, having gathered every rank's
-//     files, writes both manifest copies under tmp names and syncs them;
-//     vote;
-//     d. rank 0 renames both copies into place and syncs their
-//     directories, concurrently — the commit point is the first copy
-//     durable; vote;
-//     then rank 0 removes the intent marker (and the deletion markers of
+//     c. every rank's file list is gathered on every rank; when some rank
+//     has files under tmp names, every rank renames its files into place
+//     and syncs their directories (all at once); vote;
+//     d. rank 0 creates the superseded markers of the checkpoints the
+//     [Policy] drops once this one commits, then writes both manifest
+//     copies under their final names and syncs each beside its directory,
+//     all at once — the commit point is the first copy durable; vote;
+//     then rank 0, in the background, removes the intent marker and
+//     writes the next checkpoint's (and removes the deletion markers of
 //     checkpoints every rank has finished removing);
-//     e. the [Policy] names superseded checkpoints; rank 0 renames their
-//     primaries to deletion markers and removes their replicas
-//     (collectively agreed), then each node's lowest rank removes their
-//     node-local directories, and rank 0 the global ones, in the
-//     background ([Engine.Wait]; every collective method waits).
+//     e. the dropped checkpoints stop being committed on every rank; in
+//     the background rank 0 turns their superseded markers into deletion
+//     markers (primaries renamed, synced, replicas removed) while each
+//     node's lowest rank removes their node-local directories, and rank 0
+//     the global ones ([Engine.Wait]; every collective method waits).
 //     A failed vote removes the new files and directories on every rank,
 //     then the intent marker, and returns an error wrapping
 //     [ErrVoteFailed] on every rank; a crash anywhere leaves the previous
 //     committed set or the new one, and step 2 of the next run removes
-//     the leftovers.
+//     the leftovers. On the critical path of an L1 checkpoint this is two
+//     rounds of device flushes (a, d), as for a raw write, fsync and
+//     directory fsync.
 //  5. [Engine.Delete] removes a committed checkpoint (Finalize);
 //     [Engine.Keep] rewrites both copies marked Kept (keep_last_ckpt);
 //     [Engine.Upgrade] raises a committed L1 checkpoint to L2-L4 (the
@@ -226,10 +242,14 @@
 //
 // An Engine belongs to one rank and is used by one goroutine at a time;
 // its only goroutines are the background removal, the hashing of the
-// data file during its fsync, the directory syncs of a publish and, on
-// rank 0, the writing of the intent marker beside the data and of the
-// manifest copies beside the publish and beside each other; a restart's
+// data file during its fsync, the directory syncs beside the data file's
+// fsync and of a publish and, on rank 0, the writing of the intent marker
+// (ahead, in the background, or beside the data), of the manifest copies
+// beside each other and their directories' syncs, and the turning of
+// superseded markers into deletion markers; a restart's
 // image is loaded by a goroutine of [vfd.Load] while the verifier hashes.
+// [Engine.Release] waits for them and removes the intent marker written
+// ahead, for a run that ends without [Engine.Settle].
 // Ranks of one node share the Local directory; only the node's lowest
 // rank creates, cleans or removes directories there, and no two ranks
 // write the same file. Levels are stateless values shared by all ranks.

@@ -82,6 +82,16 @@ type Engine struct {
 	rmFailed []uint64
 	// reshape is the checkpoint of another shape the last Recover chose.
 	reshape *Reshape
+	// intent is the checkpoint number whose intent marker rank 0 is
+	// making durable ahead of the checkpoint (0: none; identical on every
+	// rank), marking the result of that background write on rank 0 (see
+	// [Engine.premark]).
+	intent  uint64
+	marking chan error
+	markErr error
+	// unconverted holds, on rank 0, the checkpoints dropped by a commit
+	// whose superseded markers are not yet deletion markers.
+	unconverted []*Manifest
 }
 
 // Skipped is a committed checkpoint that [Engine.Recover] found
@@ -233,17 +243,25 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 	e.nextSeq++
 
 	// 0. The intent marker, durable before any file of the checkpoint is
-	// published, written by rank 0 while the data is: files without a
-	// manifest are then known to be uncommitted, not a committed
-	// checkpoint whose metadata was lost.
+	// published: files without a manifest are then known to be
+	// uncommitted, not a committed checkpoint whose metadata was lost.
+	// Normally rank 0 made it durable in the background after the last
+	// commit (or Open), and the data file is written under its final name
+	// at once. Otherwise rank 0 writes it while the data is written under
+	// its tmp name, which the commit renames.
+	ahead, err := e.takeIntent(p.Seq)
+	if err != nil {
+		return nil, st, err
+	}
 	var marked chan error
-	if env.Rank == 0 {
+	if env.Rank == 0 && !ahead {
 		marked = make(chan error, 1)
-		go func() { marked <- e.writePending(p) }()
+		go func() { marked <- writePending(env.Meta, p.Seq) }()
 	}
 
-	// 1. Data file under its tmp name, synced; or, for a level that
-	// places the data itself, the level's file.
+	// 1. Data file under its final name (its tmp name without a marker
+	// written ahead), synced; or, for a level that places the data
+	// itself, the level's file.
 	area := level.DataArea()
 	opener, direct := level.(DataOpener)
 	direct = direct && opener.OpensData()
@@ -254,7 +272,7 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 		held, werr = e.writeDirect(p, opener, area, write, &st)
 	} else {
 		reader, ok := level.(DataReader)
-		syncData, werr = e.writeData(p, area, write, &st, ok && reader.ReadsData(), co.prewritten)
+		syncData, werr = e.writeData(p, area, write, &st, ok && reader.ReadsData(), co.prewritten, ahead)
 	}
 	st.Write = env.Now().Sub(start)
 	if werr == nil {
@@ -300,11 +318,11 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 		return nil, st, e.abort(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
 	}
 
-	// 3. Renames and directory syncs, while rank 0 writes the manifest's
-	// copies under tmp names; 4. the manifest's renames, the commit
-	// (commit.go).
+	// 3. Renames and directory syncs of what is under tmp names, if
+	// anything; 4. the manifest copies, the commit, with the superseded
+	// markers of what retention drops (commit.go).
 	t = env.Now()
-	m, err := e.commit(p)
+	m, drops, err := e.commit(p)
 	st.Commit = env.Now().Sub(t)
 	st.TotalData = p.total
 	if err != nil {
@@ -312,26 +330,40 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 	}
 	e.committed = append(e.committed, m)
 
-	// 5. Retention: only now may older checkpoints go.
+	// 5. Retention: the checkpoints m's commit dropped (its superseded
+	// markers) go, in the background.
 	t = env.Now()
-	e.retain(m)
+	e.retainMarked(drops)
 	st.Clean = env.Now().Sub(t)
 	st.Total = env.Now().Sub(start)
 	return m, st, nil
 }
 
-// writeData writes the data file under its tmp name and records it. The
-// file is synced and its digest known on return, except with readBy (the
-// level's Protect reads the whole file, see [DataReader]) when the write
-// gave no digest: then the digest is left pending for Protect, and the
-// returned function syncs and closes the file, to be run beside Protect.
-func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, readBy, prewritten bool) (func() error, error) {
+// writeData writes the data file and records it. With ahead (the intent
+// marker is durable already) the file is written under its final name
+// and the checkpoint directory's entries (its own in the area, the
+// file's in it) are synced beside the file's fsync, so that the commit
+// has nothing to rename ([Pending.Published] counts the file); otherwise
+// it is written under its tmp name. The file is synced and its digest
+// known on return, except with readBy (the level's Protect reads the
+// whole file, see [DataReader]) when the write gave no digest: then the
+// digest is left pending for Protect, and the returned function syncs
+// and closes the file (and the directories), to be run beside Protect.
+func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, readBy, prewritten, ahead bool) (func() error, error) {
 	s := e.env.Store(area)
 	if err := s.Driver.MkdirAll(s.Path(p.Dir), 0o755); err != nil {
 		return nil, fmt.Errorf("create checkpoint dir: %w", err)
 	}
 	name := RankFileName(p.Dir, RoleData, e.env.Rank)
 	full := s.Path(name) + TmpSuffix
+	if ahead {
+		if prewritten {
+			if err := s.Driver.Rename(full, s.Path(name)); err != nil {
+				return nil, fmt.Errorf("rename the data file into place: %w", err)
+			}
+		}
+		full = s.Path(name)
+	}
 	var f vfd.File
 	var err error
 	if prewritten {
@@ -342,6 +374,22 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 	if err != nil {
 		return nil, fmt.Errorf("create data file: %w", err)
 	}
+	// The directory syncs that make the file's name durable, beside its
+	// fsync (concurrent syncs on one file system share journal commits).
+	var dirs []func() error
+	if ahead {
+		dirs = []func() error{
+			func() error { return s.Driver.SyncDir(s.Path(p.Dir)) },
+			func() error { return s.Driver.SyncDir(s.Dir) },
+		}
+		p.dirSynced = map[Where]bool{area: true}
+	}
+	record := func(f File) {
+		p.Files = append(p.Files, f)
+		if ahead {
+			p.Published = len(p.Files)
+		}
+	}
 	size, d, ok, err := write(f)
 	var attrs map[string]string
 	if err == nil && !ok && area == Local {
@@ -351,10 +399,10 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 	}
 	if err == nil && !ok && readBy {
 		st.Bytes = size
-		p.Files = append(p.Files, File{Role: RoleData, Where: area, Name: name, Size: size, Of: e.env.Rank})
+		record(File{Role: RoleData, Where: area, Name: name, Size: size, Of: e.env.Rank})
 		p.DigestPending = true
 		return func() error {
-			err := errors.Join(f.Sync(), f.Close())
+			err := runAll(append([]func() error{func() error { return errors.Join(f.Sync(), f.Close()) }}, dirs...))
 			if err != nil {
 				return fmt.Errorf("sync %s: %w", full, err)
 			}
@@ -363,22 +411,19 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 	}
 	if err == nil {
 		if ok {
-			err = f.Sync()
+			err = runAll(append([]func() error{f.Sync}, dirs...))
 		} else {
 			// Hash through a second handle while the data goes to disk:
 			// the CPU work hides behind the fsync.
-			done := make(chan error, 1)
-			go func() {
+			hash := func() error {
 				rf, err := s.Driver.Open(full, vfd.ReadOnly)
 				if err != nil {
-					done <- err
-					return
+					return err
 				}
 				d, err = FileDigest(rf)
-				done <- errors.Join(err, rf.Close())
-			}()
-			err = f.Sync()
-			err = errors.Join(err, <-done)
+				return errors.Join(err, rf.Close())
+			}
+			err = runAll(append([]func() error{f.Sync, hash}, dirs...))
 		}
 	}
 	if cerr := f.Close(); err == nil {
@@ -388,7 +433,7 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 		return nil, fmt.Errorf("write %s: %w", full, err)
 	}
 	st.Bytes = size
-	p.Files = append(p.Files, File{Role: RoleData, Where: area, Name: name, Size: size, Digest: d, Of: e.env.Rank, Attrs: attrs})
+	record(File{Role: RoleData, Where: area, Name: name, Size: size, Digest: d, Of: e.env.Rank, Attrs: attrs})
 	return nil, nil
 }
 
@@ -497,6 +542,9 @@ func (e *Engine) publish(p *Pending) error {
 				return nil
 			})
 		}
+		if p.dirSynced[w] {
+			continue // synced with the data file
+		}
 		// The checkpoint directory's own entry in the area.
 		syncs = append(syncs, func() error {
 			if err := s.Driver.SyncDir(s.Dir); err != nil {
@@ -536,21 +584,31 @@ type manifestPayload struct {
 	// RmFailed lists the dropped checkpoints whose files this rank could
 	// not remove (their deletion markers must stay).
 	RmFailed []uint64 `json:"rm_failed,omitempty"`
+	// Unpublished counts this rank's files still under tmp names.
+	Unpublished int `json:"unpublished,omitempty"`
 }
 
-// writePending writes the intent marker of p (rank 0). Only its name
-// counts, so only the directory entry is made durable: a crash may leave
-// it empty, never absent once this returns.
-func (e *Engine) writePending(p *Pending) error {
-	meta := e.env.Meta
-	name := meta.Path(PendingName(p.Seq))
+// writePending writes the intent marker of checkpoint seq in meta (rank 0).
+// Only its name counts, so only the directory entry is made durable: a
+// crash may leave it empty, never absent once this returns.
+func writePending(meta Store, seq uint64) error {
+	err := createPending(meta, seq)
+	if err == nil {
+		if err = meta.Driver.SyncDir(meta.Dir); err != nil {
+			err = fmt.Errorf("write intent marker %s: %w", meta.Path(PendingName(seq)), err)
+		}
+	}
+	return err
+}
+
+// createPending creates the intent marker of checkpoint seq in meta
+// without syncing the directory (rank 0).
+func createPending(meta Store, seq uint64) error {
+	name := meta.Path(PendingName(seq))
 	f, err := vfd.CreateTrunc(meta.Driver, name)
 	if err == nil {
-		_, err = f.WriteAt([]byte(fmt.Sprintf("ftigo-pending %d\n", p.Seq)), 0)
+		_, err = f.WriteAt([]byte(fmt.Sprintf("ftigo-pending %d\n", seq)), 0)
 		err = errors.Join(err, f.Close())
-	}
-	if err == nil {
-		err = meta.Driver.SyncDir(meta.Dir)
 	}
 	if err != nil {
 		return fmt.Errorf("write intent marker %s: %w", name, err)
@@ -576,6 +634,11 @@ func MkdirDurable(d vfd.Driver, dir string) error {
 	if err := d.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	return runAll(syncPath(d, dir))
+}
+
+// syncPath returns the syncs of dir and of every directory above it.
+func syncPath(d vfd.Driver, dir string) []func() error {
 	var syncs []func() error
 	for p := path.Clean(dir); ; p = path.Dir(p) {
 		syncs = append(syncs, func() error { return d.SyncDir(p) })
@@ -583,7 +646,7 @@ func MkdirDurable(d vfd.Driver, dir string) error {
 			break
 		}
 	}
-	return runAll(syncs)
+	return syncs
 }
 
 func removeIfExists(d vfd.Driver, name string) error {
@@ -604,10 +667,12 @@ func (e *Engine) abort(p *Pending, err error) error {
 		s := env.Store(f.Where)
 		errs = append(errs, removeIfExists(s.Driver, s.Path(f.Name)+TmpSuffix), removeIfExists(s.Driver, s.Path(f.Name)))
 	}
-	// A failed data write may have left a tmp file not yet in p.Files.
+	// A failed data write may have left a file (tmp, or under its final
+	// name when the intent marker was written ahead) not yet in p.Files.
 	for _, w := range []Where{Local, Global} {
 		s := env.Store(w)
-		errs = append(errs, removeIfExists(s.Driver, s.Path(RankFileName(p.Dir, RoleData, env.Rank))+TmpSuffix))
+		name := s.Path(RankFileName(p.Dir, RoleData, env.Rank))
+		errs = append(errs, removeIfExists(s.Driver, name+TmpSuffix), removeIfExists(s.Driver, name))
 	}
 	cerr := errors.Join(errs...)
 	if Agree(env.Comm, cerr, "remove the files of a failed checkpoint") == nil {
@@ -647,8 +712,30 @@ func removeDir(s Store, dir string) error {
 // background (see [Engine.Wait]). Errors are logged, not returned: m is
 // committed either way, and leftovers are removed by the next Open.
 func (e *Engine) retain(m *Manifest) {
+	drop := e.dropsFor(m)
+	if len(drop) == 0 {
+		return
+	}
+	if err := e.uncommit(drop, false); err != nil {
+		if e.env.Rank == 0 {
+			e.env.Logger.Warn("deleting superseded checkpoints", zap.Error(err))
+		}
+		return
+	}
+	e.removeLater(drop, false)
+}
+
+// dropsFor returns the checkpoints to delete once m is committed: those
+// the policy drops and the older ones Recover found unrecoverable, less
+// those a remaining checkpoint depends on. The same on every rank.
+func (e *Engine) dropsFor(m *Manifest) []*Manifest {
+	all := e.Committed()
+	if !slices.ContainsFunc(all, func(c *Manifest) bool { return c.Seq == m.Seq }) {
+		all = append(all, m)
+	}
+	rec := slices.DeleteFunc(slices.Clone(all), func(c *Manifest) bool { return e.unrecoverable[c.Seq] })
 	var drop []*Manifest
-	for _, d := range e.policy.Drop(e.Recoverable(), m) {
+	for _, d := range e.policy.Drop(rec, m) {
 		if d.Seq != m.Seq {
 			drop = append(drop, d)
 		}
@@ -658,41 +745,232 @@ func (e *Engine) retain(m *Manifest) {
 			drop = append(drop, c)
 		}
 	}
-	drop = keepChains(e.committed, drop)
-	if len(drop) == 0 {
+	return keepChains(all, drop)
+}
+
+// retainMarked deletes the checkpoints drops that a commit has just
+// dropped through their superseded markers ([Engine.commit]): they stop
+// being committed at once, on every rank; in the background rank 0
+// turns the markers into deletion markers ([Engine.convertDrops]) while
+// every rank removes the files ([Engine.removeFiles]) — the commit made
+// them a deletion already. Local.
+func (e *Engine) retainMarked(drops []*Manifest) {
+	if len(drops) == 0 {
 		return
 	}
-	if err := e.uncommit(drop); err != nil {
-		if e.env.Rank == 0 {
-			e.env.Logger.Warn("deleting superseded checkpoints", zap.Error(err))
-		}
-		return
+	e.committed = slices.DeleteFunc(e.committed, func(x *Manifest) bool {
+		return slices.ContainsFunc(drops, func(m *Manifest) bool { return m.Seq == x.Seq })
+	})
+	for _, m := range drops {
+		delete(e.unrecoverable, m.Seq)
 	}
+	if e.env.Rank == 0 {
+		e.unconverted = append(e.unconverted, drops...)
+	}
+	e.removeLater(drops, true)
+}
+
+// removeLater removes the files of the uncommitted checkpoints drop in
+// the background (see [Engine.Wait]); with convert, rank 0 first turns
+// their superseded markers into deletion markers, beside the removal, and
+// removes their replicas. The deletion markers wait in e.dropped until
+// every rank has removed the files.
+func (e *Engine) removeLater(drop []*Manifest, convert bool) {
 	for _, d := range drop {
 		e.dropped = append(e.dropped, d.Seq)
 	}
 	done := make(chan struct{})
 	e.bg = done
-	env := e.env // the goroutine must not read e.env: Upgrade swaps it back while the removal runs
+	env := e.env // not e.env in the goroutine: it is the caller's
 	go func() {
 		defer close(done)
-		for _, d := range drop {
-			if err := e.removeFiles(env, d); err != nil {
+		var fns []func() error
+		var replFailed map[uint64]bool
+		if convert && env.Rank == 0 {
+			fns = append(fns, func() error {
+				var err error
+				if replFailed, err = e.convertDrops(env); err != nil {
+					env.Logger.Warn("marking superseded checkpoints deleted; retried before the next deletion, or by the next start-up", zap.Error(err))
+				}
+				return nil
+			})
+		}
+		failed := make([]bool, len(drop))
+		for i, d := range drop {
+			fns = append(fns, func() error {
+				if err := e.removeFiles(env, d, !convert); err != nil {
+					failed[i] = true
+					env.Logger.Warn("removing superseded checkpoint files; the next start-up retries", zap.Uint64("seq", d.Seq), zap.Error(err))
+				}
+				return nil
+			})
+		}
+		_ = runAll(fns)
+		for i, d := range drop {
+			// While some dropped checkpoint is held only by a superseded
+			// marker naming a newer one, no deletion marker may go: the
+			// one it names may be among them.
+			if failed[i] || replFailed[d.Seq] || len(e.unconverted) > 0 {
 				e.rmFailed = append(e.rmFailed, d.Seq)
-				env.Logger.Warn("removing superseded checkpoint files; the next start-up retries", zap.Uint64("seq", d.Seq), zap.Error(err))
 			}
 		}
 	}()
 }
 
-// Wait blocks until the background removal of superseded checkpoint files
-// has finished. Every collective method calls it first; call it before
-// abandoning an Engine. Local.
+// convertDrops turns the superseded markers of the checkpoints in
+// e.unconverted into deletion markers (rank 0): each primary renamed to
+// its deletion marker, the meta directory synced, then the replicas and
+// the superseded markers removed and the replica directory synced. A
+// superseded marker is only as good as the checkpoint it names, which a
+// later retention may delete: its deletion marker must be durable before
+// then, so [Engine.uncommit] retries what is left here first.
+//
+// It returns the checkpoints whose replica removal failed (their deletion
+// markers must stay: a replica that outlives its marker would be a
+// committed checkpoint without files).
+func (e *Engine) convertDrops(env *Env) (map[uint64]bool, error) {
+	ms := e.unconverted
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	var errs []error
+	var marked, left []*Manifest
+	for _, m := range ms {
+		if err := markDeleting(env.Meta, m); err != nil {
+			errs = append(errs, err)
+			left = append(left, m)
+			continue
+		}
+		marked = append(marked, m)
+	}
+	if err := env.Meta.Driver.SyncDir(env.Meta.Dir); err != nil {
+		e.unconverted = ms
+		return nil, errors.Join(append(errs, err)...)
+	}
+	e.unconverted = left
+	repl := replicaStore(env.Global)
+	replFailed := map[uint64]bool{}
+	for _, m := range marked {
+		if err := removeIfExists(repl.Driver, repl.Path(ManifestName(m.Seq))); err != nil {
+			errs = append(errs, err)
+			replFailed[m.Seq] = true
+		}
+	}
+	if len(marked) > 0 {
+		if err := repl.Driver.SyncDir(repl.Dir); err != nil {
+			errs = append(errs, err)
+			for _, m := range marked {
+				replFailed[m.Seq] = true
+			}
+		}
+	}
+	// The superseded markers, now that the deletion markers say the
+	// same (no sync: one that comes back is harmless beside them).
+	if ents, err := env.Meta.Driver.ReadDir(env.Meta.Dir); err == nil {
+		for _, de := range ents {
+			if seq, _, ok := parseSuperseded(de.Name()); ok && slices.ContainsFunc(marked, func(m *Manifest) bool { return m.Seq == seq }) {
+				errs = append(errs, removeIfExists(env.Meta.Driver, env.Meta.Path(de.Name())))
+			}
+		}
+	}
+	return replFailed, errors.Join(errs...)
+}
+
+// Wait blocks until the background work has finished: the removal of
+// superseded checkpoint files and, on rank 0, the intent marker of the
+// next checkpoint written ahead. Every collective method calls it first
+// (Recover only waits for the removal); call it before abandoning an
+// Engine. Local.
 func (e *Engine) Wait() {
+	e.waitRemoval()
+	e.waitMarking()
+}
+
+// waitRemoval blocks until the background removal has finished.
+func (e *Engine) waitRemoval() {
 	if e.bg != nil {
 		<-e.bg
 		e.bg = nil
 	}
+}
+
+// waitMarking blocks until the intent marker written ahead (rank 0) is
+// durable or failed, and records the result for [Engine.takeIntent].
+func (e *Engine) waitMarking() {
+	if e.marking != nil {
+		e.markErr = <-e.marking
+		e.marking = nil
+	}
+}
+
+// premark starts writing the intent marker of checkpoint seq, the next
+// one, and syncing the meta directory, in the background on rank 0 —
+// after removing the marker of checkpoint done (0: none), which the same
+// sync makes durable — so that the next [Engine.Checkpoint] finds it
+// durable and writes its data under the final names at once. Every rank
+// records seq. Local.
+func (e *Engine) premark(seq, done uint64) {
+	e.intent, e.markErr = seq, nil
+	if e.env.Rank != 0 {
+		return
+	}
+	ch := make(chan error, 1)
+	e.marking = ch
+	meta, log := e.env.Meta, e.env.Logger // not e.env in the goroutine: it is the caller's
+	go func() {
+		if done != 0 {
+			if err := removeIfExists(meta.Driver, meta.Path(PendingName(done))); err != nil {
+				log.Warn("removing the intent marker of a committed checkpoint; the next start-up removes it", zap.Uint64("seq", done), zap.Error(err))
+			}
+		}
+		ch <- writePending(meta, seq)
+	}()
+}
+
+// takeIntent reports, identically on every rank, whether the intent
+// marker of checkpoint seq was made durable ahead ([Engine.premark]):
+// rank 0 waits for its background write, then every rank votes (one
+// integer). Collective when a marker was written ahead for seq, local
+// otherwise; either way the marker is taken (a later call returns false).
+func (e *Engine) takeIntent(seq uint64) (bool, error) {
+	if e.intent != seq {
+		e.intent = 0
+		return false, nil
+	}
+	e.intent = 0
+	e.waitMarking()
+	local := e.markErr
+	e.markErr = nil
+	ok, err := vote(e.env.Comm, local == nil)
+	if err != nil {
+		return false, err
+	}
+	if local != nil {
+		e.env.Logger.Warn("the intent marker written ahead failed; it is written again beside the data", zap.Uint64("seq", seq), zap.Error(local))
+	}
+	return ok, nil
+}
+
+// Release waits for the background work ([Engine.Wait]) and removes the
+// intent marker written ahead for the next checkpoint, if any (rank 0):
+// for a run that ends without [Engine.Settle]. A marker left behind costs
+// nothing: the next Open removes it. The engine stays usable; its next
+// checkpoint writes the marker again. Local.
+func (e *Engine) Release() {
+	e.Wait()
+	e.dropIntent()
+}
+
+// dropIntent removes the intent marker written ahead, if any, once it is
+// durable (rank 0).
+func (e *Engine) dropIntent() {
+	e.waitMarking()
+	if e.intent != 0 && e.env.Rank == 0 {
+		if err := removeIfExists(e.env.Meta.Driver, e.env.Meta.Path(PendingName(e.intent))); err != nil {
+			e.env.Logger.Warn("removing the intent marker written ahead; the next start-up removes it", zap.Error(err))
+		}
+	}
+	e.intent, e.markErr = 0, nil
 }
 
 // Settle waits for the background removal on every rank and, when every
@@ -702,6 +980,7 @@ func (e *Engine) Wait() {
 // remove the files of a superseded checkpoint.
 func (e *Engine) Settle() error {
 	e.Wait()
+	e.dropIntent()
 	var local error
 	if len(e.rmFailed) > 0 {
 		local = fmt.Errorf("files of checkpoints %v not removed", e.rmFailed)
@@ -726,25 +1005,43 @@ func (e *Engine) Settle() error {
 
 // uncommit makes ms stop being committed: rank 0 renames each primary
 // manifest to its deletion marker (a marker file is written when the
-// primary is gone), syncs, and only then removes the replicas: a replica
-// removed before its marker is durable could leave, after a crash, the
+// primary is gone), syncs, and only then (with replicas; otherwise
+// [Engine.removeFiles] does) removes the replicas: a replica removed
+// before its marker is durable could leave, after a crash, the
 // checkpoint's files with neither a manifest copy nor a marker — lost
 // metadata, which start-up refuses, so the run could not restart from its
 // newest checkpoint either. A replica whose marker failed stays.
 // Collective.
-func (e *Engine) uncommit(ms []*Manifest) error {
+func (e *Engine) uncommit(ms []*Manifest, replicas bool) error {
 	env := e.env
 	var merr error
 	if env.Rank == 0 {
+		// Dropped checkpoints still held only by a superseded marker
+		// naming a checkpoint that may be among ms: their deletion
+		// markers first.
+		replFailed, err := e.convertDrops(env)
+		for seq := range replFailed {
+			e.rmFailed = append(e.rmFailed, seq) // its deletion marker stays
+		}
+		if len(e.unconverted) > 0 {
+			merr = err // not one more deletion while a marker is not durable
+		} else if err != nil {
+			env.Logger.Warn("marking superseded checkpoints deleted", zap.Error(err))
+		}
+	}
+	if env.Rank == 0 && merr == nil {
 		repl := replicaStore(env.Global)
 		marked := make([]bool, len(ms))
 		for i, m := range ms {
-			err := e.markDeleting(m)
+			err := markDeleting(env.Meta, m)
 			marked[i] = err == nil
 			merr = errors.Join(merr, err)
 		}
 		if err := env.Meta.Driver.SyncDir(env.Meta.Dir); err != nil {
 			merr = errors.Join(merr, err)
+			clear(marked)
+		}
+		if !replicas {
 			clear(marked)
 		}
 		var errs []error
@@ -772,8 +1069,7 @@ func (e *Engine) uncommit(ms []*Manifest) error {
 
 // markDeleting turns the primary manifest of m into its deletion marker
 // (rank 0); the caller syncs the meta directory.
-func (e *Engine) markDeleting(m *Manifest) error {
-	meta := e.env.Meta
+func markDeleting(meta Store, m *Manifest) error {
 	err := meta.Driver.Rename(meta.Path(ManifestName(m.Seq)), meta.Path(DeletingName(m.Seq)))
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -786,19 +1082,30 @@ func (e *Engine) markDeleting(m *Manifest) error {
 }
 
 // removeFiles removes the directories of uncommitted checkpoint m: the
-// node's lowest rank in the node-local area, rank 0 in the global area;
-// a level with a [Remover] removes what lies elsewhere. Local to the rank.
-func (e *Engine) removeFiles(env *Env, m *Manifest) error {
+// node's lowest rank in the node-local area, rank 0 in the global area
+// and, with replica, m's manifest replica; a level with a [Remover]
+// removes what lies elsewhere. Local to the rank.
+func (e *Engine) removeFiles(env *Env, m *Manifest, replica bool) error {
 	err := e.removeElsewhere(env, m)
-	// Synced: the deletion marker may go only once the directories are
-	// gone for good, or a crash could bring back files without metadata.
-	// The areas at once: their syncs overlap.
+	// Synced: the deletion marker may go only once the directories (and
+	// the replica) are gone for good, or a crash could bring back files
+	// without metadata, or a committed checkpoint without its files. The
+	// areas at once: their syncs overlap.
 	var rm []func() error
 	if nodeLeader(env) {
 		rm = append(rm, func() error { return errors.Join(removeDir(env.Local, m.Dir()), e.removeOtherNodes(env, m)) })
 	}
 	if env.Rank == 0 {
 		rm = append(rm, func() error { return removeDir(env.Global, m.Dir()) })
+		if replica {
+			rm = append(rm, func() error {
+				repl := replicaStore(env.Global)
+				if err := removeIfExists(repl.Driver, repl.Path(ManifestName(m.Seq))); err != nil {
+					return err
+				}
+				return repl.Driver.SyncDir(repl.Dir)
+			})
+		}
 	}
 	return errors.Join(err, runAll(rm))
 }
@@ -826,10 +1133,10 @@ func (e *Engine) Delete(m *Manifest) error {
 	if d := e.dependent(m); d != nil {
 		return fmt.Errorf("delete checkpoint %s: %w: %s", m.Dir(), ErrInUse, d.Dir())
 	}
-	if err := e.uncommit([]*Manifest{m}); err != nil {
+	if err := e.uncommit([]*Manifest{m}, true); err != nil {
 		return err
 	}
-	if err := e.agree(e.removeFiles(e.env, m), "delete checkpoint "+m.Dir()); err != nil {
+	if err := e.agree(e.removeFiles(e.env, m, false), "delete checkpoint "+m.Dir()); err != nil {
 		return err
 	}
 	var err error
@@ -876,7 +1183,7 @@ func (e *Engine) Keep(m *Manifest) (*Manifest, error) {
 // recoverable the error (identical on every rank) wraps [ErrNoCheckpoint]
 // or [ErrUnrecoverable] and names each failure. Collective.
 func (e *Engine) Recover() (*Manifest, Source, error) {
-	e.Wait()
+	e.waitRemoval() // the intent marker written ahead may still be syncing
 	e.skipped = nil
 	if len(e.committed) == 0 {
 		return nil, Source{}, ErrNoCheckpoint

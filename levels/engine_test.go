@@ -57,7 +57,7 @@ func (cl *cluster) run(n int, fn func(e *Engine) error) error {
 		if err := e.Open(); err != nil {
 			return err
 		}
-		defer e.Wait()
+		defer e.Release()
 		return fn(e)
 	})
 }

@@ -23,6 +23,7 @@ func runL4(cl *cluster, n int, l4 Global4, fn func(e *Engine) error) error {
 		if err != nil {
 			return err
 		}
+		defer e.Release() // its background work ends with the run
 		if err := e.Open(); err != nil {
 			return err
 		}

@@ -160,18 +160,19 @@ type Pending struct {
 	Level ID
 	// Dir is the checkpoint's directory name inside each area ("ckpt00000007").
 	Dir string
-	// Files are the files this rank holds for the checkpoint, all written
-	// under Name+TmpSuffix and synced. The runtime puts the data file
-	// first; levels append the files they add.
+	// Files are the files this rank holds for the checkpoint, written
+	// under Name+TmpSuffix (but see Published) and synced. The runtime
+	// puts the data file first; levels append the files they add.
 	Files []File
 	// DigestPending is set when the runtime left the data file's digest
 	// to a [DataReader] level: its Protect computes it from the bytes it
 	// reads and records it with [Pending.SetDataDigest].
 	DigestPending bool
 	// Published counts the leading entries of Files that are already
-	// published under their final names ([Engine.Upgrade]: the data file
-	// of a committed checkpoint): levels read them without TmpSuffix and
-	// the commit does not rename them.
+	// published under their final names (the data file, written under its
+	// final name when the intent marker was durable ahead; at
+	// [Engine.Upgrade], the data file of a committed checkpoint): levels
+	// read them without TmpSuffix and the commit does not rename them.
 	Published int
 	// tap, set by [Engine.Upgrade], checks the published data file in
 	// the level's read pass: the levels show it every byte of the data
@@ -183,8 +184,11 @@ type Pending struct {
 	// total their sums (set while the manifest is written).
 	chain []uint64
 	opts  *checkpointOptions
-	stats DataStats
-	total DataStats
+	// dirSynced holds the areas whose checkpoint directory entry is
+	// durable already (synced beside the data file's fsync).
+	dirSynced map[Where]bool
+	stats     DataStats
+	total     DataStats
 }
 
 // Data returns this rank's data file entry.

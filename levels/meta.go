@@ -31,6 +31,13 @@ const (
 	// (meta_dir/ckpt%08d.deleting, the primary manifest renamed): durable
 	// before the last manifest copy goes, removed once every file has.
 	DeletingSuffix = ".deleting"
+	// SupersededInfix names the marker of a checkpoint that a newer one
+	// drops when it commits (meta_dir/ckpt%08d.superseded-%08d, the
+	// second number the newer checkpoint's): made durable with the newer
+	// checkpoint's manifest, it makes the older one a deletion as soon as
+	// (and only if) the newer one is committed, or was and is being
+	// deleted; removed once the deletion marker is durable.
+	SupersededInfix = ".superseded-"
 	// BrokenSuffix is appended to a damaged manifest copy moved aside
 	// (kept for forensics, ignored otherwise).
 	BrokenSuffix = ".broken"
@@ -52,6 +59,34 @@ func PendingName(seq uint64) string { return CheckpointDir(seq) + PendingSuffix 
 
 // DeletingName returns the deletion marker's name of checkpoint seq in the meta area.
 func DeletingName(seq uint64) string { return CheckpointDir(seq) + DeletingSuffix }
+
+// SupersededName returns the name, in the meta area, of the marker saying
+// that checkpoint seq is dropped when checkpoint by commits.
+func SupersededName(seq, by uint64) string {
+	return fmt.Sprintf("%s%s%08d", CheckpointDir(seq), SupersededInfix, by)
+}
+
+// parseSuperseded returns the numbers a superseded marker's name holds.
+func parseSuperseded(name string) (seq, by uint64, ok bool) {
+	head, tail, found := strings.Cut(name, SupersededInfix)
+	if !found {
+		return 0, 0, false
+	}
+	if seq, ok = parseSeq(head, ""); !ok {
+		return 0, 0, false
+	}
+	if by, ok = parseSeq(manifestPrefix+tail, ""); !ok {
+		return 0, 0, false
+	}
+	return seq, by, true
+}
+
+// Supersession is a superseded marker: the checkpoint is dropped when
+// checkpoint By is committed (or being deleted).
+type Supersession struct {
+	Path string
+	By   uint64
+}
 
 // CopyState is the state of one copy of a checkpoint's manifest.
 type CopyState int
@@ -115,7 +150,9 @@ const (
 	// manifest), or nothing but tmp files and empty directories. Its
 	// leftovers are removed.
 	SeqUncommitted
-	// SeqDeleting: a deletion marker; the deletion is completed.
+	// SeqDeleting: a deletion marker, or a superseded marker naming a
+	// newer checkpoint that is committed (or being deleted); the
+	// deletion is completed.
 	SeqDeleting
 	// SeqLost: no valid copy and no marker, yet published files or
 	// damaged copies exist: its metadata was lost. Start-up refuses to
@@ -150,6 +187,11 @@ type SeqScan struct {
 	// DeletingM its decoding when it parses (it is the renamed primary).
 	Deleting  string
 	DeletingM *Manifest
+	// Superseded are the superseded markers of the checkpoint;
+	// SupersededBy is the newer checkpoint, committed or being deleted,
+	// that one of them names (0: none), which makes this one a deletion.
+	Superseded   []Supersession
+	SupersededBy uint64
 	// Files are published files (names without the tmp suffix) found in
 	// the checkpoint's directories of the scanned areas, as paths;
 	// MoreFiles counts those found but not listed (start-up lists only a
@@ -166,7 +208,7 @@ type SeqScan struct {
 // State classifies the checkpoint by the rules of docs/format/manifest.md.
 func (s *SeqScan) State() SeqState {
 	switch {
-	case s.Deleting != "":
+	case s.Deleting != "" || s.SupersededBy != 0:
 		return SeqDeleting
 	case s.Primary.State == CopyValid || s.Replica.State == CopyValid:
 		return SeqCommitted
@@ -414,6 +456,25 @@ func (m *metaScan) list() []SeqScan {
 		out = append(out, *s)
 	}
 	slices.SortFunc(out, func(a, b SeqScan) int { return cmpSeq(a.Seq, b.Seq) })
+	// Superseded markers, newest first: whether a checkpoint is dropped
+	// depends on the state of the newer one its marker names, which may
+	// itself be dropped by a still newer one.
+	state := map[uint64]SeqState{}
+	for i := len(out) - 1; i >= 0; i-- {
+		s := &out[i]
+		for _, sup := range s.Superseded {
+			if st, ok := state[sup.By]; ok && sup.By > s.Seq && (st == SeqCommitted || st == SeqDeleting) {
+				s.SupersededBy = sup.By
+				break
+			}
+		}
+		if s.SupersededBy != 0 && s.DeletingM == nil {
+			if v := s.Valid(); v != nil {
+				s.DeletingM = v.M
+			}
+		}
+		state[s.Seq] = s.State()
+	}
 	return out
 }
 
@@ -469,6 +530,11 @@ func (m *metaScan) scanDir(s Store, ents []fs.DirEntry, meta bool) {
 		}
 		if seq, ok := parseSeq(name, PendingSuffix); ok {
 			m.get(seq).Pending = full
+			continue
+		}
+		if seq, by, ok := parseSuperseded(name); ok {
+			sq := m.get(seq)
+			sq.Superseded = append(sq.Superseded, Supersession{Path: full, By: by})
 			continue
 		}
 		if seq, ok := parseSeq(name, DeletingSuffix); ok {

@@ -117,6 +117,7 @@ func TestOpenUncommittedVsLost(t *testing.T) {
 				if err != nil {
 					return err
 				}
+				defer e.Release() // the next checkpoint's intent marker, written ahead, goes
 				if errs[c.Rank()] = e.Open(); errs[c.Rank()] != nil {
 					return nil
 				}

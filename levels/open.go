@@ -59,15 +59,13 @@ func (e *Engine) Open() error {
 		if path.Clean(env.Meta.Dir) == path.Clean(repl.Dir) {
 			local = fmt.Errorf("meta_dir %s is the directory of the manifest replicas (glbl_dir/%s): choose another meta_dir", env.Meta.Dir, ReplicaDir)
 		} else {
-			local = runAll([]func() error{
-				func() error { return MkdirDurable(env.Meta.Driver, env.Meta.Dir) },
-				func() error { return MkdirDurable(env.Global.Driver, env.Global.Dir) },
-				func() error { return MkdirDurable(repl.Driver, repl.Dir) },
-			})
+			// Synced at the end, beside the first checkpoint's intent marker.
+			local = errors.Join(env.Meta.Driver.MkdirAll(env.Meta.Dir, 0o755),
+				env.Global.Driver.MkdirAll(env.Global.Dir, 0o755), repl.Driver.MkdirAll(repl.Dir, 0o755))
 		}
 	}
 	if e.nodeLeader() {
-		local = errors.Join(local, MkdirDurable(env.Local.Driver, env.Local.Dir))
+		local = errors.Join(local, env.Local.Driver.MkdirAll(env.Local.Dir, 0o755))
 	}
 	if err := e.agree(local, "create directories"); err != nil {
 		return err
@@ -132,7 +130,7 @@ func (e *Engine) Open() error {
 	if n := len(e.committed); n > 0 {
 		e.nextSeq = e.committed[n-1].Seq + 1
 	}
-	e.unrecoverable, e.skipped, e.alt = nil, nil, nil
+	e.unrecoverable, e.skipped, e.alt, e.unconverted = nil, nil, nil, nil
 	for _, raw := range plan.Alternates {
 		m, err := ParseManifest("manifest", raw)
 		if err != nil {
@@ -157,7 +155,40 @@ func (e *Engine) Open() error {
 	if env.Rank == 0 {
 		ferr = e.finishClean(scan, tmp)
 	}
-	return e.agree(ferr, "remove start-up markers")
+	if err := e.agree(ferr, "remove start-up markers"); err != nil {
+		return err
+	}
+	// The directories made durable, every one on the way up at once, and
+	// with the meta directory the first checkpoint's intent marker, so
+	// that the checkpoint writes its data under the final names at once
+	// (see [Engine.premark]).
+	var syncs []func() error
+	var markErr error
+	if env.Rank == 0 {
+		repl := replicaStore(env.Global)
+		markErr = createPending(env.Meta, e.nextSeq)
+		syncs = append(syncs, syncPath(env.Meta.Driver, env.Meta.Dir)...)
+		syncs = append(syncs, syncPath(env.Global.Driver, env.Global.Dir)...)
+		syncs = append(syncs, syncPath(repl.Driver, repl.Dir)...)
+	}
+	if e.nodeLeader() {
+		syncs = append(syncs, syncPath(env.Local.Driver, env.Local.Dir)...)
+	}
+	if err := e.agree(runAll(syncs), "create directories"); err != nil {
+		return err
+	}
+	ok, err := vote(env.Comm, markErr == nil)
+	if err != nil {
+		return err
+	}
+	if markErr != nil {
+		env.Logger.Warn("writing the first checkpoint's intent marker ahead failed; it is written beside the data", zap.Error(markErr))
+	}
+	e.intent, e.markErr = 0, nil
+	if ok {
+		e.intent = e.nextSeq
+	}
+	return nil
 }
 
 // plan runs on rank 0: it scans the metadata, merges the node listings,
@@ -368,6 +399,12 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 		}
 		st := s.State()
 		if st != SeqUncommitted && st != SeqDeleting {
+			// Superseded markers naming a checkpoint that never
+			// committed: stale, they go (no sync needed: one that comes
+			// back is stale again).
+			for _, sup := range s.Superseded {
+				errs = append(errs, removeIfExists(meta.Driver, sup.Path))
+			}
 			continue
 		}
 		for _, c := range []*ManifestCopy{&s.Primary, &s.Replica} {
@@ -394,6 +431,9 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 		}
 		if s.Deleting != "" {
 			markers = append(markers, s.Deleting)
+		}
+		for _, sup := range s.Superseded {
+			markers = append(markers, sup.Path)
 		}
 		env.Logger.Debug("removing what is left of checkpoint", zap.String("dir", CheckpointDir(s.Seq)), zap.Stringer("state", st))
 	}

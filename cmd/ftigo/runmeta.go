@@ -127,8 +127,16 @@ func scanRun(cfg ckpt.Config, cfgFile string) (*runScan, error) {
 			if len(s.Files)+s.MoreFiles == 0 {
 				continue
 			}
-			rs.entries = append(rs.entries, runEntry{Name: name, Err: "not committed (being deleted: a deletion marker; a restart finishes the deletion)"})
+			why := "a deletion marker"
+			if s.Deleting == "" {
+				why = fmt.Sprintf("superseded by %s", levels.CheckpointDir(s.SupersededBy))
+			}
+			rs.entries = append(rs.entries, runEntry{Name: name, Err: "not committed (being deleted: " + why + "; a restart finishes the deletion)"})
 		default:
+			if s.Pending != "" && len(s.Files)+s.MoreFiles+len(s.Leftovers) == 0 &&
+				s.Primary.State == levels.CopyMissing && s.Replica.State == levels.CopyMissing {
+				continue // the next checkpoint's intent marker, written ahead: nothing was written yet
+			}
 			if s.Pending != "" || s.Primary.State != levels.CopyMissing || s.Replica.State != levels.CopyMissing {
 				rs.entries = append(rs.entries, runEntry{Name: name, Err: "not committed (interrupted while being written: an intent marker; a restart removes it)"})
 			}

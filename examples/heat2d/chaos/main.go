@@ -42,7 +42,9 @@
 //     copy (meta/ckpt*.manifest or global/manifests/ckpt*.manifest) or a
 //     published file (not *.tmp) in a ckpt%08d directory of any area, of
 //     a checkpoint number with neither an intent (.pending) nor a deletion
-//     (.deleting) marker in meta: a failure;
+//     (.deleting) marker in meta, nor a superseded marker
+//     (.superseded-N) naming a checkpoint that has a manifest copy or a
+//     marker itself: a failure;
 //   - a lost checkpoint: a restart from an older checkpoint than the
 //     newest the previous launch recovered or committed (by its EVENT
 //     lines), when since then nothing but kills and damage to single
@@ -693,9 +695,21 @@ func (ch *chaos) verify(dir string) (*verifyOutcome, error) {
 // silent-fresh-start rule defines them (package comment).
 func artefacts(dir string) []string {
 	meta := filepath.Join(dir, "meta")
-	marked := func(seqDir string) bool {
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	var marked func(seqDir string, depth int) bool
+	marked = func(seqDir string, depth int) bool {
 		for _, suf := range []string{".pending", ".deleting"} {
-			if _, err := os.Stat(filepath.Join(meta, seqDir+suf)); err == nil {
+			if exists(filepath.Join(meta, seqDir+suf)) {
+				return true
+			}
+		}
+		// A superseded marker counts when the newer checkpoint it names
+		// has a manifest copy (an artefact of its own) or is marked.
+		sup, _ := filepath.Glob(filepath.Join(meta, seqDir+".superseded-*"))
+		for _, p := range sup {
+			by := "ckpt" + strings.TrimPrefix(filepath.Base(p), seqDir+".superseded-")
+			if depth < 64 && (exists(filepath.Join(meta, by+".manifest")) ||
+				exists(filepath.Join(dir, "global", "manifests", by+".manifest")) || marked(by, depth+1)) {
 				return true
 			}
 		}
@@ -703,7 +717,7 @@ func artefacts(dir string) []string {
 	}
 	var out []string
 	add := func(p, seqDir string) {
-		if !marked(seqDir) {
+		if !marked(seqDir, 0) {
 			out = append(out, p)
 		}
 	}

@@ -1,0 +1,358 @@
+package levels
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// TestOpenSupersededMarker: the states a crash can leave around a
+// superseded marker (checkpoint 1 dropped when checkpoint 2 commits,
+// docs/format/manifest.md). The marker makes checkpoint 1 a deletion
+// exactly when checkpoint 2 is committed or being deleted; otherwise it
+// is stale and goes, and checkpoint 1 stays. Start-up then leaves no
+// marker behind, and never calls checkpoint 1's metadata lost.
+func TestOpenSupersededMarker(t *testing.T) {
+	primary1, replica1 := "meta/"+ManifestName(1), "global/"+ReplicaName(1)
+	primary2, replica2 := "meta/"+ManifestName(2), "global/"+ReplicaName(2)
+	for _, tt := range []struct {
+		name string
+		// what the crash left, applied to two committed checkpoints
+		remove []string
+		rename [][2]string
+		put    []string
+		// committed ids after start-up (empty: a fresh start)
+		want []int64
+		lost bool
+	}{
+		{name: "newer committed, older copies intact",
+			put: []string{"meta/" + SupersededName(1, 2)}, want: []int64{2}},
+		{name: "newer committed, older replica removed",
+			put: []string{"meta/" + SupersededName(1, 2)}, remove: []string{replica1}, want: []int64{2}},
+		{name: "newer committed, older copies gone, its files left",
+			put: []string{"meta/" + SupersededName(1, 2)}, remove: []string{primary1, replica1}, want: []int64{2}},
+		{name: "newer committed, older already marked deleting",
+			put:    []string{"meta/" + SupersededName(1, 2)},
+			rename: [][2]string{{primary1, "meta/" + DeletingName(1)}}, want: []int64{2}},
+		{name: "newer committed through its replica alone",
+			put: []string{"meta/" + SupersededName(1, 2)}, remove: []string{primary2}, want: []int64{2}},
+		{name: "newer never committed (intent marker, no copy)",
+			put: []string{"meta/" + SupersededName(1, 2), "meta/" + PendingName(2)}, remove: []string{primary2, replica2}, want: []int64{1}},
+		{name: "newer never committed (intent marker, damaged copy)",
+			put:    []string{"meta/" + SupersededName(1, 2), "meta/" + PendingName(2), primary2},
+			remove: []string{replica2}, want: []int64{1}},
+		{name: "newer being deleted",
+			put:    []string{"meta/" + SupersededName(1, 2)},
+			rename: [][2]string{{primary2, "meta/" + DeletingName(2)}}, want: nil},
+		{name: "marker naming an older checkpoint is ignored",
+			put: []string{"meta/" + SupersededName(2, 1)}, want: []int64{1, 2}},
+		{name: "without the marker, files without copies are lost metadata",
+			remove: []string{primary1, replica1}, lost: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cl := newCluster(t, vfd.Sec2{}, t.TempDir(), 1)
+			cl.policy = keepAll{}
+			require.NoError(t, cl.run(2, func(e *Engine) error {
+				for id := int64(1); id <= 2; id++ {
+					if _, _, err := e.Checkpoint(id, L1, writeBytes(payload(e.env.Rank, id, 64))); err != nil {
+						return err
+					}
+				}
+				return nil
+			}))
+			for _, r := range tt.rename {
+				require.NoError(t, cl.d.Rename(filepath.Join(cl.root, r[0]), filepath.Join(cl.root, r[1])))
+			}
+			for _, p := range tt.remove {
+				require.NoError(t, cl.d.Remove(filepath.Join(cl.root, p)))
+			}
+			for _, p := range tt.put {
+				cl.put(t, p, nil)
+			}
+			before := cl.listTree(t)
+			var committed []int64
+			errs := make([]error, 2)
+			require.NoError(t, runWorld(2, func(c comm.Comm) error {
+				e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}, Policy: keepAll{}})
+				if err != nil {
+					return err
+				}
+				defer e.Release()
+				if errs[c.Rank()] = e.Open(); errs[c.Rank()] != nil {
+					return nil
+				}
+				var ids []int64
+				for _, m := range e.Committed() {
+					ids = append(ids, m.ID)
+				}
+				if len(ids) > 0 {
+					m, src, err := e.Recover()
+					if err != nil {
+						return err
+					}
+					b, err := readSource(src)
+					if err != nil {
+						return err
+					}
+					if m.ID != ids[len(ids)-1] || string(b) != string(payload(c.Rank(), m.ID, 64)) {
+						return fmt.Errorf("rank %d recovered checkpoint %d, not the newest committed, or wrong bytes", c.Rank(), m.ID)
+					}
+				}
+				if c.Rank() == 0 {
+					committed = ids
+				}
+				return nil
+			}))
+			if tt.lost {
+				for r, err := range errs {
+					require.ErrorIs(t, err, ErrMetadataLost, "rank %d", r)
+				}
+				assert.Equal(t, before, cl.listTree(t), "a refused start-up changes nothing")
+				return
+			}
+			for r, err := range errs {
+				require.NoError(t, err, "rank %d", r)
+			}
+			assert.Equal(t, tt.want, committed)
+			for _, p := range cl.listTree(t) {
+				assert.False(t, strings.Contains(p, SupersededInfix), "%s: every superseded marker goes", p)
+				assert.False(t, strings.HasSuffix(p, DeletingSuffix), "%s: finished deletions leave no marker", p)
+			}
+			for _, id := range []int64{1, 2} {
+				kept := false
+				for _, w := range tt.want {
+					kept = kept || w == id
+				}
+				for _, p := range []string{fmt.Sprintf("local/node0000/%s", CheckpointDir(uint64(id))), "meta/" + ManifestName(uint64(id)), "global/" + ReplicaName(uint64(id))} {
+					assert.Equal(t, kept, cl.exists(t, p), "%s", p)
+				}
+			}
+		})
+	}
+}
+
+// TestRetentionLeavesNoMarkers: in steady state a checkpoint drops the
+// previous one through a superseded marker; once the background work is
+// done, only the newest checkpoint, its copies and the next checkpoint's
+// intent marker are left, and after Release not even that.
+func TestRetentionLeavesNoMarkers(t *testing.T) {
+	cl := newCluster(t, vfd.Sec2{}, t.TempDir(), 1)
+	require.NoError(t, cl.run(2, func(e *Engine) error {
+		for id := int64(1); id <= 4; id++ {
+			if _, _, err := e.Checkpoint(id, L1, writeBytes(payload(e.env.Rank, id, 64))); err != nil {
+				return err
+			}
+			e.Wait()
+			if n := len(e.Committed()); n != 1 {
+				return fmt.Errorf("after checkpoint %d: %d committed", id, n)
+			}
+		}
+		return nil
+	}))
+	var meta []string
+	for _, p := range cl.listTree(t) {
+		if strings.HasPrefix(p, "meta/") {
+			meta = append(meta, p)
+		}
+	}
+	// The deletion marker of checkpoint 3 waits for the next commit (or
+	// Settle); nothing else but checkpoint 4's manifest.
+	assert.ElementsMatch(t, []string{"meta/" + DeletingName(3), "meta/" + ManifestName(4)}, meta)
+	assert.False(t, cl.exists(t, "global/"+ReplicaName(3)))
+	assert.False(t, cl.exists(t, "local/node0000/"+CheckpointDir(3)))
+}
+
+// TestSupersededMarkerFailure: when the superseded markers cannot be
+// created, the commit fails on every rank and the previous checkpoint
+// stays committed and recoverable.
+func TestSupersededMarkerFailure(t *testing.T) {
+	core := vfd.NewCore()
+	cl := newCluster(t, core, "/r", 1)
+	require.NoError(t, cl.run(2, func(e *Engine) error {
+		_, _, err := e.Checkpoint(1, L1, writeBytes(payload(e.env.Rank, 1, 64)))
+		return err
+	}))
+	boom := errors.New("no space for a marker")
+	cl.d = vfd.NewFault(core, vfd.InjectorFunc(func(op vfd.Op) error {
+		if op.Kind == vfd.OpOpen && strings.Contains(op.Path, SupersededInfix) {
+			return boom
+		}
+		return nil
+	}))
+	errs := make([]error, 2)
+	require.NoError(t, cl.run(2, func(e *Engine) error {
+		_, _, errs[e.env.Rank] = e.Checkpoint(2, L1, writeBytes(payload(e.env.Rank, 2, 64)))
+		return nil
+	}))
+	for r, err := range errs {
+		require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
+		assert.Equal(t, errs[0].Error(), err.Error())
+	}
+	cl.d = core
+	require.NoError(t, cl.run(2, func(e *Engine) error {
+		m, src, err := e.Recover()
+		if err != nil {
+			return err
+		}
+		b, err := readSource(src)
+		if err == nil && (m.ID != 1 || string(b) != string(payload(e.env.Rank, 1, 64))) {
+			err = fmt.Errorf("recovered %d", m.ID)
+		}
+		return err
+	}))
+}
+
+// TestCrashAtCommitPoints crashes (a power cut: what [vfd.Core.CrashClone]
+// keeps) at, and right after, each named point of the commit protocol in
+// a run of checkpoints 2 and 3 after checkpoint 1 (retention dropping
+// each previous one), and checks that every point is reached and that a
+// restart finds checkpoint v-1 or v committed — never an older one,
+// never lost metadata, never a fresh start — and recovers its bytes.
+func TestCrashAtCommitPoints(t *testing.T) {
+	ext := func(p, suffix string) bool { return strings.HasSuffix(p, suffix) }
+	isData := func(p string) bool { return strings.Contains(p, "/data") && ext(p, ".fti") }
+	points := []struct {
+		name  string
+		match func(op vfd.Op) bool
+	}{
+		{"intent marker written ahead", func(op vfd.Op) bool { return op.Kind == vfd.OpOpen && ext(op.Path, PendingSuffix) }},
+		{"data file created under its final name", func(op vfd.Op) bool { return op.Kind == vfd.OpOpen && isData(op.Path) }},
+		{"data file synced", func(op vfd.Op) bool { return op.Kind == vfd.OpSync && isData(op.Path) }},
+		{"checkpoint directory synced", func(op vfd.Op) bool {
+			return op.Kind == vfd.OpSyncDir && strings.HasPrefix(filepath.Base(op.Path), "ckpt")
+		}},
+		{"superseded marker created", func(op vfd.Op) bool { return op.Kind == vfd.OpOpen && strings.Contains(op.Path, SupersededInfix) }},
+		{"manifest copy created", func(op vfd.Op) bool { return op.Kind == vfd.OpOpen && ext(op.Path, manifestSuffix) }},
+		{"manifest copy synced", func(op vfd.Op) bool { return op.Kind == vfd.OpSync && ext(op.Path, manifestSuffix) }},
+		{"meta directory synced", func(op vfd.Op) bool { return op.Kind == vfd.OpSyncDir && ext(op.Path, "/meta") }},
+		{"replica directory synced", func(op vfd.Op) bool { return op.Kind == vfd.OpSyncDir && ext(op.Path, "/"+ReplicaDir) }},
+		{"primary renamed to its deletion marker", func(op vfd.Op) bool { return op.Kind == vfd.OpRename && ext(op.NewPath, DeletingSuffix) }},
+		{"replica removed", func(op vfd.Op) bool {
+			return op.Kind == vfd.OpRemove && strings.Contains(op.Path, "/"+ReplicaDir+"/")
+		}},
+		{"superseded marker removed", func(op vfd.Op) bool { return op.Kind == vfd.OpRemove && strings.Contains(op.Path, SupersededInfix) }},
+		{"intent marker removed", func(op vfd.Op) bool { return op.Kind == vfd.OpRemove && ext(op.Path, PendingSuffix) }},
+		{"superseded checkpoint directory removed", func(op vfd.Op) bool { return op.Kind == vfd.OpRemoveAll }},
+		{"deletion marker removed", func(op vfd.Op) bool { return op.Kind == vfd.OpRemove && ext(op.Path, DeletingSuffix) }},
+	}
+	const n = 2
+	for _, pt := range points {
+		for _, after := range []bool{false, true} {
+			for nth := 0; ; nth++ {
+				name := fmt.Sprintf("%s/after=%v/%d", pt.name, after, nth)
+				core := vfd.NewCore()
+				cl := newCluster(t, core, "/r", 1)
+				require.NoError(t, cl.run(n, func(e *Engine) error {
+					_, _, err := e.Checkpoint(1, L1, writeBytes(payload(e.env.Rank, 1, 100)))
+					return err
+				}))
+				var (
+					mu      sync.Mutex
+					seen    int
+					armed   bool // crash at the next op
+					clone   *vfd.Core
+					stage   atomic.Int64
+					crashAt int64
+				)
+				boom := errors.New("power cut")
+				cl.d = vfd.NewFault(core, vfd.InjectorFunc(func(op vfd.Op) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if clone != nil {
+						return boom
+					}
+					hit := false
+					if armed {
+						hit = true
+					} else if pt.match(op) {
+						if seen == nth {
+							if after {
+								armed = true
+							} else {
+								hit = true
+							}
+						}
+						seen++
+					}
+					if hit {
+						clone, crashAt = core.CrashClone(), stage.Load()
+						return boom
+					}
+					return nil
+				}))
+				_ = cl.run(n, func(e *Engine) error {
+					for v := int64(2); v <= 3; v++ {
+						if e.env.Rank == 0 {
+							stage.Store(v)
+						}
+						if _, _, err := e.Checkpoint(v, L1, writeBytes(payload(e.env.Rank, v, 100))); err != nil {
+							return err
+						}
+						e.Wait()
+					}
+					return nil
+				})
+				if clone == nil {
+					require.Greater(t, nth, 0, "%s: the protocol never reaches this point", pt.name)
+					t.Logf("%s, after=%v: %d crashes", pt.name, after, nth)
+					break
+				}
+				cl.d = clone
+				var committed []int64
+				require.NoError(t, runWorld(n, func(c comm.Comm) error {
+					e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}})
+					if err != nil {
+						return err
+					}
+					defer e.Release()
+					if err := e.Open(); err != nil {
+						return err
+					}
+					m, src, err := e.Recover()
+					if err != nil {
+						return err
+					}
+					b, err := readSource(src)
+					if err != nil {
+						return err
+					}
+					if string(b) != string(payload(c.Rank(), m.ID, 100)) {
+						return fmt.Errorf("rank %d: checkpoint %d recovered other bytes", c.Rank(), m.ID)
+					}
+					// Every checkpoint left committed is whole.
+					for _, m := range e.Committed() {
+						src, err := e.RecoverOne(m)
+						if err != nil {
+							return fmt.Errorf("committed checkpoint %d: %w", m.ID, err)
+						}
+						if b, err := readSource(src); err != nil || string(b) != string(payload(c.Rank(), m.ID, 100)) {
+							return fmt.Errorf("rank %d: committed checkpoint %d recovers other bytes (%v)", c.Rank(), m.ID, err)
+						}
+						if c.Rank() == 0 {
+							committed = append(committed, m.ID)
+						}
+					}
+					return nil
+				}), name)
+				v := crashAt
+				if v == 0 {
+					v = 2 // before the first stage was set: while opening
+				}
+				require.NotEmpty(t, committed, name)
+				for _, id := range committed {
+					require.Contains(t, []int64{v - 1, v}, id, "%s: crash while checkpointing %d left %v committed", name, v, committed)
+				}
+			}
+		}
+	}
+}
