@@ -165,3 +165,23 @@ func TestRowMatchesEncode(t *testing.T) {
 	require.ErrorIs(t, row.Add(make([]byte, 4), 3, make([]byte, 4)), ErrBadShape)
 	require.ErrorIs(t, row.Add(make([]byte, 4), 0, make([]byte, 3)), ErrBadShape)
 }
+
+// TestHashReaderPieces: the read-ahead hash equals the one-shot hash at
+// every piece boundary, and a short file fails with the offset of the
+// missing bytes.
+func TestHashReaderPieces(t *testing.T) {
+	b := make([]byte, 10000)
+	for i := range b {
+		b[i] = byte(i*31 + i>>8)
+	}
+	for _, piece := range []int{1, 7, 999, 1000, 4096, 9999, 10000, 20000} {
+		for _, size := range []int{0, 1, 999, 1000, 1001, 10000} {
+			h, err := HashReader(&memFile{b: b[:size]}, int64(size), piece)
+			require.NoError(t, err, "piece %d size %d", piece, size)
+			require.Equal(t, Sum(b[:size]), h, "piece %d size %d", piece, size)
+		}
+		_, err := HashReader(&memFile{b: b[:5000]}, 10000, piece)
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF, "piece %d", piece)
+		assert.Contains(t, err.Error(), "read at 5000")
+	}
+}

@@ -131,6 +131,24 @@ type FileInfo struct {
 // Valid reports whether the ref names a file.
 func (r Ref) Valid() bool { return r.Driver != nil && r.Path != "" }
 
+// checkPiece is the smallest read of a check: large reads, read ahead
+// while the previous piece is hashed, keep a device busy.
+const checkPiece = 4 << 20
+
+// present reports whether f names a regular file of its recorded size
+// (without reading it).
+func (f FileInfo) present() bool {
+	if !f.Valid() {
+		return false
+	}
+	file, err := f.Driver.Open(f.Path, vfd.ReadOnly)
+	if err != nil {
+		return false
+	}
+	size, err := file.Size()
+	return errors.Join(err, file.Close()) == nil && size == f.Size
+}
+
 // Check verifies that f exists with its size and hash. The error is a
 // *CorruptionError naming the path and rank.
 func (f FileInfo) Check(rank int, blockSize int) error {
@@ -149,7 +167,7 @@ func (f FileInfo) Check(rank int, blockSize int) error {
 	if size != f.Size {
 		return cerr(size, fmt.Errorf("%w: %d bytes, want %d", ErrHashMismatch, size, f.Size))
 	}
-	h, err := encode.HashReader(file, size, blockSize)
+	h, err := encode.HashReader(file, size, max(blockSize, checkPiece))
 	if err != nil {
 		return cerr(0, err)
 	}
