@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zeebo/blake3"
 )
 
 func randBlocks(r *rand.Rand, n, size int) [][]byte {
@@ -183,5 +184,37 @@ func TestHashReaderPieces(t *testing.T) {
 		_, err := HashReader(&memFile{b: b[:5000]}, 10000, piece)
 		require.ErrorIs(t, err, io.ErrUnexpectedEOF, "piece %d", piece)
 		assert.Contains(t, err.Error(), "read at 5000")
+	}
+}
+
+// TestHasherMatchesBLAKE3: the SIMD stream hasher gives BLAKE3-256 (the
+// reference implementation's digest) at every size around the chunk and
+// subtree boundaries and for any split of the input into writes.
+func TestHasherMatchesBLAKE3(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 7))
+	b := make([]byte, 300<<10)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	sizes := []int{0, 1, 63, 64, 1023, 1024, 1025, 2048, 16383, 16384, 16385, 32768, 32769, 49152, 65536 + 1024, 131072, 131072 + 16384 + 5, 300 << 10}
+	for i := 0; i < 40; i++ {
+		sizes = append(sizes, r.IntN(len(b)))
+	}
+	for _, n := range sizes {
+		want := Hash(blake3.Sum256(b[:n]))
+		h := NewHasher()
+		h.Write(b[:n])
+		require.Equal(t, want, h.Sum256(), "size %d, one write", n)
+		h = NewHasher()
+		for off := 0; off < n; {
+			k := min(n-off, r.IntN(40000)+1)
+			h.Write(b[off : off+k])
+			off += k
+			if off < n && r.IntN(4) == 0 {
+				require.Equal(t, Hash(blake3.Sum256(b[:off])), h.Sum256(), "size %d, prefix %d", n, off)
+			}
+		}
+		require.Equal(t, want, h.Sum256(), "size %d, random writes", n)
+		require.Equal(t, want[:], h.Sum(nil))
 	}
 }

@@ -49,7 +49,7 @@ func ReadBlock(r io.ReaderAt, size int64, buf []byte, off int64) error {
 // r must then allow a ReadAt from another goroutine. The goroutine has
 // ended when HashReader returns.
 func HashReader(r io.ReaderAt, size int64, blockSize int) (Hash, error) {
-	h := blake3.New()
+	h := NewHasher()
 	piece := min(int64(max(blockSize, 1)), max(size, 1))
 	var s Hash
 	if size <= piece {

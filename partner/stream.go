@@ -7,7 +7,6 @@ import (
 	"io"
 	"path"
 
-	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
@@ -199,7 +198,7 @@ func (f FileInfo) CheckImage(rank int, blockSize int) ([]byte, error) {
 	}
 	piece := int64(max(blockSize, 4<<20))
 	l := vfd.Load(file, size, int(piece), 0)
-	h := blake3.New()
+	h := encode.NewHasher()
 	for off := int64(0); off < size && err == nil; off += piece {
 		var b []byte
 		if b, err = l.Range(off, min(off+piece, size)); err == nil {
@@ -246,7 +245,7 @@ type source struct {
 	ready chan []byte
 	free  chan []byte
 	done  chan struct{}
-	h     *blake3.Hasher
+	h     *encode.Hasher
 	err   error // set by the reader goroutine before closing ready
 }
 
@@ -265,7 +264,7 @@ func openSource(fi FileInfo, bs int, hash bool, pool *Buffers) (*source, error) 
 	}
 	s := &source{pool: pool, f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{})}
 	if hash {
-		s.h = blake3.New()
+		s.h = encode.NewHasher()
 	}
 	for range min(3, (size+int64(bs)-1)/int64(bs)) {
 		s.free <- pool.get(bs)
@@ -342,7 +341,7 @@ type sink struct {
 	work  chan []byte
 	free  chan []byte
 	done  chan struct{}
-	h     *blake3.Hasher
+	h     *encode.Hasher
 	off   int64
 	piece int64 // 0: keep the file in the page cache
 	// hinted and dropped are the ends of the ranges whose writeback was
@@ -363,7 +362,7 @@ func createSink(r Ref, bs int, size int64, pool *Buffers, piece int64) (*sink, e
 	if err != nil {
 		return nil, err
 	}
-	s := &sink{pool: pool, f: f, path: r.Path, work: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: blake3.New(), piece: piece}
+	s := &sink{pool: pool, f: f, path: r.Path, work: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: encode.NewHasher(), piece: piece}
 	for range max(1, min(3, (size+int64(bs)-1)/int64(bs))) {
 		s.free <- pool.get(bs)
 	}
@@ -539,7 +538,14 @@ type streamEnd struct {
 	// image, when not nil, receives a copy of the received file's bytes
 	// once they check out against the expected hash (nil otherwise).
 	image *[]byte
+	// optional, when not nil, lets the sender offer nothing: the
+	// receiver then writes nothing, reports no error and sets
+	// *optional to true.
+	optional *bool
 }
+
+// errNotOffered: the sender of an optional stream offered no file.
+var errNotOffered = errors.New("partner: no file offered")
 
 // headerLen is the length of a stream header: size u64, hash, flags.
 const headerLen = 8 + 32 + 1
@@ -564,6 +570,10 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 		return nil
 	}
 	if n != headerLen {
+		if e.optional != nil && n == 0 {
+			*e.optional = true
+			return errNotOffered
+		}
 		return fmt.Errorf("%w: rank %d sent no file header", ErrBadArgument, src)
 	}
 	size := int64(binary.LittleEndian.Uint64(recv))
@@ -585,7 +595,9 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 		if errors.Is(err, comm.ErrAborted) {
 			return 0, encode.Hash{}, encode.Hash{}, err
 		}
-		errs = append(errs, err)
+		if !errors.Is(err, errNotOffered) {
+			errs = append(errs, err)
+		}
 		if e.in != nil {
 			// still take part in the exchange, but discard what arrives
 			e.in = nil
