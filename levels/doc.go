@@ -203,7 +203,11 @@
 // surviving node directory first rebuilds lost files with the level's
 // [OfflineRebuilder]. [Engine.Reshaped] then says, per old rank, where
 // its data is, which rank verified it and which ranks can read it
-// themselves; the runtime redistributes the bytes. Nothing is rebuilt for
+// themselves; the runtime redistributes the bytes. Under [Env.ImageLimit]
+// (the budget of all the files a rank verifies) the verifying rank reads
+// a file into memory as it verifies it ([ReshapeSource.Image]) and is
+// then the only rank that reads it: the others get their bytes from it,
+// so each byte is read from storage once. Nothing is rebuilt for
 // redundancy's sake, and the checkpoint's directories in node directories
 // this run does not have are removed with it when it is superseded.
 //

@@ -22,6 +22,11 @@ func wantImage(env *Env, f File) bool {
 	if env.ImageLimit <= 0 || f.Size > env.ImageLimit {
 		return false
 	}
+	return imageKind(f)
+}
+
+// imageKind reports whether verifyImage checks f's digest kind.
+func imageKind(f File) bool {
 	switch f.Attrs[AttrDigest] {
 	case "", DigestFTIFF:
 		return true

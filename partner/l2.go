@@ -188,14 +188,19 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 	if heldThere && !sendHeld {
 		heldCheck = startCheck(held, left, bs, false)
 	}
-	missingErr := func(f FileInfo) error {
+	// missingErr is why a file that is not there (of its size) is bad:
+	// the check fails at once, without reading.
+	missingErr := func(f FileInfo, rank int) error {
 		if !f.Valid() {
 			return errNotListed
 		}
 		if f.Checked && f.CheckErr != nil {
 			return f.CheckErr
 		}
-		return &CorruptionError{Path: f.Path, Rank: me, Err: fmt.Errorf("%w: missing, or not of its recorded size %d", ErrHashMismatch, f.Size)}
+		if err := f.Check(rank, bs); err != nil {
+			return err
+		}
+		return &CorruptionError{Path: f.Path, Rank: rank, Err: fmt.Errorf("%w: missing, or not of its recorded size %d, a moment ago", ErrHashMismatch, f.Size)}
 	}
 	bothLost := func(rank, holder int, err error) error {
 		return fmt.Errorf("%w: rank %d: its data file and its partner copy on rank %d (node %d) are both lost: %w",
@@ -203,7 +208,7 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 	}
 	var ownErr error // set once this rank's data file is known bad and not restored
 	if !ownThere {
-		ownErr = missingErr(own)
+		ownErr = missingErr(own, me)
 	}
 	// The files sent below were checked (the data files, from memory when
 	// there is an image) or are checked by their receiver against the
@@ -320,7 +325,7 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 	case heldCheck != nil:
 		heldErr = heldCheck().err
 	default:
-		heldErr = missingErr(held)
+		heldErr = missingErr(held, left)
 	}
 	lateOwn := ownThere && ownErr != nil // present, but failed its check
 	flags2 := flagsOf(ownErr == nil, held.Valid(), own.Valid())
