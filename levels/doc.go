@@ -152,7 +152,11 @@
 // from storage once. A file that fails never becomes an image: the level
 // rebuilds it or the engine moves to an older checkpoint as before. At
 // L2 an intact data file is also sent from the image to a partner whose
-// copy was lost; at L3 the image feeds the rebuild, and a rebuilt data
+// copy was lost, and a lost data file is restored from its partner copy
+// as soon as the ranks know which files are there: the receiver checks
+// the copy as it arrives (the copy is not read beforehand), and it is
+// kept as the image, while the other files are checked beside that
+// transfer (partner.RecoverPartner); at L3 the image feeds the rebuild, and a rebuilt data
 // file written in order (always with m = k) is hashed, and kept as the
 // image, as it is written, so it is not read back. A data file restored
 // from its L2 copy, a file above the limit, and the layers of a
