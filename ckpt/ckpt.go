@@ -150,7 +150,11 @@ func restartImageDefault(nodeSize int) int64 {
 // checkpoint file) is held from Init until the data is restored (Recover,
 // or RecoverVar of every variable), the next checkpoint, Finalize or
 // Close. A differential checkpoint's chain and an L4 HDF5 file
-// (ckpt_io = 5) are always read from storage.
+// (ckpt_io = 5) are always read from storage. On a restart of another
+// shape the same limit bounds all the old ranks' files a rank verifies
+// and keeps: it then sends the other ranks what they need of them over
+// the communicator (each byte is read from storage once), and lets go of
+// them once Recover has restored every variable.
 func WithRestartImage(bytes int64) Option {
 	return func(o *options) { o.restartImage, o.restartImageSet = bytes, true }
 }

@@ -192,6 +192,7 @@ func (r *Runtime) Recover() error {
 		if err := r.recoverReshaped(slices.Clone(r.order), false); err != nil {
 			return err
 		}
+		r.reshape.dropImages()
 	} else {
 		for _, id := range r.order {
 			if err := r.recoverVar(id); err != nil {

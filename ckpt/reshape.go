@@ -79,11 +79,19 @@ func (s *reshapeState) reader(o int, global levels.Store, nodes func(int) levels
 		}
 		rd = &h5Rank{f: s.h5, rank: o}
 	} else {
-		f, err := src.Open(global, nodes)
-		if err != nil {
-			return nil, fmt.Errorf("ckpt: open the data of old rank %d: %w", o, err)
+		var f vfd.File
+		var opts []fileformat.Option
+		if src.Image != nil {
+			// Verified by this rank at Init as it was read into memory.
+			f = vfd.BytesFile(src.Entry.Name, src.Image)
+			opts = append(opts, fileformat.WithVerifiedData())
+		} else {
+			var err error
+			if f, err = src.Open(global, nodes); err != nil {
+				return nil, fmt.Errorf("ckpt: open the data of old rank %d: %w", o, err)
+			}
 		}
-		ff, err := fileformat.Open(f)
+		ff, err := fileformat.Open(f, opts...)
 		if err == nil && levels.Digest(ff.Summary().Checksum) != src.Checksum {
 			err = &levels.CorruptionError{Path: f.Name(), Rank: o, Err: fmt.Errorf("%w: FTI-FF checksum %s, rank %d verified %s at start-up",
 				levels.ErrDigestMismatch, levels.Digest(ff.Summary().Checksum), src.Reader, src.Checksum)}
@@ -101,6 +109,20 @@ func (s *reshapeState) reader(o int, global levels.Store, nodes func(int) levels
 	return rd, nil
 }
 
+// dropImages lets go of the in-memory images of the sources this rank
+// verified (and of the readers over them): a later read of them opens
+// the files and checks every block again.
+func (s *reshapeState) dropImages() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for o := range s.sources {
+		if s.sources[o].Image != nil {
+			s.sources[o].Image = nil
+			delete(s.readers, o)
+		}
+	}
+}
+
 func (s *reshapeState) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -108,6 +130,9 @@ func (s *reshapeState) close() {
 		_ = c.Close()
 	}
 	s.closers, s.readers, s.h5 = nil, nil, nil
+	for o := range s.sources {
+		s.sources[o].Image = nil
+	}
 }
 
 // oldSource adapts the old ranks' readers to dataset.Source.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -599,7 +600,7 @@ func (d nodeLocal) SyncDir(name string) error {
 
 // nodeLocalWorld runs fn on n ranks, each seeing only its own node's
 // directory of ckpt_dir (node r/node_size).
-func nodeLocalWorld(t *testing.T, n int, cfg Config, fn func(r *Runtime) error) error {
+func nodeLocalWorld(t *testing.T, n int, cfg Config, fn func(r *Runtime) error, extra ...Option) error {
 	var mu sync.Mutex
 	opts := func(rank int) []Option {
 		mu.Lock()
@@ -609,6 +610,7 @@ func nodeLocalWorld(t *testing.T, n int, cfg Config, fn func(r *Runtime) error) 
 	}
 	return comm.Run(n, func(c comm.Comm) error {
 		o := append([]Option{WithLogger(zaptest.NewLogger(t)), WithWarnings(tbWriter{t})}, opts(c.Rank())...)
+		o = append(o, extra...)
 		r, err := Init(cfg, c, o...)
 		if err != nil {
 			return err
@@ -622,20 +624,24 @@ func nodeLocalWorld(t *testing.T, n int, cfg Config, fn func(r *Runtime) error) 
 // read the old files of other nodes; the ranks that can verify them and
 // send the runs over the communicator. 4 -> 3 and 4 -> 8 at L1 and L2,
 // and 16 -> 5 at L2 with a lost node (its data read from partner copies
-// on other nodes).
+// on other nodes). At L4 every rank sees the container: the rank that
+// verified a task keeps it in memory and sends the others what they need
+// of it (each byte read from storage once), or, without restart images,
+// every rank reads the container itself.
 func TestReshapeShipsOverComm(t *testing.T) {
 	for _, tc := range []struct {
 		n, m, lvl, nd, oldNodeSize, nodeSize int
-		lose                                 bool
+		lose, noImage                        bool
 	}{
-		{4, 8, 1, 2, 1, 2, false},  // the same 4 hosts, 2 ranks each now
-		{8, 4, 1, 3, 2, 1, false},  // 4 hosts, 2 ranks each before, 1 now
-		{4, 3, 2, 2, 1, 1, false},  // old rank 3's data only in its partner copy on node 2
-		{16, 8, 2, 2, 4, 2, true},  // node 1 lost: old ranks 4..7 from partner copies on node 0
-		{16, 5, 4, 2, 4, 1, false}, // L4: every rank reads the container itself
-		{4, 4, 2, 1, 1, 1, true},   // the same ranks, group_size 4 -> 1, node 1 lost
+		{4, 8, 1, 2, 1, 2, false, false},  // the same 4 hosts, 2 ranks each now
+		{8, 4, 1, 3, 2, 1, false, false},  // 4 hosts, 2 ranks each before, 1 now
+		{4, 3, 2, 2, 1, 1, false, false},  // old rank 3's data only in its partner copy on node 2
+		{16, 8, 2, 2, 4, 2, true, false},  // node 1 lost: old ranks 4..7 from partner copies on node 0
+		{16, 5, 4, 2, 4, 1, false, false}, // L4: the verifying ranks send from memory
+		{16, 5, 4, 2, 4, 1, false, true},  // L4 without images: every rank reads the container itself
+		{4, 4, 2, 1, 1, 1, true, false},   // the same ranks, group_size 4 -> 1, node 1 lost
 	} {
-		t.Run(fmt.Sprintf("%d-to-%d/L%d", tc.n, tc.m, tc.lvl), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d-to-%d/L%d/image=%v", tc.n, tc.m, tc.lvl, !tc.noImage), func(t *testing.T) {
 			root := t.TempDir()
 			cfg := testConfig(root, tc.oldNodeSize)
 			cfg.GroupSize = reshapeGroup(tc.n / tc.oldNodeSize)
@@ -650,6 +656,10 @@ func TestReshapeShipsOverComm(t *testing.T) {
 			}
 			cfg.GroupSize, cfg.NodeSize = 1, tc.nodeSize
 			plain := tc.n%tc.m == 0 || tc.m%tc.n == 0
+			var extra []Option
+			if tc.noImage {
+				extra = append(extra, WithRestartImage(0))
+			}
 			var shipped atomic.Int64
 			require.NoError(t, nodeLocalWorld(t, tc.m, cfg, func(r *Runtime) error {
 				if err := reshapeReader(r, tc.nd, tc.n, plain); err != nil {
@@ -657,8 +667,8 @@ func TestReshapeShipsOverComm(t *testing.T) {
 				}
 				shipped.Add(r.reshape.received)
 				return nil
-			}))
-			if tc.lvl == 4 {
+			}, extra...))
+			if tc.noImage {
 				assert.Zero(t, shipped.Load(), "every rank reads the L4 container itself")
 			} else {
 				assert.Positive(t, shipped.Load(), "ranks that cannot see a node's files receive them")
@@ -788,4 +798,63 @@ func FuzzVPRRecord(f *testing.F) {
 			assert.ErrorIs(t, err, ErrUnrecoverable, "a record of a missing file is no checkpoint to restart from")
 		}
 	})
+}
+
+// TestReshapeImageFlippedByte: a restart on another number of ranks reads
+// each old rank's file once, into the memory of the rank that verifies
+// it, which sends the others what they need. A byte flipped in the data of
+// old rank 1's file fails that check (never restored): at L2 its partner
+// copy is verified next and the data comes back bit for bit; at L1 there
+// is nothing else and the restart fails naming old rank 1 and the
+// corruption, never starting fresh.
+func TestReshapeImageFlippedByte(t *testing.T) {
+	for _, lvl := range []int{2, 1} {
+		t.Run(fmt.Sprintf("L%d", lvl), func(t *testing.T) {
+			root := t.TempDir()
+			cfg := testConfig(root, 1)
+			cfg.GroupSize = 4
+			require.NoError(t, world(t, 4, cfg, nil, func(r *Runtime) error {
+				if _, _, _, err := reshapeWriter(r, 2); err != nil {
+					return err
+				}
+				return r.Checkpoint(3, lvl)
+			}))
+			files, err := filepath.Glob(filepath.Join(root, "local", "node0001", "ckpt*", "*"))
+			require.NoError(t, err)
+			var data string
+			for _, f := range files {
+				if !strings.Contains(filepath.Base(f), "partner") {
+					data = f
+				}
+			}
+			require.NotEmpty(t, data, "old rank 1's data file among %v", files)
+			b, err := os.ReadFile(data)
+			require.NoError(t, err)
+			b[len(b)/2] ^= 0x10
+			require.NoError(t, os.WriteFile(data, b, 0o644))
+			var received atomic.Int64
+			cfg.GroupSize = 1
+			err = world(t, 3, cfg, nil, func(r *Runtime) error {
+				if err := reshapeReader(r, 2, 4, false); err != nil {
+					return err
+				}
+				received.Add(r.reshape.received)
+				for o, s := range r.reshape.sources {
+					if s.Image != nil {
+						return fmt.Errorf("rank %d still holds the image of old rank %d after Recover", r.c.Rank(), o)
+					}
+				}
+				return nil
+			})
+			if lvl == 2 {
+				require.NoError(t, err)
+				assert.Positive(t, received.Load(), "the verifying ranks send from memory")
+				return
+			}
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrUnrecoverable)
+			assert.Contains(t, err.Error(), "no readable copy of the data of old rank 1")
+			assert.Contains(t, err.Error(), "checkpoint file digest mismatch") // the verification's levels.ErrDigestMismatch, agreed as text
+		})
+	}
 }

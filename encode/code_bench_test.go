@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/zeebo/blake3"
 )
 
 // BenchmarkRS measures encode and decode throughput on one core (bytes of
@@ -54,4 +56,33 @@ func BenchmarkRS(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkHasher: the SIMD stream hasher beside github.com/zeebo/blake3's
+// Hasher, 64 MiB in 4 MiB writes, in one run (-benchtime 20x).
+func BenchmarkHasher(b *testing.B) {
+	data := make([]byte, 64<<20)
+	for i := range data {
+		data[i] = byte(i * 13)
+	}
+	b.Run("simd", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			h := NewHasher()
+			for off := 0; off < len(data); off += 4 << 20 {
+				h.Write(data[off : off+4<<20])
+			}
+			h.Sum256()
+		}
+	})
+	b.Run("zeebo", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			h := blake3.New()
+			for off := 0; off < len(data); off += 4 << 20 {
+				h.Write(data[off : off+4<<20])
+			}
+			h.Sum(nil)
+		}
+	})
 }

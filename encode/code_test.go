@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zeebo/blake3"
 )
 
 func randBlocks(r *rand.Rand, n, size int) [][]byte {
@@ -164,4 +165,56 @@ func TestRowMatchesEncode(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, row.Add(make([]byte, 4), 3, make([]byte, 4)), ErrBadShape)
 	require.ErrorIs(t, row.Add(make([]byte, 4), 0, make([]byte, 3)), ErrBadShape)
+}
+
+// TestHashReaderPieces: the read-ahead hash equals the one-shot hash at
+// every piece boundary, and a short file fails with the offset of the
+// missing bytes.
+func TestHashReaderPieces(t *testing.T) {
+	b := make([]byte, 10000)
+	for i := range b {
+		b[i] = byte(i*31 + i>>8)
+	}
+	for _, piece := range []int{1, 7, 999, 1000, 4096, 9999, 10000, 20000} {
+		for _, size := range []int{0, 1, 999, 1000, 1001, 10000} {
+			h, err := HashReader(&memFile{b: b[:size]}, int64(size), piece)
+			require.NoError(t, err, "piece %d size %d", piece, size)
+			require.Equal(t, Sum(b[:size]), h, "piece %d size %d", piece, size)
+		}
+		_, err := HashReader(&memFile{b: b[:5000]}, 10000, piece)
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF, "piece %d", piece)
+		assert.Contains(t, err.Error(), "read at 5000")
+	}
+}
+
+// TestHasherMatchesBLAKE3: the SIMD stream hasher gives BLAKE3-256 (the
+// reference implementation's digest) at every size around the chunk and
+// subtree boundaries and for any split of the input into writes.
+func TestHasherMatchesBLAKE3(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 7))
+	b := make([]byte, 300<<10)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	sizes := []int{0, 1, 63, 64, 1023, 1024, 1025, 2048, 16383, 16384, 16385, 32768, 32769, 49152, 65536 + 1024, 131072, 131072 + 16384 + 5, 300 << 10}
+	for i := 0; i < 40; i++ {
+		sizes = append(sizes, r.IntN(len(b)))
+	}
+	for _, n := range sizes {
+		want := Hash(blake3.Sum256(b[:n]))
+		h := NewHasher()
+		h.Write(b[:n])
+		require.Equal(t, want, h.Sum256(), "size %d, one write", n)
+		h = NewHasher()
+		for off := 0; off < n; {
+			k := min(n-off, r.IntN(40000)+1)
+			h.Write(b[off : off+k])
+			off += k
+			if off < n && r.IntN(4) == 0 {
+				require.Equal(t, Hash(blake3.Sum256(b[:off])), h.Sum256(), "size %d, prefix %d", n, off)
+			}
+		}
+		require.Equal(t, want, h.Sum256(), "size %d, random writes", n)
+		require.Equal(t, want[:], h.Sum(nil))
+	}
 }

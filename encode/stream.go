@@ -43,19 +43,70 @@ func ReadBlock(r io.ReaderAt, size int64, buf []byte, off int64) error {
 }
 
 // HashReader returns the BLAKE3 of the first size bytes of r, read in
-// blockSize pieces.
+// blockSize pieces. When there is more than one piece, a reader goroutine
+// reads ahead (up to two pieces) while the caller hashes, so that the
+// read of a file that is not in the page cache overlaps with the hashing;
+// r must then allow a ReadAt from another goroutine. The goroutine has
+// ended when HashReader returns.
 func HashReader(r io.ReaderAt, size int64, blockSize int) (Hash, error) {
-	h := blake3.New()
-	buf := make([]byte, min(int64(max(blockSize, 1)), max(size, 1)))
-	for off := int64(0); off < size; {
-		n := int(min(int64(len(buf)), size-off))
-		if err := ReadBlock(r, size, buf[:n], off); err != nil {
+	h := NewHasher()
+	piece := min(int64(max(blockSize, 1)), max(size, 1))
+	var s Hash
+	if size <= piece {
+		buf := make([]byte, piece)
+		n := max(size, 0)
+		if err := ReadBlock(r, size, buf[:n], 0); err != nil {
 			return Hash{}, err
 		}
 		h.Write(buf[:n])
-		off += int64(n)
+		copy(s[:], h.Sum(nil))
+		return s, nil
 	}
-	var s Hash
+	type block struct {
+		b   []byte
+		err error
+	}
+	const ahead = 2
+	ready := make(chan block, ahead)
+	free := make(chan []byte, ahead+1)
+	for range ahead + 1 {
+		free <- make([]byte, piece)
+	}
+	stop := make(chan struct{})
+	go func() {
+		defer close(ready)
+		for off := int64(0); off < size; {
+			var buf []byte
+			select {
+			case buf = <-free:
+			case <-stop:
+				return
+			}
+			n := min(piece, size-off)
+			err := ReadBlock(r, size, buf[:n], off)
+			select {
+			case ready <- block{buf[:n], err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+			off += n
+		}
+	}()
+	defer func() {
+		close(stop)
+		for range ready { // wait for the reader to end
+		}
+	}()
+	for blk := range ready {
+		if blk.err != nil {
+			return Hash{}, blk.err
+		}
+		h.Write(blk.b)
+		free <- blk.b[:cap(blk.b)]
+	}
 	copy(s[:], h.Sum(nil))
 	return s, nil
 }

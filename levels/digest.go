@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/zeebo/blake3"
-
+	"github.com/ftigo/ftigo/encode"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -17,7 +16,7 @@ func FileDigest(f vfd.File) (Digest, error) {
 	if err != nil {
 		return Digest{}, err
 	}
-	h := blake3.New()
+	h := encode.NewHasher()
 	buf := make([]byte, min(size, 1<<20))
 	for off := int64(0); off < size; {
 		n := min(int64(len(buf)), size-off)
@@ -39,14 +38,14 @@ func FileDigest(f vfd.File) (Digest, error) {
 // writes are sequential from offset 0 (it reports whether they were).
 type HashingWriter struct {
 	vfd.File
-	h          *blake3.Hasher
+	h          *encode.Hasher
 	next       int64
 	sequential bool
 }
 
 // NewHashingWriter returns a File wrapper that hashes sequential writes.
 func NewHashingWriter(f vfd.File) *HashingWriter {
-	return &HashingWriter{File: f, h: blake3.New(), sequential: true}
+	return &HashingWriter{File: f, h: encode.NewHasher(), sequential: true}
 }
 
 // WriteAt writes through and hashes p when it continues the previous write.

@@ -178,7 +178,11 @@
 // from storage once. A file that fails never becomes an image: the level
 // rebuilds it or the engine moves to an older checkpoint as before. At
 // L2 an intact data file is also sent from the image to a partner whose
-// copy was lost; at L3 the image feeds the rebuild, and a rebuilt data
+// copy was lost, and a lost data file is restored from its partner copy
+// as soon as the ranks know which files are there: the receiver checks
+// the copy as it arrives (the copy is not read beforehand), and it is
+// kept as the image, while the other files are checked beside that
+// transfer (partner.RecoverPartner); at L3 the image feeds the rebuild, and a rebuilt data
 // file written in order (always with m = k) is hashed, and kept as the
 // image, as it is written, so it is not read back. A data file restored
 // from its L2 copy, a file above the limit, and the layers of a
@@ -229,7 +233,11 @@
 // surviving node directory first rebuilds lost files with the level's
 // [OfflineRebuilder]. [Engine.Reshaped] then says, per old rank, where
 // its data is, which rank verified it and which ranks can read it
-// themselves; the runtime redistributes the bytes. Nothing is rebuilt for
+// themselves; the runtime redistributes the bytes. Under [Env.ImageLimit]
+// (the budget of all the files a rank verifies) the verifying rank reads
+// a file into memory as it verifies it ([ReshapeSource.Image]) and is
+// then the only rank that reads it: the others get their bytes from it,
+// so each byte is read from storage once. Nothing is rebuilt for
 // redundancy's sake, and the checkpoint's directories in node directories
 // this run does not have are removed with it when it is superseded.
 //

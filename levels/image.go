@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/zeebo/blake3"
-
+	"github.com/ftigo/ftigo/encode"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -23,6 +22,11 @@ func wantImage(env *Env, f File) bool {
 	if env.ImageLimit <= 0 || f.Size > env.ImageLimit {
 		return false
 	}
+	return imageKind(f)
+}
+
+// imageKind reports whether verifyImage checks f's digest kind.
+func imageKind(f File) bool {
 	switch f.Attrs[AttrDigest] {
 	case "", DigestFTIFF:
 		return true
@@ -115,7 +119,7 @@ func openSized(s Store, f File) (vfd.File, error) {
 // hashLoaded returns the BLAKE3 of the size bytes of l, hashing each
 // piece of the image in place as soon as it has arrived.
 func hashLoaded(l *vfd.Loaded, size int64, piece int) (Digest, error) {
-	h := blake3.New()
+	h := encode.NewHasher()
 	piece = max(piece, 1<<20)
 	for off := int64(0); off < size; {
 		n := min(int64(piece), size-off)

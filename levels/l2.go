@@ -113,13 +113,15 @@ func (l Partner2) Recover(env *Env, m *Manifest) (Source, error) {
 	held, okh := heldFile(m, env.Rank, RolePartner, left)
 	var own, cp partner.FileInfo
 	if okd {
-		own = ownInfo(env, data)
+		// Checked by the recovery, beside the transfers that need no
+		// check (into memory under the limit: src.Image).
+		own = fileInfo(env.Store(data.Where), data, "")
 	}
 	if okh {
 		cp = fileInfo(env.Store(held.Where), held, "")
 	}
 	o := l.options(env)
-	if okd && wantImage(env, data) {
+	if okd && wantImage(env, data) && data.Attrs[AttrDigest] == "" {
 		o.ImageLimit = env.ImageLimit
 	}
 	res, err := partner.RecoverPartner(env.Comm, env.Topo, o, own, cp)
@@ -130,14 +132,11 @@ func (l Partner2) Recover(env *Env, m *Manifest) (Source, error) {
 		return Source{}, fmt.Errorf("%w: manifest lists no data file for rank %d", ErrMissingFile, env.Rank)
 	}
 	src := Source{Store: env.Store(data.Where), Name: data.Name, Size: data.Size, Digest: data.Digest}
-	src.Image = own.Image
-	if res.OwnRebuilt {
-		src.Image = res.OwnImage // the restored bytes, as received and checked
-	}
+	src.Image = res.OwnImage // the bytes as checked, or as restored and checked
 	return src, nil
 }
 
-// ownInfo is this rank's data file for a partner recovery. Under
+// ownInfo is this rank's data file for an L3 recovery. Under
 // [Env.ImageLimit] it is checked here, read into memory as it is (each
 // byte read once): the recovery takes the outcome instead of reading the
 // file again, sends it from memory, and the Source returns the bytes.

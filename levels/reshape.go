@@ -72,6 +72,12 @@ type ReshapeSource struct {
 	// rank opening the same path checks it before trusting the file);
 	// zero for an HDF5 source.
 	Checksum Digest
+	// Image, on the Reader only, holds the source's bytes as they were
+	// verified, read into memory under [Env.ImageLimit] (the budget of
+	// all the sources a rank verifies); Seen is then the Reader alone, so
+	// that the other ranks get their bytes from it and every byte is read
+	// from storage once. The runtime lets go of it once restored.
+	Image []byte
 }
 
 // Sees reports whether rank can read the source itself.
@@ -257,36 +263,50 @@ func (e *Engine) reshapeCands(m *Manifest, entries []File, seen []map[int][]int)
 }
 
 // verifyCand verifies candidate c of old rank r completely and returns
-// the FTI-FF checksum of its bytes (zero for an HDF5 source).
-func (e *Engine) verifyCand(r int, c reshapeCand) (Digest, error) {
+// the FTI-FF checksum of its bytes (zero for an HDF5 source). With image
+// (and a source verifyImage reads) it reads the bytes into memory as it
+// verifies them and returns them too.
+func (e *Engine) verifyCand(r int, c reshapeCand, image bool) (Digest, []byte, error) {
 	f := c.entry
 	if f.Attrs[AttrDigest] == DigestH5 {
-		return Digest{}, verifyH5(e.env.Global, f, r)
+		return Digest{}, nil, verifyH5(e.env.Global, f, r)
 	}
-	var err error
+	store := e.env.Global // the data file's task in the L4 container
 	if c.node >= 0 {
-		err = VerifyFile(e.cfg.NodeStore(c.node), f)
-	} else {
-		err = verifyTask(e.env.Global, f) // the data file's task in the L4 container
+		store = e.cfg.NodeStore(c.node)
+	}
+	var img []byte
+	var err error
+	switch {
+	case image && imageKind(f) && (c.node >= 0 || f.Attrs[AttrInContainer] != ""):
+		img, err = verifyImage(store, f, transfer(e.env))
+	case c.node >= 0:
+		err = VerifyFile(store, f)
+	default:
+		err = verifyTask(store, f)
 	}
 	if err != nil {
-		return Digest{}, err
+		return Digest{}, nil, err
 	}
 	if f.Attrs[AttrDigest] == DigestFTIFF {
-		return f.Digest, nil
+		return f.Digest, img, nil
 	}
 	// A BLAKE3-checked copy: its FTI-FF checksum binds later readers.
-	src := ReshapeSource{Rank: r, Entry: f, Node: c.node}
-	vf, err := src.Open(e.env.Global, e.cfg.NodeStore)
-	if err != nil {
-		return Digest{}, err
+	var vf vfd.File
+	if img != nil {
+		vf = vfd.BytesFile(store.Path(f.Name), img)
+	} else {
+		src := ReshapeSource{Rank: r, Entry: f, Node: c.node}
+		if vf, err = src.Open(e.env.Global, e.cfg.NodeStore); err != nil {
+			return Digest{}, nil, err
+		}
 	}
 	defer vf.Close()
 	rd, err := fileformat.Open(vf)
 	if err != nil {
-		return Digest{}, &CorruptionError{Path: vf.Name(), Rank: r, Err: fmt.Errorf("%w: %w", ErrDigestMismatch, err)}
+		return Digest{}, nil, &CorruptionError{Path: vf.Name(), Rank: r, Err: fmt.Errorf("%w: %w", ErrDigestMismatch, err)}
 	}
-	return Digest(rd.Summary().Checksum), nil
+	return Digest(rd.Summary().Checksum), img, nil
 }
 
 // reshapeResult is one rank's verdict on a source it verified.
@@ -294,6 +314,9 @@ type reshapeResult struct {
 	Rank     int    `json:"r"`
 	Err      string `json:"e,omitempty"`
 	Checksum Digest `json:"c"`
+	// Held: the verifying rank keeps the bytes in memory and sends every
+	// other rank what it needs of them.
+	Held bool `json:"h,omitempty"`
 }
 
 // reshapeVerify runs the verification pass: rounds in which each old
@@ -307,6 +330,8 @@ func (e *Engine) reshapeVerify(m *Manifest, cands [][]reshapeCand) ([]ReshapeSou
 	next := make([]int, m.Ranks)
 	why := map[int][]string{}
 	load := make([]int64, env.Comm.Size())
+	imgs := map[int][]byte{} // the images this rank keeps, by old rank
+	var held int64
 	for {
 		type job struct {
 			r      int
@@ -340,10 +365,14 @@ func (e *Engine) reshapeVerify(m *Manifest, cands [][]reshapeCand) ([]ReshapeSou
 			if j.reader != env.Rank {
 				continue
 			}
-			sum, err := e.verifyCand(j.r, j.c)
+			keep := env.ImageLimit > 0 && held+j.c.entry.Size <= env.ImageLimit
+			sum, img, err := e.verifyCand(j.r, j.c, keep)
 			res := reshapeResult{Rank: j.r, Checksum: sum}
 			if err != nil {
 				res.Err = err.Error()
+			} else if img != nil {
+				res.Held, imgs[j.r] = true, img
+				held += int64(len(img))
 			}
 			mine = append(mine, res)
 		}
@@ -377,6 +406,9 @@ func (e *Engine) reshapeVerify(m *Manifest, cands [][]reshapeCand) ([]ReshapeSou
 			default:
 				done[j.r] = true
 				srcs[j.r] = ReshapeSource{Rank: j.r, Entry: j.c.entry, Node: j.c.node, Reader: j.reader, Seen: j.c.seen, Checksum: x.Checksum}
+				if x.Held {
+					srcs[j.r].Seen, srcs[j.r].Image = []int{j.reader}, imgs[j.r]
+				}
 			}
 		}
 	}

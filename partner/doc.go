@@ -31,11 +31,14 @@
 //     the receiver writes the copy under a tmp name, syncs it and checks
 //     its hash against the sender's recorded one; the sender hashes what
 //     it reads as well (unless [Options].SkipSourceHash).
-//   - L2 recovery: [RecoverPartner] checks each rank's data file and held
-//     copy, exchanges the flags with both neighbours, restores originals
-//     from copies and copies from originals (tmp, sync, hash check,
-//     rename, directory sync), and reports ranks whose file and copy are
-//     both lost with [ErrUnrecoverable].
+//   - L2 recovery: [RecoverPartner] tells both neighbours which of its
+//     data file and held copy are there, restores missing originals from
+//     their copies (checked by the receiver as they arrive, not read
+//     beforehand) and re-sends missing copies from originals that checked
+//     out, while every other file is checked in the background; a second
+//     round of flags repairs what failed its check (tmp, sync, hash
+//     check, rename each time), and reports ranks whose file and copy are
+//     both lost with [ErrUnrecoverable]. Each byte is read and hashed once.
 //   - L3 checkpoint: [EncodeGroup] splits the world into group
 //     communicators and places parity by the group's [encode.Layout]:
 //     FTI's full scheme for m = k (member j holds parity shard j of the

@@ -49,8 +49,10 @@ type L2Recovery struct {
 	// OwnRebuilt is set when this rank's data file was restored from the
 	// copy held by its right neighbour.
 	OwnRebuilt bool
-	// OwnImage holds the restored data file's bytes, checked against the
-	// recorded hash, when Options.ImageLimit allowed it.
+	// OwnImage holds the data file's bytes, checked against the recorded
+	// hash (as RecoverPartner read them, or as they were restored), when
+	// Options.ImageLimit allowed it and the caller did not check the file
+	// itself ([FileInfo.Checked]).
 	OwnImage []byte
 	// HeldRebuilt is set when the copy this rank holds of its left
 	// neighbour's data was re-sent.
@@ -59,121 +61,324 @@ type L2Recovery struct {
 
 var errNotListed = fmt.Errorf("%w: file not listed", ErrBadArgument)
 
+// Flags of a rank in the two rounds of [RecoverPartner].
 const (
-	flagOwnOK  = 1
+	// flagOwnOK: its data file is there, of its size (first round); it
+	// checked out or was restored (second round).
+	flagOwnOK = 1
+	// flagHeldOK: the copy it holds is there, of its size (first round);
+	// it checked out or was re-sent (second round).
 	flagHeldOK = 2
+	// flagOwnListed: it has a data file to restore.
+	flagOwnListed = 4
+	// flagHeldSent: it sent its copy to restore its left neighbour's data
+	// file, which checked it as it arrived (second round).
+	flagHeldSent = 8
+	// flagCopyBad: the copy sent to it to restore its data file failed
+	// its check (second round).
+	flagCopyBad = 16
+	// flagHeldListed: it holds a copy to check or re-send.
+	flagHeldListed = 32
+	// flagOwnLate: its data file was there but failed its check; it is
+	// restored in phase 3 (second round).
+	flagOwnLate = 64
 )
+
+// Tags of the second restore of data files and re-send of copies.
+const (
+	tagRestoreOwnLate  = tagRestoreOwn + 4
+	tagRestoreHeldLate = tagRestoreHeld + 4
+)
+
+// exchangeFlags sends flags to both ring neighbours and returns theirs.
+func exchangeFlags(c comm.Comm, left, right, tag int, flags byte) (fromLeft, fromRight byte, err error) {
+	r := make([]byte, 1)
+	if _, err := c.Sendrecv([]byte{flags}, left, tag, r, right, tag); err != nil {
+		return 0, 0, fmt.Errorf("exchange flags: %w", err)
+	}
+	l := make([]byte, 1)
+	if _, err := c.Sendrecv([]byte{flags}, right, tag+1, l, left, tag+1); err != nil {
+		return 0, 0, fmt.Errorf("exchange flags: %w", err)
+	}
+	return l[0], r[0], nil
+}
+
+// checkResult is the outcome of a background check.
+type checkResult struct {
+	img []byte
+	err error
+}
+
+// startCheck checks f in the background (into memory when image is
+// set), or returns the caller's outcome ([FileInfo.Checked]).
+func startCheck(f FileInfo, rank, bs int, image bool) func() checkResult {
+	if f.Checked {
+		return func() checkResult { return checkResult{f.Image, f.CheckErr} }
+	}
+	done := make(chan checkResult, 1)
+	go func() {
+		var r checkResult
+		if image {
+			r.img, r.err = f.CheckImage(rank, bs)
+		} else {
+			r.err = f.Check(rank, bs)
+		}
+		done <- r
+	}()
+	var r checkResult
+	got := false
+	return func() checkResult {
+		if !got {
+			r, got = <-done, true
+		}
+		return r
+	}
+}
 
 // RecoverPartner is L2's recovery. Collective over the world c. own is
 // this rank's data file and held the copy this rank keeps of its left
 // neighbour's data file, each with the size and hash recorded at
-// checkpoint time. Every rank checks both, the flags travel around the
-// ring, and missing or corrupted originals are restored from their copies
-// and missing copies re-sent from their originals, each written under a tmp
-// name, synced, hash-checked and renamed into place. A rank whose file and
-// copy are both gone gets an error wrapping [ErrUnrecoverable] naming the
-// rank; its neighbours report it too. Good files are never modified.
+// checkpoint time. Missing or corrupted originals are restored from
+// their copies and missing or corrupted copies re-sent from their
+// originals, each written under a tmp name, synced, hash-checked and
+// renamed into place. A rank whose file and copy are both gone gets an
+// error wrapping [ErrUnrecoverable] naming the rank; its neighbours
+// report it too. Good files are never modified.
+//
+// Each byte is read once and hashed once, and the transfers that need no
+// check start at once: every rank tells its neighbours which of its two
+// files are there (of their size); a missing data file is restored from
+// its copy, which the receiver checks as it arrives, and a missing copy
+// is re-sent from its original once that has checked out, while every
+// file present and not sent is checked in the background (own into
+// memory under Options.ImageLimit, returned in [L2Recovery.OwnImage]).
+// A second round of flags then says which files failed their checks,
+// and those are restored or re-sent the same way.
 func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2Recovery, error) {
 	me := c.Rank()
 	right, left := t.Right(me), t.Left(me)
 	bs := o.block()
 	log := o.log()
-	var flags byte
-	ownErr := errNotListed
-	if own.Valid() {
-		ownErr = own.check(me, bs)
+	var res L2Recovery
+	var errs []error
+	image := o.ImageLimit > 0 && own.Size <= o.ImageLimit
+
+	// Round 1: which files are there.
+	ownThere := own.Valid() && (!own.Checked || own.CheckErr == nil) && (own.Checked || own.present())
+	heldThere := held.Valid() && (!held.Checked || held.CheckErr == nil) && (held.Checked || held.present())
+	var ownCheck func() checkResult
+	if ownThere {
+		ownCheck = startCheck(own, me, bs, image)
 	}
-	if ownErr == nil {
-		flags |= flagOwnOK
-	}
-	heldErr := errNotListed
-	if held.Valid() {
-		heldErr = held.Check(left, bs)
-	}
-	if heldErr == nil {
+	flags := flagsOf(ownThere, held.Valid(), own.Valid())
+	if heldThere {
 		flags |= flagHeldOK
 	}
-	// learn the right neighbour's flags (is my copy there?) and the left's (is its original there?)
-	fromRight := make([]byte, 1)
-	if _, err := c.Sendrecv([]byte{flags}, left, tagFlags, fromRight, right, tagFlags); err != nil {
-		return L2Recovery{}, fmt.Errorf("exchange flags: %w", err)
+	fromLeft, fromRight, err := exchangeFlags(c, left, right, tagFlags, flags)
+	if err != nil {
+		if ownCheck != nil {
+			ownCheck()
+		}
+		return L2Recovery{}, err
 	}
-	fromLeft := make([]byte, 1)
-	if _, err := c.Sendrecv([]byte{flags}, right, tagFlags+1, fromLeft, left, tagFlags+1); err != nil {
-		return L2Recovery{}, fmt.Errorf("exchange flags: %w", err)
+	// sendHeld: the left neighbour's data file is missing and is restored
+	// from the copy this rank holds, which the receiver checks.
+	sendHeld := heldThere && fromLeft&flagOwnOK == 0 && fromLeft&flagOwnListed != 0
+	var heldCheck func() checkResult
+	if heldThere && !sendHeld {
+		heldCheck = startCheck(held, left, bs, false)
 	}
-	rightHeld := fromRight[0]&flagHeldOK != 0
-	leftOwn := fromLeft[0]&flagOwnOK != 0
-
-	var errs []error
-	needOwn := ownErr != nil && own.Valid()
-	needHeld := heldErr != nil && held.Valid()
-	if ownErr != nil && (!rightHeld || !own.Valid()) {
-		errs = append(errs, fmt.Errorf("%w: rank %d: its data file and its partner copy on rank %d (node %d) are both lost: %w",
-			ErrUnrecoverable, me, right, t.NodeOf(right), ownErr))
-		needOwn = false
+	// missingErr is why a file that is not there (of its size) is bad:
+	// the check fails at once, without reading.
+	missingErr := func(f FileInfo, rank int) error {
+		if !f.Valid() {
+			return errNotListed
+		}
+		if f.Checked && f.CheckErr != nil {
+			return f.CheckErr
+		}
+		if err := f.Check(rank, bs); err != nil {
+			return err
+		}
+		return &CorruptionError{Path: f.Path, Rank: rank, Err: fmt.Errorf("%w: missing, or not of its recorded size %d, a moment ago", ErrHashMismatch, f.Size)}
 	}
-	if heldErr != nil && (!leftOwn || !held.Valid()) {
-		errs = append(errs, fmt.Errorf("%w: rank %d: its data file and its partner copy on rank %d (node %d) are both lost: %w",
-			ErrUnrecoverable, left, me, t.NodeOf(me), heldErr))
-		needHeld = false
+	bothLost := func(rank, holder int, err error) error {
+		return fmt.Errorf("%w: rank %d: its data file and its partner copy on rank %d (node %d) are both lost: %w",
+			ErrUnrecoverable, rank, holder, t.NodeOf(holder), err)
 	}
-	var res L2Recovery
-	// Every file sent below was hashed by Check a moment ago, so the
-	// senders do not hash it again; each receiver still checks what it
-	// wrote against the recorded hash.
+	var ownErr error // set once this rank's data file is known bad and not restored
+	if !ownThere {
+		ownErr = missingErr(own, me)
+	}
+	// The files sent below were checked (the data files, from memory when
+	// there is an image) or are checked by their receiver against the
+	// recorded hash (the copies), so the senders do not hash them.
 	o.SkipSourceHash = true
-	// Phase 1: right neighbours send back the copies they hold (ring leftwards).
-	{
+	// restoreOwn receives this rank's data file from its right
+	// neighbour's copy (need) while sending its own copy to its left
+	// neighbour (send).
+	copyBad := false
+	restoreOwn := func(tag int, need, send bool) {
 		e := streamEnd{inOwner: me, keep: true} // the restart reads a restored data file next
-		leftNeedsOwn := fromLeft[0]&flagOwnOK == 0 && flags&flagHeldOK != 0
-		if leftNeedsOwn {
+		if send {
 			h := held
 			e.out = &h
 		}
 		tmp := Ref{Driver: own.Driver, Path: own.Path + TmpSuffix}
 		var img []byte
-		if needOwn {
+		if need {
 			e.in, e.inSize, e.inHash = &tmp, own.Size, own.Hash
-			if o.ImageLimit > 0 && own.Size <= o.ImageLimit {
+			if image {
 				// The restart reads the bytes from memory: the file
 				// need not stay in the page cache.
 				e.image, e.keep = &img, false
 			}
 		}
-		if _, _, _, err := stream(c, left, right, tagRestoreOwn, o, e); err != nil {
+		_, _, _, err := stream(c, left, right, tag, o, e)
+		switch {
+		case err != nil && need && errors.Is(err, ErrHashMismatch):
+			copyBad = true
+			errs = append(errs, bothLost(me, right, errors.Join(ownErr, err)))
+		case err != nil && (need || !send):
 			errs = append(errs, fmt.Errorf("restore data of rank %d from rank %d: %w", me, right, err))
-		} else if needOwn {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("send the copy of rank %d's data back to it: %w", left, err))
+		case need:
 			if err := publish(own.Driver, tmp.Path, own.Path); err != nil {
 				errs = append(errs, fmt.Errorf("publish restored %s: %w", own.Path, err))
 			} else {
-				res.OwnRebuilt, res.OwnImage = true, img
+				res.OwnRebuilt, res.OwnImage, ownErr = true, img, nil
 				log.Info("restored data file from partner copy", zap.Int("rank", me), zap.Int("from", right))
 			}
 		}
 	}
-	// Phase 2: originals are re-sent to partners whose copy is lost (ring rightwards).
-	{
-		e := streamEnd{inOwner: left}
-		rightNeedsHeld := !rightHeld && flags&flagOwnOK != 0
-		if rightNeedsHeld {
-			o := own
-			e.out = &o
+	// resendHeld sends this rank's data file to its right neighbour
+	// (send: from its image when there is one) while receiving the copy
+	// it holds from its left neighbour (need); a sender that turns out
+	// to have nothing sound offers nothing (optional).
+	resendHeld := func(tag int, need, send bool, optional *bool) bool {
+		e := streamEnd{inOwner: left, optional: optional}
+		if send {
+			src := own
+			if res.OwnImage != nil {
+				src.Image = res.OwnImage
+			}
+			e.out = &src
 		}
 		tmp := Ref{Driver: held.Driver, Path: held.Path + TmpSuffix}
-		if needHeld {
+		if need {
 			e.in, e.inSize, e.inHash = &tmp, held.Size, held.Hash
 		}
-		if _, _, _, err := stream(c, right, left, tagRestoreHeld, o, e); err != nil {
+		_, _, _, err := stream(c, right, left, tag, o, e)
+		switch {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("re-send data of rank %d to rank %d: %w", left, me, err))
-		} else if needHeld {
+		case need && (optional == nil || !*optional):
 			if err := publish(held.Driver, tmp.Path, held.Path); err != nil {
 				errs = append(errs, fmt.Errorf("publish re-sent copy %s: %w", held.Path, err))
 			} else {
 				res.HeldRebuilt = true
 				log.Info("re-sent partner copy", zap.Int("rank", me), zap.Int("of", left))
+				return true
 			}
 		}
+		return false
 	}
+	ownResult := func() {
+		if ownCheck == nil {
+			return
+		}
+		r := ownCheck()
+		ownCheck = nil
+		if r.err != nil {
+			ownErr = r.err
+		} else if image {
+			res.OwnImage = r.img
+		}
+	}
+
+	// Phase 1: missing data files come back from the copies their right
+	// neighbours hold (ring leftwards), checked as they arrive.
+	needOwn := !ownThere && own.Valid()
+	if !ownThere && (fromRight&flagHeldOK == 0 || !own.Valid()) {
+		errs = append(errs, bothLost(me, right, ownErr))
+		needOwn = false
+	}
+	restoreOwn(tagRestoreOwn, needOwn, sendHeld)
+
+	// Phase 2: missing copies are re-sent from their originals (ring
+	// rightwards) once those have checked out.
+	sendOwn := fromRight&flagHeldOK == 0 && fromRight&flagHeldListed != 0 && ownThere
+	if sendOwn {
+		ownResult()
+		sendOwn = ownErr == nil
+	}
+	needHeld := !heldThere && held.Valid() && fromLeft&flagOwnOK != 0
+	notOffered := false
+	heldOK := resendHeld(tagRestoreHeld, needHeld, sendOwn, &notOffered)
+
+	// Round 2: the outcome of every check and transfer.
+	ownResult()
+	var heldErr error
+	switch {
+	case heldOK, sendHeld:
+	case heldCheck != nil:
+		heldErr = heldCheck().err
+	default:
+		heldErr = missingErr(held, left)
+	}
+	lateOwn := ownThere && ownErr != nil // present, but failed its check
+	flags2 := flagsOf(ownErr == nil, held.Valid(), own.Valid())
+	if lateOwn {
+		flags2 |= flagOwnLate
+	}
+	if sendHeld {
+		flags2 |= flagHeldSent
+	} else if heldErr == nil {
+		flags2 |= flagHeldOK
+	}
+	if copyBad {
+		flags2 |= flagCopyBad
+	}
+	fromLeft, fromRight, err = exchangeFlags(c, left, right, tagFlags+2, flags2)
+	if err != nil {
+		return res, errors.Join(append(errs, err)...)
+	}
+	if sendHeld && fromLeft&flagCopyBad != 0 {
+		heldErr = &CorruptionError{Path: held.Path, Rank: left, Err: fmt.Errorf("%w: rank %d found it bad as it restored its data from it", ErrHashMismatch, left)}
+	}
+	// Phase 3: a data file that was there but failed its check comes back
+	// from its copy if that checked out (ring leftwards).
+	if lateOwn && fromRight&flagHeldOK == 0 {
+		errs = append(errs, bothLost(me, right, ownErr))
+		lateOwn = false
+	}
+	restoreOwn(tagRestoreOwnLate, lateOwn, fromLeft&flagOwnLate != 0 && !sendHeld && heldErr == nil)
+	// Phase 4: a copy that failed its check, or was missing and not
+	// re-sent, is re-sent from its original if that is sound (ring
+	// rightwards). A data file restored in phase 3 came from the copy its
+	// right neighbour holds, which is sound.
+	lateHeld := heldErr != nil && held.Valid() && fromLeft&flagOwnOK != 0
+	if heldErr != nil && (fromLeft&flagOwnOK == 0 || !held.Valid()) {
+		errs = append(errs, bothLost(left, me, heldErr))
+	}
+	// As the right neighbour decides: with the flags of round 2.
+	sendLate := flags2&flagOwnOK != 0 && fromRight&(flagHeldOK|flagHeldSent) == 0 && fromRight&flagHeldListed != 0
+	resendHeld(tagRestoreHeldLate, lateHeld, sendLate, nil)
 	return res, errors.Join(errs...)
+}
+
+// flagsOf sets flagOwnOK, flagHeldListed and flagOwnListed.
+func flagsOf(ownOK, heldListed, ownListed bool) byte {
+	var f byte
+	if ownOK {
+		f |= flagOwnOK
+	}
+	if heldListed {
+		f |= flagHeldListed
+	}
+	if ownListed {
+		f |= flagOwnListed
+	}
+	return f
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
@@ -583,11 +582,11 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 	// wanted) as it is written, when the rebuild writes it in order
 	// (always with m = k), instead of being read back.
 	if m.pout != nil {
-		m.pseq = &seqWriter{File: m.pout, h: blake3.New(), inOrder: true}
+		m.pseq = &seqWriter{File: m.pout, h: encode.NewHasher(), inOrder: true}
 		m.pout = m.pseq
 	}
 	if m.dout != nil {
-		m.dseq = &seqWriter{File: m.dout, h: blake3.New(), inOrder: true}
+		m.dseq = &seqWriter{File: m.dout, h: encode.NewHasher(), inOrder: true}
 		if o.ImageLimit > 0 && data.Size <= o.ImageLimit {
 			m.dseq.img = make([]byte, data.Size)
 		}
@@ -618,12 +617,12 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 	// Finish: the header of a rebuilt parity file, sync, compare with the
 	// recorded hashes (files written in order were hashed as they were
 	// written, others are read back), rename into place.
-	var parityWhole *blake3.Hasher
+	var parityWhole *encode.Hasher
 	if m.pout != nil && len(m.errs) == 0 {
 		parityWhole = m.parityHeader(sizes, hashes)
 	}
 	if m.dout != nil {
-		var h *blake3.Hasher
+		var h *encode.Hasher
 		if m.dseq.inOrder && m.dseq.next == data.Size {
 			h = m.dseq.h
 		}
@@ -811,17 +810,17 @@ func (m *memberRebuild) reconstruct(r int64, n, a, pl int) {
 // payload. The payload's hash (taken as it was written in order, else
 // read back once) goes into the header, and with the header appended it
 // is the whole file's hash, returned.
-func (m *memberRebuild) parityHeader(sizes []int64, hashes []encode.Hash) *blake3.Hasher {
+func (m *memberRebuild) parityHeader(sizes []int64, hashes []encode.Hash) *encode.Hasher {
 	lay := m.lay
 	hdr := &encode.ParityHeader{K: lay.K, M: lay.M, Index: m.g(), Padded: lay.Padded, Sizes: sizes, Hashes: hashes}
 	if lay.Rotated() {
 		hdr.Unit = lay.Unit
 	}
-	var body, whole *blake3.Hasher
+	var body, whole *encode.Hasher
 	if m.pseq.inOrder && m.pseq.next == lay.ParitySize() {
 		body, whole = m.pseq.h.Clone(), m.pseq.h // hashed as it was written
 	} else {
-		body, whole = blake3.New(), blake3.New()
+		body, whole = encode.NewHasher(), encode.NewHasher()
 		m.fail(hashBack(m.pout, lay.ParitySize(), m.o.block(), body, whole))
 	}
 	copy(hdr.Payload[:], body.Sum(nil))
@@ -837,11 +836,11 @@ func (m *memberRebuild) parityHeader(sizes []int64, hashes []encode.Hash) *blake
 // finish syncs a rebuilt file, checks it against f's recorded size and
 // hash (h when the bytes were hashed already, else read back) and renames
 // it into place; on any error so far it removes the tmp file instead.
-func (m *memberRebuild) finish(f FileInfo, out vfd.File, what string, h *blake3.Hasher) bool {
+func (m *memberRebuild) finish(f FileInfo, out vfd.File, what string, h *encode.Hasher) bool {
 	err := out.Sync()
 	if err == nil && len(m.errs) == 0 {
 		if h == nil {
-			h = blake3.New()
+			h = encode.NewHasher()
 			err = hashBack(out, f.Size, m.o.block(), h)
 		}
 		if err == nil {
@@ -876,7 +875,7 @@ func removeTmps(data, parity FileInfo, dout, pout vfd.File) {
 // one another from offset 0, copying it into img when img is not nil.
 type seqWriter struct {
 	vfd.File
-	h       *blake3.Hasher
+	h       *encode.Hasher
 	img     []byte
 	next    int64
 	inOrder bool
@@ -899,7 +898,7 @@ func (w *seqWriter) WriteAt(p []byte, off int64) (int, error) {
 
 // hashBack feeds the first size bytes of f to every hasher, read in
 // blocks of bs bytes.
-func hashBack(f vfd.File, size int64, bs int, hs ...*blake3.Hasher) error {
+func hashBack(f vfd.File, size int64, bs int, hs ...*encode.Hasher) error {
 	buf := make([]byte, min(int64(max(bs, 1)), max(size, 1)))
 	for off := int64(0); off < size; {
 		n := int(min(int64(len(buf)), size-off))

@@ -7,7 +7,6 @@ import (
 	"io"
 	"path"
 
-	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
@@ -139,6 +138,24 @@ type FileInfo struct {
 // Valid reports whether the ref names a file.
 func (r Ref) Valid() bool { return r.Driver != nil && r.Path != "" }
 
+// checkPiece is the smallest read of a check: large reads, read ahead
+// while the previous piece is hashed, keep a device busy.
+const checkPiece = 4 << 20
+
+// present reports whether f names a regular file of its recorded size
+// (without reading it).
+func (f FileInfo) present() bool {
+	if !f.Valid() {
+		return false
+	}
+	file, err := f.Driver.Open(f.Path, vfd.ReadOnly)
+	if err != nil {
+		return false
+	}
+	size, err := file.Size()
+	return errors.Join(err, file.Close()) == nil && size == f.Size
+}
+
 // Check verifies that f exists with its size and hash. The error is a
 // *CorruptionError naming the path and rank.
 func (f FileInfo) Check(rank int, blockSize int) error {
@@ -157,7 +174,7 @@ func (f FileInfo) Check(rank int, blockSize int) error {
 	if size != f.Size {
 		return cerr(size, fmt.Errorf("%w: %d bytes, want %d", ErrHashMismatch, size, f.Size))
 	}
-	h, err := encode.HashReader(file, size, blockSize)
+	h, err := encode.HashReader(file, size, max(blockSize, checkPiece))
 	if err != nil {
 		return cerr(0, err)
 	}
@@ -189,7 +206,7 @@ func (f FileInfo) CheckImage(rank int, blockSize int) ([]byte, error) {
 	}
 	piece := int64(max(blockSize, 4<<20))
 	l := vfd.Load(file, size, int(piece), 0)
-	h := blake3.New()
+	h := encode.NewHasher()
 	for off := int64(0); off < size && err == nil; off += piece {
 		var b []byte
 		if b, err = l.Range(off, min(off+piece, size)); err == nil {
@@ -236,7 +253,7 @@ type source struct {
 	ready chan []byte
 	free  chan []byte
 	done  chan struct{}
-	h     *blake3.Hasher
+	h     *encode.Hasher
 	tap   io.Writer // FileInfo.Tap
 	err   error     // set by the reader goroutine before closing ready
 }
@@ -256,7 +273,7 @@ func openSource(fi FileInfo, bs int, hash bool, pool *Buffers) (*source, error) 
 	}
 	s := &source{pool: pool, f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), tap: fi.Tap}
 	if hash {
-		s.h = blake3.New()
+		s.h = encode.NewHasher()
 	}
 	for range min(3, (size+int64(bs)-1)/int64(bs)) {
 		s.free <- pool.get(bs)
@@ -350,7 +367,7 @@ type sink struct {
 	work  chan []byte
 	free  chan []byte
 	done  chan struct{}
-	h     *blake3.Hasher
+	h     *encode.Hasher
 	off   int64
 	piece int64 // 0: keep the file in the page cache
 	// hinted and dropped are the ends of the ranges whose writeback was
@@ -371,7 +388,7 @@ func createSink(r Ref, bs int, size int64, pool *Buffers, piece int64) (*sink, e
 	if err != nil {
 		return nil, err
 	}
-	s := &sink{pool: pool, f: f, path: r.Path, work: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: blake3.New(), piece: piece}
+	s := &sink{pool: pool, f: f, path: r.Path, work: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: encode.NewHasher(), piece: piece}
 	for range max(1, min(3, (size+int64(bs)-1)/int64(bs))) {
 		s.free <- pool.get(bs)
 	}
@@ -547,7 +564,14 @@ type streamEnd struct {
 	// image, when not nil, receives a copy of the received file's bytes
 	// once they check out against the expected hash (nil otherwise).
 	image *[]byte
+	// optional, when not nil, lets the sender offer nothing: the
+	// receiver then writes nothing, reports no error and sets
+	// *optional to true.
+	optional *bool
 }
+
+// errNotOffered: the sender of an optional stream offered no file.
+var errNotOffered = errors.New("partner: no file offered")
 
 // headerLen is the length of a stream header: size u64, hash, flags.
 const headerLen = 8 + 32 + 1
@@ -572,6 +596,10 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 		return nil
 	}
 	if n != headerLen {
+		if e.optional != nil && n == 0 {
+			*e.optional = true
+			return errNotOffered
+		}
 		return fmt.Errorf("%w: rank %d sent no file header", ErrBadArgument, src)
 	}
 	size := int64(binary.LittleEndian.Uint64(recv))
@@ -593,7 +621,9 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 		if errors.Is(err, comm.ErrAborted) {
 			return 0, encode.Hash{}, encode.Hash{}, err
 		}
-		errs = append(errs, err)
+		if !errors.Is(err, errNotOffered) {
+			errs = append(errs, err)
+		}
 		if e.in != nil {
 			// still take part in the exchange, but discard what arrives
 			e.in = nil

@@ -939,3 +939,83 @@ func TestTap(t *testing.T) {
 		}
 	})
 }
+
+// TestL2RestoreChecksTheCopyOnce: the copy that restores a lost data file
+// is checked only as it arrives (not read beforehand); a flipped byte in
+// it fails the restore on the owner with the corruption sentinel, leaves
+// nothing published, and its holder reports the data unrecoverable too,
+// while the other copies are still checked and a bad one is re-sent.
+func TestL2RestoreChecksTheCopyOnce(t *testing.T) {
+	flip := func(cl *cluster, p string, off int64) {
+		f, err := cl.d.Open(p, vfd.ReadWrite)
+		require.NoError(t, err)
+		b := make([]byte, 1)
+		_, err = f.ReadAt(b, off)
+		require.NoError(t, err)
+		b[0] ^= 0x20
+		_, err = f.WriteAt(b, off)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	}
+	for _, flipped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("flipped %v", flipped), func(t *testing.T) {
+			lg := vfd.NewLog(vfd.Sec2{}, nil)
+			cl := newCluster(t, lg, 4, 1, 4, func(r int) int { return 9000 + 77*r })
+			cl.l2Protect(512)
+			require.NoError(t, cl.d.RemoveAll(cl.nodeDir(1))) // rank 1's data file and its copy of rank 0
+			require.NoError(t, cl.d.MkdirAll(cl.nodeDir(1), 0o755))
+			cl.corrupt(cl.copyPath(3)) // a copy nobody restores from: found by its check, re-sent
+			if flipped {
+				flip(cl, cl.copyPath(2), 4321) // the copy that restores rank 1
+			}
+			errs := make([]error, 4)
+			res := make([]L2Recovery, 4)
+			read0 := lg.Stats().BytesRead
+			require.NoError(t, cl.run(func(c comm.Comm) error {
+				r := c.Rank()
+				own := cl.own(r)
+				if r != 1 { // as levels does: checked into memory, sent from there
+					own.Image, own.CheckErr = own.CheckImage(r, 512)
+					own.Checked = true
+				}
+				res[r], errs[r] = RecoverPartner(c, cl.topo, Options{BlockSize: 512, ImageLimit: 1 << 20}, own, cl.held(r))
+				return nil
+			}))
+			if !flipped {
+				// Each byte read once: the data files of ranks 0, 2, 3 and
+				// the copies held by ranks 0, 2 (sent, not checked first)
+				// and 3.
+				want := cl.sizes[0] + cl.sizes[2] + cl.sizes[3] + cl.sizes[3] + cl.sizes[1] + cl.sizes[2]
+				assert.Equal(t, want, lg.Stats().BytesRead-read0)
+				for r := range 4 {
+					require.NoError(t, errs[r], "rank %d", r)
+				}
+				require.True(t, res[1].OwnRebuilt)
+				assert.Equal(t, cl.data[1], res[1].OwnImage)
+				assert.True(t, res[1].HeldRebuilt)
+				assert.True(t, res[3].HeldRebuilt, "the corrupted copy on rank 3 is re-sent")
+				assert.False(t, res[2].HeldRebuilt, "the copy that restored rank 1 is sound")
+				cl.assertAllGood()
+				for r := range 4 {
+					assert.Equal(t, cl.data[cl.topo.Left(r)], cl.read(cl.copyPath(r)), "copy held by %d", r)
+				}
+				return
+			}
+			require.ErrorIs(t, errs[1], ErrUnrecoverable)
+			require.ErrorIs(t, errs[1], ErrHashMismatch)
+			var ce *CorruptionError
+			require.ErrorAs(t, errs[1], &ce)
+			assert.Contains(t, errs[1].Error(), "are both lost")
+			require.ErrorIs(t, errs[2], ErrUnrecoverable, "the holder of the bad copy reports it too")
+			assert.Contains(t, errs[2].Error(), "rank 1: its data file")
+			assert.False(t, res[1].OwnRebuilt)
+			assert.Nil(t, res[1].OwnImage)
+			_, err := cl.d.Stat(cl.dataPath(1))
+			assert.ErrorIs(t, err, fs.ErrNotExist, "nothing published")
+			_, err = cl.d.Stat(cl.dataPath(1) + TmpSuffix)
+			assert.ErrorIs(t, err, fs.ErrNotExist, "tmp removed")
+			assert.True(t, res[3].HeldRebuilt, "the other bad copy is still re-sent")
+			assert.Equal(t, cl.data[2], cl.read(cl.copyPath(3)))
+		})
+	}
+}

@@ -145,6 +145,13 @@ func TestBenchCold(t *testing.T) {
 	table := &bytes.Buffer{}
 	printBench(table, res)
 	assert.Contains(t, table.String(), "dropped")
+	assert.NotContains(t, table.String(), "restarts with the page cache kept")
+	for i := range res.Rows {
+		res.Rows[i].CacheDropped = false
+	}
+	table.Reset()
+	printBench(table, res)
+	assert.Contains(t, table.String(), "restarts with the page cache kept: the raw read copies from memory while a restart hashes every byte")
 
 	a, out, errb = testApp(false)
 	a.dropCaches = func() error { return errors.New("open /proc/sys/vm/drop_caches: permission denied") }
