@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/zeebo/blake3"
+	"github.com/ftigo/ftigo/internal/b3"
 )
 
 // Hash is a BLAKE3-256 digest.
 type Hash [32]byte
 
 // Sum returns the BLAKE3-256 of b.
-func Sum(b []byte) Hash { return Hash(blake3.Sum256(b)) }
+func Sum(b []byte) Hash { return Hash(b3.Sum256(b)) }
 
 // PaddedSize is the shard length of a group of files: the largest size.
 func PaddedSize(sizes []int64) int64 {
@@ -45,7 +45,7 @@ func ReadBlock(r io.ReaderAt, size int64, buf []byte, off int64) error {
 // HashReader returns the BLAKE3 of the first size bytes of r, read in
 // blockSize pieces.
 func HashReader(r io.ReaderAt, size int64, blockSize int) (Hash, error) {
-	h := blake3.New()
+	h := b3.New()
 	buf := make([]byte, min(int64(max(blockSize, 1)), max(size, 1)))
 	for off := int64(0); off < size; {
 		n := int(min(int64(len(buf)), size-off))

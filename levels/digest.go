@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/zeebo/blake3"
+	"github.com/ftigo/ftigo/internal/b3"
 
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -17,7 +17,7 @@ func FileDigest(f vfd.File) (Digest, error) {
 	if err != nil {
 		return Digest{}, err
 	}
-	h := blake3.New()
+	h := b3.New()
 	buf := make([]byte, min(size, 1<<20))
 	for off := int64(0); off < size; {
 		n := min(int64(len(buf)), size-off)
@@ -39,14 +39,14 @@ func FileDigest(f vfd.File) (Digest, error) {
 // writes are sequential from offset 0 (it reports whether they were).
 type HashingWriter struct {
 	vfd.File
-	h          *blake3.Hasher
+	h          *b3.Hasher
 	next       int64
 	sequential bool
 }
 
 // NewHashingWriter returns a File wrapper that hashes sequential writes.
 func NewHashingWriter(f vfd.File) *HashingWriter {
-	return &HashingWriter{File: f, h: blake3.New(), sequential: true}
+	return &HashingWriter{File: f, h: b3.New(), sequential: true}
 }
 
 // WriteAt writes through and hashes p when it continues the previous write.

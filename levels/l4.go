@@ -7,7 +7,7 @@ import (
 	"path"
 	"strconv"
 
-	"github.com/zeebo/blake3"
+	"github.com/ftigo/ftigo/internal/b3"
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/sion"
@@ -303,7 +303,7 @@ func (l Global4) extract(env *Env, m *Manifest, f File, local Store) error {
 	}
 	fail := func(err error) error { return errors.Join(err, out.Close(), local.Driver.Remove(tmp)) }
 	ftiff := f.Attrs[AttrDigest] == DigestFTIFF
-	h := blake3.New()
+	h := b3.New()
 	buf := make([]byte, min(int64(transfer(env)), max(f.Size, 1)))
 	for off := int64(0); off < f.Size; {
 		n := min(int64(len(buf)), f.Size-off)
@@ -355,7 +355,7 @@ func CopyWrite(src Source) WriteFunc {
 			return 0, Digest{}, false, fmt.Errorf("open %s: %w", src.Name, err)
 		}
 		defer in.Close()
-		h := blake3.New()
+		h := b3.New()
 		buf := make([]byte, min(int64(4<<20), max(src.Size, 1)))
 		for off := int64(0); off < src.Size; {
 			n := min(int64(len(buf)), src.Size-off)

@@ -7,7 +7,7 @@ import (
 	"io"
 	"path"
 
-	"github.com/zeebo/blake3"
+	"github.com/ftigo/ftigo/internal/b3"
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
@@ -181,7 +181,7 @@ func (f FileInfo) CheckImage(rank int, blockSize int) ([]byte, error) {
 	}
 	piece := int64(max(blockSize, 4<<20))
 	l := vfd.Load(file, size, int(piece), 0)
-	h := blake3.New()
+	h := b3.New()
 	for off := int64(0); off < size && err == nil; off += piece {
 		var b []byte
 		if b, err = l.Range(off, min(off+piece, size)); err == nil {
@@ -228,7 +228,7 @@ type source struct {
 	ready chan []byte
 	free  chan []byte
 	done  chan struct{}
-	h     *blake3.Hasher
+	h     *b3.Hasher
 	err   error // set by the reader goroutine before closing ready
 }
 
@@ -247,7 +247,7 @@ func openSource(fi FileInfo, bs int, hash bool, pool *Buffers) (*source, error) 
 	}
 	s := &source{pool: pool, f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{})}
 	if hash {
-		s.h = blake3.New()
+		s.h = b3.New()
 	}
 	for range min(3, (size+int64(bs)-1)/int64(bs)) {
 		s.free <- pool.get(bs)
@@ -324,7 +324,7 @@ type sink struct {
 	work  chan []byte
 	free  chan []byte
 	done  chan struct{}
-	h     *blake3.Hasher
+	h     *b3.Hasher
 	off   int64
 	piece int64 // 0: keep the file in the page cache
 	// hinted and dropped are the ends of the ranges whose writeback was
@@ -345,7 +345,7 @@ func createSink(r Ref, bs int, size int64, pool *Buffers, piece int64) (*sink, e
 	if err != nil {
 		return nil, err
 	}
-	s := &sink{pool: pool, f: f, path: r.Path, work: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: blake3.New(), piece: piece}
+	s := &sink{pool: pool, f: f, path: r.Path, work: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: b3.New(), piece: piece}
 	for range max(1, min(3, (size+int64(bs)-1)/int64(bs))) {
 		s.free <- pool.get(bs)
 	}
