@@ -165,3 +165,50 @@ func TestRowMatchesEncode(t *testing.T) {
 	require.ErrorIs(t, row.Add(make([]byte, 4), 3, make([]byte, 4)), ErrBadShape)
 	require.ErrorIs(t, row.Add(make([]byte, 4), 0, make([]byte, 3)), ErrBadShape)
 }
+
+// TestRowCombineMatchesAdd checks Combine against EncodeBlock with every
+// shard given (in any order, shard sizes on both sides of the library's
+// kernel thresholds) and against Adds of the shards given when some are
+// missing, and its refusals.
+func TestRowCombineMatchesAdd(t *testing.T) {
+	for _, s := range shapes {
+		c, err := New(s.k, s.m)
+		require.NoError(t, err)
+		for _, size := range []int{1, 777, 64 << 10, 1<<20 + 3} {
+			r := rand.New(rand.NewPCG(12, uint64(s.k*size)))
+			data := randBlocks(r, s.k, size)
+			want := randBlocks(r, s.m, size)
+			require.NoError(t, c.EncodeBlock(data, want))
+			for j := range s.m {
+				row, err := c.Row(j)
+				require.NoError(t, err)
+				perm := r.Perm(s.k)
+				shards := make([][]byte, s.k)
+				for i, p := range perm {
+					shards[i] = data[p]
+				}
+				acc := randBlocks(r, 1, size)[0] // Combine overwrites acc
+				require.NoError(t, row.Combine(shards, perm, acc))
+				assert.Equal(t, want[j], acc, "k=%d m=%d row %d size %d", s.k, s.m, j, size)
+				if s.k > 1 {
+					some, idx := shards[1:], perm[1:]
+					sum := make([]byte, size)
+					for i, d := range some {
+						require.NoError(t, row.Add(d, idx[i], sum))
+					}
+					require.NoError(t, row.Combine(some, idx, acc))
+					assert.Equal(t, sum, acc, "k=%d m=%d row %d size %d without shard %d", s.k, s.m, j, size, perm[0])
+				}
+			}
+		}
+	}
+	c, err := New(3, 2)
+	require.NoError(t, err)
+	row, err := c.Row(1)
+	require.NoError(t, err)
+	b := func() []byte { return make([]byte, 4) }
+	require.ErrorIs(t, row.Combine([][]byte{b()}, []int{3}, b()), ErrBadShape)
+	require.ErrorIs(t, row.Combine([][]byte{b(), b()}, []int{1, 1}, b()), ErrBadShape)
+	require.ErrorIs(t, row.Combine([][]byte{b()}, []int{0, 1}, b()), ErrBadShape)
+	require.ErrorIs(t, row.Combine([][]byte{b()}, []int{0}, make([]byte, 3)), ErrBadShape)
+}
