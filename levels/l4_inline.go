@@ -183,10 +183,15 @@ type taskFile struct {
 	skip   int64 // block size: sum of the file's chunks
 	chunk  int64
 	size   int64 // bytes written
-	closed bool
+	// dropped is the end of the logical range dropped from the page cache.
+	dropped int64
+	closed  bool
 }
 
-var _ vfd.File = (*taskFile)(nil)
+var (
+	_ vfd.File             = (*taskFile)(nil)
+	_ vfd.WritebackStarter = (*taskFile)(nil)
+)
 
 func (t *taskFile) phys(off int64) (int64, int64) {
 	b, in := off/t.chunk, off%t.chunk
@@ -289,6 +294,52 @@ func (t *taskFile) Sync() error {
 		return fmt.Errorf("%s: %w", t.Name(), vfd.ErrClosed)
 	}
 	return t.side.Sync()
+}
+
+// StartWriteback starts the writeback of the task's logical range [off,
+// off+n) (n == 0: through the bytes written), block by block at their
+// physical offsets in the container, as a data file's writer does for its
+// own file, and drops from the page cache what lies more than
+// dropBehind bytes before off (hints; see [vfd.StartWriteback] and
+// [vfd.DropCache]).
+func (t *taskFile) StartWriteback(off, n int64) error {
+	if t.closed {
+		return fmt.Errorf("%s: %w", t.Name(), vfd.ErrClosed)
+	}
+	if off < 0 || n < 0 {
+		return fmt.Errorf("%s: writeback of [%d, +%d): %w", t.Name(), off, n, vfd.ErrNegativeOffset)
+	}
+	end := t.size
+	if n > 0 {
+		end = min(end, off+n)
+	}
+	if err := t.each(off, end, func(po, k int64) error { return vfd.StartWriteback(t.side, po, k) }); err != nil {
+		return err
+	}
+	if lim := off - dropBehind; lim > t.dropped {
+		from := t.dropped
+		t.dropped = lim
+		return t.each(from, lim, func(po, k int64) error { return vfd.DropCache(t.side, po, k) })
+	}
+	return nil
+}
+
+// dropBehind is how far behind the latest writeback hint a task's bytes
+// are dropped from the page cache (two of the FTI-FF writer's pieces).
+const dropBehind = 32 << 20
+
+// each calls fn with the physical offset and length of every piece of
+// the logical range [off, end).
+func (t *taskFile) each(off, end int64, fn func(po, k int64) error) error {
+	for off < end {
+		po, room := t.phys(off)
+		k := min(room, end-off)
+		if err := fn(po, k); err != nil {
+			return err
+		}
+		off += k
+	}
+	return nil
 }
 
 // Close releases the second handle; the container stays open until
