@@ -183,9 +183,7 @@ type taskFile struct {
 	skip   int64 // block size: sum of the file's chunks
 	chunk  int64
 	size   int64 // bytes written
-	// dropped is the end of the logical range dropped from the page cache.
-	dropped int64
-	closed  bool
+	closed bool
 }
 
 var (
@@ -298,10 +296,10 @@ func (t *taskFile) Sync() error {
 
 // StartWriteback starts the writeback of the task's logical range [off,
 // off+n) (n == 0: through the bytes written), block by block at their
-// physical offsets in the container, as a data file's writer does for its
-// own file, and drops from the page cache what lies more than
-// dropBehind bytes before off (hints; see [vfd.StartWriteback] and
-// [vfd.DropCache]).
+// physical offsets in the container, as the FTI-FF writer does for a
+// data file of its own (a hint; see [vfd.StartWriteback]): without it
+// the whole container stayed dirty until the ranks' fsyncs. The bytes
+// stay in the page cache: an L4 restart in the same boot reads them.
 func (t *taskFile) StartWriteback(off, n int64) error {
 	if t.closed {
 		return fmt.Errorf("%s: %w", t.Name(), vfd.ErrClosed)
@@ -313,20 +311,8 @@ func (t *taskFile) StartWriteback(off, n int64) error {
 	if n > 0 {
 		end = min(end, off+n)
 	}
-	if err := t.each(off, end, func(po, k int64) error { return vfd.StartWriteback(t.side, po, k) }); err != nil {
-		return err
-	}
-	if lim := off - dropBehind; lim > t.dropped {
-		from := t.dropped
-		t.dropped = lim
-		return t.each(from, lim, func(po, k int64) error { return vfd.DropCache(t.side, po, k) })
-	}
-	return nil
+	return t.each(off, end, func(po, k int64) error { return vfd.StartWriteback(t.side, po, k) })
 }
-
-// dropBehind is how far behind the latest writeback hint a task's bytes
-// are dropped from the page cache (two of the FTI-FF writer's pieces).
-const dropBehind = 32 << 20
 
 // each calls fn with the physical offset and length of every piece of
 // the logical range [off, end).
