@@ -1,14 +1,3 @@
-// Package b3 is a sequential BLAKE3-256 hasher for the bulk hashing of
-// checkpoint files (partner copies, parity files, data files read back).
-// It computes the same digests as any BLAKE3 implementation, but
-// compresses 16 chunks (16 KiB) at a time with the AVX-512 compression
-// functions of lukechampine.com/blake3/guts where the CPU has them (AVX2
-// or portable code elsewhere): on the machines ftigo is measured on that
-// is about 1.3-1.4x the throughput per core of github.com/zeebo/blake3's
-// incremental hasher, which hashes 8 chunks at a time with AVX2
-// (docs/performance.md). Unlike lukechampine.com/blake3's own Hasher it
-// starts no goroutines: the callers already hash on one goroutine per
-// rank, and a checkpoint has as many ranks as the node has cores.
 package b3
 
 import (
