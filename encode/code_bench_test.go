@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/zeebo/blake3"
 )
 
 // BenchmarkRS measures encode and decode throughput on one core (bytes of
@@ -58,31 +56,45 @@ func BenchmarkRS(b *testing.B) {
 	}
 }
 
-// BenchmarkHasher: the SIMD stream hasher beside github.com/zeebo/blake3's
-// Hasher, 64 MiB in 4 MiB writes, in one run (-benchtime 20x).
-func BenchmarkHasher(b *testing.B) {
-	data := make([]byte, 64<<20)
-	for i := range data {
-		data[i] = byte(i * 13)
+// BenchmarkRow measures one parity shard computed from k data shards of
+// 1 MiB (what each group member does per row in L3's full scheme): k
+// multiply-adds (Row.Add) against one k-input pass (Row.Combine), on one
+// core, in bytes of data shards per second.
+func BenchmarkRow(b *testing.B) {
+	for _, k := range []int{4, 8} {
+		c, err := NewWith(k, k, Options{MaxGoroutines: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		row, err := c.Row(1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		data := randBlocks(r, k, 1<<20)
+		acc := make([]byte, 1<<20)
+		idx := make([]int, k)
+		for i := range idx {
+			idx[i] = i
+		}
+		b.Run(fmt.Sprintf("add/k=%d", k), func(b *testing.B) {
+			b.SetBytes(int64(k << 20))
+			for b.Loop() {
+				clear(acc)
+				for i, d := range data {
+					if err := row.Add(d, i, acc); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("combine/k=%d", k), func(b *testing.B) {
+			b.SetBytes(int64(k << 20))
+			for b.Loop() {
+				if err := row.Combine(data, idx, acc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
-	b.Run("simd", func(b *testing.B) {
-		b.SetBytes(int64(len(data)))
-		for b.Loop() {
-			h := NewHasher()
-			for off := 0; off < len(data); off += 4 << 20 {
-				h.Write(data[off : off+4<<20])
-			}
-			h.Sum256()
-		}
-	})
-	b.Run("zeebo", func(b *testing.B) {
-		b.SetBytes(int64(len(data)))
-		for b.Loop() {
-			h := blake3.New()
-			for off := 0; off < len(data); off += 4 << 20 {
-				h.Write(data[off : off+4<<20])
-			}
-			h.Sum(nil)
-		}
-	})
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/zeebo/blake3"
 )
 
 func randBlocks(r *rand.Rand, n, size int) [][]byte {
@@ -187,34 +186,49 @@ func TestHashReaderPieces(t *testing.T) {
 	}
 }
 
-// TestHasherMatchesBLAKE3: the SIMD stream hasher gives BLAKE3-256 (the
-// reference implementation's digest) at every size around the chunk and
-// subtree boundaries and for any split of the input into writes.
-func TestHasherMatchesBLAKE3(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 7))
-	b := make([]byte, 300<<10)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	sizes := []int{0, 1, 63, 64, 1023, 1024, 1025, 2048, 16383, 16384, 16385, 32768, 32769, 49152, 65536 + 1024, 131072, 131072 + 16384 + 5, 300 << 10}
-	for i := 0; i < 40; i++ {
-		sizes = append(sizes, r.IntN(len(b)))
-	}
-	for _, n := range sizes {
-		want := Hash(blake3.Sum256(b[:n]))
-		h := NewHasher()
-		h.Write(b[:n])
-		require.Equal(t, want, h.Sum256(), "size %d, one write", n)
-		h = NewHasher()
-		for off := 0; off < n; {
-			k := min(n-off, r.IntN(40000)+1)
-			h.Write(b[off : off+k])
-			off += k
-			if off < n && r.IntN(4) == 0 {
-				require.Equal(t, Hash(blake3.Sum256(b[:off])), h.Sum256(), "size %d, prefix %d", n, off)
+// TestRowCombineMatchesAdd checks Combine against EncodeBlock with every
+// shard given (in any order, shard sizes on both sides of the library's
+// kernel thresholds) and against Adds of the shards given when some are
+// missing, and its refusals.
+func TestRowCombineMatchesAdd(t *testing.T) {
+	for _, s := range shapes {
+		c, err := New(s.k, s.m)
+		require.NoError(t, err)
+		for _, size := range []int{1, 777, 64 << 10, 1<<20 + 3} {
+			r := rand.New(rand.NewPCG(12, uint64(s.k*size)))
+			data := randBlocks(r, s.k, size)
+			want := randBlocks(r, s.m, size)
+			require.NoError(t, c.EncodeBlock(data, want))
+			for j := range s.m {
+				row, err := c.Row(j)
+				require.NoError(t, err)
+				perm := r.Perm(s.k)
+				shards := make([][]byte, s.k)
+				for i, p := range perm {
+					shards[i] = data[p]
+				}
+				acc := randBlocks(r, 1, size)[0] // Combine overwrites acc
+				require.NoError(t, row.Combine(shards, perm, acc))
+				assert.Equal(t, want[j], acc, "k=%d m=%d row %d size %d", s.k, s.m, j, size)
+				if s.k > 1 {
+					some, idx := shards[1:], perm[1:]
+					sum := make([]byte, size)
+					for i, d := range some {
+						require.NoError(t, row.Add(d, idx[i], sum))
+					}
+					require.NoError(t, row.Combine(some, idx, acc))
+					assert.Equal(t, sum, acc, "k=%d m=%d row %d size %d without shard %d", s.k, s.m, j, size, perm[0])
+				}
 			}
 		}
-		require.Equal(t, want, h.Sum256(), "size %d, random writes", n)
-		require.Equal(t, want[:], h.Sum(nil))
 	}
+	c, err := New(3, 2)
+	require.NoError(t, err)
+	row, err := c.Row(1)
+	require.NoError(t, err)
+	b := func() []byte { return make([]byte, 4) }
+	require.ErrorIs(t, row.Combine([][]byte{b()}, []int{3}, b()), ErrBadShape)
+	require.ErrorIs(t, row.Combine([][]byte{b(), b()}, []int{1, 1}, b()), ErrBadShape)
+	require.ErrorIs(t, row.Combine([][]byte{b()}, []int{0, 1}, b()), ErrBadShape)
+	require.ErrorIs(t, row.Combine([][]byte{b()}, []int{0}, make([]byte, 3)), ErrBadShape)
 }

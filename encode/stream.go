@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/zeebo/blake3"
+	"github.com/ftigo/ftigo/internal/b3"
 )
 
 // Hash is a BLAKE3-256 digest.
 type Hash [32]byte
 
 // Sum returns the BLAKE3-256 of b.
-func Sum(b []byte) Hash { return Hash(blake3.Sum256(b)) }
+func Sum(b []byte) Hash { return Hash(b3.Sum256(b)) }
 
 // PaddedSize is the shard length of a group of files: the largest size.
 func PaddedSize(sizes []int64) int64 {
@@ -49,7 +49,7 @@ func ReadBlock(r io.ReaderAt, size int64, buf []byte, off int64) error {
 // r must then allow a ReadAt from another goroutine. The goroutine has
 // ended when HashReader returns.
 func HashReader(r io.ReaderAt, size int64, blockSize int) (Hash, error) {
-	h := NewHasher()
+	h := b3.New()
 	piece := min(int64(max(blockSize, 1)), max(size, 1))
 	var s Hash
 	if size <= piece {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -16,7 +16,7 @@ func FileDigest(f vfd.File) (Digest, error) {
 	if err != nil {
 		return Digest{}, err
 	}
-	h := encode.NewHasher()
+	h := b3.New()
 	buf := make([]byte, min(size, 1<<20))
 	for off := int64(0); off < size; {
 		n := min(int64(len(buf)), size-off)
@@ -38,14 +38,14 @@ func FileDigest(f vfd.File) (Digest, error) {
 // writes are sequential from offset 0 (it reports whether they were).
 type HashingWriter struct {
 	vfd.File
-	h          *encode.Hasher
+	h          *b3.Hasher
 	next       int64
 	sequential bool
 }
 
 // NewHashingWriter returns a File wrapper that hashes sequential writes.
 func NewHashingWriter(f vfd.File) *HashingWriter {
-	return &HashingWriter{File: f, h: encode.NewHasher(), sequential: true}
+	return &HashingWriter{File: f, h: b3.New(), sequential: true}
 }
 
 // WriteAt writes through and hashes p when it continues the previous write.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -119,7 +119,7 @@ func openSized(s Store, f File) (vfd.File, error) {
 // hashLoaded returns the BLAKE3 of the size bytes of l, hashing each
 // piece of the image in place as soon as it has arrived.
 func hashLoaded(l *vfd.Loaded, size int64, piece int) (Digest, error) {
-	h := encode.NewHasher()
+	h := b3.New()
 	piece = max(piece, 1<<20)
 	for off := int64(0); off < size; {
 		n := min(int64(piece), size-off)

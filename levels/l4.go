@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/sion"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -308,7 +308,7 @@ func (l Global4) extract(env *Env, m *Manifest, f File, local Store) error {
 	}
 	fail := func(err error) error { return errors.Join(err, out.Close(), local.Driver.Remove(tmp)) }
 	ftiff := f.Attrs[AttrDigest] == DigestFTIFF
-	h := encode.NewHasher()
+	h := b3.New()
 	buf := make([]byte, min(int64(transfer(env)), max(f.Size, 1)))
 	for off := int64(0); off < f.Size; {
 		n := min(int64(len(buf)), f.Size-off)
@@ -360,7 +360,7 @@ func CopyWrite(src Source) WriteFunc {
 			return 0, Digest{}, false, fmt.Errorf("open %s: %w", src.Name, err)
 		}
 		defer in.Close()
-		h := encode.NewHasher()
+		h := b3.New()
 		buf := make([]byte, min(int64(4<<20), max(src.Size, 1)))
 		for off := int64(0); off < src.Size; {
 			n := min(int64(len(buf)), src.Size-off)

@@ -6,11 +6,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/fileformat"
@@ -216,4 +220,47 @@ func TestL4TaskFileEdges(t *testing.T) {
 	ents, err := os.ReadDir(filepath.Join(root, "global", CheckpointDir(1)))
 	require.NoError(t, err)
 	assert.Empty(t, ents)
+}
+
+// TestL4TaskFileWriteback: a writeback hint on a task reaches the
+// container at the physical offsets of the task's blocks (a range over
+// three blocks becomes three hints; n == 0 runs to the bytes written), and
+// bad ranges and closed files are refused.
+func TestL4TaskFileWriteback(t *testing.T) {
+	root := t.TempDir()
+	core, logs := observer.New(zapcore.DebugLevel)
+	cl := newCluster(t, vfd.NewLog(vfd.Sec2{}, zap.New(core)), root, 1)
+	type hint struct{ off, n int64 }
+	hints := func() []hint {
+		var out []hint
+		for _, e := range logs.TakeAll() {
+			m := e.ContextMap()
+			if fmt.Sprint(m["op"]) == "writeback" && strings.Contains(fmt.Sprint(m["path"]), ContainerName) {
+				out = append(out, hint{m["offset"].(int64), m["size"].(int64)})
+			}
+		}
+		return out
+	}
+	require.NoError(t, runWorld(1, func(c comm.Comm) error {
+		env := cl.env(c)
+		l4 := Global4{Inline: true, FSBlkSize: 512}
+		p := &Pending{Seq: 1, Dir: CheckpointDir(1), Level: L4}
+		f, err := l4.OpenData(env, p, 100) // chunk 512, one task: blocks 512 apart
+		require.NoError(t, err)
+		_, err = f.WriteAt(payload(0, 1, 1300), 0) // three blocks
+		require.NoError(t, err)
+		start := int64(roundUpTo(sion.Meta1Size(1), 512))
+		logs.TakeAll()
+		require.NoError(t, vfd.StartWriteback(f, 100, 1000))
+		assert.Equal(t, []hint{{start + 100, 412}, {start + 512, 512}, {start + 1024, 76}}, hints())
+		require.NoError(t, vfd.StartWriteback(f, 1200, 0))
+		assert.Equal(t, []hint{{start + 1024 + 176, 100}}, hints())
+		require.NoError(t, vfd.StartWriteback(f, 1300, 50)) // past the bytes written: nothing
+		assert.Empty(t, hints())
+		assert.ErrorIs(t, vfd.StartWriteback(f, -1, 10), vfd.ErrNegativeOffset)
+		require.NoError(t, f.Close())
+		assert.ErrorIs(t, vfd.StartWriteback(f, 0, 10), vfd.ErrClosed)
+		require.NoError(t, l4.AbortData(env, p, f))
+		return nil
+	}))
 }

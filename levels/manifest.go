@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/zeebo/blake3"
+	"github.com/ftigo/ftigo/internal/b3"
 
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -233,7 +233,7 @@ func (m *Manifest) Marshal() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("levels: encode manifest: %w", err)
 	}
-	sum := blake3.Sum256(body)
+	sum := b3.Sum256(body)
 	var b bytes.Buffer
 	version := ManifestVersion
 	if m.DCP != nil {
@@ -287,7 +287,7 @@ func ParseManifest(path string, b []byte) (*Manifest, error) {
 	if err := want.UnmarshalText(tail[len(hashPrefix) : len(tail)-1]); err != nil {
 		return nil, bad(hoff+len(hashPrefix), "bad hash: %v", err)
 	}
-	if got := blake3.Sum256(body); got != want {
+	if got := b3.Sum256(body); got != want {
 		return nil, bad(nl+1, "hash mismatch")
 	}
 	var m Manifest

@@ -45,8 +45,9 @@
 //     whole files) or SCR-style rotated stripes for m < k (every member
 //     holds m/(k-m) of a file of parity and any m members may be lost).
 //     Row by row, in k shifts of a pairwise exchange, every data unit
-//     reaches the members holding parity of its stripe, which multiply it
-//     into their parity units; each member writes its parity file with its
+//     reaches the members holding parity of its stripe, which keep the
+//     row's units and combine them into their parity units in one pass
+//     ([encode.Row.Combine]); each member writes its parity file with its
 //     header trailer (docs/format/parity.md).
 //   - L3 recovery: [RebuildGroup] gathers erasure flags over the group and,
 //     if no stripe lost more shards than it has parity, sends each member

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -168,8 +169,10 @@ func encodePlan(l encode.Layout, g int) (shifts []shift, used []bool) {
 // reads its data units (hashing the file as it goes), and in k shifts of a
 // pairwise exchange (member g sends to g+s and receives from g-s) every
 // data unit reaches the members holding parity of its stripe, which
-// multiply it into their parity units ([encode.Row]). A member holds its
-// own row, one row in transit and its parity row, whatever the group size.
+// multiply it into their parity units ([encode.Row]), all the units of a
+// parity unit in one pass once the row's exchange is done
+// ([encode.Row.Combine]). A member holds its own row, the units it
+// receives for one row (k-1 units in the full scheme) and its parity row.
 // A member that fails keeps exchanging (zeros) and returns its error at
 // the end.
 func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, parityTo Ref) (Parity, error) {
@@ -242,9 +245,11 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 		}
 		return Parity{}, errors.Join(append(errs, err)...)
 	}
-	maxUnits := 1
-	for _, s := range shifts {
-		maxUnits = max(maxUnits, len(s.send), len(s.recv))
+	recvUnits := 1 // every unit received in a row's shifts, kept until it is combined
+	for i, s := range shifts {
+		if i > 0 && used[i] {
+			recvUnits += len(s.recv)
+		}
 	}
 	own := pool.get(dataRow)
 	defer pool.put(own)
@@ -252,10 +257,11 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	if out == nil {
 		acc = make([]byte, parRow)
 	}
-	transit := pool.get(maxUnits * unit)
+	transit := pool.get(recvUnits * unit)
 	defer pool.put(transit)
 	rs := rowEncoder{gc: gc, lay: lay, shifts: shifts, used: used, rows: rows, src: src, out: out,
-		dataSize: data.Size, own: own, acc: acc, transit: transit, fail: fail}
+		dataSize: data.Size, own: own, acc: acc, transit: transit, fail: fail,
+		units: make([][][]byte, len(rows)), pos: make([][]int, len(rows))}
 	for r := range lay.Rows() {
 		if err := rs.encode(r); err != nil {
 			return abort(err)
@@ -311,8 +317,12 @@ type rowEncoder struct {
 	dataSize int64
 	own      []byte // my data row when the read-ahead block is short
 	acc      []byte // the parity row when there is no write-behind block
-	transit  []byte // received units
+	transit  []byte // received units of the row, every shift's
 	fail     func(error)
+	// units and pos list, per parity chunk, the data units of the row
+	// that go into it and their codeword positions.
+	units [][][]byte
+	pos   [][]int
 }
 
 // encode computes parity row r. A failed exchange is returned: the
@@ -337,7 +347,10 @@ func (e *rowEncoder) encode(r int64) error {
 		a = e.out.buffer()
 	}
 	a = a[:lay.Chunks()*n]
-	clear(a)
+	for c := range e.units {
+		e.units[c], e.pos[c] = e.units[c][:0], e.pos[c][:0]
+	}
+	used := 0 // of transit
 	for s, sh := range e.shifts {
 		if !e.used[s] {
 			continue
@@ -346,7 +359,8 @@ func (e *rowEncoder) encode(r int64) error {
 		rb := send
 		if s > 0 {
 			to, from := (g+s)%k, (g-s+k)%k
-			rb = e.transit[:len(sh.recv)*n]
+			rb = e.transit[used : used+len(sh.recv)*n]
+			used += len(rb)
 			nr, err := e.gc.Sendrecv(send, to, tagEncode, rb, from, tagEncode)
 			if err == nil && nr != len(rb) {
 				err = fmt.Errorf("%w: L3 encode: %d bytes from group rank %d, want %d", ErrBadArgument, nr, from, len(rb))
@@ -361,9 +375,13 @@ func (e *rowEncoder) encode(r int64) error {
 		for i, ru := range sh.recv {
 			blk := rb[i*n : (i+1)*n]
 			for _, cj := range ru.chunks {
-				e.fail(e.rows[cj[0]].Add(blk, ru.pos, a[cj[0]*n:(cj[0]+1)*n]))
+				e.units[cj[0]] = append(e.units[cj[0]], blk)
+				e.pos[cj[0]] = append(e.pos[cj[0]], ru.pos)
 			}
 		}
+	}
+	for c, row := range e.rows {
+		e.fail(row.Combine(e.units[c], e.pos[c], a[c*n:(c+1)*n]))
 	}
 	if got != nil {
 		e.src.release(got)
@@ -582,11 +600,11 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 	// wanted) as it is written, when the rebuild writes it in order
 	// (always with m = k), instead of being read back.
 	if m.pout != nil {
-		m.pseq = &seqWriter{File: m.pout, h: encode.NewHasher(), inOrder: true}
+		m.pseq = &seqWriter{File: m.pout, h: b3.New(), inOrder: true}
 		m.pout = m.pseq
 	}
 	if m.dout != nil {
-		m.dseq = &seqWriter{File: m.dout, h: encode.NewHasher(), inOrder: true}
+		m.dseq = &seqWriter{File: m.dout, h: b3.New(), inOrder: true}
 		if o.ImageLimit > 0 && data.Size <= o.ImageLimit {
 			m.dseq.img = make([]byte, data.Size)
 		}
@@ -617,12 +635,12 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 	// Finish: the header of a rebuilt parity file, sync, compare with the
 	// recorded hashes (files written in order were hashed as they were
 	// written, others are read back), rename into place.
-	var parityWhole *encode.Hasher
+	var parityWhole *b3.Hasher
 	if m.pout != nil && len(m.errs) == 0 {
 		parityWhole = m.parityHeader(sizes, hashes)
 	}
 	if m.dout != nil {
-		var h *encode.Hasher
+		var h *b3.Hasher
 		if m.dseq.inOrder && m.dseq.next == data.Size {
 			h = m.dseq.h
 		}
@@ -810,17 +828,17 @@ func (m *memberRebuild) reconstruct(r int64, n, a, pl int) {
 // payload. The payload's hash (taken as it was written in order, else
 // read back once) goes into the header, and with the header appended it
 // is the whole file's hash, returned.
-func (m *memberRebuild) parityHeader(sizes []int64, hashes []encode.Hash) *encode.Hasher {
+func (m *memberRebuild) parityHeader(sizes []int64, hashes []encode.Hash) *b3.Hasher {
 	lay := m.lay
 	hdr := &encode.ParityHeader{K: lay.K, M: lay.M, Index: m.g(), Padded: lay.Padded, Sizes: sizes, Hashes: hashes}
 	if lay.Rotated() {
 		hdr.Unit = lay.Unit
 	}
-	var body, whole *encode.Hasher
+	var body, whole *b3.Hasher
 	if m.pseq.inOrder && m.pseq.next == lay.ParitySize() {
 		body, whole = m.pseq.h.Clone(), m.pseq.h // hashed as it was written
 	} else {
-		body, whole = encode.NewHasher(), encode.NewHasher()
+		body, whole = b3.New(), b3.New()
 		m.fail(hashBack(m.pout, lay.ParitySize(), m.o.block(), body, whole))
 	}
 	copy(hdr.Payload[:], body.Sum(nil))
@@ -836,11 +854,11 @@ func (m *memberRebuild) parityHeader(sizes []int64, hashes []encode.Hash) *encod
 // finish syncs a rebuilt file, checks it against f's recorded size and
 // hash (h when the bytes were hashed already, else read back) and renames
 // it into place; on any error so far it removes the tmp file instead.
-func (m *memberRebuild) finish(f FileInfo, out vfd.File, what string, h *encode.Hasher) bool {
+func (m *memberRebuild) finish(f FileInfo, out vfd.File, what string, h *b3.Hasher) bool {
 	err := out.Sync()
 	if err == nil && len(m.errs) == 0 {
 		if h == nil {
-			h = encode.NewHasher()
+			h = b3.New()
 			err = hashBack(out, f.Size, m.o.block(), h)
 		}
 		if err == nil {
@@ -875,7 +893,7 @@ func removeTmps(data, parity FileInfo, dout, pout vfd.File) {
 // one another from offset 0, copying it into img when img is not nil.
 type seqWriter struct {
 	vfd.File
-	h       *encode.Hasher
+	h       *b3.Hasher
 	img     []byte
 	next    int64
 	inOrder bool
@@ -898,7 +916,7 @@ func (w *seqWriter) WriteAt(p []byte, off int64) (int, error) {
 
 // hashBack feeds the first size bytes of f to every hasher, read in
 // blocks of bs bytes.
-func hashBack(f vfd.File, size int64, bs int, hs ...*encode.Hasher) error {
+func hashBack(f vfd.File, size int64, bs int, hs ...*b3.Hasher) error {
 	buf := make([]byte, min(int64(max(bs, 1)), max(size, 1)))
 	for off := int64(0); off < size; {
 		n := int(min(int64(len(buf)), size-off))

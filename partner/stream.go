@@ -11,6 +11,7 @@ import (
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -206,7 +207,7 @@ func (f FileInfo) CheckImage(rank int, blockSize int) ([]byte, error) {
 	}
 	piece := int64(max(blockSize, 4<<20))
 	l := vfd.Load(file, size, int(piece), 0)
-	h := encode.NewHasher()
+	h := b3.New()
 	for off := int64(0); off < size && err == nil; off += piece {
 		var b []byte
 		if b, err = l.Range(off, min(off+piece, size)); err == nil {
@@ -253,7 +254,7 @@ type source struct {
 	ready chan []byte
 	free  chan []byte
 	done  chan struct{}
-	h     *encode.Hasher
+	h     *b3.Hasher
 	tap   io.Writer // FileInfo.Tap
 	err   error     // set by the reader goroutine before closing ready
 }
@@ -273,7 +274,7 @@ func openSource(fi FileInfo, bs int, hash bool, pool *Buffers) (*source, error) 
 	}
 	s := &source{pool: pool, f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), tap: fi.Tap}
 	if hash {
-		s.h = encode.NewHasher()
+		s.h = b3.New()
 	}
 	for range min(3, (size+int64(bs)-1)/int64(bs)) {
 		s.free <- pool.get(bs)
@@ -367,7 +368,7 @@ type sink struct {
 	work  chan []byte
 	free  chan []byte
 	done  chan struct{}
-	h     *encode.Hasher
+	h     *b3.Hasher
 	off   int64
 	piece int64 // 0: keep the file in the page cache
 	// hinted and dropped are the ends of the ranges whose writeback was
@@ -388,7 +389,7 @@ func createSink(r Ref, bs int, size int64, pool *Buffers, piece int64) (*sink, e
 	if err != nil {
 		return nil, err
 	}
-	s := &sink{pool: pool, f: f, path: r.Path, work: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: encode.NewHasher(), piece: piece}
+	s := &sink{pool: pool, f: f, path: r.Path, work: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), h: b3.New(), piece: piece}
 	for range max(1, min(3, (size+int64(bs)-1)/int64(bs))) {
 		s.free <- pool.get(bs)
 	}
