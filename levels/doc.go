@@ -120,8 +120,11 @@
 //  5. [Engine.Delete] removes a committed checkpoint (Finalize);
 //     [Engine.Keep] rewrites both copies marked Kept (keep_last_ckpt);
 //     [Engine.Upgrade] raises a committed L1 checkpoint to L2-L4 (the
-//     level's Protect on the published data files, a vote, the renames,
-//     both copies rewritten at the level, primary first, then retention
+//     level's Protect on the published data files, a vote; then the
+//     renames and their directory syncs while rank 0 writes and syncs
+//     both copies at the level under tmp names, one vote on both, and
+//     the copies renamed over the L1 ones, primary first, each followed
+//     by its directory's sync; then retention
 //     at the level, whose removal runs in the background as after
 //     Checkpoint), over a communicator of the caller's choice
 //     (asynchronous post-processing). The data file is checked against

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path"
 
 	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
@@ -24,8 +25,10 @@ var ErrNotUpgradable = errors.New("levels: checkpoint cannot be upgraded")
 // running that level's post-processing on m's published data files:
 // [Level.Protect] with [Pending.Published] set (the L2 partner copy, the
 // L3 parity, the L4 container), a vote, the renames of the new files and
-// their directory syncs, and then both manifest copies rewritten with the
-// new level and files (the primary first, so that a crash between the two
+// their directory syncs while rank 0 writes and syncs both manifest
+// copies with the new level and files under tmp names, a vote on both,
+// and the copies renamed over the L1 ones (the primary first, each
+// followed by its directory's sync, so that a crash between the two
 // leaves the primary, which start-up prefers, at the new level). The
 // differential information (chain, totals) and the commit time stay as
 // they were. Retention then runs as for a checkpoint committed at lvl.
@@ -222,16 +225,37 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 		return nil, st, e.abortUpgrade(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
 	}
 	t = env.Now()
-	if err := e.agree(e.publish(p), "publish the "+lvl.String()+" files of "+cur.Dir()); err != nil {
+	// Every rank's files are known now (their final names): rank 0 builds
+	// the upgraded manifest and writes both copies under tmp names and
+	// syncs them while every rank renames its new files into place and
+	// syncs their directories; one vote on both, then the copies are
+	// renamed over the L1 ones. The copies' flush overlaps the files'.
+	up, werr := e.gatherUpgraded(cur, p)
+	var staged *stagedCopies
+	if env.Rank == 0 && werr == nil {
+		var serr error
+		err := runAll([]func() error{
+			func() error { return e.publish(p) },
+			func() error { staged, serr = e.stageUpgraded(cur, up); return nil },
+		})
+		werr = errors.Join(err, serr)
+	} else {
+		werr = errors.Join(werr, e.publish(p))
+	}
+	if err := e.agree(werr, "publish the "+lvl.String()+" files of "+cur.Dir()); err != nil {
+		staged.discard()
 		return nil, st, e.abortUpgrade(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
 	}
-	up, err := e.rewriteManifest(cur, p)
+	werr = nil
+	if env.Rank == 0 {
+		werr = staged.install()
+	}
 	st.Commit = env.Now().Sub(t)
-	if err != nil {
+	if err := e.agree(werr, "rewrite the manifest of "+cur.Dir()+" at "+lvl.String()); err != nil {
 		// The new files are published: they stay, unlisted, until the
-		// checkpoint's directories go (a primary copy that could not be
-		// restored lists them).
-		return nil, st, err
+		// checkpoint's directories go (a copy that could not be restored
+		// lists them).
+		return nil, st, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 	}
 	return up, st, nil
 }
@@ -422,19 +446,15 @@ func cloneFile(f File) File {
 	return f
 }
 
-// rewriteManifest gathers every rank's files of the upgraded checkpoint and
-// has rank 0 rewrite both copies of cur's manifest at p's level: the
-// primary, then the replica. If the replica cannot be written the primary
-// gets its old bytes back (if that fails too, the primary stays upgraded,
-// a valid manifest whose files are all published, which start-up
-// prefers and copies). Collective.
-func (e *Engine) rewriteManifest(cur *Manifest, p *Pending) (*Manifest, error) {
-	env := e.env
+// gatherUpgraded gathers every rank's files of the upgraded checkpoint
+// p and returns cur's manifest at p's level with them (every rank).
+// Collective.
+func (e *Engine) gatherUpgraded(cur *Manifest, p *Pending) (*Manifest, error) {
 	mine, err := json.Marshal(p.Files)
 	if err != nil {
 		return nil, err
 	}
-	all, err := comm.AllgatherBytes(env.Comm, mine)
+	all, err := comm.AllgatherBytes(e.env.Comm, mine)
 	if err != nil {
 		return nil, err
 	}
@@ -442,54 +462,108 @@ func (e *Engine) rewriteManifest(cur *Manifest, p *Pending) (*Manifest, error) {
 	up.Level = p.Level
 	up.Kept = false
 	up.Files = make([][]File, len(all))
-	var werr error
 	for r, b := range all {
 		if err := json.Unmarshal(b, &up.Files[r]); err != nil {
-			werr = fmt.Errorf("decode rank %d files: %w", r, err)
+			return nil, fmt.Errorf("decode rank %d files: %w", r, err)
 		}
-	}
-	if env.Rank == 0 && werr == nil {
-		werr = e.writeUpgraded(cur, &up)
-	}
-	if err := e.agree(werr, "rewrite the manifest of "+cur.Dir()+" at "+p.Level.String()); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 	}
 	return &up, nil
 }
 
-// writeUpgraded writes the manifest copies of up in place of cur's (rank 0).
-func (e *Engine) writeUpgraded(cur, up *Manifest) error {
-	env := e.env
+// stagedCopies are the upgraded manifest copies written and synced under
+// their tmp names (rank 0), ready to be renamed over the L1 copies.
+type stagedCopies struct {
+	e        *Engine
+	seq      uint64
+	raw, old []byte
+	ds       [2]vfd.Driver
+	ps       [2]string
+}
+
+// stageUpgraded writes both copies of up (cur raised) under their tmp
+// names and syncs them, both at once (rank 0). On failure it removes
+// them.
+func (e *Engine) stageUpgraded(cur, up *Manifest) (*stagedCopies, error) {
 	raw, err := up.Marshal()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	old, err := cur.Marshal()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ds, ps := e.copyPaths(up.Seq) // the primary, then the replica
-	// A failed write may have renamed the new primary into place before
-	// failing (a directory sync): the old bytes go back.
-	restore := func(err error) error {
-		if rerr := vfd.WriteFileAtomic(ds[0], ps[0], old); rerr != nil {
-			env.Logger.Warn("restoring the L1 manifest after a failed upgrade; the upgraded copy may stay and the next start-up would copy it",
-				zap.Uint64("seq", up.Seq), zap.Error(rerr))
+	s := &stagedCopies{e: e, seq: up.Seq, raw: raw, old: old}
+	s.ds, s.ps = e.copyPaths(up.Seq) // the primary, then the replica
+	what := [2]string{"manifest", "manifest replica"}
+	write := func(i int) func() error {
+		return func() error {
+			f, err := vfd.CreateTrunc(s.ds[i], s.ps[i]+TmpSuffix)
+			if err != nil {
+				return fmt.Errorf("%s: %w", what[i], err)
+			}
+			if _, err := f.WriteAt(raw, 0); err != nil {
+				return fmt.Errorf("%s: %w", what[i], errors.Join(err, f.Close()))
+			}
+			if err := errors.Join(f.Sync(), f.Close()); err != nil {
+				return fmt.Errorf("%s: sync %s: %w", what[i], s.ps[i]+TmpSuffix, err)
+			}
+			return nil
 		}
-		return err
 	}
-	if err := vfd.WriteFileAtomic(ds[0], ps[0], raw); err != nil {
-		return restore(fmt.Errorf("manifest: %w", err))
+	if err := runAll([]func() error{write(0), write(1)}); err != nil {
+		s.discard()
+		return nil, err
 	}
-	if err := vfd.WriteFileAtomic(ds[1], ps[1], raw); err != nil {
-		// The replica too may be in place: it gets the old bytes back
-		// (or is repaired from the primary at start-up).
-		if rerr := vfd.WriteFileAtomic(ds[1], ps[1], old); rerr != nil {
-			env.Logger.Warn("restoring the L1 manifest replica after a failed upgrade", zap.Uint64("seq", up.Seq), zap.Error(rerr))
+	return s, nil
+}
+
+// discard removes the staged copies (nil: nothing staged). A leftover is
+// removed by the next start-up.
+func (s *stagedCopies) discard() {
+	if s == nil {
+		return
+	}
+	for i := range s.ds {
+		if err := removeIfExists(s.ds[i], s.ps[i]+TmpSuffix); err != nil {
+			s.e.env.Logger.Warn("removing a staged manifest copy after a failed upgrade; the next start-up removes it",
+				zap.String("path", s.ps[i]+TmpSuffix), zap.Error(err))
 		}
-		return restore(fmt.Errorf("manifest replica: %w", err))
 	}
-	return nil
+}
+
+// install renames the staged copies over the L1 ones, the primary
+// first, each followed by its directory's sync (rank 0): a crash in
+// between leaves the primary, which start-up prefers, at the new level,
+// and the replica is repaired from it (docs/format/manifest.md). If
+// either fails, both get the old bytes back (a copy may have been
+// renamed into place before its directory sync failed); if that fails
+// too, the copy stays upgraded, a valid manifest whose files are all
+// published.
+func (s *stagedCopies) install() error {
+	what := [2]string{"manifest", "manifest replica"}
+	errs := make([]error, 2)
+	for i := range s.ds {
+		if err := s.ds[i].Rename(s.ps[i]+TmpSuffix, s.ps[i]); err != nil {
+			errs[i] = fmt.Errorf("%s: %w", what[i], err)
+		} else if err := s.ds[i].SyncDir(path.Dir(s.ps[i])); err != nil {
+			errs[i] = fmt.Errorf("%s: sync dir of %s: %w", what[i], s.ps[i], err)
+		}
+		if errs[i] != nil {
+			s.discard() // the tmp copies left
+			break
+		}
+	}
+	err := errors.Join(errs...)
+	if err == nil {
+		return nil
+	}
+	for i := range s.ds {
+		if rerr := vfd.WriteFileAtomic(s.ds[i], s.ps[i], s.old); rerr != nil {
+			s.e.env.Logger.Warn("restoring the L1 manifest copy after a failed upgrade; the upgraded copy may stay",
+				zap.String("path", s.ps[i]), zap.Uint64("seq", s.seq), zap.Error(rerr))
+		}
+	}
+	return err
 }
 
 // abortUpgrade removes the files the failed upgrade p added (under their

@@ -416,3 +416,87 @@ func flipByte(t *testing.T, name, part string) {
 	b[off] ^= 0x20
 	require.NoError(t, os.WriteFile(name, b, 0o644))
 }
+
+// TestUpgradeManifestFailureKeepsL1 fails each operation on the upgraded
+// manifest copies (staged under tmp names while the new files are
+// published, then renamed over the L1 copies, the primary first): every
+// rank fails the vote, both copies are the L1 manifest again, no staged
+// copy is left, and the checkpoint recovers at L1.
+func TestUpgradeManifestFailureKeepsL1(t *testing.T) {
+	tests := []struct {
+		name    string
+		replica bool // the fault is on the global area's driver
+		glob    string
+		op      vfd.OpKind
+	}{
+		{"stage primary", false, "*" + manifestSuffix + TmpSuffix, vfd.OpOpen},
+		{"sync staged primary", false, "*" + manifestSuffix + TmpSuffix, vfd.OpSync},
+		{"stage replica", true, "*" + manifestSuffix + TmpSuffix, vfd.OpOpen},
+		{"sync staged replica", true, "*" + manifestSuffix + TmpSuffix, vfd.OpSync},
+		{"rename primary", false, "*" + manifestSuffix + TmpSuffix, vfd.OpRename},
+		{"sync primary dir", false, "", vfd.OpSyncDir},
+		{"rename replica", true, "*" + manifestSuffix + TmpSuffix, vfd.OpRename},
+		{"sync replica dir", true, ReplicaDir, vfd.OpSyncDir},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
+			w.levels = []Level{Local1{}, Partner2{Buffers: &partner.Buffers{}}}
+			errs := make([]error, 4)
+			require.NoError(t, w.run(func(e *Engine) error {
+				m, _, err := e.Checkpoint(1, L1, writeBytes(l23Payload(e.env.Rank, 1)))
+				if err != nil {
+					return err
+				}
+				meta, global := e.env.Meta.Driver, e.env.Global.Driver
+				if e.env.Rank == 0 {
+					glob := tc.glob
+					if glob == "" {
+						glob = path.Clean(e.env.Meta.Dir)
+					}
+					inj := vfd.OnPath(glob, []vfd.OpKind{tc.op}, errors.New("injected"))
+					if tc.replica {
+						e.env.Global.Driver = vfd.NewFault(global, inj)
+					} else {
+						e.env.Meta.Driver = vfd.NewFault(meta, inj)
+					}
+				}
+				_, _, errs[e.env.Rank] = e.Upgrade(m, L2, nil)
+				e.env.Meta.Driver, e.env.Global.Driver = meta, global
+				if c := e.Committed(); len(c) != 1 || c[0].Level != L1 {
+					return errors.New("checkpoint not left at L1")
+				}
+				if e.env.Rank == 0 {
+					ds, ps := e.copyPaths(m.Seq)
+					for i := range ds {
+						raw, err := vfd.ReadFile(ds[i], ps[i])
+						if err != nil {
+							return err
+						}
+						cm, err := ParseManifest(ps[i], raw)
+						if err != nil {
+							return err
+						}
+						if cm.Level != L1 {
+							return fmt.Errorf("%s left at %v", ps[i], cm.Level)
+						}
+						if _, err := ds[i].Stat(ps[i] + TmpSuffix); !errors.Is(err, fs.ErrNotExist) {
+							return fmt.Errorf("staged copy %s left: %v", ps[i]+TmpSuffix, err)
+						}
+					}
+				}
+				return nil
+			}))
+			for r, err := range errs {
+				require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
+				assert.Contains(t, err.Error(), "injected", "rank %d", r)
+				assert.Equal(t, errs[0].Error(), err.Error())
+			}
+			ms, rerrs := w.recover()
+			for r, err := range rerrs {
+				require.NoError(t, err, "rank %d", r)
+				assert.Equal(t, L1, ms[r].Level)
+			}
+		})
+	}
+}
