@@ -62,6 +62,12 @@ const (
 	// header, metadata and file block (fileformat's Verify). The L1 engine
 	// records it to avoid hashing the data twice.
 	DigestFTIFF = "ftiff"
+	// AttrL1Digest, on a data entry whose digest an asynchronous upgrade
+	// recomputed as the BLAKE3 of its bytes (L2, L3), keeps the FTI-FF
+	// checksum the L1 commit recorded, in hex: with it the upgraded
+	// manifest and the L1 one are recognised as the same checkpoint
+	// ([SameCheckpoint]). Informational; never used to verify the file.
+	AttrL1Digest = "l1digest"
 )
 
 // VerifyFile checks that the file f of a manifest exists in s with its

@@ -239,6 +239,21 @@ func TestSameCheckpoint(t *testing.T) {
 	upOther.Files = [][]File{up.Files[0], {up.Files[1][1]}} // rank 1's data file dropped
 	upLater := up
 	upLater.Time++
+	// An L1 data file with an FTI-FF checksum, whose digest the upgrade
+	// to L2 recomputed as the BLAKE3 of its bytes, keeping the checksum.
+	ff := *l1
+	ff.Files = [][]File{{cloneFile(l1.Files[0][0])}, {cloneFile(l1.Files[1][0])}}
+	ff.Files[1][0].Attrs = map[string]string{AttrDigest: DigestFTIFF}
+	ffUp := up
+	ffUp.Files = [][]File{up.Files[0], {cloneFile(up.Files[1][0]), up.Files[1][1]}}
+	ffUp.Files[1][0].Digest[5] ^= 0x40
+	ffUp.Files[1][0].Attrs = map[string]string{AttrL1Digest: l1.Files[1][0].Digest.String()}
+	ffUpOther := ffUp
+	ffUpOther.Files = [][]File{up.Files[0], {cloneFile(ffUp.Files[1][0]), up.Files[1][1]}}
+	ffUpOther.Files[1][0].Attrs[AttrL1Digest] = otherDigest.Files[1][0].Digest.String()
+	ffUpResized := ffUp
+	ffUpResized.Files = [][]File{up.Files[0], {cloneFile(ffUp.Files[1][0]), up.Files[1][1]}}
+	ffUpResized.Files[1][0].Size++
 	for _, tc := range []struct {
 		name string
 		a, b *Manifest
@@ -253,6 +268,11 @@ func TestSameCheckpoint(t *testing.T) {
 		{"another digest", l1, &otherDigest, false},
 		{"upgrade without a file of the lower level", l1, &upOther, false},
 		{"upgrade at another time", l1, &upLater, false},
+		{"upgraded, FTI-FF checksum recomputed", &ff, &ffUp, true},
+		{"upgraded, FTI-FF checksum recomputed, other order", &ffUp, &ff, true},
+		{"upgraded from another FTI-FF checksum", &ff, &ffUpOther, false},
+		{"upgraded, recomputed entry of another size", &ff, &ffUpResized, false},
+		{"upgraded, checksum not kept", &ff, &up, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, SameCheckpoint(tc.a, tc.b))

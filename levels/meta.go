@@ -277,6 +277,30 @@ func SameCheckpoint(a, b *Manifest) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(ab, bb)
 }
 
+// upgradedIn reports whether files holds f as an asynchronous upgrade to
+// L2 or L3 rewrites it: the same entry with its FTI-FF checksum replaced
+// by the BLAKE3 of its bytes and kept under [AttrL1Digest].
+func upgradedIn(f File, files []File) bool {
+	if f.Attrs[AttrDigest] != DigestFTIFF {
+		return false
+	}
+	for _, g := range files {
+		if g.Attrs[AttrL1Digest] != f.Digest.String() || g.Attrs[AttrDigest] != "" {
+			continue
+		}
+		x, y := cloneFile(f), cloneFile(g)
+		delete(x.Attrs, AttrDigest)
+		delete(y.Attrs, AttrL1Digest)
+		x.Digest, y.Digest = Digest{}, Digest{}
+		bx, err1 := json.Marshal(x)
+		by, err2 := json.Marshal(y)
+		if err1 == nil && err2 == nil && bytes.Equal(bx, by) {
+			return true
+		}
+	}
+	return false
+}
+
 // filesWithin reports whether every rank's files in lo are among that
 // rank's files in hi.
 func filesWithin(lo, hi [][]File) bool {
@@ -292,7 +316,7 @@ func filesWithin(lo, hi [][]File) bool {
 		}
 		for _, f := range lo[r] {
 			b, err := json.Marshal(f)
-			if err != nil || !have[string(b)] {
+			if err != nil || !(have[string(b)] || upgradedIn(f, hi[r])) {
 				return false
 			}
 		}

@@ -200,6 +200,9 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 		// The transfer records the BLAKE3 of the bytes it sends, as for
 		// a synchronous checkpoint.
 		delete(files[0].Attrs, AttrDigest)
+		if kind == DigestFTIFF {
+			files[0].Attrs[AttrL1Digest] = files[0].Digest.String()
+		}
 		p.DigestPending = true
 	}
 	if opener {
