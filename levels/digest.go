@@ -1,10 +1,9 @@
 package levels
 
 import (
-	"errors"
 	"fmt"
-	"io"
 
+	"github.com/ftigo/ftigo/encode"
 	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -16,22 +15,12 @@ func FileDigest(f vfd.File) (Digest, error) {
 	if err != nil {
 		return Digest{}, err
 	}
-	h := b3.New()
-	buf := make([]byte, min(size, 1<<20))
-	for off := int64(0); off < size; {
-		n := min(int64(len(buf)), size-off)
-		if err := vfd.ReadFull(f, buf[:n], off); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return Digest{}, fmt.Errorf("read %s at %d: %w", f.Name(), off, err)
-		}
-		h.Write(buf[:n])
-		off += n
+	// Read ahead in 4 MiB pieces while hashing (encode.HashReader).
+	d, err := encode.HashReader(f, size, 4<<20)
+	if err != nil {
+		return Digest{}, fmt.Errorf("read %s: %w", f.Name(), err)
 	}
-	var d Digest
-	copy(d[:], h.Sum(nil))
-	return d, nil
+	return Digest(d), nil
 }
 
 // HashingWriter wraps a File and hashes what is written to it, provided
