@@ -148,16 +148,8 @@ func (e *Engine) writeCopies(seq uint64, raw []byte, drops []*Manifest) error {
 					}
 				}
 			}
-			f, err := vfd.CreateTrunc(ds[i], ps[i])
-			if err != nil {
+			if err := writeSynced(ds[i], ps[i], raw, true); err != nil {
 				return fmt.Errorf("%s: %w", what, err)
-			}
-			if _, err := f.WriteAt(raw, 0); err != nil {
-				return fmt.Errorf("%s: %w", what, errors.Join(err, f.Close()))
-			}
-			err = runAll([]func() error{f.Sync, func() error { return ds[i].SyncDir(path.Dir(ps[i])) }})
-			if err = errors.Join(err, f.Close()); err != nil {
-				return fmt.Errorf("%s: sync %s: %w", what, ps[i], err)
 			}
 			return nil
 		}
@@ -172,6 +164,27 @@ func (e *Engine) writeCopies(seq uint64, raw []byte, drops []*Manifest) error {
 		}
 	}
 	return err
+}
+
+// writeSynced creates (or truncates) name, writes raw and syncs it and,
+// with dir, its directory beside the file's sync; it closes the file. A
+// failed sync's error names the file.
+func writeSynced(d vfd.Driver, name string, raw []byte, dir bool) error {
+	f, err := vfd.CreateTrunc(d, name)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(raw, 0); err != nil {
+		return errors.Join(err, f.Close())
+	}
+	syncs := []func() error{f.Sync}
+	if dir {
+		syncs = append(syncs, func() error { return d.SyncDir(path.Dir(name)) })
+	}
+	if err := errors.Join(runAll(syncs), f.Close()); err != nil {
+		return fmt.Errorf("sync %s: %w", name, err)
+	}
+	return nil
 }
 
 // createEmpty creates an empty file (its name is what counts).

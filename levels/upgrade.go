@@ -500,15 +500,8 @@ func (e *Engine) stageUpgraded(cur, up *Manifest) (*stagedCopies, error) {
 	what := [2]string{"manifest", "manifest replica"}
 	write := func(i int) func() error {
 		return func() error {
-			f, err := vfd.CreateTrunc(s.ds[i], s.ps[i]+TmpSuffix)
-			if err != nil {
+			if err := writeSynced(s.ds[i], s.ps[i]+TmpSuffix, raw, false); err != nil {
 				return fmt.Errorf("%s: %w", what[i], err)
-			}
-			if _, err := f.WriteAt(raw, 0); err != nil {
-				return fmt.Errorf("%s: %w", what[i], errors.Join(err, f.Close()))
-			}
-			if err := errors.Join(f.Sync(), f.Close()); err != nil {
-				return fmt.Errorf("%s: sync %s: %w", what[i], s.ps[i]+TmpSuffix, err)
 			}
 			return nil
 		}
