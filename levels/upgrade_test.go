@@ -500,3 +500,72 @@ func TestUpgradeManifestFailureKeepsL1(t *testing.T) {
 		})
 	}
 }
+
+// TestUpgradeInterruptedBetweenCopies: a crash after the upgraded
+// primary was installed but before the replica was leaves the replica at
+// L1, whose data entry carries the FTI-FF checksum the upgrade replaced
+// with the BLAKE3 of the bytes. Start-up must take the two copies for one
+// checkpoint: rewrite the stale replica from the primary at start-up and
+// recover at L2 bit for bit. Without attrs.l1digest start-up took them
+// for two runs' copies: it warned and left the replica stale until a
+// Recover had tried both.
+func TestUpgradeInterruptedBetweenCopies(t *testing.T) {
+	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
+	first := make([][]byte, 4) // each rank's data file
+	require.NoError(t, w.run(func(e *Engine) error {
+		m, _, err := e.Checkpoint(1, L1, ftiffWrite(e.env.Rank, 1))
+		if err != nil {
+			return err
+		}
+		d, _ := m.DataFile(e.env.Rank)
+		if first[e.env.Rank], err = vfd.ReadFile(e.env.Local.Driver, e.env.Local.Path(d.Name)); err != nil {
+			return err
+		}
+		var stale []byte
+		replica := e.env.Global.Path(ReplicaName(m.Seq))
+		if e.env.Rank == 0 {
+			if stale, err = vfd.ReadFile(e.env.Global.Driver, replica); err != nil {
+				return err
+			}
+		}
+		up, _, err := e.Upgrade(m, L2, nil)
+		if err != nil {
+			return err
+		}
+		if d, _ := up.DataFile(e.env.Rank); d.Attrs[AttrDigest] != "" || d.Attrs[AttrL1Digest] == "" {
+			return errors.New("the upgraded data entry does not replace its FTI-FF checksum: the test does not test the repair")
+		}
+		if err := e.env.Comm.Barrier(); err != nil {
+			return err
+		}
+		if e.env.Rank == 0 { // the replica as the crash left it
+			return vfd.WriteFileAtomic(e.env.Global.Driver, replica, stale)
+		}
+		return nil
+	}))
+	// Start-up alone (no Recover, which would rewrite a copy it found
+	// disagreeing after the fact) repairs the replica.
+	require.NoError(t, w.run(func(e *Engine) error { return nil }))
+	scan, err := ScanCheckpoints(Store{w.d, w.root + "/meta"}, Store{w.d, w.root + "/global"})
+	require.NoError(t, err)
+	i := slices.IndexFunc(scan, func(s SeqScan) bool { return s.Seq == 1 })
+	require.GreaterOrEqual(t, i, 0, "checkpoint 1's copies")
+	require.NotNil(t, scan[i].Primary.M)
+	assert.Equal(t, L2, scan[i].Primary.M.Level)
+	assert.True(t, string(scan[i].Primary.Raw) == string(scan[i].Replica.Raw), "the stale L1 replica was not rewritten from the upgraded primary")
+	got := make([][]byte, 4)
+	levels := make([]ID, 4)
+	require.NoError(t, w.run(func(e *Engine) error {
+		m, src, err := e.Recover()
+		if err != nil {
+			return err
+		}
+		levels[e.env.Rank] = m.Level
+		got[e.env.Rank], err = readSource(src)
+		return err
+	}))
+	for r := range got {
+		assert.Equal(t, L2, levels[r], "rank %d", r)
+		assert.True(t, bytes.Equal(first[r], got[r]), "rank %d: the data, bit for bit", r)
+	}
+}
