@@ -35,7 +35,7 @@ func (Partner2) ID() ID { return L2 }
 func (Partner2) DataArea() Where { return Local }
 
 func partnerOptions(env *Env) partner.Options {
-	return partner.Options{BlockSize: env.BlockSize, Logger: env.Logger}
+	return partner.Options{BlockSize: env.BlockSize, Logger: env.Logger, Format: ftiffFormat{piece: transfer(env)}}
 }
 
 func (l Partner2) options(env *Env) partner.Options {
@@ -45,8 +45,15 @@ func (l Partner2) options(env *Env) partner.Options {
 	return o
 }
 
+// fileInfo is the file of entry f in s (under its name plus suffix),
+// checked by its FTI-FF checksum when its entry records one
+// ([ftiffFormat]), else by its BLAKE3.
 func fileInfo(s Store, f File, suffix string) partner.FileInfo {
-	return partner.FileInfo{Ref: partner.Ref{Driver: s.Driver, Path: s.Path(f.Name) + suffix}, Size: f.Size, Hash: encode.Hash(f.Digest)}
+	fi := partner.FileInfo{Ref: partner.Ref{Driver: s.Driver, Path: s.Path(f.Name) + suffix}, Size: f.Size, Hash: encode.Hash(f.Digest)}
+	if f.Attrs[AttrDigest] == DigestFTIFF {
+		fi.Format = ftiffFormat{}
+	}
+	return fi
 }
 
 // dataInfo is the pending checkpoint's data file (its tmp name), with its
@@ -58,8 +65,11 @@ func dataInfo(env *Env, p *Pending) partner.FileInfo {
 		suffix = ""
 	}
 	fi := fileInfo(env.Store(data.Where), data, suffix)
+	if fi.Format != nil {
+		fi.Format, fi.Preamble = formatOf(env, data), p.preamble
+	}
 	if p.DigestPending {
-		fi.Hash, fi.HashUnknown = encode.Hash{}, true
+		fi.Hash, fi.HashUnknown, fi.Format = encode.Hash{}, true, nil
 	}
 	fi.Tap = p.tap
 	return fi
@@ -85,7 +95,13 @@ func (l Partner2) Protect(env *Env, p *Pending) error {
 	if p.DigestPending {
 		p.SetDataDigest(Digest(cp.Sent))
 	}
-	p.Files = append(p.Files, File{Role: RolePartner, Where: Local, Name: name, Size: cp.Size, Digest: Digest(cp.Hash), Of: cp.Of})
+	f := File{Role: RolePartner, Where: Local, Name: name, Size: cp.Size, Digest: Digest(cp.Hash), Of: cp.Of}
+	if cp.Formatted {
+		// A byte-for-byte copy of an FTI-FF file checked against its
+		// checksum as it arrived: the same digest.
+		f.Attrs = map[string]string{AttrDigest: DigestFTIFF}
+	}
+	p.Files = append(p.Files, f)
 	return nil
 }
 
@@ -121,7 +137,7 @@ func (l Partner2) Recover(env *Env, m *Manifest) (Source, error) {
 		cp = fileInfo(env.Store(held.Where), held, "")
 	}
 	o := l.options(env)
-	if okd && wantImage(env, data) && data.Attrs[AttrDigest] == "" {
+	if okd && wantImage(env, data) {
 		o.ImageLimit = env.ImageLimit
 	}
 	res, err := partner.RecoverPartner(env.Comm, env.Topo, o, own, cp)

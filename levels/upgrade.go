@@ -182,7 +182,12 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 		checkErr error
 		verified chan error
 	)
+	// A level that records the FTI-FF checksum (L2) keeps the entry as
+	// it is: its transfer checks the bytes it sends against the file's
+	// block hashes and that checksum ([ftiffFormat]), no tap needed.
+	keepFTIFF := kind == DigestFTIFF && recordsFTIFF(level)
 	switch {
+	case keepFTIFF:
 	case (reader || opener || l4) && (kind == DigestFTIFF || (kind == "" && !reader)):
 		// An FTI-FF file is verified as it streams past; a file with a
 		// BLAKE3 digest is hashed, unless the level's transfer checks
@@ -196,7 +201,7 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 		verified = make(chan error, 1)
 		go func(f File) { verified <- VerifyFile(env.Store(f.Where), f) }(cloneFile(files[0]))
 	}
-	if reader && kind != "" {
+	if reader && kind != "" && !keepFTIFF {
 		// The transfer records the BLAKE3 of the bytes it sends, as for
 		// a synchronous checkpoint.
 		delete(files[0].Attrs, AttrDigest)

@@ -121,7 +121,9 @@ func TestUpgradeFailureKeepsL1(t *testing.T) {
 
 // TestUpgradeChecksTheL1File: a data file damaged between its L1 commit
 // and the upgrade fails the upgrade (the partner copy would carry the
-// damage): the checkpoint stays at L1.
+// damage): the checkpoint stays at L1. The sender finds the damaged
+// header as it reads the file's preamble against its recorded checksum;
+// its right neighbour, offered no copy, fails too.
 func TestUpgradeChecksTheL1File(t *testing.T) {
 	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
 	errs := make([]error, 4)
@@ -151,9 +153,10 @@ func TestUpgradeChecksTheL1File(t *testing.T) {
 	}))
 	for r, err := range errs {
 		require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
-		assert.Contains(t, err.Error(), "ranks [1]")
-		assert.Contains(t, err.Error(), "changed since its L1 commit")
+		assert.Contains(t, err.Error(), "ranks [1 2]")
+		assert.Contains(t, err.Error(), "data000001.fti")
 	}
+	require.ErrorIs(t, errs[1], ErrDigestMismatch)
 }
 
 // TestRaiseAdopt raises checkpoints with Raise (which neither needs the
@@ -359,12 +362,27 @@ func TestUpgradeVerifiesInItsReadPass(t *testing.T) {
 				}))
 				for r, err := range errs {
 					require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
-					assert.Contains(t, err.Error(), "changed since its L1 commit", "rank %d", r)
+					if lc.lvl != L2 {
+						assert.Contains(t, err.Error(), "changed since its L1 commit", "rank %d", r)
+					}
 				}
-				require.ErrorIs(t, errs[1], ErrDigestMismatch)
-				var ce *CorruptionError
-				require.ErrorAs(t, errs[1], &ce)
-				assert.Equal(t, 1, ce.Rank)
+				if lc.lvl == L2 && at == "data" {
+					// L2 keeps the FTI-FF checksum: the sender does not
+					// hash, the receiver checks every block as it arrives
+					// and refuses the copy of rank 1's data.
+					require.ErrorIs(t, errs[2], partner.ErrHashMismatch)
+					require.ErrorIs(t, errs[2], fileformat.ErrHashMismatch)
+					var pe *partner.CorruptionError
+					require.ErrorAs(t, errs[2], &pe)
+					assert.Equal(t, 1, pe.Rank)
+				} else {
+					// At L2 the sender finds damaged metadata as it reads
+					// the preamble against the recorded checksum.
+					require.ErrorIs(t, errs[1], ErrDigestMismatch)
+					var ce *CorruptionError
+					require.ErrorAs(t, errs[1], &ce)
+					assert.Equal(t, 1, ce.Rank)
+				}
 				// Only the L1 data files of checkpoint 2 are left.
 				var left []string
 				require.NoError(t, filepath.WalkDir(w.root, func(p string, d fs.DirEntry, err error) error {
@@ -506,9 +524,10 @@ func TestUpgradeManifestFailureKeepsL1(t *testing.T) {
 // L1, whose data entry carries the FTI-FF checksum the upgrade replaced
 // with the BLAKE3 of the bytes. Start-up must take the two copies for one
 // checkpoint: rewrite the stale replica from the primary at start-up and
-// recover at L2 bit for bit. Without attrs.l1digest start-up took them
+// recover at L3 bit for bit. Without attrs.l1digest start-up took them
 // for two runs' copies: it warned and left the replica stale until a
-// Recover had tried both.
+// Recover had tried both. (An upgrade to L2 keeps the FTI-FF checksum:
+// TestUpgradeL2KeepsTheChecksum.)
 func TestUpgradeInterruptedBetweenCopies(t *testing.T) {
 	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
 	first := make([][]byte, 4) // each rank's data file
@@ -528,7 +547,7 @@ func TestUpgradeInterruptedBetweenCopies(t *testing.T) {
 				return err
 			}
 		}
-		up, _, err := e.Upgrade(m, L2, nil)
+		up, _, err := e.Upgrade(m, L3, nil)
 		if err != nil {
 			return err
 		}
@@ -551,7 +570,7 @@ func TestUpgradeInterruptedBetweenCopies(t *testing.T) {
 	i := slices.IndexFunc(scan, func(s SeqScan) bool { return s.Seq == 1 })
 	require.GreaterOrEqual(t, i, 0, "checkpoint 1's copies")
 	require.NotNil(t, scan[i].Primary.M)
-	assert.Equal(t, L2, scan[i].Primary.M.Level)
+	assert.Equal(t, L3, scan[i].Primary.M.Level)
 	assert.True(t, string(scan[i].Primary.Raw) == string(scan[i].Replica.Raw), "the stale L1 replica was not rewritten from the upgraded primary")
 	got := make([][]byte, 4)
 	levels := make([]ID, 4)
@@ -565,7 +584,7 @@ func TestUpgradeInterruptedBetweenCopies(t *testing.T) {
 		return err
 	}))
 	for r := range got {
-		assert.Equal(t, L2, levels[r], "rank %d", r)
+		assert.Equal(t, L3, levels[r], "rank %d", r)
 		assert.True(t, bytes.Equal(first[r], got[r]), "rank %d: the data, bit for bit", r)
 	}
 }
