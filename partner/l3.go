@@ -222,7 +222,7 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	dataRow, parRow := lay.Segments()*unit, lay.Chunks()*unit
 	pool := o.Buffers
 	// read-ahead hashing the data, write-behind hashing the parity
-	src, err := openSource(data, dataRow, true, pool)
+	src, err := openSource(data, dataRow, true, pool, o.hashed)
 	if err != nil {
 		fail(fmt.Errorf("open data %s: %w", data.Path, err))
 		src = nil

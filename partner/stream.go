@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -73,6 +74,9 @@ type Options struct {
 
 	// dropPiece is the piece of dropping behind (0: dropPiece), for tests.
 	dropPiece int64
+	// hashed, when not nil, counts the bytes the transfers hash with
+	// BLAKE3 themselves (senders and receivers), for tests.
+	hashed *atomic.Int64
 }
 
 // dropPiece is the piece after which a sink that drops behind starts the
@@ -280,9 +284,11 @@ type source struct {
 	h     *b3.Hasher
 	tap   io.Writer // FileInfo.Tap
 	err   error     // set by the reader goroutine before closing ready
+	// hashed counts the bytes hashed (Options.hashed; may be nil).
+	hashed *atomic.Int64
 }
 
-func openSource(fi FileInfo, bs int, hash bool, pool *Buffers) (*source, error) {
+func openSource(fi FileInfo, bs int, hash bool, pool *Buffers, hashed *atomic.Int64) (*source, error) {
 	f, err := fi.open()
 	if err != nil {
 		return nil, err
@@ -295,7 +301,7 @@ func openSource(fi FileInfo, bs int, hash bool, pool *Buffers) (*source, error) 
 		f.Close()
 		return nil, err
 	}
-	s := &source{pool: pool, f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), tap: fi.Tap}
+	s := &source{pool: pool, f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), tap: fi.Tap, hashed: hashed}
 	if hash {
 		s.h = b3.New()
 	}
@@ -335,6 +341,9 @@ func (s *source) run() {
 // digest hashes b and shows it to the tap, both at once when there are
 // both (two passes over b on two cores).
 func (s *source) digest(b []byte) {
+	if s.h != nil && s.hashed != nil {
+		s.hashed.Add(int64(len(b)))
+	}
 	switch {
 	case s.h != nil && s.tap != nil:
 		tapped := make(chan struct{})
@@ -403,6 +412,8 @@ type sink struct {
 	// chk, when not nil, checks the bytes written instead of h (a file
 	// checked by its format, [FileInfo.Format]).
 	chk Checker
+	// hashed counts the bytes hashed (Options.hashed; may be nil).
+	hashed *atomic.Int64
 }
 
 // createSink creates r for a stream of size bytes in blocks of bs; with
@@ -434,6 +445,9 @@ func (s *sink) run() {
 				_, _ = s.chk.Write(b) // Close reports it
 			} else {
 				s.h.Write(b)
+				if s.hashed != nil {
+					s.hashed.Add(int64(len(b)))
+				}
 			}
 			if s.img != nil {
 				if s.off+int64(len(b)) <= int64(len(s.img)) {
@@ -770,7 +784,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResul
 	if e.out != nil {
 		outSize = e.out.Size
 		hash := (!o.SkipSourceHash || e.out.HashUnknown) && e.out.Format == nil
-		s, err := openSource(*e.out, bs, hash, o.Buffers)
+		s, err := openSource(*e.out, bs, hash, o.Buffers, o.hashed)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("open %s for sending: %w", e.out.Path, err))
 		} else {
@@ -794,6 +808,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResul
 			if chk != nil {
 				in.chk = chk
 			}
+			in.hashed = o.hashed
 		}
 	}
 	blocks := func(n int64) int64 { return (n + int64(bs) - 1) / int64(bs) }
