@@ -3,6 +3,7 @@ package levels
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 
 	"github.com/ftigo/ftigo/encode"
@@ -53,10 +54,13 @@ func (x ftiffFormat) Check(f partner.FileInfo, rank int, image bool) ([]byte, er
 func partnerError(p string, rank int, err error) error {
 	var ce *CorruptionError
 	off := int64(0)
-	if errors.As(err, &ce) {
-		off = ce.Offset
+	if errors.As(err, &ce) && ce.Path == p {
+		off, err = ce.Offset, ce.Err // named by the partner error
 	}
-	if errors.Is(err, ErrDigestMismatch) || errors.Is(err, ErrSizeMismatch) {
+	switch {
+	case errors.Is(err, ErrMissingFile):
+		err = fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+	case errors.Is(err, ErrDigestMismatch) || errors.Is(err, ErrSizeMismatch):
 		err = fmt.Errorf("%w: %w", partner.ErrHashMismatch, err)
 	}
 	return &partner.CorruptionError{Path: p, Rank: rank, Offset: off, Err: err}

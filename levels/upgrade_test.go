@@ -379,9 +379,15 @@ func TestUpgradeVerifiesInItsReadPass(t *testing.T) {
 					// At L2 the sender finds damaged metadata as it reads
 					// the preamble against the recorded checksum.
 					require.ErrorIs(t, errs[1], ErrDigestMismatch)
-					var ce *CorruptionError
-					require.ErrorAs(t, errs[1], &ce)
-					assert.Equal(t, 1, ce.Rank)
+					if lc.lvl == L2 {
+						var pe *partner.CorruptionError
+						require.ErrorAs(t, errs[1], &pe)
+						assert.Equal(t, 1, pe.Rank)
+					} else {
+						var ce *CorruptionError
+						require.ErrorAs(t, errs[1], &ce)
+						assert.Equal(t, 1, ce.Rank)
+					}
 				}
 				// Only the L1 data files of checkpoint 2 are left.
 				var left []string
