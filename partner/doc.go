@@ -30,7 +30,14 @@
 //     read-ahead and a write-behind goroutine, a few blocks in memory);
 //     the receiver writes the copy under a tmp name, syncs it and checks
 //     its hash against the sender's recorded one; the sender hashes what
-//     it reads as well (unless [Options].SkipSourceHash).
+//     it reads as well (unless [Options].SkipSourceHash). A file whose
+//     recorded hash is its format's digest ([FileInfo.Format]: levels'
+//     FTI-FF checksum) is not hashed by the sender: its preamble (for
+//     FTI-FF the header, metadata and file block) goes ahead of the bytes
+//     and the receiver's [Checker] checks every byte against it as it
+//     arrives, one pass in all; the copy records the same digest
+//     ([Copy.Formatted]). partner knows no format: the caller supplies
+//     the [Format].
 //   - L2 recovery: [RecoverPartner] tells both neighbours which of its
 //     data file and held copy are there, restores missing originals from
 //     their copies (checked by the receiver as they arrive, not read
@@ -39,6 +46,8 @@
 //     round of flags repairs what failed its check (tmp, sync, hash
 //     check, rename each time), and reports ranks whose file and copy are
 //     both lost with [ErrUnrecoverable]. Each byte is read and hashed once.
+//     Files with a [FileInfo.Format] are checked by it, at rest and as
+//     they arrive (their preamble sent ahead).
 //   - L3 checkpoint: [EncodeGroup] splits the world into group
 //     communicators and places parity by the group's [encode.Layout]:
 //     FTI's full scheme for m = k (member j holds parity shard j of the
