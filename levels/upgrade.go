@@ -13,6 +13,7 @@ import (
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -214,6 +215,11 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 		perr = e.upgradeDirect(level.(DataOpener), p)
 	} else {
 		perr = level.Protect(env, p)
+	}
+	if keepFTIFF && errors.Is(perr, partner.ErrHashMismatch) {
+		// The copy a receiver refused, or the file the sender found
+		// changed, is a data file that no longer matches its L1 digest.
+		perr = fmt.Errorf("%w: a data file changed since its L1 commit (its partner copy does not match its FTI-FF checksum): %w", ErrDigestMismatch, perr)
 	}
 	if tap != nil {
 		checkErr = tap.verdict(perr)
