@@ -393,7 +393,8 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 	size, d, ok, err := write(f)
 	var attrs map[string]string
 	if err == nil && !ok && area == Local && recordsFTIFF(e.levels[p.Level]) {
-		d, attrs, p.preamble, ok = ffDigestPreamble(f, readBy)
+		_, l2 := e.levels[p.Level].(Partner2) // sends the preamble
+		d, attrs, p.preamble, ok = ffDigestPreamble(f, l2)
 	}
 	if err == nil && readBy && (!ok || attrs != nil) {
 		// The level reads the whole file next: the fsync runs beside it.
@@ -463,12 +464,13 @@ func ffDigestPreamble(f vfd.File, preamble bool) (d Digest, attrs map[string]str
 
 // recordsFTIFF reports whether level l records an FTI-FF data file's
 // checksum as its digest ([DigestFTIFF]) instead of the BLAKE3 of its
-// bytes: L1, which does not read the file, and L2, whose partner copy
-// is checked against the file's block hashes as it arrives
-// ([ftiffFormat]).
+// bytes: L1, which does not read the file; L2, whose partner copy is
+// checked against the file's block hashes as it arrives
+// ([ftiffFormat]); L3, whose encoder reads the file without hashing it
+// (a file rebuilt from parity is checked against the checksum).
 func recordsFTIFF(l Level) bool {
 	switch l.(type) {
-	case Local1, Partner2:
+	case Local1, Partner2, RS3:
 		return true
 	}
 	return false

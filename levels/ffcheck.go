@@ -32,14 +32,25 @@ func (ftiffFormat) entry(f partner.FileInfo, rank int) (Store, File) {
 
 // Check verifies f as VerifyFile verifies an FTI-FF entry (every block
 // hash, the structure, the checksum against f.Hash), into memory with
-// image.
+// image; a file with an Image is checked there, not read.
 func (x ftiffFormat) Check(f partner.FileInfo, rank int, image bool) ([]byte, error) {
 	s, e := x.entry(f, rank)
 	var img []byte
 	var err error
-	if image {
+	switch {
+	case f.Image != nil:
+		cerr := func(off int64, err error) error {
+			return &CorruptionError{Path: f.Path, Rank: rank, Offset: off, Err: err}
+		}
+		if int64(len(f.Image)) != f.Size {
+			err = cerr(int64(len(f.Image)), fmt.Errorf("%w: %d bytes, manifest says %d", ErrSizeMismatch, len(f.Image), f.Size))
+		} else {
+			err = verifyFTIFF(vfd.BytesFile(f.Path, f.Image), e, cerr)
+		}
+		img = f.Image
+	case image:
 		img, err = verifyImage(s, e, max(x.piece, 4<<20))
-	} else {
+	default:
 		err = VerifyFile(s, e)
 	}
 	if err != nil {

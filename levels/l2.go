@@ -158,7 +158,7 @@ func (l Partner2) Recover(env *Env, m *Manifest) (Source, error) {
 // file again, sends it from memory, and the Source returns the bytes.
 func ownInfo(env *Env, data File) partner.FileInfo {
 	fi := fileInfo(env.Store(data.Where), data, "")
-	if wantImage(env, data) && data.Attrs[AttrDigest] == "" {
+	if wantImage(env, data) {
 		fi.Image, fi.CheckErr = fi.CheckImage(env.Rank, env.BlockSize)
 		fi.Checked = true
 	}

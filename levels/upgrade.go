@@ -183,12 +183,14 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 		checkErr error
 		verified chan error
 	)
-	// A level that records the FTI-FF checksum (L2) keeps the entry as
-	// it is: its transfer checks the bytes it sends against the file's
-	// block hashes and that checksum ([ftiffFormat]), no tap needed.
+	// A level that records the FTI-FF checksum (L2, L3) keeps the entry
+	// as it is. L2's transfer checks the bytes it sends against the
+	// file's block hashes and that checksum ([ftiffFormat]): no tap
+	// needed. L3's encoder does not: the tap verifies the file.
 	keepFTIFF := kind == DigestFTIFF && recordsFTIFF(level)
+	_, l2 := level.(Partner2)
 	switch {
-	case keepFTIFF:
+	case keepFTIFF && l2:
 	case (reader || opener || l4) && (kind == DigestFTIFF || (kind == "" && !reader)):
 		// An FTI-FF file is verified as it streams past; a file with a
 		// BLAKE3 digest is hashed, unless the level's transfer checks
@@ -216,7 +218,7 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 	} else {
 		perr = level.Protect(env, p)
 	}
-	if keepFTIFF && errors.Is(perr, partner.ErrHashMismatch) {
+	if keepFTIFF && l2 && errors.Is(perr, partner.ErrHashMismatch) {
 		// The copy a receiver refused, or the file the sender found
 		// changed, is a data file that no longer matches its L1 digest.
 		perr = fmt.Errorf("%w: a data file changed since its L1 commit (its partner copy does not match its FTI-FF checksum): %w", ErrDigestMismatch, perr)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zeebo/blake3"
 
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/partner"
@@ -527,13 +528,14 @@ func TestUpgradeManifestFailureKeepsL1(t *testing.T) {
 
 // TestUpgradeInterruptedBetweenCopies: a crash after the upgraded
 // primary was installed but before the replica was leaves the replica at
-// L1, whose data entry carries the FTI-FF checksum the upgrade replaced
-// with the BLAKE3 of the bytes. Start-up must take the two copies for one
+// L1, whose data entry carries the FTI-FF checksum. An upgrade by an
+// earlier version replaced it with the BLAKE3 of the bytes in the
+// primary (the upgrade now keeps it: the primary is rewritten here as
+// that version wrote it). Start-up must take the two copies for one
 // checkpoint: rewrite the stale replica from the primary at start-up and
 // recover at L3 bit for bit. Without attrs.l1digest start-up took them
 // for two runs' copies: it warned and left the replica stale until a
-// Recover had tried both. (An upgrade to L2 keeps the FTI-FF checksum:
-// TestUpgradeL2KeepsTheChecksum.)
+// Recover had tried both.
 func TestUpgradeInterruptedBetweenCopies(t *testing.T) {
 	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
 	first := make([][]byte, 4) // each rank's data file
@@ -557,16 +559,38 @@ func TestUpgradeInterruptedBetweenCopies(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if d, _ := up.DataFile(e.env.Rank); d.Attrs[AttrDigest] != "" || d.Attrs[AttrL1Digest] == "" {
-			return errors.New("the upgraded data entry does not replace its FTI-FF checksum: the test does not test the repair")
+		if d, _ := up.DataFile(e.env.Rank); d.Attrs[AttrDigest] != DigestFTIFF || d.Attrs[AttrL1Digest] != "" {
+			return errors.New("the upgraded data entry does not keep its FTI-FF checksum")
 		}
 		if err := e.env.Comm.Barrier(); err != nil {
 			return err
 		}
-		if e.env.Rank == 0 { // the replica as the crash left it
-			return vfd.WriteFileAtomic(e.env.Global.Driver, replica, stale)
+		if e.env.Rank != 0 {
+			return nil
 		}
-		return nil
+		// The primary as the earlier version wrote it.
+		old := *up
+		old.Files = make([][]File, len(up.Files))
+		for r := range up.Files {
+			for _, f := range up.Files[r] {
+				f = cloneFile(f)
+				if f.Role == RoleData {
+					delete(f.Attrs, AttrDigest)
+					f.Attrs[AttrL1Digest] = f.Digest.String()
+					f.Digest = Digest(blake3.Sum256(first[r]))
+				}
+				old.Files[r] = append(old.Files[r], f)
+			}
+		}
+		raw, err := old.Marshal()
+		if err != nil {
+			return err
+		}
+		if err := vfd.WriteFileAtomic(e.env.Meta.Driver, e.env.Meta.Path(ManifestName(m.Seq)), raw); err != nil {
+			return err
+		}
+		// the replica as the crash left it
+		return vfd.WriteFileAtomic(e.env.Global.Driver, replica, stale)
 	}))
 	// Start-up alone (no Recover, which would rewrite a copy it found
 	// disagreeing after the fact) repairs the replica.

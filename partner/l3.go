@@ -221,8 +221,9 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	unit := lay.Unit
 	dataRow, parRow := lay.Segments()*unit, lay.Chunks()*unit
 	pool := o.Buffers
-	// read-ahead hashing the data, write-behind hashing the parity
-	src, err := openSource(data, dataRow, true, pool, o.hashed)
+	// read-ahead hashing the data (unless its format checks it:
+	// [FileInfo.Format]), write-behind hashing the parity
+	src, err := openSource(data, dataRow, data.Format == nil, pool, o.hashed)
 	if err != nil {
 		fail(fmt.Errorf("open data %s: %w", data.Path, err))
 		src = nil
@@ -269,11 +270,11 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	}
 	var read encode.Hash
 	if src != nil {
-		h, _, err := src.close()
+		h, hashed, err := src.close()
 		src = nil
 		fail(err)
 		read = h
-		if err == nil && !data.HashUnknown && h != data.Hash {
+		if err == nil && hashed && !data.HashUnknown && h != data.Hash {
 			fail(&CorruptionError{Path: data.Path, Rank: c.Rank(), Err: fmt.Errorf("%w: data changed before encoding", ErrHashMismatch)})
 		}
 	}
@@ -604,7 +605,10 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 		m.pout = m.pseq
 	}
 	if m.dout != nil {
-		m.dseq = &seqWriter{File: m.dout, h: b3.New(), inOrder: true}
+		m.dseq = &seqWriter{File: m.dout, inOrder: true}
+		if data.Format == nil { // else checked by its format in finish
+			m.dseq.h = b3.New()
+		}
 		if o.ImageLimit > 0 && data.Size <= o.ImageLimit {
 			m.dseq.img = make([]byte, data.Size)
 		}
@@ -641,11 +645,14 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 	}
 	if m.dout != nil {
 		var h *b3.Hasher
-		if m.dseq.inOrder && m.dseq.next == data.Size {
-			h = m.dseq.h
+		inOrder := m.dseq.inOrder && m.dseq.next == data.Size
+		f := data
+		f.Image = nil
+		if inOrder {
+			h, f.Image = m.dseq.h, m.dseq.img // a format checks the image
 		}
-		res.DataRebuilt = m.finish(data, m.dout, "data", h)
-		if res.DataRebuilt && h != nil {
+		res.DataRebuilt = m.finish(f, m.dout, "data", h)
+		if res.DataRebuilt && inOrder {
 			res.DataImage = m.dseq.img
 		}
 	}
@@ -856,7 +863,13 @@ func (m *memberRebuild) parityHeader(sizes []int64, hashes []encode.Hash) *b3.Ha
 // it into place; on any error so far it removes the tmp file instead.
 func (m *memberRebuild) finish(f FileInfo, out vfd.File, what string, h *b3.Hasher) bool {
 	err := out.Sync()
-	if err == nil && len(m.errs) == 0 {
+	if err == nil && len(m.errs) == 0 && f.Format != nil {
+		// Checked by its format, from f.Image when the rebuild kept
+		// the bytes, else read back.
+		w := f
+		w.Path = f.Path + TmpSuffix
+		_, err = f.Format.Check(w, m.rank, false)
+	} else if err == nil && len(m.errs) == 0 {
 		if h == nil {
 			h = b3.New()
 			err = hashBack(out, f.Size, m.o.block(), h)
@@ -905,7 +918,9 @@ func (w *seqWriter) WriteAt(p []byte, off int64) (int, error) {
 		w.inOrder, w.img = false, nil
 	}
 	if w.inOrder {
-		w.h.Write(p[:n])
+		if w.h != nil {
+			w.h.Write(p[:n])
+		}
 		if w.img != nil {
 			copy(w.img[off:], p[:n])
 		}
