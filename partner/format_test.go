@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"sync/atomic"
 	"testing"
 
@@ -25,6 +26,8 @@ import (
 type testFormat struct {
 	checked   atomic.Int64
 	preambles atomic.Int64
+	// checks counts the calls of Check, fromFile those that read the file.
+	checks, fromFile atomic.Int64
 }
 
 func formatDigest(b []byte) encode.Hash {
@@ -34,9 +37,14 @@ func formatDigest(b []byte) encode.Hash {
 }
 
 func (x *testFormat) Check(f FileInfo, rank int, image bool) ([]byte, error) {
-	b, err := vfd.ReadFile(f.Driver, f.Path)
-	if err != nil {
-		return nil, &CorruptionError{Path: f.Path, Rank: rank, Err: err}
+	x.checks.Add(1)
+	b := f.Image
+	if b == nil {
+		x.fromFile.Add(1)
+		var err error
+		if b, err = vfd.ReadFile(f.Driver, f.Path); err != nil {
+			return nil, &CorruptionError{Path: f.Path, Rank: rank, Err: err}
+		}
 	}
 	if int64(len(b)) != f.Size || formatDigest(b) != f.Hash {
 		return nil, &CorruptionError{Path: f.Path, Rank: rank, Err: fmt.Errorf("%w: test format", ErrHashMismatch)}
@@ -249,6 +257,90 @@ func TestRecoverFormatted(t *testing.T) {
 			// copy on rank 2 (sent), the copies on 0 and 3 (checked).
 			want := cl.sizes[0] + cl.sizes[2] + cl.sizes[3] + cl.sizes[1] + cl.sizes[3] + cl.sizes[2]
 			assert.Equal(t, want, read)
+		})
+	}
+}
+
+// TestL3Formatted: the encoder reads a data file checked by its format
+// without hashing it (only the parity it writes is hashed), and a data
+// file rebuilt from parity is checked by the format (from the rebuild's
+// image when there is one, else read back), refused when the parity
+// encodes other bytes than the recorded digest's.
+func TestL3Formatted(t *testing.T) {
+	for _, tc := range []string{"image", "read back", "damaged source"} {
+		t.Run(tc, func(t *testing.T) {
+			cl := newCluster(t, vfd.Sec2{}, 4, 1, 4, func(r int) int { return 3000 + 100*r })
+			x := &testFormat{}
+			digests := make([]encode.Hash, 4)
+			for r := range 4 {
+				digests[r] = formatDigest(cl.data[r])
+			}
+			if tc == "damaged source" {
+				// rank 1's file changed after its digest was taken: the
+				// encoder does not notice, the parity encodes the change
+				b := bytes.Clone(cl.data[1])
+				b[77] ^= 0x08
+				require.NoError(t, vfd.WriteFileAtomic(cl.d, cl.dataPath(1), b))
+			}
+			var hashed atomic.Int64
+			par := make([]Parity, 4)
+			require.NoError(t, cl.run(func(c comm.Comm) error {
+				r := c.Rank()
+				own := cl.own(r)
+				own.Format, own.Hash = x, digests[r]
+				var err error
+				par[r], err = EncodeGroup(c, cl.topo, Options{BlockSize: 512, hashed: &hashed}, 0, own, Ref{cl.d, cl.parityPath(r)})
+				return err
+			}))
+			var parity int64 // payload bytes: the header trailer is hashed apart
+			for r := range 4 {
+				hdr, err := par[r].Header.Marshal()
+				require.NoError(t, err)
+				parity += par[r].Size - int64(len(hdr))
+				assert.Equal(t, encode.Sum(cl.read(cl.parityPath(r))), par[r].Hash)
+				assert.Equal(t, digests, par[r].Header.Hashes, "the header lists the recorded digests")
+			}
+			assert.Equal(t, parity, hashed.Load(), "only the parity payload is hashed (in the encoder)")
+
+			require.NoError(t, os.Remove(cl.dataPath(1)))
+			require.NoError(t, os.Remove(cl.parityPath(1)))
+			res := make([]L3Recovery, 4)
+			errs := make([]error, 4)
+			require.NoError(t, cl.run(func(c comm.Comm) error {
+				r := c.Rank()
+				own := cl.own(r)
+				own.Format, own.Hash = x, digests[r]
+				pi := FileInfo{Ref: Ref{cl.d, cl.parityPath(r)}, Size: par[r].Size, Hash: par[r].Hash}
+				o := Options{BlockSize: 512}
+				if tc != "read back" {
+					o.ImageLimit = 1 << 20
+				}
+				res[r], errs[r] = RebuildGroup(c, cl.topo, o, Shape{}, own, pi)
+				return nil
+			}))
+			if tc == "damaged source" {
+				require.ErrorIs(t, errs[1], ErrHashMismatch)
+				assert.False(t, res[1].DataRebuilt)
+				_, err := os.Stat(cl.dataPath(1))
+				assert.ErrorIs(t, err, fs.ErrNotExist, "nothing published")
+				_, err = os.Stat(cl.dataPath(1) + TmpSuffix)
+				assert.ErrorIs(t, err, fs.ErrNotExist, "tmp removed")
+				return
+			}
+			for r := range 4 {
+				require.NoError(t, errs[r], "rank %d", r)
+			}
+			require.True(t, res[1].DataRebuilt)
+			assert.Equal(t, cl.data[1], cl.read(cl.dataPath(1)))
+			// Every rank checks its own file (rank 1's is missing), rank
+			// 1 its rebuilt one.
+			assert.Equal(t, int64(5), x.checks.Load())
+			if tc == "image" {
+				assert.Equal(t, cl.data[1], res[1].DataImage)
+				assert.Equal(t, int64(4), x.fromFile.Load(), "the rebuilt file is checked in memory")
+			} else {
+				assert.Equal(t, int64(5), x.fromFile.Load(), "the rebuilt file is read back")
+			}
 		})
 	}
 }

@@ -236,6 +236,8 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	if err != nil {
 		fail(fmt.Errorf("create parity %s: %w", parityTo.Path, err))
 		out = nil
+	} else {
+		out.hashed = o.hashed
 	}
 	abort := func(err error) (Parity, error) {
 		if src != nil {
