@@ -58,10 +58,14 @@
 //     row's units and combine them into their parity units in one pass
 //     ([encode.Row.Combine]); each member writes its parity file with its
 //     header trailer (docs/format/parity.md).
+//     A data file with a [FileInfo.Format] is read without being hashed;
+//     the parity is hashed as it is written.
 //   - L3 recovery: [RebuildGroup] gathers erasure flags over the group and,
 //     if no stripe lost more shards than it has parity, sends each member
 //     that lost a file just the surviving units its stripes need, and
-//     rebuilds its files, verified against the recorded hashes; otherwise
+//     rebuilds its files, verified against the recorded hashes (a data
+//     file with a [FileInfo.Format] by the format, from the rebuilt image
+//     when [Options].ImageLimit kept one, else read back); otherwise
 //     every member returns [ErrUnrecoverable].
 //   - Offline: [RebuildL2Offline] does the L2 restores from one process
 //     that sees every node's files; [RebuildL3Offline] runs [RebuildGroup]

@@ -156,7 +156,9 @@ func encodePlan(l encode.Layout, g int) (shifts []shift, used []bool) {
 // EncodeGroup is L3's distributed encoding. Collective over the world c.
 // Each rank passes its data file with the size and hash recorded for it
 // (or data.HashUnknown: the hash is computed while encoding, returned in
-// Parity.Data and put in the header), and every member of the group
+// Parity.Data and put in the header; a data file with a Format is not
+// hashed: its format's digest goes into the header), and every member of
+// the group
 // writes its parity payload to
 // parityTo (a tmp name; payload, then the header trailer, synced). Where
 // parity goes is the group's [encode.Layout]: with m = k (FTI's default,
