@@ -10,9 +10,12 @@ import (
 // Partner2 is level 2: the data file on node-local storage plus a copy on
 // the node of the rank's right neighbour in its group ring (FTI's
 // FTI_Ptner). The copy is streamed in [Env.BlockSize] pieces, written,
-// synced and hash-checked by the receiver (FTI does not sync it), and
-// listed in the manifest by the receiving rank with role "partner" and Of
-// set to the sender. Recovery survives any set of lost or corrupted nodes
+// synced and checked by the receiver (FTI does not sync it), and listed in
+// the manifest by the receiving rank with role "partner" and Of set to
+// the sender. The copy of an FTI-FF data file, whose entry records its
+// checksum ([DigestFTIFF]), is checked against the writer's block hashes
+// as it arrives (the file's header, metadata and file block sent ahead)
+// and records the same checksum; the sender does not hash it. Recovery survives any set of lost or corrupted nodes
 // in which no rank lost both its file and its copy, that is, no two lost
 // nodes are ring neighbours.
 type Partner2 struct {
@@ -76,7 +79,7 @@ func dataInfo(env *Env, p *Pending) partner.FileInfo {
 }
 
 // ReadsData reports true: Protect sends the whole data file, hashing it
-// (see [DataReader]).
+// unless its FTI-FF checksum is recorded (see [DataReader]).
 func (Partner2) ReadsData() bool { return true }
 
 // Protect sends this rank's data file to its right neighbour and receives
