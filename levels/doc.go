@@ -80,12 +80,14 @@
 //     syncs of the checkpoint directory and of the area directory. When
 //     the marker was not written ahead (after a failed checkpoint), rank
 //     0 writes it while the data is written as "<name>.tmp", renamed in
-//     c. The digest is the FTI-FF checksum at L1, or a BLAKE3 of the file
-//     computed through a second handle during the fsync; vote. At a
-//     [DataReader] level (L2, L3), whose
-//     Protect reads the whole file anyway, neither happens here: Protect
-//     hashes the file as it reads it and records the digest, and the fsyncs
-//     run beside Protect and are voted on in b. A level implementing
+//     c. The digest is the FTI-FF checksum at L1-L3, or a BLAKE3 of the
+//     file computed through a second handle during the fsync; vote. At a
+//     [DataReader] level (L2, L3), whose Protect reads the whole file
+//     anyway, the fsyncs run beside Protect and are voted on in b, and no
+//     BLAKE3 is computed here: an FTI-FF file's checksum is recorded (L2's
+//     partner copy is checked against it as it arrives, L3's encoder does
+//     not hash the file), another file's digest is left to Protect, which
+//     hashes the file as it reads it and records it. A level implementing
 //     [DataOpener] whose OpensData is true (the inline [Global4], ckpt's
 //     default L4) places the data itself instead: [DataOpener.OpenData]
 //     (collective) returns the file each rank writes — its task of the L4
@@ -134,9 +136,12 @@
 //     as it streams past ([fileformat.Verifier]: block hashes, structure,
 //     checksum) or hashes a BLAKE3-digested one; a file damaged since its
 //     L1 commit fails the vote ([ErrDigestMismatch] on its rank) and is
-//     never raised. The manifest records the data file as a synchronous
-//     checkpoint at the level does (at L2 and L3 the BLAKE3 of the bytes
-//     sent; at L4 its L1 digest); [Engine.Raise] does the same
+//     never raised. At L2 an FTI-FF file needs no tap: each partner copy
+//     is checked against the L1 checksum as it arrives, and the sender
+//     reads the file's metadata against it. The manifest records the data
+//     file's L1 digest unchanged, as a synchronous checkpoint at the level
+//     does (an earlier version recorded the BLAKE3 at L2 and L3 and kept
+//     the checksum under [AttrL1Digest], which start-up still reads); [Engine.Raise] does the same
 //     without retention for an engine that does not hold the checkpoint
 //     (a head rank raising it on behalf of an application rank), and
 //     [Engine.Adopt] records the result with retention on the ranks that
@@ -201,9 +206,12 @@
 // writes its own files under tmp names, syncs them and appends them to
 // [Pending.Files] (a partner copy is held, and listed, by the receiving
 // rank; a shared container by one rank). Digests are the BLAKE3 of the
-// file's bytes ([FileDigest]) for every checkpoint at L2-L4; only L1 data
-// files in FTI-FF record the format's own checksum ([DigestFTIFF]), and
-// so does the inline L4 for its tasks, whose container entries carry
+// file's bytes ([FileDigest]) for every checkpoint at L2-L4, except that
+// L1-L3 data files in FTI-FF record the format's own checksum
+// ([DigestFTIFF]), as do L2 partner copies of them (checked as they
+// arrive against the block hashes, the file's preamble sent ahead: a
+// [partner.Format]; an L3 data file rebuilt from parity is checked by
+// the same format), and so does the inline L4 for its tasks, whose container entries carry
 // [DigestSION] (metadata checked by the sion reader). [VerifyFile] checks
 // every kind, and a data entry marked [AttrInContainer] inside its
 // container ([OpenTask] reads such a task). [Level.Recover] checks the files

@@ -392,15 +392,16 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 	}
 	size, d, ok, err := write(f)
 	var attrs map[string]string
-	if err == nil && !ok && area == Local {
-		if _, l1 := e.levels[p.Level].(Local1); l1 {
-			d, attrs, ok = ffDigest(f)
-		}
+	if err == nil && !ok && area == Local && recordsFTIFF(e.levels[p.Level]) {
+		_, l2 := e.levels[p.Level].(Partner2) // sends the preamble
+		d, attrs, p.preamble, ok = ffDigestPreamble(f, l2)
 	}
-	if err == nil && !ok && readBy {
+	if err == nil && readBy && (!ok || attrs != nil) {
+		// The level reads the whole file next: the fsync runs beside it.
+		// Its digest is the FTI-FF checksum, or left to the level.
 		st.Bytes = size
-		record(File{Role: RoleData, Where: area, Name: name, Size: size, Of: e.env.Rank})
-		p.DigestPending = true
+		record(File{Role: RoleData, Where: area, Name: name, Size: size, Digest: d, Of: e.env.Rank, Attrs: attrs})
+		p.DigestPending = !ok
 		return func() error {
 			err := runAll(append([]func() error{func() error { return errors.Join(f.Sync(), f.Close()) }}, dirs...))
 			if err != nil {
@@ -442,11 +443,37 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 // digest as such, so that the data need not be read back and hashed again.
 // ok is false for any other file.
 func ffDigest(f vfd.File) (d Digest, attrs map[string]string, ok bool) {
+	d, attrs, _, ok = ffDigestPreamble(f, false)
+	return d, attrs, ok
+}
+
+// ffDigestPreamble is ffDigest that also returns the file's preamble
+// when asked (for a partner copy that sends it, [ftiffFormat]).
+func ffDigestPreamble(f vfd.File, preamble bool) (d Digest, attrs map[string]string, pre []byte, ok bool) {
 	rd, err := fileformat.Open(f)
 	if err != nil || !rd.Hashed() {
-		return Digest{}, nil, false
+		return Digest{}, nil, nil, false
 	}
-	return Digest(rd.Summary().Checksum), map[string]string{AttrDigest: DigestFTIFF}, true
+	if preamble {
+		if pre, err = rd.Preamble(); err != nil {
+			return Digest{}, nil, nil, false
+		}
+	}
+	return Digest(rd.Summary().Checksum), map[string]string{AttrDigest: DigestFTIFF}, pre, true
+}
+
+// recordsFTIFF reports whether level l records an FTI-FF data file's
+// checksum as its digest ([DigestFTIFF]) instead of the BLAKE3 of its
+// bytes: L1, which does not read the file; L2, whose partner copy is
+// checked against the file's block hashes as it arrives
+// ([ftiffFormat]); L3, whose encoder reads the file without hashing it
+// (a file rebuilt from parity is checked against the checksum).
+func recordsFTIFF(l Level) bool {
+	switch l.(type) {
+	case Local1, Partner2, RS3:
+		return true
+	}
+	return false
 }
 
 // DataOpener is the optional capability of a level that places each

@@ -10,9 +10,12 @@ import (
 // Partner2 is level 2: the data file on node-local storage plus a copy on
 // the node of the rank's right neighbour in its group ring (FTI's
 // FTI_Ptner). The copy is streamed in [Env.BlockSize] pieces, written,
-// synced and hash-checked by the receiver (FTI does not sync it), and
-// listed in the manifest by the receiving rank with role "partner" and Of
-// set to the sender. Recovery survives any set of lost or corrupted nodes
+// synced and checked by the receiver (FTI does not sync it), and listed in
+// the manifest by the receiving rank with role "partner" and Of set to
+// the sender. The copy of an FTI-FF data file, whose entry records its
+// checksum ([DigestFTIFF]), is checked against the writer's block hashes
+// as it arrives (the file's header, metadata and file block sent ahead)
+// and records the same checksum; the sender does not hash it. Recovery survives any set of lost or corrupted nodes
 // in which no rank lost both its file and its copy, that is, no two lost
 // nodes are ring neighbours.
 type Partner2 struct {
@@ -35,7 +38,7 @@ func (Partner2) ID() ID { return L2 }
 func (Partner2) DataArea() Where { return Local }
 
 func partnerOptions(env *Env) partner.Options {
-	return partner.Options{BlockSize: env.BlockSize, Logger: env.Logger}
+	return partner.Options{BlockSize: env.BlockSize, Logger: env.Logger, Format: ftiffFormat{piece: transfer(env)}}
 }
 
 func (l Partner2) options(env *Env) partner.Options {
@@ -45,8 +48,15 @@ func (l Partner2) options(env *Env) partner.Options {
 	return o
 }
 
+// fileInfo is the file of entry f in s (under its name plus suffix),
+// checked by its FTI-FF checksum when its entry records one
+// ([ftiffFormat]), else by its BLAKE3.
 func fileInfo(s Store, f File, suffix string) partner.FileInfo {
-	return partner.FileInfo{Ref: partner.Ref{Driver: s.Driver, Path: s.Path(f.Name) + suffix}, Size: f.Size, Hash: encode.Hash(f.Digest)}
+	fi := partner.FileInfo{Ref: partner.Ref{Driver: s.Driver, Path: s.Path(f.Name) + suffix}, Size: f.Size, Hash: encode.Hash(f.Digest)}
+	if f.Attrs[AttrDigest] == DigestFTIFF {
+		fi.Format = ftiffFormat{}
+	}
+	return fi
 }
 
 // dataInfo is the pending checkpoint's data file (its tmp name), with its
@@ -58,15 +68,18 @@ func dataInfo(env *Env, p *Pending) partner.FileInfo {
 		suffix = ""
 	}
 	fi := fileInfo(env.Store(data.Where), data, suffix)
+	if fi.Format != nil {
+		fi.Format, fi.Preamble = formatOf(env, data), p.preamble
+	}
 	if p.DigestPending {
-		fi.Hash, fi.HashUnknown = encode.Hash{}, true
+		fi.Hash, fi.HashUnknown, fi.Format = encode.Hash{}, true, nil
 	}
 	fi.Tap = p.tap
 	return fi
 }
 
 // ReadsData reports true: Protect sends the whole data file, hashing it
-// (see [DataReader]).
+// unless its FTI-FF checksum is recorded (see [DataReader]).
 func (Partner2) ReadsData() bool { return true }
 
 // Protect sends this rank's data file to its right neighbour and receives
@@ -85,7 +98,13 @@ func (l Partner2) Protect(env *Env, p *Pending) error {
 	if p.DigestPending {
 		p.SetDataDigest(Digest(cp.Sent))
 	}
-	p.Files = append(p.Files, File{Role: RolePartner, Where: Local, Name: name, Size: cp.Size, Digest: Digest(cp.Hash), Of: cp.Of})
+	f := File{Role: RolePartner, Where: Local, Name: name, Size: cp.Size, Digest: Digest(cp.Hash), Of: cp.Of}
+	if cp.Formatted {
+		// A byte-for-byte copy of an FTI-FF file checked against its
+		// checksum as it arrived: the same digest.
+		f.Attrs = map[string]string{AttrDigest: DigestFTIFF}
+	}
+	p.Files = append(p.Files, f)
 	return nil
 }
 
@@ -121,7 +140,7 @@ func (l Partner2) Recover(env *Env, m *Manifest) (Source, error) {
 		cp = fileInfo(env.Store(held.Where), held, "")
 	}
 	o := l.options(env)
-	if okd && wantImage(env, data) && data.Attrs[AttrDigest] == "" {
+	if okd && wantImage(env, data) {
 		o.ImageLimit = env.ImageLimit
 	}
 	res, err := partner.RecoverPartner(env.Comm, env.Topo, o, own, cp)
@@ -142,7 +161,7 @@ func (l Partner2) Recover(env *Env, m *Manifest) (Source, error) {
 // file again, sends it from memory, and the Source returns the bytes.
 func ownInfo(env *Env, data File) partner.FileInfo {
 	fi := fileInfo(env.Store(data.Where), data, "")
-	if wantImage(env, data) && data.Attrs[AttrDigest] == "" {
+	if wantImage(env, data) {
 		fi.Image, fi.CheckErr = fi.CheckImage(env.Rank, env.BlockSize)
 		fi.Checked = true
 	}

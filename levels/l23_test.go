@@ -16,6 +16,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -376,19 +377,37 @@ func TestL2L3FaultMidTransfer(t *testing.T) {
 }
 
 // TestL2L3OfflineRebuild erases node directories after a job ended and
-// rebuilds them with no communicator, from the manifest alone.
+// rebuilds them with no communicator, from the manifest alone: files
+// recorded with their BLAKE3 and FTI-FF files recorded with their
+// checksum (checked by the format as rebuilt).
 func TestL2L3OfflineRebuild(t *testing.T) {
-	for _, lvl := range []ID{L2, L3} {
-		t.Run(lvl.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		lvl   ID
+		ftiff bool
+	}{{L2, false}, {L3, false}, {L2, true}, {L3, true}} {
+		t.Run(fmt.Sprintf("%v/ftiff=%v", tc.lvl, tc.ftiff), func(t *testing.T) {
+			lvl := tc.lvl
 			w := newL23World(t, vfd.NewCore(), 16, 4, 4, 0)
 			var m *Manifest
 			require.NoError(t, w.run(func(e *Engine) error {
-				mm, _, err := e.Checkpoint(1, lvl, writeBytes(l23Payload(e.env.Rank, 1)))
+				write := writeBytes(l23Payload(e.env.Rank, 1))
+				if tc.ftiff {
+					write = ftiffWrite(e.env.Rank, 1)
+				}
+				mm, _, err := e.Checkpoint(1, lvl, write)
 				if e.env.Rank == 0 {
 					m = mm
 				}
 				return err
 			}))
+			for r := range m.Ranks {
+				d, _ := m.DataFile(r)
+				if tc.ftiff {
+					require.Equal(t, DigestFTIFF, d.Attrs[AttrDigest], "rank %d", r)
+				} else {
+					require.Empty(t, d.Attrs[AttrDigest], "rank %d", r)
+				}
+			}
 			eraseNodeDirs(2)(w)
 			local := func(n int) Store { return Store{w.d, w.nodeDir(n)} }
 			var rb OfflineRebuilder = Partner2{}
@@ -467,7 +486,14 @@ func TestDataReaderDigest(t *testing.T) {
 				// one pass while checkpointing: Protect's (of the file
 				// under its final name, the intent marker being durable
 				// ahead, or under its tmp name)
-				assert.Equal(t, f.Size, atCheckpoint[path.Base(f.Name)]+atCheckpoint[path.Base(f.Name)+TmpSuffix], "rank %d: bytes read while checkpointing", r)
+				// (and at L2 the probe of whether the file is an FTI-FF
+				// file, whose checksum it would record: its header and
+				// the magic of its file block)
+				probe := int64(0)
+				if lvl == L2 || lvl == L3 {
+					probe = fileformat.HeaderSize + 8
+				}
+				assert.Equal(t, f.Size+probe, atCheckpoint[path.Base(f.Name)]+atCheckpoint[path.Base(f.Name)+TmpSuffix], "rank %d: bytes read while checkpointing", r)
 			}
 
 			w.faultRank = 1

@@ -45,7 +45,7 @@ func (l RS3) options(env *Env) partner.Options {
 func (RS3) ID() ID { return L3 }
 
 // ReadsData reports true: Protect encodes the whole data file, hashing it
-// (see [DataReader]).
+// unless its FTI-FF checksum is recorded (see [DataReader]).
 func (RS3) ReadsData() bool { return true }
 
 // DataArea returns Local.

@@ -178,6 +178,10 @@ type Pending struct {
 	// the level's read pass: the levels show it every byte of the data
 	// file they read ([partner.FileInfo.Tap], the L4 copies).
 	tap io.Writer
+	// preamble, when not nil, is the FTI-FF preamble of the data file
+	// ([fileformat.Reader.Preamble]), read when its checksum was recorded
+	// ([DigestFTIFF]): a partner copy sends it ahead of the file.
+	preamble []byte
 
 	// chain is the chain of a differential checkpoint (nil for a full one),
 	// opts the checkpoint's options, stats this rank's data statistics and

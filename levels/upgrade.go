@@ -13,6 +13,7 @@ import (
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -182,7 +183,14 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 		checkErr error
 		verified chan error
 	)
+	// A level that records the FTI-FF checksum (L2, L3) keeps the entry
+	// as it is. L2's transfer checks the bytes it sends against the
+	// file's block hashes and that checksum ([ftiffFormat]): no tap
+	// needed. L3's encoder does not: the tap verifies the file.
+	keepFTIFF := kind == DigestFTIFF && recordsFTIFF(level)
+	_, l2 := level.(Partner2)
 	switch {
+	case keepFTIFF && l2:
 	case (reader || opener || l4) && (kind == DigestFTIFF || (kind == "" && !reader)):
 		// An FTI-FF file is verified as it streams past; a file with a
 		// BLAKE3 digest is hashed, unless the level's transfer checks
@@ -196,7 +204,7 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 		verified = make(chan error, 1)
 		go func(f File) { verified <- VerifyFile(env.Store(f.Where), f) }(cloneFile(files[0]))
 	}
-	if reader && kind != "" {
+	if reader && kind != "" && !keepFTIFF {
 		// The transfer records the BLAKE3 of the bytes it sends, as for
 		// a synchronous checkpoint.
 		delete(files[0].Attrs, AttrDigest)
@@ -209,6 +217,11 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 		perr = e.upgradeDirect(level.(DataOpener), p)
 	} else {
 		perr = level.Protect(env, p)
+	}
+	if keepFTIFF && l2 && errors.Is(perr, partner.ErrHashMismatch) {
+		// The copy a receiver refused, or the file the sender found
+		// changed, is a data file that no longer matches its L1 digest.
+		perr = fmt.Errorf("%w: a data file changed since its L1 commit (its partner copy does not match its FTI-FF checksum): %w", ErrDigestMismatch, perr)
 	}
 	if tap != nil {
 		checkErr = tap.verdict(perr)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zeebo/blake3"
 
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/partner"
@@ -121,7 +122,9 @@ func TestUpgradeFailureKeepsL1(t *testing.T) {
 
 // TestUpgradeChecksTheL1File: a data file damaged between its L1 commit
 // and the upgrade fails the upgrade (the partner copy would carry the
-// damage): the checkpoint stays at L1.
+// damage): the checkpoint stays at L1. The sender finds the damaged
+// header as it reads the file's preamble against its recorded checksum;
+// its right neighbour, offered no copy, fails too.
 func TestUpgradeChecksTheL1File(t *testing.T) {
 	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
 	errs := make([]error, 4)
@@ -151,9 +154,10 @@ func TestUpgradeChecksTheL1File(t *testing.T) {
 	}))
 	for r, err := range errs {
 		require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
-		assert.Contains(t, err.Error(), "ranks [1]")
-		assert.Contains(t, err.Error(), "changed since its L1 commit")
+		assert.Contains(t, err.Error(), "ranks [1 2]")
+		assert.Contains(t, err.Error(), "data000001.fti")
 	}
+	require.ErrorIs(t, errs[1], ErrDigestMismatch)
 }
 
 // TestRaiseAdopt raises checkpoints with Raise (which neither needs the
@@ -359,12 +363,33 @@ func TestUpgradeVerifiesInItsReadPass(t *testing.T) {
 				}))
 				for r, err := range errs {
 					require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
-					assert.Contains(t, err.Error(), "changed since its L1 commit", "rank %d", r)
+					if lc.lvl != L2 {
+						assert.Contains(t, err.Error(), "changed since its L1 commit", "rank %d", r)
+					}
 				}
-				require.ErrorIs(t, errs[1], ErrDigestMismatch)
-				var ce *CorruptionError
-				require.ErrorAs(t, errs[1], &ce)
-				assert.Equal(t, 1, ce.Rank)
+				if lc.lvl == L2 && at == "data" {
+					// L2 keeps the FTI-FF checksum: the sender does not
+					// hash, the receiver checks every block as it arrives
+					// and refuses the copy of rank 1's data.
+					require.ErrorIs(t, errs[2], partner.ErrHashMismatch)
+					require.ErrorIs(t, errs[2], fileformat.ErrHashMismatch)
+					var pe *partner.CorruptionError
+					require.ErrorAs(t, errs[2], &pe)
+					assert.Equal(t, 1, pe.Rank)
+				} else {
+					// At L2 the sender finds damaged metadata as it reads
+					// the preamble against the recorded checksum.
+					require.ErrorIs(t, errs[1], ErrDigestMismatch)
+					if lc.lvl == L2 {
+						var pe *partner.CorruptionError
+						require.ErrorAs(t, errs[1], &pe)
+						assert.Equal(t, 1, pe.Rank)
+					} else {
+						var ce *CorruptionError
+						require.ErrorAs(t, errs[1], &ce)
+						assert.Equal(t, 1, ce.Rank)
+					}
+				}
 				// Only the L1 data files of checkpoint 2 are left.
 				var left []string
 				require.NoError(t, filepath.WalkDir(w.root, func(p string, d fs.DirEntry, err error) error {
@@ -503,10 +528,12 @@ func TestUpgradeManifestFailureKeepsL1(t *testing.T) {
 
 // TestUpgradeInterruptedBetweenCopies: a crash after the upgraded
 // primary was installed but before the replica was leaves the replica at
-// L1, whose data entry carries the FTI-FF checksum the upgrade replaced
-// with the BLAKE3 of the bytes. Start-up must take the two copies for one
+// L1, whose data entry carries the FTI-FF checksum. An upgrade by an
+// earlier version replaced it with the BLAKE3 of the bytes in the
+// primary (the upgrade now keeps it: the primary is rewritten here as
+// that version wrote it). Start-up must take the two copies for one
 // checkpoint: rewrite the stale replica from the primary at start-up and
-// recover at L2 bit for bit. Without attrs.l1digest start-up took them
+// recover at L3 bit for bit. Without attrs.l1digest start-up took them
 // for two runs' copies: it warned and left the replica stale until a
 // Recover had tried both.
 func TestUpgradeInterruptedBetweenCopies(t *testing.T) {
@@ -528,20 +555,42 @@ func TestUpgradeInterruptedBetweenCopies(t *testing.T) {
 				return err
 			}
 		}
-		up, _, err := e.Upgrade(m, L2, nil)
+		up, _, err := e.Upgrade(m, L3, nil)
 		if err != nil {
 			return err
 		}
-		if d, _ := up.DataFile(e.env.Rank); d.Attrs[AttrDigest] != "" || d.Attrs[AttrL1Digest] == "" {
-			return errors.New("the upgraded data entry does not replace its FTI-FF checksum: the test does not test the repair")
+		if d, _ := up.DataFile(e.env.Rank); d.Attrs[AttrDigest] != DigestFTIFF || d.Attrs[AttrL1Digest] != "" {
+			return errors.New("the upgraded data entry does not keep its FTI-FF checksum")
 		}
 		if err := e.env.Comm.Barrier(); err != nil {
 			return err
 		}
-		if e.env.Rank == 0 { // the replica as the crash left it
-			return vfd.WriteFileAtomic(e.env.Global.Driver, replica, stale)
+		if e.env.Rank != 0 {
+			return nil
 		}
-		return nil
+		// The primary as the earlier version wrote it.
+		old := *up
+		old.Files = make([][]File, len(up.Files))
+		for r := range up.Files {
+			for _, f := range up.Files[r] {
+				f = cloneFile(f)
+				if f.Role == RoleData {
+					delete(f.Attrs, AttrDigest)
+					f.Attrs[AttrL1Digest] = f.Digest.String()
+					f.Digest = Digest(blake3.Sum256(first[r]))
+				}
+				old.Files[r] = append(old.Files[r], f)
+			}
+		}
+		raw, err := old.Marshal()
+		if err != nil {
+			return err
+		}
+		if err := vfd.WriteFileAtomic(e.env.Meta.Driver, e.env.Meta.Path(ManifestName(m.Seq)), raw); err != nil {
+			return err
+		}
+		// the replica as the crash left it
+		return vfd.WriteFileAtomic(e.env.Global.Driver, replica, stale)
 	}))
 	// Start-up alone (no Recover, which would rewrite a copy it found
 	// disagreeing after the fact) repairs the replica.
@@ -551,7 +600,7 @@ func TestUpgradeInterruptedBetweenCopies(t *testing.T) {
 	i := slices.IndexFunc(scan, func(s SeqScan) bool { return s.Seq == 1 })
 	require.GreaterOrEqual(t, i, 0, "checkpoint 1's copies")
 	require.NotNil(t, scan[i].Primary.M)
-	assert.Equal(t, L2, scan[i].Primary.M.Level)
+	assert.Equal(t, L3, scan[i].Primary.M.Level)
 	assert.True(t, string(scan[i].Primary.Raw) == string(scan[i].Replica.Raw), "the stale L1 replica was not rewritten from the upgraded primary")
 	got := make([][]byte, 4)
 	levels := make([]ID, 4)
@@ -565,7 +614,7 @@ func TestUpgradeInterruptedBetweenCopies(t *testing.T) {
 		return err
 	}))
 	for r := range got {
-		assert.Equal(t, L2, levels[r], "rank %d", r)
+		assert.Equal(t, L3, levels[r], "rank %d", r)
 		assert.True(t, bytes.Equal(first[r], got[r]), "rank %d: the data, bit for bit", r)
 	}
 }

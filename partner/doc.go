@@ -30,7 +30,14 @@
 //     read-ahead and a write-behind goroutine, a few blocks in memory);
 //     the receiver writes the copy under a tmp name, syncs it and checks
 //     its hash against the sender's recorded one; the sender hashes what
-//     it reads as well (unless [Options].SkipSourceHash).
+//     it reads as well (unless [Options].SkipSourceHash). A file whose
+//     recorded hash is its format's digest ([FileInfo.Format]: levels'
+//     FTI-FF checksum) is not hashed by the sender: its preamble (for
+//     FTI-FF the header, metadata and file block) goes ahead of the bytes
+//     and the receiver's [Checker] checks every byte against it as it
+//     arrives, one pass in all; the copy records the same digest
+//     ([Copy.Formatted]). partner knows no format: the caller supplies
+//     the [Format].
 //   - L2 recovery: [RecoverPartner] tells both neighbours which of its
 //     data file and held copy are there, restores missing originals from
 //     their copies (checked by the receiver as they arrive, not read
@@ -39,6 +46,8 @@
 //     round of flags repairs what failed its check (tmp, sync, hash
 //     check, rename each time), and reports ranks whose file and copy are
 //     both lost with [ErrUnrecoverable]. Each byte is read and hashed once.
+//     Files with a [FileInfo.Format] are checked by it, at rest and as
+//     they arrive (their preamble sent ahead).
 //   - L3 checkpoint: [EncodeGroup] splits the world into group
 //     communicators and places parity by the group's [encode.Layout]:
 //     FTI's full scheme for m = k (member j holds parity shard j of the
@@ -49,10 +58,14 @@
 //     row's units and combine them into their parity units in one pass
 //     ([encode.Row.Combine]); each member writes its parity file with its
 //     header trailer (docs/format/parity.md).
+//     A data file with a [FileInfo.Format] is read without being hashed;
+//     the parity is hashed as it is written.
 //   - L3 recovery: [RebuildGroup] gathers erasure flags over the group and,
 //     if no stripe lost more shards than it has parity, sends each member
 //     that lost a file just the surviving units its stripes need, and
-//     rebuilds its files, verified against the recorded hashes; otherwise
+//     rebuilds its files, verified against the recorded hashes (a data
+//     file with a [FileInfo.Format] by the format, from the rebuilt image
+//     when [Options].ImageLimit kept one, else read back); otherwise
 //     every member returns [ErrUnrecoverable].
 //   - Offline: [RebuildL2Offline] does the L2 restores from one process
 //     that sees every node's files; [RebuildL3Offline] runs [RebuildGroup]

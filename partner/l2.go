@@ -20,6 +20,10 @@ type Copy struct {
 	// the sender did not hash: Options.SkipSourceHash with a known hash).
 	// With own.HashUnknown it is the hash to record for own.
 	Sent encode.Hash
+	// Formatted says Hash is the digest of the copy's format, checked by
+	// [Options.Format] as the copy arrived, not its BLAKE3: the sender's
+	// file had a [FileInfo.Format].
+	Formatted bool
 }
 
 // CopyToPartner is L2's transfer. Collective over the world c (every rank
@@ -37,11 +41,11 @@ func CopyToPartner(c comm.Comm, t *Topology, o Options, own FileInfo, copyTo Ref
 	me := c.Rank()
 	right, left := t.Right(me), t.Left(me)
 	o.log().Debug("partner copy", zap.Int("rank", me), zap.Int("right", right), zap.Int("left", left), zap.Int64("size", own.Size))
-	size, h, sent, err := stream(c, right, left, tagCopy, o, streamEnd{out: &own, in: &copyTo, inOwner: left, learn: true})
+	r, err := stream(c, right, left, tagCopy, o, streamEnd{out: &own, in: &copyTo, inOwner: left, learn: true})
 	if err != nil {
 		return Copy{}, fmt.Errorf("partner copy (rank %d -> %d, from %d): %w", me, right, left, err)
 	}
-	return Copy{Of: left, Size: size, Hash: h, Sent: sent}, nil
+	return Copy{Of: left, Size: r.size, Hash: r.hash, Sent: r.sent, Formatted: r.formatted}, nil
 }
 
 // L2Recovery says what [RecoverPartner] did on one rank.
@@ -227,14 +231,14 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 		tmp := Ref{Driver: own.Driver, Path: own.Path + TmpSuffix}
 		var img []byte
 		if need {
-			e.in, e.inSize, e.inHash = &tmp, own.Size, own.Hash
+			e.in, e.inSize, e.inHash, e.inFormat = &tmp, own.Size, own.Hash, own.Format
 			if image {
 				// The restart reads the bytes from memory: the file
 				// need not stay in the page cache.
 				e.image, e.keep = &img, false
 			}
 		}
-		_, _, _, err := stream(c, left, right, tag, o, e)
+		_, err := stream(c, left, right, tag, o, e)
 		switch {
 		case err != nil && need && errors.Is(err, ErrHashMismatch):
 			copyBad = true
@@ -267,9 +271,9 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 		}
 		tmp := Ref{Driver: held.Driver, Path: held.Path + TmpSuffix}
 		if need {
-			e.in, e.inSize, e.inHash = &tmp, held.Size, held.Hash
+			e.in, e.inSize, e.inHash, e.inFormat = &tmp, held.Size, held.Hash, held.Format
 		}
-		_, _, _, err := stream(c, right, left, tag, o, e)
+		_, err := stream(c, right, left, tag, o, e)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("re-send data of rank %d to rank %d: %w", left, me, err))

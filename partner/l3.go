@@ -156,7 +156,9 @@ func encodePlan(l encode.Layout, g int) (shifts []shift, used []bool) {
 // EncodeGroup is L3's distributed encoding. Collective over the world c.
 // Each rank passes its data file with the size and hash recorded for it
 // (or data.HashUnknown: the hash is computed while encoding, returned in
-// Parity.Data and put in the header), and every member of the group
+// Parity.Data and put in the header; a data file with a Format is not
+// hashed: its format's digest goes into the header), and every member of
+// the group
 // writes its parity payload to
 // parityTo (a tmp name; payload, then the header trailer, synced). Where
 // parity goes is the group's [encode.Layout]: with m = k (FTI's default,
@@ -221,8 +223,9 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	unit := lay.Unit
 	dataRow, parRow := lay.Segments()*unit, lay.Chunks()*unit
 	pool := o.Buffers
-	// read-ahead hashing the data, write-behind hashing the parity
-	src, err := openSource(data, dataRow, true, pool)
+	// read-ahead hashing the data (unless its format checks it:
+	// [FileInfo.Format]), write-behind hashing the parity
+	src, err := openSource(data, dataRow, data.Format == nil, pool, o.hashed)
 	if err != nil {
 		fail(fmt.Errorf("open data %s: %w", data.Path, err))
 		src = nil
@@ -235,6 +238,8 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	if err != nil {
 		fail(fmt.Errorf("create parity %s: %w", parityTo.Path, err))
 		out = nil
+	} else {
+		out.hashed = o.hashed
 	}
 	abort := func(err error) (Parity, error) {
 		if src != nil {
@@ -269,11 +274,11 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	}
 	var read encode.Hash
 	if src != nil {
-		h, _, err := src.close()
+		h, hashed, err := src.close()
 		src = nil
 		fail(err)
 		read = h
-		if err == nil && !data.HashUnknown && h != data.Hash {
+		if err == nil && hashed && !data.HashUnknown && h != data.Hash {
 			fail(&CorruptionError{Path: data.Path, Rank: c.Rank(), Err: fmt.Errorf("%w: data changed before encoding", ErrHashMismatch)})
 		}
 	}
@@ -604,7 +609,10 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 		m.pout = m.pseq
 	}
 	if m.dout != nil {
-		m.dseq = &seqWriter{File: m.dout, h: b3.New(), inOrder: true}
+		m.dseq = &seqWriter{File: m.dout, inOrder: true}
+		if data.Format == nil { // else checked by its format in finish
+			m.dseq.h = b3.New()
+		}
 		if o.ImageLimit > 0 && data.Size <= o.ImageLimit {
 			m.dseq.img = make([]byte, data.Size)
 		}
@@ -641,11 +649,14 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 	}
 	if m.dout != nil {
 		var h *b3.Hasher
-		if m.dseq.inOrder && m.dseq.next == data.Size {
-			h = m.dseq.h
+		inOrder := m.dseq.inOrder && m.dseq.next == data.Size
+		f := data
+		f.Image = nil
+		if inOrder {
+			h, f.Image = m.dseq.h, m.dseq.img // a format checks the image
 		}
-		res.DataRebuilt = m.finish(data, m.dout, "data", h)
-		if res.DataRebuilt && h != nil {
+		res.DataRebuilt = m.finish(f, m.dout, "data", h)
+		if res.DataRebuilt && inOrder {
 			res.DataImage = m.dseq.img
 		}
 	}
@@ -856,7 +867,13 @@ func (m *memberRebuild) parityHeader(sizes []int64, hashes []encode.Hash) *b3.Ha
 // it into place; on any error so far it removes the tmp file instead.
 func (m *memberRebuild) finish(f FileInfo, out vfd.File, what string, h *b3.Hasher) bool {
 	err := out.Sync()
-	if err == nil && len(m.errs) == 0 {
+	if err == nil && len(m.errs) == 0 && f.Format != nil {
+		// Checked by its format, from f.Image when the rebuild kept
+		// the bytes, else read back.
+		w := f
+		w.Path = f.Path + TmpSuffix
+		_, err = f.Format.Check(w, m.rank, false)
+	} else if err == nil && len(m.errs) == 0 {
 		if h == nil {
 			h = b3.New()
 			err = hashBack(out, f.Size, m.o.block(), h)
@@ -905,7 +922,9 @@ func (w *seqWriter) WriteAt(p []byte, off int64) (int, error) {
 		w.inOrder, w.img = false, nil
 	}
 	if w.inOrder {
-		w.h.Write(p[:n])
+		if w.h != nil {
+			w.h.Write(p[:n])
+		}
 		if w.img != nil {
 			copy(w.img[off:], p[:n])
 		}

@@ -119,12 +119,24 @@ func writeVerified(dst FileInfo, fill func(out io.WriterAt) error, bs int) error
 	if err != nil {
 		return fail(err)
 	}
-	h, err := encode.HashReader(out, size, bs)
-	if err != nil {
-		return fail(err)
-	}
-	if size != dst.Size || h != dst.Hash {
-		return fail(&CorruptionError{Path: dst.Path, Rank: -1, Offset: size, Err: fmt.Errorf("%w: rebuilt file does not match the recorded size and hash", ErrHashMismatch)})
+	if dst.Format != nil {
+		// Checked by its format, as its entry records it.
+		written := dst
+		written.Path, written.Image = tmp, nil
+		if size != dst.Size {
+			return fail(&CorruptionError{Path: dst.Path, Rank: -1, Offset: size, Err: fmt.Errorf("%w: rebuilt file does not match the recorded size", ErrHashMismatch)})
+		}
+		if _, err := dst.Format.Check(written, -1, false); err != nil {
+			return fail(err)
+		}
+	} else {
+		h, err := encode.HashReader(out, size, bs)
+		if err != nil {
+			return fail(err)
+		}
+		if size != dst.Size || h != dst.Hash {
+			return fail(&CorruptionError{Path: dst.Path, Rank: -1, Offset: size, Err: fmt.Errorf("%w: rebuilt file does not match the recorded size and hash", ErrHashMismatch)})
+		}
 	}
 	if err := out.Close(); err != nil {
 		return errors.Join(err, dst.Driver.Remove(tmp))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -26,8 +27,8 @@ const DefaultBlockSize = 1 << 20
 const TmpSuffix = ".tmp"
 
 // Message tags used by the transfers, all in one range.
-// A stream uses its tag for blocks, tag+1 for the header and tag+2 for
-// the trailer.
+// A stream uses its tag for blocks, tag+1 for the header, tag+2 for
+// the trailer and tag+3 for the preamble.
 const (
 	tagCopy        = 0x6600
 	tagRestoreOwn  = 0x6610
@@ -59,6 +60,12 @@ type Options struct {
 	// every byte (see docs/performance.md). A data file restored from its
 	// copy is always kept: the restart reads it next.
 	KeepCache bool
+	// Format checks the files a receiver learns from their sender
+	// ([CopyToPartner]) when the sender says their hash is a digest of
+	// the format's ([FileInfo.Format]) rather than their BLAKE3; nil
+	// means such a file is refused. The files this rank sends or expects
+	// name their format themselves.
+	Format Format
 	// ImageLimit, when positive, makes [RecoverPartner] and
 	// [RebuildGroup] keep the bytes of a data file they restore of at most
 	// this size in memory ([L2Recovery.OwnImage], [L3Recovery.DataImage]),
@@ -67,6 +74,9 @@ type Options struct {
 
 	// dropPiece is the piece of dropping behind (0: dropPiece), for tests.
 	dropPiece int64
+	// hashed, when not nil, counts the bytes the transfers hash with
+	// BLAKE3 themselves (senders and receivers), for tests.
+	hashed *atomic.Int64
 }
 
 // dropPiece is the piece after which a sink that drops behind starts the
@@ -134,6 +144,16 @@ type FileInfo struct {
 	// the caller asks the tap for its verdict afterwards. A tap that did
 	// not see the whole file saw a transfer that failed.
 	Tap io.Writer
+	// Format, when not nil, says Hash is not the BLAKE3 of the file's
+	// bytes but the format's digest of the file (levels: the FTI-FF file
+	// checksum): the file is checked by the format ([FileInfo.Check]),
+	// and a transfer sends the format's preamble of it ahead of its bytes
+	// so that the receiver checks them against it as they arrive, and
+	// does not hash the file otherwise. HashUnknown does not apply.
+	Format Format
+	// Preamble, when not nil, is the preamble of the file the caller has
+	// read already (else a transfer asks Format for it).
+	Preamble []byte
 }
 
 // Valid reports whether the ref names a file.
@@ -160,6 +180,10 @@ func (f FileInfo) present() bool {
 // Check verifies that f exists with its size and hash. The error is a
 // *CorruptionError naming the path and rank.
 func (f FileInfo) Check(rank int, blockSize int) error {
+	if f.Format != nil {
+		_, err := f.Format.Check(f, rank, false)
+		return err
+	}
 	cerr := func(off int64, err error) error {
 		return &CorruptionError{Path: f.Path, Rank: rank, Offset: off, Err: err}
 	}
@@ -189,6 +213,9 @@ func (f FileInfo) Check(rank int, blockSize int) error {
 // reading its bytes into memory, each read from storage once, and
 // returns them.
 func (f FileInfo) CheckImage(rank int, blockSize int) ([]byte, error) {
+	if f.Format != nil {
+		return f.Format.Check(f, rank, true)
+	}
 	cerr := func(off int64, err error) error {
 		return &CorruptionError{Path: f.Path, Rank: rank, Offset: off, Err: err}
 	}
@@ -257,9 +284,11 @@ type source struct {
 	h     *b3.Hasher
 	tap   io.Writer // FileInfo.Tap
 	err   error     // set by the reader goroutine before closing ready
+	// hashed counts the bytes hashed (Options.hashed; may be nil).
+	hashed *atomic.Int64
 }
 
-func openSource(fi FileInfo, bs int, hash bool, pool *Buffers) (*source, error) {
+func openSource(fi FileInfo, bs int, hash bool, pool *Buffers, hashed *atomic.Int64) (*source, error) {
 	f, err := fi.open()
 	if err != nil {
 		return nil, err
@@ -272,7 +301,7 @@ func openSource(fi FileInfo, bs int, hash bool, pool *Buffers) (*source, error) 
 		f.Close()
 		return nil, err
 	}
-	s := &source{pool: pool, f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), tap: fi.Tap}
+	s := &source{pool: pool, f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), tap: fi.Tap, hashed: hashed}
 	if hash {
 		s.h = b3.New()
 	}
@@ -312,6 +341,9 @@ func (s *source) run() {
 // digest hashes b and shows it to the tap, both at once when there are
 // both (two passes over b on two cores).
 func (s *source) digest(b []byte) {
+	if s.h != nil && s.hashed != nil {
+		s.hashed.Add(int64(len(b)))
+	}
 	switch {
 	case s.h != nil && s.tap != nil:
 		tapped := make(chan struct{})
@@ -377,6 +409,11 @@ type sink struct {
 	err             error // owned by the writer goroutine until done is closed
 	// img, when not nil, receives a copy of every byte written.
 	img []byte
+	// chk, when not nil, checks the bytes written instead of h (a file
+	// checked by its format, [FileInfo.Format]).
+	chk Checker
+	// hashed counts the bytes hashed (Options.hashed; may be nil).
+	hashed *atomic.Int64
 }
 
 // createSink creates r for a stream of size bytes in blocks of bs; with
@@ -404,7 +441,14 @@ func (s *sink) run() {
 			if _, err := s.f.WriteAt(b, s.off); err != nil {
 				s.err = fmt.Errorf("write %s at %d: %w", s.path, s.off, err)
 			}
-			s.h.Write(b)
+			if s.chk != nil {
+				_, _ = s.chk.Write(b) // Close reports it
+			} else {
+				s.h.Write(b)
+				if s.hashed != nil {
+					s.hashed.Add(int64(len(b)))
+				}
+			}
 			if s.img != nil {
 				if s.off+int64(len(b)) <= int64(len(s.img)) {
 					copy(s.img[s.off:], b)
@@ -445,6 +489,15 @@ func (s *sink) put(b []byte) { s.work <- b }
 func (s *sink) finish() (encode.Hash, int64, error) {
 	_, h, size, err := s.finishWith(nil)
 	return h, size, err
+}
+
+// verdict returns the outcome of the sink's format check (nil without
+// one), once finished.
+func (s *sink) verdict() error {
+	if s.chk == nil {
+		return nil
+	}
+	return s.chk.Close()
 }
 
 // finishWith waits for the writes, then, if tail is not nil, appends the
@@ -569,13 +622,36 @@ type streamEnd struct {
 	// receiver then writes nothing, reports no error and sets
 	// *optional to true.
 	optional *bool
+	// inFormat, when not nil, checks the received file (its hash is the
+	// format's digest, [FileInfo.Format]); a receiver that learns takes
+	// learnFormat when the sender says the file is formatted.
+	inFormat, learnFormat Format
+	// outPreamble is the preamble sent ahead of a formatted file;
+	// preambleLen the length of the one announced to this rank.
+	outPreamble []byte
+	preambleLen int64
 }
 
 // errNotOffered: the sender of an optional stream offered no file.
 var errNotOffered = errors.New("partner: no file offered")
 
-// headerLen is the length of a stream header: size u64, hash, flags.
-const headerLen = 8 + 32 + 1
+// headerLen is the length of a stream header: size u64, hash, flags,
+// preamble length u64.
+const headerLen = 8 + 32 + 1 + 8
+
+// Header flags.
+const (
+	// headerHashUnknown: the sender hashes the file as it sends it and
+	// puts the hash in its trailer.
+	headerHashUnknown = 1
+	// headerFormatted: the hash is the digest of the file's format; the
+	// preamble that follows the header checks the bytes.
+	headerFormatted = 2
+)
+
+// maxPreambleOver bounds a preamble: at most this much more than the
+// file it describes.
+const maxPreambleOver = 1 << 20
 
 // header opens every stream: the size and expected hash of the file sent.
 func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
@@ -585,13 +661,24 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 		binary.LittleEndian.PutUint64(send, uint64(e.out.Size))
 		copy(send[8:], e.out.Hash[:])
 		if e.out.HashUnknown {
-			send[40] = 1
+			send[40] |= headerHashUnknown
 		}
+		if e.out.Format != nil {
+			send[40] |= headerFormatted
+		}
+		binary.LittleEndian.PutUint64(send[41:], uint64(len(e.outPreamble)))
 	}
 	recv := make([]byte, headerLen)
 	n, err := c.Sendrecv(send, dst, tag, recv, src, tag)
 	if err != nil {
 		return fmt.Errorf("exchange header: %w", err)
+	}
+	if n == headerLen {
+		// The preamble round takes place whatever this rank makes of it.
+		e.preambleLen = int64(binary.LittleEndian.Uint64(recv[41:]))
+		if size := int64(binary.LittleEndian.Uint64(recv)); e.preambleLen < 0 || e.preambleLen > max(size, 0)+maxPreambleOver {
+			e.preambleLen = 0 // the round then fails with ErrTruncated, on this rank only
+		}
 	}
 	if e.in == nil {
 		return nil
@@ -605,25 +692,87 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 	}
 	size := int64(binary.LittleEndian.Uint64(recv))
 	h := encode.Hash(recv[8:40])
+	formatted := recv[40]&headerFormatted != 0
 	if e.learn {
-		e.inSize, e.inHash, e.inHashUnknown = size, h, recv[40]&1 != 0
+		e.inSize, e.inHash, e.inHashUnknown = size, h, recv[40]&headerHashUnknown != 0
+		if formatted {
+			e.inFormat = e.learnFormat
+			if e.inFormat == nil {
+				return &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: rank %d sends a file checked by its format, and no format is set", ErrHashMismatch, src)}
+			}
+		}
 		return nil
 	}
-	if size != e.inSize || h != e.inHash {
+	if size != e.inSize || h != e.inHash || formatted != (e.inFormat != nil) {
 		return &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: rank %d offers %d bytes with another hash than expected (%d bytes)", ErrHashMismatch, src, size, e.inSize)}
 	}
 	return nil
 }
 
-func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize int64, recvHash, sentHash encode.Hash, err error) {
+// exchangePreamble sends the preamble of the file this rank sends (none
+// when it is not checked by its format) and receives the one announced
+// in the header it received; a receiver of a formatted file builds its
+// checker from it.
+func exchangePreamble(c comm.Comm, dst, src, tag int, e *streamEnd) (Checker, error) {
+	recv := make([]byte, e.preambleLen)
+	n, err := c.Sendrecv(e.outPreamble, dst, tag, recv, src, tag)
+	if err != nil {
+		return nil, fmt.Errorf("exchange preamble: %w", err)
+	}
+	if e.in == nil || e.inFormat == nil {
+		return nil, nil
+	}
+	return e.inFormat.NewChecker(recv[:n], e.in.Path, e.inOwner, e.inSize, e.inHash)
+}
+
+// streamResult is what [stream] received and sent: the received file's
+// size and hash, and whether that hash is the digest of its format
+// (formatted), and the hash of the file sent (zero when not hashed).
+type streamResult struct {
+	size      int64
+	hash      encode.Hash
+	formatted bool
+	sent      encode.Hash
+}
+
+func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResult, error) {
 	bs := o.block() // every rank must use the same block size: never capped per rank
 	var errs []error
-	if err := exchangeHeader(c, dst, src, tag+1, &e); err != nil {
-		if errors.Is(err, comm.ErrAborted) {
-			return 0, encode.Hash{}, encode.Hash{}, err
+	if e.out != nil && e.out.Format != nil {
+		p := e.out.Preamble
+		var err error
+		if p == nil {
+			p, err = e.out.Format.Preamble(*e.out, c.Rank())
 		}
-		if !errors.Is(err, errNotOffered) {
-			errs = append(errs, err)
+		if err == nil && e.out.HashUnknown {
+			err = fmt.Errorf("%w: a file checked by its format with no hash", ErrBadArgument)
+		}
+		if err != nil {
+			// Nothing is offered: the receiver reports it.
+			errs = append(errs, fmt.Errorf("read the preamble of %s: %w", e.out.Path, err))
+			e.out = nil
+		}
+		e.outPreamble = p
+	}
+	if e.learn {
+		e.learnFormat = o.Format
+	}
+	herr := exchangeHeader(c, dst, src, tag+1, &e)
+	var chk Checker
+	if errors.Is(herr, comm.ErrAborted) {
+		return streamResult{}, herr
+	}
+	if herr == nil {
+		chk, herr = exchangePreamble(c, dst, src, tag+3, &e)
+	} else if _, err := exchangePreamble(c, dst, src, tag+3, &e); err != nil {
+		herr = errors.Join(herr, err)
+	}
+	if herr != nil {
+		if errors.Is(herr, comm.ErrAborted) {
+			return streamResult{}, herr
+		}
+		if !errors.Is(herr, errNotOffered) {
+			errs = append(errs, herr)
 		}
 		if e.in != nil {
 			// still take part in the exchange, but discard what arrives
@@ -634,7 +783,8 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 	var outSize int64
 	if e.out != nil {
 		outSize = e.out.Size
-		s, err := openSource(*e.out, bs, !o.SkipSourceHash || e.out.HashUnknown, o.Buffers)
+		hash := (!o.SkipSourceHash || e.out.HashUnknown) && e.out.Format == nil
+		s, err := openSource(*e.out, bs, hash, o.Buffers, o.hashed)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("open %s for sending: %w", e.out.Path, err))
 		} else {
@@ -655,6 +805,10 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 			if e.image != nil {
 				in.img = make([]byte, e.inSize)
 			}
+			if chk != nil {
+				in.chk = chk
+			}
+			in.hashed = o.hashed
 		}
 	}
 	blocks := func(n int64) int64 { return (n + int64(bs) - 1) / int64(bs) }
@@ -670,7 +824,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 		if in != nil {
 			in.abandon(e.in.Driver)
 		}
-		return 0, encode.Hash{}, encode.Hash{}, fmt.Errorf("agree on rounds: %w", err)
+		return streamResult{}, fmt.Errorf("agree on rounds: %w", err)
 	}
 	var scratch []byte // for blocks nobody keeps, allocated on first use
 	var recvOff int64
@@ -705,7 +859,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 			if in != nil {
 				in.abandon(e.in.Driver)
 			}
-			return 0, encode.Hash{}, encode.Hash{}, errors.Join(errs...)
+			return streamResult{}, errors.Join(errs...)
 		}
 		if in != nil && !inBad {
 			want := min(int64(bs), max(e.inSize-recvOff, 0))
@@ -722,8 +876,10 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (recvSize in
 			recvOff += int64(n)
 		}
 	}
-	recvSize, recvHash, sentHash, errs = exchangeTrailers(c, dst, src, tag, e, out, outSize, in, inBad, errs)
-	return recvSize, recvHash, sentHash, errors.Join(errs...)
+	var res streamResult
+	res.size, res.hash, res.sent, errs = exchangeTrailers(c, dst, src, tag, e, out, outSize, in, inBad, errs)
+	res.formatted = in != nil && in.chk != nil
+	return res, errors.Join(errs...)
 }
 
 // exchangeTrailers ends a stream: it closes the source out and sends its
@@ -762,6 +918,17 @@ func exchangeTrailers(c comm.Comm, dst, src, tag int, e streamEnd, out *source, 
 		case err != nil || inBad:
 		case !ok || !rt.ok:
 			errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: sender rank %d reported a bad source", ErrHashMismatch, src)})
+		case in.chk != nil:
+			// Checked by its format as it arrived: its digest is the
+			// one expected.
+			h = e.inHash
+			if verr := in.verdict(); verr != nil {
+				errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: after receiving: %w", ErrHashMismatch, verr)})
+			} else if size != e.inSize {
+				errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Offset: size, Err: fmt.Errorf("%w: received %d bytes, want %d", ErrHashMismatch, size, e.inSize)})
+			}
+		case e.inFormat != nil:
+			errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: no check of its format", ErrHashMismatch)})
 		case e.inHashUnknown && !rt.hashed:
 			errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: sender rank %d sent no hash", ErrHashMismatch, src)})
 		case size != e.inSize || (!e.inHashUnknown && h != e.inHash) || (rt.hashed && rt.hash != h):
