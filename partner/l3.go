@@ -429,7 +429,7 @@ func checkParity(parity FileInfo, rank, bs, k, m, g int, unit int) error {
 	if !parity.Valid() {
 		return fmt.Errorf("%w: no parity file listed", ErrBadArgument)
 	}
-	if err := parity.Check(rank, bs); err != nil {
+	if err := parity.check(rank, bs); err != nil {
 		return err
 	}
 	f, err := parity.Driver.Open(parity.Path, vfd.ReadOnly)
@@ -600,11 +600,11 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 	// wanted) as it is written, when the rebuild writes it in order
 	// (always with m = k), instead of being read back.
 	if m.pout != nil {
-		m.pseq = &seqWriter{File: m.pout, h: b3.New(), inOrder: true}
+		m.pseq = &seqWriter{File: m.pout, h: b3.New(), inOrder: true, piece: o.piece()}
 		m.pout = m.pseq
 	}
 	if m.dout != nil {
-		m.dseq = &seqWriter{File: m.dout, h: b3.New(), inOrder: true}
+		m.dseq = &seqWriter{File: m.dout, h: b3.New(), inOrder: true, piece: o.piece()}
 		if o.ImageLimit > 0 && data.Size <= o.ImageLimit {
 			m.dseq.img = make([]byte, data.Size)
 		}
@@ -639,20 +639,43 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 	if m.pout != nil && len(m.errs) == 0 {
 		parityWhole = m.parityHeader(sizes, hashes)
 	}
+	// Both rebuilt files are synced at once: each one's writeback was
+	// started as it was written (seqWriter), the syncs wait for the rest.
+	dsync, psync := syncBoth(m.dout, m.pout)
 	if m.dout != nil {
 		var h *b3.Hasher
 		if m.dseq.inOrder && m.dseq.next == data.Size {
 			h = m.dseq.h
 		}
-		res.DataRebuilt = m.finish(data, m.dout, "data", h)
+		res.DataRebuilt = m.finish(data, m.dout, "data", h, dsync)
 		if res.DataRebuilt && h != nil {
 			res.DataImage = m.dseq.img
 		}
 	}
 	if m.pout != nil {
-		res.ParityRebuilt = m.finish(parity, m.pout, "parity", parityWhole)
+		res.ParityRebuilt = m.finish(parity, m.pout, "parity", parityWhole, psync)
 	}
 	return errors.Join(m.errs...)
+}
+
+// syncBoth syncs a and b (either may be nil), the two at once, and
+// returns their errors.
+func syncBoth(a, b vfd.File) (aerr, berr error) {
+	if a == nil || b == nil {
+		for _, f := range []struct {
+			f   vfd.File
+			err *error
+		}{{a, &aerr}, {b, &berr}} {
+			if f.f != nil {
+				*f.err = f.f.Sync()
+			}
+		}
+		return aerr, berr
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Sync() }()
+	aerr = a.Sync()
+	return aerr, <-done
 }
 
 // memberRebuild is the state of one member's part of an L3 rebuild: its
@@ -851,11 +874,12 @@ func (m *memberRebuild) parityHeader(sizes []int64, hashes []encode.Hash) *b3.Ha
 	return whole
 }
 
-// finish syncs a rebuilt file, checks it against f's recorded size and
-// hash (h when the bytes were hashed already, else read back) and renames
-// it into place; on any error so far it removes the tmp file instead.
-func (m *memberRebuild) finish(f FileInfo, out vfd.File, what string, h *b3.Hasher) bool {
-	err := out.Sync()
+// finish checks a rebuilt file, synced with the outcome synced, against
+// f's recorded size and hash (h when the bytes were hashed already, else
+// read back) and renames it into place; on any error so far it removes
+// the tmp file instead.
+func (m *memberRebuild) finish(f FileInfo, out vfd.File, what string, h *b3.Hasher, synced error) bool {
+	err := synced
 	if err == nil && len(m.errs) == 0 {
 		if h == nil {
 			h = b3.New()
@@ -891,12 +915,19 @@ func removeTmps(data, parity FileInfo, dout, pout vfd.File) {
 
 // seqWriter hashes what is written through it while the writes continue
 // one another from offset 0, copying it into img when img is not nil.
+// Every piece bytes written in order (Options' drop piece, 16 MiB) it
+// starts their writeback (a hint, as the checkpoint writers and the L2
+// sinks give), so that the device writes
+// the rebuilt file while the rebuild goes on and the sync at the end
+// waits for the last piece only.
 type seqWriter struct {
 	vfd.File
 	h       *b3.Hasher
 	img     []byte
 	next    int64
 	inOrder bool
+	wb      int64 // writeback started up to here
+	piece   int64
 }
 
 func (w *seqWriter) WriteAt(p []byte, off int64) (int, error) {
@@ -910,6 +941,11 @@ func (w *seqWriter) WriteAt(p []byte, off int64) (int, error) {
 			copy(w.img[off:], p[:n])
 		}
 		w.next += int64(n)
+		if w.piece > 0 && w.next-w.wb >= w.piece {
+			// Only a hint: a failure shows again at the sync.
+			_ = vfd.StartWriteback(w.File, w.wb, w.next-w.wb)
+			w.wb = w.next
+		}
 	}
 	return n, err
 }
