@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
+	"unsafe"
 )
 
 // Loaded is a file being read into memory by a background goroutine and,
@@ -36,12 +38,31 @@ type Loaded struct {
 // opened while its data is still arriving. The returned Loaded owns f
 // and closes it on Close.
 func Load(f File, size int64, piece int, tail int64) *Loaded {
+	return LoadAligned(f, size, piece, tail, -1)
+}
+
+// LoadAligned is [Load] into a buffer placed so that its byte at offset
+// align starts a memory page (align < 0: anywhere): the bytes of the
+// file from align on can then be handed over page by page
+// ([MovePages]) to memory that starts on a page, as a large Go slice
+// does. It costs at most one page more.
+func LoadAligned(f File, size int64, piece int, tail int64, align int64) *Loaded {
 	if piece <= 0 {
 		piece = 4 << 20
 	}
 	size = max(size, 0)
 	tail = min(max(tail, 0), size)
-	l := &Loaded{f: f, name: f.Name(), buf: make([]byte, size), piece: int64(piece), tail: size - tail, done: make(chan struct{})}
+	var buf []byte
+	if align < 0 || align >= size {
+		buf = make([]byte, size)
+	} else {
+		ps := int64(os.Getpagesize())
+		raw := make([]byte, size+ps)
+		at := int64(uintptr(unsafe.Pointer(unsafe.SliceData(raw)))) + align
+		shift := (ps - at%ps) % ps
+		buf = raw[shift : shift+size : shift+size]
+	}
+	l := &Loaded{f: f, name: f.Name(), buf: buf, piece: int64(piece), tail: size - tail, done: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
 	go l.run()
 	return l
