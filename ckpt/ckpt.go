@@ -145,8 +145,12 @@ func restartImageDefault(nodeSize int) int64 {
 // [DefaultRestartImage]; zero or negative: never). Init verifies every
 // byte of the checkpoint before the run goes on; with the data in memory
 // it reads each byte from storage once, as it verifies it, and Recover
-// copies the verified bytes into the protected variables, instead of
-// reading the files a second time. The memory (the size of the rank's
+// hands the verified bytes over to the protected variables, instead of
+// reading the files a second time: the whole memory pages of the image
+// that line up with a variable's become the variable's (Linux mremap; no
+// byte copied, no page of the variable touched; vfd.MovePages), the rest
+// is copied. A variable restored that way and asked for again before the
+// others were (RecoverVar) is read from storage and checked again. The memory (the size of the rank's
 // checkpoint file) is held from Init until the data is restored (Recover,
 // or RecoverVar of every variable), the next checkpoint, Finalize or
 // Close. A differential checkpoint's chain and an L4 HDF5 file

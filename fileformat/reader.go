@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
@@ -37,6 +38,9 @@ type Reader struct {
 	// extLen is the size of the extension area at the end of the metadata
 	// block (0 in version 1), read from its trailer before anything else.
 	extLen int64
+	// moved marks the chunks handed over by ReadVar ([WithMoveOut]); nil
+	// when bytes are never moved.
+	moved []atomic.Bool
 }
 
 // Open reads and checks the metadata of the FTI-FF file f. It reads only
@@ -52,6 +56,9 @@ func Open(f vfd.File, opts ...Option) (*Reader, error) {
 	r := &Reader{f: f, o: o, path: f.Name()}
 	if err := r.open(); err != nil {
 		return nil, err
+	}
+	if _, lends := f.(lender); lends && o.moveOut && o.verified {
+		r.moved = make([]atomic.Bool, len(r.chunk))
 	}
 	return r, nil
 }
@@ -799,6 +806,18 @@ type hashJob struct {
 // hash the ones before.
 func (r *Reader) readChunk(ci int, dst []byte) error {
 	c := &r.chunk[ci]
+	if r.moved != nil {
+		// WithMoveOut: hand the verified bytes over, once.
+		if !r.moved[ci].CompareAndSwap(false, true) {
+			return r.movedErr(ci)
+		}
+		b, err := r.lend(c.Fptr, c.Size)
+		if err != nil {
+			return err
+		}
+		vfd.MovePages(dst, b)
+		return nil
+	}
 	bs := r.fb.blockSize
 	hashed := r.Hashed() && !r.o.verified
 	seg := segSize(bs)
@@ -859,4 +878,10 @@ func (r *Reader) readChunk(ci int, dst []byte) error {
 		}
 	}
 	return nil
+}
+
+// movedErr is the error of a chunk already handed over ([WithMoveOut]).
+func (r *Reader) movedErr(ci int) error {
+	c := &r.chunk[ci]
+	return fmt.Errorf("%s: variable %d, chunk %d: %w", r.path, c.VarID, ci, ErrMovedOut)
 }

@@ -236,6 +236,18 @@ func (f *bytesFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// Range returns bytes [off, end) in place, without a copy (as
+// [Loaded.Range] does): the caller must not modify them.
+func (f *bytesFile) Range(off, end int64) ([]byte, error) {
+	if off < 0 || end < off {
+		return nil, pathErr("read", f.name, ErrNegativeOffset)
+	}
+	if end > int64(len(f.b)) {
+		return nil, pathErr("read", f.name, fmt.Errorf("range [%d, %d) of %d bytes: %w", off, end, len(f.b), io.ErrUnexpectedEOF))
+	}
+	return f.b[off:end:end], nil
+}
+
 func (f *bytesFile) Name() string         { return f.name }
 func (f *bytesFile) Size() (int64, error) { return int64(len(f.b)), nil }
 func (f *bytesFile) WriteAt([]byte, int64) (int, error) {
