@@ -401,6 +401,12 @@ func unitsOf(row []byte, idx []int, n int) []byte {
 	return row[idx[0]*n : (idx[len(idx)-1]+1)*n]
 }
 
+// imageAlign is the offset of a data file's image that starts a memory
+// page: the end of the FTI-FF header (fileformat.HeaderSize), where the
+// variables' data starts, so that the restart can hand the image's pages
+// over to the variables (vfd.MovePages) instead of copying them.
+const imageAlign = 64
+
 // tagEncode and tagRebuild are the L3 message tags (group communicator).
 const (
 	tagEncode  = 0x6640
@@ -606,7 +612,9 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 	if m.dout != nil {
 		m.dseq = &seqWriter{File: m.dout, h: b3.New(), inOrder: true, piece: o.piece()}
 		if o.ImageLimit > 0 && data.Size <= o.ImageLimit {
-			m.dseq.img = make([]byte, data.Size)
+			// Placed so that the FTI-FF data after the header starts a
+			// page: the restart hands the pages over to its variables.
+			m.dseq.img = vfd.AlignedBytes(data.Size, imageAlign)
 		}
 		m.dout = m.dseq
 	}

@@ -1,12 +1,16 @@
 package partner
 
 import (
+	"errors"
+	"os"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -70,4 +74,33 @@ func TestL3RebuildStartsWriteback(t *testing.T) {
 	}
 	cl.assertAllGood()
 	assert.Equal(t, par[1].Size, int64(len(cl.read(cl.parityPath(1)))))
+}
+
+// TestImagesStartTheDataOnAPage: the images a restart keeps (a data file
+// checked into memory, a data file rebuilt by L3) have the byte after
+// the FTI-FF header at the start of a memory page, so that the restart
+// can hand their pages over to the variables; the images hold the files.
+func TestImagesStartTheDataOnAPage(t *testing.T) {
+	require.Equal(t, int64(fileformat.HeaderSize), int64(imageAlign))
+	ps := uintptr(os.Getpagesize())
+	cl := newCluster(t, vfd.Sec2{}, 4, 1, 4, func(r int) int { return 9000 + 333*r })
+	par := cl.l3Protect(0, 512)
+	require.NoError(t, cl.d.Remove(cl.dataPath(1)))
+	res := make([]L3Recovery, 4)
+	errs := make([]error, 4)
+	require.NoError(t, cl.run(func(c comm.Comm) error {
+		r := c.Rank()
+		p := par[r]
+		pi := FileInfo{Ref: Ref{cl.d, cl.parityPath(r)}, Size: p.Size, Hash: p.Hash}
+		res[r], errs[r] = RebuildGroup(c, cl.topo, Options{BlockSize: 512, ImageLimit: 1 << 20}, shapes(4, 0, par)[r], cl.own(r), pi)
+		return nil
+	}))
+	require.NoError(t, errors.Join(errs...))
+	require.Equal(t, cl.data[1], res[1].DataImage)
+	assert.Zero(t, uintptr(unsafe.Pointer(&res[1].DataImage[imageAlign]))%ps, "rebuilt image")
+	own := cl.own(0)
+	img, err := own.CheckImage(0, 512)
+	require.NoError(t, err)
+	require.Equal(t, cl.data[0], img)
+	assert.Zero(t, uintptr(unsafe.Pointer(&img[imageAlign]))%ps, "checked image")
 }

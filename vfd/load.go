@@ -52,17 +52,7 @@ func LoadAligned(f File, size int64, piece int, tail int64, align int64) *Loaded
 	}
 	size = max(size, 0)
 	tail = min(max(tail, 0), size)
-	var buf []byte
-	if align < 0 || align >= size {
-		buf = make([]byte, size)
-	} else {
-		ps := int64(os.Getpagesize())
-		raw := make([]byte, size+ps)
-		at := int64(uintptr(unsafe.Pointer(unsafe.SliceData(raw)))) + align
-		shift := (ps - at%ps) % ps
-		buf = raw[shift : shift+size : shift+size]
-	}
-	l := &Loaded{f: f, name: f.Name(), buf: buf, piece: int64(piece), tail: size - tail, done: make(chan struct{})}
+	l := &Loaded{f: f, name: f.Name(), buf: AlignedBytes(size, align), piece: int64(piece), tail: size - tail, done: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
 	go l.run()
 	return l
@@ -208,6 +198,22 @@ func (l *Loaded) Close() error {
 	l.mu.Unlock()
 	<-l.done
 	return l.f.Close()
+}
+
+// AlignedBytes returns a new zeroed buffer of size bytes whose byte at
+// offset align starts a memory page (align < 0 or >= size: a plain
+// buffer), at the cost of at most one page more: a file image whose data
+// from align on can be handed over page by page ([MovePages]).
+func AlignedBytes(size, align int64) []byte {
+	size = max(size, 0)
+	if align < 0 || align >= size {
+		return make([]byte, size)
+	}
+	ps := int64(os.Getpagesize())
+	raw := make([]byte, size+ps)
+	at := int64(uintptr(unsafe.Pointer(unsafe.SliceData(raw)))) + align
+	shift := (ps - at%ps) % ps
+	return raw[shift : shift+size : shift+size]
 }
 
 // BytesFile returns b as a read-only [File] named name (Close does
