@@ -15,7 +15,8 @@ import (
 
 // TestRecoverTakesTheImagePages: with the restart image (the default),
 // RecoverVar hands the verified image's pages over to the variable's
-// memory instead of copying them (the image reads as zeros there
+// memory instead of copying them (the pages are swapped: the image holds
+// the variable's former zeros there
 // afterwards) and restores the checkpointed values; a second RecoverVar
 // of the same variable reads it from storage, checked as it is read: the
 // checkpointed values again, or, when a byte on storage changed after

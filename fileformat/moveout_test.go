@@ -14,7 +14,7 @@ import (
 
 // TestMoveOut: a Reader of a verified in-memory image opened WithMoveOut
 // restores each variable once, bit for bit, taking the image's pages
-// (they read as zeros afterwards, so nothing was copied there); a second
+// (swapped with the destination's, which held zeros: the image reads as zeros there afterwards, so nothing was copied); a second
 // read of the variable fails with ErrMovedOut and zeroes the
 // destination, while the other variables are still restored. Without
 // WithVerifiedData, or from a file that does not lend its bytes, the

@@ -26,8 +26,8 @@ func filled(n int, seed byte) []byte {
 }
 
 // TestMovePages: between two large Go slices at the same offset in a
-// page, the whole pages are moved (src reads zeros there, the bytes
-// around them are copied) and dst holds src's bytes; at different
+// page, the whole pages are swapped (src holds dst's former bytes there,
+// the bytes around them are copied) and dst holds src's bytes; at different
 // offsets, below MinMovePages, or into a file mapping everything is
 // copied and src keeps its bytes.
 func TestMovePages(t *testing.T) {
@@ -55,8 +55,8 @@ func TestMovePages(t *testing.T) {
 			if !bytes.Equal(s[:head], want[:head]) || !bytes.Equal(s[head+moved:], want[head+moved:]) {
 				t.Fatalf("lead %d: the copied ends of src changed", lead)
 			}
-			if !bytes.Equal(s[head:head+moved], make([]byte, moved)) {
-				t.Fatalf("lead %d: the moved pages of src do not read as zeros", lead)
+			if !bytes.Equal(s[head:head+moved], bytes.Repeat([]byte{0xee}, moved)) {
+				t.Fatalf("lead %d: the moved pages of src do not hold dst's former bytes (swapped)", lead)
 			}
 			// Both stay usable memory.
 			s[head], d[head] = 1, 2
@@ -76,6 +76,28 @@ func TestMovePages(t *testing.T) {
 			if !bytes.Equal(d, append([]byte{}, d...)) || d[head] != 2 || !bytes.Equal(d[head+1:], want[head+1:]) {
 				t.Fatalf("lead %d: dst changed after collections", lead)
 			}
+		}
+	})
+	t.Run("across mappings", func(t *testing.T) {
+		// src: one anonymous mapping cut in three by a different advice
+		// on its middle part; dst: a Go slice. Swapped piece by piece.
+		m, err := unix.Mmap(-1, 0, 4<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Munmap(m)
+		if err := unix.Madvise(m[1<<20:2<<20], unix.MADV_NOHUGEPAGE); err != nil {
+			t.Skipf("madvise: %v", err)
+		}
+		copy(m, filled(len(m), 11))
+		want := bytes.Clone(m)
+		raw := make([]byte, len(m)+ps)
+		d := raw[(ps-int(pageOff(raw)))%ps:][:len(m)]
+		if moved := vfd.MovePages(d, m); moved != len(m) {
+			t.Fatalf("moved %d of %d bytes across three mappings", moved, len(m))
+		}
+		if !bytes.Equal(d, want) {
+			t.Fatalf("dst does not hold src's bytes")
 		}
 	})
 	t.Run("copied", func(t *testing.T) {
