@@ -19,7 +19,9 @@ import (
 // block's own hash, the metadata hash, the structure and the file checksum
 // over the chunk hashes; chunk data is verified as it is read. A Reader
 // holds no mutable state after Open, so its methods may be called
-// concurrently (the file must allow concurrent ReadAt, as vfd files do).
+// concurrently (the file must allow concurrent ReadAt, as vfd files do);
+// opened [WithMoveOut] it remembers which chunks it handed over, and
+// reads of one variable may then not run at once.
 type Reader struct {
 	f     vfd.File
 	o     options
