@@ -72,6 +72,10 @@ type options struct {
 	// (WithRestartImage), else [restartImageDefault].
 	restartImage    int64
 	restartImageSet bool
+	// pageHandover lets Recover remap the image's pages into the
+	// variables (WithPageHandover; default: comm.IsInProcess).
+	pageHandover    bool
+	pageHandoverSet bool
 	// lockHeld says the caller (RebuildOffline) holds meta_dir's lock.
 	lockHeld bool
 	// postStart, when set, is called by the background poster before it
@@ -145,8 +149,12 @@ func restartImageDefault(nodeSize int) int64 {
 // [DefaultRestartImage]; zero or negative: never). Init verifies every
 // byte of the checkpoint before the run goes on; with the data in memory
 // it reads each byte from storage once, as it verifies it, and Recover
-// copies the verified bytes into the protected variables, instead of
-// reading the files a second time. The memory (the size of the rank's
+// hands the verified bytes over to the protected variables, instead of
+// reading the files a second time: the whole memory pages of the image
+// that line up with a variable's become the variable's (Linux mremap; no
+// byte copied, no page of the variable touched; vfd.MovePages), the rest
+// is copied. A variable restored that way and asked for again before the
+// others were (RecoverVar) is read from storage and checked again. The memory (the size of the rank's
 // checkpoint file) is held from Init until the data is restored (Recover,
 // or RecoverVar of every variable), the next checkpoint, Finalize or
 // Close. A differential checkpoint's chain and an L4 HDF5 file
@@ -157,6 +165,18 @@ func restartImageDefault(nodeSize int) int64 {
 // them once Recover has restored every variable.
 func WithRestartImage(bytes int64) Option {
 	return func(o *options) { o.restartImage, o.restartImageSet = bytes, true }
+}
+
+// WithPageHandover says whether Recover may hand the restart image's
+// memory pages over to the protected variables (see [WithRestartImage])
+// instead of copying them. By default it does so only when every rank is
+// a goroutine of this process (the in-process world, comm.IsInProcess):
+// under MPI a variable may have been registered with the network device
+// by the MPI library's registration cache, which remapping its pages
+// behind the library's back would leave pointing at the old pages, so
+// the bytes are copied there unless the caller turns this on.
+func WithPageHandover(on bool) Option {
+	return func(o *options) { o.pageHandover, o.pageHandoverSet = on, true }
 }
 
 // WithBuffers shares one pool of L2/L3 transfer blocks between the ranks
@@ -196,6 +216,7 @@ type Runtime struct {
 	srcTask   *levels.File     // with ckpt_io = 5: src is the L4 HDF5 file this entry describes
 	stored    *storedFile      // the data file Recover reads, opened lazily
 	imageRead map[int32]bool   // variables restored from src.Image so far
+	handover  bool             // Recover may take src.Image's pages (WithPageHandover)
 	restored  bool             // Recover has run, or a checkpoint was taken (Snapshot then ticks)
 	lastID    int64
 	last      *levels.Manifest // the newest checkpoint this run committed
@@ -357,6 +378,10 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	}
 	r.topo = topo
 	node := topo.NodeOf(c.Rank())
+	if !o.pageHandoverSet {
+		o.pageHandover = comm.IsInProcess(c)
+	}
+	r.handover = o.pageHandover
 	if !o.restartImageSet {
 		o.restartImage = restartImageDefault(cfg.NodeSize)
 	}

@@ -38,8 +38,10 @@
 //  3. On a restart ([Runtime.Status] is Restart, RestartKept or
 //     RestartVPR): [Runtime.Recover], [Runtime.RecoverVar],
 //     [Runtime.RecoverVarByName], [Runtime.StoredSize],
-//     [Runtime.Realloc]. They copy the bytes Init verified and kept in
-//     memory ([WithRestartImage]), or else read the files Init verified
+//     [Runtime.Realloc]. They take over the bytes Init verified and kept
+//     in memory ([WithRestartImage]: in the in-process world whole pages
+//     are handed over and the rest copied; under MPI everything is copied,
+//     see [WithPageHandover]), or else read the files Init verified
 //     and check every block's hash again as they read; after Recover,
 //     Status is Fresh, as
 //     FTI_Status is. On a restart of the shape that wrote the checkpoint
@@ -183,7 +185,9 @@
 //     the run goes on (a damaged file falls back to a redundant copy or an
 //     older checkpoint, with a warning): corruption is reported, never
 //     restored. Each rank's data is read from storage once: Init hashes it
-//     as it reads it into memory, and Recover copies the verified bytes
+//     as it reads it into memory, and Recover hands the verified bytes
+//     over to the variables (their memory pages, where they line up, in
+//     the in-process world; copied under MPI: [WithPageHandover])
 //     ([WithRestartImage]: by default up to 1 GiB per rank and a quarter of
 //     the node's memory for all its ranks; the memory is
 //     held from Init until the data is restored). Above the limit, for a

@@ -90,7 +90,7 @@ func (r *Runtime) RecoverVarByName(name string) error {
 	if err != nil {
 		return fmt.Errorf("ckpt: recover variable %q: %w", name, err)
 	}
-	if err := st.r.ReadVar(info.ID, buf); err != nil {
+	if _, err := r.readStored(st, info.ID, buf); err != nil {
 		return fmt.Errorf("ckpt: recover variable %q: %w", name, err)
 	}
 	if v.loaded != nil {

@@ -59,8 +59,15 @@ func (r *Runtime) openStored() (*storedFile, error) {
 	}
 	var opts []fileformat.Option
 	if r.src.Image != nil && len(r.src.Chain) == 0 {
-		// Every byte was verified by Init as it was read into memory.
+		// Every byte was verified by Init as it was read into memory, and
+		// the image is Recover's alone: with page handover (the default
+		// in-process, see WithPageHandover) its pages are handed over to
+		// the variables rather than copied (each variable once; a second
+		// read goes to storage, see recoverVar).
 		opts = append(opts, fileformat.WithVerifiedData())
+		if r.handover {
+			opts = append(opts, fileformat.WithMoveOut())
+		}
 	}
 	rd, err := fileformat.Open(f, opts...)
 	if err != nil {
@@ -236,7 +243,7 @@ func (r *Runtime) recoverVar(id int) error {
 	if err != nil {
 		return fmt.Errorf("ckpt: recover variable %d: %w", id, err)
 	}
-	if err := st.r.ReadVar(int32(id), buf); err != nil {
+	if st, err = r.readStored(st, int32(id), buf); err != nil {
 		return fmt.Errorf("ckpt: recover variable %d: %w", id, err)
 	}
 	if v.loaded != nil {
@@ -246,6 +253,22 @@ func (r *Runtime) recoverVar(id int) error {
 	}
 	r.imageVarRead(id, st)
 	return nil
+}
+
+// readStored reads variable id of st into buf. A variable restored from
+// the in-memory image already had its pages handed over to its memory
+// (fileformat.ErrMovedOut): the image is dropped and the variable read
+// again from storage, checked as it is read. It returns the stored file
+// then open.
+func (r *Runtime) readStored(st *storedFile, id int32, buf []byte) (*storedFile, error) {
+	err := st.r.ReadVar(id, buf)
+	if errors.Is(err, fileformat.ErrMovedOut) {
+		r.dropImage()
+		if st, err = r.openStored(); err == nil {
+			err = st.r.ReadVar(id, buf)
+		}
+	}
+	return st, err
 }
 
 // StoredSize returns the size in bytes of variable id in the checkpoint

@@ -72,6 +72,22 @@ type Aborter interface {
 	Abort(code int) error
 }
 
+// InProcess is the optional capability of saying that every rank of the
+// communicator is a goroutine of this process (the in-process world).
+// Memory such a communicator moves is never registered with a network
+// device, so a library may remap the pages of a rank's buffers; under MPI
+// (where a registration cache may keep the old pages pinned for RDMA) it
+// must not. A Comm without the capability is not in-process.
+type InProcess interface {
+	InProcess() bool
+}
+
+// IsInProcess reports whether c has the [InProcess] capability and says so.
+func IsInProcess(c Comm) bool {
+	ip, ok := c.(InProcess)
+	return ok && ip.InProcess()
+}
+
 // Errors returned by communicators.
 var (
 	// ErrAborted is returned by every call once a rank has failed or Abort was called.

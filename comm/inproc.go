@@ -192,8 +192,8 @@ func newGroup(w *world, worldRanks []int, isWorld bool) []Comm {
 	return comms
 }
 
-// proc is one rank's handle on a group; it implements Comm, Aborter and
-// NodeIDer.
+// proc is one rank's handle on a group; it implements Comm, Aborter,
+// NodeIDer and InProcess.
 type proc struct {
 	g      *group
 	rank   int
@@ -202,10 +202,14 @@ type proc struct {
 }
 
 var (
-	_ Comm     = (*proc)(nil)
-	_ Aborter  = (*proc)(nil)
-	_ NodeIDer = (*proc)(nil)
+	_ Comm      = (*proc)(nil)
+	_ Aborter   = (*proc)(nil)
+	_ NodeIDer  = (*proc)(nil)
+	_ InProcess = (*proc)(nil)
 )
+
+// InProcess reports true: every rank is a goroutine of this process.
+func (p *proc) InProcess() bool { return true }
 
 func (p *proc) Rank() int { return p.rank }
 func (p *proc) Size() int { return len(p.g.worldRanks) }

@@ -65,7 +65,8 @@
 //
 // A reader that goes through the whole file anyway (a copy) verifies it
 // in the same pass with [Reader.NewVerifier]: the bytes it copies are
-// shown to the [Verifier] in order, which checks them as Verify would.
+// shown to the [Verifier] in order, which checks them as Verify does
+// (Verify is that checker fed by a read of the file).
 //
 // Global datasets: [WithDatasets] records the global arrays ([Dataset],
 // FTI's DefineGlobalDataset) and the hyperslab each variable maps onto

@@ -42,6 +42,10 @@ var (
 	// ErrUnhashed is returned by [Reader.Verify] for a file written with
 	// [WithoutHash]: there is nothing to verify its data against.
 	ErrUnhashed = errors.New("fileformat: file was written without chunk hashes")
+	// ErrMovedOut is returned for a chunk whose bytes a Reader opened
+	// [WithMoveOut] already handed over to a destination: they are no
+	// longer in the file's memory.
+	ErrMovedOut = errors.New("fileformat: chunk already moved out of the image")
 )
 
 // CorruptionError reports damage found in an FTI-FF file: which file,

@@ -111,6 +111,29 @@ func BenchmarkRead(b *testing.B) {
 					}
 				}
 			})
+			b.Run(benchName(n)+"/verify"+suffix, func(b *testing.B) {
+				f := benchFile(b)
+				if _, _, err := Write(f, Meta{}, []Var{{ID: 1, Data: data}}, nil); err != nil {
+					b.Fatal(err)
+				}
+				r, err := Open(f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(int64(n))
+				b.ResetTimer()
+				defer reportCPU(b, cpuNow())
+				for i := 0; i < b.N; i++ {
+					if cold {
+						b.StopTimer()
+						dropCache(b, f)
+						b.StartTimer()
+					}
+					if err := r.Verify(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 			b.Run(benchName(n)+"/verified"+suffix, func(b *testing.B) {
 				f := benchFile(b)
 				if _, _, err := Write(f, Meta{}, []Var{{ID: 1, Data: data}}, nil); err != nil {

@@ -42,6 +42,9 @@ func (r *Reader) ReadVarAt(id int32, dst []byte, off int64) error {
 // readChunkRange reads bytes [rel, rel+len(dst)) of chunk ci into dst,
 // verifying every block it touches.
 func (r *Reader) readChunkRange(ci int, dst []byte, rel int64) error {
+	if r.moved != nil && r.moved[ci].Load() {
+		return r.movedErr(ci)
+	}
 	c := &r.chunk[ci]
 	bs := int64(r.fb.blockSize)
 	end := rel + int64(len(dst))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
@@ -18,7 +19,9 @@ import (
 // block's own hash, the metadata hash, the structure and the file checksum
 // over the chunk hashes; chunk data is verified as it is read. A Reader
 // holds no mutable state after Open, so its methods may be called
-// concurrently (the file must allow concurrent ReadAt, as vfd files do).
+// concurrently (the file must allow concurrent ReadAt, as vfd files do);
+// opened [WithMoveOut] it remembers which chunks it handed over, and
+// reads of one variable may then not run at once.
 type Reader struct {
 	f     vfd.File
 	o     options
@@ -37,6 +40,9 @@ type Reader struct {
 	// extLen is the size of the extension area at the end of the metadata
 	// block (0 in version 1), read from its trailer before anything else.
 	extLen int64
+	// moved marks the chunks handed over by ReadVar ([WithMoveOut]); nil
+	// when bytes are never moved.
+	moved []atomic.Bool
 }
 
 // Open reads and checks the metadata of the FTI-FF file f. It reads only
@@ -52,6 +58,9 @@ func Open(f vfd.File, opts ...Option) (*Reader, error) {
 	r := &Reader{f: f, o: o, path: f.Name()}
 	if err := r.open(); err != nil {
 		return nil, err
+	}
+	if _, lends := f.(lender); lends && o.moveOut && o.verified {
+		r.moved = make([]atomic.Bool, len(r.chunk))
 	}
 	return r, nil
 }
@@ -645,7 +654,12 @@ func (r *Reader) ReadVar(id int32, dst []byte) error {
 // Verify reads the whole file and checks everything: header and file
 // block unchanged since Open, the metadata hash, every block of every
 // chunk, zero padding in partly empty containers, and the file checksum.
-// Memory use is bounded by a few segments, whatever the file size.
+// It streams the file, in order, through the same checker as
+// [Reader.NewVerifier] (one checker of these things): a file that lends
+// its bytes in place (vfd.Loaded, an image being read) is hashed where
+// they lie, any other is read ahead in pieces of about 4 MiB while the
+// piece before is checked. Memory use is bounded by a few pieces,
+// whatever the file size.
 func (r *Reader) Verify() error {
 	if !r.Hashed() {
 		return fmt.Errorf("%s: %w", r.path, ErrUnhashed)
@@ -660,44 +674,108 @@ func (r *Reader) Verify() error {
 		}
 		return r.fileErr(r.fb.fs, ErrCorrupt, "file is %d bytes, file block says %d", size, r.fb.fs)
 	}
-	var hb [HeaderSize]byte
-	var fbb [FBSize]byte
-	if err := r.readAt(vfd.MemSuper, hb[:], 0); err != nil {
-		return err
-	}
-	if err := r.readAt(vfd.MemSuper, fbb[:], size-FBSize); err != nil {
-		return err
-	}
-	if i := firstDiff(hb[:], r.hb[:]); i >= 0 {
-		return r.fileErr(int64(i), ErrHashMismatch, "header changed since open")
-	}
-	if i := firstDiff(fbb[:], r.fbb[:]); i >= 0 {
-		return r.fileErr(size-FBSize+int64(i), ErrHashMismatch, "file block changed since open")
-	}
-	got, _, err := r.hashMeta()
+	v, err := r.NewVerifier()
 	if err != nil {
 		return err
 	}
-	if got != r.fb.metaHash {
-		return r.fileErr(r.fb.metaOff, ErrHashMismatch, "metadata hash")
+	if err := r.stream(v); err != nil {
+		return err
 	}
-	for i := range r.chunk {
-		c := &r.chunk[i]
-		if c.Size > 0 {
-			if err := r.readChunk(i, nil); err != nil {
+	return v.Close()
+}
+
+// fileSpan is a range of the file read with one memory type: the header, a
+// piece of the data, of the metadata, the file block.
+type fileSpan struct {
+	off, end int64
+	t        vfd.MemType
+}
+
+// spans cuts the file into the pieces Verify reads, in order: the header,
+// the data area in segSize pieces (whole dCP blocks of containers that
+// are multiples of the block size: a block straddles pieces only after a
+// container that is not), the metadata in pieces of the same size, the
+// file block.
+func (r *Reader) spans() []fileSpan {
+	seg := segSize(r.fb.blockSize)
+	fbOff := r.fb.fs - FBSize
+	out := []fileSpan{{0, HeaderSize, vfd.MemSuper}}
+	for _, part := range []fileSpan{{HeaderSize, r.fb.metaOff, vfd.MemDraw}, {r.fb.metaOff, fbOff, vfd.MemOHdr}} {
+		for off := part.off; off < part.end; off += seg {
+			out = append(out, fileSpan{off, min(off+seg, part.end), part.t})
+		}
+	}
+	return append(out, fileSpan{fbOff, r.fb.fs, vfd.MemSuper})
+}
+
+// stream shows v the whole file in order and returns the first error:
+// the checker's, or a read's.
+func (r *Reader) stream(v *Verifier) error {
+	spans := r.spans()
+	if _, lends := r.f.(lender); lends {
+		for _, sp := range spans {
+			b, err := r.lend(sp.off, sp.end-sp.off)
+			if err != nil {
+				return err
+			}
+			if _, err := v.Write(b); err != nil {
 				return err
 			}
 		}
-		if c.ContainerSize > c.Size {
-			if err := r.checkPadding(i); err != nil {
-				return err
+		return nil
+	}
+	// Read ahead: one goroutine reads the pieces in order into a few
+	// buffers while this one checks the piece before.
+	type piece struct {
+		b   []byte
+		err error
+	}
+	const nbuf = 3
+	seg := segSize(r.fb.blockSize)
+	largest := int64(0)
+	for _, sp := range spans {
+		largest = max(largest, sp.end-sp.off)
+	}
+	free := make(chan []byte, nbuf)
+	for range nbuf {
+		free <- make([]byte, min(seg, largest))
+	}
+	full := make(chan piece, nbuf)
+	stop := make(chan struct{})
+	go func() {
+		defer close(full)
+		for _, sp := range spans {
+			var buf []byte
+			select {
+			case buf = <-free:
+			case <-stop:
+				return
 			}
+			p := buf[:sp.end-sp.off]
+			if err := r.readAt(sp.t, p, sp.off); err != nil {
+				full <- piece{err: err}
+				return
+			}
+			full <- piece{b: p}
 		}
+	}()
+	var err error
+	for pc := range full {
+		if err != nil {
+			continue // draining after a failure
+		}
+		if pc.err != nil {
+			err = pc.err
+			continue
+		}
+		if _, werr := v.Write(pc.b); werr != nil {
+			err = werr
+			close(stop)
+			continue
+		}
+		free <- pc.b[:cap(pc.b)]
 	}
-	if sum := fileChecksum(r.chunk); sum != r.fb.checksum {
-		return r.fileErr(size-FBSize+128, ErrHashMismatch, "file checksum")
-	}
-	return nil
+	return err
 }
 
 func firstDiff(a, b []byte) int {
@@ -707,23 +785,6 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return -1
-}
-
-func (r *Reader) checkPadding(ci int) error {
-	c := &r.chunk[ci]
-	buf := make([]byte, min(c.ContainerSize-c.Size, 1<<16))
-	for off := c.Fptr + c.Size; off < c.Fptr+c.ContainerSize; off += int64(len(buf)) {
-		p := buf[:min(int64(len(buf)), c.Fptr+c.ContainerSize-off)]
-		if err := r.readAt(vfd.MemDraw, p, off); err != nil {
-			return err
-		}
-		for j, x := range p {
-			if x != 0 {
-				return r.corrupt(c.VarID, ci, off+int64(j), fmt.Errorf("%w: non-zero byte in the empty part of container %d", ErrCorrupt, c.Container))
-			}
-		}
-	}
-	return nil
 }
 
 // segSize is the read granularity of the verifying read pipeline: a
@@ -739,31 +800,33 @@ func segSize(bs uint32) int64 {
 type hashJob struct {
 	first int    // first block index
 	data  []byte // whole blocks (the last may be short)
-	buf   []byte // scratch buffer to give back, nil for caller memory
 }
 
-// readChunk reads chunk ci into dst (len = chunk size), or through scratch
-// buffers when dst is nil, and checks every block hash. Reading and hashing
-// overlap: segments are read in order while workers hash the ones before.
+// readChunk reads chunk ci into dst (len = chunk size) and checks every
+// block hash (unless the data was verified already, [WithVerifiedData]).
+// Reading and hashing overlap: segments are read in order while workers
+// hash the ones before.
 func (r *Reader) readChunk(ci int, dst []byte) error {
 	c := &r.chunk[ci]
+	if r.moved != nil {
+		// WithMoveOut: hand the verified bytes over, once.
+		if !r.moved[ci].CompareAndSwap(false, true) {
+			return r.movedErr(ci)
+		}
+		b, err := r.lend(c.Fptr, c.Size)
+		if err != nil {
+			return err
+		}
+		vfd.MovePages(dst, b)
+		return nil
+	}
 	bs := r.fb.blockSize
-	// Verify (dst == nil) always hashes; ReadVar not when the data was
-	// verified already (WithVerifiedData).
-	hashed := r.Hashed() && (dst == nil || !r.o.verified)
+	hashed := r.Hashed() && !r.o.verified
 	seg := segSize(bs)
 	got := make([][HashSize]byte, len(c.BlockHashes))
 	workers := r.o.workers
-	if c.Size < parallelMin {
+	if c.Size < parallelMin || !hashed {
 		workers = 0
-	}
-	var free chan []byte
-	if _, lends := r.f.(lender); dst == nil && !lends {
-		nbuf := max(workers, 1) + 1
-		free = make(chan []byte, nbuf)
-		for i := 0; i < nbuf; i++ {
-			free <- make([]byte, min(seg, c.Size))
-		}
 	}
 	jobs := make(chan hashJob, 4)
 	var wg sync.WaitGroup
@@ -773,9 +836,6 @@ func (r *Reader) readChunk(ci int, dst []byte) error {
 			for k := int64(0); k < n; k++ {
 				got[int64(j.first)+k] = BlockHash(blockOf(j.data, int(k), bs))
 			}
-		}
-		if j.buf != nil {
-			free <- j.buf
 		}
 	}
 	for w := 0; w < workers; w++ {
@@ -790,38 +850,12 @@ func (r *Reader) readChunk(ci int, dst []byte) error {
 	var rerr error
 	for off := int64(0); off < c.Size; off += seg {
 		n := min(seg, c.Size-off)
-		var p, buf []byte
-		if dst == nil {
-			// Checking only: hash the bytes in place when the file lends them.
-			lent, err := r.lend(c.Fptr+off, n)
-			if err != nil {
-				rerr = err
-				break
-			}
-			if lent != nil {
-				j := hashJob{first: int(off / int64(bs)), data: lent}
-				if workers == 0 {
-					hash(j)
-				} else {
-					jobs <- j
-				}
-				continue
-			}
-		}
-		if dst != nil {
-			p = dst[off : off+n]
-		} else {
-			buf = <-free
-			p = buf[:n]
-		}
+		p := dst[off : off+n]
 		if err := r.readAt(vfd.MemDraw, p, c.Fptr+off); err != nil {
 			rerr = err
-			if buf != nil {
-				free <- buf
-			}
 			break
 		}
-		j := hashJob{first: int(off / int64(bs)), data: p, buf: buf}
+		j := hashJob{first: int(off / int64(bs)), data: p}
 		if workers == 0 {
 			hash(j)
 		} else {
@@ -846,4 +880,10 @@ func (r *Reader) readChunk(ci int, dst []byte) error {
 		}
 	}
 	return nil
+}
+
+// movedErr is the error of a chunk already handed over ([WithMoveOut]).
+func (r *Reader) movedErr(ci int) error {
+	c := &r.chunk[ci]
+	return fmt.Errorf("%s: variable %d, chunk %d: %w", r.path, c.VarID, ci, ErrMovedOut)
 }

@@ -22,13 +22,19 @@ import (
 // the last byte, returns it or reports a stream that ended early
 // ([ErrTruncated]). Not safe for concurrent use.
 type Verifier struct {
-	r      *Reader
-	off    int64          // bytes seen
-	ci     int            // the container holding off (file order)
-	blk    *blake3.Hasher // a dCP block that straddles writes
-	mh     *blake3.Hasher // the metadata block
-	metaOK bool           // the metadata hash was checked
-	err    error
+	r   *Reader
+	off int64 // bytes seen
+	ci  int   // the container holding off (file order)
+	// part gathers a dCP block that straddles writes, hashed whole (with
+	// [BlockHash], as every other block) once its last byte arrives.
+	part []byte
+	// got holds the hashes of a write's whole blocks when they are hashed
+	// by several goroutines (workers, from [WithHashWorkers]).
+	got     [][HashSize]byte
+	workers int
+	mh      *blake3.Hasher // the metadata block
+	metaOK  bool           // the metadata hash was checked
+	err     error
 }
 
 // NewVerifier returns a [Verifier] of r's file. A file written without
@@ -50,7 +56,7 @@ func (r *Reader) NewVerifier() (*Verifier, error) {
 	if end != r.fb.metaOff {
 		return nil, r.fileErr(end, ErrCorrupt, "containers end at %d, metadata starts at %d", end, r.fb.metaOff)
 	}
-	return &Verifier{r: r, blk: blake3.New(), mh: blake3.New()}, nil
+	return &Verifier{r: r, mh: blake3.New(), workers: r.o.workers}, nil
 }
 
 // Write checks the next len(p) bytes of the file.
@@ -139,9 +145,11 @@ func (v *Verifier) step(p []byte) (int, error) {
 	}
 }
 
-// data checks a prefix of p inside the data of container c: whole dCP
-// blocks are hashed where they lie, a block cut by the end of p goes
-// through the incremental hasher until its last byte arrives.
+// data checks a prefix of p inside the data of container c. Whole dCP
+// blocks are hashed where they lie (a write of at least parallelMin
+// bytes by up to workers goroutines); a block cut by the end of p is
+// gathered into part until its last byte arrives and then hashed whole,
+// so every block goes through [BlockHash] whatever the write sizes.
 func (v *Verifier) data(c *ChunkInfo, p []byte) (int, error) {
 	bs := int64(v.r.fb.blockSize)
 	dataEnd := c.Fptr + c.Size
@@ -151,31 +159,45 @@ func (v *Verifier) data(c *ChunkInfo, p []byte) (int, error) {
 	if v.off > start || int64(len(p)) < end-start {
 		// Part of a block: start it or continue it.
 		if v.off == start {
-			v.blk.Reset()
+			if int64(cap(v.part)) < end-start {
+				v.part = make([]byte, 0, bs)
+			}
+			v.part = v.part[:0]
 		}
 		n := min(int64(len(p)), end-v.off)
-		_, _ = v.blk.Write(p[:n])
+		v.part = append(v.part, p[:n]...)
 		if v.off+n == end {
-			var sum [HashSize]byte
-			v.blk.Sum(sum[:0])
-			if err := v.checkBlock(c, k, start, sum); err != nil {
+			if err := v.checkBlock(c, k, start, BlockHash(v.part)); err != nil {
 				return 0, err
 			}
 		}
 		return int(n), nil
 	}
-	// Whole blocks from p, as many as it holds.
-	n := int64(0)
-	for end-start <= int64(len(p))-n {
-		if err := v.checkBlock(c, k, start, BlockHash(p[n:n+end-start])); err != nil {
-			return int(n), err
+	// Whole blocks from p, as many as it holds: full ones, and the
+	// chunk's short last block when p reaches the end of the data.
+	span := min(int64(len(p)), dataEnd-start)
+	nb, n := span/bs, span/bs*bs
+	if span == dataEnd-start {
+		nb, n = numBlocks(span, uint32(bs)), span
+	}
+	if v.workers > 1 && n >= parallelMin && nb > 1 {
+		if int64(cap(v.got)) < nb {
+			v.got = make([][HashSize]byte, nb)
 		}
-		n += end - start
-		if end == dataEnd {
-			break
+		got := v.got[:nb]
+		hashBlocks(p[:n], uint32(bs), got, v.workers)
+		for j := range got {
+			if err := v.checkBlock(c, k+int64(j), start+int64(j)*bs, got[j]); err != nil {
+				return j * int(bs), err
+			}
 		}
-		k++
-		start, end = end, min(end+bs, dataEnd)
+		return int(n), nil
+	}
+	for j := int64(0); j < nb; j++ {
+		lo := j * bs
+		if err := v.checkBlock(c, k+j, start+lo, BlockHash(p[lo:min(lo+bs, n)])); err != nil {
+			return int(lo), err
+		}
 	}
 	return int(n), nil
 }

@@ -174,6 +174,7 @@ type options struct {
 	noDigest  bool
 	sync      bool
 	verified  bool
+	moveOut   bool
 	workers   int
 	clock     func() time.Time
 	logger    *zap.Logger
@@ -252,6 +253,18 @@ func WithSync() Option { return func(o *options) { o.sync = true } }
 // everything. Never use it on a file that lives on storage: bytes there
 // can change between the check and the read.
 func WithVerifiedData() Option { return func(o *options) { o.verified = true } }
+
+// WithMoveOut lets [Reader.ReadVar] hand a chunk's bytes over to the
+// destination instead of copying them, when the file is an image in
+// memory that lends its bytes (vfd.BytesFile) and was verified
+// ([WithVerifiedData]): the whole memory pages of the chunk that line up
+// with the destination's are moved ([vfd.MovePages]), the rest copied.
+// The caller gives the image away: a chunk can then be read once, a
+// second read (ReadVar, ReadVarAt) fails with [ErrMovedOut], and nothing
+// else may read the image's bytes. Without WithVerifiedData, or for a
+// file that does not lend its bytes, it does nothing. Reads of different
+// variables may still run concurrently, reads of the same one may not.
+func WithMoveOut() Option { return func(o *options) { o.moveOut = true } }
 
 // WithHashWorkers sets how many goroutines hash in parallel (default
 // GOMAXPROCS).

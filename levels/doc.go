@@ -180,9 +180,14 @@
 // from the container) is loaded into memory by a background reader
 // ([vfd.Load]) while the verifier hashes each piece as it arrives (the
 // FTI-FF checksum and block hashes, or the BLAKE3 of the bytes), and the
-// verified bytes come back in [Source.Image]; [OpenSource] serves them,
-// and the runtime restores the variables from them without hashing again
-// (fileformat.WithVerifiedData), then lets go of them. Each byte is read
+// verified bytes come back in [Source.Image] (placed so that the data
+// after the FTI-FF header starts a memory page, [vfd.LoadAligned]);
+// [OpenSource] serves them, and the runtime restores the variables from
+// them without hashing again (fileformat.WithVerifiedData), taking over
+// their memory pages rather than copying them (fileformat.WithMoveOut),
+// then lets go of them. [Engine.Open] starts the device reading each
+// rank's data file of the newest committed checkpoint
+// ([vfd.StartReadahead]) while the collective start-up goes on. Each byte is read
 // from storage once. A file that fails never becomes an image: the level
 // rebuilds it or the engine moves to an older checkpoint as before. At
 // L2 an intact data file is also sent from the image to a partner whose

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -65,7 +66,10 @@ func verifyImage(s Store, f File, piece int) ([]byte, error) {
 	if ftiff {
 		tail = imageTail
 	}
-	l := vfd.Load(file, f.Size, piece, tail)
+	// The data of an FTI-FF file starts after its header: placed at the
+	// start of a page, its pages can be handed over to the variables
+	// (fileformat.WithMoveOut) instead of copied.
+	l := vfd.LoadAligned(file, f.Size, piece, tail, fileformat.HeaderSize)
 	if ftiff {
 		err = verifyFTIFF(l, f, cerr)
 	} else {

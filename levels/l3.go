@@ -100,13 +100,23 @@ func (l RS3) Recover(env *Env, m *Manifest) (Source, error) {
 	data, okd := m.DataFile(env.Rank)
 	par, okp := heldFile(m, env.Rank, RoleParity, env.Rank)
 	var own, pi partner.FileInfo
+	o := l.options(env)
+	var parityChecked chan error
+	if okp {
+		pi = fileInfo(env.Store(par.Where), par, "")
+		if okd {
+			// The parity file is checked while the data file is: the two
+			// reads overlap instead of following each other.
+			parityChecked = make(chan error, 1)
+			go func(pi partner.FileInfo) { parityChecked <- pi.Check(env.Rank, o.BlockSize) }(pi)
+		}
+	}
 	if okd {
 		own = ownInfo(env, data)
 	}
-	if okp {
-		pi = fileInfo(env.Store(par.Where), par, "")
+	if parityChecked != nil {
+		pi.CheckErr, pi.Checked = <-parityChecked, true
 	}
-	o := l.options(env)
 	if okd && wantImage(env, data) {
 		o.ImageLimit = env.ImageLimit
 	}

@@ -141,6 +141,7 @@ func (e *Engine) Open() error {
 		}
 		e.alt[m.Seq] = m
 	}
+	e.prefetch() // read while the start-up below goes on
 
 	cerr := e.cleanOrphans()
 	for _, raw := range plan.Deleting {

@@ -406,6 +406,12 @@ func unitsOf(row []byte, idx []int, n int) []byte {
 	return row[idx[0]*n : (idx[len(idx)-1]+1)*n]
 }
 
+// imageAlign is the offset of a data file's image that starts a memory
+// page: the end of the FTI-FF header (fileformat.HeaderSize), where the
+// variables' data starts, so that the restart can hand the image's pages
+// over to the variables (vfd.MovePages) instead of copying them.
+const imageAlign = 64
+
 // tagEncode and tagRebuild are the L3 message tags (group communicator).
 const (
 	tagEncode  = 0x6640
@@ -434,7 +440,7 @@ func checkParity(parity FileInfo, rank, bs, k, m, g int, unit int) error {
 	if !parity.Valid() {
 		return fmt.Errorf("%w: no parity file listed", ErrBadArgument)
 	}
-	if err := parity.Check(rank, bs); err != nil {
+	if err := parity.check(rank, bs); err != nil {
 		return err
 	}
 	f, err := parity.Driver.Open(parity.Path, vfd.ReadOnly)
@@ -605,16 +611,18 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 	// wanted) as it is written, when the rebuild writes it in order
 	// (always with m = k), instead of being read back.
 	if m.pout != nil {
-		m.pseq = &seqWriter{File: m.pout, h: b3.New(), inOrder: true}
+		m.pseq = &seqWriter{File: m.pout, h: b3.New(), inOrder: true, piece: o.piece()}
 		m.pout = m.pseq
 	}
 	if m.dout != nil {
-		m.dseq = &seqWriter{File: m.dout, inOrder: true}
+		m.dseq = &seqWriter{File: m.dout, inOrder: true, piece: o.piece()}
 		if data.Format == nil { // else checked by its format in finish
 			m.dseq.h = b3.New()
 		}
 		if o.ImageLimit > 0 && data.Size <= o.ImageLimit {
-			m.dseq.img = make([]byte, data.Size)
+			// Placed so that the FTI-FF data after the header starts a
+			// page: the restart hands the pages over to its variables.
+			m.dseq.img = vfd.AlignedBytes(data.Size, imageAlign)
 		}
 		m.dout = m.dseq
 	}
@@ -647,6 +655,9 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 	if m.pout != nil && len(m.errs) == 0 {
 		parityWhole = m.parityHeader(sizes, hashes)
 	}
+	// Both rebuilt files are synced at once: each one's writeback was
+	// started as it was written (seqWriter), the syncs wait for the rest.
+	dsync, psync := syncBoth(m.dout, m.pout)
 	if m.dout != nil {
 		var h *b3.Hasher
 		inOrder := m.dseq.inOrder && m.dseq.next == data.Size
@@ -655,15 +666,35 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 		if inOrder {
 			h, f.Image = m.dseq.h, m.dseq.img // a format checks the image
 		}
-		res.DataRebuilt = m.finish(f, m.dout, "data", h)
+		res.DataRebuilt = m.finish(f, m.dout, "data", h, dsync)
 		if res.DataRebuilt && inOrder {
 			res.DataImage = m.dseq.img
 		}
 	}
 	if m.pout != nil {
-		res.ParityRebuilt = m.finish(parity, m.pout, "parity", parityWhole)
+		res.ParityRebuilt = m.finish(parity, m.pout, "parity", parityWhole, psync)
 	}
 	return errors.Join(m.errs...)
+}
+
+// syncBoth syncs a and b (either may be nil), the two at once, and
+// returns their errors.
+func syncBoth(a, b vfd.File) (aerr, berr error) {
+	if a == nil || b == nil {
+		for _, f := range []struct {
+			f   vfd.File
+			err *error
+		}{{a, &aerr}, {b, &berr}} {
+			if f.f != nil {
+				*f.err = f.f.Sync()
+			}
+		}
+		return aerr, berr
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Sync() }()
+	aerr = a.Sync()
+	return aerr, <-done
 }
 
 // memberRebuild is the state of one member's part of an L3 rebuild: its
@@ -862,14 +893,14 @@ func (m *memberRebuild) parityHeader(sizes []int64, hashes []encode.Hash) *b3.Ha
 	return whole
 }
 
-// finish syncs a rebuilt file, checks it against f's recorded size and
-// hash (h when the bytes were hashed already, else read back) and renames
-// it into place; on any error so far it removes the tmp file instead.
-func (m *memberRebuild) finish(f FileInfo, out vfd.File, what string, h *b3.Hasher) bool {
-	err := out.Sync()
+// finish checks a rebuilt file, synced with the outcome synced, against
+// f's recorded size and hash (h when the bytes were hashed already, else
+// read back; by its format when f has one, from f.Image when the rebuild
+// kept the bytes) and renames it into place; on any error so far it
+// removes the tmp file instead.
+func (m *memberRebuild) finish(f FileInfo, out vfd.File, what string, h *b3.Hasher, synced error) bool {
+	err := synced
 	if err == nil && len(m.errs) == 0 && f.Format != nil {
-		// Checked by its format, from f.Image when the rebuild kept
-		// the bytes, else read back.
 		w := f
 		w.Path = f.Path + TmpSuffix
 		_, err = f.Format.Check(w, m.rank, false)
@@ -908,12 +939,19 @@ func removeTmps(data, parity FileInfo, dout, pout vfd.File) {
 
 // seqWriter hashes what is written through it while the writes continue
 // one another from offset 0, copying it into img when img is not nil.
+// Every piece bytes written in order (Options' drop piece, 16 MiB) it
+// starts their writeback (a hint, as the checkpoint writers and the L2
+// sinks give), so that the device writes
+// the rebuilt file while the rebuild goes on and the sync at the end
+// waits for the last piece only.
 type seqWriter struct {
 	vfd.File
 	h       *b3.Hasher
 	img     []byte
 	next    int64
 	inOrder bool
+	wb      int64 // writeback started up to here
+	piece   int64
 }
 
 func (w *seqWriter) WriteAt(p []byte, off int64) (int, error) {
@@ -929,6 +967,11 @@ func (w *seqWriter) WriteAt(p []byte, off int64) (int, error) {
 			copy(w.img[off:], p[:n])
 		}
 		w.next += int64(n)
+		if w.piece > 0 && w.next-w.wb >= w.piece {
+			// Only a hint: a failure shows again at the sync.
+			_ = vfd.StartWriteback(w.File, w.wb, w.next-w.wb)
+			w.wb = w.next
+		}
 	}
 	return n, err
 }

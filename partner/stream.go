@@ -233,7 +233,7 @@ func (f FileInfo) CheckImage(rank int, blockSize int) ([]byte, error) {
 		return nil, errors.Join(err, file.Close())
 	}
 	piece := int64(max(blockSize, 4<<20))
-	l := vfd.Load(file, size, int(piece), 0)
+	l := vfd.LoadAligned(file, size, int(piece), 0, imageAlign)
 	h := b3.New()
 	for off := int64(0); off < size && err == nil; off += piece {
 		var b []byte

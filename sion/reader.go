@@ -220,6 +220,30 @@ func (rd *Reader) Task(i int) (Task, error) {
 	return rd.tasks[i], nil
 }
 
+// StartReadahead asks the storage to start reading the used part of
+// every block of task i in the background ([vfd.StartReadahead]): a
+// hint, for a reader that will read the task soon. Files that are not
+// vfd files (a Reader from [NewReader] over other readers) are left
+// alone.
+func (rd *Reader) StartReadahead(i int) error {
+	t, err := rd.Task(i)
+	if err != nil {
+		return err
+	}
+	f, ok := rd.data[t.File].(vfd.File)
+	if !ok {
+		return nil
+	}
+	for b, n := range t.BlockSizes {
+		if n > 0 {
+			if err := vfd.StartReadahead(f, t.Start+int64(b)*t.GlobalSkip, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Tasks returns every task's description in reader order.
 func (rd *Reader) Tasks() []Task { return append([]Task(nil), rd.tasks...) }
 

@@ -7,10 +7,12 @@
 // Size, Truncate, Sync, Close). A [Driver] opens files by name and owns the
 // namespace operations a commit needs (Remove, Rename, Stat, ReadDir,
 // MkdirAll, SyncDir). Optional capabilities (vectored I/O, preallocation,
-// memory-type hints, early writeback, an address space apart from the end
-// of file) are separate small interfaces found by type assertion, with
-// package functions ([WriteV], [Preallocate], [WriteAtType],
-// [StartWriteback]) that fall back when a file lacks them. Drivers may
+// memory-type hints, early writeback, read-ahead, an address space apart
+// from the end of file) are separate small interfaces found by type
+// assertion, with package functions ([WriteV], [Preallocate],
+// [WriteAtType], [StartWriteback], [StartReadahead]) that fall back when
+// a file lacks them. [MovePages] hands memory pages from one buffer over
+// to another (a restart's verified image to the variables). Drivers may
 // also take exclusive locks ([Locker], [Lock]: flock(2) on disk), which
 // the runtime uses so two jobs never write into one meta_dir at once.
 //

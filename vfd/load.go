@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
+	"unsafe"
 )
 
 // Loaded is a file being read into memory by a background goroutine and,
@@ -36,12 +38,21 @@ type Loaded struct {
 // opened while its data is still arriving. The returned Loaded owns f
 // and closes it on Close.
 func Load(f File, size int64, piece int, tail int64) *Loaded {
+	return LoadAligned(f, size, piece, tail, -1)
+}
+
+// LoadAligned is [Load] into a buffer placed so that its byte at offset
+// align starts a memory page (align < 0: anywhere): the bytes of the
+// file from align on can then be handed over page by page
+// ([MovePages]) to memory that starts on a page, as a large Go slice
+// does. It costs at most one page more.
+func LoadAligned(f File, size int64, piece int, tail int64, align int64) *Loaded {
 	if piece <= 0 {
 		piece = 4 << 20
 	}
 	size = max(size, 0)
 	tail = min(max(tail, 0), size)
-	l := &Loaded{f: f, name: f.Name(), buf: make([]byte, size), piece: int64(piece), tail: size - tail, done: make(chan struct{})}
+	l := &Loaded{f: f, name: f.Name(), buf: AlignedBytes(size, align), piece: int64(piece), tail: size - tail, done: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
 	go l.run()
 	return l
@@ -189,6 +200,22 @@ func (l *Loaded) Close() error {
 	return l.f.Close()
 }
 
+// AlignedBytes returns a new zeroed buffer of size bytes whose byte at
+// offset align starts a memory page (align < 0 or >= size: a plain
+// buffer), at the cost of at most one page more: a file image whose data
+// from align on can be handed over page by page ([MovePages]).
+func AlignedBytes(size, align int64) []byte {
+	size = max(size, 0)
+	if align < 0 || align >= size {
+		return make([]byte, size)
+	}
+	ps := int64(os.Getpagesize())
+	raw := make([]byte, size+ps)
+	at := int64(uintptr(unsafe.Pointer(unsafe.SliceData(raw)))) + align
+	shift := (ps - at%ps) % ps
+	return raw[shift : shift+size : shift+size]
+}
+
 // BytesFile returns b as a read-only [File] named name (Close does
 // nothing; b must not change while the file is used).
 func BytesFile(name string, b []byte) File { return &bytesFile{name: name, b: b} }
@@ -213,6 +240,18 @@ func (f *bytesFile) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// Range returns bytes [off, end) in place, without a copy (as
+// [Loaded.Range] does): the caller must not modify them.
+func (f *bytesFile) Range(off, end int64) ([]byte, error) {
+	if off < 0 || end < off {
+		return nil, pathErr("read", f.name, ErrNegativeOffset)
+	}
+	if end > int64(len(f.b)) {
+		return nil, pathErr("read", f.name, fmt.Errorf("range [%d, %d) of %d bytes: %w", off, end, len(f.b), io.ErrUnexpectedEOF))
+	}
+	return f.b[off:end:end], nil
 }
 
 func (f *bytesFile) Name() string         { return f.name }

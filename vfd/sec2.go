@@ -359,6 +359,29 @@ func (f *sec2File) DropCache(off, n int64) error {
 	return pathErr("dropcache", f.name, err)
 }
 
+// StartReadahead starts reading [off, off+n) into the page cache
+// (posix_fadvise POSIX_FADV_WILLNEED) and returns without waiting for
+// the device. Where the kernel or the file system refuses the call
+// (ENOSYS, EINVAL, EOPNOTSUPP, ESPIPE) it does nothing and returns nil.
+func (f *sec2File) StartReadahead(off, n int64) error {
+	if off < 0 || n < 0 {
+		return pathErr("readahead", f.name, ErrNegativeOffset)
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return pathErr("readahead", f.name, ErrClosed)
+	}
+	if n > math.MaxInt64-off {
+		n = 0
+	}
+	err := unix.Fadvise(f.fd, off, n, unix.FADV_WILLNEED)
+	if err == nil || refused(err) {
+		return nil
+	}
+	return pathErr("readahead", f.name, err)
+}
+
 // refused reports an error by which the kernel or the file system says
 // it does not offer a call on a file.
 func refused(err error) bool {

@@ -165,6 +165,33 @@ type CacheDropper interface {
 	DropCache(off, n int64) error
 }
 
+// ReadaheadStarter is the optional capability of starting to read [off,
+// off+n) from the device into the page cache in the background (Linux
+// posix_fadvise POSIX_FADV_WILLNEED), so that a reader that comes later
+// (a restart's verification, after its collective start-up) finds the
+// bytes on their way. Use [StartReadahead], which does nothing for files
+// without it.
+//
+// It is a hint: it changes nothing in the file and returns before the
+// reading is done; later reads return the file's bytes whether or not
+// they arrived this way. n == 0 means through the end of the file; a
+// range past the end of file is no error. A negative off or n is an error
+// wrapping [ErrNegativeOffset]; on a closed file the error matches
+// fs.ErrClosed. It may run concurrently with ReadAt and WriteAt.
+type ReadaheadStarter interface {
+	StartReadahead(off, n int64) error
+}
+
+// StartReadahead asks f to start reading [off, off+n) (n == 0: through
+// the end of file) into the page cache in the background when it can,
+// and does nothing otherwise. See [ReadaheadStarter].
+func StartReadahead(f File, off, n int64) error {
+	if r, ok := f.(ReadaheadStarter); ok {
+		return r.StartReadahead(off, n)
+	}
+	return nil
+}
+
 // TypedWriter is the optional capability of taking a memory-type hint on
 // a write. Use [WriteAtType], which falls back to WriteAt.
 type TypedWriter interface {
