@@ -116,8 +116,8 @@ func (f slowFile) Sync() error {
 }
 
 // BenchmarkCommitRounds measures the critical path of a checkpoint's
-// fixed cost in device flushes: 4 ranks (one per node) take L1 (or L2)
-// checkpoints of 1 MiB each in a loop (retention included) on two
+// fixed cost in device flushes: 4 ranks (one per node) take L1, L2 or
+// L3 checkpoints of 1 MiB each in a loop (retention included) on two
 // in-memory file systems, alternately: one whose every file or directory
 // sync takes lat (concurrent ones overlapping, as syncs sharing a
 // journal commit do) and one whose syncs take no time. ckpt-rounds/op is
@@ -133,7 +133,7 @@ func BenchmarkCommitRounds(b *testing.B) {
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
-	for _, lvl := range []ID{L1, L2} {
+	for _, lvl := range []ID{L1, L2, L3} {
 		b.Run(lvl.String(), func(b *testing.B) {
 			var inCkpt, total [2]time.Duration // with latency, without
 			for i := 0; i < b.N; i++ {
@@ -143,7 +143,7 @@ func BenchmarkCommitRounds(b *testing.B) {
 						env := cl.env(c)
 						env.Logger = zap.NewNop()
 						env.Topo, _ = partner.NewTopology(ranks, 1, ranks, nil)
-						e, err := NewEngine(env, Config{Levels: []Level{Local1{}, Partner2{}}})
+						e, err := NewEngine(env, Config{Levels: []Level{Local1{}, Partner2{}, RS3{}}})
 						if err != nil {
 							return err
 						}
