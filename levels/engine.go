@@ -374,8 +374,14 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 	if err != nil {
 		return nil, fmt.Errorf("create data file: %w", err)
 	}
+	if ahead && area == Local {
+		if err := e.prename(p); err != nil {
+			return nil, errors.Join(err, f.Close())
+		}
+	}
 	// The directory syncs that make the file's name durable, beside its
-	// fsync (concurrent syncs on one file system share journal commits).
+	// fsync (concurrent syncs on one file system share journal commits),
+	// and those of the names created for the level's files.
 	var dirs []func() error
 	if ahead {
 		dirs = []func() error{
@@ -435,6 +441,33 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 	st.Bytes = size
 	record(File{Role: RoleData, Where: area, Name: name, Size: size, Digest: d, Of: e.env.Rank, Attrs: attrs})
 	return nil, nil
+}
+
+// prename creates, empty and under their final names, the files the
+// level of p writes in this rank's checkpoint directory of the Local area
+// ([Prenamer]), for the directory syncs beside the data file's fsync to
+// make their names durable as well; the level's Protect then writes them
+// in place. Only once the intent marker is durable: start-up removes the
+// directory of a checkpoint that did not commit, whatever names it holds.
+func (e *Engine) prename(p *Pending) error {
+	pn, ok := e.levels[p.Level].(Prenamer)
+	if !ok {
+		return nil
+	}
+	s := e.env.Local
+	for _, name := range pn.Prenames(e.env, p) {
+		if path.Dir(name) != p.Dir {
+			continue // not in the checkpoint's directory: written under its tmp name
+		}
+		if p.prenamed == nil {
+			p.prenamed = map[string]bool{}
+		}
+		p.prenamed[name] = true // removed by abort, even when not created
+		if err := createEmpty(s.Driver, s.Path(name)); err != nil {
+			return fmt.Errorf("create %s: %w", s.Path(name), err)
+		}
+	}
+	return nil
 }
 
 // ffDigest returns the file checksum of f when f is an FTI-FF file that
@@ -517,8 +550,8 @@ func (e *Engine) writeDirect(p *Pending, opener DataOpener, area Where, write Wr
 func (e *Engine) publish(p *Pending) error {
 	dirs := map[Where]map[string]bool{}
 	for _, f := range p.Files[p.Published:] {
-		if f.Attrs[AttrInContainer] != "" {
-			continue // no file of its own
+		if p.inPlace(f) {
+			continue // under its final name already, or no file of its own
 		}
 		s := e.env.Store(f.Where)
 		if err := s.Driver.Rename(s.Path(f.Name)+TmpSuffix, s.Path(f.Name)); err != nil {
@@ -668,11 +701,15 @@ func (e *Engine) abort(p *Pending, err error) error {
 		errs = append(errs, removeIfExists(s.Driver, s.Path(f.Name)+TmpSuffix), removeIfExists(s.Driver, s.Path(f.Name)))
 	}
 	// A failed data write may have left a file (tmp, or under its final
-	// name when the intent marker was written ahead) not yet in p.Files.
+	// name when the intent marker was written ahead) not yet in p.Files,
+	// and a failed Protect the names created for it.
 	for _, w := range []Where{Local, Global} {
 		s := env.Store(w)
 		name := s.Path(RankFileName(p.Dir, RoleData, env.Rank))
 		errs = append(errs, removeIfExists(s.Driver, name+TmpSuffix), removeIfExists(s.Driver, name))
+	}
+	for name := range p.prenamed {
+		errs = append(errs, removeIfExists(env.Local.Driver, env.Local.Path(name)))
 	}
 	cerr := errors.Join(errs...)
 	if Agree(env.Comm, cerr, "remove the files of a failed checkpoint") == nil {

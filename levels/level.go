@@ -161,8 +161,9 @@ type Pending struct {
 	// Dir is the checkpoint's directory name inside each area ("ckpt00000007").
 	Dir string
 	// Files are the files this rank holds for the checkpoint, written
-	// under Name+TmpSuffix (but see Published) and synced. The runtime
-	// puts the data file first; levels append the files they add.
+	// under Name+TmpSuffix (but see Published, and [Pending.FileSuffix]
+	// for a level's files) and synced. The runtime puts the data file
+	// first; levels append the files they add.
 	Files []File
 	// DigestPending is set when the runtime left the data file's digest
 	// to a [DataReader] level: its Protect computes it from the bytes it
@@ -174,6 +175,12 @@ type Pending struct {
 	// [Engine.Upgrade], the data file of a committed checkpoint): levels
 	// read them without TmpSuffix and the commit does not rename them.
 	Published int
+	// prenamed holds the names (relative to the Local area) of the files
+	// a [Prenamer] level's Protect writes, created empty under their final
+	// names by the engine before the syncs of their directory: Protect
+	// writes them in place ([Pending.FileSuffix]) and the commit does not
+	// rename them.
+	prenamed map[string]bool
 	// tap, set by [Engine.Upgrade], checks the published data file in
 	// the level's read pass: the levels show it every byte of the data
 	// file they read ([partner.FileInfo.Tap], the L4 copies).
@@ -203,6 +210,25 @@ func (p *Pending) DataPath(env *Env) string {
 		return env.Store(data.Where).Path(data.Name)
 	}
 	return env.Store(data.Where).Path(data.Name) + TmpSuffix
+}
+
+// FileSuffix returns the suffix under which a level's Protect writes
+// its file name (a path relative to the Local area, as [File.Name]): ""
+// when the engine created the file under its final name already (see
+// [Prenamer]), [TmpSuffix] otherwise.
+func (p *Pending) FileSuffix(name string) string {
+	if p.prenamed[name] {
+		return ""
+	}
+	return TmpSuffix
+}
+
+// inPlace reports whether f, appended by a level's Protect, was written
+// under its final name: a file the engine created for it ([Prenamer]),
+// or a file of a container with no name of its own ([AttrInContainer]).
+// The commit renames every other file after the data file's.
+func (p *Pending) inPlace(f File) bool {
+	return f.Attrs[AttrInContainer] != "" || (f.Where == Local && p.prenamed[f.Name])
 }
 
 // SetDataDigest records the data file's digest computed by a level.
@@ -260,10 +286,13 @@ type Level interface {
 	DataArea() Where
 
 	// Protect adds redundancy after every rank has written and synced its
-	// data file (p.Files[0], under its tmp name). Collective. It writes
-	// its files under their tmp names, syncs them, and appends them to
-	// p.Files; the runtime then votes, renames, syncs the directories and
-	// writes the manifest. L1 does nothing.
+	// data file (p.Files[0], under its tmp name or, see
+	// [Pending.Published], its final name). Collective. It writes its
+	// files under their tmp names — or in place, for the names the
+	// engine created for a [Prenamer] ([Pending.FileSuffix]) — syncs
+	// them, and appends them to p.Files; the runtime then votes, renames
+	// what is under tmp names, syncs the directories and writes the
+	// manifest. L1 does nothing.
 	Protect(env *Env, p *Pending) error
 
 	// Recover checks, and rebuilds where it can, this rank's files of the
@@ -274,6 +303,27 @@ type Level interface {
 	// modify files of m that are good, and writes rebuilt files with the
 	// commit protocol (tmp name, sync, rename, directory sync).
 	Recover(env *Env, m *Manifest) (Source, error)
+}
+
+// Prenamer is the optional capability of a level whose Protect writes
+// files in this rank's checkpoint directory of the Local area (the data
+// file's: L2's partner copy the rank receives, L3's parity) whose names
+// it knows before any byte is read. When the checkpoint's intent marker
+// is durable ahead (so that start-up removes whatever an uncommitted
+// checkpoint left, whatever its names), the engine creates each of them
+// empty under its final name next to the data file, before the syncs of
+// the checkpoint directory that run beside the data file's fsync: Protect
+// writes them in place, syncs them, and the commit has nothing left to
+// rename or to sync but the manifest — one round of device flushes fewer
+// than tmp names, renames and their directory syncs. A name Protect does
+// not end up listing is removed if the checkpoint fails. At
+// [Engine.Upgrade], which writes into a committed checkpoint's
+// directory (no intent marker covers it), and when the marker was not
+// written ahead, nothing is created and Protect writes tmp names.
+type Prenamer interface {
+	// Prenames returns the names, relative to env.Local, of the files
+	// Protect will write on this rank for p (none when it cannot tell).
+	Prenames(env *Env, p *Pending) []string
 }
 
 // Remover is the optional capability of a level that deletes more than the
