@@ -346,9 +346,9 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 // has nothing to rename ([Pending.Published] counts the file); otherwise
 // it is written under its tmp name. The file is synced and its digest
 // known on return, except with readBy (the level's Protect reads the
-// whole file, see [DataReader]) when the write gave no digest: then the
-// digest is left pending for Protect, and the returned function syncs
-// and closes the file (and the directories), to be run beside Protect.
+// whole file, see [DataReader]): then the returned function syncs and
+// closes the file (and the directories), to be run beside Protect, and
+// when the write gave no digest it is left pending for Protect.
 func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, readBy, prewritten, ahead bool) (func() error, error) {
 	s := e.env.Store(area)
 	if err := s.Driver.MkdirAll(s.Path(p.Dir), 0o755); err != nil {
@@ -403,10 +403,13 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 			d, attrs, ok = ffDigest(f)
 		}
 	}
-	if err == nil && !ok && readBy {
+	if err == nil && readBy {
+		// The fsync (and the directories') beside Protect, which reads the
+		// file from the page cache: hashing it when the write gave no
+		// digest, checking it against the digest otherwise.
 		st.Bytes = size
-		record(File{Role: RoleData, Where: area, Name: name, Size: size, Of: e.env.Rank})
-		p.DigestPending = true
+		record(File{Role: RoleData, Where: area, Name: name, Size: size, Digest: d, Of: e.env.Rank, Attrs: attrs})
+		p.DigestPending = !ok
 		return func() error {
 			err := runAll(append([]func() error{func() error { return errors.Join(f.Sync(), f.Close()) }}, dirs...))
 			if err != nil {

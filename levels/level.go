@@ -238,12 +238,13 @@ func (p *Pending) SetDataDigest(d Digest) {
 }
 
 // DataReader is implemented by levels whose Protect reads the whole data
-// file anyway (L2 sends it, L3 encodes it). For them the runtime neither
-// reads the file back to compute its digest nor waits for its fsync
-// before Protect: it sets [Pending.DigestPending], Protect hashes the
-// bytes as it reads them (from the page cache) and records the digest,
-// and the data file's fsync runs meanwhile and is voted on with Protect.
-// The digest means the same either way: the BLAKE3 of the file's bytes as
+// file anyway (L2 sends it, L3 encodes it). For them the runtime does not
+// wait for the data file's fsync before Protect: the fsync (with its
+// directory syncs) runs while Protect reads the file from the page cache,
+// and is voted on with Protect. Nor does it read the file back to compute
+// a digest the write did not give: it sets [Pending.DigestPending],
+// Protect hashes the bytes as it reads them and records the digest. The
+// digest means the same either way: the BLAKE3 of the file's bytes as
 // read back after writing.
 type DataReader interface {
 	Level
