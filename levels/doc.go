@@ -77,10 +77,13 @@
 //     a. every rank votes that rank 0 made the intent marker durable
 //     ahead (at Open, or after the previous commit); then every rank
 //     writes its data file under its final name and syncs it beside the
-//     syncs of the checkpoint directory and of the area directory. When
-//     the marker was not written ahead (after a failed checkpoint), rank
-//     0 writes it while the data is written as "<name>.tmp", renamed in
-//     c. The digest is the FTI-FF checksum at L1, or a BLAKE3 of the file
+//     syncs of the checkpoint directory and of the area directory; a
+//     [Prenamer] level's files (L2's partner copy the rank receives,
+//     L3's parity file) are created empty under their final names beside
+//     the data file before those syncs, so that their names are durable
+//     too. When the marker was not written ahead (after a failed
+//     checkpoint), rank 0 writes it while the data is written as
+//     "<name>.tmp", renamed in c, and nothing is created ahead. The digest is the FTI-FF checksum at L1, or a BLAKE3 of the file
 //     computed through a second handle during the fsync; vote. At a
 //     [DataReader] level (L2, L3), whose
 //     Protect reads the whole file anyway, neither happens here: Protect
@@ -91,13 +94,15 @@
 //     (collective) returns the file each rank writes — its task of the L4
 //     container — and the digest is the FTI-FF checksum, or a BLAKE3 read
 //     back through that file; vote;
-//     b. [Level.Protect] adds redundancy under tmp names, synced — or,
+//     b. [Level.Protect] adds redundancy, synced: in place into the
+//     files created in a, under tmp names otherwise — or,
 //     for a [DataOpener], [DataOpener.ProtectData] commits what was
 //     written and marks the data entry [AttrInContainer] (or, when the
 //     vote in a failed, [DataOpener.AbortData] discards it); vote;
 //     c. every rank's file list is gathered on every rank; when some rank
 //     has files under tmp names, every rank renames its files into place
-//     and syncs their directories (all at once); vote;
+//     and syncs their directories (all at once); vote (nothing to do at
+//     L1, L2 and L3 when the marker was written ahead);
 //     d. rank 0 creates the superseded markers of the checkpoints the
 //     [Policy] drops once this one commits, then writes both manifest
 //     copies under their final names and syncs each beside its directory,
@@ -114,9 +119,11 @@
 //     then the intent marker, and returns an error wrapping
 //     [ErrVoteFailed] on every rank; a crash anywhere leaves the previous
 //     committed set or the new one, and step 2 of the next run removes
-//     the leftovers. On the critical path of an L1 checkpoint this is two
-//     rounds of device flushes (a, d), as for a raw write, fsync and
-//     directory fsync.
+//     the leftovers (an uncommitted checkpoint's directories whole,
+//     whatever names they hold: a sequence number is never reused over
+//     a committed checkpoint's files). On the critical path of an L1, L2
+//     or L3 checkpoint this is two rounds of device flushes (a with b at
+//     L2 and L3, then d), as for a raw write, fsync and directory fsync.
 //  5. [Engine.Delete] removes a committed checkpoint (Finalize);
 //     [Engine.Keep] rewrites both copies marked Kept (keep_last_ckpt);
 //     [Engine.Upgrade] raises a committed L1 checkpoint to L2-L4 (the
@@ -197,10 +204,14 @@
 //
 // # Implementing a level
 //
-// [Level.Protect] runs after every data file is written and synced; it
-// writes its own files under tmp names, syncs them and appends them to
+// [Level.Protect] runs after every data file is written (and, but for a
+// [DataReader], synced); it writes its own files under tmp names — in
+// place for the names a [Prenamer] gave and the engine created
+// ([Pending.FileSuffix]) — syncs them and appends them to
 // [Pending.Files] (a partner copy is held, and listed, by the receiving
-// rank; a shared container by one rank). Digests are the BLAKE3 of the
+// rank; a shared container by one rank). Files written into a committed
+// checkpoint's directories ([Engine.Upgrade], [Level.Recover]) always
+// go under tmp names, renamed once synced: no intent marker covers them. Digests are the BLAKE3 of the
 // file's bytes ([FileDigest]) for every checkpoint at L2-L4; only L1 data
 // files in FTI-FF record the format's own checksum ([DigestFTIFF]), and
 // so does the inline L4 for its tasks, whose container entries carry
