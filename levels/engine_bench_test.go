@@ -116,9 +116,9 @@ func (f slowFile) Sync() error {
 }
 
 // BenchmarkCommitRounds measures the critical path of a checkpoint's
-// fixed cost in device flushes: 4 ranks (one per node) take L1, L2 or
-// L3 checkpoints (at L2 and L3 also with the data digest left to the
-// level, as ckpt writes them) of 1 MiB each in a loop (retention included) on two
+// fixed cost in device flushes: 4 ranks (one per node) take L1, L2, L3
+// (at L2 and L3 also with the data digest left to the level, as ckpt
+// writes them) or inline L4 checkpoints of 1 MiB each in a loop (retention included) on two
 // in-memory file systems, alternately: one whose every file or directory
 // sync takes lat (concurrent ones overlapping, as syncs sharing a
 // journal commit do) and one whose syncs take no time. ckpt-rounds/op is
@@ -140,7 +140,7 @@ func BenchmarkCommitRounds(b *testing.B) {
 		// Protect then computes (ckpt's case, [DataReader]).
 		pending bool
 	}
-	for _, bc := range []benchCase{{L1, false}, {L2, false}, {L2, true}, {L3, false}, {L3, true}} {
+	for _, bc := range []benchCase{{L1, false}, {L2, false}, {L2, true}, {L3, false}, {L3, true}, {L4, false}} {
 		lvl := bc.lvl
 		write := writeBytes(data)
 		name := lvl.String()
@@ -160,7 +160,7 @@ func BenchmarkCommitRounds(b *testing.B) {
 						env := cl.env(c)
 						env.Logger = zap.NewNop()
 						env.Topo, _ = partner.NewTopology(ranks, 1, ranks, nil)
-						e, err := NewEngine(env, Config{Levels: []Level{Local1{}, Partner2{}, RS3{}}})
+						e, err := NewEngine(env, Config{Levels: []Level{Local1{}, Partner2{}, RS3{}, Global4{Inline: true}}})
 						if err != nil {
 							return err
 						}
