@@ -220,14 +220,15 @@ func TestSupersededMarkerFailure(t *testing.T) {
 // TestCrashAtCommitPoints crashes (a power cut: what [vfd.Core.CrashClone]
 // keeps) at, and right after, each named point of the commit protocol in
 // a run of checkpoints 2 and 3 after checkpoint 1 (retention dropping
-// each previous one), at L1, L2 and L3 (whose partner copies and parity
-// files are written under their final names), and checks that every
+// each previous one), at L1, L2, L3 and the inline L4 (whose partner
+// copies, parity files and container are written under their final
+// names), and checks that every
 // point is reached and that a restart finds checkpoint v-1 or v committed
 // — never an older one, never lost metadata, never a fresh start —
 // recovers its bytes, and leaves nothing of an uncommitted checkpoint
 // ([checkRestarted]).
 func TestCrashAtCommitPoints(t *testing.T) {
-	for _, lvl := range []ID{L1, L2, L3} {
+	for _, lvl := range []ID{L1, L2, L3, L4} {
 		t.Run(lvl.String(), func(t *testing.T) { crashAtCommitPoints(t, lvl) })
 	}
 }
@@ -260,10 +261,14 @@ func crashAtCommitPoints(t *testing.T, lvl ID) {
 		{"superseded checkpoint directory removed", func(op vfd.Op) bool { return op.Kind == vfd.OpRemoveAll }},
 		{"deletion marker removed", func(op vfd.Op) bool { return op.Kind == vfd.OpRemove && ext(op.Path, DeletingSuffix) }},
 	}
+	if lvl == L4 {
+		points = slices.DeleteFunc(points, func(p point) bool { return strings.HasPrefix(p.name, "data file") })
+	}
 	if lvl != L1 {
-		role := map[ID]string{L2: "partner copy", L3: "parity file"}[lvl]
-		prefix := "/" + map[ID]string{L2: RolePartner, L3: RoleParity}[lvl]
-		is := func(p string) bool { return strings.Contains(p, prefix) && ext(p, ".fti") }
+		role := map[ID]string{L2: "partner copy", L3: "parity file", L4: "L4 container"}[lvl]
+		prefix := "/" + map[ID]string{L2: RolePartner, L3: RoleParity, L4: ContainerName}[lvl]
+		suffix := map[ID]string{L2: ".fti", L3: ".fti", L4: ContainerName}[lvl]
+		is := func(p string) bool { return strings.Contains(p, prefix) && ext(p, suffix) }
 		points = append(points,
 			point{role + " created under its final name", func(op vfd.Op) bool { return op.Kind == vfd.OpOpen && is(op.Path) }},
 			point{role + " synced", func(op vfd.Op) bool { return op.Kind == vfd.OpSync && is(op.Path) }})
@@ -271,7 +276,7 @@ func crashAtCommitPoints(t *testing.T, lvl ID) {
 	const n = 2
 	newCl := func(d vfd.Driver) *cluster {
 		cl := newCluster(t, d, "/r", 1)
-		cl.groupSize, cl.levels = n, []Level{Local1{}, Partner2{}, RS3{}}
+		cl.groupSize, cl.levels = n, []Level{Local1{}, Partner2{}, RS3{}, Global4{Inline: true}}
 		return cl
 	}
 	for _, pt := range points {
@@ -345,22 +350,23 @@ func crashAtCommitPoints(t *testing.T, lvl ID) {
 	}
 }
 
-// TestCrashAtEveryOpL23 crashes at every file operation of L2 and L3
-// checkpoints 2 and 3 after checkpoint 1 — partner copies and parity
-// under their final names, ranks sharing node directories (L2: two per
-// node, each receiving its copy from a rank of the other node) — keeping
+// TestCrashAtEveryOpFinalNames crashes at every file operation of L2,
+// L3 and inline L4 checkpoints 2 and 3 after checkpoint 1 — partner
+// copies, parity and the container (a set of two files) under their
+// final names, ranks sharing node directories (L2, L4: two per node; at
+// L2 each receives its copy from a rank of the other node) — keeping
 // the synced state only (even operations) or, besides, half the pages
 // written since their file's last sync (odd ones), and checks the
 // restart as [checkRestarted] does.
-func TestCrashAtEveryOpL23(t *testing.T) {
+func TestCrashAtEveryOpFinalNames(t *testing.T) {
 	for _, tc := range []struct {
 		lvl             ID
 		n, node, groups int
-	}{{L2, 4, 2, 2}, {L3, 4, 1, 4}} {
+	}{{L2, 4, 2, 2}, {L3, 4, 1, 4}, {L4, 4, 2, 2}} {
 		t.Run(tc.lvl.String(), func(t *testing.T) {
 			newCl := func(d vfd.Driver) *cluster {
 				cl := newCluster(t, d, "/r", tc.node)
-				cl.groupSize, cl.levels = tc.groups, []Level{Local1{}, Partner2{}, RS3{}}
+				cl.groupSize, cl.levels = tc.groups, []Level{Local1{}, Partner2{}, RS3{}, Global4{Inline: true, NFiles: 2}}
 				return cl
 			}
 			for k := 0; ; k++ {
@@ -466,6 +472,9 @@ func checkRestarted(t *testing.T, cl *cluster, n, size int, name string, want []
 		bySeq[m.Seq] = true
 		for r, fs := range m.Files {
 			for _, f := range fs {
+				if f.Attrs[AttrInContainer] != "" {
+					continue // no file of its own
+				}
 				switch f.Where {
 				case Local:
 					listed[path.Join("local", topo.NodeDir(topo.NodeOf(r)), f.Name)] = true

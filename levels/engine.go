@@ -253,6 +253,7 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 	if err != nil {
 		return nil, st, err
 	}
+	p.ahead = ahead
 	var marked chan error
 	if env.Rank == 0 && !ahead {
 		marked = make(chan error, 1)
@@ -462,10 +463,7 @@ func (e *Engine) prename(p *Pending) error {
 		if path.Dir(name) != p.Dir {
 			continue // not in the checkpoint's directory: written under its tmp name
 		}
-		if p.prenamed == nil {
-			p.prenamed = map[string]bool{}
-		}
-		p.prenamed[name] = true // removed by abort, even when not created
+		p.WroteFinal(Local, name) // removed by abort, even when not created
 		if err := createEmpty(s.Driver, s.Path(name)); err != nil {
 			return fmt.Errorf("create %s: %w", s.Path(name), err)
 		}
@@ -711,8 +709,9 @@ func (e *Engine) abort(p *Pending, err error) error {
 		name := s.Path(RankFileName(p.Dir, RoleData, env.Rank))
 		errs = append(errs, removeIfExists(s.Driver, name+TmpSuffix), removeIfExists(s.Driver, name))
 	}
-	for name := range p.prenamed {
-		errs = append(errs, removeIfExists(env.Local.Driver, env.Local.Path(name)))
+	for k := range p.final {
+		s := env.Store(k.w)
+		errs = append(errs, removeIfExists(s.Driver, s.Path(k.name)))
 	}
 	cerr := errors.Join(errs...)
 	if Agree(env.Comm, cerr, "remove the files of a failed checkpoint") == nil {

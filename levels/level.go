@@ -175,12 +175,15 @@ type Pending struct {
 	// [Engine.Upgrade], the data file of a committed checkpoint): levels
 	// read them without TmpSuffix and the commit does not rename them.
 	Published int
-	// prenamed holds the names (relative to the Local area) of the files
-	// a [Prenamer] level's Protect writes, created empty under their final
-	// names by the engine before the syncs of their directory: Protect
-	// writes them in place ([Pending.FileSuffix]) and the commit does not
-	// rename them.
-	prenamed map[string]bool
+	// ahead is set when the checkpoint's intent marker was durable before
+	// its data was written ([Pending.Final]).
+	ahead bool
+	// final holds the files a level writes under their final names: those
+	// of a [Prenamer], created empty by the engine before the syncs of
+	// their directory (Protect writes them in place, [Pending.FileSuffix]),
+	// and those a level recorded with [Pending.WroteFinal]. The commit
+	// does not rename them, and a failed checkpoint removes them.
+	final map[fileKey]bool
 	// tap, set by [Engine.Upgrade], checks the published data file in
 	// the level's read pass: the levels show it every byte of the data
 	// file they read ([partner.FileInfo.Tap], the L4 copies).
@@ -217,18 +220,45 @@ func (p *Pending) DataPath(env *Env) string {
 // when the engine created the file under its final name already (see
 // [Prenamer]), [TmpSuffix] otherwise.
 func (p *Pending) FileSuffix(name string) string {
-	if p.prenamed[name] {
+	if p.final[fileKey{Local, name}] {
 		return ""
 	}
 	return TmpSuffix
 }
 
+// fileKey names a file of a checkpoint: its area and its name there.
+type fileKey struct {
+	w    Where
+	name string
+}
+
+// Final reports whether the checkpoint's intent marker was durable before
+// its data was written, so that a level may create its files under their
+// final names inside the checkpoint's directories ("ckpt%08d" of an area):
+// start-up removes the directories of a checkpoint that did not commit
+// whatever names they hold. A level that does records each file with
+// [Pending.WroteFinal] and makes its name durable itself (syncs its
+// directory, and the directory's own entry in the area) before Protect
+// (or [DataOpener.ProtectData]) returns. False at [Engine.Upgrade], which
+// writes into a committed checkpoint's directories.
+func (p *Pending) Final() bool { return p.ahead }
+
+// WroteFinal records that the level wrote the file name of area w under
+// its final name (see [Pending.Final]): the commit does not rename it,
+// and a failed checkpoint removes it.
+func (p *Pending) WroteFinal(w Where, name string) {
+	if p.final == nil {
+		p.final = map[fileKey]bool{}
+	}
+	p.final[fileKey{w, name}] = true
+}
+
 // inPlace reports whether f, appended by a level's Protect, was written
-// under its final name: a file the engine created for it ([Prenamer]),
-// or a file of a container with no name of its own ([AttrInContainer]).
-// The commit renames every other file after the data file's.
+// under its final name ([Pending.WroteFinal], [Prenamer]), or is a file
+// of a container with no name of its own ([AttrInContainer]). The commit
+// renames every other file after the data file's.
 func (p *Pending) inPlace(f File) bool {
-	return f.Attrs[AttrInContainer] != "" || (f.Where == Local && p.prenamed[f.Name])
+	return f.Attrs[AttrInContainer] != "" || p.final[fileKey{f.Where, f.Name}]
 }
 
 // SetDataDigest records the data file's digest computed by a level.

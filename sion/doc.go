@@ -36,7 +36,10 @@
 // rejects with [ErrUnclosed]: a crash never leaves a file that looks
 // complete. Abort (or any error in Close) removes the temporary files.
 // [Options.NoCommit] leaves the finished files under their temporary
-// names for callers with their own commit protocol.
+// names for callers with their own commit protocol; [Options.InPlace]
+// writes them under their final names from the start, for callers whose
+// protocol makes that safe (a partly written file is then found by its
+// start_of_varheader of 0, as above, or by the caller's metadata).
 //
 // Readers: Open (or NewReader) decodes and checks all metadata up front,
 // so a reader that opened reads every task; Close releases the files.

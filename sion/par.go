@@ -403,7 +403,8 @@ func (pw *ParWriter) leads(k int) bool {
 
 // removeTmp removes, best effort, the temporary files this rank leads and
 // the siblings already renamed after a failed commit. File 0 under its
-// final name is never removed: a failed rename left the previous one.
+// final name is never removed: a failed rename left the previous one
+// (with [Options.InPlace] the files written are the final names, and go).
 func (pw *ParWriter) removeTmp() error {
 	var errs []error
 	for k, pf := range pw.files {

@@ -56,6 +56,13 @@ type Options struct {
 	// callers that run their own commit protocol, as the L4 level does.
 	// The files are still synced at Close, META2 and the META1 tail last.
 	NoCommit bool
+	// InPlace writes every file under its final name from the start:
+	// nothing is renamed at Close (it implies NoCommit), and Abort
+	// removes the files under their final names. For callers whose own
+	// commit protocol makes a partly written file under its final name
+	// harmless (the L4 level, once its checkpoint's intent marker is
+	// durable); the caller syncs the directories.
+	InPlace bool
 	// Logger receives debug lines; nil means none.
 	Logger *zap.Logger
 }
@@ -351,7 +358,10 @@ func newPhysFile(d vfd.Driver, name string, o *Options, chunks, ranks []int64, n
 		}
 		cs[i] = c
 	}
-	pf := &physFile{d: d, name: name, tmp: name + TmpSuffix, noCommit: o.NoCommit}
+	pf := &physFile{d: d, name: name, tmp: name + TmpSuffix, noCommit: o.NoCommit || o.InPlace}
+	if o.InPlace {
+		pf.tmp = name // the name written (and removed by Abort)
+	}
 	pf.h = header{BigEndian: o.BigEndian, DataBigEnd: o.DataBigEndian, Version: LibVersion, Patch: LibPatch,
 		FileFormat: FileFormat, FSBlkSize: o.FSBlkSize, NTasks: int32(len(cs)), NFiles: int32(nfiles),
 		FileNumber: int32(filenr), Flag1: o.flag1(), Prefix: prefix, GlobalRanks: append([]int64(nil), ranks...), ChunkSizes: cs}
