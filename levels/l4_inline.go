@@ -327,12 +327,17 @@ func (t *taskFile) Truncate(n int64) error {
 	return t.grow(n)
 }
 
-// Sync syncs the container file.
+// Sync leaves the task's bytes to the container's commit
+// ([Global4.ProtectData]), which the engine always runs before the
+// checkpoint can commit: there every rank syncs the container files it
+// wrote (a write error surfaces there), all at once, before any metadata
+// is written. Syncing here too would cost one more round of flushes for
+// bytes that are synced again a moment later.
 func (t *taskFile) Sync() error {
 	if t.closed {
 		return fmt.Errorf("%s: %w", t.Name(), vfd.ErrClosed)
 	}
-	return t.side.Sync()
+	return nil
 }
 
 // StartWriteback starts the writeback of the task's logical range [off,

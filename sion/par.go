@@ -302,12 +302,15 @@ func (pw *ParWriter) Close() error {
 			lerr = tw.err
 		}
 	}
+	// Every rank syncs the files it wrote, the leaders theirs (data and
+	// the head of META1) too: one round of syncs, all at once, before
+	// any META2 is written.
 	for k, f := range pw.open {
-		if _, led := pw.lead[k]; led {
-			continue
-		}
 		if err := f.Sync(); err != nil && lerr == nil {
 			lerr = fmt.Errorf("sion: sync %s: %w", pw.files[k].tmp, err)
+		}
+		if _, led := pw.lead[k]; led {
+			continue
 		}
 		if err := f.Close(); err != nil && lerr == nil {
 			lerr = fmt.Errorf("sion: close %s: %w", pw.files[k].tmp, err)
@@ -353,7 +356,7 @@ func (pw *ParWriter) Close() error {
 	}
 	var ferr error
 	for k, f := range pw.lead {
-		if err := pw.files[k].finish(f, bsOf[k]); err != nil {
+		if err := pw.files[k].finish(f, bsOf[k], true); err != nil {
 			ferr = err
 			break
 		}

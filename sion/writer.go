@@ -274,8 +274,10 @@ func (pf *physFile) starts() (starts []int64, skip int64) {
 }
 
 // finish writes META2 and the META1 tail for the given per-task block
-// sizes and syncs the file.
-func (pf *physFile) finish(f vfd.File, blockSizes [][]int64) error {
+// sizes and syncs the file. With synced the data and the head of META1
+// are durable already (every writer synced them); otherwise they are
+// synced first.
+func (pf *physFile) finish(f vfd.File, blockSizes [][]int64, synced bool) error {
 	starts, skip := pf.starts()
 	maxc := 1
 	for _, bs := range blockSizes {
@@ -289,8 +291,10 @@ func (pf *physFile) finish(f vfd.File, blockSizes [][]int64) error {
 	pf.h.StartOfMeta2 = starts[0] + int64(maxc)*skip
 	// Data and the head of META1 reach storage before the metadata that
 	// makes the file readable.
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sion: sync %s: %w", pf.tmp, err)
+	if !synced {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("sion: sync %s: %w", pf.tmp, err)
+		}
 	}
 	m2 := encodeMeta2(pf.h.BigEndian, blockSizes, maxc, pf.tr, pf.mapping)
 	if _, err := vfd.WriteAtType(f, vfd.MemSuper, m2, pf.h.StartOfMeta2); err != nil {
@@ -447,7 +451,7 @@ func (w *Writer) Close() error {
 		bs[i] = tw.blockSizes()
 	}
 	if len(errs) == 0 {
-		errs = append(errs, w.pf.finish(w.f, bs))
+		errs = append(errs, w.pf.finish(w.f, bs, false))
 	}
 	errs = append(errs, w.f.Close())
 	if err := errors.Join(errs...); err != nil {
