@@ -354,7 +354,8 @@ func crashAtCommitPoints(t *testing.T, lvl ID) {
 // L3 and inline L4 checkpoints 2 and 3 after checkpoint 1 — partner
 // copies, parity and the container (a set of two files) under their
 // final names, ranks sharing node directories (L2, L4: two per node; at
-// L2 each receives its copy from a rank of the other node) — keeping
+// L2 each receives its copy from a rank of the other node), and the
+// local-then-copy L4 (its container under its final names too) — keeping
 // the synced state only (even operations) or, besides, half the pages
 // written since their file's last sync (odd ones), and checks the
 // restart as [checkRestarted] does.
@@ -362,11 +363,16 @@ func TestCrashAtEveryOpFinalNames(t *testing.T) {
 	for _, tc := range []struct {
 		lvl             ID
 		n, node, groups int
-	}{{L2, 4, 2, 2}, {L3, 4, 1, 4}, {L4, 4, 2, 2}} {
-		t.Run(tc.lvl.String(), func(t *testing.T) {
+		copied          bool // the local-then-copy L4
+	}{{L2, 4, 2, 2, false}, {L3, 4, 1, 4, false}, {L4, 4, 2, 2, false}, {L4, 4, 2, 2, true}} {
+		name := tc.lvl.String()
+		if tc.copied {
+			name += "/local-then-copy"
+		}
+		t.Run(name, func(t *testing.T) {
 			newCl := func(d vfd.Driver) *cluster {
 				cl := newCluster(t, d, "/r", tc.node)
-				cl.groupSize, cl.levels = tc.groups, []Level{Local1{}, Partner2{}, RS3{}, Global4{Inline: true, NFiles: 2}}
+				cl.groupSize, cl.levels = tc.groups, []Level{Local1{}, Partner2{}, RS3{}, Global4{Inline: !tc.copied, NFiles: 2}}
 				return cl
 			}
 			for k := 0; ; k++ {

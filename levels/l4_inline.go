@@ -139,28 +139,7 @@ func (l Global4) ProtectData(env *Env, p *Pending, f vfd.File) error {
 	if err := Agree(env.Comm, lerr, "check L4 task size"); err != nil {
 		return errors.Join(err, tf.pw.Abort())
 	}
-	// Every file of the container exists since OpenData (its leaders
-	// created them before its vote): with the final names, rank 0 makes
-	// their entries durable, and the checkpoint directory's in the
-	// global area, beside the container's syncs.
-	fns := []func() error{func() error {
-		if err := tf.pw.Close(); err != nil {
-			return fmt.Errorf("commit L4 container: %w", err)
-		}
-		return nil
-	}}
-	if tf.final && env.Rank == 0 {
-		g := env.Global
-		for _, dir := range []string{g.Path(path.Dir(tf.cname)), g.Dir} {
-			fns = append(fns, func() error {
-				if err := g.Driver.SyncDir(dir); err != nil {
-					return fmt.Errorf("sync L4 directory: %w", err)
-				}
-				return nil
-			})
-		}
-	}
-	if err := runAll(fns); err != nil {
+	if err := closeContainer(env, tf.pw, tf.cname, tf.final); err != nil {
 		return err
 	}
 	if tf.lrank != 0 {
@@ -178,6 +157,33 @@ func (l Global4) ProtectData(env *Env, p *Pending, f vfd.File) error {
 	}
 	env.Logger.Debug("L4 container written", zap.String("path", name), zap.Int64("size", fi.Size()))
 	return nil
+}
+
+// closeContainer commits the container pw (collective: every rank syncs
+// what it wrote, the leaders write and sync the metadata). Every file of
+// the container exists since it was created (its leaders created them
+// before the creation's vote): when they have their final names, rank 0
+// makes their entries durable, and the checkpoint directory's in the
+// global area, beside the container's syncs.
+func closeContainer(env *Env, pw *sion.ParWriter, cname string, final bool) error {
+	fns := []func() error{func() error {
+		if err := pw.Close(); err != nil {
+			return fmt.Errorf("commit L4 container: %w", err)
+		}
+		return nil
+	}}
+	if final && env.Rank == 0 {
+		g := env.Global
+		for _, dir := range []string{g.Path(path.Dir(cname)), g.Dir} {
+			fns = append(fns, func() error {
+				if err := g.Driver.SyncDir(dir); err != nil {
+					return fmt.Errorf("sync L4 directory: %w", err)
+				}
+				return nil
+			})
+		}
+	}
+	return runAll(fns)
 }
 
 // AbortData discards the container f belongs to. Collective.
