@@ -585,3 +585,68 @@ func driverTree(t *testing.T, d vfd.Driver, root string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestFailedRedundancyRemoved fails, one at a time, each open, write and
+// sync of the files a level writes under their final names (L2's partner
+// copy, L3's parity, the inline L4's container): every rank reports the
+// same failure, nothing of the failed checkpoint is left on disk — the
+// failed file and every other one, under any name, before any restart —
+// and a restart recovers the previous checkpoint bit for bit.
+func TestFailedRedundancyRemoved(t *testing.T) {
+	const n = 4
+	for _, lvl := range []ID{L2, L3, L4} {
+		word := map[ID]string{L2: "/" + RolePartner, L3: "/" + RoleParity, L4: "/" + ContainerName}[lvl]
+		for _, kind := range []vfd.OpKind{vfd.OpOpen, vfd.OpWrite, vfd.OpSync} {
+			for nth := 0; ; nth++ {
+				name := fmt.Sprintf("%v/%v/%d", lvl, kind, nth)
+				core := vfd.NewCore()
+				newCl := func(d vfd.Driver) *cluster {
+					cl := newCluster(t, d, "/r", 2)
+					cl.groupSize, cl.levels = 2, []Level{Local1{}, Partner2{}, RS3{}, Global4{Inline: true, NFiles: 2}}
+					return cl
+				}
+				cl := newCl(core)
+				require.NoError(t, cl.run(n, func(e *Engine) error {
+					_, _, err := e.Checkpoint(1, lvl, writeBytes(payload(e.env.Rank, 1, 3000)))
+					return err
+				}), name)
+				var (
+					mu   sync.Mutex
+					seen int
+					hit  bool
+				)
+				cl.d = vfd.NewFault(core, vfd.InjectorFunc(func(op vfd.Op) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if op.Kind != kind || !strings.Contains(op.Path, word) || !strings.Contains(op.Path, CheckpointDir(2)) {
+						return nil
+					}
+					if seen++; seen-1 == nth {
+						hit = true
+						return errors.New("injected")
+					}
+					return nil
+				}))
+				errs := make([]error, n)
+				require.NoError(t, cl.run(n, func(e *Engine) error {
+					_, _, errs[e.env.Rank] = e.Checkpoint(2, lvl, writeBytes(payload(e.env.Rank, 2, 3000)))
+					return nil
+				}), name)
+				if !hit {
+					require.Greater(t, nth, 0, "%s: never reached", name)
+					t.Logf("%v, %v: %d failures", lvl, kind, nth)
+					break
+				}
+				for r, err := range errs {
+					require.ErrorIs(t, err, ErrVoteFailed, "%s: rank %d", name, r)
+					assert.Equal(t, errs[0].Error(), err.Error(), "%s: ranks disagree", name)
+				}
+				for _, p := range driverTree(t, core, cl.root) {
+					assert.False(t, strings.Contains(p, CheckpointDir(2)), "%s: %s left by the failed checkpoint", name, p)
+					assert.False(t, strings.HasSuffix(p, TmpSuffix), "%s: %s left by the failed checkpoint", name, p)
+				}
+				checkRestarted(t, newCl(core), n, 3000, name, []int64{1, 1})
+			}
+		}
+	}
+}
