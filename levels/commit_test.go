@@ -650,3 +650,37 @@ func TestFailedRedundancyRemoved(t *testing.T) {
 		}
 	}
 }
+
+// namingLevel is an L2 whose Prenames names a file its Protect never
+// writes nor lists.
+type namingLevel struct{ Local1 }
+
+func (namingLevel) ID() ID { return L2 }
+
+func (namingLevel) Prenames(env *Env, p *Pending) []string {
+	return []string{RankFileName(p.Dir, RolePartner, env.Rank)}
+}
+
+// TestPrenamedButUnlisted: a level that names a file under its final
+// name and does not list it fails the checkpoint on every rank, and the
+// empty file goes with it (it would otherwise stay, unlisted, in a
+// committed checkpoint's directory).
+func TestPrenamedButUnlisted(t *testing.T) {
+	cl := newCluster(t, vfd.NewCore(), "/r", 1)
+	cl.levels = []Level{Local1{}, namingLevel{}}
+	errs := make([]error, 2)
+	require.NoError(t, cl.run(2, func(e *Engine) error {
+		if _, _, err := e.Checkpoint(1, L1, writeBytes(payload(e.env.Rank, 1, 64))); err != nil {
+			return err
+		}
+		_, _, errs[e.env.Rank] = e.Checkpoint(2, L2, writeBytes(payload(e.env.Rank, 2, 64)))
+		return nil
+	}))
+	for r, err := range errs {
+		require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
+		assert.Contains(t, err.Error(), "did not list", "rank %d", r)
+	}
+	for _, p := range driverTree(t, cl.d, cl.root) {
+		assert.False(t, strings.Contains(p, CheckpointDir(2)), "%s left by the failed checkpoint", p)
+	}
+}

@@ -83,12 +83,13 @@
 //     the data file before those syncs, so that their names are durable
 //     too. When the marker was not written ahead (after a failed
 //     checkpoint), rank 0 writes it while the data is written as
-//     "<name>.tmp", renamed in c, and nothing is created ahead. The digest is the FTI-FF checksum at L1, or a BLAKE3 of the file
+//     "<name>.tmp", renamed in c, and nothing is created ahead. The
+//     digest is the FTI-FF checksum at L1, or a BLAKE3 of the file
 //     computed through a second handle during the fsync; vote. At a
-//     [DataReader] level (L2, L3), whose
-//     Protect reads the whole file anyway, neither happens here: Protect
-//     hashes the file as it reads it and records the digest, and the fsyncs
-//     run beside Protect and are voted on in b. A level implementing
+//     [DataReader] level (L2, L3), whose Protect reads the whole file
+//     anyway, the fsyncs run beside Protect and are voted on in b, and a
+//     digest the write did not give is not computed here: Protect hashes
+//     the file as it reads it and records it. A level implementing
 //     [DataOpener] whose OpensData is true (the inline [Global4], ckpt's
 //     default L4) places the data itself instead: [DataOpener.OpenData]
 //     (collective) returns the file each rank writes — its task of the L4
@@ -214,7 +215,10 @@
 // [Pending.Files] (a partner copy is held, and listed, by the receiving
 // rank; a shared container by one rank). Files written into a committed
 // checkpoint's directories ([Engine.Upgrade], [Level.Recover]) always
-// go under tmp names, renamed once synced: no intent marker covers them. Digests are the BLAKE3 of the
+// go under tmp names, renamed once synced: no intent marker covers them.
+// A level that places its files itself writes them under their final
+// names when [Pending.Final] allows and records them with
+// [Pending.WroteFinal] (the L4 container). Digests are the BLAKE3 of the
 // file's bytes ([FileDigest]) for every checkpoint at L2-L4; only L1 data
 // files in FTI-FF record the format's own checksum ([DigestFTIFF]), and
 // so does the inline L4 for its tasks, whose container entries carry

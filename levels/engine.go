@@ -314,6 +314,9 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 	if perr == nil && p.DigestPending {
 		perr = fmt.Errorf("%w (level %v)", ErrDigestNotRecorded, lvl)
 	}
+	if perr == nil {
+		perr = p.unlisted()
+	}
 	st.Protect = env.Now().Sub(t)
 	if err := e.agree(perr, "protect checkpoint at "+lvl.String()); err != nil {
 		return nil, st, e.abort(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
@@ -471,6 +474,24 @@ func (e *Engine) prename(p *Pending) error {
 	return nil
 }
 
+// unlisted returns an error naming the files written under their final
+// names ([Pending.WroteFinal], [Prenamer]) that p.Files does not list: a
+// level that named a file it did not write would leave it in a committed
+// checkpoint's directory, so the checkpoint fails (and the file goes).
+func (p *Pending) unlisted() error {
+	var missing []string
+	for k := range p.final {
+		if !slices.ContainsFunc(p.Files, func(f File) bool { return f.Where == k.w && f.Name == k.name }) {
+			missing = append(missing, k.name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	return fmt.Errorf("levels: level %v named %s under final names but did not list them", p.Level, strings.Join(missing, ", "))
+}
+
 // ffDigest returns the file checksum of f when f is an FTI-FF file that
 // carries a BLAKE3 hash of every block, with the attributes that mark the
 // digest as such, so that the data need not be read back and hashed again.
@@ -501,8 +522,10 @@ type DataOpener interface {
 	// (0 when there is none). Collective.
 	OpenData(env *Env, p *Pending, hint int64) (vfd.File, error)
 	// ProtectData commits what f was written into and appends the files
-	// it made to p.Files, under their tmp names, synced. Collective; on
-	// error it has discarded them.
+	// it made to p.Files, under their tmp names — or their final names,
+	// recorded with [Pending.WroteFinal], when [Pending.Final] allowed
+	// and their directories synced — synced. Collective; on error it has
+	// discarded them.
 	ProtectData(env *Env, p *Pending, f vfd.File) error
 	// AbortData discards what f was written into. Collective.
 	AbortData(env *Env, p *Pending, f vfd.File) error

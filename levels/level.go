@@ -346,8 +346,9 @@ type Level interface {
 // the checkpoint directory that run beside the data file's fsync: Protect
 // writes them in place, syncs them, and the commit has nothing left to
 // rename or to sync but the manifest — one round of device flushes fewer
-// than tmp names, renames and their directory syncs. A name Protect does
-// not end up listing is removed if the checkpoint fails. At
+// than tmp names, renames and their directory syncs. Protect must list
+// every name given (the checkpoint fails otherwise); the names are removed
+// if the checkpoint fails. At
 // [Engine.Upgrade], which writes into a committed checkpoint's
 // directory (no intent marker covers it), and when the marker was not
 // written ahead, nothing is created and Protect writes tmp names.
