@@ -375,7 +375,11 @@ func TestCrashAtEveryOpFinalNames(t *testing.T) {
 				cl.groupSize, cl.levels = tc.groups, []Level{Local1{}, Partner2{}, RS3{}, Global4{Inline: !tc.copied, NFiles: 2}}
 				return cl
 			}
-			for k := 0; ; k++ {
+			stride := 1
+			if raceEnabled {
+				stride = 3 // every third op under -race; every op otherwise
+			}
+			for k := 0; ; k += stride {
 				core := vfd.NewCore()
 				cl := newCl(core)
 				require.NoError(t, cl.run(tc.n, func(e *Engine) error {
