@@ -448,7 +448,8 @@ func TestCrashAtEveryOpFinalNames(t *testing.T) {
 // name was left undurable), and no tmp file, marker or manifest copy of
 // another checkpoint is left (but damaged copies moved aside as .broken).
 // Then a second start-up recovers the newest, and every committed
-// checkpoint, bit for bit on every rank.
+// checkpoint, bit for bit on every rank, and takes and recovers one more
+// checkpoint at the newest one's level.
 func checkRestarted(t *testing.T, cl *cluster, n, size int, name string, want []int64) {
 	t.Helper()
 	var committed []*Manifest
@@ -564,6 +565,20 @@ func checkRestarted(t *testing.T, cl *cluster, n, size int, name string, want []
 			if b, err := readSource(src); err != nil || !bytes.Equal(b, payload(c.Rank(), m.ID, size)) {
 				return fmt.Errorf("rank %d: committed checkpoint %d recovers other bytes (%v)", c.Rank(), m.ID, err)
 			}
+		}
+		// The restarted run checkpoints again at the same level, under
+		// the number of the checkpoint the crash interrupted when that
+		// one did not commit, and recovers it.
+		next, _, err := e.Checkpoint(9, m.Level, writeBytes(payload(c.Rank(), 9, size)))
+		if err != nil {
+			return fmt.Errorf("checkpoint after the restart: %w", err)
+		}
+		src, err = e.RecoverOne(next)
+		if err != nil {
+			return fmt.Errorf("checkpoint after the restart: %w", err)
+		}
+		if b, err := readSource(src); err != nil || !bytes.Equal(b, payload(c.Rank(), 9, size)) {
+			return fmt.Errorf("rank %d: the checkpoint after the restart recovers other bytes (%v)", c.Rank(), err)
 		}
 		return nil
 	}), name)
