@@ -125,9 +125,9 @@
 //     a committed checkpoint's files). On the critical path of an L1, L2
 //     or L3 checkpoint this is two rounds of device flushes (a with b at
 //     L2 and L3, then d), as for a raw write, fsync and directory fsync;
-//     the inline L4 takes three (its container's data and metadata in b,
-//     written under the final names when the marker was written ahead,
-//     [Pending.Final], then d).
+//     so does the inline L4 (its container's data and metadata synced
+//     together in b, under the final names when the marker was written
+//     ahead, [Pending.Final]; then d).
 //  5. [Engine.Delete] removes a committed checkpoint (Finalize);
 //     [Engine.Keep] rewrites both copies marked Kept (keep_last_ckpt);
 //     [Engine.Upgrade] raises a committed L1 checkpoint to L2-L4 (the

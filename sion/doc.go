@@ -37,9 +37,10 @@
 // complete. Abort (or any error in Close) removes the temporary files.
 // [Options.NoCommit] leaves the finished files under their temporary
 // names for callers with their own commit protocol; [Options.InPlace]
-// writes them under their final names from the start, for callers whose
-// protocol makes that safe (a partly written file is then found by its
-// start_of_varheader of 0, as above, or by the caller's metadata).
+// writes them under their final names from the start and syncs data and
+// metadata in one round, unordered, for callers whose protocol makes that
+// safe (a crash may then leave a file that looks complete: only the
+// caller's metadata, written after Close, says it is).
 //
 // Readers: Open (or NewReader) decodes and checks all metadata up front,
 // so a reader that opened reads every task; Close releases the files.

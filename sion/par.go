@@ -38,6 +38,9 @@ type ParWriter struct {
 	specs  []MappedTask
 	nfiles int
 	done   bool
+	// inPlace: [Options.InPlace]; Close syncs the data and the metadata
+	// in one round.
+	inPlace bool
 }
 
 // ParCreate opens a container collectively with one task per rank, as
@@ -139,7 +142,7 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 	if err != nil {
 		return nil, err
 	}
-	pw := &ParWriter{c: c, d: d, log: o.Logger, lead: map[int]vfd.File{}, open: map[int]vfd.File{}, specs: local, nfiles: nfiles}
+	pw := &ParWriter{c: c, d: d, log: o.Logger, lead: map[int]vfd.File{}, open: map[int]vfd.File{}, specs: local, nfiles: nfiles, inPlace: o.InPlace}
 	for k, slots := range perFile {
 		chunks := make([]int64, len(slots))
 		ranks := make([]int64, len(slots))
@@ -304,18 +307,11 @@ func (pw *ParWriter) Close() error {
 	}
 	// Every rank syncs the files it wrote, the leaders theirs (data and
 	// the head of META1) too: one round of syncs, all at once, before
-	// any META2 is written.
-	for k, f := range pw.open {
-		if err := f.Sync(); err != nil && lerr == nil {
-			lerr = fmt.Errorf("sion: sync %s: %w", pw.files[k].tmp, err)
-		}
-		if _, led := pw.lead[k]; led {
-			continue
-		}
-		if err := f.Close(); err != nil && lerr == nil {
-			lerr = fmt.Errorf("sion: close %s: %w", pw.files[k].tmp, err)
-		}
-		delete(pw.open, k)
+	// any META2 is written. In place, the same syncs run beside the
+	// leaders' META2 and its sync instead (below): nothing orders data
+	// and metadata, the caller's commit after Close does.
+	if !pw.inPlace {
+		lerr = pw.syncWritten(lerr)
 	}
 	if err := vote(pw.c, lerr); err != nil {
 		return errors.Join(err, pw.discard())
@@ -355,10 +351,15 @@ func (pw *ParWriter) Close() error {
 		}
 	}
 	var ferr error
+	if pw.inPlace {
+		ferr = pw.syncWritten(nil)
+	}
 	for k, f := range pw.lead {
+		if ferr != nil {
+			break
+		}
 		if err := pw.files[k].finish(f, bsOf[k], true); err != nil {
 			ferr = err
-			break
 		}
 	}
 	if err := vote(pw.c, ferr); err != nil {
@@ -392,6 +393,29 @@ func (pw *ParWriter) Close() error {
 	}
 	pw.log.Debug("sion parclose", zap.String("path", pw.files[0].name), zap.Int("rank", pw.c.Rank()))
 	return nil
+}
+
+// syncWritten syncs every file this rank wrote task data to and closes
+// those it does not lead, and returns lerr or, if lerr is nil, the first
+// failure.
+func (pw *ParWriter) syncWritten(lerr error) error {
+	for k, f := range pw.open {
+		if _, led := pw.lead[k]; led && pw.inPlace {
+			delete(pw.open, k) // synced by finish, after its META2
+			continue
+		}
+		if err := f.Sync(); err != nil && lerr == nil {
+			lerr = fmt.Errorf("sion: sync %s: %w", pw.files[k].tmp, err)
+		}
+		if _, led := pw.lead[k]; led {
+			continue
+		}
+		if err := f.Close(); err != nil && lerr == nil {
+			lerr = fmt.Errorf("sion: close %s: %w", pw.files[k].tmp, err)
+		}
+		delete(pw.open, k)
+	}
+	return lerr
 }
 
 // leads reports whether this rank leads file k (owns its local rank 0).

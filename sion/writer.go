@@ -58,10 +58,13 @@ type Options struct {
 	NoCommit bool
 	// InPlace writes every file under its final name from the start:
 	// nothing is renamed at Close (it implies NoCommit), and Abort
-	// removes the files under their final names. For callers whose own
-	// commit protocol makes a partly written file under its final name
-	// harmless (the L4 level, once its checkpoint's intent marker is
-	// durable); the caller syncs the directories.
+	// removes the files under their final names. A collective Close
+	// then syncs the data and the metadata in one round, unordered (the
+	// ranks' syncs beside the leaders' META2 and its sync), so a crash
+	// may leave a file that looks complete without its data. For callers
+	// whose own commit protocol, after Close, makes a partly written file
+	// under its final name harmless (the L4 level, once its checkpoint's
+	// intent marker is durable); the caller syncs the directories.
 	InPlace bool
 	// Logger receives debug lines; nil means none.
 	Logger *zap.Logger
