@@ -387,6 +387,10 @@ func TestHeatKillDuringCheckpointLoseNode(t *testing.T) {
 	forEachFlavour(t, false, func(t *testing.T, f flavour) {
 		np := f.np
 		nx, rows := heatSize(np)
+		// Four times the grid: an L4 checkpoint commits in two rounds of
+		// flushes, and at 1 MiB per rank it could commit before a kill
+		// sent by a loaded machine landed.
+		rows *= 4
 		const iters, every = 600, 100
 		root := t.TempDir()
 		ref := filepath.Join(root, "ref")

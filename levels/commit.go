@@ -111,11 +111,12 @@ func (e *Engine) commit(p *Pending) (*Manifest, []*Manifest, error) {
 }
 
 // unpublished counts the files of p still under their tmp names (a
-// level's files in a container have no name of their own).
+// level's files written in place have their final names already, and
+// those in a container no name of their own).
 func unpublished(p *Pending) int {
 	n := 0
 	for _, f := range p.Files[p.Published:] {
-		if f.Attrs[AttrInContainer] == "" {
+		if !p.inPlace(f) {
 			n++
 		}
 	}

@@ -1,9 +1,13 @@
 package levels
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -215,16 +220,27 @@ func TestSupersededMarkerFailure(t *testing.T) {
 // TestCrashAtCommitPoints crashes (a power cut: what [vfd.Core.CrashClone]
 // keeps) at, and right after, each named point of the commit protocol in
 // a run of checkpoints 2 and 3 after checkpoint 1 (retention dropping
-// each previous one), and checks that every point is reached and that a
-// restart finds checkpoint v-1 or v committed — never an older one,
-// never lost metadata, never a fresh start — and recovers its bytes.
+// each previous one), at L1, L2, L3 and the inline L4 (whose partner
+// copies, parity files and container are written under their final
+// names), and checks that every
+// point is reached and that a restart finds checkpoint v-1 or v committed
+// — never an older one, never lost metadata, never a fresh start —
+// recovers its bytes, and leaves nothing of an uncommitted checkpoint
+// ([checkRestarted]).
 func TestCrashAtCommitPoints(t *testing.T) {
+	for _, lvl := range []ID{L1, L2, L3, L4} {
+		t.Run(lvl.String(), func(t *testing.T) { crashAtCommitPoints(t, lvl) })
+	}
+}
+
+func crashAtCommitPoints(t *testing.T, lvl ID) {
 	ext := func(p, suffix string) bool { return strings.HasSuffix(p, suffix) }
 	isData := func(p string) bool { return strings.Contains(p, "/data") && ext(p, ".fti") }
-	points := []struct {
+	type point struct {
 		name  string
 		match func(op vfd.Op) bool
-	}{
+	}
+	points := []point{
 		{"intent marker written ahead", func(op vfd.Op) bool { return op.Kind == vfd.OpOpen && ext(op.Path, PendingSuffix) }},
 		{"data file created under its final name", func(op vfd.Op) bool { return op.Kind == vfd.OpOpen && isData(op.Path) }},
 		{"data file synced", func(op vfd.Op) bool { return op.Kind == vfd.OpSync && isData(op.Path) }},
@@ -245,15 +261,32 @@ func TestCrashAtCommitPoints(t *testing.T) {
 		{"superseded checkpoint directory removed", func(op vfd.Op) bool { return op.Kind == vfd.OpRemoveAll }},
 		{"deletion marker removed", func(op vfd.Op) bool { return op.Kind == vfd.OpRemove && ext(op.Path, DeletingSuffix) }},
 	}
+	if lvl == L4 {
+		points = slices.DeleteFunc(points, func(p point) bool { return strings.HasPrefix(p.name, "data file") })
+	}
+	if lvl != L1 {
+		role := map[ID]string{L2: "partner copy", L3: "parity file", L4: "L4 container"}[lvl]
+		prefix := "/" + map[ID]string{L2: RolePartner, L3: RoleParity, L4: ContainerName}[lvl]
+		suffix := map[ID]string{L2: ".fti", L3: ".fti", L4: ContainerName}[lvl]
+		is := func(p string) bool { return strings.Contains(p, prefix) && ext(p, suffix) }
+		points = append(points,
+			point{role + " created under its final name", func(op vfd.Op) bool { return op.Kind == vfd.OpOpen && is(op.Path) }},
+			point{role + " synced", func(op vfd.Op) bool { return op.Kind == vfd.OpSync && is(op.Path) }})
+	}
 	const n = 2
+	newCl := func(d vfd.Driver) *cluster {
+		cl := newCluster(t, d, "/r", 1)
+		cl.groupSize, cl.levels = n, []Level{Local1{}, Partner2{}, RS3{}, Global4{Inline: true}}
+		return cl
+	}
 	for _, pt := range points {
 		for _, after := range []bool{false, true} {
 			for nth := 0; ; nth++ {
-				name := fmt.Sprintf("%s/after=%v/%d", pt.name, after, nth)
+				name := fmt.Sprintf("%v/%s/after=%v/%d", lvl, pt.name, after, nth)
 				core := vfd.NewCore()
-				cl := newCluster(t, core, "/r", 1)
+				cl := newCl(core)
 				require.NoError(t, cl.run(n, func(e *Engine) error {
-					_, _, err := e.Checkpoint(1, L1, writeBytes(payload(e.env.Rank, 1, 100)))
+					_, _, err := e.Checkpoint(1, lvl, writeBytes(payload(e.env.Rank, 1, 100)))
 					return err
 				}))
 				var (
@@ -295,7 +328,7 @@ func TestCrashAtCommitPoints(t *testing.T) {
 						if e.env.Rank == 0 {
 							stage.Store(v)
 						}
-						if _, _, err := e.Checkpoint(v, L1, writeBytes(payload(e.env.Rank, v, 100))); err != nil {
+						if _, _, err := e.Checkpoint(v, lvl, writeBytes(payload(e.env.Rank, v, 100))); err != nil {
 							return err
 						}
 						e.Wait()
@@ -307,52 +340,366 @@ func TestCrashAtCommitPoints(t *testing.T) {
 					t.Logf("%s, after=%v: %d crashes", pt.name, after, nth)
 					break
 				}
-				cl.d = clone
-				var committed []int64
-				require.NoError(t, runWorld(n, func(c comm.Comm) error {
-					e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}})
-					if err != nil {
-						return err
-					}
-					defer e.Release()
-					if err := e.Open(); err != nil {
-						return err
-					}
-					m, src, err := e.Recover()
-					if err != nil {
-						return err
-					}
-					b, err := readSource(src)
-					if err != nil {
-						return err
-					}
-					if string(b) != string(payload(c.Rank(), m.ID, 100)) {
-						return fmt.Errorf("rank %d: checkpoint %d recovered other bytes", c.Rank(), m.ID)
-					}
-					// Every checkpoint left committed is whole.
-					for _, m := range e.Committed() {
-						src, err := e.RecoverOne(m)
-						if err != nil {
-							return fmt.Errorf("committed checkpoint %d: %w", m.ID, err)
-						}
-						if b, err := readSource(src); err != nil || string(b) != string(payload(c.Rank(), m.ID, 100)) {
-							return fmt.Errorf("rank %d: committed checkpoint %d recovers other bytes (%v)", c.Rank(), m.ID, err)
-						}
-						if c.Rank() == 0 {
-							committed = append(committed, m.ID)
-						}
-					}
-					return nil
-				}), name)
 				v := crashAt
 				if v == 0 {
 					v = 2 // before the first stage was set: while opening
 				}
-				require.NotEmpty(t, committed, name)
-				for _, id := range committed {
-					require.Contains(t, []int64{v - 1, v}, id, "%s: crash while checkpointing %d left %v committed", name, v, committed)
+				checkRestarted(t, newCl(clone), n, 100, name, []int64{v - 1, v})
+			}
+		}
+	}
+}
+
+// TestCrashAtEveryOpFinalNames crashes at every file operation of L2,
+// L3 and inline L4 checkpoints 2 and 3 after checkpoint 1 — partner
+// copies, parity and the container (a set of two files) under their
+// final names, ranks sharing node directories (L2, L4: two per node; at
+// L2 each receives its copy from a rank of the other node), and the
+// local-then-copy L4 (its container under its final names too) — keeping
+// the synced state only (even operations) or, besides, half the pages
+// written since their file's last sync (odd ones), and checks the
+// restart as [checkRestarted] does.
+func TestCrashAtEveryOpFinalNames(t *testing.T) {
+	for _, tc := range []struct {
+		lvl             ID
+		n, node, groups int
+		copied          bool // the local-then-copy L4
+	}{{L2, 4, 2, 2, false}, {L3, 4, 1, 4, false}, {L4, 4, 2, 2, false}, {L4, 4, 2, 2, true}} {
+		name := tc.lvl.String()
+		if tc.copied {
+			name += "/local-then-copy"
+		}
+		t.Run(name, func(t *testing.T) {
+			newCl := func(d vfd.Driver) *cluster {
+				cl := newCluster(t, d, "/r", tc.node)
+				cl.groupSize, cl.levels = tc.groups, []Level{Local1{}, Partner2{}, RS3{}, Global4{Inline: !tc.copied, NFiles: 2}}
+				return cl
+			}
+			stride := 1
+			if raceEnabled {
+				stride = 3 // every third op under -race; every op otherwise
+			}
+			for k := 0; ; k += stride {
+				core := vfd.NewCore()
+				cl := newCl(core)
+				require.NoError(t, cl.run(tc.n, func(e *Engine) error {
+					_, _, err := e.Checkpoint(1, tc.lvl, writeBytes(payload(e.env.Rank, 1, 3000)))
+					return err
+				}))
+				var (
+					mu      sync.Mutex
+					ops     int
+					clone   *vfd.Core
+					stage   atomic.Int64
+					crashAt int64
+				)
+				boom := errors.New("power cut")
+				cl.d = vfd.NewFault(core, vfd.InjectorFunc(func(op vfd.Op) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if clone != nil {
+						return boom
+					}
+					if ops++; ops-1 < k {
+						return nil
+					}
+					o := vfd.CrashOptions{}
+					if k%2 == 1 {
+						o = vfd.CrashOptions{Rand: rand.New(rand.NewPCG(uint64(k), 19)), UnsyncedPages: 0.5}
+					}
+					clone, crashAt = core.CrashCloneWith(o), stage.Load()
+					return boom
+				}))
+				_ = cl.run(tc.n, func(e *Engine) error {
+					for v := int64(2); v <= 3; v++ {
+						if e.env.Rank == 0 {
+							stage.Store(v)
+						}
+						if _, _, err := e.Checkpoint(v, tc.lvl, writeBytes(payload(e.env.Rank, v, 3000))); err != nil {
+							return err
+						}
+						e.Wait()
+					}
+					return nil
+				})
+				if clone == nil {
+					require.Greater(t, k, 100, "too few operations")
+					t.Logf("%v: %d operations", tc.lvl, k)
+					break
+				}
+				v := crashAt
+				if v == 0 {
+					v = 2
+				}
+				checkRestarted(t, newCl(clone), tc.n, 3000, fmt.Sprintf("%v/op %d", tc.lvl, k), []int64{v - 1, v})
+			}
+		})
+	}
+}
+
+// checkRestarted restarts cl after a crash while checkpoint want[1] was
+// taken (want[0] the one before it; rank r's data is payload(r, id, size)).
+// After start-up alone, the newest committed checkpoint must be one of
+// want, and what is on disk must be the committed checkpoints' and
+// nothing else: every checkpoint directory of every area is a committed
+// checkpoint's and holds exactly the files its manifest lists, all of
+// them (so a file an interrupted checkpoint published under its final
+// name is never taken into a later one of the same number, and no listed
+// name was left undurable), and no tmp file, marker or manifest copy of
+// another checkpoint is left (but damaged copies moved aside as .broken).
+// Then a second start-up recovers the newest, and every committed
+// checkpoint, bit for bit on every rank, and takes and recovers one more
+// checkpoint at the newest one's level.
+func checkRestarted(t *testing.T, cl *cluster, n, size int, name string, want []int64) {
+	t.Helper()
+	var committed []*Manifest
+	require.NoError(t, runWorld(n, func(c comm.Comm) error {
+		e, err := NewEngine(cl.env(c), cl.config())
+		if err != nil {
+			return err
+		}
+		defer e.Release()
+		if err := e.Open(); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			committed = e.Committed()
+		}
+		return nil
+	}), name)
+	require.NotEmpty(t, committed, name)
+	newest := committed[len(committed)-1].ID
+	require.Contains(t, want, newest, "%s: crash while checkpointing %d left %d the newest committed", name, want[1], newest)
+	for _, m := range committed {
+		require.Contains(t, want, m.ID, "%s: crash while checkpointing %d left %d committed", name, want[1], m.ID)
+	}
+
+	// What is on disk is the committed checkpoints' and nothing else.
+	topo, err := partner.NewTopology(n, cl.nodeSize, max(cl.groupSize, 1), nil)
+	require.NoError(t, err)
+	listed := map[string]bool{}
+	bySeq := map[uint64]bool{}
+	for _, m := range committed {
+		bySeq[m.Seq] = true
+		for r, fs := range m.Files {
+			for _, f := range fs {
+				if f.Attrs[AttrInContainer] != "" {
+					continue // no file of its own
+				}
+				switch f.Where {
+				case Local:
+					listed[path.Join("local", topo.NodeDir(topo.NodeOf(r)), f.Name)] = true
+				case Global:
+					listed[path.Join("global", f.Name)] = true
 				}
 			}
 		}
+	}
+	for _, p := range driverTree(t, cl.d, cl.root) {
+		parts := strings.Split(p, "/")
+		base := parts[len(parts)-1]
+		assert.False(t, strings.HasSuffix(p, TmpSuffix), "%s: %s left by start-up", name, p)
+		switch {
+		case parts[0] == "meta" && len(parts) == 2:
+			if seq, ok := parseSeq(base, manifestSuffix); ok {
+				assert.True(t, bySeq[seq], "%s: %s is not a committed checkpoint's", name, p)
+			} else {
+				assert.True(t, strings.HasSuffix(base, BrokenSuffix) || base == LockName,
+					"%s: %s (a marker) left by start-up", name, p)
+			}
+		case len(parts) >= 2 && parts[0] == "global" && parts[1] == ReplicaDir:
+			if seq, ok := parseSeq(base, manifestSuffix); ok {
+				assert.True(t, bySeq[seq], "%s: %s is not a committed checkpoint's", name, p)
+			}
+		case (parts[0] == "local" && len(parts) >= 3) || (parts[0] == "global" && len(parts) >= 2):
+			dir := parts[1]
+			if parts[0] == "local" {
+				dir = parts[2]
+			}
+			seq, ok := parseSeq(dir, "")
+			if !ok {
+				continue
+			}
+			if !assert.True(t, bySeq[seq], "%s: %s: start-up left a directory of uncommitted checkpoint %d", name, p, seq) {
+				continue
+			}
+			if (parts[0] == "local" && len(parts) > 3) || (parts[0] == "global" && len(parts) > 2) {
+				assert.True(t, listed[p], "%s: %s is in committed checkpoint %d's directory but not in its manifest", name, p, seq)
+			}
+		}
+	}
+	for p := range listed {
+		assert.True(t, cl.exists(t, p), "%s: %s listed in a committed manifest but missing after the crash", name, p)
+	}
+
+	// The restart recovers the newest bit for bit, and every committed
+	// checkpoint is whole.
+	require.NoError(t, runWorld(n, func(c comm.Comm) error {
+		e, err := NewEngine(cl.env(c), cl.config())
+		if err != nil {
+			return err
+		}
+		defer e.Release()
+		if err := e.Open(); err != nil {
+			return err
+		}
+		if got := e.Committed(); len(got) != len(committed) || got[len(got)-1].Seq != committed[len(committed)-1].Seq {
+			return fmt.Errorf("a second start-up finds other checkpoints committed")
+		}
+		m, src, err := e.Recover()
+		if err != nil {
+			return err
+		}
+		b, err := readSource(src)
+		if err != nil {
+			return err
+		}
+		if m.ID != newest || !bytes.Equal(b, payload(c.Rank(), m.ID, size)) {
+			return fmt.Errorf("rank %d: checkpoint %d recovered, other bytes than the newest's", c.Rank(), m.ID)
+		}
+		for _, m := range e.Committed() {
+			src, err := e.RecoverOne(m)
+			if err != nil {
+				return fmt.Errorf("committed checkpoint %d: %w", m.ID, err)
+			}
+			if b, err := readSource(src); err != nil || !bytes.Equal(b, payload(c.Rank(), m.ID, size)) {
+				return fmt.Errorf("rank %d: committed checkpoint %d recovers other bytes (%v)", c.Rank(), m.ID, err)
+			}
+		}
+		// The restarted run checkpoints again at the same level, under
+		// the number of the checkpoint the crash interrupted when that
+		// one did not commit, and recovers it.
+		next, _, err := e.Checkpoint(9, m.Level, writeBytes(payload(c.Rank(), 9, size)))
+		if err != nil {
+			return fmt.Errorf("checkpoint after the restart: %w", err)
+		}
+		src, err = e.RecoverOne(next)
+		if err != nil {
+			return fmt.Errorf("checkpoint after the restart: %w", err)
+		}
+		if b, err := readSource(src); err != nil || !bytes.Equal(b, payload(c.Rank(), 9, size)) {
+			return fmt.Errorf("rank %d: the checkpoint after the restart recovers other bytes (%v)", c.Rank(), err)
+		}
+		return nil
+	}), name)
+}
+
+// driverTree returns every path under root as d sees it, relative to
+// root ("/"-separated), sorted.
+func driverTree(t *testing.T, d vfd.Driver, root string) []string {
+	var out []string
+	var walk func(rel string)
+	walk = func(rel string) {
+		ents, err := d.ReadDir(path.Join(root, rel))
+		require.NoError(t, err)
+		for _, de := range ents {
+			p := path.Join(rel, de.Name())
+			out = append(out, p)
+			if de.IsDir() {
+				walk(p)
+			}
+		}
+	}
+	walk("")
+	slices.Sort(out)
+	return out
+}
+
+// TestFailedRedundancyRemoved fails, one at a time, each open, write and
+// sync of the files a level writes under their final names (L2's partner
+// copy, L3's parity, the inline L4's container): every rank reports the
+// same failure, nothing of the failed checkpoint is left on disk — the
+// failed file and every other one, under any name, before any restart —
+// and a restart recovers the previous checkpoint bit for bit.
+func TestFailedRedundancyRemoved(t *testing.T) {
+	const n = 4
+	for _, lvl := range []ID{L2, L3, L4} {
+		word := map[ID]string{L2: "/" + RolePartner, L3: "/" + RoleParity, L4: "/" + ContainerName}[lvl]
+		for _, kind := range []vfd.OpKind{vfd.OpOpen, vfd.OpWrite, vfd.OpSync} {
+			for nth := 0; ; nth++ {
+				name := fmt.Sprintf("%v/%v/%d", lvl, kind, nth)
+				core := vfd.NewCore()
+				newCl := func(d vfd.Driver) *cluster {
+					cl := newCluster(t, d, "/r", 2)
+					cl.groupSize, cl.levels = 2, []Level{Local1{}, Partner2{}, RS3{}, Global4{Inline: true, NFiles: 2}}
+					return cl
+				}
+				cl := newCl(core)
+				require.NoError(t, cl.run(n, func(e *Engine) error {
+					_, _, err := e.Checkpoint(1, lvl, writeBytes(payload(e.env.Rank, 1, 3000)))
+					return err
+				}), name)
+				var (
+					mu   sync.Mutex
+					seen int
+					hit  bool
+				)
+				cl.d = vfd.NewFault(core, vfd.InjectorFunc(func(op vfd.Op) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if op.Kind != kind || !strings.Contains(op.Path, word) || !strings.Contains(op.Path, CheckpointDir(2)) {
+						return nil
+					}
+					if seen++; seen-1 == nth {
+						hit = true
+						return errors.New("injected")
+					}
+					return nil
+				}))
+				errs := make([]error, n)
+				require.NoError(t, cl.run(n, func(e *Engine) error {
+					_, _, errs[e.env.Rank] = e.Checkpoint(2, lvl, writeBytes(payload(e.env.Rank, 2, 3000)))
+					return nil
+				}), name)
+				if !hit {
+					require.Greater(t, nth, 0, "%s: never reached", name)
+					t.Logf("%v, %v: %d failures", lvl, kind, nth)
+					break
+				}
+				for r, err := range errs {
+					require.ErrorIs(t, err, ErrVoteFailed, "%s: rank %d", name, r)
+					assert.Equal(t, errs[0].Error(), err.Error(), "%s: ranks disagree", name)
+				}
+				for _, p := range driverTree(t, core, cl.root) {
+					assert.False(t, strings.Contains(p, CheckpointDir(2)), "%s: %s left by the failed checkpoint", name, p)
+					assert.False(t, strings.HasSuffix(p, TmpSuffix), "%s: %s left by the failed checkpoint", name, p)
+				}
+				checkRestarted(t, newCl(core), n, 3000, name, []int64{1, 1})
+			}
+		}
+	}
+}
+
+// namingLevel is an L2 whose Prenames names a file its Protect never
+// writes nor lists.
+type namingLevel struct{ Local1 }
+
+func (namingLevel) ID() ID { return L2 }
+
+func (namingLevel) Prenames(env *Env, p *Pending) []string {
+	return []string{RankFileName(p.Dir, RolePartner, env.Rank)}
+}
+
+// TestPrenamedButUnlisted: a level that names a file under its final
+// name and does not list it fails the checkpoint on every rank, and the
+// empty file goes with it (it would otherwise stay, unlisted, in a
+// committed checkpoint's directory).
+func TestPrenamedButUnlisted(t *testing.T) {
+	cl := newCluster(t, vfd.NewCore(), "/r", 1)
+	cl.levels = []Level{Local1{}, namingLevel{}}
+	errs := make([]error, 2)
+	require.NoError(t, cl.run(2, func(e *Engine) error {
+		if _, _, err := e.Checkpoint(1, L1, writeBytes(payload(e.env.Rank, 1, 64))); err != nil {
+			return err
+		}
+		_, _, errs[e.env.Rank] = e.Checkpoint(2, L2, writeBytes(payload(e.env.Rank, 2, 64)))
+		return nil
+	}))
+	for r, err := range errs {
+		require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
+		assert.Contains(t, err.Error(), "did not list", "rank %d", r)
+	}
+	for _, p := range driverTree(t, cl.d, cl.root) {
+		assert.False(t, strings.Contains(p, CheckpointDir(2)), "%s left by the failed checkpoint", p)
 	}
 }

@@ -77,11 +77,15 @@
 //     a. every rank votes that rank 0 made the intent marker durable
 //     ahead (at Open, or after the previous commit); then every rank
 //     writes its data file under its final name and syncs it beside the
-//     syncs of the checkpoint directory and of the area directory. When
-//     the marker was not written ahead (after a failed checkpoint), rank
-//     0 writes it while the data is written as "<name>.tmp", renamed in
-//     c. The digest is the FTI-FF checksum at L1-L3, or a BLAKE3 of the
-//     file computed through a second handle during the fsync; vote. At a
+//     syncs of the checkpoint directory and of the area directory; a
+//     [Prenamer] level's files (L2's partner copy the rank receives,
+//     L3's parity file) are created empty under their final names beside
+//     the data file before those syncs, so that their names are durable
+//     too. When the marker was not written ahead (after a failed
+//     checkpoint), rank 0 writes it while the data is written as
+//     "<name>.tmp", renamed in c, and nothing is created ahead. The
+//     digest is the FTI-FF checksum at L1-L3, or a BLAKE3 of the file
+//     computed through a second handle during the fsync; vote. At a
 //     [DataReader] level (L2, L3), whose Protect reads the whole file
 //     anyway, the fsyncs run beside Protect and are voted on in b, and no
 //     BLAKE3 is computed here: an FTI-FF file's checksum is recorded (L2's
@@ -93,13 +97,15 @@
 //     (collective) returns the file each rank writes — its task of the L4
 //     container — and the digest is the FTI-FF checksum, or a BLAKE3 read
 //     back through that file; vote;
-//     b. [Level.Protect] adds redundancy under tmp names, synced — or,
+//     b. [Level.Protect] adds redundancy, synced: in place into the
+//     files created in a, under tmp names otherwise — or,
 //     for a [DataOpener], [DataOpener.ProtectData] commits what was
 //     written and marks the data entry [AttrInContainer] (or, when the
 //     vote in a failed, [DataOpener.AbortData] discards it); vote;
 //     c. every rank's file list is gathered on every rank; when some rank
 //     has files under tmp names, every rank renames its files into place
-//     and syncs their directories (all at once); vote;
+//     and syncs their directories (all at once); vote (nothing to do at
+//     L1, L2 and L3 when the marker was written ahead);
 //     d. rank 0 creates the superseded markers of the checkpoints the
 //     [Policy] drops once this one commits, then writes both manifest
 //     copies under their final names and syncs each beside its directory,
@@ -116,9 +122,14 @@
 //     then the intent marker, and returns an error wrapping
 //     [ErrVoteFailed] on every rank; a crash anywhere leaves the previous
 //     committed set or the new one, and step 2 of the next run removes
-//     the leftovers. On the critical path of an L1 checkpoint this is two
-//     rounds of device flushes (a, d), as for a raw write, fsync and
-//     directory fsync.
+//     the leftovers (an uncommitted checkpoint's directories whole,
+//     whatever names they hold: a sequence number is never reused over
+//     a committed checkpoint's files). On the critical path of an L1, L2
+//     or L3 checkpoint this is two rounds of device flushes (a with b at
+//     L2 and L3, then d), as for a raw write, fsync and directory fsync;
+//     so does the inline L4 (its container's data and metadata synced
+//     together in b, under the final names when the marker was written
+//     ahead, [Pending.Final]; then d).
 //  5. [Engine.Delete] removes a committed checkpoint (Finalize);
 //     [Engine.Keep] rewrites both copies marked Kept (keep_last_ckpt);
 //     [Engine.Upgrade] raises a committed L1 checkpoint to L2-L4 (the
@@ -207,10 +218,17 @@
 //
 // # Implementing a level
 //
-// [Level.Protect] runs after every data file is written and synced; it
-// writes its own files under tmp names, syncs them and appends them to
+// [Level.Protect] runs after every data file is written (and, but for a
+// [DataReader], synced); it writes its own files under tmp names — in
+// place for the names a [Prenamer] gave and the engine created
+// ([Pending.FileSuffix]) — syncs them and appends them to
 // [Pending.Files] (a partner copy is held, and listed, by the receiving
-// rank; a shared container by one rank). Digests are the BLAKE3 of the
+// rank; a shared container by one rank). Files written into a committed
+// checkpoint's directories ([Engine.Upgrade], [Level.Recover]) always
+// go under tmp names, renamed once synced: no intent marker covers them.
+// A level that places its files itself writes them under their final
+// names when [Pending.Final] allows and records them with
+// [Pending.WroteFinal] (the L4 container). Digests are the BLAKE3 of the
 // file's bytes ([FileDigest]) for every checkpoint at L2-L4, except that
 // L1-L3 data files in FTI-FF record the format's own checksum
 // ([DigestFTIFF]), as do L2 partner copies of them (checked as they

@@ -253,6 +253,7 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 	if err != nil {
 		return nil, st, err
 	}
+	p.ahead = ahead
 	var marked chan error
 	if env.Rank == 0 && !ahead {
 		marked = make(chan error, 1)
@@ -313,6 +314,9 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 	if perr == nil && p.DigestPending {
 		perr = fmt.Errorf("%w (level %v)", ErrDigestNotRecorded, lvl)
 	}
+	if perr == nil {
+		perr = p.unlisted()
+	}
 	st.Protect = env.Now().Sub(t)
 	if err := e.agree(perr, "protect checkpoint at "+lvl.String()); err != nil {
 		return nil, st, e.abort(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
@@ -346,9 +350,9 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 // has nothing to rename ([Pending.Published] counts the file); otherwise
 // it is written under its tmp name. The file is synced and its digest
 // known on return, except with readBy (the level's Protect reads the
-// whole file, see [DataReader]) when the write gave no digest: then the
-// digest is left pending for Protect, and the returned function syncs
-// and closes the file (and the directories), to be run beside Protect.
+// whole file, see [DataReader]): then the returned function syncs and
+// closes the file (and the directories), to be run beside Protect, and
+// when the write gave no digest it is left pending for Protect.
 func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, readBy, prewritten, ahead bool) (func() error, error) {
 	s := e.env.Store(area)
 	if err := s.Driver.MkdirAll(s.Path(p.Dir), 0o755); err != nil {
@@ -374,8 +378,14 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 	if err != nil {
 		return nil, fmt.Errorf("create data file: %w", err)
 	}
+	if ahead && area == Local {
+		if err := e.prename(p); err != nil {
+			return nil, errors.Join(err, f.Close())
+		}
+	}
 	// The directory syncs that make the file's name durable, beside its
-	// fsync (concurrent syncs on one file system share journal commits).
+	// fsync (concurrent syncs on one file system share journal commits),
+	// and those of the names created for the level's files.
 	var dirs []func() error
 	if ahead {
 		dirs = []func() error{
@@ -396,9 +406,11 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 		_, l2 := e.levels[p.Level].(Partner2) // sends the preamble
 		d, attrs, p.preamble, ok = ffDigestPreamble(f, l2)
 	}
-	if err == nil && readBy && (!ok || attrs != nil) {
-		// The level reads the whole file next: the fsync runs beside it.
-		// Its digest is the FTI-FF checksum, or left to the level.
+	if err == nil && readBy {
+		// The fsync (and the directories') beside Protect, which reads the
+		// whole file next: its digest is the FTI-FF checksum (checked by
+		// L2's receivers), the digest the write gave, or left to the level,
+		// which hashes the file as it reads it.
 		st.Bytes = size
 		record(File{Role: RoleData, Where: area, Name: name, Size: size, Digest: d, Of: e.env.Rank, Attrs: attrs})
 		p.DigestPending = !ok
@@ -436,6 +448,48 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 	st.Bytes = size
 	record(File{Role: RoleData, Where: area, Name: name, Size: size, Digest: d, Of: e.env.Rank, Attrs: attrs})
 	return nil, nil
+}
+
+// prename creates, empty and under their final names, the files the
+// level of p writes in this rank's checkpoint directory of the Local area
+// ([Prenamer]), for the directory syncs beside the data file's fsync to
+// make their names durable as well; the level's Protect then writes them
+// in place. Only once the intent marker is durable: start-up removes the
+// directory of a checkpoint that did not commit, whatever names it holds.
+func (e *Engine) prename(p *Pending) error {
+	pn, ok := e.levels[p.Level].(Prenamer)
+	if !ok {
+		return nil
+	}
+	s := e.env.Local
+	for _, name := range pn.Prenames(e.env, p) {
+		if path.Dir(name) != p.Dir {
+			continue // not in the checkpoint's directory: written under its tmp name
+		}
+		p.WroteFinal(Local, name) // removed by abort, even when not created
+		if err := createEmpty(s.Driver, s.Path(name)); err != nil {
+			return fmt.Errorf("create %s: %w", s.Path(name), err)
+		}
+	}
+	return nil
+}
+
+// unlisted returns an error naming the files written under their final
+// names ([Pending.WroteFinal], [Prenamer]) that p.Files does not list: a
+// level that named a file it did not write would leave it in a committed
+// checkpoint's directory, so the checkpoint fails (and the file goes).
+func (p *Pending) unlisted() error {
+	var missing []string
+	for k := range p.final {
+		if !slices.ContainsFunc(p.Files, func(f File) bool { return f.Where == k.w && f.Name == k.name }) {
+			missing = append(missing, k.name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	return fmt.Errorf("levels: level %v named %s under final names but did not list them", p.Level, strings.Join(missing, ", "))
 }
 
 // ffDigest returns the file checksum of f when f is an FTI-FF file that
@@ -494,8 +548,10 @@ type DataOpener interface {
 	// (0 when there is none). Collective.
 	OpenData(env *Env, p *Pending, hint int64) (vfd.File, error)
 	// ProtectData commits what f was written into and appends the files
-	// it made to p.Files, under their tmp names, synced. Collective; on
-	// error it has discarded them.
+	// it made to p.Files, under their tmp names — or their final names,
+	// recorded with [Pending.WroteFinal], when [Pending.Final] allowed
+	// and their directories synced — synced. Collective; on error it has
+	// discarded them.
 	ProtectData(env *Env, p *Pending, f vfd.File) error
 	// AbortData discards what f was written into. Collective.
 	AbortData(env *Env, p *Pending, f vfd.File) error
@@ -544,8 +600,8 @@ func (e *Engine) writeDirect(p *Pending, opener DataOpener, area Where, write Wr
 func (e *Engine) publish(p *Pending) error {
 	dirs := map[Where]map[string]bool{}
 	for _, f := range p.Files[p.Published:] {
-		if f.Attrs[AttrInContainer] != "" {
-			continue // no file of its own
+		if p.inPlace(f) {
+			continue // under its final name already, or no file of its own
 		}
 		s := e.env.Store(f.Where)
 		if err := s.Driver.Rename(s.Path(f.Name)+TmpSuffix, s.Path(f.Name)); err != nil {
@@ -695,11 +751,16 @@ func (e *Engine) abort(p *Pending, err error) error {
 		errs = append(errs, removeIfExists(s.Driver, s.Path(f.Name)+TmpSuffix), removeIfExists(s.Driver, s.Path(f.Name)))
 	}
 	// A failed data write may have left a file (tmp, or under its final
-	// name when the intent marker was written ahead) not yet in p.Files.
+	// name when the intent marker was written ahead) not yet in p.Files,
+	// and a failed Protect the names created for it.
 	for _, w := range []Where{Local, Global} {
 		s := env.Store(w)
 		name := s.Path(RankFileName(p.Dir, RoleData, env.Rank))
 		errs = append(errs, removeIfExists(s.Driver, name+TmpSuffix), removeIfExists(s.Driver, name))
+	}
+	for k := range p.final {
+		s := env.Store(k.w)
+		errs = append(errs, removeIfExists(s.Driver, s.Path(k.name)))
 	}
 	cerr := errors.Join(errs...)
 	if Agree(env.Comm, cerr, "remove the files of a failed checkpoint") == nil {

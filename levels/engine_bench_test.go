@@ -116,8 +116,9 @@ func (f slowFile) Sync() error {
 }
 
 // BenchmarkCommitRounds measures the critical path of a checkpoint's
-// fixed cost in device flushes: 4 ranks (one per node) take L1 (or L2)
-// checkpoints of 1 MiB each in a loop (retention included) on two
+// fixed cost in device flushes: 4 ranks (one per node) take L1, L2, L3
+// (at L2 and L3 also with the data digest left to the level, as ckpt
+// writes them) or inline L4 checkpoints of 1 MiB each in a loop (retention included) on two
 // in-memory file systems, alternately: one whose every file or directory
 // sync takes lat (concurrent ones overlapping, as syncs sharing a
 // journal commit do) and one whose syncs take no time. ckpt-rounds/op is
@@ -133,8 +134,24 @@ func BenchmarkCommitRounds(b *testing.B) {
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
-	for _, lvl := range []ID{L1, L2} {
-		b.Run(lvl.String(), func(b *testing.B) {
+	type benchCase struct {
+		lvl ID
+		// pending: the WriteFunc gives no digest, which L2's and L3's
+		// Protect then computes (ckpt's case, [DataReader]).
+		pending bool
+	}
+	for _, bc := range []benchCase{{L1, false}, {L2, false}, {L2, true}, {L3, false}, {L3, true}, {L4, false}} {
+		lvl := bc.lvl
+		write := writeBytes(data)
+		name := lvl.String()
+		if bc.pending {
+			name += "/digest-pending"
+			write = func(f vfd.File) (int64, Digest, bool, error) {
+				_, err := f.WriteAt(data, 0)
+				return int64(len(data)), Digest{}, false, err
+			}
+		}
+		b.Run(name, func(b *testing.B) {
 			var inCkpt, total [2]time.Duration // with latency, without
 			for i := 0; i < b.N; i++ {
 				for k, l := range []time.Duration{lat, 0} {
@@ -143,7 +160,7 @@ func BenchmarkCommitRounds(b *testing.B) {
 						env := cl.env(c)
 						env.Logger = zap.NewNop()
 						env.Topo, _ = partner.NewTopology(ranks, 1, ranks, nil)
-						e, err := NewEngine(env, Config{Levels: []Level{Local1{}, Partner2{}}})
+						e, err := NewEngine(env, Config{Levels: []Level{Local1{}, Partner2{}, RS3{}, Global4{Inline: true}}})
 						if err != nil {
 							return err
 						}
@@ -158,7 +175,7 @@ func BenchmarkCommitRounds(b *testing.B) {
 								return err
 							}
 							t0 := time.Now()
-							if _, _, err := e.Checkpoint(int64(j+1), lvl, writeBytes(data)); err != nil {
+							if _, _, err := e.Checkpoint(int64(j+1), lvl, write); err != nil {
 								return err
 							}
 							t1 := time.Now()

@@ -28,6 +28,10 @@ type cluster struct {
 	// imageLimit is every rank's Env.ImageLimit: on by default (as the
 	// runtime runs), -1 for the double read.
 	imageLimit int64
+	// groupSize is the topology's group size (0: 1); levels the
+	// engines' levels (nil: L1 only).
+	groupSize int
+	levels    []Level
 }
 
 func newCluster(t testing.TB, d vfd.Driver, root string, nodeSize int) *cluster {
@@ -35,7 +39,7 @@ func newCluster(t testing.TB, d vfd.Driver, root string, nodeSize int) *cluster 
 }
 
 func (cl *cluster) env(c comm.Comm) *Env {
-	topo, err := partner.NewTopology(c.Size(), cl.nodeSize, 1, nil)
+	topo, err := partner.NewTopology(c.Size(), cl.nodeSize, max(cl.groupSize, 1), nil)
 	require.NoError(cl.t, err)
 	return &Env{
 		Comm: c, Topo: topo, Rank: c.Rank(),
@@ -50,7 +54,7 @@ func (cl *cluster) env(c comm.Comm) *Env {
 // run opens an engine on every rank of an n-rank world and calls fn.
 func (cl *cluster) run(n int, fn func(e *Engine) error) error {
 	return runWorld(n, func(c comm.Comm) error {
-		e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}, Policy: cl.policy})
+		e, err := NewEngine(cl.env(c), cl.config())
 		if err != nil {
 			return err
 		}
@@ -60,6 +64,15 @@ func (cl *cluster) run(n int, fn func(e *Engine) error) error {
 		defer e.Release()
 		return fn(e)
 	})
+}
+
+// config is the engines' configuration.
+func (cl *cluster) config() Config {
+	lv := cl.levels
+	if lv == nil {
+		lv = []Level{Local1{}}
+	}
+	return Config{Levels: lv, Policy: cl.policy}
 }
 
 // payload is rank r's data for checkpoint id.

@@ -90,7 +90,7 @@ func (l Partner2) Protect(env *Env, p *Pending) error {
 	}
 	left := env.Topo.Left(env.Rank)
 	name := RankFileName(p.Dir, RolePartner, left)
-	copyTo := partner.Ref{Driver: env.Local.Driver, Path: env.Local.Path(name) + TmpSuffix}
+	copyTo := partner.Ref{Driver: env.Local.Driver, Path: env.Local.Path(name) + p.FileSuffix(name)}
 	cp, err := partner.CopyToPartner(env.Comm, env.Topo, l.options(env), dataInfo(env, p), copyTo)
 	if err != nil {
 		return fmt.Errorf("L2: %w", err)
@@ -106,6 +106,15 @@ func (l Partner2) Protect(env *Env, p *Pending) error {
 	}
 	p.Files = append(p.Files, f)
 	return nil
+}
+
+// Prenames returns the name of the partner copy this rank receives (see
+// [Prenamer]).
+func (Partner2) Prenames(env *Env, p *Pending) []string {
+	if env.Topo.Validate(int(L2)) != nil {
+		return nil
+	}
+	return []string{RankFileName(p.Dir, RolePartner, env.Topo.Left(env.Rank))}
 }
 
 // heldFile returns the file of role held by rank r for rank of in m.

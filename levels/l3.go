@@ -57,7 +57,7 @@ func (l RS3) Protect(env *Env, p *Pending) error {
 		return err
 	}
 	name := RankFileName(p.Dir, RoleParity, env.Rank)
-	to := partner.Ref{Driver: env.Local.Driver, Path: env.Local.Path(name) + TmpSuffix}
+	to := partner.Ref{Driver: env.Local.Driver, Path: env.Local.Path(name) + p.FileSuffix(name)}
 	par, err := partner.EncodeGroup(env.Comm, env.Topo, l.options(env), l.M, dataInfo(env, p), to)
 	if err != nil {
 		return fmt.Errorf("L3: %w", err)
@@ -75,6 +75,14 @@ func (l RS3) Protect(env *Env, p *Pending) error {
 	}
 	p.Files = append(p.Files, File{Role: RoleParity, Where: Local, Name: name, Size: par.Size, Digest: Digest(par.Hash), Of: env.Rank, Attrs: attrs})
 	return nil
+}
+
+// Prenames returns the name of this rank's parity file (see [Prenamer]).
+func (RS3) Prenames(env *Env, p *Pending) []string {
+	if env.Topo.Validate(int(L3)) != nil {
+		return nil
+	}
+	return []string{RankFileName(p.Dir, RoleParity, env.Rank)}
 }
 
 // shape returns the parity count and stripe unit recorded in m for the

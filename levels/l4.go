@@ -100,9 +100,17 @@ func (l Global4) Protect(env *Env, p *Pending) error {
 	if err := Agree(c, merr, "create L4 directory"); err != nil {
 		return err
 	}
+	// Under the final names once the intent marker is durable (see
+	// [Pending.Final]; rank 0 syncs the directories in closeContainer),
+	// under tmp names renamed by the commit otherwise.
+	final := p.Final()
+	suffix := TmpSuffix
+	if final {
+		suffix = ""
+	}
 	pw, err := sion.CreateMapped(c, env.Global.Driver, full,
 		[]sion.MappedTask{{GlobalRank: int64(rank), ChunkSize: data.Size, File: file, LocalRank: lrank}}, nf,
-		&sion.Options{FSBlkSize: l.FSBlkSize, Policy: sion.PolicyFill, NoCommit: true, Logger: env.Logger})
+		&sion.Options{FSBlkSize: l.FSBlkSize, Policy: sion.PolicyFill, NoCommit: true, InPlace: final, Logger: env.Logger})
 	if err != nil {
 		return fmt.Errorf("open L4 container: %w", err)
 	}
@@ -110,8 +118,8 @@ func (l Global4) Protect(env *Env, p *Pending) error {
 	if err := Agree(c, cerr, "copy data into L4 container"); err != nil {
 		return errors.Join(err, pw.Abort())
 	}
-	if err := pw.Close(); err != nil {
-		return fmt.Errorf("commit L4 container: %w", err)
+	if err := closeContainer(env, pw, cname, final); err != nil {
+		return err
 	}
 	if data.Attrs == nil {
 		data.Attrs = map[string]string{}
@@ -123,7 +131,7 @@ func (l Global4) Protect(env *Env, p *Pending) error {
 	}
 	// This rank leads physical file `file`: list it, with its digest.
 	name := sion.SetMemberName(cname, file)
-	f, err := vfd.OpenRead(env.Global.Driver, env.Global.Path(name)+TmpSuffix)
+	f, err := vfd.OpenRead(env.Global.Driver, env.Global.Path(name)+suffix)
 	if err != nil {
 		return fmt.Errorf("open L4 container for its digest: %w", err)
 	}
@@ -138,6 +146,9 @@ func (l Global4) Protect(env *Env, p *Pending) error {
 	}
 	p.Files = append(p.Files, File{Role: RoleContainer, Where: Global, Name: name, Size: fsize, Digest: d, Of: rank,
 		Attrs: map[string]string{AttrFile: strconv.Itoa(file), AttrNFiles: strconv.Itoa(nf)}})
+	if final {
+		p.WroteFinal(Global, name)
+	}
 	env.Logger.Debug("L4 container written", zap.String("path", name), zap.Int64("size", fsize))
 	return nil
 }

@@ -91,14 +91,18 @@ func (l Global4) OpenData(env *Env, p *Pending, hint int64) (vfd.File, error) {
 	base := roundUpTo(sion.Meta1Size(nInFile), fsblk)
 	tf.start += base
 
+	// Under the final names once the intent marker is durable (the
+	// directories are synced in ProtectData); under tmp names, renamed
+	// by the commit, otherwise.
+	tf.final = p.Final()
 	pw, err := sion.CreateMapped(c, env.Global.Driver, full,
 		[]sion.MappedTask{{GlobalRank: int64(rank), ChunkSize: chunk, File: file, LocalRank: lrank}}, nf,
-		&sion.Options{FSBlkSize: int32(fsblk), Policy: sion.PolicyFill, NoCommit: true, Logger: env.Logger})
+		&sion.Options{FSBlkSize: int32(fsblk), Policy: sion.PolicyFill, NoCommit: true, InPlace: tf.final, Logger: env.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("open L4 container: %w", err)
 	}
 	tf.pw, tf.tw = pw, pw.Task(0)
-	tf.name = env.Global.Path(sion.SetMemberName(cname, file)) + TmpSuffix
+	tf.name = env.Global.Path(sion.SetMemberName(cname, file)) + tf.suffix()
 	side, oerr := env.Global.Driver.Open(tf.name, vfd.ReadWrite)
 	if err := Agree(c, oerr, "open L4 container task"); err != nil {
 		if side != nil {
@@ -111,9 +115,11 @@ func (l Global4) OpenData(env *Env, p *Pending, hint int64) (vfd.File, error) {
 }
 
 // ProtectData commits the container f belongs to (META2, sync; the
-// runtime renames it with the checkpoint's other files) and records on
-// this rank's data entry where its task is. The rank leading each
-// physical file lists that file. Nothing is re-read. Collective.
+// runtime renames it with the checkpoint's other files, unless it was
+// written under its final names, whose directory entries rank 0 syncs
+// meanwhile) and records on this rank's data entry where its task is.
+// The rank leading each physical file lists that file. Nothing is
+// re-read. Collective.
 func (l Global4) ProtectData(env *Env, p *Pending, f vfd.File) error {
 	tf, ok := f.(*taskFile)
 	if !ok {
@@ -133,21 +139,51 @@ func (l Global4) ProtectData(env *Env, p *Pending, f vfd.File) error {
 	if err := Agree(env.Comm, lerr, "check L4 task size"); err != nil {
 		return errors.Join(err, tf.pw.Abort())
 	}
-	if err := tf.pw.Close(); err != nil {
-		return fmt.Errorf("commit L4 container: %w", err)
+	if err := closeContainer(env, tf.pw, tf.cname, tf.final); err != nil {
+		return err
 	}
 	if tf.lrank != 0 {
 		return nil
 	}
 	name := sion.SetMemberName(tf.cname, tf.file)
-	fi, err := env.Global.Driver.Stat(env.Global.Path(name) + TmpSuffix)
+	fi, err := env.Global.Driver.Stat(env.Global.Path(name) + tf.suffix())
 	if err != nil {
 		return fmt.Errorf("stat L4 container: %w", err)
 	}
 	p.Files = append(p.Files, File{Role: RoleContainer, Where: Global, Name: name, Size: fi.Size(), Of: env.Rank,
 		Attrs: map[string]string{AttrFile: strconv.Itoa(tf.file), AttrNFiles: strconv.Itoa(tf.nfiles), AttrDigest: DigestSION}})
+	if tf.final {
+		p.WroteFinal(Global, name)
+	}
 	env.Logger.Debug("L4 container written", zap.String("path", name), zap.Int64("size", fi.Size()))
 	return nil
+}
+
+// closeContainer commits the container pw (collective: every rank syncs
+// what it wrote, the leaders write and sync the metadata). Every file of
+// the container exists since it was created (its leaders created them
+// before the creation's vote): when they have their final names, rank 0
+// makes their entries durable, and the checkpoint directory's in the
+// global area, beside the container's syncs.
+func closeContainer(env *Env, pw *sion.ParWriter, cname string, final bool) error {
+	fns := []func() error{func() error {
+		if err := pw.Close(); err != nil {
+			return fmt.Errorf("commit L4 container: %w", err)
+		}
+		return nil
+	}}
+	if final && env.Rank == 0 {
+		g := env.Global
+		for _, dir := range []string{g.Path(path.Dir(cname)), g.Dir} {
+			fns = append(fns, func() error {
+				if err := g.Driver.SyncDir(dir); err != nil {
+					return fmt.Errorf("sync L4 directory: %w", err)
+				}
+				return nil
+			})
+		}
+	}
+	return runAll(fns)
 }
 
 // AbortData discards the container f belongs to. Collective.
@@ -184,6 +220,17 @@ type taskFile struct {
 	chunk  int64
 	size   int64 // bytes written
 	closed bool
+	// final: the container's files have their final names (see
+	// [Pending.Final]); otherwise their tmp names.
+	final bool
+}
+
+// suffix returns the suffix of the container's file names while written.
+func (t *taskFile) suffix() string {
+	if t.final {
+		return ""
+	}
+	return TmpSuffix
 }
 
 var (
@@ -286,12 +333,17 @@ func (t *taskFile) Truncate(n int64) error {
 	return t.grow(n)
 }
 
-// Sync syncs the container file.
+// Sync leaves the task's bytes to the container's commit
+// ([Global4.ProtectData]), which the engine always runs before the
+// checkpoint can commit: there every rank syncs the container files it
+// wrote (a write error surfaces there), all at once, before any metadata
+// is written. Syncing here too would cost one more round of flushes for
+// bytes that are synced again a moment later.
 func (t *taskFile) Sync() error {
 	if t.closed {
 		return fmt.Errorf("%s: %w", t.Name(), vfd.ErrClosed)
 	}
-	return t.side.Sync()
+	return nil
 }
 
 // StartWriteback starts the writeback of the task's logical range [off,

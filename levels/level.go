@@ -161,8 +161,9 @@ type Pending struct {
 	// Dir is the checkpoint's directory name inside each area ("ckpt00000007").
 	Dir string
 	// Files are the files this rank holds for the checkpoint, written
-	// under Name+TmpSuffix (but see Published) and synced. The runtime
-	// puts the data file first; levels append the files they add.
+	// under Name+TmpSuffix (but see Published, and [Pending.FileSuffix]
+	// for a level's files) and synced. The runtime puts the data file
+	// first; levels append the files they add.
 	Files []File
 	// DigestPending is set when the runtime left the data file's digest
 	// to a [DataReader] level: its Protect computes it from the bytes it
@@ -174,6 +175,15 @@ type Pending struct {
 	// [Engine.Upgrade], the data file of a committed checkpoint): levels
 	// read them without TmpSuffix and the commit does not rename them.
 	Published int
+	// ahead is set when the checkpoint's intent marker was durable before
+	// its data was written ([Pending.Final]).
+	ahead bool
+	// final holds the files a level writes under their final names: those
+	// of a [Prenamer], created empty by the engine before the syncs of
+	// their directory (Protect writes them in place, [Pending.FileSuffix]),
+	// and those a level recorded with [Pending.WroteFinal]. The commit
+	// does not rename them, and a failed checkpoint removes them.
+	final map[fileKey]bool
 	// tap, set by [Engine.Upgrade], checks the published data file in
 	// the level's read pass: the levels show it every byte of the data
 	// file they read ([partner.FileInfo.Tap], the L4 copies).
@@ -209,6 +219,52 @@ func (p *Pending) DataPath(env *Env) string {
 	return env.Store(data.Where).Path(data.Name) + TmpSuffix
 }
 
+// FileSuffix returns the suffix under which a level's Protect writes
+// its file name (a path relative to the Local area, as [File.Name]): ""
+// when the engine created the file under its final name already (see
+// [Prenamer]), [TmpSuffix] otherwise.
+func (p *Pending) FileSuffix(name string) string {
+	if p.final[fileKey{Local, name}] {
+		return ""
+	}
+	return TmpSuffix
+}
+
+// fileKey names a file of a checkpoint: its area and its name there.
+type fileKey struct {
+	w    Where
+	name string
+}
+
+// Final reports whether the checkpoint's intent marker was durable before
+// its data was written, so that a level may create its files under their
+// final names inside the checkpoint's directories ("ckpt%08d" of an area):
+// start-up removes the directories of a checkpoint that did not commit
+// whatever names they hold. A level that does records each file with
+// [Pending.WroteFinal] and makes its name durable itself (syncs its
+// directory, and the directory's own entry in the area) before Protect
+// (or [DataOpener.ProtectData]) returns. False at [Engine.Upgrade], which
+// writes into a committed checkpoint's directories.
+func (p *Pending) Final() bool { return p.ahead }
+
+// WroteFinal records that the level wrote the file name of area w under
+// its final name (see [Pending.Final]): the commit does not rename it,
+// and a failed checkpoint removes it.
+func (p *Pending) WroteFinal(w Where, name string) {
+	if p.final == nil {
+		p.final = map[fileKey]bool{}
+	}
+	p.final[fileKey{w, name}] = true
+}
+
+// inPlace reports whether f, appended by a level's Protect, was written
+// under its final name ([Pending.WroteFinal], [Prenamer]), or is a file
+// of a container with no name of its own ([AttrInContainer]). The commit
+// renames every other file after the data file's.
+func (p *Pending) inPlace(f File) bool {
+	return f.Attrs[AttrInContainer] != "" || p.final[fileKey{f.Where, f.Name}]
+}
+
 // SetDataDigest records the data file's digest computed by a level.
 func (p *Pending) SetDataDigest(d Digest) {
 	p.Files[0].Digest = d
@@ -216,12 +272,13 @@ func (p *Pending) SetDataDigest(d Digest) {
 }
 
 // DataReader is implemented by levels whose Protect reads the whole data
-// file anyway (L2 sends it, L3 encodes it). For them the runtime neither
-// reads the file back to compute its digest nor waits for its fsync
-// before Protect: it sets [Pending.DigestPending], Protect hashes the
-// bytes as it reads them (from the page cache) and records the digest,
-// and the data file's fsync runs meanwhile and is voted on with Protect.
-// The digest means the same either way: the BLAKE3 of the file's bytes as
+// file anyway (L2 sends it, L3 encodes it). For them the runtime does not
+// wait for the data file's fsync before Protect: the fsync (with its
+// directory syncs) runs while Protect reads the file from the page cache,
+// and is voted on with Protect. Nor does it read the file back to compute
+// a digest the write did not give: it sets [Pending.DigestPending],
+// Protect hashes the bytes as it reads them and records the digest. The
+// digest means the same either way: the BLAKE3 of the file's bytes as
 // read back after writing.
 type DataReader interface {
 	Level
@@ -264,10 +321,13 @@ type Level interface {
 	DataArea() Where
 
 	// Protect adds redundancy after every rank has written and synced its
-	// data file (p.Files[0], under its tmp name). Collective. It writes
-	// its files under their tmp names, syncs them, and appends them to
-	// p.Files; the runtime then votes, renames, syncs the directories and
-	// writes the manifest. L1 does nothing.
+	// data file (p.Files[0], under its tmp name or, see
+	// [Pending.Published], its final name). Collective. It writes its
+	// files under their tmp names — or in place, for the names the
+	// engine created for a [Prenamer] ([Pending.FileSuffix]) — syncs
+	// them, and appends them to p.Files; the runtime then votes, renames
+	// what is under tmp names, syncs the directories and writes the
+	// manifest. L1 does nothing.
 	Protect(env *Env, p *Pending) error
 
 	// Recover checks, and rebuilds where it can, this rank's files of the
@@ -278,6 +338,28 @@ type Level interface {
 	// modify files of m that are good, and writes rebuilt files with the
 	// commit protocol (tmp name, sync, rename, directory sync).
 	Recover(env *Env, m *Manifest) (Source, error)
+}
+
+// Prenamer is the optional capability of a level whose Protect writes
+// files in this rank's checkpoint directory of the Local area (the data
+// file's: L2's partner copy the rank receives, L3's parity) whose names
+// it knows before any byte is read. When the checkpoint's intent marker
+// is durable ahead (so that start-up removes whatever an uncommitted
+// checkpoint left, whatever its names), the engine creates each of them
+// empty under its final name next to the data file, before the syncs of
+// the checkpoint directory that run beside the data file's fsync: Protect
+// writes them in place, syncs them, and the commit has nothing left to
+// rename or to sync but the manifest — one round of device flushes fewer
+// than tmp names, renames and their directory syncs. Protect must list
+// every name given (the checkpoint fails otherwise); the names are removed
+// if the checkpoint fails. At
+// [Engine.Upgrade], which writes into a committed checkpoint's
+// directory (no intent marker covers it), and when the marker was not
+// written ahead, nothing is created and Protect writes tmp names.
+type Prenamer interface {
+	// Prenames returns the names, relative to env.Local, of the files
+	// Protect will write on this rank for p (none when it cannot tell).
+	Prenames(env *Env, p *Pending) []string
 }
 
 // Remover is the optional capability of a level that deletes more than the

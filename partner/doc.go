@@ -28,7 +28,9 @@
 //   - L2 checkpoint: [CopyToPartner] streams each rank's data file to its
 //     right neighbour in block_size pieces (Sendrecv around the ring, a
 //     read-ahead and a write-behind goroutine, a few blocks in memory);
-//     the receiver writes the copy under a tmp name, syncs it and checks
+//     the receiver writes the copy under the name it is given (levels
+//     gives a tmp name, or the final name once the checkpoint's intent
+//     marker makes that safe), syncs it and checks
 //     its hash against the sender's recorded one; the sender hashes what
 //     it reads as well (unless [Options].SkipSourceHash). A file whose
 //     recorded hash is its format's digest ([FileInfo.Format]: levels'

@@ -29,7 +29,7 @@ type Copy struct {
 // CopyToPartner is L2's transfer. Collective over the world c (every rank
 // calls it at the same time): each rank streams own (its synced data file,
 // with its recorded size and hash) to its right neighbour in the group ring
-// and receives its left neighbour's file into copyTo (a tmp name; the file
+// and receives its left neighbour's file into copyTo (the name the caller chose; the file
 // is written, synced and hash-checked), in blocks of o.BlockSize with
 // Sendrecv, holding a few blocks at most. The hash of own is checked as it
 // is read; a mismatch on either side is an error on that rank, and the

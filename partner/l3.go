@@ -160,7 +160,7 @@ func encodePlan(l encode.Layout, g int) (shifts []shift, used []bool) {
 // hashed: its format's digest goes into the header), and every member of
 // the group
 // writes its parity payload to
-// parityTo (a tmp name; payload, then the header trailer, synced). Where
+// parityTo (the name the caller chose; payload, then the header trailer, synced). Where
 // parity goes is the group's [encode.Layout]: with m = k (FTI's default,
 // see [ParityCount]) member j holds parity shard j of the whole files; with
 // m < k the parity is rotated over stripes, and the stripe unit is the

@@ -36,7 +36,11 @@
 // rejects with [ErrUnclosed]: a crash never leaves a file that looks
 // complete. Abort (or any error in Close) removes the temporary files.
 // [Options.NoCommit] leaves the finished files under their temporary
-// names for callers with their own commit protocol.
+// names for callers with their own commit protocol; [Options.InPlace]
+// writes them under their final names from the start and syncs data and
+// metadata in one round, unordered, for callers whose protocol makes that
+// safe (a crash may then leave a file that looks complete: only the
+// caller's metadata, written after Close, says it is).
 //
 // Readers: Open (or NewReader) decodes and checks all metadata up front,
 // so a reader that opened reads every task; Close releases the files.

@@ -38,6 +38,9 @@ type ParWriter struct {
 	specs  []MappedTask
 	nfiles int
 	done   bool
+	// inPlace: [Options.InPlace]; Close syncs the data and the metadata
+	// in one round.
+	inPlace bool
 }
 
 // ParCreate opens a container collectively with one task per rank, as
@@ -139,7 +142,7 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 	if err != nil {
 		return nil, err
 	}
-	pw := &ParWriter{c: c, d: d, log: o.Logger, lead: map[int]vfd.File{}, open: map[int]vfd.File{}, specs: local, nfiles: nfiles}
+	pw := &ParWriter{c: c, d: d, log: o.Logger, lead: map[int]vfd.File{}, open: map[int]vfd.File{}, specs: local, nfiles: nfiles, inPlace: o.InPlace}
 	for k, slots := range perFile {
 		chunks := make([]int64, len(slots))
 		ranks := make([]int64, len(slots))
@@ -302,17 +305,13 @@ func (pw *ParWriter) Close() error {
 			lerr = tw.err
 		}
 	}
-	for k, f := range pw.open {
-		if _, led := pw.lead[k]; led {
-			continue
-		}
-		if err := f.Sync(); err != nil && lerr == nil {
-			lerr = fmt.Errorf("sion: sync %s: %w", pw.files[k].tmp, err)
-		}
-		if err := f.Close(); err != nil && lerr == nil {
-			lerr = fmt.Errorf("sion: close %s: %w", pw.files[k].tmp, err)
-		}
-		delete(pw.open, k)
+	// Every rank syncs the files it wrote, the leaders theirs (data and
+	// the head of META1) too: one round of syncs, all at once, before
+	// any META2 is written. In place, the same syncs run beside the
+	// leaders' META2 and its sync instead (below): nothing orders data
+	// and metadata, the caller's commit after Close does.
+	if !pw.inPlace {
+		lerr = pw.syncWritten(lerr)
 	}
 	if err := vote(pw.c, lerr); err != nil {
 		return errors.Join(err, pw.discard())
@@ -352,10 +351,15 @@ func (pw *ParWriter) Close() error {
 		}
 	}
 	var ferr error
+	if pw.inPlace {
+		ferr = pw.syncWritten(nil)
+	}
 	for k, f := range pw.lead {
-		if err := pw.files[k].finish(f, bsOf[k]); err != nil {
-			ferr = err
+		if ferr != nil {
 			break
+		}
+		if err := pw.files[k].finish(f, bsOf[k], true); err != nil {
+			ferr = err
 		}
 	}
 	if err := vote(pw.c, ferr); err != nil {
@@ -391,6 +395,29 @@ func (pw *ParWriter) Close() error {
 	return nil
 }
 
+// syncWritten syncs every file this rank wrote task data to and closes
+// those it does not lead, and returns lerr or, if lerr is nil, the first
+// failure.
+func (pw *ParWriter) syncWritten(lerr error) error {
+	for k, f := range pw.open {
+		if _, led := pw.lead[k]; led && pw.inPlace {
+			delete(pw.open, k) // synced by finish, after its META2
+			continue
+		}
+		if err := f.Sync(); err != nil && lerr == nil {
+			lerr = fmt.Errorf("sion: sync %s: %w", pw.files[k].tmp, err)
+		}
+		if _, led := pw.lead[k]; led {
+			continue
+		}
+		if err := f.Close(); err != nil && lerr == nil {
+			lerr = fmt.Errorf("sion: close %s: %w", pw.files[k].tmp, err)
+		}
+		delete(pw.open, k)
+	}
+	return lerr
+}
+
 // leads reports whether this rank leads file k (owns its local rank 0).
 func (pw *ParWriter) leads(k int) bool {
 	for _, t := range pw.specs {
@@ -403,7 +430,8 @@ func (pw *ParWriter) leads(k int) bool {
 
 // removeTmp removes, best effort, the temporary files this rank leads and
 // the siblings already renamed after a failed commit. File 0 under its
-// final name is never removed: a failed rename left the previous one.
+// final name is never removed: a failed rename left the previous one
+// (with [Options.InPlace] the files written are the final names, and go).
 func (pw *ParWriter) removeTmp() error {
 	var errs []error
 	for k, pf := range pw.files {

@@ -2,8 +2,10 @@ package sion
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -107,6 +109,55 @@ func TestParallelWriterByteIdentical(t *testing.T) {
 		}))
 		assertSameFile(t, "mapped1.sion", name)
 	})
+}
+
+// TestInPlaceWritesFinalNames: with InPlace the set is written under its
+// final names, byte for byte the golden files, with no temporary file
+// ever; Abort removes what it wrote.
+func TestInPlaceWritesFinalNames(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "par2.sion")
+	d := vfd.NewFault(vfd.Sec2{}, vfd.InjectorFunc(func(op vfd.Op) error {
+		if strings.HasSuffix(op.Path, TmpSuffix) || strings.HasSuffix(op.NewPath, TmpSuffix) || op.Kind == vfd.OpRename {
+			return fmt.Errorf("%v %s: a temporary name or a rename", op.Kind, op.Path)
+		}
+		return nil
+	}))
+	require.NoError(t, comm.Run(4, func(c comm.Comm) error {
+		chunks := []int64{1000, 1500, 100, 3000}
+		pw, err := ParCreate(c, d, name, chunks[c.Rank()], 2, &Options{FSBlkSize: 1024, InPlace: true})
+		if err != nil {
+			return err
+		}
+		pattern := map[int][]int{0: {500, 500, 500, 500, 500}, 1: {1000, 1000}, 3: {1000, 1000, 1000, 1000}}
+		for _, n := range pattern[c.Rank()] {
+			if _, err := pw.Write(bytes.Repeat([]byte{[]byte{'a', 'b', 'c', 'd'}[c.Rank()]}, n)); err != nil {
+				return err
+			}
+		}
+		return pw.Close()
+	}))
+	assertSameFile(t, "par2.sion", name)
+	assertSameFile(t, "par2.sion.000001", name+".000001")
+
+	aborted := filepath.Join(dir, "aborted.sion")
+	require.NoError(t, comm.Run(4, func(c comm.Comm) error {
+		pw, err := ParCreate(c, d, aborted, 1000, 2, &Options{FSBlkSize: 1024, InPlace: true})
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(aborted); err != nil {
+			return fmt.Errorf("not under its final name while written: %w", err)
+		}
+		if err := c.Barrier(); err != nil {
+			return err
+		}
+		return pw.Abort()
+	}))
+	for _, n := range []string{aborted, aborted + ".000001"} {
+		_, err := os.Stat(n)
+		assert.ErrorIs(t, err, os.ErrNotExist, n)
+	}
 }
 
 func TestNoCommitLeavesTmpFiles(t *testing.T) {

@@ -56,6 +56,16 @@ type Options struct {
 	// callers that run their own commit protocol, as the L4 level does.
 	// The files are still synced at Close, META2 and the META1 tail last.
 	NoCommit bool
+	// InPlace writes every file under its final name from the start:
+	// nothing is renamed at Close (it implies NoCommit), and Abort
+	// removes the files under their final names. A collective Close
+	// then syncs the data and the metadata in one round, unordered (the
+	// ranks' syncs beside the leaders' META2 and its sync), so a crash
+	// may leave a file that looks complete without its data. For callers
+	// whose own commit protocol, after Close, makes a partly written file
+	// under its final name harmless (the L4 level, once its checkpoint's
+	// intent marker is durable); the caller syncs the directories.
+	InPlace bool
 	// Logger receives debug lines; nil means none.
 	Logger *zap.Logger
 }
@@ -267,8 +277,10 @@ func (pf *physFile) starts() (starts []int64, skip int64) {
 }
 
 // finish writes META2 and the META1 tail for the given per-task block
-// sizes and syncs the file.
-func (pf *physFile) finish(f vfd.File, blockSizes [][]int64) error {
+// sizes and syncs the file. With synced the data and the head of META1
+// are durable already (every writer synced them); otherwise they are
+// synced first.
+func (pf *physFile) finish(f vfd.File, blockSizes [][]int64, synced bool) error {
 	starts, skip := pf.starts()
 	maxc := 1
 	for _, bs := range blockSizes {
@@ -282,8 +294,10 @@ func (pf *physFile) finish(f vfd.File, blockSizes [][]int64) error {
 	pf.h.StartOfMeta2 = starts[0] + int64(maxc)*skip
 	// Data and the head of META1 reach storage before the metadata that
 	// makes the file readable.
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sion: sync %s: %w", pf.tmp, err)
+	if !synced {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("sion: sync %s: %w", pf.tmp, err)
+		}
 	}
 	m2 := encodeMeta2(pf.h.BigEndian, blockSizes, maxc, pf.tr, pf.mapping)
 	if _, err := vfd.WriteAtType(f, vfd.MemSuper, m2, pf.h.StartOfMeta2); err != nil {
@@ -351,7 +365,10 @@ func newPhysFile(d vfd.Driver, name string, o *Options, chunks, ranks []int64, n
 		}
 		cs[i] = c
 	}
-	pf := &physFile{d: d, name: name, tmp: name + TmpSuffix, noCommit: o.NoCommit}
+	pf := &physFile{d: d, name: name, tmp: name + TmpSuffix, noCommit: o.NoCommit || o.InPlace}
+	if o.InPlace {
+		pf.tmp = name // the name written (and removed by Abort)
+	}
 	pf.h = header{BigEndian: o.BigEndian, DataBigEnd: o.DataBigEndian, Version: LibVersion, Patch: LibPatch,
 		FileFormat: FileFormat, FSBlkSize: o.FSBlkSize, NTasks: int32(len(cs)), NFiles: int32(nfiles),
 		FileNumber: int32(filenr), Flag1: o.flag1(), Prefix: prefix, GlobalRanks: append([]int64(nil), ranks...), ChunkSizes: cs}
@@ -437,7 +454,7 @@ func (w *Writer) Close() error {
 		bs[i] = tw.blockSizes()
 	}
 	if len(errs) == 0 {
-		errs = append(errs, w.pf.finish(w.f, bs))
+		errs = append(errs, w.pf.finish(w.f, bs, false))
 	}
 	errs = append(errs, w.f.Close())
 	if err := errors.Join(errs...); err != nil {
