@@ -630,6 +630,9 @@ type streamEnd struct {
 	// preambleLen the length of the one announced to this rank.
 	outPreamble []byte
 	preambleLen int64
+	// sentFormatted: the sender says its file is checked by its format
+	// (it sends a preamble).
+	sentFormatted bool
 }
 
 // errNotOffered: the sender of an optional stream offered no file.
@@ -693,6 +696,7 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 	size := int64(binary.LittleEndian.Uint64(recv))
 	h := encode.Hash(recv[8:40])
 	formatted := recv[40]&headerFormatted != 0
+	e.sentFormatted = formatted
 	if e.learn {
 		e.inSize, e.inHash, e.inHashUnknown = size, h, recv[40]&headerHashUnknown != 0
 		if formatted {
@@ -703,7 +707,12 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 		}
 		return nil
 	}
-	if size != e.inSize || h != e.inHash || formatted != (e.inFormat != nil) {
+	// A sender whose entry records another kind of hash than this
+	// rank's (a manifest mixing FTI-FF checksums and BLAKE3 digests)
+	// offers a hash this rank cannot compare: the bytes are checked
+	// against this rank's own entry once received.
+	sameKind := formatted == (e.inFormat != nil)
+	if size != e.inSize || (sameKind && h != e.inHash) {
 		return &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: rank %d offers %d bytes with another hash than expected (%d bytes)", ErrHashMismatch, src, size, e.inSize)}
 	}
 	return nil
@@ -719,7 +728,7 @@ func exchangePreamble(c comm.Comm, dst, src, tag int, e *streamEnd) (Checker, er
 	if err != nil {
 		return nil, fmt.Errorf("exchange preamble: %w", err)
 	}
-	if e.in == nil || e.inFormat == nil {
+	if e.in == nil || e.inFormat == nil || !e.sentFormatted {
 		return nil, nil
 	}
 	return e.inFormat.NewChecker(recv[:n], e.in.Path, e.inOwner, e.inSize, e.inHash)
@@ -928,7 +937,19 @@ func exchangeTrailers(c comm.Comm, dst, src, tag int, e streamEnd, out *source, 
 				errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Offset: size, Err: fmt.Errorf("%w: received %d bytes, want %d", ErrHashMismatch, size, e.inSize)})
 			}
 		case e.inFormat != nil:
-			errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: no check of its format", ErrHashMismatch)})
+			// Sent without a preamble (the sender's entry records the
+			// BLAKE3 of its bytes): checked by its format now, from
+			// memory when the bytes were kept.
+			f := FileInfo{Ref: *e.in, Size: e.inSize, Hash: e.inHash, Format: e.inFormat}
+			if in.img != nil && int64(len(in.img)) == size {
+				f.Image = in.img
+			}
+			h = e.inHash
+			if size != e.inSize {
+				errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Offset: size, Err: fmt.Errorf("%w: received %d bytes, want %d", ErrHashMismatch, size, e.inSize)})
+			} else if _, cerr := e.inFormat.Check(f, e.inOwner, false); cerr != nil {
+				errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: after receiving: %w", ErrHashMismatch, cerr)})
+			}
 		case e.inHashUnknown && !rt.hashed:
 			errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: sender rank %d sent no hash", ErrHashMismatch, src)})
 		case size != e.inSize || (!e.inHashUnknown && h != e.inHash) || (rt.hashed && rt.hash != h):
