@@ -759,7 +759,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResul
 		if err != nil {
 			// Nothing is offered: the receiver reports it.
 			errs = append(errs, fmt.Errorf("read the preamble of %s: %w", e.out.Path, err))
-			e.out = nil
+			e.out, p = nil, nil // no header announces a preamble: none is sent
 		}
 		e.outPreamble = p
 	}

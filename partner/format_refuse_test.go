@@ -1,0 +1,78 @@
+package partner
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// failingPreamble is a testFormat whose Preamble fails on one rank.
+type failingPreamble struct {
+	*testFormat
+	rank int
+}
+
+var errNoPreamble = errors.New("test: no preamble")
+
+func (x failingPreamble) Preamble(f FileInfo, rank int) ([]byte, error) {
+	if rank == x.rank {
+		return nil, errNoPreamble
+	}
+	return x.testFormat.Preamble(f, rank)
+}
+
+// TestCopyFormattedSenderRefuses: a sender that cannot send its
+// formatted file (its preamble does not read, or it is asked to send one
+// with no hash) offers nothing: it reports why, its receiver reports
+// that nothing came, and every other copy of the round succeeds; nobody
+// gets a transfer error from a preamble sent where none was announced.
+func TestCopyFormattedSenderRefuses(t *testing.T) {
+	for _, tc := range []string{"preamble fails", "hash unknown"} {
+		t.Run(tc, func(t *testing.T) {
+			cl := newCluster(t, vfd.Sec2{}, 4, 1, 4, func(r int) int { return 3000 + 10*r })
+			x := &testFormat{}
+			var f Format = x
+			if tc == "preamble fails" {
+				f = failingPreamble{testFormat: x, rank: 1}
+			}
+			errs := make([]error, 4)
+			require.NoError(t, cl.run(func(c comm.Comm) error {
+				r := c.Rank()
+				own := cl.own(r)
+				own.Format, own.Hash = f, formatDigest(cl.data[r])
+				if tc == "hash unknown" && r == 1 {
+					own.Hash, own.HashUnknown = encode.Hash{}, true
+				}
+				_, errs[r] = CopyToPartner(c, cl.topo, Options{BlockSize: 512, Format: f}, own, Ref{cl.d, cl.copyPath(r)})
+				return nil
+			}))
+			for r, err := range errs {
+				switch r {
+				case 1:
+					require.Error(t, err, "rank 1")
+					if tc == "preamble fails" {
+						assert.ErrorIs(t, err, errNoPreamble)
+					} else {
+						assert.ErrorIs(t, err, ErrBadArgument)
+					}
+					assert.NotContains(t, err.Error(), "exchange preamble", "rank 1")
+				case 2:
+					require.Error(t, err, "rank 2 received nothing from rank 1")
+					assert.NotContains(t, err.Error(), "exchange preamble", "rank 2")
+				default:
+					require.NoError(t, err, "rank %d", r)
+					b, rerr := vfd.ReadFile(cl.d, cl.copyPath(r))
+					require.NoError(t, rerr)
+					assert.Equal(t, cl.data[cl.topo.Left(r)], b, fmt.Sprintf("rank %d's copy", r))
+				}
+			}
+		})
+	}
+}
