@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zeebo/blake3"
 
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -209,6 +211,76 @@ func TestVerifyRebuildCorruptByteAndLostNode(t *testing.T) {
 						}
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestRebuildMixedManifest: an L2 run directory whose manifest records
+// the FTI-FF checksum for the data files and the BLAKE3 of their bytes
+// for the partner copies (or the reverse): verify passes, a flipped byte
+// in any file is reported, and rebuild restores a lost node bit for bit.
+func TestRebuildMixedManifest(t *testing.T) {
+	for _, dataFTIFF := range []bool{true, false} {
+		t.Run(fmt.Sprintf("data ftiff %v", dataFTIFF), func(t *testing.T) {
+			dir := makeRunAt(t, 1, 2)
+			orig := snapshotRun(t, dir)
+			byName := map[string][]byte{}
+			for p, b := range orig {
+				byName[filepath.Base(p)] = b
+			}
+			ms, err := filepath.Glob(filepath.Join(dir, "meta", "*.manifest"))
+			require.NoError(t, err)
+			reps, err := filepath.Glob(filepath.Join(dir, "global", levels.ReplicaDir, "*.manifest"))
+			require.NoError(t, err)
+			require.Len(t, ms, 1)
+			require.Len(t, reps, 1)
+			raw, err := os.ReadFile(ms[0])
+			require.NoError(t, err)
+			m, err := levels.ParseManifest(ms[0], raw)
+			require.NoError(t, err)
+			changed := 0
+			for r := range m.Files {
+				for i := range m.Files[r] {
+					f := &m.Files[r][i]
+					require.Equal(t, levels.DigestFTIFF, f.Attrs[levels.AttrDigest], "%s", f.Name)
+					if (f.Role == levels.RoleData) == dataFTIFF {
+						continue
+					}
+					b, ok := byName[filepath.Base(f.Name)]
+					require.True(t, ok, f.Name)
+					f.Attrs, f.Digest = nil, levels.Digest(blake3.Sum256(b))
+					changed++
+				}
+			}
+			require.Equal(t, 4, changed)
+			raw, err = m.Marshal()
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(ms[0], raw, 0o644))
+			require.NoError(t, os.WriteFile(reps[0], raw, 0o644))
+
+			code, out, errs := ftigo("verify", dir)
+			require.Equal(t, 0, code, out+errs)
+			require.Contains(t, out, "8/8 files verified")
+			for _, lost := range []int{1, 2} {
+				require.NoError(t, os.RemoveAll(filepath.Join(dir, "local", fmt.Sprintf("node%04d", lost))))
+				code, out, errs = ftigo("rebuild", dir)
+				require.Equal(t, 0, code, out+errs)
+				require.Contains(t, out, "8/8 files verified")
+				for p, want := range orig {
+					got, err := os.ReadFile(p)
+					require.NoError(t, err, "node %d lost: %s", lost, p)
+					require.True(t, bytes.Equal(want, got), "node %d lost: %s bit for bit", lost, p)
+				}
+			}
+			for p, want := range orig {
+				b := bytes.Clone(want)
+				b[len(b)/2] ^= 0x01
+				require.NoError(t, os.WriteFile(p, b, 0o644))
+				code, out, _ = ftigo("verify", dir)
+				require.Equal(t, 1, code, p)
+				require.Contains(t, out, "FAIL "+p)
+				require.NoError(t, os.WriteFile(p, want, 0o644))
 			}
 		})
 	}
