@@ -2,6 +2,7 @@ package fileformat
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -77,5 +78,58 @@ func TestPreambleShapes(t *testing.T) {
 		require.NoError(t, err)
 		_, err = r.NewVerifier()
 		require.ErrorIs(t, err, ErrUnhashed)
+	})
+}
+
+// FuzzPreambleVerifier streams arbitrary bytes, in arbitrary pieces,
+// through the Verifier that a receiver builds from the preamble of a
+// known file: it must never panic, and it may accept only the file's own
+// bytes. Bytes that open as an FTI-FF file themselves are also checked
+// through their own preamble, whose verdict must be Verify's.
+func FuzzPreambleVerifier(f *testing.F) {
+	orig, _ := smallFile(f)
+	f.Add(orig, uint16(61))
+	f.Add(orig[:len(orig)-1], uint16(1))
+	f.Add(append(bytes.Clone(orig), 0), uint16(4096))
+	mid := bytes.Clone(orig)
+	mid[len(mid)/2] ^= 1
+	f.Add(mid, uint16(7))
+	f.Add([]byte{}, uint16(0))
+	r, err := OpenPreamble("copy.fti", preambleOf(f, orig))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, piece uint16) {
+		n := max(int(piece), 1)
+		v, err := r.NewVerifier()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := streamThrough(v, b, n); err == nil && !bytes.Equal(b, orig) {
+			t.Fatalf("the Verifier of the original accepted %d other bytes", len(b))
+		}
+		own, err := Open(&memFile{name: "own.fti", b: b})
+		if err != nil || !own.Hashed() {
+			return
+		}
+		p, err := own.Preamble()
+		if err != nil {
+			t.Fatalf("Preamble of an open file: %v", err)
+		}
+		pr, err := OpenPreamble("own-copy.fti", p)
+		if err != nil {
+			t.Fatalf("OpenPreamble of the preamble of an open file: %v", err)
+		}
+		ov, err := pr.NewVerifier()
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("NewVerifier: %v", err)
+			}
+			return
+		}
+		streamErr, verifyErr := streamThrough(ov, b, n), own.Verify()
+		if (streamErr == nil) != (verifyErr == nil) {
+			t.Fatalf("stream verdict %v, Verify %v", streamErr, verifyErr)
+		}
 	})
 }
