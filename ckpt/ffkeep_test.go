@@ -15,15 +15,27 @@ import (
 // TestKeepLastAfterRestoringL2L3: an L2 or L3 checkpoint of FTI-FF files
 // (entries recording the FTI-FF checksum) loses a node and has a data
 // byte flipped on another (L3: within its tolerance; L2: a rank whose
-// copy survives); the restart restores the data bit for bit (from the
+// copy survives), also with a rank whose variables are all empty on the
+// lost node; the restart restores the data bit for bit (from the
 // copies, or rebuilt from parity, and from memory when the image limit
 // allows), Finalize with keep_last_ckpt flushes what it restored to L4,
 // and after every node-local directory is erased the next run restarts
 // from that L4 copy bit for bit.
 func TestKeepLastAfterRestoringL2L3(t *testing.T) {
 	for _, lvl := range []int{2, 3} {
-		for _, image := range []bool{false, true} {
-			t.Run(fmt.Sprintf("L%d image %v", lvl, image), func(t *testing.T) {
+		for _, tc := range []struct {
+			image      bool
+			lost, flip int
+			emptyRank  int // a rank that protects only empty variables (-1: none)
+		}{{false, 1, 3, -1}, {true, 1, 3, -1}, {true, 2, 0, 2}, {false, 2, 0, 2}} {
+			image := tc.image
+			size := func(r int) int {
+				if r == tc.emptyRank {
+					return 0
+				}
+				return 300 + r
+			}
+			t.Run(fmt.Sprintf("L%d image %v lost %d flip %d empty %d", lvl, image, tc.lost, tc.flip, tc.emptyRank), func(t *testing.T) {
 				const n = 4
 				root := t.TempDir()
 				cfg := testConfig(root, 1)
@@ -33,7 +45,7 @@ func TestKeepLastAfterRestoringL2L3(t *testing.T) {
 					opts = []Option{WithRestartImage(0)}
 				}
 				require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
-					s := makeState(r.c.Rank(), 1, 300+r.c.Rank())
+					s := makeState(r.c.Rank(), 1, size(r.c.Rank()))
 					if err := s.protect(r); err != nil {
 						return err
 					}
@@ -47,9 +59,9 @@ func TestKeepLastAfterRestoringL2L3(t *testing.T) {
 					}
 					return nil // no Finalize
 				}))
-				require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(root, "local", "node0001")))
-				// Rank 3's data: its copy is on node 0, its parity intact.
-				files, err := filepath.Glob(filepath.Join(root, "local", "node0003", "ckpt*", "data*.fti"))
+				require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(root, "local", fmt.Sprintf("node%04d", tc.lost))))
+				// The flipped rank's copy is on the next node, not lost.
+				files, err := filepath.Glob(filepath.Join(root, "local", fmt.Sprintf("node%04d", tc.flip), "ckpt*", "data*.fti"))
 				require.NoError(t, err)
 				require.Len(t, files, 1)
 				require.NoError(t, flipData(files[0], 2))
@@ -64,7 +76,7 @@ func TestKeepLastAfterRestoringL2L3(t *testing.T) {
 					if err := r.Recover(); err != nil {
 						return err
 					}
-					if want := makeState(r.c.Rank(), 1, 300+r.c.Rank()); !assert.ObjectsAreEqual(want, s) {
+					if want := makeState(r.c.Rank(), 1, size(r.c.Rank())); !assert.ObjectsAreEqual(want, s) {
 						return fmt.Errorf("rank %d: data differs", r.c.Rank())
 					}
 					return r.Finalize()
