@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -121,6 +122,26 @@ func TestL2L3MixedFileKinds(t *testing.T) {
 							}
 							for name, b := range dir[n] {
 								require.NoError(t, os.WriteFile(path.Join(p, name), b, 0o644))
+							}
+						}
+						// Offline (ftigo rebuild) first, on a copy of the
+						// damaged node directories, then online.
+						if !upgraded {
+							off := t.TempDir()
+							for n := range 4 {
+								require.NoError(t, os.CopyFS(path.Join(off, fmt.Sprintf("n%d", n)), os.DirFS(w.nodeDir(n))))
+							}
+							local := func(n int) Store { return Store{vfd.Sec2{}, path.Join(off, fmt.Sprintf("n%d", n))} }
+							var rb OfflineRebuilder = Partner2{}
+							if lvl == L3 {
+								rb = RS3{}
+							}
+							_, err := rb.RebuildOffline(m, w.topo, local, partner.Options{BlockSize: 512})
+							require.NoError(t, err, "offline, node %d lost", lost)
+							for r, fs := range m.Files {
+								for _, f := range fs {
+									require.NoError(t, VerifyFile(local(w.topo.NodeOf(r)), f), "offline, node %d lost: rank %d %s", lost, r, f.Name)
+								}
 							}
 						}
 						ids, got, errs := w.recoverFiles()
