@@ -105,3 +105,38 @@ func TestL2RecoversMixedManifests(t *testing.T) {
 		}
 	}
 }
+
+// TestL2RestoreNamesTheDamagedCopy: a lost data file whose partner copy
+// is damaged in its header, metadata or file block (so that its holder
+// cannot even read its preamble) is not restored, and every rank's error
+// says that both are lost and names the damaged copy, its holder and
+// the offset of the damage (it said that the holder "sent no file
+// header").
+func TestL2RestoreNamesTheDamagedCopy(t *testing.T) {
+	for _, region := range []string{"header", "metadata", "file block"} {
+		t.Run(region, func(t *testing.T) {
+			w := newFFWorld(t)
+			for r, err := range w.checkpointWith(1, L2, w.write(1, nil)) {
+				require.NoError(t, err, "rank %d", r)
+			}
+			dataOf1 := path.Join(w.nodeDir(w.topo.NodeOf(1)), RankFileName(CheckpointDir(1), RoleData, 1))
+			copyOf1 := path.Join(w.nodeDir(w.topo.NodeOf(2)), RankFileName(CheckpointDir(1), RolePartner, 1))
+			require.NoError(t, os.Remove(dataOf1))
+			b, err := os.ReadFile(copyOf1)
+			require.NoError(t, err)
+			off := map[string]int{"header": 10, "metadata": int(w.areas[path.Base(dataOf1)][1]) + 5, "file block": len(b) - 40}[region]
+			b[off] ^= 0x01
+			require.NoError(t, os.WriteFile(copyOf1, b, 0o644))
+			_, _, errs := w.recoverFiles()
+			for r := range 4 {
+				require.ErrorIs(t, errs[r], ErrUnrecoverable, "rank %d", r)
+				msg := errs[r].Error()
+				assert.Contains(t, msg, "its data file and its partner copy on rank 2 (node 2) are both lost", "rank %d", r)
+				assert.Contains(t, msg, copyOf1+" (rank 2) at offset ", "rank %d", r)
+				assert.NotContains(t, msg, "sent no file header", "rank %d", r)
+			}
+			_, err = os.Stat(dataOf1)
+			require.ErrorIs(t, err, fs.ErrNotExist)
+		})
+	}
+}

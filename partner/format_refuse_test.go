@@ -33,6 +33,7 @@ func (x failingPreamble) Preamble(f FileInfo, rank int) ([]byte, error) {
 // with no hash) offers nothing: it reports why, its receiver reports
 // that nothing came, and every other copy of the round succeeds; nobody
 // gets a transfer error from a preamble sent where none was announced.
+// The receiver's error gives the sender's reason.
 func TestCopyFormattedSenderRefuses(t *testing.T) {
 	for _, tc := range []string{"preamble fails", "hash unknown"} {
 		t.Run(tc, func(t *testing.T) {
@@ -66,6 +67,13 @@ func TestCopyFormattedSenderRefuses(t *testing.T) {
 				case 2:
 					require.Error(t, err, "rank 2 received nothing from rank 1")
 					assert.NotContains(t, err.Error(), "exchange preamble", "rank 2")
+					// The sender's reason, not a damaged file.
+					assert.ErrorIs(t, err, ErrBadArgument)
+					assert.NotErrorIs(t, err, ErrHashMismatch)
+					assert.Contains(t, err.Error(), "rank 1 sends nothing: read the preamble of "+cl.dataPath(1))
+					if tc == "preamble fails" {
+						assert.Contains(t, err.Error(), errNoPreamble.Error())
+					}
 				default:
 					require.NoError(t, err, "rank %d", r)
 					b, rerr := vfd.ReadFile(cl.d, cl.copyPath(r))

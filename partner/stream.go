@@ -633,6 +633,15 @@ type streamEnd struct {
 	// sentFormatted: the sender says its file is checked by its format
 	// (it sends a preamble).
 	sentFormatted bool
+	// refusal, on a sender that has a file to send but cannot (its
+	// preamble does not read), says why: it goes in place of the
+	// preamble, under a header flagged headerRefused (and
+	// headerDamaged when the file is damaged), so that the receiver
+	// reports the sender's reason. peerRefused holds the flags of
+	// such a header received.
+	refusal     []byte
+	damaged     bool
+	peerRefused byte
 }
 
 // errNotOffered: the sender of an optional stream offered no file.
@@ -650,7 +659,15 @@ const (
 	// headerFormatted: the hash is the digest of the file's format; the
 	// preamble that follows the header checks the bytes.
 	headerFormatted = 2
+	// headerRefused: the sender sends no file; what follows in place
+	// of the preamble is its reason, with headerDamaged when its file
+	// is damaged.
+	headerRefused = 4
+	headerDamaged = 8
 )
+
+// maxRefusal bounds the reason a sender gives for sending nothing.
+const maxRefusal = 4096
 
 // maxPreambleOver bounds a preamble: at most this much more than the
 // file it describes.
@@ -670,6 +687,13 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 			send[40] |= headerFormatted
 		}
 		binary.LittleEndian.PutUint64(send[41:], uint64(len(e.outPreamble)))
+	} else if e.refusal != nil {
+		send = make([]byte, headerLen)
+		send[40] = headerRefused
+		if e.damaged {
+			send[40] |= headerDamaged
+		}
+		binary.LittleEndian.PutUint64(send[41:], uint64(len(e.refusal)))
 	}
 	recv := make([]byte, headerLen)
 	n, err := c.Sendrecv(send, dst, tag, recv, src, tag)
@@ -692,6 +716,14 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 			return errNotOffered
 		}
 		return fmt.Errorf("%w: rank %d sent no file header", ErrBadArgument, src)
+	}
+	if recv[40]&headerRefused != 0 {
+		if e.optional != nil {
+			*e.optional = true
+			return errNotOffered
+		}
+		e.peerRefused = recv[40] // its reason follows, in place of the preamble
+		return nil
 	}
 	size := int64(binary.LittleEndian.Uint64(recv))
 	h := encode.Hash(recv[8:40])
@@ -728,6 +760,13 @@ func exchangePreamble(c comm.Comm, dst, src, tag int, e *streamEnd) (Checker, er
 	if err != nil {
 		return nil, fmt.Errorf("exchange preamble: %w", err)
 	}
+	if e.in != nil && e.peerRefused != 0 {
+		why := fmt.Errorf("rank %d sends nothing: %s", src, recv[:n])
+		if e.peerRefused&headerDamaged != 0 {
+			return nil, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: %w", ErrHashMismatch, why)}
+		}
+		return nil, fmt.Errorf("%w: %w", ErrBadArgument, why)
+	}
 	if e.in == nil || e.inFormat == nil || !e.sentFormatted {
 		return nil, nil
 	}
@@ -757,9 +796,13 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResul
 			err = fmt.Errorf("%w: a file checked by its format with no hash", ErrBadArgument)
 		}
 		if err != nil {
-			// Nothing is offered: the receiver reports it.
-			errs = append(errs, fmt.Errorf("read the preamble of %s: %w", e.out.Path, err))
-			e.out, p = nil, nil // no header announces a preamble: none is sent
+			// Nothing is offered: the receiver gets the reason and
+			// reports it.
+			err = fmt.Errorf("read the preamble of %s: %w", e.out.Path, err)
+			errs = append(errs, err)
+			why := []byte(err.Error())
+			e.out, p = nil, why[:min(len(why), maxRefusal)]
+			e.refusal, e.damaged = p, errors.Is(err, ErrHashMismatch)
 		}
 		e.outPreamble = p
 	}
