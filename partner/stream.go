@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"sync/atomic"
 
@@ -661,7 +662,7 @@ const (
 	headerFormatted = 2
 	// headerRefused: the sender sends no file; what follows in place
 	// of the preamble is its reason, with headerDamaged when its file
-	// is damaged.
+	// is damaged or gone.
 	headerRefused = 4
 	headerDamaged = 8
 )
@@ -802,7 +803,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResul
 			errs = append(errs, err)
 			why := []byte(err.Error())
 			e.out, p = nil, why[:min(len(why), maxRefusal)]
-			e.refusal, e.damaged = p, errors.Is(err, ErrHashMismatch)
+			e.refusal, e.damaged = p, errors.Is(err, ErrHashMismatch) || errors.Is(err, fs.ErrNotExist)
 		}
 		e.outPreamble = p
 	}
