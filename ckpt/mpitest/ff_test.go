@@ -79,3 +79,54 @@ func TestL2L3DamageUnderMPI(t *testing.T) {
 		})
 	}
 }
+
+// TestL2DamagedCopyUnderMPI: an L2 checkpoint loses node 1 and the
+// partner copy of rank 1 (on node 2) is damaged in its file block, so
+// that its holder cannot read its preamble: the restart fails on every
+// process (it never starts fresh), each naming the damaged copy and
+// saying that rank 1's data and copy are both lost.
+func TestL2DamagedCopyUnderMPI(t *testing.T) {
+	c := comm.Comm(world)
+	if c.Size() < 4 {
+		t.Skipf("needs at least 4 processes; mpirun started %d", c.Size())
+	}
+	root := sharedTempDir(t, c)
+	cfg := config(root, c.Size())
+	local := nodeLocal{Driver: vfd.Sec2{}, root: cfg.CkptDir, own: fmt.Sprintf("node%04d", c.Rank())}
+	x := make([]float64, 5000+17*c.Rank())
+	for i := range x {
+		x[i] = value(int64(c.Rank()), int64(i))
+	}
+	r, err := ckpt.Init(cfg, c, ckpt.WithDrivers(local, vfd.Sec2{}, vfd.Sec2{}), ckpt.WithLogger(zap.NewNop()))
+	require.NoError(t, err)
+	require.NoError(t, ckpt.Protect(r, 1, &x))
+	require.NoError(t, r.Checkpoint(1, 2))
+	require.NoError(t, r.Close())
+	require.NoError(t, c.Barrier())
+	var damaged string
+	if c.Rank() == 0 {
+		require.NoError(t, os.RemoveAll(filepath.Join(cfg.CkptDir, "node0001")))
+		p, err := filepath.Glob(filepath.Join(cfg.CkptDir, "node0002", "ckpt*", "partner000001.fti"))
+		require.NoError(t, err)
+		require.Len(t, p, 1)
+		b, err := os.ReadFile(p[0])
+		require.NoError(t, err)
+		b[len(b)-40] ^= 0x01
+		require.NoError(t, os.WriteFile(p[0], b, 0o644))
+		damaged = p[0]
+	}
+	name, err := comm.BcastBytes(c, 0, []byte(damaged))
+	require.NoError(t, err)
+	require.NoError(t, c.Barrier())
+	r, err = ckpt.Init(cfg, c, ckpt.WithDrivers(local, vfd.Sec2{}, vfd.Sec2{}), ckpt.WithLogger(zap.NewNop()))
+	if err == nil {
+		defer r.Close()
+		var got []float64
+		err = errors.Join(ckpt.Protect(r, 1, &got), r.Recover())
+		require.NotEqual(t, ckpt.Fresh, r.Status(), "rank %d started fresh", c.Rank())
+	}
+	require.Error(t, err, "rank %d", c.Rank())
+	require.ErrorIs(t, err, ckpt.ErrUnrecoverable, "rank %d", c.Rank())
+	require.Contains(t, err.Error(), "its data file and its partner copy on rank 2 (node 2) are both lost", "rank %d", c.Rank())
+	require.Contains(t, err.Error(), string(name)+" (rank 2) at offset ", "rank %d", c.Rank())
+}
