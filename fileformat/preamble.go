@@ -58,8 +58,9 @@ func (r *Reader) Preamble() ([]byte, error) {
 // and hashes but holds none of its data: [Reader.NewVerifier] checks the
 // file's bytes as they stream past; reading a variable or [Reader.Verify]
 // fails with [ErrNotInPreamble]. A malformed preamble is a
-// *[CorruptionError] wrapping [ErrCorrupt] or [ErrTruncated] (offsets are
-// in the preamble), or one of Open's errors (offsets in the file). Open's
+// *[CorruptionError] wrapping [ErrCorrupt], [ErrTruncated] or
+// [ErrNotFTIFF] (offsets are in the preamble), or one of Open's
+// *CorruptionErrors (offsets in the file). Open's
 // options apply.
 func OpenPreamble(name string, b []byte, opts ...Option) (*Reader, error) {
 	bad := func(off int64, err error, format string, args ...any) error {
@@ -86,6 +87,12 @@ func OpenPreamble(name string, b []byte, opts ...Option) (*Reader, error) {
 		tailOff: int64(metaOff), tail: b[preambleFixed+HeaderSize:]}
 	r, err := Open(pf, opts...)
 	if err != nil {
+		var ce *CorruptionError
+		if !errors.As(err, &ce) {
+			// Not FTI-FF at all (Open names no offset): the header
+			// the preamble carries at preambleFixed is not one.
+			return nil, &CorruptionError{Path: name + " (preamble)", Rank: -1, VarID: -1, Chunk: -1, Offset: preambleFixed, Err: err}
+		}
 		return nil, err
 	}
 	if r.fb.metaOff != int64(metaOff) {

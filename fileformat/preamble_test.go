@@ -100,6 +100,11 @@ func TestPreambleRejectsDamage(t *testing.T) {
 		{"metadata byte", mod(func(q []byte) []byte { q[preambleFixed+HeaderSize] ^= 1; return q }), ErrHashMismatch},
 		{"file block byte", mod(func(q []byte) []byte { q[len(q)-FBSize+130] ^= 1; return q }), ErrHashMismatch},
 		{"header byte", mod(func(q []byte) []byte { q[preambleFixed+30] ^= 1; return q }), ErrHashMismatch},
+		{"not FTI-FF", mod(func(q []byte) []byte {
+			q[preambleFixed] ^= 1 // header magic
+			q[len(q)-FBSize] ^= 1 // file block magic
+			return q
+		}), ErrNotFTIFF},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

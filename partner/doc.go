@@ -49,7 +49,12 @@
 //     check, rename each time), and reports ranks whose file and copy are
 //     both lost with [ErrUnrecoverable]. Each byte is read and hashed once.
 //     Files with a [FileInfo.Format] are checked by it, at rest and as
-//     they arrive (their preamble sent ahead).
+//     they arrive (their preamble sent ahead); a holder that cannot read
+//     its file's preamble sends its reason instead, which the receiver
+//     reports (naming the damaged file and offset). A file whose own
+//     entry records another kind of hash than the sender's (a manifest
+//     mixing format digests and BLAKE3) is checked against the
+//     receiver's entry once received.
 //   - L3 checkpoint: [EncodeGroup] splits the world into group
 //     communicators and places parity by the group's [encode.Layout]:
 //     FTI's full scheme for m = k (member j holds parity shard j of the

@@ -70,12 +70,11 @@ func (x *testFormat) NewChecker(p []byte, path string, rank int, size int64, has
 }
 
 type testChecker struct {
-	x     *testFormat
-	h     *b3.Hasher
-	first bool
-	n     int64
-	size  int64
-	want  encode.Hash
+	x    *testFormat
+	h    *b3.Hasher
+	n    int64
+	size int64
+	want encode.Hash
 }
 
 func (c *testChecker) Write(b []byte) (int, error) {

@@ -278,6 +278,12 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 		src = nil
 		fail(err)
 		read = h
+		if !hashed {
+			// Not hashed (checked by its format): the header records
+			// its recorded digest, as the members that learnt theirs
+			// while encoding record what they computed.
+			read = data.Hash
+		}
 		if err == nil && hashed && !data.HashUnknown && h != data.Hash {
 			fail(&CorruptionError{Path: data.Path, Rank: c.Rank(), Err: fmt.Errorf("%w: data changed before encoding", ErrHashMismatch)})
 		}

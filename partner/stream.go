@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"sync/atomic"
 
@@ -630,6 +631,18 @@ type streamEnd struct {
 	// preambleLen the length of the one announced to this rank.
 	outPreamble []byte
 	preambleLen int64
+	// sentFormatted: the sender says its file is checked by its format
+	// (it sends a preamble).
+	sentFormatted bool
+	// refusal, on a sender that has a file to send but cannot (its
+	// preamble does not read), says why: it goes in place of the
+	// preamble, under a header flagged headerRefused (and
+	// headerDamaged when the file is damaged), so that the receiver
+	// reports the sender's reason. peerRefused holds the flags of
+	// such a header received.
+	refusal     []byte
+	damaged     bool
+	peerRefused byte
 }
 
 // errNotOffered: the sender of an optional stream offered no file.
@@ -647,7 +660,15 @@ const (
 	// headerFormatted: the hash is the digest of the file's format; the
 	// preamble that follows the header checks the bytes.
 	headerFormatted = 2
+	// headerRefused: the sender sends no file; what follows in place
+	// of the preamble is its reason, with headerDamaged when its file
+	// is damaged or gone.
+	headerRefused = 4
+	headerDamaged = 8
 )
+
+// maxRefusal bounds the reason a sender gives for sending nothing.
+const maxRefusal = 4096
 
 // maxPreambleOver bounds a preamble: at most this much more than the
 // file it describes.
@@ -667,6 +688,13 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 			send[40] |= headerFormatted
 		}
 		binary.LittleEndian.PutUint64(send[41:], uint64(len(e.outPreamble)))
+	} else if e.refusal != nil {
+		send = make([]byte, headerLen)
+		send[40] = headerRefused
+		if e.damaged {
+			send[40] |= headerDamaged
+		}
+		binary.LittleEndian.PutUint64(send[41:], uint64(len(e.refusal)))
 	}
 	recv := make([]byte, headerLen)
 	n, err := c.Sendrecv(send, dst, tag, recv, src, tag)
@@ -690,9 +718,18 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 		}
 		return fmt.Errorf("%w: rank %d sent no file header", ErrBadArgument, src)
 	}
+	if recv[40]&headerRefused != 0 {
+		if e.optional != nil {
+			*e.optional = true
+			return errNotOffered
+		}
+		e.peerRefused = recv[40] // its reason follows, in place of the preamble
+		return nil
+	}
 	size := int64(binary.LittleEndian.Uint64(recv))
 	h := encode.Hash(recv[8:40])
 	formatted := recv[40]&headerFormatted != 0
+	e.sentFormatted = formatted
 	if e.learn {
 		e.inSize, e.inHash, e.inHashUnknown = size, h, recv[40]&headerHashUnknown != 0
 		if formatted {
@@ -703,7 +740,12 @@ func exchangeHeader(c comm.Comm, dst, src, tag int, e *streamEnd) error {
 		}
 		return nil
 	}
-	if size != e.inSize || h != e.inHash || formatted != (e.inFormat != nil) {
+	// A sender whose entry records another kind of hash than this
+	// rank's (a manifest mixing FTI-FF checksums and BLAKE3 digests)
+	// offers a hash this rank cannot compare: the bytes are checked
+	// against this rank's own entry once received.
+	sameKind := formatted == (e.inFormat != nil)
+	if size != e.inSize || (sameKind && h != e.inHash) {
 		return &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: rank %d offers %d bytes with another hash than expected (%d bytes)", ErrHashMismatch, src, size, e.inSize)}
 	}
 	return nil
@@ -719,7 +761,14 @@ func exchangePreamble(c comm.Comm, dst, src, tag int, e *streamEnd) (Checker, er
 	if err != nil {
 		return nil, fmt.Errorf("exchange preamble: %w", err)
 	}
-	if e.in == nil || e.inFormat == nil {
+	if e.in != nil && e.peerRefused != 0 {
+		why := fmt.Errorf("rank %d sends nothing: %s", src, recv[:n])
+		if e.peerRefused&headerDamaged != 0 {
+			return nil, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: %w", ErrHashMismatch, why)}
+		}
+		return nil, fmt.Errorf("%w: %w", ErrBadArgument, why)
+	}
+	if e.in == nil || e.inFormat == nil || !e.sentFormatted {
 		return nil, nil
 	}
 	return e.inFormat.NewChecker(recv[:n], e.in.Path, e.inOwner, e.inSize, e.inHash)
@@ -748,9 +797,13 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResul
 			err = fmt.Errorf("%w: a file checked by its format with no hash", ErrBadArgument)
 		}
 		if err != nil {
-			// Nothing is offered: the receiver reports it.
-			errs = append(errs, fmt.Errorf("read the preamble of %s: %w", e.out.Path, err))
-			e.out = nil
+			// Nothing is offered: the receiver gets the reason and
+			// reports it.
+			err = fmt.Errorf("read the preamble of %s: %w", e.out.Path, err)
+			errs = append(errs, err)
+			why := []byte(err.Error())
+			e.out, p = nil, why[:min(len(why), maxRefusal)]
+			e.refusal, e.damaged = p, errors.Is(err, ErrHashMismatch) || errors.Is(err, fs.ErrNotExist)
 		}
 		e.outPreamble = p
 	}
@@ -928,7 +981,19 @@ func exchangeTrailers(c comm.Comm, dst, src, tag int, e streamEnd, out *source, 
 				errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Offset: size, Err: fmt.Errorf("%w: received %d bytes, want %d", ErrHashMismatch, size, e.inSize)})
 			}
 		case e.inFormat != nil:
-			errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: no check of its format", ErrHashMismatch)})
+			// Sent without a preamble (the sender's entry records the
+			// BLAKE3 of its bytes): checked by its format now, from
+			// memory when the bytes were kept.
+			f := FileInfo{Ref: *e.in, Size: e.inSize, Hash: e.inHash, Format: e.inFormat}
+			if in.img != nil && int64(len(in.img)) == size {
+				f.Image = in.img
+			}
+			h = e.inHash
+			if size != e.inSize {
+				errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Offset: size, Err: fmt.Errorf("%w: received %d bytes, want %d", ErrHashMismatch, size, e.inSize)})
+			} else if _, cerr := e.inFormat.Check(f, e.inOwner, false); cerr != nil {
+				errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: after receiving: %w", ErrHashMismatch, cerr)})
+			}
 		case e.inHashUnknown && !rt.hashed:
 			errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Err: fmt.Errorf("%w: sender rank %d sent no hash", ErrHashMismatch, src)})
 		case size != e.inSize || (!e.inHashUnknown && h != e.inHash) || (rt.hashed && rt.hash != h):
