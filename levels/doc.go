@@ -89,8 +89,8 @@
 //     [DataReader] level (L2, L3), whose Protect reads the whole file
 //     anyway, the fsyncs run beside Protect and are voted on in b, and no
 //     BLAKE3 is computed here: an FTI-FF file's checksum is recorded (L2's
-//     partner copy is checked against it as it arrives, L3's encoder does
-//     not hash the file), another file's digest is left to Protect, which
+//     partner copy is checked against it as it arrives, L3's encoder
+//     checks the bytes it reads against it), another file's digest is left to Protect, which
 //     hashes the file as it reads it and records it. A level implementing
 //     [DataOpener] whose OpensData is true (the inline [Global4], ckpt's
 //     default L4) places the data itself instead: [DataOpener.OpenData]

@@ -520,8 +520,9 @@ func ffDigestPreamble(f vfd.File, preamble bool) (d Digest, attrs map[string]str
 // checksum as its digest ([DigestFTIFF]) instead of the BLAKE3 of its
 // bytes: L1, which does not read the file; L2, whose partner copy is
 // checked against the file's block hashes as it arrives
-// ([ftiffFormat]); L3, whose encoder reads the file without hashing it
-// (a file rebuilt from parity is checked against the checksum).
+// ([ftiffFormat]); L3, whose encoder checks the bytes it reads against
+// the block hashes (a file rebuilt from parity is checked against the
+// checksum).
 func recordsFTIFF(l Level) bool {
 	switch l.(type) {
 	case Local1, Partner2, RS3:

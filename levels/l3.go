@@ -1,7 +1,9 @@
 package levels
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 
 	"github.com/ftigo/ftigo/partner"
@@ -58,9 +60,38 @@ func (l RS3) Protect(env *Env, p *Pending) error {
 	}
 	name := RankFileName(p.Dir, RoleParity, env.Rank)
 	to := partner.Ref{Driver: env.Local.Driver, Path: env.Local.Path(name) + p.FileSuffix(name)}
-	par, err := partner.EncodeGroup(env.Comm, env.Topo, l.options(env), l.M, dataInfo(env, p), to)
-	if err != nil {
-		return fmt.Errorf("L3: %w", err)
+	data := dataInfo(env, p)
+	var (
+		tap    *dataTap
+		tapErr error
+	)
+	if data.Format != nil && !p.upgrade {
+		// The encoder reads an FTI-FF data file without hashing it: a
+		// byte changed since the write would be encoded unnoticed, the
+		// checkpoint committed and lost at the restart that needs it. The
+		// tap checks every byte the encoder reads against the file's
+		// block hashes and checksum, so such a checkpoint fails instead
+		// and the one before it stays. (L2's receivers check the same.)
+		f := cloneFile(p.Data())
+		if p.Published == 0 {
+			f.Name += TmpSuffix
+		}
+		if tap, tapErr = newDataTap(env.Store(f.Where), f); tap != nil {
+			data.Tap = tap
+		}
+	}
+	par, err := partner.EncodeGroup(env.Comm, env.Topo, l.options(env), l.M, data, to)
+	if tap != nil {
+		tapErr = tap.verdict(err)
+	}
+	if err == nil && tapErr != nil {
+		// The parity encodes bytes that are not the checkpoint's.
+		if rerr := to.Driver.Remove(to.Path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			tapErr = errors.Join(tapErr, rerr)
+		}
+	}
+	if err != nil || tapErr != nil {
+		return fmt.Errorf("L3: %w", errors.Join(err, tapErr))
 	}
 	if p.DigestPending {
 		p.SetDataDigest(Digest(par.Data))

@@ -188,6 +188,10 @@ type Pending struct {
 	// the level's read pass: the levels show it every byte of the data
 	// file they read ([partner.FileInfo.Tap], the L4 copies).
 	tap io.Writer
+	// upgrade is set by [Engine.Upgrade], which checks the committed
+	// data file itself (its tap, a check beside, or L2's receivers): a
+	// level adds no check of its own then.
+	upgrade bool
 	// preamble, when not nil, is the FTI-FF preamble of the data file
 	// ([fileformat.Reader.Preamble]), read when its checksum was recorded
 	// ([DigestFTIFF]): a partner copy sends it ahead of the file.

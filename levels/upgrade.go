@@ -188,6 +188,7 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 	// file's block hashes and that checksum ([ftiffFormat]): no tap
 	// needed. L3's encoder does not: the tap verifies the file.
 	keepFTIFF := kind == DigestFTIFF && recordsFTIFF(level)
+	p.upgrade = true
 	_, l2 := level.(Partner2)
 	switch {
 	case keepFTIFF && l2:
