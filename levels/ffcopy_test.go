@@ -169,47 +169,6 @@ func TestL2RecordsFTIFF(t *testing.T) {
 	}
 }
 
-// TestL2RefusesDamagedSource: a byte of a data file that changes between
-// its write (whose block hashes the checksum covers) and its partner
-// copy is caught before the commit: the receiver refuses the copy, every
-// rank fails the vote, and the restart gets the previous checkpoint.
-// (When L2 recorded the BLAKE3 of the bytes it sent, the damage was
-// recorded as the checkpoint.)
-func TestL2RefusesDamagedSource(t *testing.T) {
-	w := newFFWorld(t)
-	for r, err := range w.checkpointWith(1, L2, w.write(1, nil)) {
-		require.NoError(t, err, "rank %d", r)
-	}
-	first := append([][]byte(nil), w.files...)
-	flip := func(r int, f vfd.File) error {
-		if r != 1 {
-			return nil
-		}
-		b := []byte{0}
-		if _, err := f.ReadAt(b, fileformat.HeaderSize+100); err != nil {
-			return err
-		}
-		b[0] ^= 0x40
-		_, err := f.WriteAt(b, fileformat.HeaderSize+100)
-		return err
-	}
-	errs := w.checkpointWith(2, L2, w.write(2, flip))
-	for r, err := range errs {
-		require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
-	}
-	require.ErrorIs(t, errs[2], partner.ErrHashMismatch)
-	require.ErrorIs(t, errs[2], fileformat.ErrHashMismatch)
-	for n := range 4 {
-		assert.Len(t, w.ckptFiles(n, "partner*"), 1, "node %d: only checkpoint 1's copy", n)
-	}
-	ids, got, rerrs := w.recoverFiles()
-	for r := range 4 {
-		require.NoError(t, rerrs[r], "rank %d", r)
-		assert.Equal(t, int64(1), ids[r])
-		assert.True(t, bytes.Equal(first[r], got[r]), "rank %d", r)
-	}
-}
-
 // TestL2RecoverFTIFF: recovery of an L2 checkpoint with FTI-FF entries
 // restores a lost data file from its copy, reading the copy's data once
 // (checked as it arrives), re-sends a damaged copy, and refuses a damaged
@@ -373,45 +332,65 @@ func TestL3RecordsFTIFF(t *testing.T) {
 	}
 }
 
-// TestL3RefusesDamagedSource: a data byte that changes between the write
-// (whose block hashes the checksum covers) and the encoding is caught by
-// the check of the bytes the encoder reads: the checkpoint fails on every
-// rank, nothing of it is left, and a restart after losing the damaged
-// rank's node gets the previous checkpoint bit for bit. (Encoded
-// unnoticed, the damage would have committed a checkpoint that the
-// restart could not rebuild, after the previous one was dropped.)
-func TestL3RefusesDamagedSource(t *testing.T) {
-	w := newFFWorld(t)
-	for r, err := range w.checkpointWith(1, L3, w.write(1, nil)) {
-		require.NoError(t, err, "rank %d", r)
-	}
-	first := append([][]byte(nil), w.files...)
-	flip := func(r int, f vfd.File) error {
-		if r != 1 {
-			return nil
-		}
-		b := []byte{0}
-		if _, err := f.ReadAt(b, fileformat.HeaderSize+10); err != nil {
-			return err
-		}
-		b[0] ^= 0x5a
-		_, err := f.WriteAt(b, fileformat.HeaderSize+10)
-		return err
-	}
-	errs := w.checkpointWith(2, L3, w.write(2, flip))
-	for r, err := range errs {
-		require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
-	}
-	require.ErrorIs(t, errs[1], fileformat.ErrHashMismatch)
-	assert.Contains(t, errs[1].Error(), "data000001.fti")
-	for n := range 4 {
-		assert.Len(t, w.ckptFiles(n, "parity*"), 1, "node %d: only checkpoint 1's parity", n)
-	}
-	require.NoError(t, os.RemoveAll(path.Join(w.nodeDir(w.topo.NodeOf(1)), CheckpointDir(1))))
-	ids, got, rerrs := w.recoverFiles()
-	for r := range 4 {
-		require.NoError(t, rerrs[r], "rank %d", r)
-		assert.Equal(t, int64(1), ids[r], "rank %d", r)
-		assert.True(t, bytes.Equal(first[r], got[r]), "rank %d", r)
+// TestRefusesDamagedSource: a byte of a data file that changes between
+// its write (whose block hashes the checksum covers) and the level's read
+// of it is caught before the commit: at L2 the receiver refuses the copy,
+// at L3 the check of the bytes the encoder reads fails; every rank fails
+// the vote, nothing of the checkpoint is left, and the restart gets the
+// previous checkpoint bit for bit (at L3 after losing the damaged rank's
+// node). (When L2 recorded the BLAKE3 of the bytes it sent, the damage
+// was recorded as the checkpoint; encoded unnoticed at L3, it committed a
+// checkpoint the restart could not rebuild, after the previous one was
+// dropped.)
+func TestRefusesDamagedSource(t *testing.T) {
+	for _, tc := range []struct {
+		level   ID
+		glob    string // the level's files: one per node, checkpoint 1's
+		errRank int    // the rank whose error names the damage
+		names   string // the file that error names
+		is      []error
+	}{
+		{L2, "partner*", 2, "partner000001.fti (rank 1)", []error{partner.ErrHashMismatch, fileformat.ErrHashMismatch}},
+		{L3, "parity*", 1, "data000001.fti", []error{fileformat.ErrHashMismatch}},
+	} {
+		t.Run(tc.level.String(), func(t *testing.T) {
+			w := newFFWorld(t)
+			for r, err := range w.checkpointWith(1, tc.level, w.write(1, nil)) {
+				require.NoError(t, err, "rank %d", r)
+			}
+			first := append([][]byte(nil), w.files...)
+			flip := func(r int, f vfd.File) error {
+				if r != 1 {
+					return nil
+				}
+				b := []byte{0}
+				if _, err := f.ReadAt(b, fileformat.HeaderSize+100); err != nil {
+					return err
+				}
+				b[0] ^= 0x40
+				_, err := f.WriteAt(b, fileformat.HeaderSize+100)
+				return err
+			}
+			errs := w.checkpointWith(2, tc.level, w.write(2, flip))
+			for r, err := range errs {
+				require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
+			}
+			for _, is := range tc.is {
+				require.ErrorIs(t, errs[tc.errRank], is)
+			}
+			assert.Contains(t, errs[tc.errRank].Error(), tc.names)
+			for n := range 4 {
+				assert.Len(t, w.ckptFiles(n, tc.glob), 1, "node %d: only checkpoint 1's file", n)
+			}
+			if tc.level == L3 {
+				require.NoError(t, os.RemoveAll(path.Join(w.nodeDir(w.topo.NodeOf(1)), CheckpointDir(1))))
+			}
+			ids, got, rerrs := w.recoverFiles()
+			for r := range 4 {
+				require.NoError(t, rerrs[r], "rank %d", r)
+				assert.Equal(t, int64(1), ids[r], "rank %d", r)
+				assert.True(t, bytes.Equal(first[r], got[r]), "rank %d", r)
+			}
+		})
 	}
 }
