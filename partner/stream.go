@@ -403,7 +403,10 @@ type sink struct {
 	done  chan struct{}
 	h     *b3.Hasher
 	off   int64
-	piece int64 // 0: keep the file in the page cache
+	piece int64 // 0: keep the file in the page cache, with no hints
+	// noDrop keeps the file in the page cache while its writeback is
+	// still started piece by piece (a file read next).
+	noDrop bool
 	// hinted and dropped are the ends of the ranges whose writeback was
 	// started and that were dropped from the cache.
 	hinted, dropped int64
@@ -474,7 +477,7 @@ func (s *sink) dropBehind() {
 	for s.off-s.hinted >= s.piece {
 		_ = vfd.StartWriteback(s.f, s.hinted, s.piece)
 		s.hinted += s.piece
-		if s.hinted-s.dropped > dropWindow*s.piece {
+		if !s.noDrop && s.hinted-s.dropped > dropWindow*s.piece {
 			_ = vfd.DropCache(s.f, s.dropped, s.piece)
 			s.dropped += s.piece
 		}
@@ -525,7 +528,7 @@ func (s *sink) finishWith(tail func(body encode.Hash) ([]byte, error)) (body, wh
 	if err == nil {
 		err = s.f.Sync()
 	}
-	if err == nil && s.piece > 0 {
+	if err == nil && s.piece > 0 && !s.noDrop {
 		_ = vfd.DropCache(s.f, 0, 0) // synced: nothing left to wait for
 	}
 	err = errors.Join(err, s.f.Close())
@@ -614,7 +617,8 @@ type streamEnd struct {
 	// the received bytes are checked against the hash in its trailer.
 	inHashUnknown bool
 	// keep leaves the received file in the page cache whatever
-	// Options.KeepCache says (a restored data file, read next).
+	// Options.KeepCache says (a restored data file, read next); its
+	// writeback is still started piece by piece unless KeepCache.
 	keep bool
 	// image, when not nil, receives a copy of the received file's bytes
 	// once they check out against the expected hash (nil otherwise).
@@ -860,7 +864,10 @@ func streamDeferred(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (wai
 	var in *sink
 	if e.in != nil {
 		var piece int64
-		if !o.KeepCache && !e.keep {
+		if !o.KeepCache {
+			// A file kept for the restart to read next still has
+			// its writeback started as it arrives, so that its
+			// final fsync does not write it all.
 			piece = o.piece()
 		}
 		s, err := createSink(*e.in, bs, e.inSize, o.Buffers, piece)
@@ -868,6 +875,7 @@ func streamDeferred(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (wai
 			errs = append(errs, fmt.Errorf("create %s: %w", e.in.Path, err))
 		} else {
 			in = s
+			in.noDrop = e.keep
 			if e.image != nil {
 				in.img = make([]byte, e.inSize)
 			}
