@@ -156,7 +156,10 @@ func startCheck(f FileInfo, rank, bs int, image bool) func() checkResult {
 // is re-sent from its original once that has checked out, while every
 // file present and not sent is checked in the background (own into
 // memory under Options.ImageLimit, returned in [L2Recovery.OwnImage]).
-// A second round of flags then says which files failed their checks,
+// The fsync, checks and publication of a restored data file run beside
+// the re-send of the copies (they talk to no peer), so that a lost node
+// writes the copy it held while its restored data file is synced. A
+// second round of flags then says which files failed their checks,
 // and those are restored or re-sent the same way.
 func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2Recovery, error) {
 	me := c.Rank()
@@ -220,9 +223,11 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 	o.SkipSourceHash = true
 	// restoreOwn receives this rank's data file from its right
 	// neighbour's copy (need) while sending its own copy to its left
-	// neighbour (send).
+	// neighbour (send). The restored file's fsync, checks and publication
+	// talk to no peer: they run in the background, beside the next
+	// transfer, until the returned join.
 	copyBad := false
-	restoreOwn := func(tag int, need, send bool) {
+	restoreOwn := func(tag int, need, send bool) (join func()) {
 		e := streamEnd{inOwner: me, keep: true} // the restart reads a restored data file next
 		if send {
 			h := held
@@ -238,21 +243,35 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 				e.image, e.keep = &img, false
 			}
 		}
-		_, err := stream(c, left, right, tag, o, e)
-		switch {
-		case err != nil && need && errors.Is(err, ErrHashMismatch):
-			copyBad = true
-			errs = append(errs, bothLost(me, right, errors.Join(ownErr, err)))
-		case err != nil && (need || !send):
-			errs = append(errs, fmt.Errorf("restore data of rank %d from rank %d: %w", me, right, err))
-		case err != nil:
-			errs = append(errs, fmt.Errorf("send the copy of rank %d's data back to it: %w", left, err))
-		case need:
-			if err := publish(own.Driver, tmp.Path, own.Path); err != nil {
-				errs = append(errs, fmt.Errorf("publish restored %s: %w", own.Path, err))
-			} else {
-				res.OwnRebuilt, res.OwnImage, ownErr = true, img, nil
-				log.Info("restored data file from partner copy", zap.Int("rank", me), zap.Int("from", right))
+		wait := streamDeferred(c, left, right, tag, o, e)
+		type outcome struct{ err, pubErr error }
+		done := make(chan outcome, 1)
+		go func() {
+			var oc outcome
+			_, oc.err = wait()
+			if oc.err == nil && need {
+				oc.pubErr = publish(own.Driver, tmp.Path, own.Path)
+			}
+			done <- oc
+		}()
+		return func() {
+			oc := <-done
+			err := oc.err
+			switch {
+			case err != nil && need && errors.Is(err, ErrHashMismatch):
+				copyBad = true
+				errs = append(errs, bothLost(me, right, errors.Join(ownErr, err)))
+			case err != nil && (need || !send):
+				errs = append(errs, fmt.Errorf("restore data of rank %d from rank %d: %w", me, right, err))
+			case err != nil:
+				errs = append(errs, fmt.Errorf("send the copy of rank %d's data back to it: %w", left, err))
+			case need:
+				if oc.pubErr != nil {
+					errs = append(errs, fmt.Errorf("publish restored %s: %w", own.Path, oc.pubErr))
+				} else {
+					res.OwnRebuilt, res.OwnImage, ownErr = true, img, nil
+					log.Info("restored data file from partner copy", zap.Int("rank", me), zap.Int("from", right))
+				}
 			}
 		}
 	}
@@ -308,7 +327,7 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 		errs = append(errs, bothLost(me, right, ownErr))
 		needOwn = false
 	}
-	restoreOwn(tagRestoreOwn, needOwn, sendHeld)
+	joinOwn := restoreOwn(tagRestoreOwn, needOwn, sendHeld)
 
 	// Phase 2: missing copies are re-sent from their originals (ring
 	// rightwards) once those have checked out.
@@ -322,6 +341,7 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 	heldOK := resendHeld(tagRestoreHeld, needHeld, sendOwn, &notOffered)
 
 	// Round 2: the outcome of every check and transfer.
+	joinOwn()
 	ownResult()
 	var heldErr error
 	switch {
@@ -357,7 +377,7 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 		errs = append(errs, bothLost(me, right, ownErr))
 		lateOwn = false
 	}
-	restoreOwn(tagRestoreOwnLate, lateOwn, fromLeft&flagOwnLate != 0 && !sendHeld && heldErr == nil)
+	restoreOwn(tagRestoreOwnLate, lateOwn, fromLeft&flagOwnLate != 0 && !sendHeld && heldErr == nil)()
 	// Phase 4: a copy that failed its check, or was missing and not
 	// re-sent, is re-sent from its original if that is sound (ring
 	// rightwards). A data file restored in phase 3 came from the copy its

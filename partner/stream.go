@@ -403,7 +403,10 @@ type sink struct {
 	done  chan struct{}
 	h     *b3.Hasher
 	off   int64
-	piece int64 // 0: keep the file in the page cache
+	piece int64 // 0: keep the file in the page cache, with no hints
+	// noDrop keeps the file in the page cache while its writeback is
+	// still started piece by piece (a file read next).
+	noDrop bool
 	// hinted and dropped are the ends of the ranges whose writeback was
 	// started and that were dropped from the cache.
 	hinted, dropped int64
@@ -474,7 +477,7 @@ func (s *sink) dropBehind() {
 	for s.off-s.hinted >= s.piece {
 		_ = vfd.StartWriteback(s.f, s.hinted, s.piece)
 		s.hinted += s.piece
-		if s.hinted-s.dropped > dropWindow*s.piece {
+		if !s.noDrop && s.hinted-s.dropped > dropWindow*s.piece {
 			_ = vfd.DropCache(s.f, s.dropped, s.piece)
 			s.dropped += s.piece
 		}
@@ -525,7 +528,7 @@ func (s *sink) finishWith(tail func(body encode.Hash) ([]byte, error)) (body, wh
 	if err == nil {
 		err = s.f.Sync()
 	}
-	if err == nil && s.piece > 0 {
+	if err == nil && s.piece > 0 && !s.noDrop {
 		_ = vfd.DropCache(s.f, 0, 0) // synced: nothing left to wait for
 	}
 	err = errors.Join(err, s.f.Close())
@@ -614,7 +617,8 @@ type streamEnd struct {
 	// the received bytes are checked against the hash in its trailer.
 	inHashUnknown bool
 	// keep leaves the received file in the page cache whatever
-	// Options.KeepCache says (a restored data file, read next).
+	// Options.KeepCache says (a restored data file, read next); its
+	// writeback is still started piece by piece unless KeepCache.
 	keep bool
 	// image, when not nil, receives a copy of the received file's bytes
 	// once they check out against the expected hash (nil otherwise).
@@ -785,6 +789,19 @@ type streamResult struct {
 }
 
 func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResult, error) {
+	return streamDeferred(c, dst, src, tag, o, e)()
+}
+
+// streamDeferred is [stream] up to the last exchange with the peers: the
+// receiver's end of the received file (its final writes, fsync and
+// checks against the sender's trailer, which talk to no peer) is left to
+// the returned wait, which the caller may run beside its next transfers
+// (one goroutine, not the one talking to c). wait returns what stream
+// returns and must be called once.
+func streamDeferred(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (wait func() (streamResult, error)) {
+	done := func(r streamResult, err error) func() (streamResult, error) {
+		return func() (streamResult, error) { return r, err }
+	}
 	bs := o.block() // every rank must use the same block size: never capped per rank
 	var errs []error
 	if e.out != nil && e.out.Format != nil {
@@ -813,7 +830,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResul
 	herr := exchangeHeader(c, dst, src, tag+1, &e)
 	var chk Checker
 	if errors.Is(herr, comm.ErrAborted) {
-		return streamResult{}, herr
+		return done(streamResult{}, herr)
 	}
 	if herr == nil {
 		chk, herr = exchangePreamble(c, dst, src, tag+3, &e)
@@ -822,7 +839,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResul
 	}
 	if herr != nil {
 		if errors.Is(herr, comm.ErrAborted) {
-			return streamResult{}, herr
+			return done(streamResult{}, herr)
 		}
 		if !errors.Is(herr, errNotOffered) {
 			errs = append(errs, herr)
@@ -847,7 +864,10 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResul
 	var in *sink
 	if e.in != nil {
 		var piece int64
-		if !o.KeepCache && !e.keep {
+		if !o.KeepCache {
+			// A file kept for the restart to read next still has
+			// its writeback started as it arrives, so that its
+			// final fsync does not write it all.
 			piece = o.piece()
 		}
 		s, err := createSink(*e.in, bs, e.inSize, o.Buffers, piece)
@@ -855,6 +875,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResul
 			errs = append(errs, fmt.Errorf("create %s: %w", e.in.Path, err))
 		} else {
 			in = s
+			in.noDrop = e.keep
 			if e.image != nil {
 				in.img = make([]byte, e.inSize)
 			}
@@ -877,7 +898,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResul
 		if in != nil {
 			in.abandon(e.in.Driver)
 		}
-		return streamResult{}, fmt.Errorf("agree on rounds: %w", err)
+		return done(streamResult{}, fmt.Errorf("agree on rounds: %w", err))
 	}
 	var scratch []byte // for blocks nobody keeps, allocated on first use
 	var recvOff int64
@@ -912,7 +933,7 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResul
 			if in != nil {
 				in.abandon(e.in.Driver)
 			}
-			return streamResult{}, errors.Join(errs...)
+			return done(streamResult{}, errors.Join(errs...))
 		}
 		if in != nil && !inBad {
 			want := min(int64(bs), max(e.inSize-recvOff, 0))
@@ -930,17 +951,30 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResul
 		}
 	}
 	var res streamResult
-	res.size, res.hash, res.sent, errs = exchangeTrailers(c, dst, src, tag, e, out, outSize, in, inBad, errs)
-	res.formatted = in != nil && in.chk != nil
-	return res, errors.Join(errs...)
+	var rt receivedTrailer
+	res.sent, rt, errs = exchangeTrailers(c, dst, src, tag, e, out, outSize, errs)
+	return func() (streamResult, error) {
+		res.size, res.hash, errs = finishReceived(src, e, in, inBad, rt, errs)
+		res.formatted = in != nil && in.chk != nil
+		return res, errors.Join(errs...)
+	}
 }
 
-// exchangeTrailers ends a stream: it closes the source out and sends its
-// trailer (size, hash, whether the bytes were sound), receives the
-// sender's, and checks the received file against it, removing the file
-// when anything went wrong. It returns errs with what it found appended.
-func exchangeTrailers(c comm.Comm, dst, src, tag int, e streamEnd, out *source, outSize int64, in *sink, inBad bool, errs []error) (
-	recvSize int64, recvHash, sentHash encode.Hash, _ []error) {
+// receivedTrailer is the trailer a stream received (n bytes of b), or
+// the error of the exchange.
+type receivedTrailer struct {
+	b   []byte
+	n   int
+	err error
+}
+
+// exchangeTrailers ends a stream's exchanges: it closes the source out
+// and sends its trailer (size, hash, whether the bytes were sound) and
+// receives the sender's ([finishReceived] checks the received file
+// against it). It returns the hash of what was sent, the trailer
+// received and errs with what it found appended.
+func exchangeTrailers(c comm.Comm, dst, src, tag int, e streamEnd, out *source, outSize int64, errs []error) (
+	sentHash encode.Hash, _ receivedTrailer, _ []error) {
 	var t trailer
 	if out != nil {
 		h, hashed, err := out.close()
@@ -962,6 +996,15 @@ func exchangeTrailers(c comm.Comm, dst, src, tag int, e streamEnd, out *source, 
 	if err != nil {
 		errs = append(errs, fmt.Errorf("exchange trailer: %w", err))
 	}
+	return sentHash, receivedTrailer{b: tb, n: n, err: err}, errs
+}
+
+// finishReceived waits for the writes of the received file in (if any),
+// syncs it and checks it against the sender's trailer rt, removing the
+// file when anything went wrong. It returns the received file's size and
+// hash, and errs with what it found appended.
+func finishReceived(src int, e streamEnd, in *sink, inBad bool, got receivedTrailer, errs []error) (recvSize int64, recvHash encode.Hash, _ []error) {
+	tb, n, err := got.b, got.n, got.err
 	if in != nil {
 		h, size, ferr := in.finish()
 		rt, ok := parseTrailer(tb[:n])
@@ -1006,5 +1049,5 @@ func exchangeTrailers(c comm.Comm, dst, src, tag int, e streamEnd, out *source, 
 		}
 		recvSize, recvHash = size, h
 	}
-	return recvSize, recvHash, sentHash, errs
+	return recvSize, recvHash, errs
 }
