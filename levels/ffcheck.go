@@ -3,7 +3,6 @@ package levels
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 
@@ -46,7 +45,7 @@ func (x ftiffFormat) Check(f partner.FileInfo, rank int, image bool) ([]byte, er
 		if int64(len(f.Image)) != f.Size {
 			err = cerr(int64(len(f.Image)), fmt.Errorf("%w: %d bytes, manifest says %d", ErrSizeMismatch, len(f.Image), f.Size))
 		} else {
-			err = verifyFTIFF(imageFile{File: vfd.BytesFile(f.Path, f.Image), b: f.Image}, e, cerr)
+			err = verifyFTIFF(vfd.BytesFile(f.Path, f.Image), e, cerr) // verified in place (its Range)
 		}
 		img = f.Image
 	case image:
@@ -141,19 +140,4 @@ func formatOf(env *Env, f File) partner.Format {
 		return ftiffFormat{piece: transfer(env)}
 	}
 	return nil
-}
-
-// imageFile is a file's bytes in memory that fileformat verifies in
-// place (its Range), with no copy.
-type imageFile struct {
-	vfd.File
-	b []byte
-}
-
-// Range returns bytes [off, end) of the image.
-func (f imageFile) Range(off, end int64) ([]byte, error) {
-	if off < 0 || end < off || end > int64(len(f.b)) {
-		return nil, fmt.Errorf("read %s at %d: %w", f.Name(), off, io.ErrUnexpectedEOF)
-	}
-	return f.b[off:end], nil
 }
