@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -639,6 +640,7 @@ func rebuildMember(gc comm.Comm, rank int, o Options, lay encode.Layout, dmg enc
 			// Placed so that the FTI-FF data after the header starts a
 			// page: the restart hands the pages over to its variables.
 			m.dseq.img = vfd.AlignedBytes(data.Size, imageAlign)
+			m.dseq.copied = o.imageCopied
 		}
 		m.dout = m.dseq
 	}
@@ -861,6 +863,8 @@ func (m *memberRebuild) reconstruct(r int64, n, a, pl int) {
 		for p := range shards {
 			if i, ok := m.where[[2]int{t, p}]; ok {
 				shards[p], mask[p] = m.recvBuf[i*pl:(i+1)*pl], false
+			} else if b := m.inImage(r, n, a, pl, m.lay.Holder(t, p)); b != nil {
+				shards[p], mask[p] = b, true
 			} else {
 				shards[p], mask[p], free = free[:pl], true, free[pl:]
 			}
@@ -880,6 +884,25 @@ func (m *memberRebuild) reconstruct(r int64, n, a, pl int) {
 			}
 		}
 	}
+}
+
+// inImage returns where in the image of the data file being rebuilt
+// piece a (pl bytes) of the unit of row r held as h goes, when h is a
+// unit of that file, the piece lies within the file and the file is
+// still written in order; else nil. The decoder then writes the piece
+// there and the image takes no copy of it ([seqWriter.WriteAt] sees the
+// bytes already in place): 64 MiB of memmove fewer per rebuilt rank of 64
+// MiB.
+func (m *memberRebuild) inImage(r int64, n, a, pl int, h encode.Shard) []byte {
+	w := m.dseq
+	if h.Parity || h.Member != m.g() || w == nil || w.img == nil || !w.inOrder {
+		return nil
+	}
+	off := m.lay.DataOffset(r) + int64(h.Unit*n+a)
+	if off < w.next || off+int64(pl) > int64(len(w.img)) {
+		return nil
+	}
+	return w.img[off : off+int64(pl) : off+int64(pl)]
 }
 
 // parityHeader writes the header of a rebuilt parity file after its
@@ -964,6 +987,7 @@ type seqWriter struct {
 	vfd.File
 	h       *b3.Hasher
 	img     []byte
+	copied  *atomic.Int64 // counts the bytes copied into img (tests; may be nil)
 	next    int64
 	inOrder bool
 	wb      int64 // writeback started up to here
@@ -979,8 +1003,11 @@ func (w *seqWriter) WriteAt(p []byte, off int64) (int, error) {
 		if w.h != nil {
 			w.h.Write(p[:n])
 		}
-		if w.img != nil {
+		if w.img != nil && (n == 0 || &w.img[off] != &p[0]) { // else decoded in place (inImage)
 			copy(w.img[off:], p[:n])
+			if w.copied != nil {
+				w.copied.Add(int64(n))
+			}
 		}
 		w.next += int64(n)
 		if w.piece > 0 && w.next-w.wb >= w.piece {

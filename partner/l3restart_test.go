@@ -3,6 +3,7 @@ package partner
 import (
 	"errors"
 	"os"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -103,4 +104,57 @@ func TestImagesStartTheDataOnAPage(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, cl.data[0], img)
 	assert.Zero(t, uintptr(unsafe.Pointer(&img[imageAlign]))%ps, "checked image")
+}
+
+// TestL3RebuildDecodesIntoTheImage: a member that rebuilds its data file
+// into an image (Options.ImageLimit) decodes the file's units straight
+// into the image, which takes no copy of them: at most the piece that
+// holds the file's end, cut short, is copied (m = k, where the rebuild
+// writes in order). The rotated scheme, which keeps no image, still
+// rebuilds the files right, and the images and rebuilt files hold the
+// checkpointed bytes.
+func TestL3RebuildDecodesIntoTheImage(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		m     int
+		lost  []int
+		image bool
+	}{
+		{"m=k, nodes 1 and 2", 0, []int{1, 2}, true},
+		{"m=k, node 3", 0, []int{3}, true},
+		{"m=2, nodes 0 and 2", 2, []int{0, 2}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const bs = 512
+			cl := newCluster(t, vfd.NewCore(), 4, 1, 4, func(r int) int { return 20*bs + 1234 + 333*r })
+			par := cl.l3Protect(tc.m, bs)
+			for _, r := range tc.lost {
+				require.NoError(t, cl.d.Remove(cl.dataPath(r)))
+				require.NoError(t, cl.d.Remove(cl.parityPath(r)))
+			}
+			copied := make([]atomic.Int64, 4)
+			res := make([]L3Recovery, 4)
+			errs := make([]error, 4)
+			require.NoError(t, cl.run(func(c comm.Comm) error {
+				r := c.Rank()
+				p := par[r]
+				pi := FileInfo{Ref: Ref{cl.d, cl.parityPath(r)}, Size: p.Size, Hash: p.Hash}
+				o := Options{BlockSize: bs, ImageLimit: 1 << 20, imageCopied: &copied[r]}
+				res[r], errs[r] = RebuildGroup(c, cl.topo, o, shapes(4, tc.m, par)[r], cl.own(r), pi)
+				return nil
+			}))
+			require.NoError(t, errors.Join(errs...))
+			for _, r := range tc.lost {
+				require.True(t, res[r].DataRebuilt, "rank %d", r)
+				if tc.image {
+					require.Equal(t, cl.data[r], res[r].DataImage, "rank %d's image", r)
+					assert.Less(t, copied[r].Load(), int64(bs), "rank %d: bytes copied into its image of %d", r, len(cl.data[r]))
+				} else {
+					assert.Nil(t, res[r].DataImage, "rank %d: written out of order, no image", r)
+				}
+				assert.Equal(t, cl.data[r], cl.read(cl.dataPath(r)), "rank %d's rebuilt file", r)
+			}
+			cl.assertAllGood()
+		})
+	}
 }

@@ -78,6 +78,9 @@ type Options struct {
 	// hashed, when not nil, counts the bytes the transfers hash with
 	// BLAKE3 themselves (senders and receivers), for tests.
 	hashed *atomic.Int64
+	// imageCopied, when not nil, counts the bytes an L3 rebuild copies
+	// into the image of the data file it rebuilds, for tests.
+	imageCopied *atomic.Int64
 }
 
 // dropPiece is the piece after which a sink that drops behind starts the
