@@ -816,20 +816,32 @@ func (m *memberRebuild) unitAt(r int64, n, a int, h encode.Shard) (vfd.File, vfd
 // exchange moves piece a (pl bytes per unit) of row r's units, shift by
 // shift: my shards that others' stripes need go to g+s, the shards my
 // stripes need come from g-s. An unreadable unit is sent as zeros and
-// recorded (the rebuilt file then fails its hash). A failed exchange is
+// recorded (the rebuilt file then fails its hash). Shards sent to two
+// members one after the other (with m = k, every member that lost files
+// gets the same chosen shards) are read once. A failed exchange is
 // returned: the members can no longer agree on what follows.
 func (m *memberRebuild) exchange(r int64, n, a, pl int) error {
 	k, g, plan := m.lay.K, m.g(), m.plan
+	var held [][2]int // the shards sendBuf holds for this piece
 	for s := range k {
 		if !plan.used[s] {
 			continue
 		}
 		send := m.sendBuf[:len(plan.send[s])*pl]
 		into := m.recvBuf[m.base[s]*pl : m.base[s+1]*pl]
-		if s == 0 {
+		read := plan.send[s]
+		switch {
+		case s == 0:
 			send = into // my own shards for my own stripes
+		case held != nil && slices.Equal(held, read):
+			// The same shards as at a shift before (the members that
+			// lost files of the same stripes get the same chosen
+			// shards): sent again without reading them again.
+			read = nil
+		case len(read) > 0:
+			held = read
 		}
-		for i, tp := range plan.send[s] {
+		for i, tp := range read {
 			src, _, off, size := m.unitAt(r, n, a, m.lay.Holder(tp[0], tp[1]))
 			b := send[i*pl : (i+1)*pl]
 			if src == nil {
