@@ -739,7 +739,7 @@ type memberRebuild struct {
 	where                     map[[2]int]int
 	sendBuf, recvBuf, scratch []byte
 	shards                    [][]byte
-	mask                      []bool
+	mask, want                []bool
 }
 
 func (m *memberRebuild) g() int { return m.gc.Rank() }
@@ -802,6 +802,7 @@ func (m *memberRebuild) layOut() {
 	m.scratch = m.o.Buffers.get(lay.M * m.piece)
 	m.shards = make([][]byte, d+lay.M)
 	m.mask = make([]bool, d+lay.M)
+	m.want = make([]bool, d+lay.M)
 }
 
 // unitAt is the file to read, the file to write, the offset of piece a of
@@ -867,21 +868,26 @@ func (m *memberRebuild) exchange(r int64, n, a, pl int) error {
 }
 
 // reconstruct decodes, for every stripe where I lost a shard, piece a of
-// row r from the received shards and writes my lost units.
+// row r of my lost units from the received shards (those only: not the
+// units other members lost) and writes them.
 func (m *memberRebuild) reconstruct(r int64, n, a, pl int) {
-	shards, mask := m.shards, m.mask
+	shards, mask, want := m.shards, m.mask, m.want
 	for _, t := range m.plan.need {
 		free := m.scratch
 		for p := range shards {
+			h := m.lay.Holder(t, p)
+			_, dst, off, size := m.unitAt(r, n, a, h)
+			// only the units of my lost files are decoded (written below)
+			want[p] = h.Member == m.g() && dst != nil && off < size
 			if i, ok := m.where[[2]int{t, p}]; ok {
-				shards[p], mask[p] = m.recvBuf[i*pl:(i+1)*pl], false
-			} else if b := m.inImage(r, n, a, pl, m.lay.Holder(t, p)); b != nil {
+				shards[p], mask[p], want[p] = m.recvBuf[i*pl:(i+1)*pl], false, false
+			} else if b := m.inImage(r, n, a, pl, h); b != nil {
 				shards[p], mask[p] = b, true
 			} else {
 				shards[p], mask[p], free = free[:pl], true, free[pl:]
 			}
 		}
-		if err := m.code.Reconstruct(shards, mask); err != nil {
+		if err := m.code.ReconstructSome(shards, mask, want); err != nil {
 			m.fail(err)
 			continue
 		}
