@@ -54,12 +54,13 @@ const (
 // block) past the dropped range; the whole file dropped after its sync.
 func checkDropsBehind(t *testing.T, name string, ops []vfd.Op, size int64) {
 	t.Helper()
-	checkDropsBehindBy(t, name, ops, size, testPiece)
+	checkDropsBehindBy(t, name, ops, size, testPiece, dropWindow)
 }
 
 // checkDropsBehindBy is checkDropsBehind for a sink whose piece is
-// piece bytes (the parity sink's is a quarter of testPiece).
-func checkDropsBehindBy(t *testing.T, name string, ops []vfd.Op, size, piece int64) {
+// piece bytes, dropped window pieces behind the write (the parity sink's
+// piece is a quarter of testPiece, its window four times as many).
+func checkDropsBehindBy(t *testing.T, name string, ops []vfd.Op, size, piece, window int64) {
 	t.Helper()
 	var hinted, dropped, written int64
 	synced := false
@@ -68,7 +69,7 @@ func checkDropsBehindBy(t *testing.T, name string, ops []vfd.Op, size, piece int
 		case vfd.OpWrite:
 			require.False(t, synced, "%s: op %d: a write after the sync", name, i)
 			written = max(written, op.Off+int64(op.Len))
-			assert.LessOrEqual(t, written-dropped, int64(dropWindow+1)*piece+testBlock,
+			assert.LessOrEqual(t, written-dropped, (window+1)*piece+testBlock,
 				"%s: op %d: %d bytes written past the dropped range", name, i, written-dropped)
 		case vfd.OpWriteback:
 			assert.Equal(t, vfd.Op{Kind: vfd.OpWriteback, Off: hinted, Len: int(piece)}, op, "%s: op %d", name, i)
@@ -83,7 +84,7 @@ func checkDropsBehindBy(t *testing.T, name string, ops []vfd.Op, size, piece int
 				continue
 			}
 			assert.Equal(t, vfd.Op{Kind: vfd.OpDropCache, Off: dropped, Len: int(piece)}, op, "%s: op %d", name, i)
-			assert.Equal(t, hinted-dropWindow*piece-piece, dropped, "%s: op %d: dropped %d pieces behind", name, i, dropWindow)
+			assert.Equal(t, hinted-window*piece-piece, dropped, "%s: op %d: dropped %d pieces behind", name, i, window)
 			dropped += piece
 		}
 	}
@@ -177,9 +178,10 @@ func TestTransfersDropBehind(t *testing.T) {
 			return err
 		}))
 		for r := range cl.data {
-			// The parity sink hints and drops in quarter pieces: the
-			// final sync has less writeback left to wait for.
-			checkDropsBehindBy(t, cl.parityPath(r), log.of(cl.parityPath(r)), par[r].Size, testPiece/4)
+			// The parity sink hints and drops in quarter pieces (the
+			// final sync has less writeback left to wait for), as far
+			// behind the write as the other sinks.
+			checkDropsBehindBy(t, cl.parityPath(r), log.of(cl.parityPath(r)), par[r].Size, testPiece/4, 4*dropWindow)
 			b := cl.read(cl.parityPath(r))
 			assert.Equal(t, par[r].Size, int64(len(b)))
 		}

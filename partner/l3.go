@@ -61,14 +61,19 @@ func stripeUnit(k, m int, padded int64, bs int) int {
 }
 
 // parityPiece is the piece in which the parity sink starts the
-// writeback of what it wrote and drops it behind: a quarter of the drop
-// piece (4 MiB), not the 16 MiB of the other sinks. The parity is
-// written last, after the data file and in step with the encoding, so the
-// final sync waits for whatever writeback is not yet done then: with 16
-// MiB pieces, up to the last two pieces of every member's file, 128 MiB
-// for four members of 64 MiB, about 30 ms of an L3 checkpoint of 0.4 s
-// on the bench machine (4 x 64 MiB); with 4 MiB pieces about 8 ms.
+// writeback of what it wrote: a quarter of the drop piece (4 MiB), not
+// the 16 MiB of the other sinks. The parity is written last, after the
+// data file and in step with the encoding, so the final sync waits for
+// whatever writeback is not yet done then: with 16 MiB pieces, up to the
+// last two pieces of every member's file, 128 MiB for four members of 64
+// MiB, about 30 ms of an L3 checkpoint of 0.4 s on the bench machine (4
+// x 64 MiB); with 4 MiB pieces about 8 ms. The sink drops a piece once
+// parityWindow pieces follow it: as far behind the write as the other
+// sinks (32 MiB), so that the wait for a piece's writeback before its
+// drop has as much room as theirs.
 func (o Options) parityPiece() int64 { return max(o.piece()/4, 1) }
+
+const parityWindow = 4 * dropWindow
 
 // groupComm splits the world into the group communicators (ring order).
 func groupComm(c comm.Comm, t *Topology) (comm.Comm, error) {
@@ -251,6 +256,7 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 		out = nil
 	} else {
 		out.hashed = o.hashed
+		out.window = parityWindow
 	}
 	abort := func(err error) (Parity, error) {
 		if src != nil {
