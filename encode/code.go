@@ -93,23 +93,38 @@ func (c *Code) EncodeBlock(data, parity [][]byte) error {
 // than m lost shards return an *ErasureError wrapping [ErrTooManyErasures]
 // and leave every buffer untouched.
 func (c *Code) Reconstruct(shards [][]byte, lost []bool) error {
-	if len(lost) != c.k+c.m {
-		return fmt.Errorf("%w: %d erasure flags, want %d", ErrBadShape, len(lost), c.k+c.m)
+	return c.ReconstructSome(shards, lost, nil)
+}
+
+// ReconstructSome is [Code.Reconstruct] for the lost shards marked in
+// want only (nil: every lost shard): their buffers receive the rebuilt
+// bytes, the other lost shards' buffers are left as they are. A lost
+// parity shard is computed straight from the surviving shards, so a
+// caller that needs one data and one parity shard of two lost members'
+// four decodes two of them, not four (an L3 rebuild: each member that
+// lost its files rebuilds its own data and parity units). The erasure
+// limit is that of all the lost shards, wanted or not.
+func (c *Code) ReconstructSome(shards [][]byte, lost, want []bool) error {
+	if len(lost) != c.k+c.m || (want != nil && len(want) != len(lost)) {
+		return fmt.Errorf("%w: %d erasure flags (%d wanted), want %d", ErrBadShape, len(lost), len(want), c.k+c.m)
 	}
 	n, err := sameLen("", shards, -1, c.k+c.m)
 	if err != nil {
 		return err
 	}
-	var gone []int
+	var gone, out []int
 	for i, l := range lost {
 		if l {
 			gone = append(gone, i)
+			if want == nil || want[i] {
+				out = append(out, i)
+			}
 		}
 	}
 	if len(gone) > c.m {
 		return &ErasureError{K: c.k, M: c.m, Lost: gone}
 	}
-	if len(gone) == 0 || n == 0 {
+	if len(out) == 0 || n == 0 {
 		return nil
 	}
 	work := make([][]byte, len(shards))
@@ -120,10 +135,19 @@ func (c *Code) Reconstruct(shards [][]byte, lost []bool) error {
 			work[i] = s[:0]
 		}
 	}
-	if err := c.enc.Reconstruct(work); err != nil {
+	if want == nil {
+		err = c.enc.Reconstruct(work)
+	} else {
+		required := make([]bool, len(lost))
+		for _, i := range out {
+			required[i] = true
+		}
+		err = c.enc.ReconstructSome(work, required)
+	}
+	if err != nil {
 		return fmt.Errorf("encode: reconstruct: %w", err)
 	}
-	for _, i := range gone {
+	for _, i := range out {
 		if &work[i][0] != &shards[i][0] {
 			copy(shards[i], work[i])
 		}

@@ -86,6 +86,57 @@ func TestEveryErasurePattern(t *testing.T) {
 	}
 }
 
+// TestReconstructSome: for every pattern of at most m losses and every
+// subset of the lost shards wanted, the wanted shards are rebuilt bit for
+// bit and the other lost shards' buffers are not touched (not computed);
+// a pattern of more than m losses is refused whatever is wanted.
+func TestReconstructSome(t *testing.T) {
+	for _, s := range []struct{ k, m int }{{2, 2}, {4, 4}, {4, 2}, {5, 2}} {
+		t.Run(fmt.Sprintf("k=%d,m=%d", s.k, s.m), func(t *testing.T) {
+			c, err := New(s.k, s.m)
+			require.NoError(t, err)
+			r := rand.New(rand.NewPCG(uint64(s.k), uint64(s.m)))
+			data := randBlocks(r, s.k, 97)
+			parity := randBlocks(r, s.m, 97)
+			require.NoError(t, c.EncodeBlock(data, parity))
+			full := append(cloneAll(data), cloneAll(parity)...)
+			total := s.k + s.m
+			for mask := 1; mask < 1<<total; mask++ {
+				n := bits.OnesCount(uint(mask))
+				for sub := mask; ; sub = (sub - 1) & mask { // every subset of the lost shards
+					lost, want := make([]bool, total), make([]bool, total)
+					shards := cloneAll(full)
+					for i := range total {
+						if mask&(1<<i) != 0 {
+							lost[i] = true
+							want[i] = sub&(1<<i) != 0
+							for j := range shards[i] {
+								shards[i][j] = 0xEE
+							}
+						}
+					}
+					err := c.ReconstructSome(shards, lost, want)
+					if n > s.m {
+						require.ErrorIs(t, err, ErrTooManyErasures, "mask %b", mask)
+						break
+					}
+					require.NoError(t, err, "mask %b want %b", mask, sub)
+					for i := range total {
+						if lost[i] && !want[i] {
+							require.Equal(t, bytes.Repeat([]byte{0xEE}, 97), shards[i], "mask %b want %b: shard %d not wanted, untouched", mask, sub, i)
+						} else {
+							require.Equal(t, full[i], shards[i], "mask %b want %b: shard %d", mask, sub, i)
+						}
+					}
+					if sub == 0 {
+						break
+					}
+				}
+			}
+		})
+	}
+}
+
 func TestDefaultParityAndErrors(t *testing.T) {
 	c, err := New(4, 0)
 	require.NoError(t, err)

@@ -80,10 +80,11 @@
 //
 // Page cache: the partner copies and parity files a checkpoint writes,
 // and the copies re-sent at recovery, are dropped from the page cache
-// behind the write: the writer starts the writeback of every 16 MiB and
-// drops each piece once two more follow it ([vfd.DropCache]), then the
-// rest after the final sync, so a file holds at most 48 MiB of the cache
-// however large it is. Nobody reads these files unless a node is lost,
+// behind the write: the writer starts the writeback of every 16 MiB (4
+// MiB for a parity file, whose final sync ends the checkpoint: less is
+// left for it to wait for) and drops each piece once 32 MiB follow it
+// ([vfd.DropCache]), then the rest after the final sync, so a file holds
+// at most 48 MiB of the cache (a parity file 36 MiB) however large it is. Nobody reads these files unless a node is lost,
 // and a writer that reuses its own pages spends far less kernel time
 // than one that takes fresh memory for every byte (docs/performance.md,
 // "Partner and parity writes"). A data file restored from its copy stays

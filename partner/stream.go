@@ -78,6 +78,9 @@ type Options struct {
 	// hashed, when not nil, counts the bytes the transfers hash with
 	// BLAKE3 themselves (senders and receivers), for tests.
 	hashed *atomic.Int64
+	// imageCopied, when not nil, counts the bytes an L3 rebuild copies
+	// into the image of the data file it rebuilds, for tests.
+	imageCopied *atomic.Int64
 }
 
 // dropPiece is the piece after which a sink that drops behind starts the
@@ -410,7 +413,10 @@ type sink struct {
 	// hinted and dropped are the ends of the ranges whose writeback was
 	// started and that were dropped from the cache.
 	hinted, dropped int64
-	err             error // owned by the writer goroutine until done is closed
+	// window is how many pieces behind the write a piece is dropped (0:
+	// dropWindow).
+	window int64
+	err    error // owned by the writer goroutine until done is closed
 	// img, when not nil, receives a copy of every byte written.
 	img []byte
 	// chk, when not nil, checks the bytes written instead of h (a file
@@ -477,11 +483,20 @@ func (s *sink) dropBehind() {
 	for s.off-s.hinted >= s.piece {
 		_ = vfd.StartWriteback(s.f, s.hinted, s.piece)
 		s.hinted += s.piece
-		if !s.noDrop && s.hinted-s.dropped > dropWindow*s.piece {
+		if !s.noDrop && s.hinted-s.dropped > s.behind() {
 			_ = vfd.DropCache(s.f, s.dropped, s.piece)
 			s.dropped += s.piece
 		}
 	}
+}
+
+// behind is how far behind the write the sink drops pieces: window
+// pieces, dropWindow when window is 0.
+func (s *sink) behind() int64 {
+	if s.window > 0 {
+		return s.window * s.piece
+	}
+	return dropWindow * s.piece
 }
 
 func (s *sink) buffer() []byte { return <-s.free }
