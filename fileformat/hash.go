@@ -2,6 +2,7 @@ package fileformat
 
 import (
 	"encoding/binary"
+	"runtime"
 	"sync"
 
 	"github.com/zeebo/blake3"
@@ -23,9 +24,27 @@ func numBlocks(n int64, bs uint32) int64 {
 // hashBlocks hashes data in blocks of bs bytes into out (len(out) must be
 // numBlocks(len(data), bs)), with up to workers goroutines.
 func hashBlocks(data []byte, bs uint32, out [][HashSize]byte, workers int) {
+	hashBlocksYield(data, bs, out, workers, false)
+}
+
+// yieldEvery is how many bytes a yielding hash worker hashes between two
+// yields of its processor (about 0.4 ms of BLAKE3 per core).
+const yieldEvery = 1 << 20
+
+// hashBlocksYield is hashBlocks whose workers, with yield, give up their
+// processor (runtime.Gosched) after every yieldEvery bytes. The FTI-FF
+// writer hashes alongside its writes: a writer back from a write system
+// call needs a processor to issue the next one, and with every processor
+// busy hashing it would wait for the Go scheduler to preempt a hash
+// worker, up to 10 ms, while the device idles.
+func hashBlocksYield(data []byte, bs uint32, out [][HashSize]byte, workers int, yield bool) {
+	hash := hashRange
+	if yield {
+		hash = hashRangeYield
+	}
 	n := len(out)
 	if workers <= 1 || len(data) < parallelMin || n < 2 {
-		hashRange(data, bs, out, 0, n)
+		hash(data, bs, out, 0, n)
 		return
 	}
 	if workers > n {
@@ -41,7 +60,7 @@ func hashBlocks(data []byte, bs uint32, out [][HashSize]byte, workers int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hashRange(data, bs, out, lo, hi)
+			hash(data, bs, out, lo, hi)
 		}()
 	}
 	wg.Wait()
@@ -51,6 +70,20 @@ func hashBlocks(data []byte, bs uint32, out [][HashSize]byte, workers int) {
 func hashRange(data []byte, bs uint32, out [][HashSize]byte, lo, hi int) {
 	for i := lo; i < hi; i++ {
 		out[i] = BlockHash(blockOf(data, i, bs))
+	}
+}
+
+// hashRangeYield is hashRange yielding the processor after every
+// yieldEvery bytes hashed.
+func hashRangeYield(data []byte, bs uint32, out [][HashSize]byte, lo, hi int) {
+	since := 0
+	for i := lo; i < hi; i++ {
+		b := blockOf(data, i, bs)
+		out[i] = BlockHash(b)
+		if since += len(b); since >= yieldEvery {
+			since = 0
+			runtime.Gosched()
+		}
 	}
 }
 

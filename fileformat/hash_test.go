@@ -1,7 +1,12 @@
 package fileformat
 
 import (
+	"io"
+	"runtime"
+	"sync/atomic"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/zeebo/blake3"
 )
@@ -51,3 +56,59 @@ func TestBlockHashIsBLAKE3(t *testing.T) {
 		}
 	}
 }
+
+// TestWriterHashYields: the FTI-FF writer's hash workers give up their
+// processor every MiB (runtime.Gosched), so that another goroutine, such
+// as a writer back from a write, runs while the hashing goes on instead
+// of waiting for the scheduler to preempt them (every 10 ms). With one
+// processor and a file that takes no system call, a goroutine that counts
+// its turns and yields after each gets about one turn per MiB hashed:
+// about 32 while 32 MiB are written and hashed. Without the yields it
+// runs once when the writer waits for the hashing, and then only when a
+// preemption falls (none or one in the ~12 ms the hashing takes here).
+// The other users of hashBlocks (readers, verifiers) do not yield.
+func TestWriterHashYields(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	data := pattern(32<<20, 9)
+	turns := func(run func()) int64 {
+		var n atomic.Int64
+		var stop atomic.Bool
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for !stop.Load() {
+				n.Add(1)
+				runtime.Gosched()
+			}
+		}()
+		runtime.Gosched() // let it start
+		n.Store(0)
+		run()
+		got := n.Load()
+		stop.Store(true)
+		<-done
+		return got
+	}
+	got := turns(func() {
+		_, _, err := Write(&sinkFile{}, Meta{}, []Var{{ID: 1, Type: Bytes, Data: data}}, nil, WithHashWorkers(1))
+		assert.NoError(t, err)
+	})
+	assert.GreaterOrEqual(t, got, int64(16), "turns of another goroutine while the writer hashed 32 MiB")
+	out := make([][HashSize]byte, numBlocks(int64(len(data)), DefaultBlockSize))
+	plain := turns(func() { hashBlocks(data, DefaultBlockSize, out, 1) })
+	assert.Less(t, plain, int64(16), "turns while hashBlocks hashed 32 MiB")
+}
+
+// sinkFile is a vfd.File that keeps nothing and makes no system call.
+type sinkFile struct{ size int64 }
+
+func (f *sinkFile) Name() string                      { return "sink" }
+func (f *sinkFile) ReadAt([]byte, int64) (int, error) { return 0, io.EOF }
+func (f *sinkFile) WriteAt(p []byte, off int64) (int, error) {
+	f.size = max(f.size, off+int64(len(p)))
+	return len(p), nil
+}
+func (f *sinkFile) Size() (int64, error)   { return f.size, nil }
+func (f *sinkFile) Truncate(n int64) error { f.size = n; return nil }
+func (f *sinkFile) Sync() error            { return nil }
+func (f *sinkFile) Close() error           { return nil }

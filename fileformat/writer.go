@@ -286,7 +286,8 @@ func writeStarting(f vfd.File, b []byte, off int64) error {
 
 // writeData writes every chunk from the variable's memory to the file
 // while a goroutine hashes the chunks from the same memory (blocks of
-// large chunks spread over the hash workers). With WithSync it then syncs
+// large chunks spread over the hash workers, which yield their processor
+// every MiB so that the writer gets one as soon as a write returns). With WithSync it then syncs
 // the data while the hashing finishes, so the device's flush time hides
 // the hashing time; the caller writes the metadata and the file block
 // afterwards, so they become durable only after the data.
@@ -298,7 +299,7 @@ func (w *writer) writeData(chunks []ChunkInfo, bs uint32) error {
 			defer close(hashed)
 			for i := range chunks {
 				c := &chunks[i]
-				hashBlocks(w.chunkData(c), bs, c.BlockHashes, w.o.workers)
+				hashBlocksYield(w.chunkData(c), bs, c.BlockHashes, w.o.workers, true)
 				c.Hash = chunkHash(c.Size, bs, c.BlockHashes)
 			}
 		}()

@@ -704,3 +704,95 @@ func BenchmarkDropBehind(b *testing.B) {
 		b.ReportMetric(sys[k].Seconds()/gib, v.name+"-sys-s/GiB")
 	}
 }
+
+// BenchmarkSharedFileWriters measures what writing one file from several
+// writers costs against one file per writer, as the L4 container (one
+// file, every rank at its task's offset) against the strong reference of
+// ftigo bench (one file per rank): sfWriters goroutines each write
+// sfBytes in sfPiece buffered writes through sec2 into a fresh file of
+// their own, or all into one fresh file at offsets sfBytes apart. No
+// sync: the files are removed after each round, so the device plays
+// little part and what is measured is the copy into the page cache. The
+// two variants alternate; the metric shared/own is the ratio of their
+// median times. On Linux, buffered writes into one file take its inode's
+// lock, so the writers of a shared file copy one at a time (ext4 and
+// xfs alike), where writers of their own files copy in parallel:
+//
+//	go test -run=^$ -bench=SharedFileWriters -benchtime=20x ./vfd
+func BenchmarkSharedFileWriters(b *testing.B) {
+	const (
+		sfWriters = 4
+		sfBytes   = 64 << 20
+		sfPiece   = 16 << 20
+	)
+	src := pattern(sfPiece)
+	dir := b.TempDir()
+	round := func(shared bool) (time.Duration, error) {
+		name := func(w int) string {
+			if shared {
+				return filepath.Join(dir, "shared")
+			}
+			return filepath.Join(dir, fmt.Sprintf("own%d", w))
+		}
+		if shared {
+			f, err := vfd.CreateTrunc(vfd.Sec2{}, name(0))
+			if err != nil {
+				return 0, err
+			}
+			if err := f.Close(); err != nil {
+				return 0, err
+			}
+		}
+		start := time.Now()
+		errs := make([]error, sfWriters)
+		var wg sync.WaitGroup
+		for w := range sfWriters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				flag := vfd.ReadWrite | vfd.OCreate
+				base := int64(0)
+				if shared {
+					flag, base = vfd.ReadWrite, int64(w)*sfBytes
+				}
+				f, err := vfd.Sec2{}.Open(name(w), flag)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				for off := int64(0); off < sfBytes && err == nil; off += sfPiece {
+					_, err = f.WriteAt(src, base+off)
+				}
+				errs[w] = errors.Join(err, f.Close())
+			}()
+		}
+		wg.Wait()
+		d := time.Since(start)
+		for w := range sfWriters {
+			if shared && w > 0 {
+				break
+			}
+			errs = append(errs, os.Remove(name(w)))
+		}
+		return d, errors.Join(errs...)
+	}
+	var own, shared []time.Duration
+	b.SetBytes(sfWriters * sfBytes)
+	for i := range b.N {
+		for k := range 2 {
+			isShared := (i+k)%2 == 1
+			d, err := round(isShared)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if isShared {
+				shared = append(shared, d)
+			} else {
+				own = append(own, d)
+			}
+		}
+	}
+	b.ReportMetric(float64(median(shared))/float64(median(own)), "shared/own")
+	b.ReportMetric(median(own).Seconds()*1e3, "own-ms")
+	b.ReportMetric(median(shared).Seconds()*1e3, "shared-ms")
+}

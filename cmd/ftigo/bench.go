@@ -164,6 +164,17 @@ type benchRow struct {
 	CPU       cpuStats `json:"cpu"`
 	RawCPU    cpuStats `json:"raw_cpu"`
 	StrongCPU cpuStats `json:"strong_raw_cpu"`
+	// StrongShared is, for the L4 checkpoint only (nil otherwise), the
+	// strong writer into one shared file, as the L4 container is
+	// written: every rank writes its data at its task's offset (after a
+	// 4 KiB head, tasks rounded up to 4 KiB), 16 MiB writes each followed
+	// by a writeback hint, and fsyncs the file. Information beside
+	// Strong, which stays the L4 goal's reference: it shows what writing
+	// one file from every rank costs by itself (the kernel serializes
+	// buffered writes into one file).
+	StrongShared      *stats    `json:"strong_shared_raw,omitempty"`
+	RatioStrongShared float64   `json:"ratio_strong_shared_median,omitempty"`
+	StrongSharedCPU   *cpuStats `json:"strong_shared_raw_cpu,omitempty"`
 }
 
 type benchResult struct {
@@ -304,6 +315,10 @@ writers or readers, from and into the same memory:
                       writer does), one file per persisted copy, the
                       first file's fsync overlapped with the second's
                       writes
+              shared  L4 only, information beside strong (the goal's
+                      reference): the same writer into one file, every
+                      rank at its task's offset as in the L4 container,
+                      each rank fsyncing it
   restart     raw     raw read of the data
               strong  raw read plus the raw write+fsync of what the
                       restart rebuilds (L2: node 1 lost, its data file
@@ -567,6 +582,12 @@ func printBench(w io.Writer, r *benchResult) {
 	fmt.Fprintln(w, "raw: checkpoint, plain write+fsync; restart, raw read of the data.")
 	fmt.Fprintln(w, "strong: checkpoint, 16 MiB writes with writeback hints and overlapped fsyncs; restart, raw read plus raw write of the rebuilt files.")
 	fmt.Fprintln(w, "cpu: the process's user+system CPU seconds (medians): ftigo / raw / strong.")
+	for _, row := range r.Rows {
+		if row.StrongShared != nil {
+			fmt.Fprintf(w, "strong shared (information): the strong writer into one file, every rank at its task's offset as in the L4 container: %s %.3f s (%.3f-%.3f), ftigo %.2fx, cpu %.2f s.\n",
+				row.Case, row.StrongShared.Median, row.StrongShared.Min, row.StrongShared.Max, row.RatioStrongShared, row.StrongSharedCPU.User+row.StrongSharedCPU.Sys)
+		}
+	}
 	if warm := slices.ContainsFunc(r.Rows, func(row benchRow) bool { return row.Kind == "restart" && !row.CacheDropped }); warm {
 		fmt.Fprintln(w, "restarts with the page cache kept: the raw read copies from memory while a restart hashes every byte it restores, so these ratios are the hashing's CPU cost; --cold (root) reads both from the device, the comparison the restart goals mean.")
 	}
@@ -601,11 +622,15 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 		dst[r] = make([]float64, bc.size/8)
 	}
 	for _, level := range bc.levels {
-		var ck, total, rs, plain, strong, read, restartRef []time.Duration
-		var ckC, rsC, plainC, strongC, readC, refC []cpuTimes
+		var ck, total, rs, plain, strong, read, restartRef, shared []time.Duration
+		var ckC, rsC, plainC, strongC, readC, refC, sharedC []cpuTimes
+		steps := 3
+		if level == 4 {
+			steps = 4 // and the shared-file strong writer
+		}
 		for rep := 0; rep < bc.repeats; rep++ {
-			for step := range 3 {
-				switch (rep + step) % 3 {
+			for step := range steps {
+				switch (rep + step) % steps {
 				case 0:
 					run := filepath.Join(bc.dir, fmt.Sprintf("L%d-%d", level, rep))
 					m, err := benchLevel(bc, data, dst, level, run)
@@ -630,6 +655,12 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 					read, readC = append(read, m.read), append(readC, m.readCPU)
 					restartRef = append(restartRef, m.read+m.rebuild)
 					refC = append(refC, cpuTimes{m.readCPU.user + m.rebuildCPU.user, m.readCPU.sys + m.rebuildCPU.sys})
+				case 3:
+					w, c, err := strongShared(bc, data, filepath.Join(bc.dir, fmt.Sprintf("shared-%d", rep)))
+					if err != nil {
+						return nil, err
+					}
+					shared, sharedC = append(shared, w), append(sharedC, c)
 				}
 				tick()
 			}
@@ -639,6 +670,10 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 			CPU: summarizeCPU(ckC), RawCPU: summarizeCPU(plainC), StrongCPU: summarizeCPU(strongC)}
 		row.Ratio, row.RatioStrong = row.Time.Median/row.Raw.Median, row.Time.Median/row.Strong.Median
 		row.Async, row.BlockedS, row.TotalS = bc.async && level > 1, row.Time.Median, summarize(total).Median
+		if len(shared) > 0 {
+			s, c := summarize(shared), summarizeCPU(sharedC)
+			row.StrongShared, row.StrongSharedCPU, row.RatioStrongShared = &s, &c, row.Time.Median/s.Median
+		}
 		res.Rows = append(res.Rows, row)
 		row = benchRow{Case: restartCase(level, bc.ranks), Kind: "restart", Level: level, Ranks: bc.ranks, BytesRank: bc.size, Persisted: bc.size * int64(bc.ranks),
 			Rebuilt: rebuiltBytes(level, bc.ranks, bc.size), Time: summarize(rs), Raw: summarize(read), Strong: summarize(restartRef),
@@ -940,6 +975,60 @@ func writeFilesStrong(names []string, src []byte) error {
 		errs = append(errs, <-d)
 	}
 	return errors.Join(errs...)
+}
+
+// strongShared measures the strong writer into one shared file, as the
+// L4 container is written: the file is created with a 4 KiB head (the
+// container's META1 block), every rank then opens it, writes its data at
+// its task's offset (tasks rounded up to 4 KiB) in strongPiece writes,
+// each followed by a writeback hint, and fsyncs it; then the directory
+// is synced. No metadata is written: only the data's placement differs
+// from [strongRaw]'s checkpoint writer.
+func strongShared(bc benchConfig, data [][]float64, dir string) (time.Duration, cpuTimes, error) {
+	d := vfd.Sec2{}
+	if err := d.MkdirAll(dir, 0o755); err != nil {
+		return 0, cpuTimes{}, err
+	}
+	defer d.RemoveAll(dir)
+	const blk = 4096
+	name := filepath.Join(dir, "shared")
+	t0, c0 := time.Now(), processCPU()
+	f, err := vfd.CreateTrunc(d, name)
+	if err == nil {
+		_, err = f.WriteAt(make([]byte, blk), 0)
+		err = errors.Join(err, f.Close())
+	}
+	if err == nil {
+		err = parallel(bc.ranks, func(r int) error {
+			src := bytesOf(data[r])
+			task := (int64(len(src)) + blk - 1) / blk * blk
+			return writeStrongAt(d, name, src, blk+int64(r)*task)
+		})
+	}
+	if err == nil {
+		err = d.SyncDir(dir)
+	}
+	return time.Since(t0), processCPU().sub(c0), err
+}
+
+// writeStrongAt writes src into the existing file name at base as
+// [writeStrong] does (strongPiece writes, each followed by a writeback
+// hint), then syncs and closes it.
+func writeStrongAt(d vfd.Driver, name string, src []byte, base int64) error {
+	f, err := d.Open(name, vfd.ReadWrite)
+	if err != nil {
+		return err
+	}
+	for off := 0; off < len(src); off += strongPiece {
+		end := min(off+strongPiece, len(src))
+		if _, err := f.WriteAt(src[off:end], base+int64(off)); err != nil {
+			return errors.Join(err, f.Close())
+		}
+		if err := vfd.StartWriteback(f, base+int64(off), int64(end-off)); err != nil {
+			return errors.Join(err, f.Close())
+		}
+	}
+	return errors.Join(f.Sync(), f.Close())
 }
 
 // strongRaw measures the strongest raw references of level: the

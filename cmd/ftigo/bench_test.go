@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,6 +55,19 @@ func TestBenchJSON(t *testing.T) {
 		assert.InDelta(t, row.Time.Median/row.Strong.Median, row.RatioStrong, 1e-9, row.Case)
 		assert.False(t, row.CacheDropped, row.Case)
 		assert.Greater(t, row.CPU.User+row.CPU.Sys, 0.0, row.Case)
+		if row.Case != "L4 checkpoint" {
+			assert.Nil(t, row.StrongShared, "%s: the shared-file strong writer is measured for the L4 checkpoint only", row.Case)
+			assert.Nil(t, row.StrongSharedCPU, row.Case)
+			assert.Zero(t, row.RatioStrongShared, row.Case)
+			continue
+		}
+		require.NotNil(t, row.StrongShared, "the L4 checkpoint row carries the shared-file strong writer")
+		require.NotNil(t, row.StrongSharedCPU)
+		s := *row.StrongShared
+		assert.Greater(t, s.Min, 0.0)
+		assert.LessOrEqual(t, s.Min, s.Median)
+		assert.LessOrEqual(t, s.Median, s.Max)
+		assert.InDelta(t, row.Time.Median/s.Median, row.RatioStrongShared, 1e-9)
 	}
 	assert.Equal(t, int64(4*256<<10), res.Rows[0].Persisted, "L1 persists the data once")
 	assert.Equal(t, int64(2*4*256<<10), res.Rows[4].Persisted, "L3 persists data plus parity")
@@ -121,9 +135,23 @@ func TestBenchJSONKeys(t *testing.T) {
 	assert.ElementsMatch(t, []string{"case", "kind", "level", "ranks", "bytes_per_rank", "bytes_persisted", "bytes_rebuilt",
 		"time", "raw", "ratio_median", "strong_raw", "ratio_strong_median", "cache_dropped", "async", "blocked_s", "total_s",
 		"cpu", "raw_cpu", "strong_raw_cpu"}, row)
+	// The L4 checkpoint row alone also carries the shared-file strong
+	// writer; the other rows omit its fields.
+	s, c := stats{Median: 1}, cpuStats{User: 1}
+	b, err = json.Marshal(benchRow{StrongShared: &s, RatioStrongShared: 1, StrongSharedCPU: &c})
+	require.NoError(t, err)
+	var l4 map[string]any
+	require.NoError(t, json.Unmarshal(b, &l4))
+	var extra []string
+	for k := range l4 {
+		if !slices.Contains(row, k) {
+			extra = append(extra, k)
+		}
+	}
+	assert.ElementsMatch(t, []string{"strong_shared_raw", "ratio_strong_shared_median", "strong_shared_raw_cpu"}, extra)
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "performance.md"))
 	require.NoError(t, err)
-	for _, k := range append(top, row...) {
+	for _, k := range append(append(top, row...), extra...) {
 		assert.True(t, strings.Contains(string(doc), "`"+k+"`"), "docs/performance.md documents `%s`", k)
 	}
 }
