@@ -51,47 +51,47 @@ func imageKind(f File) bool {
 // byte), about 0.15 s of CPU per GiB, which would otherwise be spent as
 // the image is read, on the restart's critical path.
 type spareImage struct {
-	name string
-	of   int
-	size int64
-	// ready is closed once buf is allocated; populated once its pages
-	// are resident too ([vfd.Populate]). The image may be read into buf
-	// from ready on: populating a page already written keeps its bytes.
-	ready, populated chan struct{}
-	buf              []byte
-	mu               sync.Mutex
-	taken            bool
+	name  string
+	of    int
+	size  int64
+	ready chan struct{} // closed once buf is allocated and populated
+	buf   []byte
+	mu    sync.Mutex
+	taken bool
 }
 
 // newSpareImage starts preparing the image buffer of the data entry f:
-// allocated as verifyImage places it, and populated.
+// allocated as verifyImage places it, and populated ([vfd.Populate]).
 func newSpareImage(f File) *spareImage {
-	s := &spareImage{name: f.Name, of: f.Of, size: f.Size, ready: make(chan struct{}), populated: make(chan struct{})}
+	s := &spareImage{name: f.Name, of: f.Of, size: f.Size, ready: make(chan struct{})}
 	go func() {
 		b := vfd.AlignedBytes(f.Size, fileformat.HeaderSize)
+		vfd.Populate(b)
 		s.buf = b
 		close(s.ready)
-		vfd.Populate(b)
-		close(s.populated)
 	}()
 	return s
 }
 
-// takeSpare returns the memory prepared for the data entry f and
-// forgets it; nil when none was prepared for f (or it was taken
-// already).
-func (e *Env) takeSpare(f File) *spareImage {
+// takeSpare returns the buffer prepared for the data entry f, once it
+// is ready, and forgets it; nil when none was prepared for f (or it was
+// taken already).
+func (e *Env) takeSpare(f File) []byte {
 	s := e.spare
 	if s == nil || s.name != f.Name || s.of != f.Of || s.size != f.Size {
 		return nil
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.taken {
+	taken := s.taken
+	s.taken = true
+	s.mu.Unlock()
+	if taken {
 		return nil
 	}
-	s.taken = true
-	return s
+	<-s.ready
+	b := s.buf
+	s.buf = nil
+	return b
 }
 
 // verifyImage checks the data entry f in s as [VerifyFile] does (the
@@ -103,16 +103,10 @@ func verifyImage(s Store, f File, piece int) ([]byte, error) {
 	return verifyImageInto(s, f, piece, nil)
 }
 
-// verifyImageInto is [verifyImage] into the memory sp prepared (from
-// [Env.takeSpare]), or into new memory when sp is nil. It returns once
-// sp's memory is populated, never while that still runs.
-func verifyImageInto(s Store, f File, piece int, sp *spareImage) ([]byte, error) {
-	var buf []byte
-	if sp != nil {
-		<-sp.ready
-		buf = sp.buf
-		defer func() { <-sp.populated }()
-	}
+// verifyImageInto is [verifyImage] into buf, a buffer of f.Size bytes
+// placed as [vfd.AlignedBytes] places it with fileformat.HeaderSize (from
+// [Env.takeSpare]), or into a new one when buf is nil.
+func verifyImageInto(s Store, f File, piece int, buf []byte) ([]byte, error) {
 	var (
 		file vfd.File
 		full string
