@@ -477,7 +477,6 @@ func (r *Runtime) restart(warn io.Writer) error {
 		return false, nil
 	}
 	if ok, err := tryVPR(true); ok || err != nil {
-		r.eng.Wait() // lets go of the image memory Open prepared for the newest committed checkpoint
 		return err
 	}
 	var merr error

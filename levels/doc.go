@@ -198,11 +198,7 @@
 // their memory pages rather than copying them (fileformat.WithMoveOut),
 // then lets go of them. [Engine.Open] starts the device reading each
 // rank's data file of the newest committed checkpoint
-// ([vfd.StartReadahead]) while the collective start-up goes on and, for
-// an L1 or L4 checkpoint, prepares the image's memory meanwhile
-// (allocated and populated, [vfd.Populate]: the page faults and zeroing
-// are then off the read-and-hash path). The image is read in pieces of
-// at most 4 MiB, the verifier's segment. Each byte is read
+// ([vfd.StartReadahead]) while the collective start-up goes on. Each byte is read
 // from storage once. A file that fails never becomes an image: the level
 // rebuilds it or the engine moves to an older checkpoint as before. At
 // L2 an intact data file is also sent from the image to a partner whose
@@ -293,8 +289,7 @@
 // (ahead, in the background, or beside the data), of the manifest copies
 // beside each other and their directories' syncs, and the turning of
 // superseded markers into deletion markers; a restart's
-// image is loaded by a goroutine of [vfd.Load] while the verifier hashes,
-// and its memory prepared by one started at Open.
+// image is loaded by a goroutine of [vfd.Load] while the verifier hashes.
 // [Engine.Release] waits for them and removes the intent marker written
 // ahead, for a run that ends without [Engine.Settle].
 // Ranks of one node share the Local directory; only the node's lowest

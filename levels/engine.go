@@ -1021,11 +1021,6 @@ func (e *Engine) convertDrops(env *Env) (map[uint64]bool, error) {
 func (e *Engine) Wait() {
 	e.waitRemoval()
 	e.waitMarking()
-	if e.env.spare != nil {
-		// Image memory Open prepared for a restart that did not come
-		// through Recover (one from a level-9 file, say).
-		e.env.spare = nil
-	}
 }
 
 // waitRemoval blocks until the background removal has finished.

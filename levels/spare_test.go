@@ -109,30 +109,3 @@ func TestImageSpareOnlyL1L4(t *testing.T) {
 	}))
 	assert.Zero(t, prepared, "ranks that prepared image memory for an L2 checkpoint")
 }
-
-// TestWaitDropsSpare: a run that restarts without Engine.Recover (from a
-// level-9 file) lets go of the image memory Open prepared at the next
-// Wait, which every other collective method calls first.
-func TestWaitDropsSpare(t *testing.T) {
-	cl := newCluster(t, vfd.Sec2{}, t.TempDir(), 2)
-	require.NoError(t, cl.run(2, func(e *Engine) error {
-		_, _, err := e.Checkpoint(1, L1, writeBytes(payload(e.env.Rank, 1, 1<<20)))
-		return err
-	}))
-	var mu sync.Mutex
-	var before, after int
-	require.NoError(t, cl.run(2, func(e *Engine) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if e.env.spare != nil {
-			before++
-		}
-		e.Wait()
-		if e.env.spare != nil {
-			after++
-		}
-		return nil
-	}))
-	assert.Equal(t, 2, before, "ranks with image memory prepared after Open")
-	assert.Zero(t, after, "ranks still holding it after Wait")
-}
