@@ -1321,9 +1321,6 @@ func (e *Engine) Keep(m *Manifest) (*Manifest, error) {
 // or [ErrUnrecoverable] and names each failure. Collective.
 func (e *Engine) Recover() (*Manifest, Source, error) {
 	e.waitRemoval() // the intent marker written ahead may still be syncing
-	// The image memory Open prepared: taken by now, or meant for a
-	// checkpoint not recovered.
-	defer func() { e.env.spare = nil }()
 	e.skipped = nil
 	if len(e.committed) == 0 {
 		return nil, Source{}, ErrNoCheckpoint

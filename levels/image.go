@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sync"
 
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/internal/b3"
@@ -45,68 +44,13 @@ func imageKind(f File) bool {
 	return false
 }
 
-// spareImage is the memory of one image, prepared in the background
-// while the start-up goes on: a fresh buffer costs a page fault and the
-// zeroing of every page (or, reused from the heap, a clear of every
-// byte), about 0.15 s of CPU per GiB, which would otherwise be spent as
-// the image is read, on the restart's critical path.
-type spareImage struct {
-	name  string
-	of    int
-	size  int64
-	ready chan struct{} // closed once buf is allocated and populated
-	buf   []byte
-	mu    sync.Mutex
-	taken bool
-}
-
-// newSpareImage starts preparing the image buffer of the data entry f:
-// allocated as verifyImage places it, and populated ([vfd.Populate]).
-func newSpareImage(f File) *spareImage {
-	s := &spareImage{name: f.Name, of: f.Of, size: f.Size, ready: make(chan struct{})}
-	go func() {
-		b := vfd.AlignedBytes(f.Size, fileformat.HeaderSize)
-		vfd.Populate(b)
-		s.buf = b
-		close(s.ready)
-	}()
-	return s
-}
-
-// takeSpare returns the buffer prepared for the data entry f, once it
-// is ready, and forgets it; nil when none was prepared for f (or it was
-// taken already).
-func (e *Env) takeSpare(f File) []byte {
-	s := e.spare
-	if s == nil || s.name != f.Name || s.of != f.Of || s.size != f.Size {
-		return nil
-	}
-	s.mu.Lock()
-	taken := s.taken
-	s.taken = true
-	s.mu.Unlock()
-	if taken {
-		return nil
-	}
-	<-s.ready
-	b := s.buf
-	s.buf = nil
-	return b
-}
-
 // verifyImage checks the data entry f in s as [VerifyFile] does (the
 // same errors) while reading its bytes into memory, each byte read from
 // storage once, in reads of at most min(piece, [imagePiece]) bytes, and
-// returns the verified bytes. An entry marked [AttrInContainer] is read
-// from its task in the L4 container (s is then the global area).
+// returns the verified bytes. An entry marked
+// [AttrInContainer] is read from its task in the L4 container (s is then
+// the global area).
 func verifyImage(s Store, f File, piece int) ([]byte, error) {
-	return verifyImageInto(s, f, piece, nil)
-}
-
-// verifyImageInto is [verifyImage] into buf, a buffer of f.Size bytes
-// placed as [vfd.AlignedBytes] places it with fileformat.HeaderSize (from
-// [Env.takeSpare]), or into a new one when buf is nil.
-func verifyImageInto(s Store, f File, piece int, buf []byte) ([]byte, error) {
 	var (
 		file vfd.File
 		full string
@@ -136,10 +80,7 @@ func verifyImageInto(s Store, f File, piece int, buf []byte) ([]byte, error) {
 	// start of a page, its pages can be handed over to the variables
 	// (fileformat.WithMoveOut) instead of copied.
 	piece = min(piece, imagePiece)
-	if buf == nil || int64(len(buf)) != f.Size {
-		buf = vfd.AlignedBytes(f.Size, fileformat.HeaderSize)
-	}
-	l := vfd.LoadInto(file, buf, piece, tail)
+	l := vfd.LoadAligned(file, f.Size, piece, tail, fileformat.HeaderSize)
 	if ftiff {
 		err = verifyFTIFF(l, f, cerr)
 	} else {

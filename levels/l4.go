@@ -256,7 +256,7 @@ func localExists(s Store, name string) bool {
 func verifySource(env *Env, s Store, f File) (Source, error) {
 	src := Source{Store: s, Name: f.Name, Size: f.Size, Digest: f.Digest}
 	if wantImage(env, f) {
-		img, err := verifyImageInto(s, f, transfer(env), env.takeSpare(f))
+		img, err := verifyImage(s, f, transfer(env))
 		src.Image = img
 		return src, err
 	}

@@ -102,11 +102,6 @@ type Env struct {
 	// the variables from memory instead of reading the file a second
 	// time. Zero or negative: the data stays on storage only.
 	ImageLimit int64
-
-	// spare is the buffer prepared at Open for this rank's image of the
-	// newest checkpoint ([Engine.prefetch]), taken by the level that
-	// verifies that file (takeSpare); nil when there is none.
-	spare *spareImage
 }
 
 // Store returns the store of area w for this rank.

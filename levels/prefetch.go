@@ -14,9 +14,7 @@ import (
 // read of bytes nobody uses, and changes nothing. A rank whose data
 // lives only in the L4 container gets its task read ahead there. Files
 // of another shape, of a differential chain or in an HDF5 file are left
-// alone. When the file is to be read into memory ([Env.ImageLimit]), that
-// memory is allocated and populated in the background too
-// ([spareImage]); Engine.Recover lets go of it if no level took it.
+// alone.
 func (e *Engine) prefetch() {
 	n := len(e.committed)
 	if n == 0 {
@@ -29,12 +27,6 @@ func (e *Engine) prefetch() {
 	f, ok := m.DataFile(e.env.Rank)
 	if !ok || f.Attrs[AttrDigest] == DigestH5 || f.Size <= 0 {
 		return
-	}
-	if (m.Level == L1 || m.Level == L4) && wantImage(e.env, f) {
-		// The memory the level will verify the file into, made ready
-		// meanwhile too (by the levels that take it: L2 and L3 verify
-		// through their own path, which would leave it held).
-		e.env.spare = newSpareImage(f)
 	}
 	if f.Attrs[AttrInContainer] != "" {
 		e.prefetchTask(f)

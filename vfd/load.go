@@ -47,20 +47,12 @@ func Load(f File, size int64, piece int, tail int64) *Loaded {
 // ([MovePages]) to memory that starts on a page, as a large Go slice
 // does. It costs at most one page more.
 func LoadAligned(f File, size int64, piece int, tail int64, align int64) *Loaded {
-	return LoadInto(f, AlignedBytes(max(size, 0), align), piece, tail)
-}
-
-// LoadInto is [Load] of the first len(buf) bytes of f into buf, a buffer
-// the caller prepared (say with [AlignedBytes] and [Populate], ahead of
-// time) and gives away: the Loaded owns it, and [Loaded.Bytes] returns
-// it.
-func LoadInto(f File, buf []byte, piece int, tail int64) *Loaded {
 	if piece <= 0 {
 		piece = 4 << 20
 	}
-	size := int64(len(buf))
+	size = max(size, 0)
 	tail = min(max(tail, 0), size)
-	l := &Loaded{f: f, name: f.Name(), buf: buf, piece: int64(piece), tail: size - tail, done: make(chan struct{})}
+	l := &Loaded{f: f, name: f.Name(), buf: AlignedBytes(size, align), piece: int64(piece), tail: size - tail, done: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
 	go l.run()
 	return l

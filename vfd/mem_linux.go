@@ -20,25 +20,6 @@ func PhysicalMemory() int64 {
 	return int64(si.Totalram) * int64(si.Unit)
 }
 
-// Populate makes the whole memory pages inside b resident and writable
-// ahead of use (Linux MADV_POPULATE_WRITE, 5.14 and later), without
-// changing a byte: filling b afterwards (a read into it) then costs no
-// page faults, and the kernel's zeroing of fresh pages is done by the
-// caller of Populate, at a time it chooses. It reports false when the
-// kernel refused (an older kernel, memory that is not writable), leaving
-// b as it was: the pages are then faulted in when first written, as
-// without it.
-func Populate(b []byte) bool {
-	ps := uintptr(os.Getpagesize())
-	p0 := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	head := int((ps - p0%ps) % ps)
-	if len(b)-head < int(ps) {
-		return true // no whole page
-	}
-	body := (len(b) - head) / int(ps) * int(ps)
-	return unix.Madvise(b[head:head+body], unix.MADV_POPULATE_WRITE) == nil
-}
-
 // MovePages makes dst hold the bytes of src (the first min(len(dst),
 // len(src)) of them) and returns how many of them it moved rather than
 // copied. Where the two lie at the same offset within a memory page, the
