@@ -198,8 +198,9 @@
 // their memory pages rather than copying them (fileformat.WithMoveOut),
 // then lets go of them. [Engine.Open] starts the device reading each
 // rank's data file of the newest committed checkpoint
-// ([vfd.StartReadahead]) while the collective start-up goes on. Each byte is read
-// from storage once. A file that fails never becomes an image: the level
+// ([vfd.StartReadahead]) while the collective start-up goes on. The
+// image is read in pieces of at most 4 MiB, the verifier's segment. Each
+// byte is read from storage once. A file that fails never becomes an image: the level
 // rebuilds it or the engine moves to an older checkpoint as before. At
 // L2 an intact data file is also sent from the image to a partner whose
 // copy was lost, and a lost data file is restored from its partner copy

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -731,6 +732,53 @@ func syncPath(d vfd.Driver, dir string) []func() error {
 		}
 	}
 	return syncs
+}
+
+// syncPaths returns the syncs of the directory of every store in ss and
+// of every directory above it, each directory once per driver: the
+// areas of a rank usually share their upper directories (rank 0 holds
+// meta_dir, glbl_dir, its replica directory and its node's directory,
+// often under one root), and a second fsync of a directory whose entries
+// are already durable costs a journal flush for nothing.
+func syncPaths(ss []Store) []func() error {
+	type key struct {
+		d   int // index in drivers
+		dir string
+	}
+	var drivers []vfd.Driver
+	driverIndex := func(d vfd.Driver) int {
+		for i, o := range drivers {
+			if sameDriver(o, d) {
+				return i
+			}
+		}
+		drivers = append(drivers, d)
+		return len(drivers) - 1
+	}
+	seen := map[key]bool{}
+	var syncs []func() error
+	for _, s := range ss {
+		i := driverIndex(s.Driver)
+		for p := path.Clean(s.Dir); ; p = path.Dir(p) {
+			if !seen[key{i, p}] {
+				seen[key{i, p}] = true
+				d := s.Driver
+				syncs = append(syncs, func() error { return d.SyncDir(p) })
+			}
+			if p == "/" || p == "." {
+				break
+			}
+		}
+	}
+	return syncs
+}
+
+// sameDriver reports whether a and b are the same driver: equal values
+// of a comparable type (vfd.Sec2{}, or one pointer). Drivers of other
+// types are never taken as the same.
+func sameDriver(a, b vfd.Driver) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta != nil && ta.Comparable() && a == b
 }
 
 func removeIfExists(d vfd.Driver, name string) error {

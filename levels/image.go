@@ -15,6 +15,15 @@ import (
 // that checking the data overlaps with loading it.
 const imageTail = 1 << 20
 
+// imagePiece is the largest read of a restart image: the verifier checks
+// the data in segments of about this size (fileformat's segSize) and
+// starts on one only once it has arrived whole, so larger reads (the
+// transfer size, 16 MiB by default) only delay the first check and leave
+// more to hash after the last byte has arrived. The device is kept
+// streaming by the read-ahead Engine.Open starts ([Engine.prefetch]),
+// whatever the read size.
+const imagePiece = 4 << 20
+
 // wantImage reports whether this rank's data entry f is read into memory
 // while it is verified ([Env.ImageLimit]): its size is within the limit
 // and its digest kind is one verifyImage checks (the FTI-FF checksum or
@@ -37,7 +46,8 @@ func imageKind(f File) bool {
 
 // verifyImage checks the data entry f in s as [VerifyFile] does (the
 // same errors) while reading its bytes into memory, each byte read from
-// storage once, and returns the verified bytes. An entry marked
+// storage once, in reads of at most min(piece, [imagePiece]) bytes, and
+// returns the verified bytes. An entry marked
 // [AttrInContainer] is read from its task in the L4 container (s is then
 // the global area).
 func verifyImage(s Store, f File, piece int) ([]byte, error) {
@@ -69,6 +79,7 @@ func verifyImage(s Store, f File, piece int) ([]byte, error) {
 	// The data of an FTI-FF file starts after its header: placed at the
 	// start of a page, its pages can be handed over to the variables
 	// (fileformat.WithMoveOut) instead of copied.
+	piece = min(piece, imagePiece)
 	l := vfd.LoadAligned(file, f.Size, piece, tail, fileformat.HeaderSize)
 	if ftiff {
 		err = verifyFTIFF(l, f, cerr)

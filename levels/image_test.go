@@ -299,3 +299,53 @@ func TestImageReadsOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestImagePieces: a restart image is read in pieces of at most
+// imagePiece bytes (the verifier's segment), whatever the transfer size
+// asks, each byte once, and comes back equal to the file.
+func TestImagePieces(t *testing.T) {
+	var mu sync.Mutex
+	reads := map[string][]int{}
+	on := false
+	d := vfd.NewFault(vfd.Sec2{}, vfd.InjectorFunc(func(op vfd.Op) error {
+		if op.Kind == vfd.OpRead {
+			mu.Lock()
+			if on {
+				reads[op.Path] = append(reads[op.Path], op.Len)
+			}
+			mu.Unlock()
+		}
+		return nil
+	}))
+	cl := newCluster(t, d, t.TempDir(), 1)
+	require.NoError(t, cl.run(1, func(e *Engine) error {
+		data := payload(0, 1, 3*imagePiece+12345)
+		m, _, err := e.Checkpoint(1, L1, writeBytes(data))
+		if err != nil {
+			return err
+		}
+		f, ok := m.DataFile(0)
+		require.True(t, ok)
+		s := e.env.Store(f.Where)
+		want, err := vfd.ReadFile(s.Driver, s.Path(f.Name))
+		require.NoError(t, err)
+		mu.Lock()
+		on = true
+		mu.Unlock()
+		img, err := verifyImage(s, f, 16<<20)
+		mu.Lock()
+		on = false
+		mu.Unlock()
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(want, img), "image differs from the file")
+		got := reads[s.Path(f.Name)]
+		require.NotEmpty(t, got)
+		total := 0
+		for i, n := range got {
+			assert.LessOrEqual(t, n, imagePiece, "read %d of %v", i, got)
+			total += n
+		}
+		assert.Equal(t, int(f.Size), total, "bytes read: %v", got)
+		return nil
+	}))
+}

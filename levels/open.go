@@ -163,19 +163,16 @@ func (e *Engine) Open() error {
 	// with the meta directory the first checkpoint's intent marker, so
 	// that the checkpoint writes its data under the final names at once
 	// (see [Engine.premark]).
-	var syncs []func() error
+	var dirs []Store
 	var markErr error
 	if env.Rank == 0 {
-		repl := replicaStore(env.Global)
 		markErr = createPending(env.Meta, e.nextSeq)
-		syncs = append(syncs, syncPath(env.Meta.Driver, env.Meta.Dir)...)
-		syncs = append(syncs, syncPath(env.Global.Driver, env.Global.Dir)...)
-		syncs = append(syncs, syncPath(repl.Driver, repl.Dir)...)
+		dirs = append(dirs, env.Meta, env.Global, replicaStore(env.Global))
 	}
 	if e.nodeLeader() {
-		syncs = append(syncs, syncPath(env.Local.Driver, env.Local.Dir)...)
+		dirs = append(dirs, env.Local)
 	}
-	if err := e.agree(runAll(syncs), "create directories"); err != nil {
+	if err := e.agree(runAll(syncPaths(dirs)), "create directories"); err != nil {
 		return err
 	}
 	ok, err := vote(env.Comm, markErr == nil)
