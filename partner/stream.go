@@ -78,6 +78,11 @@ type Options struct {
 	// hashed, when not nil, counts the bytes the transfers hash with
 	// BLAKE3 themselves (senders and receivers), for tests.
 	hashed *atomic.Int64
+	// copied, when not nil, counts the bytes the transfers copy between
+	// an image and their blocks (a sender reading its image into a
+	// block, a receiver copying a block into the image it keeps), for
+	// tests.
+	copied *atomic.Int64
 }
 
 // dropPiece is the piece after which a sink that drops behind starts the
@@ -287,9 +292,35 @@ type source struct {
 	err   error     // set by the reader goroutine before closing ready
 	// hashed counts the bytes hashed (Options.hashed; may be nil).
 	hashed *atomic.Int64
+	// img, when inPlace, is the file's image, lent block by block as it
+	// is (no reader goroutine, no copy); off is the next block's offset.
+	img     []byte
+	inPlace bool
+	off     int64
+	// copied counts the bytes read from an image into blocks
+	// (Options.copied; nil unless the file has one).
+	copied *atomic.Int64
 }
 
 func openSource(fi FileInfo, bs int, hash bool, pool *Buffers, hashed *atomic.Int64) (*source, error) {
+	return openSourceFrom(fi, bs, hash, pool, hashed, nil, false)
+}
+
+// openSourceFrom is openSource; with inPlace, a file with an image that
+// is neither hashed nor tapped is sent from its image as it is: next
+// returns slices of the image (which the caller only reads), with no
+// reader goroutine and no copy. copied (may be nil) counts the bytes
+// copied from an image into blocks otherwise.
+func openSourceFrom(fi FileInfo, bs int, hash bool, pool *Buffers, hashed, copied *atomic.Int64, inPlace bool) (*source, error) {
+	if inPlace && fi.Image != nil && !hash && fi.Tap == nil {
+		if int64(len(fi.Image)) != fi.Size {
+			return nil, fmt.Errorf("%w: %s has %d bytes, want %d", ErrHashMismatch, fi.Path, len(fi.Image), fi.Size)
+		}
+		s := &source{pool: pool, f: vfd.BytesFile(fi.Path, fi.Image), size: fi.Size, bs: bs,
+			ready: make(chan []byte), free: make(chan []byte), done: make(chan struct{}), img: fi.Image, inPlace: true}
+		close(s.ready)
+		return s, nil
+	}
 	f, err := fi.open()
 	if err != nil {
 		return nil, err
@@ -303,6 +334,9 @@ func openSource(fi FileInfo, bs int, hash bool, pool *Buffers, hashed *atomic.In
 		return nil, err
 	}
 	s := &source{pool: pool, f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), tap: fi.Tap, hashed: hashed}
+	if fi.Image != nil {
+		s.copied = copied
+	}
 	if hash {
 		s.h = b3.New()
 	}
@@ -329,6 +363,9 @@ func (s *source) run() {
 			}
 			s.err = fmt.Errorf("read %s at %d: %w", s.f.Name(), off, err)
 			return
+		}
+		if s.copied != nil {
+			s.copied.Add(int64(n))
 		}
 		s.digest(buf[:n])
 		select {
@@ -363,6 +400,15 @@ func (s *source) digest(b []byte) {
 
 // next returns the next block, or nil at the end or after an error.
 func (s *source) next() []byte {
+	if s.inPlace {
+		if s.off >= s.size {
+			return nil
+		}
+		end := min(s.off+int64(s.bs), s.size)
+		b := s.img[s.off:end:end]
+		s.off = end
+		return b
+	}
 	b, ok := <-s.ready
 	if !ok {
 		return nil
@@ -370,7 +416,11 @@ func (s *source) next() []byte {
 	return b
 }
 
-func (s *source) release(b []byte) { s.free <- b[:cap(b)] }
+func (s *source) release(b []byte) {
+	if !s.inPlace {
+		s.free <- b[:cap(b)]
+	}
+}
 
 // close stops the reader and returns its error and the hash of all bytes
 // read (false when it did not hash).
@@ -413,9 +463,23 @@ type sink struct {
 	err             error // owned by the writer goroutine until done is closed
 	// img, when not nil, receives a copy of every byte written.
 	img []byte
+	// inPlace (with img): buffer lends the blocks of img themselves, so
+	// that the bytes are received where they are kept (not copied);
+	// only a last block shorter than a whole one goes through a pool
+	// block. next is the offset in img of the next block lent; spare
+	// keeps the pool blocks standing for the lent ones.
+	inPlace bool
+	next    int64
+	spare   chan []byte
+	// copied counts the bytes copied into img (Options.copied; may be
+	// nil).
+	copied *atomic.Int64
 	// chk, when not nil, checks the bytes written instead of h (a file
 	// checked by its format, [FileInfo.Format]).
 	chk Checker
+	// besideWrite checks (hashes) each block beside its write, on a
+	// second goroutine, rather than after it.
+	besideWrite bool
 	// hashed counts the bytes hashed (Options.hashed; may be nil).
 	hashed *atomic.Int64
 }
@@ -440,31 +504,69 @@ func createSink(r Ref, bs int, size int64, pool *Buffers, piece int64) (*sink, e
 
 func (s *sink) run() {
 	defer close(s.done)
+	var checkIn chan []byte
+	var checked chan struct{}
 	for b := range s.work {
+		// The fields set after createSink are seen from the first block.
+		if s.besideWrite && checkIn == nil {
+			checkIn, checked = make(chan []byte), make(chan struct{})
+			defer close(checkIn)
+			go func() {
+				for b := range checkIn {
+					s.check(b)
+					checked <- struct{}{}
+				}
+			}()
+		}
 		if s.err == nil {
+			if checkIn != nil {
+				checkIn <- b // read by both goroutines, written by neither
+			}
 			if _, err := s.f.WriteAt(b, s.off); err != nil {
 				s.err = fmt.Errorf("write %s at %d: %w", s.path, s.off, err)
 			}
-			if s.chk != nil {
-				_, _ = s.chk.Write(b) // Close reports it
-			} else {
-				s.h.Write(b)
-				if s.hashed != nil {
-					s.hashed.Add(int64(len(b)))
+			// (Past the image's end nothing is copied: the file then
+			// has another size, and its image is not used.)
+			if s.img != nil && !s.lent(b) && s.off+int64(len(b)) <= int64(len(s.img)) {
+				copy(s.img[s.off:], b)
+				if s.copied != nil {
+					s.copied.Add(int64(len(b)))
 				}
 			}
-			if s.img != nil {
-				if s.off+int64(len(b)) <= int64(len(s.img)) {
-					copy(s.img[s.off:], b)
-				} else {
-					s.img = nil
-				}
+			if checkIn != nil {
+				<-checked
+			} else {
+				s.check(b)
 			}
 			s.off += int64(len(b))
 			s.dropBehind()
 		}
-		s.free <- b[:cap(b)]
+		s.release(b)
 	}
+}
+
+// check shows b to the sink's checker, or hashes it.
+func (s *sink) check(b []byte) {
+	if s.chk != nil {
+		_, _ = s.chk.Write(b) // Close reports it
+		return
+	}
+	s.h.Write(b)
+	if s.hashed != nil {
+		s.hashed.Add(int64(len(b)))
+	}
+}
+
+// lent reports whether b is a block of img that buffer lent (it ends
+// where img does: a pool block never shares img's memory).
+func (s *sink) lent(b []byte) bool {
+	return s.inPlace && cap(b) > 0 && len(s.img) > 0 && &b[:cap(b)][cap(b)-1] == &s.img[len(s.img)-1]
+}
+
+// receiveInPlace makes buffer lend the blocks of img (see sink.inPlace).
+func (s *sink) receiveInPlace(img []byte) {
+	s.img, s.inPlace = img, true
+	s.spare = make(chan []byte, cap(s.free))
 }
 
 // dropBehind starts the writeback of every whole piece written since the
@@ -484,9 +586,29 @@ func (s *sink) dropBehind() {
 	}
 }
 
-func (s *sink) buffer() []byte { return <-s.free }
+// buffer returns the block the next bytes are received into: a pool
+// block, or with inPlace the next whole block of img.
+func (s *sink) buffer() []byte {
+	b := <-s.free
+	if s.inPlace && s.next+int64(len(b)) <= int64(len(s.img)) {
+		s.spare <- b
+		l := s.img[s.next:]
+		s.next += int64(len(b))
+		return l[:len(b)]
+	}
+	return b
+}
 
 func (s *sink) put(b []byte) { s.work <- b }
+
+// release takes back a block buffer returned, written or not.
+func (s *sink) release(b []byte) {
+	if s.lent(b) {
+		s.free <- <-s.spare
+		return
+	}
+	s.free <- b[:cap(b)]
+}
 
 // finish waits for the writes, syncs and closes the file, and returns the
 // hash and size of what was written.
@@ -854,7 +976,7 @@ func streamDeferred(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (wai
 	if e.out != nil {
 		outSize = e.out.Size
 		hash := (!o.SkipSourceHash || e.out.HashUnknown) && e.out.Format == nil
-		s, err := openSource(*e.out, bs, hash, o.Buffers, o.hashed)
+		s, err := openSourceFrom(*e.out, bs, hash, o.Buffers, o.hashed, o.copied, true)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("open %s for sending: %w", e.out.Path, err))
 		} else {
@@ -877,8 +999,12 @@ func streamDeferred(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (wai
 			in = s
 			in.noDrop = e.keep
 			if e.image != nil {
-				in.img = make([]byte, e.inSize)
+				// Received in place, placed as a restart hands its
+				// pages over to the variables (see imageAlign).
+				in.receiveInPlace(vfd.AlignedBytes(e.inSize, imageAlign))
 			}
+			in.copied = o.copied
+			in.besideWrite = true
 			if chk != nil {
 				in.chk = chk
 			}
@@ -924,7 +1050,7 @@ func streamDeferred(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (wai
 		if err != nil {
 			// the world is broken: nothing more can be exchanged
 			if in != nil && !inBad {
-				in.free <- recv
+				in.release(recv)
 			}
 			errs = append(errs, fmt.Errorf("exchange block %d: %w", i, err))
 			if out != nil {
@@ -939,13 +1065,13 @@ func streamDeferred(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (wai
 			want := min(int64(bs), max(e.inSize-recvOff, 0))
 			if int64(n) != want {
 				inBad = true
-				in.free <- recv
+				in.release(recv)
 				errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Offset: recvOff,
 					Err: fmt.Errorf("%w: received a %d-byte block from rank %d, want %d", ErrHashMismatch, n, src, want)})
 			} else if n > 0 {
 				in.put(recv[:n])
 			} else {
-				in.free <- recv
+				in.release(recv)
 			}
 			recvOff += int64(n)
 		}
