@@ -150,18 +150,22 @@ func startCheck(f FileInfo, rank, bs int, image bool) func() checkResult {
 // error wrapping [ErrUnrecoverable] naming the rank; its neighbours
 // report it too. Good files are never modified.
 //
-// Each byte is read once and hashed once, and the transfers that need no
-// check start at once: every rank tells its neighbours which of its two
-// files are there (of their size); a missing data file is restored from
-// its copy, which the receiver checks as it arrives, and a missing copy
-// is re-sent from its original once that has checked out, while every
-// file present and not sent is checked in the background (own into
-// memory under Options.ImageLimit, returned in [L2Recovery.OwnImage]).
-// The fsync, checks and publication of a restored data file run beside
-// the re-send of the copies (they talk to no peer), so that a lost node
-// writes the copy it held while its restored data file is synced. A
-// second round of flags then says which files failed their checks,
-// and those are restored or re-sent the same way.
+// Each byte is read once and hashed once on each rank that uses it, and
+// the transfers start at once: every rank tells its neighbours which of
+// its two files are there (of their size); then, in one two-way
+// transfer, a missing data file is restored from its copy (ring
+// leftwards), which the receiver checks as it arrives, while a missing
+// copy is re-sent from its original (ring rightwards), which the sender
+// checks as it reads it to send it (unless the caller checked it
+// already: [FileInfo.Checked]; the sender's trailer says whether it
+// checked out) and the receiver checks again as it arrives. Every file
+// present and not sent is checked in the background. A data file read
+// into memory under Options.ImageLimit, by its check, as it is sent or
+// as it is restored, is returned checked in [L2Recovery.OwnImage]. The
+// fsync, checks and publication of a restored data file run beside the
+// rest (they talk to no peer). A second round of flags then says which
+// files failed their checks, and those are restored or re-sent, one
+// direction after the other.
 func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2Recovery, error) {
 	me := c.Rank()
 	right, left := t.Right(me), t.Left(me)
