@@ -141,8 +141,9 @@ func (l Partner2) Recover(env *Env, m *Manifest) (Source, error) {
 	held, okh := heldFile(m, env.Rank, RolePartner, left)
 	var own, cp partner.FileInfo
 	if okd {
-		// Checked by the recovery, beside the transfers that need no
-		// check (into memory under the limit: src.Image).
+		// Checked by the recovery, beside its transfers, or as it is
+		// sent when the right neighbour lost its copy (into memory
+		// under the limit either way: src.Image).
 		own = fileInfo(env.Store(data.Where), data, "")
 	}
 	if okh {

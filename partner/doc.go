@@ -43,8 +43,10 @@
 //   - L2 recovery: [RecoverPartner] tells both neighbours which of its
 //     data file and held copy are there, restores missing originals from
 //     their copies (checked by the receiver as they arrive, not read
-//     beforehand) and re-sends missing copies from originals that checked
-//     out, while every other file is checked in the background; a second
+//     beforehand) while it re-sends missing copies from their originals
+//     (one two-way transfer; an original is checked as it is read to be
+//     sent, and the copy again as it arrives), and checks every other
+//     file in the background; a second
 //     round of flags repairs what failed its check (tmp, sync, hash
 //     check, rename each time), and reports ranks whose file and copy are
 //     both lost with [ErrUnrecoverable]. Each byte is read and hashed once.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/vfd"
 )
 
 // Copy is the partner copy a rank received and holds.
@@ -149,18 +150,22 @@ func startCheck(f FileInfo, rank, bs int, image bool) func() checkResult {
 // error wrapping [ErrUnrecoverable] naming the rank; its neighbours
 // report it too. Good files are never modified.
 //
-// Each byte is read once and hashed once, and the transfers that need no
-// check start at once: every rank tells its neighbours which of its two
-// files are there (of their size); a missing data file is restored from
-// its copy, which the receiver checks as it arrives, and a missing copy
-// is re-sent from its original once that has checked out, while every
-// file present and not sent is checked in the background (own into
-// memory under Options.ImageLimit, returned in [L2Recovery.OwnImage]).
-// The fsync, checks and publication of a restored data file run beside
-// the re-send of the copies (they talk to no peer), so that a lost node
-// writes the copy it held while its restored data file is synced. A
-// second round of flags then says which files failed their checks,
-// and those are restored or re-sent the same way.
+// Each byte is read once and hashed once on each rank that uses it, and
+// the transfers start at once: every rank tells its neighbours which of
+// its two files are there (of their size); then, in one two-way
+// transfer, a missing data file is restored from its copy (ring
+// leftwards), which the receiver checks as it arrives, while a missing
+// copy is re-sent from its original (ring rightwards), which the sender
+// checks as it reads it to send it (unless the caller checked it
+// already: [FileInfo.Checked]; the sender's trailer says whether it
+// checked out) and the receiver checks again as it arrives. Every file
+// present and not sent is checked in the background. A data file read
+// into memory under Options.ImageLimit, by its check, as it is sent or
+// as it is restored, is returned checked in [L2Recovery.OwnImage]. The
+// fsync, checks and publication of a restored data file run beside the
+// rest (they talk to no peer). A second round of flags then says which
+// files failed their checks, and those are restored or re-sent, one
+// direction after the other.
 func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2Recovery, error) {
 	me := c.Rank()
 	right, left := t.Right(me), t.Left(me)
@@ -173,20 +178,23 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 	// Round 1: which files are there.
 	ownThere := own.Valid() && (!own.Checked || own.CheckErr == nil) && (own.Checked || own.present())
 	heldThere := held.Valid() && (!held.Checked || held.CheckErr == nil) && (held.Checked || held.present())
-	var ownCheck func() checkResult
-	if ownThere {
-		ownCheck = startCheck(own, me, bs, image)
-	}
 	flags := flagsOf(ownThere, held.Valid(), own.Valid())
 	if heldThere {
 		flags |= flagHeldOK
 	}
 	fromLeft, fromRight, err := exchangeFlags(c, left, right, tagFlags, flags)
 	if err != nil {
-		if ownCheck != nil {
-			ownCheck()
-		}
 		return L2Recovery{}, err
+	}
+	// sendOwn: the right neighbour lost the copy of this rank's data
+	// file, which is re-sent from it. A data file not checked yet is
+	// checked as it is read to be sent (one read, two consumers), and
+	// the sender's trailer says whether it checked out.
+	sendOwn := fromRight&flagHeldOK == 0 && fromRight&flagHeldListed != 0 && ownThere
+	checkAsSent := sendOwn && !own.Checked
+	var ownCheck func() checkResult
+	if ownThere && !checkAsSent {
+		ownCheck = startCheck(own, me, bs, image)
 	}
 	// sendHeld: the left neighbour's data file is missing and is restored
 	// from the copy this rank holds, which the receiver checks.
@@ -227,23 +235,25 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 	// talk to no peer: they run in the background, beside the next
 	// transfer, until the returned join.
 	copyBad := false
-	restoreOwn := func(tag int, need, send bool) (join func()) {
+	restoreOwnEnd := func(need, send bool) (streamEnd, Ref, *[]byte) {
 		e := streamEnd{inOwner: me, keep: true} // the restart reads a restored data file next
 		if send {
 			h := held
 			e.out = &h
 		}
 		tmp := Ref{Driver: own.Driver, Path: own.Path + TmpSuffix}
-		var img []byte
+		img := new([]byte)
 		if need {
 			e.in, e.inSize, e.inHash, e.inFormat = &tmp, own.Size, own.Hash, own.Format
 			if image {
 				// The restart reads the bytes from memory: the file
 				// need not stay in the page cache.
-				e.image, e.keep = &img, false
+				e.image, e.keep = img, false
 			}
 		}
-		wait := streamDeferred(c, left, right, tag, o, e)
+		return e, tmp, img
+	}
+	restoreOwnJoin := func(wait func() (streamResult, error), need, send bool, tmp Ref, img *[]byte) (join func()) {
 		type outcome struct{ err, pubErr error }
 		done := make(chan outcome, 1)
 		go func() {
@@ -269,17 +279,21 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 				if oc.pubErr != nil {
 					errs = append(errs, fmt.Errorf("publish restored %s: %w", own.Path, oc.pubErr))
 				} else {
-					res.OwnRebuilt, res.OwnImage, ownErr = true, img, nil
+					res.OwnRebuilt, res.OwnImage, ownErr = true, *img, nil
 					log.Info("restored data file from partner copy", zap.Int("rank", me), zap.Int("from", right))
 				}
 			}
 		}
 	}
+	restoreOwn := func(tag int, need, send bool) (join func()) {
+		e, tmp, img := restoreOwnEnd(need, send)
+		return restoreOwnJoin(streamDeferred(c, left, right, tag, o, e), need, send, tmp, img)
+	}
 	// resendHeld sends this rank's data file to its right neighbour
 	// (send: from its image when there is one) while receiving the copy
 	// it holds from its left neighbour (need); a sender that turns out
 	// to have nothing sound offers nothing (optional).
-	resendHeld := func(tag int, need, send bool, optional *bool) bool {
+	resendHeldEnd := func(need, send bool, optional *bool) (streamEnd, Ref) {
 		e := streamEnd{inOwner: left, optional: optional}
 		if send {
 			src := own
@@ -292,7 +306,9 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 		if need {
 			e.in, e.inSize, e.inHash, e.inFormat = &tmp, held.Size, held.Hash, held.Format
 		}
-		_, err := stream(c, right, left, tag, o, e)
+		return e, tmp
+	}
+	resendHeldAfter := func(err error, need bool, optional *bool, tmp Ref) bool {
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("re-send data of rank %d to rank %d: %w", left, me, err))
@@ -307,6 +323,11 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 		}
 		return false
 	}
+	resendHeld := func(tag int, need, send bool, optional *bool) bool {
+		e, tmp := resendHeldEnd(need, send, optional)
+		_, err := stream(c, right, left, tag, o, e)
+		return resendHeldAfter(err, need, optional, tmp)
+	}
 	ownResult := func() {
 		if ownCheck == nil {
 			return
@@ -320,25 +341,59 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 		}
 	}
 
-	// Phase 1: missing data files come back from the copies their right
-	// neighbours hold (ring leftwards), checked as they arrive.
+	// Phases 1 and 2, in one two-way transfer: missing data files come
+	// back from the copies their right neighbours hold (ring leftwards),
+	// checked as they arrive, while missing copies are re-sent from their
+	// originals (ring rightwards), checked as they are read to be sent
+	// (or checked before, by the caller) and again as they arrive.
 	needOwn := !ownThere && own.Valid()
 	if !ownThere && (fromRight&flagHeldOK == 0 || !own.Valid()) {
 		errs = append(errs, bothLost(me, right, ownErr))
 		needOwn = false
 	}
-	joinOwn := restoreOwn(tagRestoreOwn, needOwn, sendHeld)
-
-	// Phase 2: missing copies are re-sent from their originals (ring
-	// rightwards) once those have checked out.
-	sendOwn := fromRight&flagHeldOK == 0 && fromRight&flagHeldListed != 0 && ownThere
-	if sendOwn {
+	if sendOwn && !checkAsSent {
 		ownResult()
 		sendOwn = ownErr == nil
 	}
 	needHeld := !heldThere && held.Valid() && fromLeft&flagOwnOK != 0
 	notOffered := false
-	heldOK := resendHeld(tagRestoreHeld, needHeld, sendOwn, &notOffered)
+	eA, tmpA, imgA := restoreOwnEnd(needOwn, sendHeld)
+	eB, tmpB := resendHeldEnd(needHeld, sendOwn, &notOffered)
+	var sentImg []byte
+	if checkAsSent {
+		eB.checkOut = true // a file with no format: its hash
+		if own.Format != nil {
+			pre, err := own.Format.Preamble(own, me)
+			var chk Checker
+			if err == nil {
+				chk, err = own.Format.NewChecker(pre, own.Path, me, own.Size, own.Hash)
+			}
+			if err != nil {
+				ownErr = err // offers nothing: the preamble says why
+			} else {
+				eB.out.Preamble, eB.out.Tap, eB.outVerdict = pre, chk, chk.Close
+			}
+		}
+		if image && ownErr == nil {
+			sentImg = vfd.AlignedBytes(own.Size, imageAlign)
+			eB.loadInto = sentImg
+		}
+	}
+	waitA, waitB := streamTwoWay(c, o, twoWayEnd{dst: left, src: right, tag: tagRestoreOwn, e: eA},
+		twoWayEnd{dst: right, src: left, tag: tagRestoreHeld, e: eB})
+	joinOwn := restoreOwnJoin(waitA, needOwn, sendHeld, tmpA, imgA)
+	sent, err := waitB()
+	heldOK := resendHeldAfter(err, needHeld, &notOffered, tmpB)
+	if checkAsSent && ownErr == nil {
+		switch {
+		case sent.sentErr != nil:
+			ownErr = asCorruption(sent.sentErr, own.Path, me)
+		case !sent.sentOK:
+			ownErr = &CorruptionError{Path: own.Path, Rank: me, Err: fmt.Errorf("not checked: its transfer failed: %w", err)}
+		case image:
+			res.OwnImage = sentImg
+		}
+	}
 
 	// Round 2: the outcome of every check and transfer.
 	joinOwn()
@@ -390,6 +445,15 @@ func RecoverPartner(c comm.Comm, t *Topology, o Options, own, held FileInfo) (L2
 	sendLate := flags2&flagOwnOK != 0 && fromRight&(flagHeldOK|flagHeldSent) == 0 && fromRight&flagHeldListed != 0
 	resendHeld(tagRestoreHeldLate, lateHeld, sendLate, nil)
 	return res, errors.Join(errs...)
+}
+
+// asCorruption returns err as a *CorruptionError naming path and rank.
+func asCorruption(err error, path string, rank int) error {
+	var ce *CorruptionError
+	if errors.As(err, &ce) {
+		return err
+	}
+	return &CorruptionError{Path: path, Rank: rank, Err: err}
 }
 
 // flagsOf sets flagOwnOK, flagHeldListed and flagOwnListed.

@@ -81,6 +81,11 @@ type Options struct {
 	// imageCopied, when not nil, counts the bytes an L3 rebuild copies
 	// into the image of the data file it rebuilds, for tests.
 	imageCopied *atomic.Int64
+	// copied, when not nil, counts the bytes the transfers copy between
+	// an image and their blocks (a sender reading its image into a
+	// block, a receiver copying a block into the image it keeps), for
+	// tests.
+	copied *atomic.Int64
 }
 
 // dropPiece is the piece after which a sink that drops behind starts the
@@ -290,9 +295,39 @@ type source struct {
 	err   error     // set by the reader goroutine before closing ready
 	// hashed counts the bytes hashed (Options.hashed; may be nil).
 	hashed *atomic.Int64
+	// img, when inPlace, is the file's image, lent block by block as it
+	// is (no reader goroutine, no copy); off is the next block's offset.
+	img     []byte
+	inPlace bool
+	off     int64
+	// copied counts the bytes read from an image into blocks
+	// (Options.copied; nil unless the file has one).
+	copied *atomic.Int64
+	// load, when not nil, is where the file is read, block by block
+	// (the blocks sent are slices of it, never pooled).
+	load []byte
 }
 
 func openSource(fi FileInfo, bs int, hash bool, pool *Buffers, hashed *atomic.Int64) (*source, error) {
+	return openSourceFrom(fi, bs, hash, pool, hashed, nil, false, nil)
+}
+
+// openSourceFrom is openSource; with inPlace, a file with an image that
+// is neither hashed nor tapped is sent from its image as it is: next
+// returns slices of the image (which the caller only reads), with no
+// reader goroutine and no copy. copied (may be nil) counts the bytes
+// copied from an image into blocks otherwise. With load (fi.Size bytes)
+// the file is read into load, block by block, and sent from there.
+func openSourceFrom(fi FileInfo, bs int, hash bool, pool *Buffers, hashed, copied *atomic.Int64, inPlace bool, load []byte) (*source, error) {
+	if inPlace && fi.Image != nil && !hash && fi.Tap == nil {
+		if int64(len(fi.Image)) != fi.Size {
+			return nil, fmt.Errorf("%w: %s has %d bytes, want %d", ErrHashMismatch, fi.Path, len(fi.Image), fi.Size)
+		}
+		s := &source{pool: pool, f: vfd.BytesFile(fi.Path, fi.Image), size: fi.Size, bs: bs,
+			ready: make(chan []byte), free: make(chan []byte), done: make(chan struct{}), img: fi.Image, inPlace: true}
+		close(s.ready)
+		return s, nil
+	}
 	f, err := fi.open()
 	if err != nil {
 		return nil, err
@@ -306,11 +341,19 @@ func openSource(fi FileInfo, bs int, hash bool, pool *Buffers, hashed *atomic.In
 		return nil, err
 	}
 	s := &source{pool: pool, f: f, size: size, bs: bs, ready: make(chan []byte, 2), free: make(chan []byte, 3), done: make(chan struct{}), tap: fi.Tap, hashed: hashed}
+	if fi.Image != nil {
+		s.copied = copied
+	}
 	if hash {
 		s.h = b3.New()
 	}
-	for range min(3, (size+int64(bs)-1)/int64(bs)) {
-		s.free <- pool.get(bs)
+	if load != nil && int64(len(load)) == size {
+		// Read ahead a few blocks more: they cost no memory.
+		s.load, s.ready = load, make(chan []byte, 4)
+	} else {
+		for range min(3, (size+int64(bs)-1)/int64(bs)) {
+			s.free <- pool.get(bs)
+		}
 	}
 	go s.run()
 	return s, nil
@@ -320,10 +363,19 @@ func (s *source) run() {
 	defer close(s.ready)
 	for off := int64(0); off < s.size; off += int64(s.bs) {
 		var buf []byte
-		select {
-		case buf = <-s.free:
-		case <-s.done:
-			return
+		if s.load != nil {
+			select {
+			case <-s.done:
+				return
+			default:
+			}
+			buf = s.load[off:]
+		} else {
+			select {
+			case buf = <-s.free:
+			case <-s.done:
+				return
+			}
 		}
 		n := int(min(int64(s.bs), s.size-off))
 		if err := vfd.ReadFull(s.f, buf[:n], off); err != nil {
@@ -332,6 +384,9 @@ func (s *source) run() {
 			}
 			s.err = fmt.Errorf("read %s at %d: %w", s.f.Name(), off, err)
 			return
+		}
+		if s.copied != nil {
+			s.copied.Add(int64(n))
 		}
 		s.digest(buf[:n])
 		select {
@@ -366,6 +421,15 @@ func (s *source) digest(b []byte) {
 
 // next returns the next block, or nil at the end or after an error.
 func (s *source) next() []byte {
+	if s.inPlace {
+		if s.off >= s.size {
+			return nil
+		}
+		end := min(s.off+int64(s.bs), s.size)
+		b := s.img[s.off:end:end]
+		s.off = end
+		return b
+	}
 	b, ok := <-s.ready
 	if !ok {
 		return nil
@@ -373,14 +437,20 @@ func (s *source) next() []byte {
 	return b
 }
 
-func (s *source) release(b []byte) { s.free <- b[:cap(b)] }
+func (s *source) release(b []byte) {
+	if !s.inPlace && s.load == nil {
+		s.free <- b[:cap(b)]
+	}
+}
 
 // close stops the reader and returns its error and the hash of all bytes
 // read (false when it did not hash).
 func (s *source) close() (encode.Hash, bool, error) {
 	close(s.done)
 	for b := range s.ready {
-		s.pool.put(b)
+		if s.load == nil {
+			s.pool.put(b)
+		}
 	}
 	for len(s.free) > 0 {
 		s.pool.put(<-s.free)
@@ -419,9 +489,23 @@ type sink struct {
 	err    error // owned by the writer goroutine until done is closed
 	// img, when not nil, receives a copy of every byte written.
 	img []byte
+	// inPlace (with img): buffer lends the blocks of img themselves, so
+	// that the bytes are received where they are kept (not copied);
+	// only a last block shorter than a whole one goes through a pool
+	// block. next is the offset in img of the next block lent; spare
+	// keeps the pool blocks standing for the lent ones.
+	inPlace bool
+	next    int64
+	spare   chan []byte
+	// copied counts the bytes copied into img (Options.copied; may be
+	// nil).
+	copied *atomic.Int64
 	// chk, when not nil, checks the bytes written instead of h (a file
 	// checked by its format, [FileInfo.Format]).
 	chk Checker
+	// besideWrite checks (hashes) each block beside its write, on a
+	// second goroutine, rather than after it.
+	besideWrite bool
 	// hashed counts the bytes hashed (Options.hashed; may be nil).
 	hashed *atomic.Int64
 }
@@ -446,31 +530,69 @@ func createSink(r Ref, bs int, size int64, pool *Buffers, piece int64) (*sink, e
 
 func (s *sink) run() {
 	defer close(s.done)
+	var checkIn chan []byte
+	var checked chan struct{}
 	for b := range s.work {
+		// The fields set after createSink are seen from the first block.
+		if s.besideWrite && checkIn == nil {
+			checkIn, checked = make(chan []byte), make(chan struct{})
+			defer close(checkIn)
+			go func() {
+				for b := range checkIn {
+					s.check(b)
+					checked <- struct{}{}
+				}
+			}()
+		}
 		if s.err == nil {
+			if checkIn != nil {
+				checkIn <- b // read by both goroutines, written by neither
+			}
 			if _, err := s.f.WriteAt(b, s.off); err != nil {
 				s.err = fmt.Errorf("write %s at %d: %w", s.path, s.off, err)
 			}
-			if s.chk != nil {
-				_, _ = s.chk.Write(b) // Close reports it
-			} else {
-				s.h.Write(b)
-				if s.hashed != nil {
-					s.hashed.Add(int64(len(b)))
+			// (Past the image's end nothing is copied: the file then
+			// has another size, and its image is not used.)
+			if s.img != nil && !s.lent(b) && s.off+int64(len(b)) <= int64(len(s.img)) {
+				copy(s.img[s.off:], b)
+				if s.copied != nil {
+					s.copied.Add(int64(len(b)))
 				}
 			}
-			if s.img != nil {
-				if s.off+int64(len(b)) <= int64(len(s.img)) {
-					copy(s.img[s.off:], b)
-				} else {
-					s.img = nil
-				}
+			if checkIn != nil {
+				<-checked
+			} else {
+				s.check(b)
 			}
 			s.off += int64(len(b))
 			s.dropBehind()
 		}
-		s.free <- b[:cap(b)]
+		s.release(b)
 	}
+}
+
+// check shows b to the sink's checker, or hashes it.
+func (s *sink) check(b []byte) {
+	if s.chk != nil {
+		_, _ = s.chk.Write(b) // Close reports it
+		return
+	}
+	s.h.Write(b)
+	if s.hashed != nil {
+		s.hashed.Add(int64(len(b)))
+	}
+}
+
+// lent reports whether b is a block of img that buffer lent (it ends
+// where img does: a pool block never shares img's memory).
+func (s *sink) lent(b []byte) bool {
+	return s.inPlace && cap(b) > 0 && len(s.img) > 0 && &b[:cap(b)][cap(b)-1] == &s.img[len(s.img)-1]
+}
+
+// receiveInPlace makes buffer lend the blocks of img (see sink.inPlace).
+func (s *sink) receiveInPlace(img []byte) {
+	s.img, s.inPlace = img, true
+	s.spare = make(chan []byte, cap(s.free))
 }
 
 // dropBehind starts the writeback of every whole piece written since the
@@ -499,9 +621,29 @@ func (s *sink) behind() int64 {
 	return dropWindow * s.piece
 }
 
-func (s *sink) buffer() []byte { return <-s.free }
+// buffer returns the block the next bytes are received into: a pool
+// block, or with inPlace the next whole block of img.
+func (s *sink) buffer() []byte {
+	b := <-s.free
+	if s.inPlace && s.next+int64(len(b)) <= int64(len(s.img)) {
+		s.spare <- b
+		l := s.img[s.next:]
+		s.next += int64(len(b))
+		return l[:len(b)]
+	}
+	return b
+}
 
 func (s *sink) put(b []byte) { s.work <- b }
+
+// release takes back a block buffer returned, written or not.
+func (s *sink) release(b []byte) {
+	if s.lent(b) {
+		s.free <- <-s.spare
+		return
+	}
+	s.free <- b[:cap(b)]
+}
 
 // finish waits for the writes, syncs and closes the file, and returns the
 // hash and size of what was written.
@@ -662,6 +804,19 @@ type streamEnd struct {
 	refusal     []byte
 	damaged     bool
 	peerRefused byte
+	// checkOut makes the sender hash out (a file with no format) and
+	// compare it with its hash whatever Options.SkipSourceHash says:
+	// the file is checked as it is sent, not before.
+	checkOut bool
+	// outVerdict, when not nil, is the verdict of out's check as it was
+	// sent (its tap's), asked once every byte was read: a failure makes
+	// the trailer say the bytes were not sound.
+	outVerdict func() error
+	// loadInto, when not nil, is where out's bytes are read (len
+	// out.Size): the sender keeps them, and sends them from there.
+	loadInto []byte
+	// sentErr is why out was not sent (set by the stream).
+	sentErr error
 }
 
 // errNotOffered: the sender of an optional stream offered no file.
@@ -801,6 +956,12 @@ type streamResult struct {
 	hash      encode.Hash
 	formatted bool
 	sent      encode.Hash
+	// sentErr says why the file sent was not sound (it did not read,
+	// or failed its hash or [streamEnd.outVerdict]); nil when it was,
+	// or when nothing was sent. sentOK says it was sent whole and
+	// sound (its trailer said so).
+	sentErr error
+	sentOK  bool
 }
 
 func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResult, error) {
@@ -814,11 +975,115 @@ func stream(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (streamResul
 // (one goroutine, not the one talking to c). wait returns what stream
 // returns and must be called once.
 func streamDeferred(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (wait func() (streamResult, error)) {
-	done := func(r streamResult, err error) func() (streamResult, error) {
-		return func() (streamResult, error) { return r, err }
+	x := &xfer{c: c, dst: dst, src: src, tag: tag, o: o, e: e}
+	if !x.open() {
+		return x.failed
 	}
-	bs := o.block() // every rank must use the same block size: never capped per rank
-	var errs []error
+	rounds, err := c.AllreduceInt64(x.mine(), comm.Max)
+	if err != nil {
+		x.abort()
+		return failedWith(fmt.Errorf("agree on rounds: %w", err))
+	}
+	for i := int64(0); i < rounds; i++ {
+		if !x.round(i) {
+			return x.failed
+		}
+	}
+	return x.end()
+}
+
+// streamTwoWay runs two streams at once, block by block in the same
+// rounds (a's block, then b's, in each), so that a rank that receives
+// (or sends) two files has both under way together, from the one
+// goroutine that talks to c: a's and b's tags must differ. Every rank
+// of c must call it with the same tags. It returns the waits of a and
+// b as [streamDeferred] does.
+func streamTwoWay(c comm.Comm, o Options, a, b twoWayEnd) (waitA, waitB func() (streamResult, error)) {
+	xa := &xfer{c: c, dst: a.dst, src: a.src, tag: a.tag, o: o, e: a.e}
+	xb := &xfer{c: c, dst: b.dst, src: b.src, tag: b.tag, o: o, e: b.e}
+	if !xa.open() {
+		return xa.failed, xa.failed
+	}
+	if !xb.open() {
+		xa.abort()
+		return xb.failed, xb.failed
+	}
+	rounds, err := c.AllreduceInt64(max(xa.mine(), xb.mine()), comm.Max)
+	if err != nil {
+		xa.abort()
+		xb.abort()
+		f := failedWith(fmt.Errorf("agree on rounds: %w", err))
+		return f, f
+	}
+	for i := int64(0); i < rounds; i++ {
+		if !xa.round(i) {
+			xb.abort()
+			return xa.failed, xa.failed
+		}
+		if !xb.round(i) {
+			xa.abort()
+			return xb.failed, xb.failed
+		}
+	}
+	waitA = xa.end()
+	waitB = xb.end()
+	return waitA, waitB
+}
+
+// twoWayEnd is one of the streams of [streamTwoWay]: this rank's end e
+// of a stream sending to dst and receiving from src under tag.
+type twoWayEnd struct {
+	dst, src, tag int
+	e             streamEnd
+}
+
+// failedWith returns a wait that returns err.
+func failedWith(err error) func() (streamResult, error) {
+	return func() (streamResult, error) { return streamResult{}, err }
+}
+
+// xfer is one stream under way on this rank (see [streamDeferred]):
+// open exchanges its header and preamble and opens its file ends, round
+// moves one block, end exchanges the trailers.
+type xfer struct {
+	c             comm.Comm
+	dst, src, tag int
+	o             Options
+	e             streamEnd
+	bs            int
+	errs          []error
+	out           *source
+	outSize       int64
+	in            *sink
+	scratch       []byte // for blocks nobody keeps, allocated on first use
+	recvOff       int64
+	inBad         bool
+	// fatal is set when the world broke: nothing more is exchanged.
+	fatal error
+}
+
+// failed is the wait of a stream the world broke under.
+func (x *xfer) failed() (streamResult, error) { return streamResult{}, x.fatal }
+
+// abort closes the stream's file ends after a broken world elsewhere.
+func (x *xfer) abort() {
+	if x.out != nil {
+		x.out.close()
+		x.out = nil
+	}
+	if x.in != nil {
+		x.in.abandon(x.e.in.Driver)
+		x.in = nil
+	}
+}
+
+// open exchanges the header and preamble and opens the source and sink;
+// false when the world broke (x.fatal).
+func (x *xfer) open() bool {
+	c, dst, src, tag, o := x.c, x.dst, x.src, x.tag, x.o
+	e := &x.e
+	x.bs = o.block() // every rank must use the same block size: never capped per rank
+	bs := x.bs
 	if e.out != nil && e.out.Format != nil {
 		p := e.out.Preamble
 		var err error
@@ -832,7 +1097,8 @@ func streamDeferred(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (wai
 			// Nothing is offered: the receiver gets the reason and
 			// reports it.
 			err = fmt.Errorf("read the preamble of %s: %w", e.out.Path, err)
-			errs = append(errs, err)
+			x.errs = append(x.errs, err)
+			x.e.sentErr = err
 			why := []byte(err.Error())
 			e.out, p = nil, why[:min(len(why), maxRefusal)]
 			e.refusal, e.damaged = p, errors.Is(err, ErrHashMismatch) || errors.Is(err, fs.ErrNotExist)
@@ -842,41 +1108,42 @@ func streamDeferred(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (wai
 	if e.learn {
 		e.learnFormat = o.Format
 	}
-	herr := exchangeHeader(c, dst, src, tag+1, &e)
+	herr := exchangeHeader(c, dst, src, tag+1, e)
 	var chk Checker
 	if errors.Is(herr, comm.ErrAborted) {
-		return done(streamResult{}, herr)
+		x.fatal = herr
+		return false
 	}
 	if herr == nil {
-		chk, herr = exchangePreamble(c, dst, src, tag+3, &e)
-	} else if _, err := exchangePreamble(c, dst, src, tag+3, &e); err != nil {
+		chk, herr = exchangePreamble(c, dst, src, tag+3, e)
+	} else if _, err := exchangePreamble(c, dst, src, tag+3, e); err != nil {
 		herr = errors.Join(herr, err)
 	}
 	if herr != nil {
 		if errors.Is(herr, comm.ErrAborted) {
-			return done(streamResult{}, herr)
+			x.fatal = herr
+			return false
 		}
 		if !errors.Is(herr, errNotOffered) {
-			errs = append(errs, herr)
+			x.errs = append(x.errs, herr)
 		}
 		if e.in != nil {
 			// still take part in the exchange, but discard what arrives
 			e.in = nil
 		}
 	}
-	var out *source
-	var outSize int64
 	if e.out != nil {
-		outSize = e.out.Size
-		hash := (!o.SkipSourceHash || e.out.HashUnknown) && e.out.Format == nil
-		s, err := openSource(*e.out, bs, hash, o.Buffers, o.hashed)
+		x.outSize = e.out.Size
+		hash := (!o.SkipSourceHash || e.out.HashUnknown || e.checkOut) && e.out.Format == nil
+		s, err := openSourceFrom(*e.out, bs, hash, o.Buffers, o.hashed, o.copied, true, e.loadInto)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("open %s for sending: %w", e.out.Path, err))
+			err = fmt.Errorf("open %s for sending: %w", e.out.Path, err)
+			x.errs = append(x.errs, err)
+			x.e.sentErr = err
 		} else {
-			out = s
+			x.out = s
 		}
 	}
-	var in *sink
 	if e.in != nil {
 		var piece int64
 		if !o.KeepCache {
@@ -887,87 +1154,96 @@ func streamDeferred(c comm.Comm, dst, src, tag int, o Options, e streamEnd) (wai
 		}
 		s, err := createSink(*e.in, bs, e.inSize, o.Buffers, piece)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("create %s: %w", e.in.Path, err))
+			x.errs = append(x.errs, fmt.Errorf("create %s: %w", e.in.Path, err))
 		} else {
-			in = s
-			in.noDrop = e.keep
+			x.in = s
+			s.noDrop = e.keep
 			if e.image != nil {
-				in.img = make([]byte, e.inSize)
+				// Received in place, placed as a restart hands its
+				// pages over to the variables (see imageAlign).
+				s.receiveInPlace(vfd.AlignedBytes(e.inSize, imageAlign))
 			}
+			s.copied = o.copied
+			s.besideWrite = true
 			if chk != nil {
-				in.chk = chk
+				s.chk = chk
 			}
-			in.hashed = o.hashed
+			s.hashed = o.hashed
 		}
 	}
-	blocks := func(n int64) int64 { return (n + int64(bs) - 1) / int64(bs) }
-	mine := blocks(outSize)
-	if e.in != nil {
-		mine = max(mine, blocks(e.inSize))
+	return true
+}
+
+// mine is the number of blocks this rank's end of the stream needs.
+func (x *xfer) mine() int64 {
+	blocks := func(n int64) int64 { return (n + int64(x.bs) - 1) / int64(x.bs) }
+	m := blocks(x.outSize)
+	if x.e.in != nil {
+		m = max(m, blocks(x.e.inSize))
 	}
-	rounds, err := c.AllreduceInt64(mine, comm.Max)
+	return m
+}
+
+// round exchanges block i; false when the world broke (x.fatal, the
+// file ends closed).
+func (x *xfer) round(i int64) bool {
+	in, out, e, bs := x.in, x.out, &x.e, x.bs
+	var send []byte
+	if out != nil {
+		send = out.next()
+	}
+	var recv []byte
+	if in != nil && !x.inBad {
+		recv = in.buffer()
+	} else {
+		if x.scratch == nil {
+			x.scratch = make([]byte, bs)
+		}
+		recv = x.scratch
+	}
+	n, err := x.c.Sendrecv(send, x.dst, x.tag, recv, x.src, x.tag)
+	if out != nil && send != nil {
+		out.release(send)
+	}
 	if err != nil {
-		if out != nil {
-			out.close()
+		// the world is broken: nothing more can be exchanged
+		if in != nil && !x.inBad {
+			in.release(recv)
 		}
-		if in != nil {
-			in.abandon(e.in.Driver)
-		}
-		return done(streamResult{}, fmt.Errorf("agree on rounds: %w", err))
+		x.errs = append(x.errs, fmt.Errorf("exchange block %d: %w", i, err))
+		x.abort()
+		x.fatal = errors.Join(x.errs...)
+		return false
 	}
-	var scratch []byte // for blocks nobody keeps, allocated on first use
-	var recvOff int64
-	inBad := false
-	for i := int64(0); i < rounds; i++ {
-		var send []byte
-		if out != nil {
-			send = out.next()
-		}
-		var recv []byte
-		if in != nil && !inBad {
-			recv = in.buffer()
+	if in != nil && !x.inBad {
+		want := min(int64(bs), max(e.inSize-x.recvOff, 0))
+		if int64(n) != want {
+			x.inBad = true
+			in.release(recv)
+			x.errs = append(x.errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Offset: x.recvOff,
+				Err: fmt.Errorf("%w: received a %d-byte block from rank %d, want %d", ErrHashMismatch, n, x.src, want)})
+		} else if n > 0 {
+			in.put(recv[:n])
 		} else {
-			if scratch == nil {
-				scratch = make([]byte, bs)
-			}
-			recv = scratch
+			in.release(recv)
 		}
-		n, err := c.Sendrecv(send, dst, tag, recv, src, tag)
-		if out != nil && send != nil {
-			out.release(send)
-		}
-		if err != nil {
-			// the world is broken: nothing more can be exchanged
-			if in != nil && !inBad {
-				in.free <- recv
-			}
-			errs = append(errs, fmt.Errorf("exchange block %d: %w", i, err))
-			if out != nil {
-				out.close()
-			}
-			if in != nil {
-				in.abandon(e.in.Driver)
-			}
-			return done(streamResult{}, errors.Join(errs...))
-		}
-		if in != nil && !inBad {
-			want := min(int64(bs), max(e.inSize-recvOff, 0))
-			if int64(n) != want {
-				inBad = true
-				in.free <- recv
-				errs = append(errs, &CorruptionError{Path: e.in.Path, Rank: e.inOwner, Offset: recvOff,
-					Err: fmt.Errorf("%w: received a %d-byte block from rank %d, want %d", ErrHashMismatch, n, src, want)})
-			} else if n > 0 {
-				in.put(recv[:n])
-			} else {
-				in.free <- recv
-			}
-			recvOff += int64(n)
-		}
+		x.recvOff += int64(n)
 	}
+	return true
+}
+
+// end exchanges the trailers and returns the wait of the received
+// file's end.
+func (x *xfer) end() func() (streamResult, error) {
 	var res streamResult
 	var rt receivedTrailer
-	res.sent, rt, errs = exchangeTrailers(c, dst, src, tag, e, out, outSize, errs)
+	errs := x.errs
+	res.sent, res.sentErr, rt, errs = exchangeTrailers(x.c, x.dst, x.src, x.tag, x.e, x.out, x.outSize, errs)
+	res.sentOK = x.out != nil && res.sentErr == nil
+	if res.sentErr == nil {
+		res.sentErr = x.e.sentErr
+	}
+	e, in, inBad, src := x.e, x.in, x.inBad, x.src
 	return func() (streamResult, error) {
 		res.size, res.hash, errs = finishReceived(src, e, in, inBad, rt, errs)
 		res.formatted = in != nil && in.chk != nil
@@ -986,20 +1262,28 @@ type receivedTrailer struct {
 // exchangeTrailers ends a stream's exchanges: it closes the source out
 // and sends its trailer (size, hash, whether the bytes were sound) and
 // receives the sender's ([finishReceived] checks the received file
-// against it). It returns the hash of what was sent, the trailer
-// received and errs with what it found appended.
+// against it). It returns the hash of what was sent, why the file sent
+// was not sound (read, hash or [streamEnd.outVerdict]; nil when it was),
+// the trailer received and errs with what it found appended.
 func exchangeTrailers(c comm.Comm, dst, src, tag int, e streamEnd, out *source, outSize int64, errs []error) (
-	sentHash encode.Hash, _ receivedTrailer, _ []error) {
+	sentHash encode.Hash, sentErr error, _ receivedTrailer, _ []error) {
 	var t trailer
 	if out != nil {
 		h, hashed, err := out.close()
 		known := hashed && !e.out.HashUnknown
-		t = trailer{ok: err == nil && (!known || h == e.out.Hash), hashed: hashed, size: outSize, hash: h}
 		sentHash = h
 		if err != nil {
-			errs = append(errs, err)
+			sentErr = err
 		} else if known && h != e.out.Hash {
-			errs = append(errs, &CorruptionError{Path: e.out.Path, Rank: c.Rank(), Err: fmt.Errorf("%w: before sending", ErrHashMismatch)})
+			sentErr = &CorruptionError{Path: e.out.Path, Rank: c.Rank(), Err: fmt.Errorf("%w: before sending", ErrHashMismatch)}
+		} else if e.outVerdict != nil {
+			if verr := e.outVerdict(); verr != nil {
+				sentErr = &CorruptionError{Path: e.out.Path, Rank: c.Rank(), Err: fmt.Errorf("%w: as it was sent: %w", ErrHashMismatch, verr)}
+			}
+		}
+		t = trailer{ok: sentErr == nil, hashed: hashed, size: outSize, hash: h}
+		if sentErr != nil {
+			errs = append(errs, sentErr)
 		}
 	}
 	var sendT []byte
@@ -1011,7 +1295,7 @@ func exchangeTrailers(c comm.Comm, dst, src, tag int, e streamEnd, out *source, 
 	if err != nil {
 		errs = append(errs, fmt.Errorf("exchange trailer: %w", err))
 	}
-	return sentHash, receivedTrailer{b: tb, n: n, err: err}, errs
+	return sentHash, sentErr, receivedTrailer{b: tb, n: n, err: err}, errs
 }
 
 // finishReceived waits for the writes of the received file in (if any),
