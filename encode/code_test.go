@@ -91,7 +91,7 @@ func TestEveryErasurePattern(t *testing.T) {
 // bit and the other lost shards' buffers are not touched (not computed);
 // a pattern of more than m losses is refused whatever is wanted.
 func TestReconstructSome(t *testing.T) {
-	for _, s := range []struct{ k, m int }{{2, 2}, {4, 4}, {4, 2}, {5, 2}} {
+	for _, s := range []struct{ k, m int }{{2, 2}, {4, 4}, {4, 2}, {5, 2}, {2, 3}, {1, 3}, {3, 1}} {
 		t.Run(fmt.Sprintf("k=%d,m=%d", s.k, s.m), func(t *testing.T) {
 			c, err := New(s.k, s.m)
 			require.NoError(t, err)

@@ -202,17 +202,18 @@
 // image is read in pieces of at most 4 MiB, the verifier's segment. Each
 // byte is read from storage once. A file that fails never becomes an image: the level
 // rebuilds it or the engine moves to an older checkpoint as before. At
-// L2 an intact data file is also sent from the image to a partner whose
-// copy was lost, and a lost data file is restored from its partner copy
+// L2 a data file whose partner lost its copy is read once, into the
+// image, checked as it is sent to that partner (its trailer says whether
+// it checked out), and a lost data file is restored from its partner copy
 // as soon as the ranks know which files are there: the receiver checks
 // the copy as it arrives (the copy is not read beforehand), and it is
 // kept as the image, while the other files are checked beside that
 // transfer (partner.RecoverPartner); at L3 the image feeds the rebuild, and a rebuilt data
 // file written in order (always with m = k) is hashed, and kept as the
-// image, as it is written, so it is not read back. A data file restored
-// from its L2 copy, a file above the limit, and the layers of a
-// differential chain are read from storage by the runtime, which checks
-// every block again. The alternative, checking only metadata at
+// image, as it is written, so it is not read back. A file above the
+// limit (restored from its L2 copy, rebuilt or intact), a rebuilt L3 data
+// file not written in order, and the layers of a differential chain are
+// read from storage by the runtime, which checks every block again. The alternative, checking only metadata at
 // recovery and hashing while the runtime copies, reads each byte once
 // without holding memory, but finds a bad block only where nothing can
 // be rebuilt or fallen back to; the limit bounds the memory instead.

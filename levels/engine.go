@@ -775,10 +775,16 @@ func syncPaths(ss []Store) []func() error {
 
 // sameDriver reports whether a and b are the same driver: equal values
 // of a comparable type (vfd.Sec2{}, or one pointer). Drivers of other
-// types are never taken as the same.
+// types are never taken as the same, nor values that cannot be compared
+// without a panic (a comparable type holding an uncomparable value in an
+// interface field: a wrapper of a driver by value).
 func sameDriver(a, b vfd.Driver) bool {
 	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
-	return ta == tb && ta != nil && ta.Comparable() && a == b
+	if ta != tb || ta == nil {
+		return false
+	}
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Comparable() && vb.Comparable() && a == b
 }
 
 func removeIfExists(d vfd.Driver, name string) error {

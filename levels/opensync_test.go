@@ -84,3 +84,22 @@ func TestSameDriver(t *testing.T) {
 		})
 	}
 }
+
+// wrapped is a comparable driver type holding a driver in an interface
+// field: two values compare with == only when the drivers they hold do.
+type wrapped struct {
+	vfd.Driver
+}
+
+// TestSameDriverNoPanic: a driver of a comparable type that holds a
+// driver of an uncomparable type (a user's wrapper by value) is never
+// the same as another, and telling so does not panic.
+func TestSameDriverNoPanic(t *testing.T) {
+	a, b := wrapped{uncomparable{}}, wrapped{uncomparable{}}
+	assert.NotPanics(t, func() { assert.False(t, sameDriver(a, b)) })
+	assert.NotPanics(t, func() {
+		syncPaths([]Store{{Driver: a, Dir: "x"}, {Driver: b, Dir: "x"}})
+	})
+	f := vfd.NewFault(vfd.Sec2{}, nil)
+	assert.True(t, sameDriver(wrapped{f}, wrapped{f}))
+}

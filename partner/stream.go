@@ -590,8 +590,11 @@ func (s *sink) lent(b []byte) bool {
 }
 
 // receiveInPlace makes buffer lend the blocks of img (see sink.inPlace).
+// img is cut to its length: a lent block is known by its capacity ending
+// where img's bytes end ([sink.lent]), so capacity beyond them would make
+// a lent block pass for a pool block, recycled while it is the image.
 func (s *sink) receiveInPlace(img []byte) {
-	s.img, s.inPlace = img, true
+	s.img, s.inPlace = img[:len(img):len(img)], true
 	s.spare = make(chan []byte, cap(s.free))
 }
 
