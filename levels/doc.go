@@ -42,7 +42,9 @@
 //     beside it goes. Two valid copies that describe different
 //     checkpoints (one is another run's) are both kept: [Engine.Recover]
 //     tries the other when the chosen one does not recover, then
-//     rewrites the one it did not use;
+//     rewrites the one it did not use. While it tries either, no level
+//     removes or replaces a file that does not match the copy tried (it
+//     may be the other copy's);
 //   - an intent marker and no valid copy, or nothing but tmp files and
 //     empty directories: never committed, removed;
 //   - published files or damaged copies, no valid copy, no marker: the

@@ -1334,8 +1334,12 @@ func (e *Engine) Recover() (*Manifest, Source, error) {
 	var errs []error
 	for i := len(e.committed) - 1; i >= 0; i-- {
 		m := e.committed[i]
+		a := e.alt[m.Seq]
+		// With two disagreeing copies, files that match neither are
+		// left for the other attempt (see Env.tentative).
+		e.env.tentative = a != nil
 		src, err := e.RecoverOne(m)
-		if a := e.alt[m.Seq]; a != nil {
+		if a != nil {
 			// The copies disagree: the other one may be this run's.
 			if err != nil {
 				var aerr error
@@ -1351,6 +1355,7 @@ func (e *Engine) Recover() (*Manifest, Source, error) {
 				delete(e.alt, m.Seq)
 			}
 		}
+		e.env.tentative = false
 		if err == nil {
 			return m, src, nil
 		}

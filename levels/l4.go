@@ -219,7 +219,15 @@ func (l Global4) Recover(env *Env, m *Manifest) (Source, error) {
 		lerr = err
 	}
 	if inContainer {
-		if lerr != nil && !errors.Is(lerr, ErrMissingFile) {
+		switch {
+		case lerr == nil || errors.Is(lerr, ErrMissingFile):
+		case env.tentative:
+			// This manifest copy disagrees with the other one: the file
+			// may be the other copy's checkpoint (an L1 file of this
+			// run under a manifest from another), which recovery tries
+			// next. Leave it.
+			env.Logger.Warn("L4: the local file does not match this manifest copy, which disagrees with the other copy; left in place; reading the container", zap.Int("rank", env.Rank), zap.Error(lerr))
+		default:
 			// A damaged cache: not the checkpoint's, not worth keeping.
 			env.Logger.Warn("L4: removing a damaged local copy of the rank's task; reading the container", zap.Int("rank", env.Rank), zap.Error(lerr))
 			if err := removeIfExists(local.Driver, local.Path(f.Name)); err != nil {

@@ -433,3 +433,44 @@ func TestL4FailAtEveryOp(t *testing.T) {
 		}
 	})
 }
+
+// TestForeignManifestKeepsTheOtherCopysFiles: the primary manifest copy of
+// a committed L1 checkpoint is replaced by a valid manifest of another run
+// describing an inline L4 checkpoint of the same sequence number (found by
+// the chaos loop). Recovery tries that copy first; its digests do not
+// match this run's local data files, which the L4 level would otherwise
+// remove as a damaged cache, and the container it names does not exist.
+// The files must survive that attempt so that the other copy, this run's,
+// recovers the checkpoint bit for bit.
+func TestForeignManifestKeepsTheOtherCopysFiles(t *testing.T) {
+	const n = 4
+	l4 := Global4{Inline: true}
+	this := newCluster(t, vfd.Sec2{}, t.TempDir(), 2)
+	require.NoError(t, runL4(this, n, l4, func(e *Engine) error {
+		_, _, err := e.Checkpoint(5, L1, writeBytes(l4Payload(e.env.Rank, 5)))
+		return err
+	}))
+	other := newCluster(t, vfd.Sec2{}, t.TempDir(), 2)
+	require.NoError(t, runL4(other, n, l4, func(e *Engine) error {
+		_, _, err := e.Checkpoint(9, L4, writeBytes(l4Payload(e.env.Rank, 9)))
+		return err
+	}))
+	foreign, err := os.ReadFile(filepath.Join(other.root, "meta", ManifestName(1)))
+	require.NoError(t, err)
+	primary := filepath.Join(this.root, "meta", ManifestName(1))
+	require.NoError(t, os.WriteFile(primary, foreign, 0o644))
+
+	got, id, err := recoverAll(t, this, n, l4)
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), id)
+	for r := range n {
+		assert.Equal(t, l4Payload(r, 5), got[r], "rank %d", r)
+		b, err := os.ReadFile(filepath.Join(this.root, "local", fmt.Sprintf("node%04d", r/2), RankFileName(CheckpointDir(1), RoleData, r)))
+		require.NoError(t, err, "rank %d: this run's data file", r)
+		assert.NotEmpty(t, b)
+	}
+	// The foreign copy was set aside and rewritten from the one recovered.
+	fixed, err := os.ReadFile(primary)
+	require.NoError(t, err)
+	assert.NotEqual(t, foreign, fixed)
+}

@@ -102,6 +102,12 @@ type Env struct {
 	// the variables from memory instead of reading the file a second
 	// time. Zero or negative: the data stays on storage only.
 	ImageLimit int64
+
+	// tentative is set by [Engine.Recover] while it recovers a manifest
+	// whose two copies disagree: a file that does not match this copy
+	// may be the other copy's (this run's), so a level must not remove
+	// or replace it.
+	tentative bool
 }
 
 // Store returns the store of area w for this rank.
