@@ -102,6 +102,11 @@ type Env struct {
 	// the variables from memory instead of reading the file a second
 	// time. Zero or negative: the data stays on storage only.
 	ImageLimit int64
+
+	// pre is the verification of this rank's L1 data file that
+	// [Engine.Open] started ahead ([Engine.prefetch]); [Local1.Recover]
+	// takes its image when it checked the very file Recover asks for.
+	pre *preload
 }
 
 // Store returns the store of area w for this rank.
