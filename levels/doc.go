@@ -199,7 +199,8 @@
 // then lets go of them. [Engine.Open] starts the device reading each
 // rank's data file of the newest committed checkpoint
 // ([vfd.StartReadahead]) while the collective start-up goes on; when
-// that checkpoint is an L1 one whose data file becomes an image, Open
+// that checkpoint is an L1 one whose data file (of at most 128 MiB)
+// becomes an image, Open
 // instead starts its whole verification in the background as soon as the
 // start-up plan is known (the reading, page faults and hashing then
 // overlap with the cleaning and directory syncs), and [Local1.Recover]

@@ -33,7 +33,7 @@ func (e *Engine) prefetch() {
 		return
 	}
 	s := e.env.Store(f.Where)
-	if m.Level == L1 && wantImage(e.env, f) {
+	if m.Level == L1 && wantImage(e.env, f) && f.Size <= preloadLimit {
 		e.preload(m, s, f)
 		return
 	}
@@ -65,6 +65,15 @@ func (e *Engine) prefetchTask(f File) {
 		}
 	}
 }
+
+// preloadLimit is the largest L1 data file [Engine.Open] verifies ahead
+// ([preload]); a larger one only gets the read-ahead hint, as before.
+// Measured with ftigo bench --cold, 4 ranks on 2 cores (2026-11-27,
+// docs/performance.md, "L1 restart at 4 x 64 MiB"): at 64 MiB per rank
+// the restart took 0.173-0.176 s against 0.181-0.201 s, at 256 MiB
+// 0.67-0.80 s against 0.68-0.74 s (slower in 4 of 7 alternated pairs),
+// so the larger files keep the former path until that is understood.
+const preloadLimit = 128 << 20
 
 // preload is a verification of this rank's data file of an L1
 // checkpoint (reading it into memory, [verifyImage]) started by
