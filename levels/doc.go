@@ -200,7 +200,16 @@
 // their memory pages rather than copying them (fileformat.WithMoveOut),
 // then lets go of them. [Engine.Open] starts the device reading each
 // rank's data file of the newest committed checkpoint
-// ([vfd.StartReadahead]) while the collective start-up goes on. The
+// ([vfd.StartReadahead]) while the collective start-up goes on; when
+// that checkpoint is an L1 one whose data file (of at most 128 MiB)
+// becomes an image, Open
+// instead starts its whole verification in the background as soon as the
+// start-up plan is known (the reading, page faults and hashing then
+// overlap with the cleaning and directory syncs), and [Local1.Recover]
+// takes the verified image only for the same checkpoint and file; when
+// that verification failed, Recover verifies the file again itself, so
+// errors and fallbacks are unchanged. [Engine.Wait] (every collective
+// method, Release) drops an image not taken. The
 // image is read in pieces of at most 4 MiB, the verifier's segment. Each
 // byte is read from storage once. A file that fails never becomes an image: the level
 // rebuilds it or the engine moves to an older checkpoint as before. At

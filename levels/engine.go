@@ -1020,11 +1020,13 @@ func (e *Engine) convertDrops(env *Env) (map[uint64]bool, error) {
 }
 
 // Wait blocks until the background work has finished: the removal of
-// superseded checkpoint files and, on rank 0, the intent marker of the
-// next checkpoint written ahead. Every collective method calls it first
-// (Recover only waits for the removal); call it before abandoning an
-// Engine. Local.
+// superseded checkpoint files, on rank 0 the intent marker of the next
+// checkpoint written ahead, and a verification Open started ahead that
+// Recover has not taken (its image is dropped). Every collective method
+// calls it first (Recover only waits for the removal); call it before
+// abandoning an Engine. Local.
 func (e *Engine) Wait() {
+	e.dropPreload()
 	e.waitRemoval()
 	e.waitMarking()
 }
@@ -1326,7 +1328,8 @@ func (e *Engine) Keep(m *Manifest) (*Manifest, error) {
 // recoverable the error (identical on every rank) wraps [ErrNoCheckpoint]
 // or [ErrUnrecoverable] and names each failure. Collective.
 func (e *Engine) Recover() (*Manifest, Source, error) {
-	e.waitRemoval() // the intent marker written ahead may still be syncing
+	defer e.dropPreload() // a verification started ahead and not used
+	e.waitRemoval()       // the intent marker written ahead may still be syncing
 	e.skipped = nil
 	if len(e.committed) == 0 {
 		return nil, Source{}, ErrNoCheckpoint

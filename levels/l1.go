@@ -36,7 +36,7 @@ func (Local1) Recover(env *Env, m *Manifest) (Source, error) {
 	s := env.Store(f.Where)
 	src := Source{Store: s, Name: f.Name, Size: f.Size, Digest: f.Digest}
 	if wantImage(env, f) {
-		img, err := verifyImage(s, f, transfer(env))
+		img, err := env.takeImage(m, s, f)
 		if err != nil {
 			return Source{}, err
 		}

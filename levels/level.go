@@ -108,6 +108,11 @@ type Env struct {
 	// may be the other copy's (this run's), so a level must not remove
 	// or replace it.
 	tentative bool
+
+	// pre is the verification of this rank's L1 data file that
+	// [Engine.Open] started ahead ([Engine.prefetch]); [Local1.Recover]
+	// takes its image when it checked the very file Recover asks for.
+	pre *preload
 }
 
 // Store returns the store of area w for this rank.
