@@ -62,7 +62,7 @@ func TestOpenSyncsEachDirOnce(t *testing.T) {
 // uncomparable is a driver whose values cannot be compared with ==.
 type uncomparable struct {
 	vfd.Sec2
-	tags []string
+	_ []string // a slice field makes the type not comparable
 }
 
 func TestSameDriver(t *testing.T) {

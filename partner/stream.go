@@ -532,11 +532,15 @@ func (s *sink) run() {
 	defer close(s.done)
 	var checkIn chan []byte
 	var checked chan struct{}
+	defer func() { // before s.done: the checker ends first
+		if checkIn != nil {
+			close(checkIn)
+		}
+	}()
 	for b := range s.work {
 		// The fields set after createSink are seen from the first block.
 		if s.besideWrite && checkIn == nil {
 			checkIn, checked = make(chan []byte), make(chan struct{})
-			defer close(checkIn)
 			go func() {
 				for b := range checkIn {
 					s.check(b)
@@ -1241,7 +1245,7 @@ func (x *xfer) end() func() (streamResult, error) {
 	var res streamResult
 	var rt receivedTrailer
 	errs := x.errs
-	res.sent, res.sentErr, rt, errs = exchangeTrailers(x.c, x.dst, x.src, x.tag, x.e, x.out, x.outSize, errs)
+	res.sent, rt, errs, res.sentErr = exchangeTrailers(x.c, x.dst, x.src, x.tag, x.e, x.out, x.outSize, errs)
 	res.sentOK = x.out != nil && res.sentErr == nil
 	if res.sentErr == nil {
 		res.sentErr = x.e.sentErr
@@ -1265,11 +1269,11 @@ type receivedTrailer struct {
 // exchangeTrailers ends a stream's exchanges: it closes the source out
 // and sends its trailer (size, hash, whether the bytes were sound) and
 // receives the sender's ([finishReceived] checks the received file
-// against it). It returns the hash of what was sent, why the file sent
-// was not sound (read, hash or [streamEnd.outVerdict]; nil when it was),
-// the trailer received and errs with what it found appended.
+// against it). It returns the hash of what was sent, the trailer
+// received, errs with what it found appended, and why the file sent was
+// not sound (read, hash or [streamEnd.outVerdict]; nil when it was).
 func exchangeTrailers(c comm.Comm, dst, src, tag int, e streamEnd, out *source, outSize int64, errs []error) (
-	sentHash encode.Hash, sentErr error, _ receivedTrailer, _ []error) {
+	sentHash encode.Hash, _ receivedTrailer, _ []error, sentErr error) {
 	var t trailer
 	if out != nil {
 		h, hashed, err := out.close()
@@ -1298,7 +1302,7 @@ func exchangeTrailers(c comm.Comm, dst, src, tag int, e streamEnd, out *source, 
 	if err != nil {
 		errs = append(errs, fmt.Errorf("exchange trailer: %w", err))
 	}
-	return sentHash, sentErr, receivedTrailer{b: tb, n: n, err: err}, errs
+	return sentHash, receivedTrailer{b: tb, n: n, err: err}, errs, sentErr
 }
 
 // finishReceived waits for the writes of the received file in (if any),
