@@ -13,12 +13,13 @@ import (
 	"github.com/ftigo/ftigo/vfd"
 )
 
-// gateDriver holds the Sync of one file (held) until another file
-// (awaited) has been created, for at most a guard time; it records
-// whether the guard ran out.
+// gateDriver holds the Sync of one file (held), or with holdWrites its
+// writes, until another file (awaited) has been created, for at most a
+// guard time; it records whether the guard ran out.
 type gateDriver struct {
 	vfd.Driver
 	held, awaited string
+	holdWrites    bool
 	created       chan struct{}
 	once          sync.Once
 	mu            sync.Mutex
@@ -44,13 +45,26 @@ type gateFile struct {
 	d *gateDriver
 }
 
-func (f *gateFile) Sync() error {
+func (f *gateFile) wait() {
 	select {
 	case <-f.d.created:
 	case <-time.After(5 * time.Second): // a guard against a hang, not a measure
 		f.d.mu.Lock()
 		f.d.timedOut = true
 		f.d.mu.Unlock()
+	}
+}
+
+func (f *gateFile) WriteAt(b []byte, off int64) (int, error) {
+	if f.d.holdWrites {
+		f.wait()
+	}
+	return f.File.WriteAt(b, off)
+}
+
+func (f *gateFile) Sync() error {
+	if !f.d.holdWrites {
+		f.wait()
 	}
 	return f.File.Sync()
 }

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"sync"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -17,48 +15,6 @@ import (
 	"github.com/ftigo/ftigo/vfd"
 )
 
-// writeGateDriver holds the first write into one file (held) until
-// another file (awaited) has been created, for at most a guard time; it
-// records whether the guard ran out.
-type writeGateDriver struct {
-	vfd.Driver
-	held, awaited string
-	created       chan struct{}
-	once          sync.Once
-	mu            sync.Mutex
-	timedOut      bool
-}
-
-func (d *writeGateDriver) Open(name string, flag vfd.Flag) (vfd.File, error) {
-	f, err := d.Driver.Open(name, flag)
-	if err != nil {
-		return nil, err
-	}
-	switch name {
-	case d.awaited:
-		d.once.Do(func() { close(d.created) })
-	case d.held:
-		return &writeGateFile{File: f, d: d}, nil
-	}
-	return f, nil
-}
-
-type writeGateFile struct {
-	vfd.File
-	d *writeGateDriver
-}
-
-func (f *writeGateFile) WriteAt(b []byte, off int64) (int, error) {
-	select {
-	case <-f.d.created:
-	case <-time.After(5 * time.Second): // a guard against a hang, not a measure
-		f.d.mu.Lock()
-		f.d.timedOut = true
-		f.d.mu.Unlock()
-	}
-	return f.File.WriteAt(b, off)
-}
-
 // TestL2RestoreAndResendTogether: when node 1 is lost, the data file
 // rank 1 restores from its copy and the copy it held, re-sent from rank
 // 0's data file, arrive together (one two-way transfer): the copy's tmp
@@ -66,7 +22,7 @@ func (f *writeGateFile) WriteAt(b []byte, off int64) (int, error) {
 // written. Done one after the other, the restore waits for a file that
 // is only created after it, and the guard runs out.
 func TestL2RestoreAndResendTogether(t *testing.T) {
-	gd := &writeGateDriver{Driver: vfd.NewCore(), created: make(chan struct{})}
+	gd := &gateDriver{Driver: vfd.NewCore(), holdWrites: true, created: make(chan struct{})}
 	cl := newCluster(t, gd, 4, 1, 4, func(int) int { return 5000 })
 	cl.l2Protect(512)
 	gd.held, gd.awaited = cl.dataPath(1)+TmpSuffix, cl.copyPath(1)+TmpSuffix
