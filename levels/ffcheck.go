@@ -95,18 +95,33 @@ func (x ftiffFormat) Preamble(f partner.FileInfo, rank int) ([]byte, error) {
 	cerr := func(off int64, err error) error {
 		return &CorruptionError{Path: f.Path, Rank: rank, Offset: off, Err: err}
 	}
-	rd, err := fileformat.Open(file)
 	var pre []byte
-	if err == nil {
+	err := readFTIFF(file, Digest(f.Hash), cerr, func(rd *fileformat.Reader) (err error) {
 		pre, err = rd.Preamble()
-	}
+		return err
+	})
 	if err != nil {
-		return nil, partnerError(f.Path, rank, ftiffError(err, cerr))
-	}
-	if d := Digest(rd.Summary().Checksum); d != Digest(f.Hash) {
-		return nil, partnerError(f.Path, rank, cerr(0, fmt.Errorf("%w: FTI-FF checksum %s, manifest says %s", ErrDigestMismatch, d, Digest(f.Hash))))
+		return nil, partnerError(f.Path, rank, err)
 	}
 	return pre, nil
+}
+
+// readFTIFF opens the FTI-FF file in file, lets use read what its caller
+// needs from it, and checks that the file's checksum is want: a file
+// whose metadata changed since its entry was recorded is refused.
+// Errors are corruption errors made by cerr.
+func readFTIFF(file vfd.File, want Digest, cerr func(int64, error) error, use func(*fileformat.Reader) error) error {
+	rd, err := fileformat.Open(file)
+	if err == nil {
+		err = use(rd)
+	}
+	if err != nil {
+		return ftiffError(err, cerr)
+	}
+	if d := Digest(rd.Summary().Checksum); d != want {
+		return cerr(0, fmt.Errorf("%w: FTI-FF checksum %s, manifest says %s", ErrDigestMismatch, d, want))
+	}
+	return nil
 }
 
 // NewChecker builds the Verifier of the file received at p from its

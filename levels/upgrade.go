@@ -390,16 +390,12 @@ func newDataTap(s Store, f File) (*dataTap, error) {
 			return nil, err
 		}
 		defer file.Close()
-		rd, err := fileformat.Open(file)
 		var v *fileformat.Verifier
-		if err == nil {
+		if err := readFTIFF(file, f.Digest, cerr, func(rd *fileformat.Reader) (err error) {
 			v, err = rd.NewVerifier()
-		}
-		if err != nil {
-			return nil, ftiffError(err, cerr)
-		}
-		if d := Digest(rd.Summary().Checksum); d != f.Digest {
-			return nil, cerr(0, fmt.Errorf("%w: FTI-FF checksum %s, manifest says %s", ErrDigestMismatch, d, f.Digest))
+			return err
+		}); err != nil {
+			return nil, err
 		}
 		t.w = v
 		t.close = func() error {
