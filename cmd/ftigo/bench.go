@@ -944,16 +944,25 @@ func writeStrong(name string, src []byte) (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
-	for off := 0; off < len(src); off += strongPiece {
-		end := min(off+strongPiece, len(src))
-		if _, err := f.WriteAt(src[off:end], int64(off)); err != nil {
-			return nil, errors.Join(err, f.Close())
-		}
-		if err := vfd.StartWriteback(f, int64(off), int64(end-off)); err != nil {
-			return nil, errors.Join(err, f.Close())
-		}
+	if err := writePieces(f, src, 0); err != nil {
+		return nil, errors.Join(err, f.Close())
 	}
 	return func() error { return errors.Join(f.Sync(), f.Close()) }, nil
+}
+
+// writePieces writes src into f at base in strongPiece writes, each
+// followed by a writeback hint: the strong writer's pattern.
+func writePieces(f vfd.File, src []byte, base int64) error {
+	for off := 0; off < len(src); off += strongPiece {
+		end := min(off+strongPiece, len(src))
+		if _, err := f.WriteAt(src[off:end], base+int64(off)); err != nil {
+			return err
+		}
+		if err := vfd.StartWriteback(f, base+int64(off), int64(end-off)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeFilesStrong writes src to every file of names, each file's fsync
@@ -1019,14 +1028,8 @@ func writeStrongAt(d vfd.Driver, name string, src []byte, base int64) error {
 	if err != nil {
 		return err
 	}
-	for off := 0; off < len(src); off += strongPiece {
-		end := min(off+strongPiece, len(src))
-		if _, err := f.WriteAt(src[off:end], base+int64(off)); err != nil {
-			return errors.Join(err, f.Close())
-		}
-		if err := vfd.StartWriteback(f, base+int64(off), int64(end-off)); err != nil {
-			return errors.Join(err, f.Close())
-		}
+	if err := writePieces(f, src, base); err != nil {
+		return errors.Join(err, f.Close())
 	}
 	return errors.Join(f.Sync(), f.Close())
 }
