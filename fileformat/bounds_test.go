@@ -217,18 +217,8 @@ func TestWriteRefusesHugeMetadata(t *testing.T) {
 // beyond the bytes actually given. With reseal the file block's own hash
 // is recomputed, so the claims behind it are reached.
 func FuzzReaderSparse(f *testing.F) {
-	ents, err := vfd.Sec2{}.ReadDir("testdata")
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, e := range ents {
-		if filepath.Ext(e.Name()) != ".fti" {
-			continue
-		}
-		b, err := vfd.ReadFile(vfd.Sec2{}, filepath.Join("testdata", e.Name()))
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, g := range goldenFiles(f) {
+		b := g.b
 		f.Add(b[:len(b)/2], b[len(b)/2:], uint64(0), false)
 		f.Add(b[:HeaderSize], b[len(b)-FBSize:], uint64(size20G), true)
 	}

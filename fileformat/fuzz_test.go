@@ -16,18 +16,8 @@ import (
 // Whatever reads back cleanly is written again through Write, which must
 // succeed and give a file that reads back the same.
 func FuzzReader(f *testing.F) {
-	ents, err := vfd.Sec2{}.ReadDir("testdata")
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, e := range ents {
-		if filepath.Ext(e.Name()) != ".fti" {
-			continue
-		}
-		b, err := vfd.ReadFile(vfd.Sec2{}, filepath.Join("testdata", e.Name()))
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, g := range goldenFiles(f) {
+		b := g.b
 		f.Add(b, false)
 		f.Add(b, true)
 	}
@@ -159,4 +149,31 @@ func FuzzLayoutChain(f *testing.F) {
 			flush()
 		}
 	})
+}
+
+// golden is one of the FTI-FF files in testdata, the fuzzers' seeds.
+type golden struct {
+	name string
+	b    []byte
+}
+
+// goldenFiles returns every .fti file of testdata.
+func goldenFiles(tb testing.TB) []golden {
+	tb.Helper()
+	ents, err := vfd.Sec2{}.ReadDir("testdata")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []golden
+	for _, e := range ents {
+		if filepath.Ext(e.Name()) != ".fti" {
+			continue
+		}
+		b, err := vfd.ReadFile(vfd.Sec2{}, filepath.Join("testdata", e.Name()))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, golden{e.Name(), b})
+	}
+	return out
 }

@@ -2,12 +2,9 @@ package fileformat
 
 import (
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/ftigo/ftigo/vfd"
 )
 
 // preambleOf returns the preamble of the FTI-FF file b.
@@ -134,19 +131,9 @@ func TestPreambleOfChangedFile(t *testing.T) {
 // never panic; a preamble that opens gives a Verifier (or ErrUnhashed)
 // and a preamble equal to itself.
 func FuzzOpenPreamble(f *testing.F) {
-	ents, err := vfd.Sec2{}.ReadDir("testdata")
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, e := range ents {
-		if filepath.Ext(e.Name()) != ".fti" {
-			continue
-		}
-		b, err := vfd.ReadFile(vfd.Sec2{}, filepath.Join("testdata", e.Name()))
-		if err != nil {
-			f.Fatal(err)
-		}
-		r, err := Open(&memFile{name: e.Name(), b: b})
+	for _, g := range goldenFiles(f) {
+		b := g.b
+		r, err := Open(&memFile{name: g.name, b: b})
 		if err != nil {
 			continue
 		}
