@@ -16,8 +16,9 @@ import (
 )
 
 // rewriteManifest rewrites both copies of the last committed manifest
-// with edit applied to each of its entries.
-func (w *ffWorld) rewriteManifest(edit func(f *File)) {
+// with edit applied to each of its entries; an error of edit fails the
+// run.
+func (w *ffWorld) rewriteManifest(edit func(r int, f *File) error) {
 	w.t.Helper()
 	require.NoError(w.t, w.run(func(e *Engine) error {
 		if e.env.Rank != 0 {
@@ -26,7 +27,9 @@ func (w *ffWorld) rewriteManifest(edit func(f *File)) {
 		m := e.Committed()[0]
 		for r := range m.Files {
 			for i := range m.Files[r] {
-				edit(&m.Files[r][i])
+				if err := edit(r, &m.Files[r][i]); err != nil {
+					return err
+				}
 			}
 		}
 		raw, err := m.Marshal()
@@ -59,12 +62,13 @@ func TestL2RecoversMixedManifests(t *testing.T) {
 					require.NoError(t, err, "rank %d", r)
 				}
 				files := append([][]byte(nil), w.files...)
-				w.rewriteManifest(func(f *File) {
+				w.rewriteManifest(func(_ int, f *File) error {
 					if (f.Role == RoleData) == dataFTIFF {
-						return // keeps the FTI-FF checksum
+						return nil // keeps the FTI-FF checksum
 					}
 					f.Attrs = nil
 					f.Digest = Digest(blake3.Sum256(files[f.Of]))
+					return nil
 				})
 				dataOf1 := path.Join(w.nodeDir(w.topo.NodeOf(1)), RankFileName(CheckpointDir(1), RoleData, 1))
 				copyOf1 := path.Join(w.nodeDir(w.topo.NodeOf(2)), RankFileName(CheckpointDir(1), RolePartner, 1))
