@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
-	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/internal/levels"
 )
 
 // Asynchronous post-processing (inline_lL = 0, Config.Async): a

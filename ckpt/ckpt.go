@@ -17,8 +17,8 @@ import (
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/fileformat"
-	"github.com/ftigo/ftigo/levels"
-	"github.com/ftigo/ftigo/partner"
+	"github.com/ftigo/ftigo/internal/levels"
+	"github.com/ftigo/ftigo/internal/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
 

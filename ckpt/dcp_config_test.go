@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/internal/levels"
 )
 
 // TestSnapshotDCPSchedule: ckpt_l1 = 10 s and dcp_l4 = 20 s (FTI's

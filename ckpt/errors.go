@@ -3,7 +3,7 @@ package ckpt
 import (
 	"errors"
 
-	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
 

@@ -11,8 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
-	"github.com/ftigo/ftigo/levels"
-	"github.com/ftigo/ftigo/partner"
+	"github.com/ftigo/ftigo/internal/levels"
+	"github.com/ftigo/ftigo/internal/partner"
 )
 
 // Heads (head = 1, FTI's dedicated post-processing ranks).

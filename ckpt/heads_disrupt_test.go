@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
-	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
 

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/fileformat"
-	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
 

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ftigo/ftigo/comm"
-	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
 

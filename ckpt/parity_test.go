@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ftigo/ftigo/levels"
-	"github.com/ftigo/ftigo/partner"
+	"github.com/ftigo/ftigo/internal/levels"
+	"github.com/ftigo/ftigo/internal/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/h5ckpt"
-	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/internal/levels"
 )
 
 // varReader reads one rank's stored variables: an FTI-FF file

@@ -15,7 +15,7 @@ import (
 	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/h5ckpt"
-	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
 

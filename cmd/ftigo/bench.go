@@ -24,7 +24,7 @@ import (
 
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
-	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/internal/encode"
 	"github.com/ftigo/ftigo/vfd"
 )
 

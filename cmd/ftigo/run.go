@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ftigo/ftigo/ckpt"
-	"github.com/ftigo/ftigo/levels"
+	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
 

@@ -1,6 +1,6 @@
 package main
 
-import "github.com/ftigo/ftigo/levels"
+import "github.com/ftigo/ftigo/internal/levels"
 
 // availableLevels returns the levels the runtime offers (ckpt.Init
 // registers L1-L4 by default); -levels auto takes them in turn.

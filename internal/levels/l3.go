@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"strconv"
 
-	"github.com/ftigo/ftigo/partner"
+	"github.com/ftigo/ftigo/internal/partner"
 )
 
 // L3 manifest attributes on parity files.

@@ -3,8 +3,8 @@ package levels
 import (
 	"fmt"
 
-	"github.com/ftigo/ftigo/encode"
-	"github.com/ftigo/ftigo/partner"
+	"github.com/ftigo/ftigo/internal/encode"
+	"github.com/ftigo/ftigo/internal/partner"
 )
 
 // Partner2 is level 2: the data file on node-local storage plus a copy on

@@ -6,9 +6,9 @@ import (
 	"io/fs"
 	"path"
 
-	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/internal/encode"
 	"github.com/ftigo/ftigo/fileformat"
-	"github.com/ftigo/ftigo/partner"
+	"github.com/ftigo/ftigo/internal/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
 

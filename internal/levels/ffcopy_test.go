@@ -14,7 +14,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/ftigo/ftigo/fileformat"
-	"github.com/ftigo/ftigo/partner"
+	"github.com/ftigo/ftigo/internal/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
 

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
-	"github.com/ftigo/ftigo/partner"
+	"github.com/ftigo/ftigo/internal/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
 

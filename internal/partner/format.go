@@ -3,7 +3,7 @@ package partner
 import (
 	"io"
 
-	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/internal/encode"
 )
 
 // Format checks files whose recorded hash is a digest defined by their

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ftigo/ftigo/comm"
-	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/internal/encode"
 	"github.com/ftigo/ftigo/vfd"
 )
 

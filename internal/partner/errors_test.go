@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/internal/encode"
 	"github.com/ftigo/ftigo/vfd"
 )
 

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
-	"github.com/ftigo/ftigo/encode"
+	"github.com/ftigo/ftigo/internal/encode"
 	"github.com/ftigo/ftigo/vfd"
 )
 
