@@ -16,8 +16,8 @@ import (
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/h5ckpt"
-	"github.com/ftigo/ftigo/internal/testutil"
 	"github.com/ftigo/ftigo/internal/levels"
+	"github.com/ftigo/ftigo/internal/testutil"
 	"github.com/ftigo/ftigo/vfd"
 )
 

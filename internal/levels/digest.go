@@ -3,8 +3,8 @@ package levels
 import (
 	"fmt"
 
-	"github.com/ftigo/ftigo/internal/encode"
 	"github.com/ftigo/ftigo/internal/b3"
+	"github.com/ftigo/ftigo/internal/encode"
 	"github.com/ftigo/ftigo/vfd"
 )
 

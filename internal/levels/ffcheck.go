@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"path"
 
-	"github.com/ftigo/ftigo/internal/encode"
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/internal/encode"
 	"github.com/ftigo/ftigo/internal/partner"
 	"github.com/ftigo/ftigo/vfd"
 )

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ftigo/ftigo/comm"
-	"github.com/ftigo/ftigo/internal/encode"
 	"github.com/ftigo/ftigo/internal/b3"
+	"github.com/ftigo/ftigo/internal/encode"
 	"github.com/ftigo/ftigo/vfd"
 )
 
