@@ -170,8 +170,8 @@ type sketch struct {
 }
 
 // notGo are the first words of doc-comment code blocks that are shell
-// commands or tables, not Go.
-var notGo = []string{"go", "mpicc", "mpicxx", "mpirun", "mpirun.openmpi", "mpirun.mpich", "ftigo", "function", "gobench"}
+// commands, tables or log lines, not Go.
+var notGo = []string{"go", "mpicc", "mpicxx", "mpirun", "mpirun.openmpi", "mpirun.mpich", "ftigo", "function", "gobench", "Ckpt."}
 
 // docSketches returns the code blocks of every package doc comment in the
 // module, split into Go sketches and the rest.

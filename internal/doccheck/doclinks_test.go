@@ -188,6 +188,18 @@ func TestAPINames(t *testing.T) {
 	require.Contains(t, a.byName, "ckpt")
 	require.Contains(t, a.byName, "levels")
 
+	// The checks can fail: a name that does not exist is reported.
+	ck := a.byName["ckpt"]
+	assert.Empty(t, a.checkDocLink(ck, "Runtime.Checkpoint"))
+	assert.Empty(t, a.checkDocLink(ck, "vfd.File"))
+	assert.Empty(t, a.checkDocLink(ck, "io.Reader"))
+	assert.NotEmpty(t, a.checkDocLink(ck, "Runtime.NoSuchMethod"))
+	assert.NotEmpty(t, a.checkDocLink(ck, "NoSuchName"))
+	assert.NotEmpty(t, a.checkDocLink(ck, "vfd.NoSuchDriver"))
+	assert.NotEmpty(t, a.checkDocLink(ck, modulePath+"/nosuchpkg"))
+	assert.False(t, resolve(a.byPath[ck], "Config.NoSuchField"))
+	assert.True(t, resolve(a.byPath[ck], "Config.CkptDir"))
+
 	var problems []string
 	links := 0
 	for _, d := range packageDocs(t, root) {

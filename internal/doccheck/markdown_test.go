@@ -161,21 +161,10 @@ func exists(dir, p string) bool {
 	return err == nil
 }
 
-// TestMarkdownLinks checks that the links of README.md and docs/ lead to
-// files and headings that exist, and that the repository paths they
-// name in code spans exist (history pages aside).
-func TestMarkdownLinks(t *testing.T) {
-	root := repoRoot(t)
-	texts := map[string]string{}
-	for _, f := range mdFiles(t, root) {
-		b, err := os.ReadFile(filepath.Join(root, f))
-		require.NoError(t, err)
-		texts[f] = string(b)
-	}
-	top, err := os.ReadDir(root)
-	require.NoError(t, err)
-	var problems []string
-	links, paths := 0, 0
+// linkProblems returns one message per broken link or path of the
+// Markdown texts (by path relative to root), and the numbers of links
+// and paths checked.
+func linkProblems(root string, texts map[string]string) (problems []string, links, paths int) {
 	for f, md := range texts {
 		dir := path.Dir(f)
 		for _, l := range mdLinks(md) {
@@ -205,8 +194,7 @@ func TestMarkdownLinks(t *testing.T) {
 		}
 		for _, p := range mdSpans(md, pathRE) {
 			first := strings.Split(p.text, "/")[0]
-			named := slices.ContainsFunc(top, func(e fs.DirEntry) bool { return e.Name() == first }) || exists(filepath.Join(root, dir), first)
-			if !named {
+			if !exists(root, first) && !exists(filepath.Join(root, dir), first) {
 				continue // a path of a run (ckpt_dir/node0001), not of the repository
 			}
 			paths++
@@ -215,10 +203,48 @@ func TestMarkdownLinks(t *testing.T) {
 			}
 		}
 	}
+	slices.Sort(problems)
+	return problems, links, paths
+}
+
+// TestMarkdownLinks checks that the links of README.md and docs/ lead to
+// files and headings that exist, and that the repository paths they
+// name in code spans exist (history pages aside).
+func TestMarkdownLinks(t *testing.T) {
+	root := repoRoot(t)
+	texts := map[string]string{}
+	for _, f := range mdFiles(t, root) {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		require.NoError(t, err)
+		texts[f] = string(b)
+	}
+	problems, links, paths := linkProblems(root, texts)
 	t.Logf("%d Markdown files, %d links, %d paths", len(texts), links, paths)
 	require.NotZero(t, links)
-	slices.Sort(problems)
+	require.NotZero(t, paths)
 	assert.Empty(t, problems, "broken links or paths:\n%s", strings.Join(problems, "\n"))
+}
+
+// TestLinkProblems: each kind of broken link or path is found.
+func TestLinkProblems(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "docs", "format"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "docs", "format", "ftiff.md"), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "docs", "a.md"), nil, 0o644))
+	texts := map[string]string{
+		"docs/a.md": "# A\n## Two words\n[ok](format/ftiff.md), [here](#two-words), [gone](b.md), [bad](#three)\n" +
+			"`docs/format/ftiff.md`, `docs/format/nope.md`, `ckpt_dir/node0001`\n",
+		"docs/format/ftiff.md": "# FTI-FF\n[up](../a.md#a), [no](../a.md#b)\n",
+	}
+	problems, links, paths := linkProblems(root, texts)
+	assert.Equal(t, []string{
+		"docs/a.md:3: link to #three: docs/a.md has no such heading",
+		"docs/a.md:3: link to b.md: no such file",
+		"docs/a.md:4: `docs/format/nope.md`: no such file or directory",
+		"docs/format/ftiff.md:2: link to ../a.md#b: docs/a.md has no such heading",
+	}, problems)
+	assert.Equal(t, 6, links)
+	assert.Equal(t, 2, paths)
 }
 
 // docPathRE: a path under docs/ named in a package doc comment.
