@@ -11,7 +11,6 @@ import (
 	"go/token"
 	"go/types"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,35 +176,16 @@ var notGo = []string{"go", "mpicc", "mpicxx", "mpirun", "mpirun.openmpi", "mpiru
 // module, split into Go sketches and the rest.
 func docSketches(t *testing.T, root string) (sketches []sketch, others []string) {
 	t.Helper()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); p != root && (strings.HasPrefix(n, ".") || n == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ParseComments|parser.PackageClauseOnly)
-		if err != nil || f.Doc == nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		for _, code := range codeBlocks(f.Doc.Text()) {
+	for _, d := range packageDocs(t, root) {
+		for _, code := range codeBlocks(d.text) {
 			first := strings.Fields(code)[0]
 			if slices.Contains(notGo, first) || regexp.MustCompile(`^[A-Z_]+=`).MatchString(first) {
-				others = append(others, rel+": "+first)
+				others = append(others, d.file+": "+first)
 				continue
 			}
-			sketches = append(sketches, sketch{rel, code})
+			sketches = append(sketches, sketch{d.file, code})
 		}
-		return nil
-	})
-	require.NoError(t, err)
+	}
 	return sketches, others
 }
 
