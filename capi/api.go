@@ -902,14 +902,14 @@ func (l *library) getConfig() config {
 	if !l.ready("FTI_GetConfig") {
 		return config{}
 	}
-	c, topo, r := l.cfg, l.rt.Topology(), l.rank
+	c, p := l.cfg, l.rt.Placement()
 	out := config{
 		ok: true, cfgFile: l.cfgPath, localDir: c.CkptDir, globalDir: c.GlblDir, metaDir: c.MetaDir,
 		keepLast: c.KeepLastCkpt, keepL4: c.KeepL4Ckpt, localTest: c.LocalTest,
 		verbosity: c.Verbosity, blockSize: c.BlockSize, transferSize: c.TransferSize, maxVarID: c.MaxVarID,
-		nbProc: l.comm.Size(), nbNodes: topo.NumNodes(), myRank: r, nodeSize: topo.NodeSize(), groupSize: topo.GroupSize(),
-		nodeID: topo.NodeOf(r), groupID: topo.GroupOf(r), sectorID: topo.SectorOf(r), groupRank: topo.GroupRank(r),
-		right: topo.Right(r), left: topo.Left(r), nodeRank: topo.LocalIndex(r),
+		nbProc: l.comm.Size(), nbNodes: p.Nodes, myRank: l.rank, nodeSize: p.NodeSize, groupSize: p.GroupSize,
+		nodeID: p.Node, groupID: p.Group, sectorID: p.Sector, groupRank: p.GroupRank,
+		right: p.Right, left: p.Left, nodeRank: p.NodeRank,
 		reco: l.status,
 	}
 	for lv := 1; lv <= 4; lv++ {
