@@ -45,7 +45,7 @@ func (r *Runtime) Recovered() *CheckpointInfo {
 }
 
 // Placement says where a rank sits in the run's topology.
-// Its fields are those of FTI_GetConfig.
+// Its fields are the topology fields FTI_GetConfig reports.
 type Placement struct {
 	// Nodes is the number of nodes of the run.
 	Nodes int
