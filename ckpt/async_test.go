@@ -445,7 +445,7 @@ func TestAsyncFinalize(t *testing.T) {
 					return err
 				}
 				defer r.Close()
-				if r.Status() != RestartKept || r.Recovered().Level != levels.L4 || r.Recovered().ID != 5 {
+				if r.Status() != RestartKept || r.recoveredManifest().Level != levels.L4 || r.recoveredManifest().ID != 5 {
 					return fmt.Errorf("rank %d: status %v from %v", c.Rank(), r.Status(), r.Recovered())
 				}
 				var x []uint64
