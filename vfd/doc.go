@@ -10,7 +10,8 @@
 // owns the namespace operations a commit needs: Remove, Rename, Stat,
 // ReadDir, MkdirAll, SyncDir. [WriteFileAtomic] is the commit protocol
 // used across ftigo: write a temporary name, sync, rename, sync the
-// directory.
+// directory. [MkdirDurable] and [RenameDurable] are the durable forms of
+// MkdirAll and Rename: they sync the directories whose entries changed.
 //
 // Optional capabilities are small interfaces found by type assertion:
 // vectored I/O, preallocation, memory-type hints, early writeback,
