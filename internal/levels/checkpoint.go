@@ -69,16 +69,14 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 	// written ahead), synced; or, for a level that places the data
 	// itself, the level's file.
 	area := level.DataArea()
-	opener, direct := level.(DataOpener)
-	direct = direct && opener.OpensData()
+	opener, direct := opensData(level)
 	var held vfd.File // non-nil on every rank or on none
 	var werr error
 	var syncData func() error // the data file's fsync, left to run beside Protect
 	if direct {
 		held, werr = e.writeDirect(p, opener, area, write, &st)
 	} else {
-		reader, ok := level.(DataReader)
-		syncData, werr = e.writeData(p, area, write, &st, ok && reader.ReadsData(), co.prewritten, ahead)
+		syncData, werr = e.writeData(p, area, write, &st, readsData(level), co.prewritten, ahead)
 	}
 	st.Write = env.Now().Sub(start)
 	if werr == nil {
@@ -207,9 +205,9 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 	}
 	size, d, ok, err := write(f)
 	var attrs map[string]string
-	if err == nil && !ok && area == Local && recordsFTIFF(e.levels[p.Level]) {
-		_, l2 := e.levels[p.Level].(Partner2) // sends the preamble
-		d, attrs, p.preamble, ok = ffDigestPreamble(f, l2)
+	if level := e.levels[p.Level]; err == nil && !ok && area == Local && recordsFTIFF(level) {
+		// A level that checks the checksum sends the preamble ahead.
+		d, attrs, p.preamble, ok = ffDigestPreamble(f, checksFTIFF(level))
 	}
 	if err == nil && readBy {
 		// The fsync (and the directories') beside Protect, which reads the
@@ -262,12 +260,8 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 // in place. Only once the intent marker is durable: start-up removes the
 // directory of a checkpoint that did not commit, whatever names it holds.
 func (e *Engine) prename(p *Pending) error {
-	pn, ok := e.levels[p.Level].(Prenamer)
-	if !ok {
-		return nil
-	}
 	s := e.env.Local
-	for _, name := range pn.Prenames(e.env, p) {
+	for _, name := range prenames(e.levels[p.Level], e.env, p) {
 		if path.Dir(name) != p.Dir {
 			continue // not in the checkpoint's directory: written under its tmp name
 		}
@@ -319,48 +313,6 @@ func ffDigestPreamble(f vfd.File, preamble bool) (d Digest, attrs map[string]str
 		}
 	}
 	return Digest(rd.Summary().Checksum), map[string]string{AttrDigest: DigestFTIFF}, pre, true
-}
-
-// recordsFTIFF reports whether level l records an FTI-FF data file's
-// checksum as its digest ([DigestFTIFF]) instead of the BLAKE3 of its
-// bytes: L1, which does not read the file; L2, whose partner copy is
-// checked against the file's block hashes as it arrives
-// ([ftiffFormat]); L3, whose encoder checks the bytes it reads against
-// the block hashes (a file rebuilt from parity is checked against the
-// checksum).
-func recordsFTIFF(l Level) bool {
-	switch l.(type) {
-	case Local1, Partner2, RS3:
-		return true
-	}
-	return false
-}
-
-// DataOpener is the optional capability of a level that places each
-// rank's data itself instead of in a data file of its own (the inline L4
-// writes it straight into its container). The engine then calls, on every
-// rank: OpenData (collective; every rank gets a file or every rank an
-// error), the [WriteFunc] on that file, Sync and Close, and after the vote
-// ProtectData instead of [Level.Protect] — or AbortData when the vote
-// failed. ProtectData records on p.Files[0] (the data entry, at the
-// level's DataArea under the conventional name) where the data is and
-// marks it with [AttrInContainer] when no file exists under that name.
-type DataOpener interface {
-	// OpensData reports whether the level uses this path; the answer
-	// must be the same on every rank.
-	OpensData() bool
-	// OpenData returns the file this rank's data is written to. hint is
-	// the size of this rank's data in the newest committed checkpoint
-	// (0 when there is none). Collective.
-	OpenData(env *Env, p *Pending, hint int64) (vfd.File, error)
-	// ProtectData commits what f was written into and appends the files
-	// it made to p.Files, under their tmp names — or their final names,
-	// recorded with [Pending.WroteFinal], when [Pending.Final] allowed
-	// and their directories synced — synced. Collective; on error it has
-	// discarded them.
-	ProtectData(env *Env, p *Pending, f vfd.File) error
-	// AbortData discards what f was written into. Collective.
-	AbortData(env *Env, p *Pending, f vfd.File) error
 }
 
 // writeDirect writes this rank's data through the level's DataOpener. The

@@ -209,17 +209,14 @@ func SizeHint(n int64) CheckpointOption {
 // OpensData reports whether level lvl places each rank's data itself
 // ([DataOpener]): what a [SizeHint] is for.
 func (e *Engine) OpensData(lvl ID) bool {
-	o, ok := e.levels[lvl].(DataOpener)
-	return ok && o.OpensData()
+	_, ok := opensData(e.levels[lvl])
+	return ok
 }
 
 // ReadsData reports whether level lvl's Protect reads (and hashes) the
 // whole data file ([DataReader]): a writer may then leave the data file's
 // digest to it.
-func (e *Engine) ReadsData(lvl ID) bool {
-	r, ok := e.levels[lvl].(DataReader)
-	return ok && r.ReadsData()
-}
+func (e *Engine) ReadsData(lvl ID) bool { return readsData(e.levels[lvl]) }
 
 // WithDataStats reports a full checkpoint's data statistics, for the
 // totals in [Stats] (the dCP share of a full checkpoint is 1).

@@ -17,8 +17,18 @@ import (
 // has its recorded size and digest.
 type Local1 struct{}
 
+// Local1's capabilities.
+var (
+	_ Level         = Local1{}
+	_ FTIFFRecorder = Local1{}
+)
+
 // ID returns L1.
 func (Local1) ID() ID { return L1 }
+
+// RecordsFTIFF reports true: L1 reads no byte of the data file, so an
+// FTI-FF file's checksum is its digest ([FTIFFRecorder]).
+func (Local1) RecordsFTIFF() bool { return true }
 
 // DataArea returns Local.
 func (Local1) DataArea() Where { return Local }

@@ -309,7 +309,7 @@ func markDeleting(meta Store, m *Manifest) error {
 // and, with replica, m's manifest replica; a level with a [Remover]
 // removes what lies elsewhere. Local to the rank.
 func (e *Engine) removeFiles(env *Env, m *Manifest, replica bool) error {
-	err := e.removeElsewhere(env, m)
+	err := removeElsewhere(e.levels[m.Level], env, m)
 	// Synced: the deletion marker may go only once the directories (and
 	// the replica) are gone for good, or a crash could bring back files
 	// without metadata, or a committed checkpoint without its files. The
@@ -331,17 +331,6 @@ func (e *Engine) removeFiles(env *Env, m *Manifest, replica bool) error {
 		}
 	}
 	return errors.Join(err, runAll(rm))
-}
-
-// removeElsewhere lets m's level remove its files outside the checkpoint
-// directories, if it has a [Remover].
-func (e *Engine) removeElsewhere(env *Env, m *Manifest) error {
-	if l, ok := e.levels[m.Level]; ok {
-		if r, ok := l.(Remover); ok {
-			return r.Remove(env, m)
-		}
-	}
-	return nil
 }
 
 // Delete removes committed checkpoint m: first its manifests (behind a

@@ -146,8 +146,8 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 	if err != nil {
 		return nil, st, err
 	}
-	if _, h5 := level.(Global4H5); h5 {
-		return nil, st, fmt.Errorf("%w: the HDF5 L4 is written by the ranks themselves", ErrNotUpgradable)
+	if err := canRaise(level); err != nil {
+		return nil, st, fmt.Errorf("%w: %v", ErrNotUpgradable, err)
 	}
 	// This rank's published files, data first; Protect appends its own.
 	var files []File
@@ -175,8 +175,8 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 	// the level's post-processing (the bytes sent, encoded or copied are
 	// the bytes checked): a failed check fails the vote below, and
 	// nothing damaged is raised.
-	reader, opener := readsData(level), opensData(level)
-	_, l4 := level.(Global4)
+	reader := readsData(level)
+	opener, direct := opensData(level)
 	kind := files[0].Attrs[AttrDigest]
 	var (
 		tap      *dataTap
@@ -184,22 +184,21 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 		verified chan error
 	)
 	// A level that records the FTI-FF checksum (L2, L3) keeps the entry
-	// as it is. L2's transfer checks the bytes it sends against the
-	// file's block hashes and that checksum ([ftiffFormat]): no tap
-	// needed. L3's encoder does not: the tap verifies the file.
+	// as it is. A level that checks that checksum as it reads (L2) needs
+	// no tap. L3's encoder does not check it: the tap verifies the file.
 	keepFTIFF := kind == DigestFTIFF && recordsFTIFF(level)
+	checked := keepFTIFF && checksFTIFF(level)
 	p.upgrade = true
-	_, l2 := level.(Partner2)
 	switch {
-	case keepFTIFF && l2:
-	case (reader || opener || l4) && (kind == DigestFTIFF || (kind == "" && !reader)):
-		// An FTI-FF file is verified as it streams past; a file with a
+	case checked:
+	case (tapsData(level) || direct) && (kind == DigestFTIFF || (kind == "" && !reader)):
+		// An FTI-FF file is verified as it streams past. A file with a
 		// BLAKE3 digest is hashed, unless the level's transfer checks
-		// that digest itself (L2, L3).
+		// that digest itself (a [DataReader]: L2, L3).
 		if tap, checkErr = newDataTap(env.Store(files[0].Where), files[0]); tap != nil {
 			p.tap = tap
 		}
-	case kind != "":
+	case kind != "" || !reader:
 		// Another kind, or a level that shows no tap what it reads:
 		// checked on its own beside the post-processing.
 		verified = make(chan error, 1)
@@ -214,12 +213,12 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 		}
 		p.DigestPending = true
 	}
-	if opener {
-		perr = e.upgradeDirect(level.(DataOpener), p)
+	if direct {
+		perr = e.upgradeDirect(opener, p)
 	} else {
 		perr = level.Protect(env, p)
 	}
-	if keepFTIFF && l2 && errors.Is(perr, partner.ErrHashMismatch) {
+	if checked && errors.Is(perr, partner.ErrHashMismatch) {
 		// The copy a receiver refused, or the file the sender found
 		// changed, is a data file that no longer matches its L1 digest.
 		perr = fmt.Errorf("%w: a data file changed since its L1 commit (its partner copy does not match its FTI-FF checksum): %w", ErrDigestMismatch, perr)
@@ -343,17 +342,6 @@ func showTap(tap io.Writer, b []byte) <-chan struct{} {
 		_, _ = tap.Write(b)
 	}()
 	return done
-}
-
-// readsData and opensData report the capabilities an upgrade uses.
-func readsData(l Level) bool {
-	r, ok := l.(DataReader)
-	return ok && r.ReadsData()
-}
-
-func opensData(l Level) bool {
-	o, ok := l.(DataOpener)
-	return ok && o.OpensData()
 }
 
 // dataTap checks the published data file of an upgrade in the read pass
