@@ -147,7 +147,7 @@ type checkpointOptions struct {
 	delta     func() DeltaInfo
 	stats     func() DataStats
 	sizeHint  int64
-	// target is the level an L1 checkpoint will be upgraded to ([Staged]).
+	// target is the level an L1 checkpoint will be raised to ([RaiseLater]).
 	target ID
 	// prewritten: the data file exists already ([Prewritten]).
 	prewritten bool
@@ -174,11 +174,11 @@ func Differential(parent *Manifest, blockSize int, info func() DeltaInfo) Checkp
 	return func(o *checkpointOptions) { o.parent, o.blockSize, o.delta = parent, blockSize, info }
 }
 
-// Staged marks an L1 checkpoint that the caller will raise to level
-// target with [Engine.Upgrade] (asynchronous post-processing): a
+// RaiseLater marks an L1 checkpoint that the caller will raise to level
+// target with [Engine.Raise] (asynchronous post-processing): a
 // differential one may then build on a parent at target, the level its
-// chain will have once upgraded.
-func Staged(target ID) CheckpointOption {
+// chain will have once raised.
+func RaiseLater(target ID) CheckpointOption {
 	return func(o *checkpointOptions) { o.target = target }
 }
 

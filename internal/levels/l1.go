@@ -72,9 +72,9 @@ const (
 	// header, metadata and file block (fileformat's Verify). The L1 engine
 	// records it to avoid hashing the data twice.
 	DigestFTIFF = "ftiff"
-	// AttrL1Digest, on a data entry whose digest an asynchronous upgrade
+	// AttrL1Digest, on a data entry whose digest an asynchronous raise
 	// recomputed as the BLAKE3 of its bytes (L2, L3), keeps the FTI-FF
-	// checksum the L1 commit recorded, in hex: with it the upgraded
+	// checksum the L1 commit recorded, in hex: with it the raised
 	// manifest and the L1 one are recognised as the same checkpoint
 	// ([SameCheckpoint]). Informational; never used to verify the file.
 	AttrL1Digest = "l1digest"

@@ -84,7 +84,7 @@ func (l RS3) Protect(env *Env, p *Pending) error {
 		tap    *dataTap
 		tapErr error
 	)
-	if data.Format != nil && !p.upgrade {
+	if data.Format != nil && !p.raising {
 		// The encoder reads an FTI-FF data file without hashing it: a
 		// byte changed since the write would be encoded unnoticed, the
 		// checkpoint committed and lost at the restart that needs it. The

@@ -183,7 +183,7 @@ type Pending struct {
 	// Published counts the leading entries of Files that are already
 	// published under their final names (the data file, written under its
 	// final name when the intent marker was durable ahead; at
-	// [Engine.Upgrade], the data file of a committed checkpoint): levels
+	// [Engine.Raise], the data file of a committed checkpoint): levels
 	// read them without TmpSuffix and the commit does not rename them.
 	Published int
 	// ahead is set when the checkpoint's intent marker was durable before
@@ -195,14 +195,14 @@ type Pending struct {
 	// and those a level recorded with [Pending.WroteFinal]. The commit
 	// does not rename them, and a failed checkpoint removes them.
 	final map[fileKey]bool
-	// tap, set by [Engine.Upgrade], checks the published data file in
+	// tap, set by [Engine.Raise], checks the published data file in
 	// the level's read pass: the levels show it every byte of the data
 	// file they read ([partner.FileInfo.Tap], the L4 copies).
 	tap io.Writer
-	// upgrade is set by [Engine.Upgrade], which checks the committed
+	// raising is set by [Engine.Raise], which checks the committed
 	// data file itself (its tap, a check beside, or L2's receivers): a
 	// level adds no check of its own then.
-	upgrade bool
+	raising bool
 	// preamble, when not nil, is the FTI-FF preamble of the data file
 	// ([fileformat.Reader.Preamble]), read when its checksum was recorded
 	// ([DigestFTIFF]): a partner copy sends it ahead of the file.
@@ -258,7 +258,7 @@ type fileKey struct {
 // whatever names they hold. A level that does records each file with
 // [Pending.WroteFinal] and makes its name durable itself (syncs its
 // directory, and the directory's own entry in the area) before Protect
-// (or [DataOpener.ProtectData]) returns. False at [Engine.Upgrade], which
+// (or [DataOpener.ProtectData]) returns. False at [Engine.Raise], which
 // writes into a committed checkpoint's directories.
 func (p *Pending) Final() bool { return p.ahead }
 
@@ -417,7 +417,7 @@ func opensData(l Level) (o DataOpener, ok bool) {
 // when the checkpoint's intent marker is durable ahead. Start-up then
 // removes whatever an uncommitted checkpoint left, whatever its names.
 // Protect must list every name given, or the checkpoint fails. The names
-// are removed if the checkpoint fails. At [Engine.Upgrade], which writes
+// are removed if the checkpoint fails. At [Engine.Raise], which writes
 // into a committed checkpoint's directory, nothing is created. Nor when
 // the marker was not written ahead: Protect writes tmp names then.
 type Prenamer interface {
@@ -489,7 +489,7 @@ func recordsFTIFF(l Level) bool {
 // it. L2 does: each partner copy is checked against the file's block
 // hashes as it arrives. The engine reads the file's preamble for it
 // (header, metadata and file block), which the level sends ahead. At
-// [Engine.Upgrade] the engine adds no check of its own. It reports a
+// [Engine.Raise] the engine adds no check of its own. It reports a
 // [partner.ErrHashMismatch] from Protect as a data file that changed
 // since its L1 commit.
 type FTIFFChecker interface {
@@ -506,7 +506,7 @@ func checksFTIFF(l Level) bool {
 
 // DataTapper is the optional capability of a level whose Protect shows
 // every byte of the data file it reads, in order, to the tap that
-// [Engine.Upgrade] sets on the [Pending]. The raise then checks the data
+// [Engine.Raise] sets on the [Pending]. The raise then checks the data
 // file in the level's own read pass, so the file is read once. L2 and L3
 // show it through [partner.FileInfo.Tap], L4 through its copies. Without
 // the capability a raise checks the data file beside the level's pass.
@@ -523,7 +523,7 @@ func tapsData(l Level) bool {
 }
 
 // RaiseChecker is the optional capability of a level that a committed L1
-// checkpoint cannot always be raised to ([Engine.Upgrade]). Without it
+// checkpoint cannot always be raised to ([Engine.Raise]). Without it
 // every level above L1 can be raised to.
 type RaiseChecker interface {
 	// CanRaise returns nil when a committed L1 checkpoint can be raised

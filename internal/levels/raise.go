@@ -17,12 +17,12 @@ import (
 	"github.com/ftigo/ftigo/vfd"
 )
 
-// ErrNotUpgradable is returned by [Engine.Upgrade] for a checkpoint that
+// ErrNotRaisable is returned by [Engine.Raise] for a checkpoint that
 // is not committed at L1, or a target level that cannot be reached by
 // post-processing a committed L1 checkpoint.
-var ErrNotUpgradable = errors.New("levels: checkpoint cannot be upgraded")
+var ErrNotRaisable = errors.New("levels: checkpoint cannot be raised")
 
-// Upgrade raises committed L1 checkpoint m to level lvl (2, 3 or 4) by
+// Raise raises committed L1 checkpoint m to level lvl (2, 3 or 4) by
 // running that level's post-processing on m's published data files:
 // [Level.Protect] with [Pending.Published] set (the L2 partner copy, the
 // L3 parity, the L4 container), a vote, the renames of the new files and
@@ -37,18 +37,18 @@ var ErrNotUpgradable = errors.New("levels: checkpoint cannot be upgraded")
 // This is how asynchronous post-processing (FTI's inline_lN = 0) commits
 // a checkpoint twice: at L1 on the solver's path, at its level in the
 // background. c, when not nil, replaces the environment's communicator for
-// every collective call of the upgrade: a private communicator whose
-// messages never mix with the solver's. While Upgrade runs, no other
+// every collective call of the raise: a private communicator whose
+// messages never mix with the solver's. While Raise runs, no other
 // method of the engine may be called. As after [Engine.Checkpoint], the
 // files of the checkpoints retention dropped may still be being removed
-// in the background when Upgrade returns (the checkpoint is committed at
+// in the background when Raise returns (the checkpoint is committed at
 // lvl by then): the engine's next call waits for them, as does
 // [Engine.Wait].
 //
 // On failure (the same error on every rank, wrapping [ErrVoteFailed] when
 // some rank failed) the new files are removed and m stays committed at
 // L1, untouched. Collective over c.
-func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, error) {
+func (e *Engine) Raise(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, error) {
 	e.Wait()
 	if c != nil {
 		// The background removal retention starts holds the environment
@@ -59,7 +59,7 @@ func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, er
 	start := env.Now()
 	cur := e.committedSeq(m.Seq)
 	if cur == nil {
-		return nil, Stats{}, fmt.Errorf("%w: checkpoint %s is not committed", ErrNotUpgradable, m.Dir())
+		return nil, Stats{}, fmt.Errorf("%w: checkpoint %s is not committed", ErrNotRaisable, m.Dir())
 	}
 	up, st, err := e.raise(cur, lvl)
 	if err != nil {
@@ -73,16 +73,16 @@ func (e *Engine) Upgrade(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, er
 	return up, st, nil
 }
 
-// Raise is [Engine.Upgrade] for an engine that does not hold the
+// RaiseFor is [Engine.Raise] for an engine that does not hold the
 // checkpoint: m, committed at L1 by the application ranks, is raised to
 // lvl (post-processing, vote, publication, both manifest copies
-// rewritten) and the upgraded manifest returned, but nothing is retained
+// rewritten) and the raised manifest returned, but nothing is retained
 // or dropped: the application ranks' engines take the result with
-// [Engine.Adopt]. FTI's head ranks post-process this way on behalf of
+// [Engine.AdoptRaised]. FTI's head ranks post-process this way on behalf of
 // their node's application ranks (ckpt runs one engine per application
 // rank in the head, over a [comm.Mux] virtual world). No Open is needed.
 // Collective over c (or the environment's communicator when c is nil).
-func (e *Engine) Raise(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, error) {
+func (e *Engine) RaiseFor(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, error) {
 	e.Wait()
 	if c != nil {
 		defer e.useComm(c)()
@@ -103,15 +103,15 @@ func (e *Engine) useComm(c comm.Comm) (restore func()) {
 	return func() { e.env = saved }
 }
 
-// Adopt records up, a checkpoint raised by [Engine.Raise] elsewhere, in
-// place of its L1 commit, and retains as [Engine.Upgrade] would have: the
+// AdoptRaised records up, a checkpoint raised by [Engine.RaiseFor] elsewhere, in
+// place of its L1 commit, and retains as [Engine.Raise] would have: the
 // checkpoints up supersedes are dropped (their files removed in the
 // background, see [Engine.Wait]). Collective: every rank adopts the same
 // manifest at the same point.
-func (e *Engine) Adopt(up *Manifest) error {
+func (e *Engine) AdoptRaised(up *Manifest) error {
 	e.Wait()
 	if e.committedSeq(up.Seq) == nil {
-		return fmt.Errorf("%w: checkpoint %s is not committed here", ErrNotUpgradable, up.Dir())
+		return fmt.Errorf("%w: checkpoint %s is not committed here", ErrNotRaisable, up.Dir())
 	}
 	e.replaceCommitted(up)
 	e.retain(up)
@@ -136,18 +136,18 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 	m := cur
 	switch {
 	case cur.Level != L1:
-		return nil, st, fmt.Errorf("%w: checkpoint %s is at %v, not L1", ErrNotUpgradable, m.Dir(), cur.Level)
+		return nil, st, fmt.Errorf("%w: checkpoint %s is at %v, not L1", ErrNotRaisable, m.Dir(), cur.Level)
 	case lvl <= L1 || !lvl.Valid():
-		return nil, st, fmt.Errorf("%w: to level %d (want 2..4)", ErrNotUpgradable, int(lvl))
+		return nil, st, fmt.Errorf("%w: to level %d (want 2..4)", ErrNotRaisable, int(lvl))
 	case cur.Ranks != env.Comm.Size():
-		return nil, st, fmt.Errorf("%w: checkpoint %s was written by %d ranks, this run has %d", ErrNotUpgradable, m.Dir(), cur.Ranks, env.Comm.Size())
+		return nil, st, fmt.Errorf("%w: checkpoint %s was written by %d ranks, this run has %d", ErrNotRaisable, m.Dir(), cur.Ranks, env.Comm.Size())
 	}
 	level, err := e.Level(lvl)
 	if err != nil {
 		return nil, st, err
 	}
 	if err := canRaise(level); err != nil {
-		return nil, st, fmt.Errorf("%w: %v", ErrNotUpgradable, err)
+		return nil, st, fmt.Errorf("%w: %v", ErrNotRaisable, err)
 	}
 	// This rank's published files, data first; Protect appends its own.
 	var files []File
@@ -188,7 +188,7 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 	// no tap. L3's encoder does not check it: the tap verifies the file.
 	keepFTIFF := kind == DigestFTIFF && recordsFTIFF(level)
 	checked := keepFTIFF && checksFTIFF(level)
-	p.upgrade = true
+	p.raising = true
 	switch {
 	case checked:
 	case (tapsData(level) || direct) && (kind == DigestFTIFF || (kind == "" && !reader)):
@@ -214,7 +214,7 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 		p.DigestPending = true
 	}
 	if direct {
-		perr = e.upgradeDirect(opener, p)
+		perr = e.raiseDirect(opener, p)
 	} else {
 		perr = level.Protect(env, p)
 	}
@@ -238,33 +238,33 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 	st.Protect = env.Now().Sub(t)
 	st.Bytes = files[0].Size
 	if err := e.agree(perr, "post-process checkpoint "+cur.Dir()+" to "+lvl.String()); err != nil {
-		return nil, st, e.abortUpgrade(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
+		return nil, st, e.abortRaise(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
 	}
 	t = env.Now()
 	// Every rank's files are known now (their final names): rank 0 builds
-	// the upgraded manifest and writes both copies under tmp names and
+	// the raised manifest and writes both copies under tmp names and
 	// syncs them while every rank renames its new files into place and
 	// syncs their directories; one vote on both, then the copies are
 	// renamed over the L1 ones. The copies' flush overlaps the files'.
-	up, werr := e.gatherUpgraded(cur, p)
-	var staged *stagedCopies
+	up, werr := e.gatherRaised(cur, p)
+	var copies *raisedCopies
 	if env.Rank == 0 && werr == nil {
 		var serr error
 		err := runAll([]func() error{
 			func() error { return e.publish(p) },
-			func() error { staged, serr = e.stageUpgraded(cur, up); return nil },
+			func() error { copies, serr = e.writeRaised(cur, up); return nil },
 		})
 		werr = errors.Join(err, serr)
 	} else {
 		werr = errors.Join(werr, e.publish(p))
 	}
 	if err := e.agree(werr, "publish the "+lvl.String()+" files of "+cur.Dir()); err != nil {
-		staged.discard()
-		return nil, st, e.abortUpgrade(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
+		copies.discard()
+		return nil, st, e.abortRaise(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
 	}
 	werr = nil
 	if env.Rank == 0 {
-		werr = staged.install()
+		werr = copies.install()
 	}
 	st.Commit = env.Now().Sub(t)
 	if err := e.agree(werr, "rewrite the manifest of "+cur.Dir()+" at "+lvl.String()); err != nil {
@@ -276,12 +276,12 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 	return up, st, nil
 }
 
-// upgradeDirect post-processes p for a level that places the data itself
+// raiseDirect post-processes p for a level that places the data itself
 // (the inline L4): each rank copies its published data file into its
 // task of the container the level opens, as the inline L4 writes it, so
 // that nothing is read back; the local file stays, as the local copy the
 // non-inline L4 keeps. Collective.
-func (e *Engine) upgradeDirect(o DataOpener, p *Pending) error {
+func (e *Engine) raiseDirect(o DataOpener, p *Pending) error {
 	env := e.env
 	data := p.Files[0]
 	f, err := o.OpenData(env, p, data.Size)
@@ -344,7 +344,7 @@ func showTap(tap io.Writer, b []byte) <-chan struct{} {
 	return done
 }
 
-// dataTap checks the published data file of an upgrade in the read pass
+// dataTap checks the published data file of a raise in the read pass
 // of the level's post-processing: the level shows it every byte it reads,
 // in order ([partner.FileInfo.Tap], [Pending] for the L4 copies), and
 // verdict says whether they were the file's bytes as committed.
@@ -447,10 +447,10 @@ func cloneFile(f File) File {
 	return f
 }
 
-// gatherUpgraded gathers every rank's files of the upgraded checkpoint
+// gatherRaised gathers every rank's files of the raised checkpoint
 // p and returns cur's manifest at p's level with them (every rank).
 // Collective.
-func (e *Engine) gatherUpgraded(cur *Manifest, p *Pending) (*Manifest, error) {
+func (e *Engine) gatherRaised(cur *Manifest, p *Pending) (*Manifest, error) {
 	mine, err := json.Marshal(p.Files)
 	if err != nil {
 		return nil, err
@@ -471,9 +471,9 @@ func (e *Engine) gatherUpgraded(cur *Manifest, p *Pending) (*Manifest, error) {
 	return &up, nil
 }
 
-// stagedCopies are the upgraded manifest copies written and synced under
+// raisedCopies are the raised manifest copies written and synced under
 // their tmp names (rank 0), ready to be renamed over the L1 copies.
-type stagedCopies struct {
+type raisedCopies struct {
 	e        *Engine
 	seq      uint64
 	raw, old []byte
@@ -481,10 +481,10 @@ type stagedCopies struct {
 	ps       [2]string
 }
 
-// stageUpgraded writes both copies of up (cur raised) under their tmp
+// writeRaised writes both copies of up (cur raised) under their tmp
 // names and syncs them, both at once (rank 0). On failure it removes
 // them.
-func (e *Engine) stageUpgraded(cur, up *Manifest) (*stagedCopies, error) {
+func (e *Engine) writeRaised(cur, up *Manifest) (*raisedCopies, error) {
 	raw, err := up.Marshal()
 	if err != nil {
 		return nil, err
@@ -493,7 +493,7 @@ func (e *Engine) stageUpgraded(cur, up *Manifest) (*stagedCopies, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &stagedCopies{e: e, seq: up.Seq, raw: raw, old: old}
+	s := &raisedCopies{e: e, seq: up.Seq, raw: raw, old: old}
 	s.ds, s.ps = e.copyPaths(up.Seq) // the primary, then the replica
 	what := [2]string{"manifest", "manifest replica"}
 	write := func(i int) func() error {
@@ -511,29 +511,29 @@ func (e *Engine) stageUpgraded(cur, up *Manifest) (*stagedCopies, error) {
 	return s, nil
 }
 
-// discard removes the staged copies (nil: nothing staged). A leftover is
+// discard removes the tmp copies (nil: nothing written). A leftover is
 // removed by the next start-up.
-func (s *stagedCopies) discard() {
+func (s *raisedCopies) discard() {
 	if s == nil {
 		return
 	}
 	for i := range s.ds {
 		if err := removeIfExists(s.ds[i], s.ps[i]+TmpSuffix); err != nil {
-			s.e.env.Logger.Warn("removing a staged manifest copy after a failed upgrade; the next start-up removes it",
+			s.e.env.Logger.Warn("removing a tmp manifest copy after a failed raise; the next start-up removes it",
 				zap.String("path", s.ps[i]+TmpSuffix), zap.Error(err))
 		}
 	}
 }
 
-// install renames the staged copies over the L1 ones, the primary
+// install renames the tmp copies over the L1 ones, the primary
 // first, each followed by its directory's sync (rank 0): a crash in
 // between leaves the primary, which start-up prefers, at the new level,
 // and the replica is repaired from it (docs/format/manifest.md). If
 // either fails, both get the old bytes back (a copy may have been
 // renamed into place before its directory sync failed); if that fails
-// too, the copy stays upgraded, a valid manifest whose files are all
+// too, the copy stays raised, a valid manifest whose files are all
 // published.
-func (s *stagedCopies) install() error {
+func (s *raisedCopies) install() error {
 	what := [2]string{"manifest", "manifest replica"}
 	errs := make([]error, 2)
 	for i := range s.ds {
@@ -553,18 +553,18 @@ func (s *stagedCopies) install() error {
 	}
 	for i := range s.ds {
 		if rerr := vfd.WriteFileAtomic(s.ds[i], s.ps[i], s.old); rerr != nil {
-			s.e.env.Logger.Warn("restoring the L1 manifest copy after a failed upgrade; the upgraded copy may stay",
+			s.e.env.Logger.Warn("restoring the L1 manifest copy after a failed raise; the raised copy may stay",
 				zap.String("path", s.ps[i]), zap.Uint64("seq", s.seq), zap.Error(rerr))
 		}
 	}
 	return err
 }
 
-// abortUpgrade removes the files the failed upgrade p added (under their
+// abortRaise removes the files the failed raise p added (under their
 // tmp and final names) and returns err; the checkpoint's own files and
 // manifest stay. Local: a leftover is removed with the checkpoint's
 // directory, and tmp files by the next start-up.
-func (e *Engine) abortUpgrade(p *Pending, err error) error {
+func (e *Engine) abortRaise(p *Pending, err error) error {
 	var errs []error
 	for _, f := range p.Files[p.Published:] {
 		if f.Attrs[AttrInContainer] != "" {
@@ -574,7 +574,7 @@ func (e *Engine) abortUpgrade(p *Pending, err error) error {
 		errs = append(errs, removeIfExists(s.Driver, s.Path(f.Name)+TmpSuffix), removeIfExists(s.Driver, s.Path(f.Name)))
 	}
 	if cerr := errors.Join(errs...); cerr != nil {
-		e.env.Logger.Warn("cleanup after a failed upgrade; the checkpoint's directory removal or the next start-up finishes it",
+		e.env.Logger.Warn("cleanup after a failed raise; the checkpoint's directory removal or the next start-up finishes it",
 			zap.Uint64("seq", p.Seq), zap.Error(cerr))
 	}
 	return err
