@@ -175,8 +175,8 @@ func Differential(parent *Manifest, blockSize int, info func() DeltaInfo) Checkp
 }
 
 // RaiseLater marks an L1 checkpoint that the caller will raise to level
-// target with [Engine.Raise] (asynchronous post-processing): a
-// differential one may then build on a parent at target, the level its
+// target with [Engine.Raise] (asynchronous post-processing). A
+// differential one may then build on a parent at target: the level its
 // chain will have once raised.
 func RaiseLater(target ID) CheckpointOption {
 	return func(o *checkpointOptions) { o.target = target }

@@ -181,10 +181,10 @@ type Pending struct {
 	// reads and records it with [Pending.SetDataDigest].
 	DigestPending bool
 	// Published counts the leading entries of Files that are already
-	// published under their final names (the data file, written under its
-	// final name when the intent marker was durable ahead; at
-	// [Engine.Raise], the data file of a committed checkpoint): levels
-	// read them without TmpSuffix and the commit does not rename them.
+	// published under their final names. That is the data file when the
+	// intent marker was durable ahead. At [Engine.Raise] it is every file
+	// of the committed checkpoint. Levels read them without TmpSuffix, and
+	// the commit does not rename them.
 	Published int
 	// ahead is set when the checkpoint's intent marker was durable before
 	// its data was written ([Pending.Final]).
@@ -195,13 +195,12 @@ type Pending struct {
 	// and those a level recorded with [Pending.WroteFinal]. The commit
 	// does not rename them, and a failed checkpoint removes them.
 	final map[fileKey]bool
-	// tap, set by [Engine.Raise], checks the published data file in
-	// the level's read pass: the levels show it every byte of the data
-	// file they read ([partner.FileInfo.Tap], the L4 copies).
+	// tap, set by [Engine.Raise], checks the published data file in the
+	// level's read pass. A [DataTapper] shows it every byte it reads.
 	tap io.Writer
-	// raising is set by [Engine.Raise], which checks the committed
-	// data file itself (its tap, a check beside, or L2's receivers): a
-	// level adds no check of its own then.
+	// raising is set by [Engine.Raise], which checks the committed data
+	// file itself (its tap, a check beside, or L2's receivers). A level
+	// adds no check of its own then.
 	raising bool
 	// preamble, when not nil, is the FTI-FF preamble of the data file
 	// ([fileformat.Reader.Preamble]), read when its checksum was recorded
@@ -252,14 +251,14 @@ type fileKey struct {
 }
 
 // Final reports whether the checkpoint's intent marker was durable before
-// its data was written, so that a level may create its files under their
-// final names inside the checkpoint's directories ("ckpt%08d" of an area):
-// start-up removes the directories of a checkpoint that did not commit
-// whatever names they hold. A level that does records each file with
-// [Pending.WroteFinal] and makes its name durable itself (syncs its
-// directory, and the directory's own entry in the area) before Protect
-// (or [DataOpener.ProtectData]) returns. False at [Engine.Raise], which
-// writes into a committed checkpoint's directories.
+// its data was written. A level may then create its files under their
+// final names inside the checkpoint's directories ("ckpt%08d" of an
+// area). Start-up removes the directories of a checkpoint that did not
+// commit, whatever names they hold. A level that does so records each
+// file with [Pending.WroteFinal]. It makes the name durable itself before
+// Protect (or [DataOpener.ProtectData]) returns: it syncs the file's
+// directory, and that directory's entry in the area. Final is false at
+// [Engine.Raise], which writes into a committed checkpoint's directories.
 func (p *Pending) Final() bool { return p.ahead }
 
 // WroteFinal records that the level wrote the file name of area w under

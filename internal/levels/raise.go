@@ -17,37 +17,38 @@ import (
 	"github.com/ftigo/ftigo/vfd"
 )
 
-// ErrNotRaisable is returned by [Engine.Raise] for a checkpoint that
-// is not committed at L1, or a target level that cannot be reached by
-// post-processing a committed L1 checkpoint.
+// ErrNotRaisable is returned by [Engine.Raise] for a checkpoint not
+// committed at L1. It is returned too for a target level that no
+// post-processing of a committed L1 checkpoint reaches.
 var ErrNotRaisable = errors.New("levels: checkpoint cannot be raised")
 
-// Raise raises committed L1 checkpoint m to level lvl (2, 3 or 4) by
-// running that level's post-processing on m's published data files:
-// [Level.Protect] with [Pending.Published] set (the L2 partner copy, the
-// L3 parity, the L4 container), a vote, the renames of the new files and
-// their directory syncs while rank 0 writes and syncs both manifest
-// copies with the new level and files under tmp names, a vote on both,
-// and the copies renamed over the L1 ones (the primary first, each
-// followed by its directory's sync, so that a crash between the two
-// leaves the primary, which start-up prefers, at the new level). The
-// differential information (chain, totals) and the commit time stay as
-// they were. Retention then runs as for a checkpoint committed at lvl.
+// Raise raises committed L1 checkpoint m to level lvl (2, 3 or 4). It
+// runs that level's post-processing on m's published data files:
+// [Level.Protect] with [Pending.Published] set. That writes the L2
+// partner copy, the L3 parity or the L4 container. A vote follows. Then
+// every rank renames its new files and syncs their directories. Rank 0
+// meanwhile writes and syncs both manifest copies at the new level, under
+// tmp names. After a vote on both, the copies are renamed over the L1
+// ones. The primary goes first, each copy followed by its directory's
+// sync. A crash in between leaves the primary at the new level, and
+// start-up prefers the primary. The differential information (chain,
+// totals) and the commit time stay as they were. Retention then runs as
+// for a checkpoint committed at lvl.
 //
-// This is how asynchronous post-processing (FTI's inline_lN = 0) commits
+// This is asynchronous post-processing (FTI's inline_lN = 0). It commits
 // a checkpoint twice: at L1 on the solver's path, at its level in the
-// background. c, when not nil, replaces the environment's communicator for
-// every collective call of the raise: a private communicator whose
-// messages never mix with the solver's. While Raise runs, no other
-// method of the engine may be called. As after [Engine.Checkpoint], the
-// files of the checkpoints retention dropped may still be being removed
-// in the background when Raise returns (the checkpoint is committed at
-// lvl by then): the engine's next call waits for them, as does
+// background. c, when not nil, replaces the environment's communicator
+// for every collective call of the raise. It is a private communicator
+// whose messages never mix with the solver's. While Raise runs, no other
+// method of the engine may be called. When Raise returns, the checkpoint
+// is committed at lvl. The files of the checkpoints retention dropped
+// may still be being removed in the background, as after
+// [Engine.Checkpoint]. The engine's next call waits for them, as does
 // [Engine.Wait].
 //
-// On failure (the same error on every rank, wrapping [ErrVoteFailed] when
-// some rank failed) the new files are removed and m stays committed at
-// L1, untouched. Collective over c.
+// On failure the new files are removed and m stays committed at L1,
+// untouched. The error is the same on every rank. It wraps
+// [ErrVoteFailed] when some rank failed. Collective over c.
 func (e *Engine) Raise(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, error) {
 	e.Wait()
 	if c != nil {
@@ -74,14 +75,14 @@ func (e *Engine) Raise(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, erro
 }
 
 // RaiseFor is [Engine.Raise] for an engine that does not hold the
-// checkpoint: m, committed at L1 by the application ranks, is raised to
-// lvl (post-processing, vote, publication, both manifest copies
-// rewritten) and the raised manifest returned, but nothing is retained
-// or dropped: the application ranks' engines take the result with
-// [Engine.AdoptRaised]. FTI's head ranks post-process this way on behalf of
-// their node's application ranks (ckpt runs one engine per application
-// rank in the head, over a [comm.Mux] virtual world). No Open is needed.
-// Collective over c (or the environment's communicator when c is nil).
+// checkpoint. The application ranks committed m at L1. RaiseFor raises
+// it to lvl as Raise does and returns the raised manifest. Nothing is
+// retained or dropped. The application ranks' engines take the result
+// with [Engine.AdoptRaised]. FTI's head ranks post-process this way on
+// behalf of their node's application ranks. ckpt runs one engine per
+// application rank in the head, over a [comm.Mux] virtual world. No Open
+// is needed. Collective over c (the environment's communicator when c is
+// nil).
 func (e *Engine) RaiseFor(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, error) {
 	e.Wait()
 	if c != nil {
@@ -103,11 +104,11 @@ func (e *Engine) useComm(c comm.Comm) (restore func()) {
 	return func() { e.env = saved }
 }
 
-// AdoptRaised records up, a checkpoint raised by [Engine.RaiseFor] elsewhere, in
-// place of its L1 commit, and retains as [Engine.Raise] would have: the
-// checkpoints up supersedes are dropped (their files removed in the
-// background, see [Engine.Wait]). Collective: every rank adopts the same
-// manifest at the same point.
+// AdoptRaised records up in place of its L1 commit. up is a checkpoint
+// raised elsewhere by [Engine.RaiseFor]. Retention runs as after
+// [Engine.Raise]: the checkpoints up supersedes are dropped. Their files
+// are removed in the background (see [Engine.Wait]). Collective: every
+// rank adopts the same manifest at the same point.
 func (e *Engine) AdoptRaised(up *Manifest) error {
 	e.Wait()
 	if e.committedSeq(up.Seq) == nil {
@@ -133,119 +134,177 @@ func (e *Engine) replaceCommitted(up *Manifest) {
 func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 	env := e.env
 	var st Stats
-	m := cur
-	switch {
-	case cur.Level != L1:
-		return nil, st, fmt.Errorf("%w: checkpoint %s is at %v, not L1", ErrNotRaisable, m.Dir(), cur.Level)
-	case lvl <= L1 || !lvl.Valid():
-		return nil, st, fmt.Errorf("%w: to level %d (want 2..4)", ErrNotRaisable, int(lvl))
-	case cur.Ranks != env.Comm.Size():
-		return nil, st, fmt.Errorf("%w: checkpoint %s was written by %d ranks, this run has %d", ErrNotRaisable, m.Dir(), cur.Ranks, env.Comm.Size())
-	}
-	level, err := e.Level(lvl)
+	level, err := e.raiseLevel(cur, lvl)
 	if err != nil {
 		return nil, st, err
 	}
-	if err := canRaise(level); err != nil {
-		return nil, st, fmt.Errorf("%w: %v", ErrNotRaisable, err)
-	}
-	// This rank's published files, data first; Protect appends its own.
-	var files []File
-	d, hasData := cur.DataFile(env.Rank)
-	if hasData {
-		files = append(files, cloneFile(d))
-	}
-	for _, f := range cur.Files[env.Rank] {
-		if !(f.Role == RoleData && f.Of == env.Rank) {
-			files = append(files, cloneFile(f))
-		}
-	}
-	p := &Pending{Seq: cur.Seq, ID: cur.ID, Level: lvl, Dir: cur.Dir(), Files: files, Published: len(files)}
-	var perr error
-	if !hasData { // files[0] must be this rank's data: never another entry in its place
-		perr = fmt.Errorf("%w: checkpoint %s lists no data file for rank %d", ErrMissingFile, cur.Dir(), env.Rank)
-		// Every rank makes the same collective calls: a rank without its
-		// data file votes no before Protect.
-	}
+	// Every rank makes the same collective calls: a rank without its
+	// data file votes no before Protect.
+	p, perr := e.raisePending(cur, lvl)
 	t := env.Now()
 	if err := e.agree(perr, "find the data files of "+cur.Dir()); err != nil {
 		return nil, st, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 	}
-	// The data file is checked against its L1 digest in the read pass of
-	// the level's post-processing (the bytes sent, encoded or copied are
-	// the bytes checked): a failed check fails the vote below, and
-	// nothing damaged is raised.
-	reader := readsData(level)
+	perr = e.protectRaised(level, p)
+	st.Protect = env.Now().Sub(t)
+	st.Bytes = p.Files[0].Size
+	if err := e.agree(perr, "post-process checkpoint "+cur.Dir()+" to "+lvl.String()); err != nil {
+		return nil, st, e.abortRaise(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
+	}
+	up, err := e.commitRaised(cur, p, &st)
+	if err != nil {
+		return nil, st, err
+	}
+	return up, st, nil
+}
+
+// raiseLevel returns level lvl, to which committed checkpoint cur is to
+// be raised, or why cur cannot be raised to it.
+func (e *Engine) raiseLevel(cur *Manifest, lvl ID) (Level, error) {
+	switch {
+	case cur.Level != L1:
+		return nil, fmt.Errorf("%w: checkpoint %s is at %v, not L1", ErrNotRaisable, cur.Dir(), cur.Level)
+	case lvl <= L1 || !lvl.Valid():
+		return nil, fmt.Errorf("%w: to level %d (want 2..4)", ErrNotRaisable, int(lvl))
+	case cur.Ranks != e.env.Comm.Size():
+		return nil, fmt.Errorf("%w: checkpoint %s was written by %d ranks, this run has %d", ErrNotRaisable, cur.Dir(), cur.Ranks, e.env.Comm.Size())
+	}
+	level, err := e.Level(lvl)
+	if err != nil {
+		return nil, err
+	}
+	if err := canRaise(level); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotRaisable, err)
+	}
+	return level, nil
+}
+
+// raisePending returns the raise of cur to lvl as this rank sees it: its
+// published files, data first (Protect appends its own). The error says
+// that cur lists no data file for this rank. Then files[0] would be
+// another entry, which must never take the data file's place.
+func (e *Engine) raisePending(cur *Manifest, lvl ID) (*Pending, error) {
+	rank := e.env.Rank
+	var files []File
+	d, hasData := cur.DataFile(rank)
+	if hasData {
+		files = append(files, cloneFile(d))
+	}
+	for _, f := range cur.Files[rank] {
+		if !(f.Role == RoleData && f.Of == rank) {
+			files = append(files, cloneFile(f))
+		}
+	}
+	p := &Pending{Seq: cur.Seq, ID: cur.ID, Level: lvl, Dir: cur.Dir(), Files: files, Published: len(files), raising: true}
+	if !hasData {
+		return p, fmt.Errorf("%w: checkpoint %s lists no data file for rank %d", ErrMissingFile, cur.Dir(), rank)
+	}
+	return p, nil
+}
+
+// protectRaised runs level's post-processing on p and checks the data
+// file against its L1 digest on the way ([dataCheck]). Collective.
+func (e *Engine) protectRaised(level Level, p *Pending) error {
 	opener, direct := opensData(level)
-	kind := files[0].Attrs[AttrDigest]
-	var (
-		tap      *dataTap
-		checkErr error
-		verified chan error
-	)
+	check := e.checkData(level, p, direct)
+	var perr error
+	if direct {
+		perr = e.raiseDirect(opener, p)
+	} else {
+		perr = level.Protect(e.env, p)
+	}
+	perr = check.result(perr)
+	if perr == nil && p.DigestPending {
+		perr = fmt.Errorf("%w (level %v)", ErrDigestNotRecorded, p.Level)
+	}
+	return perr
+}
+
+// dataCheck checks the data file of a raise against its L1 digest. The
+// check runs in the read pass of the level's post-processing where it
+// can: the bytes sent, encoded or copied are the bytes checked. A failed
+// check fails the vote, so nothing damaged is raised.
+type dataCheck struct {
+	// checked says the level checks the FTI-FF checksum itself.
+	checked bool
+	// tap checks the bytes the level reads; verified is a check beside
+	// the level's pass; err is the failure to set up the tap.
+	tap      *dataTap
+	verified chan error
+	err      error
+}
+
+// checkData prepares the check of p's data file for level (direct: the
+// level places the data itself) and starts a check beside it if needed.
+// It also marks the data entry's digest pending when the level records a
+// new one.
+func (e *Engine) checkData(level Level, p *Pending, direct bool) *dataCheck {
+	env := e.env
+	data := &p.Files[0]
+	reader := readsData(level)
+	kind := data.Attrs[AttrDigest]
 	// A level that records the FTI-FF checksum (L2, L3) keeps the entry
 	// as it is. A level that checks that checksum as it reads (L2) needs
 	// no tap. L3's encoder does not check it: the tap verifies the file.
 	keepFTIFF := kind == DigestFTIFF && recordsFTIFF(level)
-	checked := keepFTIFF && checksFTIFF(level)
-	p.raising = true
+	c := &dataCheck{checked: keepFTIFF && checksFTIFF(level)}
 	switch {
-	case checked:
+	case c.checked:
 	case (tapsData(level) || direct) && (kind == DigestFTIFF || (kind == "" && !reader)):
 		// An FTI-FF file is verified as it streams past. A file with a
 		// BLAKE3 digest is hashed, unless the level's transfer checks
 		// that digest itself (a [DataReader]: L2, L3).
-		if tap, checkErr = newDataTap(env.Store(files[0].Where), files[0]); tap != nil {
-			p.tap = tap
+		if c.tap, c.err = newDataTap(env.Store(data.Where), *data); c.tap != nil {
+			p.tap = c.tap
 		}
 	case kind != "" || !reader:
 		// Another kind, or a level that shows no tap what it reads:
 		// checked on its own beside the post-processing.
-		verified = make(chan error, 1)
-		go func(f File) { verified <- VerifyFile(env.Store(f.Where), f) }(cloneFile(files[0]))
+		c.verified = make(chan error, 1)
+		go func(f File) { c.verified <- VerifyFile(env.Store(f.Where), f) }(cloneFile(*data))
 	}
 	if reader && kind != "" && !keepFTIFF {
 		// The transfer records the BLAKE3 of the bytes it sends, as for
 		// a synchronous checkpoint.
-		delete(files[0].Attrs, AttrDigest)
+		delete(data.Attrs, AttrDigest)
 		if kind == DigestFTIFF {
-			files[0].Attrs[AttrL1Digest] = files[0].Digest.String()
+			data.Attrs[AttrL1Digest] = data.Digest.String()
 		}
 		p.DigestPending = true
 	}
-	if direct {
-		perr = e.raiseDirect(opener, p)
-	} else {
-		perr = level.Protect(env, p)
-	}
-	if checked && errors.Is(perr, partner.ErrHashMismatch) {
+	return c
+}
+
+// result joins the level's error perr with what the check found.
+func (c *dataCheck) result(perr error) error {
+	if c.checked && errors.Is(perr, partner.ErrHashMismatch) {
 		// The copy a receiver refused, or the file the sender found
 		// changed, is a data file that no longer matches its L1 digest.
 		perr = fmt.Errorf("%w: a data file changed since its L1 commit (its partner copy does not match its FTI-FF checksum): %w", ErrDigestMismatch, perr)
 	}
-	if tap != nil {
-		checkErr = tap.verdict(perr)
+	checkErr := c.err
+	if c.tap != nil {
+		checkErr = c.tap.verdict(perr)
 	}
-	if verified != nil {
-		checkErr = <-verified
+	if c.verified != nil {
+		checkErr = <-c.verified
 	}
 	if checkErr != nil {
 		perr = errors.Join(perr, fmt.Errorf("the data file changed since its L1 commit: %w", checkErr))
 	}
-	if perr == nil && p.DigestPending {
-		perr = fmt.Errorf("%w (level %v)", ErrDigestNotRecorded, lvl)
-	}
-	st.Protect = env.Now().Sub(t)
-	st.Bytes = files[0].Size
-	if err := e.agree(perr, "post-process checkpoint "+cur.Dir()+" to "+lvl.String()); err != nil {
-		return nil, st, e.abortRaise(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
-	}
-	t = env.Now()
-	// Every rank's files are known now (their final names): rank 0 builds
-	// the raised manifest and writes both copies under tmp names and
-	// syncs them while every rank renames its new files into place and
-	// syncs their directories; one vote on both, then the copies are
-	// renamed over the L1 ones. The copies' flush overlaps the files'.
+	return perr
+}
+
+// commitRaised publishes the new files of p and installs the manifest
+// copies of cur raised, and sets st.Commit. Every rank's files are known
+// now, under their final names. Rank 0 builds the raised manifest. It
+// writes both copies under tmp names and syncs them. Meanwhile every
+// rank renames its new files into place and syncs their directories. The
+// copies' flush thus overlaps the files'. One vote on both, then the
+// copies are renamed over the L1 ones. Collective.
+func (e *Engine) commitRaised(cur *Manifest, p *Pending, st *Stats) (*Manifest, error) {
+	env := e.env
+	t := env.Now()
 	up, werr := e.gatherRaised(cur, p)
 	var copies *raisedCopies
 	if env.Rank == 0 && werr == nil {
@@ -258,29 +317,29 @@ func (e *Engine) raise(cur *Manifest, lvl ID) (*Manifest, Stats, error) {
 	} else {
 		werr = errors.Join(werr, e.publish(p))
 	}
-	if err := e.agree(werr, "publish the "+lvl.String()+" files of "+cur.Dir()); err != nil {
+	if err := e.agree(werr, "publish the "+p.Level.String()+" files of "+cur.Dir()); err != nil {
 		copies.discard()
-		return nil, st, e.abortRaise(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
+		return nil, e.abortRaise(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
 	}
 	werr = nil
 	if env.Rank == 0 {
 		werr = copies.install()
 	}
 	st.Commit = env.Now().Sub(t)
-	if err := e.agree(werr, "rewrite the manifest of "+cur.Dir()+" at "+lvl.String()); err != nil {
+	if err := e.agree(werr, "rewrite the manifest of "+cur.Dir()+" at "+p.Level.String()); err != nil {
 		// The new files are published: they stay, unlisted, until the
 		// checkpoint's directories go (a copy that could not be restored
 		// lists them).
-		return nil, st, fmt.Errorf("%w: %w", ErrVoteFailed, err)
+		return nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 	}
-	return up, st, nil
+	return up, nil
 }
 
 // raiseDirect post-processes p for a level that places the data itself
-// (the inline L4): each rank copies its published data file into its
-// task of the container the level opens, as the inline L4 writes it, so
-// that nothing is read back; the local file stays, as the local copy the
-// non-inline L4 keeps. Collective.
+// (the inline L4). Each rank copies its published data file into its
+// task of the container the level opens. The copy is written as the
+// inline L4 writes, so nothing is read back. The local file stays, as
+// the local copy the non-inline L4 keeps. Collective.
 func (e *Engine) raiseDirect(o DataOpener, p *Pending) error {
 	env := e.env
 	data := p.Files[0]
@@ -345,9 +404,9 @@ func showTap(tap io.Writer, b []byte) <-chan struct{} {
 }
 
 // dataTap checks the published data file of a raise in the read pass
-// of the level's post-processing: the level shows it every byte it reads,
-// in order ([partner.FileInfo.Tap], [Pending] for the L4 copies), and
-// verdict says whether they were the file's bytes as committed.
+// of the level's post-processing. The level shows it every byte it
+// reads, in order ([DataTapper]). verdict says whether they were the
+// file's bytes as committed.
 type dataTap struct {
 	w     io.Writer
 	close func() error // the check's verdict once every byte was seen
@@ -357,13 +416,13 @@ type dataTap struct {
 	rank  int
 }
 
-// newDataTap returns the check of data entry f in s: an FTI-FF file
+// newDataTap returns the check of data entry f in s. An FTI-FF file
 // ([DigestFTIFF]) is opened for its metadata, whose checksum must be the
-// recorded digest, and then verified as it streams past
-// ([fileformat.Verifier]: every block hash, the structure); a file with a
-// BLAKE3 digest is hashed. The file is opened and its size checked here
-// (a missing or resized file is reported now). Another digest kind has no
-// tap (nil, nil). The error is a *CorruptionError naming the file and
+// recorded digest. It is then verified as it streams past
+// ([fileformat.Verifier]: every block hash, the structure). A file with a
+// BLAKE3 digest is hashed. The file is opened and its size checked here,
+// so a missing or resized file is reported now. Another digest kind has
+// no tap (nil, nil). The error is a *CorruptionError naming the file and
 // rank, as [VerifyFile]'s.
 func newDataTap(s Store, f File) (*dataTap, error) {
 	full := s.Path(f.Name)
@@ -525,13 +584,13 @@ func (s *raisedCopies) discard() {
 	}
 }
 
-// install renames the tmp copies over the L1 ones, the primary
-// first, each followed by its directory's sync (rank 0): a crash in
-// between leaves the primary, which start-up prefers, at the new level,
-// and the replica is repaired from it (docs/format/manifest.md). If
-// either fails, both get the old bytes back (a copy may have been
-// renamed into place before its directory sync failed); if that fails
-// too, the copy stays raised, a valid manifest whose files are all
+// install renames the tmp copies over the L1 ones (rank 0). The
+// primary goes first, each copy followed by its directory's sync. A crash
+// in between leaves the primary at the new level. Start-up prefers it
+// and repairs the replica from it (docs/format/manifest.md). If either
+// step fails, both copies get the old bytes back: a copy may have been
+// renamed into place before its directory sync failed. If that fails
+// too, the copy stays raised: a valid manifest whose files are all
 // published.
 func (s *raisedCopies) install() error {
 	what := [2]string{"manifest", "manifest replica"}
