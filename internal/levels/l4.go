@@ -61,8 +61,19 @@ type Global4 struct {
 	FSBlkSize int32
 }
 
+// Global4's capabilities.
+var (
+	_ Level      = Global4{}
+	_ DataOpener = Global4{}
+	_ DataTapper = Global4{}
+)
+
 // ID returns L4.
 func (Global4) ID() ID { return L4 }
+
+// TapsData reports true: the copies into the container show the tap
+// every byte they read ([DataTapper]).
+func (Global4) TapsData() bool { return true }
 
 // DataArea returns Local: where the data file is written before Protect
 // copies it (without Inline), and where recovery restores it from the
