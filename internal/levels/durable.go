@@ -32,28 +32,6 @@ func runAll(fns []func() error) error {
 	return errors.Join(errs...)
 }
 
-// MkdirDurable creates dir and its parents and syncs every directory on
-// the way up, so the new entries survive a crash. The syncs run at once:
-// on one file system they share journal commits.
-func MkdirDurable(d vfd.Driver, dir string) error {
-	if err := d.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	return runAll(syncPath(d, dir))
-}
-
-// syncPath returns the syncs of dir and of every directory above it.
-func syncPath(d vfd.Driver, dir string) []func() error {
-	var syncs []func() error
-	for p := path.Clean(dir); ; p = path.Dir(p) {
-		syncs = append(syncs, func() error { return d.SyncDir(p) })
-		if p == "/" || p == "." {
-			break
-		}
-	}
-	return syncs
-}
-
 // syncPaths returns the syncs of the directory of every store in ss and
 // of every directory above it, each directory once per driver: the
 // areas of a rank usually share their upper directories (rank 0 holds

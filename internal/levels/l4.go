@@ -328,7 +328,7 @@ func (l Global4) extract(env *Env, m *Manifest, f File, local Store) error {
 		return cerr(0, fmt.Errorf("%w: task %d holds %d bytes, manifest says %d", ErrSizeMismatch, task, sr.Size(), f.Size))
 	}
 	dst := local.Path(f.Name)
-	if err := MkdirDurable(local.Driver, path.Dir(dst)); err != nil {
+	if err := vfd.MkdirDurable(local.Driver, path.Dir(dst)); err != nil {
 		return err
 	}
 	tmp := dst + TmpSuffix
