@@ -18,7 +18,7 @@
 // The runtime writes each rank's data file through a [WriteFunc]. The
 // engine does not choose what the file holds. It does know FTI-FF:
 // it records an FTI-FF file's checksum as its digest, and verifies such
-// files at recovery, in post-processing and on another shape, all through
+// files at recovery, in a raise and on another shape, all through
 // package fileformat. It opens SIONlib containers through package sion
 // and HDF5 checkpoints through package h5ckpt.
 //
@@ -44,8 +44,11 @@
 //  4. [Engine.Checkpoint], as often as wanted. A failed vote returns an
 //     error wrapping [ErrVoteFailed] on every rank and leaves the
 //     committed checkpoints as they were.
-//  5. Asynchronous post-processing raises a committed L1 checkpoint to
-//     its level, over a communicator of the caller's choice.
+//  5. Asynchronous post-processing: [Engine.Raise] raises a committed L1
+//     checkpoint to its level, over a communicator of the caller's
+//     choice. A head raises it for an application rank with
+//     [Engine.RaiseFor], and that rank records the result with
+//     [Engine.AdoptRaised].
 //  6. At the end: [Engine.Delete], [Engine.Keep] (keep_last_ckpt),
 //     [Engine.Settle] for the background removals, or [Engine.Release]
 //     for a run that stops without settling.
