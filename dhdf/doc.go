@@ -1,9 +1,10 @@
-// Package dhdf writes and reads distributed HDF sets: one large array (an
-// SDS) spread over a main file (MHF, file id 0) and associated files (AHF,
-// file ids 1..n), after the HDF NOW "distributed HDF files" design, stored
-// as real HDF5 so h5dump, h5ls and h5py open every piece. It owns the
-// mapping of that design onto HDF5 (docs/format/dhdf.md); the HDF5 bytes
-// themselves are package [github.com/ftigo/ftigo/dhdf/h5].
+// Package dhdf writes and reads distributed HDF sets, after the HDF NOW
+// "distributed HDF files" design. A set spreads one large array (an SDS)
+// over a main file (MHF, file id 0) and associated files (AHF, file ids
+// 1..n). Each file is real HDF5, so h5dump, h5ls and h5py open every
+// piece. dhdf owns the mapping of the design onto HDF5
+// (docs/format/dhdf.md). The HDF5 bytes themselves are package
+// [github.com/ftigo/ftigo/dhdf/h5].
 //
 // Every file carries the root attributes DHDF_SetId (string) and
 // DHDF_FileId (int32) and a File_Info table {DHDF_FileId, FileName,
@@ -47,8 +48,5 @@
 //
 // dhdf is public API as a format package (distributed HDF sets,
 // docs/format/dhdf.md): its exported names and their behaviour are kept
-// stable. Before 1.0 an incompatible change is still possible. Applications
-// use ckpt, comm (and comm/mpi), vfd and the format packages (fileformat,
-// sion, gsd, dhdf, dhdf/h5, h5ckpt); levels, partner, encode and dataset are
-// ftigo's machinery.
+// stable. Before 1.0 an incompatible change is still possible.
 package dhdf

@@ -64,8 +64,5 @@
 //
 // gsd is public API as a format package (GSD trajectories,
 // docs/format/gsd.md): its exported names and their behaviour are kept
-// stable. Before 1.0 an incompatible change is still possible. Applications
-// use ckpt, comm (and comm/mpi), vfd and the format packages (fileformat,
-// sion, gsd, dhdf, dhdf/h5, h5ckpt); levels, partner, encode and dataset are
-// ftigo's machinery.
+// stable. Before 1.0 an incompatible change is still possible.
 package gsd

@@ -1,32 +1,35 @@
-// Package h5ckpt writes a checkpoint as one real HDF5 file holding every
-// global dataset as one dataset under its name, written in parallel by
-// every rank, and reads it back on any number of ranks: FTI's HDF5 single
-// file (h5_single_file_enable, level 9, ckpt_io = 5) and its "variate
-// processor restart". h5py, h5dump and libhdf5 read the whole state from
-// the file; libhdf5 can open it read-write. The layout is specified in
-// docs/format/h5ckpt.md.
+// Package h5ckpt writes a checkpoint as one real HDF5 file, written in
+// parallel by every rank, and reads it back on any number of ranks. The
+// file holds every global dataset as one dataset under its name. It is
+// FTI's HDF5 single file (h5_single_file_enable, level 9, ckpt_io = 5)
+// and the source of its "variate processor restart". h5py, h5dump and
+// libhdf5 read the whole state from the file; libhdf5 can open it
+// read-write. The layout is specified in docs/format/h5ckpt.md.
 //
 // # Writing (collective)
 //
 //	err := h5ckpt.Write(c, driver, h5ckpt.Name(dir, prefix, id), meta, vars, datasets, subsets)
 //
 // Every rank passes its protected variables ([fileformat.Var]), the
-// global datasets it knows and the subsets of its variables. The ranks
-// gather each other's declarations and validate them together (package
-// dataset: no element covered twice, every element of a dataset that is
-// not sparse covered once, one definition per id); every rank computes
-// the same file layout; rank 0 creates the file under a temporary name;
-// every rank writes its hyperslabs straight into the datasets' raw data at
-// computed offsets (contiguous runs merged, writeback started as it goes;
-// hyperslabs of short runs, such as blocks that cut the rows, through
-// collective buffering: each rank writes one contiguous domain of the
-// file, gathered from every rank over c) and its other variables into
-// datasets of its own, hashing the bytes from memory while they are
-// written (BLAKE3 per block, as FTI-FF), and syncs; the ranks vote; rank 0 receives the block hashes, writes the
-// tables, the object headers and the superblock last, syncs, renames the
-// file to its final name and syncs the directory. A crash at
-// any point leaves the previous file and, under the final name, either
-// nothing or the complete new file. Every rank returns the same error.
+// global datasets it knows and the subsets of its variables. Then:
+//
+//  1. The ranks gather each other's declarations and validate them
+//     together (package dataset).
+//  2. Every rank computes the same file layout. Rank 0 creates the file
+//     under a temporary name.
+//  3. Every rank writes its hyperslabs straight into the datasets' raw
+//     data, and its other variables into datasets of its own. It hashes
+//     the bytes from memory as they are written (BLAKE3 per block, as
+//     FTI-FF), then syncs. Hyperslabs of short runs, such as blocks that
+//     cut the rows, go through collective buffering: each rank writes
+//     one contiguous domain of the file, gathered over c.
+//  4. The ranks vote. Rank 0 receives the block hashes and writes the
+//     tables, the object headers and, last, the superblock. It syncs,
+//     renames the file to its final name and syncs the directory.
+//
+// A crash at any point leaves the previous file. Under the final name
+// there is either nothing or the complete new file. Every rank returns
+// the same error.
 //
 // # Reading
 //
@@ -52,8 +55,5 @@
 //
 // h5ckpt is public API as a format package (HDF5 checkpoints,
 // docs/format/h5ckpt.md): its exported names and their behaviour are kept
-// stable. Before 1.0 an incompatible change is still possible. Applications
-// use ckpt, comm (and comm/mpi), vfd and the format packages (fileformat,
-// sion, gsd, dhdf, dhdf/h5, h5ckpt); levels, partner, encode and dataset are
-// ftigo's machinery.
+// stable. Before 1.0 an incompatible change is still possible.
 package h5ckpt

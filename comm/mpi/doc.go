@@ -77,7 +77,5 @@
 //
 // comm/mpi is public API, as comm is: Init, InitThread and the Comm they
 // return are kept stable. Before 1.0 an incompatible change is still
-// possible. Applications use ckpt, comm (and comm/mpi), vfd and the format
-// packages (fileformat, sion, gsd, dhdf, dhdf/h5, h5ckpt); levels, partner,
-// encode and dataset are ftigo's machinery.
+// possible.
 package mpi

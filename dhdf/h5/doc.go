@@ -1,14 +1,19 @@
 // Package h5 writes and reads HDF5 files of one small, fixed profile: the
-// byte-level layer under package dhdf. It owns the HDF5 encoding (File
-// Format Specification 3.0): superblock version 2, version-2 object
-// headers in one chunk, groups as compact link messages (hard and external
-// links), contiguous datasets of int8..int64, uint8..uint64, float32 and
-// float64 n-D arrays, fixed-length NULLPAD strings, compound and array
-// types for tables, attribute messages version 3, and virtual datasets
-// (layout version 4, mappings in one global heap collection). The exact
-// profile is in docs/format/dhdf.md. Files of other profiles (other
-// superblock versions, B-trees, chunked or compact layouts, dense links)
-// are rejected with [ErrUnsupported]; it is not a general HDF5 reader.
+// byte-level layer under packages dhdf and h5ckpt. It owns that HDF5
+// encoding (File Format Specification 3.0):
+//
+//   - superblock version 2, version-2 object headers in one chunk;
+//   - groups as compact link messages (hard and external links);
+//   - contiguous datasets of int8..int64, uint8..uint64, float32 and
+//     float64 n-D arrays, and fixed-length NULLPAD strings;
+//   - compound and array types for tables, attribute messages version 3;
+//   - virtual datasets (layout version 4, mappings in one global heap
+//     collection).
+//
+// The exact profile is in docs/format/dhdf.md. Files of other profiles
+// (other superblock versions, B-trees, chunked or compact layouts, dense
+// links) are rejected with [ErrUnsupported]: it is not a general HDF5
+// reader.
 //
 // Lifecycle of a write, in call order:
 //
@@ -45,8 +50,5 @@
 //
 // h5 is public API as a format package (the HDF5 subset ftigo writes and
 // reads): its exported names and their behaviour are kept stable. Before 1.0
-// an incompatible change is still possible. Applications use ckpt, comm (and
-// comm/mpi), vfd and the format packages (fileformat, sion, gsd, dhdf,
-// dhdf/h5, h5ckpt); levels, partner, encode and dataset are ftigo's
-// machinery.
+// an incompatible change is still possible.
 package h5

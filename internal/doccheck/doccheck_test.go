@@ -11,7 +11,6 @@ import (
 	"go/token"
 	"go/types"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,16 +84,43 @@ func goCmd(t *testing.T, dir string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// TestREADMEGoBlocks compiles, vets and runs README.md's Go blocks in a
-// user's module.
-func TestREADMEGoBlocks(t *testing.T) {
+// mdGoBlocks returns the Go blocks of README.md and docs/: the complete
+// files (a block starting with its package clause; every README block
+// is one) and the sketches (statements, as in package docs).
+func mdGoBlocks(t *testing.T, root string) (files []mdBlock, sketches []sketch) {
+	t.Helper()
+	for _, name := range mdFiles(t, root) {
+		md, err := os.ReadFile(filepath.Join(root, name))
+		require.NoError(t, err)
+		for _, b := range fencedBlocks(string(md), "go") {
+			where := fmt.Sprintf("%s:%d", name, b.line)
+			f, err := parser.ParseFile(token.NewFileSet(), where, b.code, parser.PackageClauseOnly)
+			if err != nil && name != "README.md" {
+				sketches = append(sketches, sketch{where, b.code})
+				continue
+			}
+			require.NoError(t, err, "%s: a Go block of the README is a complete file, starting with its package clause", where)
+			files = append(files, mdBlock{where: where, block: b, main: f.Name.Name == "main"})
+		}
+	}
+	return files, sketches
+}
+
+// mdBlock is a complete Go file of a Markdown page.
+type mdBlock struct {
+	where string // file:line
+	block
+	main bool
+}
+
+// TestMarkdownGoBlocks compiles, vets and runs the Go files of README.md
+// and docs/ in a user's module.
+func TestMarkdownGoBlocks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module with the go command")
 	}
 	root := repoRoot(t)
-	md, err := os.ReadFile(filepath.Join(root, "README.md"))
-	require.NoError(t, err)
-	blocks := fencedBlocks(string(md), "go")
+	blocks, _ := mdGoBlocks(t, root)
 	require.NotEmpty(t, blocks, "README.md has Go blocks")
 
 	mod := t.TempDir()
@@ -105,80 +131,61 @@ func TestREADMEGoBlocks(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.sum"), sum, 0o644))
 
 	var mains []string
+	readmeMain := false
 	for i, b := range blocks {
-		where := fmt.Sprintf("README.md:%d", b.line)
-		f, err := parser.ParseFile(token.NewFileSet(), where, b.code, parser.PackageClauseOnly)
-		require.NoError(t, err, "%s: a Go block is a complete file, starting with its package clause", where)
 		formatted, err := format.Source([]byte(b.code))
-		require.NoError(t, err, where)
-		assert.Equal(t, string(formatted), b.code, "%s: not gofmt-formatted", where)
-		dir := fmt.Sprintf("block%02d_line%d", i, b.line)
+		require.NoError(t, err, b.where)
+		assert.Equal(t, string(formatted), b.code, "%s: not gofmt-formatted", b.where)
+		dir := fmt.Sprintf("block%02d_%s_line%d", i, regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(strings.TrimSuffix(b.where[:strings.LastIndex(b.where, ":")], ".md"), "_"), b.line)
 		require.NoError(t, os.MkdirAll(filepath.Join(mod, dir), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(mod, dir, "block.go"), []byte(b.code), 0o644))
-		if f.Name.Name == "main" {
+		if b.main {
 			mains = append(mains, dir)
+			readmeMain = readmeMain || strings.HasPrefix(b.where, "README.md:")
 		}
 	}
-	require.NotEmpty(t, mains, "README.md has a complete program")
+	require.True(t, readmeMain, "README.md has a complete program")
 	out, err := goCmd(t, mod, "vet", "./...")
-	require.NoError(t, err, "go vet of README.md's Go blocks (directory names give the line):\n%s", out)
+	require.NoError(t, err, "go vet of the Markdown Go blocks (directory names give the file and line):\n%s", out)
 	bin := filepath.Join(mod, "bin")
 	out, err = goCmd(t, mod, "build", "-o", bin+string(filepath.Separator), "./...")
-	require.NoError(t, err, "go build of README.md's Go blocks:\n%s", out)
+	require.NoError(t, err, "go build of the Markdown Go blocks:\n%s", out)
 	for _, dir := range mains {
 		// Each program runs in a directory of its own (it writes run/).
 		work := t.TempDir()
 		cmd := exec.Command(filepath.Join(bin, dir))
 		cmd.Dir = work
 		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "README.md program %s:\n%s", dir, out)
-		assert.NotEmpty(t, out, "README.md program %s prints what it did", dir)
+		require.NoError(t, err, "program %s:\n%s", dir, out)
+		assert.NotEmpty(t, out, "program %s prints what it did", dir)
 	}
 }
 
-// sketch is one Go code block of a package doc comment.
+// sketch is one Go code block of a package doc comment (or a Go block
+// of docs/ that is not a complete file).
 type sketch struct {
-	file string // relative to the module root
+	file string // relative to the module root (with the line, for docs/)
 	code string
 }
 
 // notGo are the first words of doc-comment code blocks that are shell
-// commands or tables, not Go.
-var notGo = []string{"go", "mpicc", "mpicxx", "mpirun", "mpirun.openmpi", "mpirun.mpich", "ftigo", "function", "gobench"}
+// commands, tables or log lines, not Go.
+var notGo = []string{"go", "mpicc", "mpicxx", "mpirun", "mpirun.openmpi", "mpirun.mpich", "ftigo", "function", "gobench", "Ckpt."}
 
 // docSketches returns the code blocks of every package doc comment in the
 // module, split into Go sketches and the rest.
 func docSketches(t *testing.T, root string) (sketches []sketch, others []string) {
 	t.Helper()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); p != root && (strings.HasPrefix(n, ".") || n == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ParseComments|parser.PackageClauseOnly)
-		if err != nil || f.Doc == nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		for _, code := range codeBlocks(f.Doc.Text()) {
+	for _, d := range packageDocs(t, root) {
+		for _, code := range codeBlocks(d.text) {
 			first := strings.Fields(code)[0]
 			if slices.Contains(notGo, first) || regexp.MustCompile(`^[A-Z_]+=`).MatchString(first) {
-				others = append(others, rel+": "+first)
+				others = append(others, d.file+": "+first)
 				continue
 			}
-			sketches = append(sketches, sketch{rel, code})
+			sketches = append(sketches, sketch{d.file, code})
 		}
-		return nil
-	})
-	require.NoError(t, err)
+	}
 	return sketches, others
 }
 
@@ -309,6 +316,8 @@ func TestDocSketches(t *testing.T) {
 	sketches, others := docSketches(t, root)
 	require.NotEmpty(t, sketches, "the package docs have Go sketches")
 	t.Logf("not Go: %v", others)
+	_, md := mdGoBlocks(t, root)
+	sketches = append(sketches, md...)
 
 	// Every importable package of the module, by name.
 	cmd := exec.Command(goTool(t), "list", "-f", "{{.Name}} {{.ImportPath}}", "./...")
@@ -318,7 +327,8 @@ func TestDocSketches(t *testing.T) {
 	pkgs := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		name, path, _ := strings.Cut(l, " ")
-		if name != "main" && !strings.Contains(path, "/internal/") {
+		// Internal packages too: their docs and docs/ show them.
+		if name != "main" {
 			pkgs[name] = path
 		}
 	}

@@ -12,9 +12,7 @@
 //
 // # API stability
 //
-// vfdtest is the conformance suite of vfd drivers: its entry points are kept
-// stable as vfd's are, and it may gain tests. Before 1.0 an incompatible
-// change is still possible. Applications use ckpt, comm (and comm/mpi), vfd
-// and the format packages (fileformat, sion, gsd, dhdf, dhdf/h5, h5ckpt);
-// levels, partner, encode and dataset are ftigo's machinery.
+// vfdtest is the conformance suite of vfd drivers: its entry points are
+// kept stable as vfd's are, and it may gain tests. Before 1.0 an
+// incompatible change is still possible.
 package vfdtest
