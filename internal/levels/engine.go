@@ -170,54 +170,7 @@ func nodeLeader(env *Env) bool {
 	return true
 }
 
-func (e *Engine) agree(local error, what string) error { return Agree(e.env.Comm, local, what) }
-
-// Agree turns a per-rank error into an error every rank returns: nil when
-// every rank passed nil, otherwise the same message on every rank, naming
-// what failed, the failing ranks and the first one's error. On a failing
-// rank the result also wraps its local error for errors.Is. Collective.
-func Agree(c comm.Comm, local error, what string) error {
-	ok, err := vote(c, local == nil)
-	if err != nil {
-		return err
-	}
-	if ok {
-		return nil
-	}
-	msg := ""
-	if local != nil {
-		msg = local.Error()
-	}
-	all, err := comm.AllgatherBytes(c, []byte(msg))
-	if err != nil {
-		return err
-	}
-	var ranks []int
-	first := ""
-	for r, b := range all {
-		if len(b) > 0 {
-			if first == "" {
-				first = fmt.Sprintf("rank %d: %s", r, b)
-			}
-			ranks = append(ranks, r)
-		}
-	}
-	agreed := fmt.Errorf("%s failed on ranks %v; %s", what, ranks, first)
-	if local != nil {
-		return &agreedError{msg: agreed.Error(), local: local}
-	}
-	return errors.New(agreed.Error())
-}
-
-// agreedError carries the message every rank shares and, on the ranks
-// that failed, the local error for errors.Is.
-type agreedError struct {
-	msg   string
-	local error
-}
-
-func (a *agreedError) Error() string { return a.msg }
-func (a *agreedError) Unwrap() error { return a.local }
+func (e *Engine) agree(local error, what string) error { return comm.Agree(e.env.Comm, local, what) }
 
 // Checkpoint writes, protects and commits a checkpoint at level lvl with
 // the application's id. Collective. On success the manifest is durable and
@@ -818,7 +771,7 @@ func (e *Engine) abort(p *Pending, err error) error {
 		errs = append(errs, removeIfExists(s.Driver, s.Path(k.name)))
 	}
 	cerr := errors.Join(errs...)
-	if Agree(env.Comm, cerr, "remove the files of a failed checkpoint") == nil {
+	if comm.Agree(env.Comm, cerr, "remove the files of a failed checkpoint") == nil {
 		// Every rank is done with its files: the directories go.
 		cerr = nil
 		if e.nodeLeader() {
@@ -827,7 +780,7 @@ func (e *Engine) abort(p *Pending, err error) error {
 		if env.Rank == 0 {
 			cerr = errors.Join(cerr, removeDir(env.Global, p.Dir))
 		}
-		if Agree(env.Comm, cerr, "remove the directories of a failed checkpoint") == nil && env.Rank == 0 {
+		if comm.Agree(env.Comm, cerr, "remove the directories of a failed checkpoint") == nil && env.Rank == 0 {
 			cerr = removeIfExists(env.Meta.Driver, env.Meta.Path(PendingName(p.Seq)))
 		}
 	}

@@ -295,7 +295,7 @@ func (e *Engine) upgradeDirect(o DataOpener, p *Pending) error {
 		cerr = f.Sync()
 	}
 	cerr = errors.Join(cerr, f.Close())
-	if err := Agree(env.Comm, cerr, "copy data into the L4 container"); err != nil {
+	if err := comm.Agree(env.Comm, cerr, "copy data into the L4 container"); err != nil {
 		return errors.Join(err, o.AbortData(env, p, f))
 	}
 	if err := o.ProtectData(env, p, f); err != nil {
