@@ -7,8 +7,7 @@ import (
 	"io"
 	"sort"
 
-	"github.com/zeebo/blake3"
-
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -179,7 +178,7 @@ func (d *Delta) checkTrailer(size int64) (int64, error) {
 // it with the trailer's.
 func (d *Delta) checkDMHash(dmSize int64) error {
 	tr := d.tr
-	h := blake3.New()
+	h := b3.New()
 	buf := make([]byte, min(dmSize, metaBuf))
 	for off := int64(0); off < dmSize; off += int64(len(buf)) {
 		p := buf[:min(int64(len(buf)), dmSize-off)]
@@ -339,7 +338,7 @@ func (d *Delta) Verify() error {
 	if i := firstDiff(trb[:], d.trb[:]); i >= 0 {
 		return d.fileErr(size-DeltaTrailerSize+int64(i), ErrHashMismatch, "trailer changed since open")
 	}
-	h := blake3.New()
+	h := b3.New()
 	dmSize := size - DeltaTrailerSize - d.tr.dmOff
 	buf := make([]byte, min(max(dmSize, 1<<16), metaBuf))
 	for off := int64(0); off < dmSize; off += int64(len(buf)) {
@@ -735,7 +734,7 @@ func (r *Reader) CopyTo(dst vfd.File) (int64, error) {
 		}
 	}
 	mb := make([]byte, min(r.fb.metaSize, metaBuf))
-	mh := blake3.New()
+	mh := b3.New()
 	for off := int64(0); off < r.fb.metaSize; off += int64(len(mb)) {
 		p := mb[:min(int64(len(mb)), r.fb.metaSize-off)]
 		if err := r.readAt(vfd.MemOHdr, p, r.fb.metaOff+off); err != nil {

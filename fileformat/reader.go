@@ -9,9 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -260,7 +260,7 @@ const metaBuf = 1 << 20
 // hashMeta streams the metadata block through BLAKE3. When the block fits
 // in one buffer it returns that buffer too, so it is read only once.
 func (r *Reader) hashMeta() (sum [HashSize]byte, whole []byte, err error) {
-	mh := blake3.New()
+	mh := b3.New()
 	buf := make([]byte, min(r.fb.metaSize, metaBuf))
 	for off := int64(0); off < r.fb.metaSize; off += int64(len(buf)) {
 		p := buf[:min(int64(len(buf)), r.fb.metaSize-off)]

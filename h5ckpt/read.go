@@ -10,11 +10,10 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/zeebo/blake3"
-
 	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/dhdf/h5"
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -235,7 +234,7 @@ func (f *File) readTables(meta *h5.Object) (*metaTables, error) {
 		return nil, f.corrupt(-1, -1, int64(ho.Addr), ErrCorrupt, "block hash table of shape %v", ho.Dims)
 	}
 	t.hashes = hashes
-	th := blake3.New()
+	th := b3.New()
 	for _, b := range [][]byte{t.datasets, t.vars, t.names, t.hashes} {
 		_, _ = th.Write(b)
 	}

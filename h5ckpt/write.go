@@ -11,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/dhdf/h5"
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -596,7 +596,7 @@ func numBlocks(n, bs int64) int64 { return (n + bs - 1) / bs }
 // superblock, then renames the file to its final name.
 func (w *writer) commit(hashes [][]byte) error {
 	dsRows, varRows, names, hashBytes := w.tables(hashes)
-	th := blake3.New()
+	th := b3.New()
 	for _, b := range [][]byte{dsRows, varRows, names, hashBytes} {
 		_, _ = th.Write(b)
 	}

@@ -20,10 +20,10 @@ import (
 	"unsafe"
 
 	"github.com/spf13/cobra"
-	"github.com/zeebo/blake3"
 
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/internal/encode"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -1143,7 +1143,7 @@ func memAvailable() int64 {
 // kernels measures single-core BLAKE3 and Reed-Solomon throughput and a
 // memcpy for scale, in MB/s. The buffers are touched before they are
 // timed, so no first-touch page faults are counted.
-func kernels() (b3, rsEnc, rsDec, memcpy float64) {
+func kernels() (hash, rsEnc, rsDec, memcpy float64) {
 	const n = 64 << 20
 	buf := make([]byte, n)
 	for i := range buf {
@@ -1151,10 +1151,10 @@ func kernels() (b3, rsEnc, rsDec, memcpy float64) {
 	}
 	mbps := func(bytes int, d time.Duration) float64 { return float64(bytes) / 1e6 / d.Seconds() }
 	t0 := time.Now()
-	h := blake3.New()
+	h := b3.New()
 	h.Write(buf)
 	_ = h.Sum(nil)
-	b3 = mbps(n, time.Since(t0))
+	hash = mbps(n, time.Since(t0))
 
 	dst := make([]byte, n)
 	copy(dst, buf)
@@ -1164,7 +1164,7 @@ func kernels() (b3, rsEnc, rsDec, memcpy float64) {
 
 	code, err := encode.New(4, 4)
 	if err != nil {
-		return b3, 0, 0, memcpy
+		return hash, 0, 0, memcpy
 	}
 	shard := n / 4
 	data := [][]byte{buf[:shard], buf[shard : 2*shard], buf[2*shard : 3*shard], buf[3*shard:]}
@@ -1175,7 +1175,7 @@ func kernels() (b3, rsEnc, rsDec, memcpy float64) {
 	}
 	t0 = time.Now()
 	if err := code.EncodeBlock(data, parity); err != nil {
-		return b3, 0, 0, memcpy
+		return hash, 0, 0, memcpy
 	}
 	rsEnc = mbps(n, time.Since(t0))
 	shards := append(append([][]byte{}, data...), parity...)
@@ -1190,7 +1190,7 @@ func kernels() (b3, rsEnc, rsDec, memcpy float64) {
 	if err := code.Reconstruct(shards, lost); err == nil {
 		rsDec = mbps(n, time.Since(t0))
 	}
-	return b3, rsEnc, rsDec, memcpy
+	return hash, rsEnc, rsDec, memcpy
 }
 
 func humanBytes(n int64) string {

@@ -8,11 +8,11 @@ import (
 	"maps"
 	"path"
 
-	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/internal/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -412,7 +412,7 @@ func newDataTap(s Store, f File) (*dataTap, error) {
 		if err := file.Close(); err != nil {
 			return nil, cerr(0, err)
 		}
-		h := blake3.New()
+		h := b3.New()
 		t.w = h
 		t.close = func() error {
 			var d Digest
