@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"go.uber.org/zap"
@@ -797,88 +796,24 @@ func segSize(bs uint32) int64 {
 	return target / int64(bs) * int64(bs)
 }
 
-type hashJob struct {
-	first int    // first block index
-	data  []byte // whole blocks (the last may be short)
-}
-
 // readChunk reads chunk ci into dst (len = chunk size) and checks every
 // block hash (unless the data was verified already, [WithVerifiedData]).
 // Reading and hashing overlap: segments are read in order while workers
 // hash the ones before.
 func (r *Reader) readChunk(ci int, dst []byte) error {
+	if r.moved == nil {
+		return r.blocks(ci).Read(0, dst)
+	}
+	// WithMoveOut: hand the verified bytes over, once.
+	if !r.moved[ci].CompareAndSwap(false, true) {
+		return r.movedErr(ci)
+	}
 	c := &r.chunk[ci]
-	if r.moved != nil {
-		// WithMoveOut: hand the verified bytes over, once.
-		if !r.moved[ci].CompareAndSwap(false, true) {
-			return r.movedErr(ci)
-		}
-		b, err := r.lend(c.Fptr, c.Size)
-		if err != nil {
-			return err
-		}
-		vfd.MovePages(dst, b)
-		return nil
+	b, err := r.lend(c.Fptr, c.Size)
+	if err != nil {
+		return err
 	}
-	bs := r.fb.blockSize
-	hashed := r.Hashed() && !r.o.verified
-	seg := segSize(bs)
-	got := make([][HashSize]byte, len(c.BlockHashes))
-	workers := r.o.workers
-	if c.Size < parallelMin || !hashed {
-		workers = 0
-	}
-	jobs := make(chan hashJob, 4)
-	var wg sync.WaitGroup
-	hash := func(j hashJob) {
-		if hashed {
-			n := numBlocks(int64(len(j.data)), bs)
-			for k := int64(0); k < n; k++ {
-				got[int64(j.first)+k] = BlockHash(blockOf(j.data, int(k), bs))
-			}
-		}
-	}
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				hash(j)
-			}
-		}()
-	}
-	var rerr error
-	for off := int64(0); off < c.Size; off += seg {
-		n := min(seg, c.Size-off)
-		p := dst[off : off+n]
-		if err := r.readAt(vfd.MemDraw, p, c.Fptr+off); err != nil {
-			rerr = err
-			break
-		}
-		j := hashJob{first: int(off / int64(bs)), data: p}
-		if workers == 0 {
-			hash(j)
-		} else {
-			jobs <- j
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	if rerr != nil {
-		var ce *CorruptionError
-		if errors.As(rerr, &ce) {
-			ce.VarID, ce.Chunk = c.VarID, ci
-		}
-		return rerr
-	}
-	if !hashed {
-		return nil
-	}
-	for k := range got {
-		if got[k] != c.BlockHashes[k] {
-			return r.corrupt(c.VarID, ci, c.Fptr+int64(k)*int64(bs), fmt.Errorf("%w: block %d of chunk", ErrHashMismatch, k))
-		}
-	}
+	vfd.MovePages(dst, b)
 	return nil
 }
 
