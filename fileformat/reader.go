@@ -118,7 +118,46 @@ func (r *Reader) open() error {
 	if err != nil {
 		return fmt.Errorf("size of %s: %w", r.path, err)
 	}
-	// Header.
+	if err := r.openHeader(size); err != nil {
+		return err
+	}
+	if err := r.openFileBlock(size); err != nil {
+		return err
+	}
+	fb, fbOff := &r.fb, size-FBSize
+	if err := r.readExtTrailer(); err != nil {
+		return err
+	}
+	if err := r.checkCounts(fbOff); err != nil {
+		return err
+	}
+	// Metadata block: hashed, then parsed, both streamed, so memory grows
+	// only with what the file holds and its hash vouches for.
+	h, whole, err := r.hashMeta()
+	if err != nil {
+		return err
+	}
+	if h != fb.metaHash {
+		return r.fileErr(fb.metaOff, ErrHashMismatch, "metadata hash")
+	}
+	if err := r.parseMeta(whole); err != nil {
+		return err
+	}
+	if fb.flags&flagUnhashed == 0 {
+		if sum := fileChecksum(r.chunk); sum != fb.checksum {
+			return r.fileErr(fbOff+128, ErrHashMismatch, "file checksum over the chunk hashes")
+		}
+	}
+	r.o.logger.Debug("opened FTI-FF file", zap.String("path", r.path), zap.Int64("ckpt-id", r.hdr.ckptID),
+		zap.Int32("rank", r.hdr.rank), zap.Int("vars", len(r.vars)), zap.Int("chunks", len(r.chunk)))
+	return nil
+}
+
+// openHeader reads and checks the header and finds the file block's
+// magic at the end of the file. A file that is not FTI-FF at all gets
+// ErrNotFTIFF; one that looks like FTI-FF but is damaged, a
+// *CorruptionError. It sets r.hdr.
+func (r *Reader) openHeader(size int64) error {
 	hn := min(size, HeaderSize)
 	if err := r.readAt(vfd.MemSuper, r.hb[:hn], 0); err != nil {
 		return err
@@ -163,7 +202,13 @@ func (r *Reader) open() error {
 	if size < HeaderSize+FBSize || !trailerOK {
 		return r.fileErr(max(size-FBSize, HeaderSize), ErrTruncated, "no file block at the end of the %d-byte file", size)
 	}
-	// File block.
+	return nil
+}
+
+// openFileBlock reads the file block at the end of the file, checks its
+// hash and its fields against the header and the file size, and sets r.fb.
+func (r *Reader) openFileBlock(size int64) error {
+	hdr := &r.hdr
 	fbOff := size - FBSize
 	if err := r.readAt(vfd.MemSuper, r.fbb[:], fbOff); err != nil {
 		return err
@@ -191,31 +236,6 @@ func (r *Reader) open() error {
 	case fb.ckptSize < 0 || fb.ckptSize > fb.metaOff-HeaderSize:
 		return r.fileErr(fbOff+32, ErrCorrupt, "data size %d", fb.ckptSize)
 	}
-	if err := r.readExtTrailer(); err != nil {
-		return err
-	}
-	if err := r.checkCounts(fbOff); err != nil {
-		return err
-	}
-	// Metadata block: hashed, then parsed, both streamed, so memory grows
-	// only with what the file holds and its hash vouches for.
-	h, whole, err := r.hashMeta()
-	if err != nil {
-		return err
-	}
-	if h != fb.metaHash {
-		return r.fileErr(fb.metaOff, ErrHashMismatch, "metadata hash")
-	}
-	if err := r.parseMeta(whole); err != nil {
-		return err
-	}
-	if fb.flags&flagUnhashed == 0 {
-		if sum := fileChecksum(r.chunk); sum != fb.checksum {
-			return r.fileErr(fbOff+128, ErrHashMismatch, "file checksum over the chunk hashes")
-		}
-	}
-	r.o.logger.Debug("opened FTI-FF file", zap.String("path", r.path), zap.Int64("ckpt-id", hdr.ckptID),
-		zap.Int32("rank", hdr.rank), zap.Int("vars", len(r.vars)), zap.Int("chunks", len(r.chunk)))
 	return nil
 }
 
