@@ -191,3 +191,36 @@ func TestParallelFailure(t *testing.T) {
 		assert.ErrorIs(t, err, fs.ErrNotExist, n)
 	}
 }
+
+// TestParallelFailureNamesRank fails rank 3's write: the failing rank
+// gets its own error, and every other rank's ErrPeerFailed names rank 3
+// and its error.
+func TestParallelFailureNamesRank(t *testing.T) {
+	core := newCoreDir(t)
+	fd := vfd.NewFault(core, vfd.InjectorFunc(func(op vfd.Op) error {
+		if op.Kind == vfd.OpWrite && op.Off == 6144 { // rank 3's first chunk
+			return vfd.ErrInjected
+		}
+		return nil
+	}))
+	errs := make([]error, 4)
+	_ = comm.Run(4, func(c comm.Comm) error {
+		chunks := []int64{1000, 1500, 100, 3000}
+		pw, err := ParCreate(c, fd, "d/p.sion", chunks[c.Rank()], 1, &Options{FSBlkSize: 1024})
+		if err != nil {
+			errs[c.Rank()] = err
+			return nil
+		}
+		_, werr := pw.Write([]byte("xyz"))
+		errs[c.Rank()] = errors.Join(werr, pw.Close())
+		return nil
+	})
+	require.ErrorIs(t, errs[3], vfd.ErrInjected)
+	assert.NotErrorIs(t, errs[3], ErrPeerFailed)
+	for r := 0; r < 3; r++ {
+		require.ErrorIs(t, errs[r], ErrPeerFailed, "rank %d", r)
+		assert.NotErrorIs(t, errs[r], vfd.ErrInjected, "rank %d", r)
+		assert.Contains(t, errs[r].Error(), "write and sync d/p.sion failed on ranks [3]; rank 3: ", "rank %d", r)
+		assert.Contains(t, errs[r].Error(), vfd.ErrInjected.Error(), "rank %d", r)
+	}
+}
