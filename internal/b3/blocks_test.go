@@ -75,9 +75,9 @@ func TestBlocksReadRange(t *testing.T) {
 	}
 }
 
-// TestBlocksMismatch damages blocks and checks that the lowest damaged
-// block a read touches is the one reported, in the foreground and in the
-// background path, and that blocks outside the range are not checked.
+// TestBlocksMismatch damages two blocks. A read must report the lowest
+// damaged block it touches, hashing in the foreground or the background.
+// Blocks outside the range must not be checked.
 func TestBlocksMismatch(t *testing.T) {
 	const bs = 16 << 10
 	const n = 200*bs + 5
