@@ -14,9 +14,9 @@ import (
 // Asynchronous post-processing (inline_lL = 0, Config.Async): a
 // checkpoint at level L is committed at L1 on the solver's path, and a
 // goroutine of the rank (the "poster") raises it to L in the background
-// with levels.Engine.Upgrade, over a private communicator split from the
+// with levels.Engine.Raise, over a private communicator split from the
 // rank's at Init, so that its messages never mix with the solver's. At
-// most one upgrade is in flight per rank (FTI's rule): the next
+// most one raise is in flight per rank (FTI's rule): the next
 // Checkpoint waits for it first. While the poster runs it owns the
 // engine; every Runtime method that uses the engine calls drainPost
 // first, and the poster's result reaches the rank's goroutine through a
@@ -26,7 +26,7 @@ import (
 type postState struct {
 	c       comm.Comm        // private communicator (nil: no asynchronous level)
 	running chan postResult  // the job in flight, nil when none
-	job     *levels.Manifest // the L1 checkpoint being upgraded
+	job     *levels.Manifest // the L1 checkpoint being raised
 	// err is a background failure not yet reported by Checkpoint or
 	// Finalize (CheckpointDone and CheckpointWait report it without
 	// clearing it).
@@ -43,7 +43,7 @@ type postState struct {
 
 // postResult is what the poster hands back.
 type postResult struct {
-	m   *levels.Manifest // the upgraded manifest (nil on failure)
+	m   *levels.Manifest // the raised manifest (nil on failure)
 	err error
 }
 
@@ -130,7 +130,7 @@ func (r *Runtime) startPost(m *levels.Manifest, lvl levels.ID) {
 			hook()
 		}
 		start := now()
-		up, st, err := eng.Upgrade(m, lvl, pc)
+		up, st, err := eng.Raise(m, lvl, pc)
 		if err != nil {
 			err = backgroundFailed(log, rank, m, lvl, err)
 		} else if rank == 0 {
@@ -212,7 +212,7 @@ func (r *Runtime) applyPost(res postResult) {
 
 // awaitPost waits for the job in flight and returns how long it waited;
 // an unreported background failure is returned (and cleared) instead.
-// Every rank returns the same: the failure was agreed by the upgrade's
+// Every rank returns the same: the failure was agreed by the raise's
 // vote.
 func (r *Runtime) awaitPost() (time.Duration, error) {
 	waited := r.drainPost()

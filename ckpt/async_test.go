@@ -50,7 +50,7 @@ func lose(t *testing.T, d vfd.Driver, cfg Config, lvl int) {
 
 // TestAsyncLevels takes checkpoints at L2, L3 and L4 with their
 // post-processing in the background: Checkpoint commits at L1, the
-// upgrade commits at the level, the next Checkpoint waits for it, and a
+// raise commits at the level, the next Checkpoint waits for it, and a
 // restart after losing what the level protects against recovers the
 // newest checkpoint bit for bit.
 func TestAsyncLevels(t *testing.T) {
@@ -93,10 +93,10 @@ func TestAsyncLevels(t *testing.T) {
 					}
 					cm := r.eng.Committed()
 					if len(cm) != 1 || cm[0].ID != int64(v) || cm[0].Level != levels.ID(lvl) {
-						return fmt.Errorf("rank %d: after the upgrade committed %d checkpoints, newest %d at %v", c.Rank(), len(cm), cm[len(cm)-1].ID, cm[len(cm)-1].Level)
+						return fmt.Errorf("rank %d: after the raise committed %d checkpoints, newest %d at %v", c.Rank(), len(cm), cm[len(cm)-1].ID, cm[len(cm)-1].Level)
 					}
 					if r.last.Level != levels.ID(lvl) {
-						return fmt.Errorf("rank %d: Recover does not read the upgraded checkpoint", c.Rank())
+						return fmt.Errorf("rank %d: Recover does not read the raised checkpoint", c.Rank())
 					}
 				}
 				return r.Close()
@@ -210,7 +210,7 @@ func TestAsyncFailure(t *testing.T) {
 // TestAsyncCrash crashes (or fails) at every file operation of the
 // background post-processing of checkpoint 2, after its L1 commit, with
 // checkpoint 1 committed at the level. A restart after losing what the
-// level protects against must recover checkpoint 2 when the upgrade
+// level protects against must recover checkpoint 2 when the raise
 // committed and checkpoint 1 otherwise: the last checkpoint committed at
 // the level is never deleted before the new one is committed there.
 func TestAsyncCrash(t *testing.T) {
@@ -301,7 +301,7 @@ func TestAsyncCrash(t *testing.T) {
 
 // TestAsyncDCP takes differential checkpoints at L2, L3 and L4 with
 // their post-processing in the background: each is written at L1 as a
-// delta on the newest checkpoint at its level, the upgrade keeps its
+// delta on the newest checkpoint at its level, the raise keeps its
 // chain and dCP totals, background retention keeps the layers the chain
 // needs, and a restart after losing what the level protects against
 // recovers the last state bit for bit.
@@ -342,10 +342,10 @@ func TestAsyncDCP(t *testing.T) {
 					cm := r.eng.Committed()
 					up := cm[len(cm)-1]
 					if up.Seq != l1.Seq || up.Level != levels.ID(lvl) {
-						return fmt.Errorf("rank %d: checkpoint %d not upgraded (%v)", c.Rank(), id, up.Level)
+						return fmt.Errorf("rank %d: checkpoint %d not raised (%v)", c.Rank(), id, up.Level)
 					}
 					if !assert.ObjectsAreEqual(l1.DCP, up.DCP) {
-						return fmt.Errorf("rank %d: checkpoint %d: dCP info changed by the upgrade", c.Rank(), id)
+						return fmt.Errorf("rank %d: checkpoint %d: dCP info changed by the raise", c.Rank(), id)
 					}
 					// Full at 1 and 5 (dcp_stack_size 4), differential otherwise.
 					if diff := up.DCP != nil; diff != (id != 1 && id != 5) {
@@ -445,7 +445,7 @@ func TestAsyncFinalize(t *testing.T) {
 					return err
 				}
 				defer r.Close()
-				if r.Status() != RestartKept || r.Recovered().Level != levels.L4 || r.Recovered().ID != 5 {
+				if r.Status() != RestartKept || r.recoveredManifest().Level != levels.L4 || r.recoveredManifest().ID != 5 {
 					return fmt.Errorf("rank %d: status %v from %v", c.Rank(), r.Status(), r.Recovered())
 				}
 				var x []uint64
@@ -464,7 +464,7 @@ func TestAsyncFinalize(t *testing.T) {
 
 // TestAsyncDamagedL1 damages one byte of rank 1's L1 data file (inside
 // its data, not its metadata) after Checkpoint returned and before the
-// background post-processing reads it: the upgrade, which verifies the
+// background post-processing reads it: the raise, which verifies the
 // file in the read pass of its partner copy, encoding or container copy,
 // fails on every rank (ErrBackground; on rank 1 wrapping
 // levels.ErrDigestMismatch), the checkpoint stays at L1, and a restart
@@ -493,7 +493,7 @@ func TestAsyncDamagedL1(t *testing.T) {
 					return err
 				}
 				if c.Rank() == 1 {
-					r.post.hook = func() { // in the poster, before the upgrade
+					r.post.hook = func() { // in the poster, before the raise
 						df, _ := r.post.job.DataFile(1)
 						name := filepath.Join(cfg.CkptDir, r.topo.NodeDir(r.topo.NodeOf(1)), df.Name)
 						b, err := os.ReadFile(name)

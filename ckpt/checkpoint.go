@@ -111,7 +111,7 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	w.prepare(wlvl)
 	opts := w.options()
 	if async {
-		opts = append(opts, levels.Staged(lvl))
+		opts = append(opts, levels.RaiseLater(lvl))
 	}
 	m, st, err := r.eng.Checkpoint(id, wlvl, w.write, opts...)
 	if err != nil {

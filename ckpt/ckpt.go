@@ -58,16 +58,14 @@ func (s Status) String() string {
 type Option func(*options)
 
 type options struct {
-	logger  *zap.Logger
-	warn    io.Writer
-	now     func() time.Time
-	local   vfd.Driver
-	global  vfd.Driver
-	meta    vfd.Driver
-	levels  []levels.Level
-	nodeID  func(rank int) string
-	policy  levels.Policy
-	buffers *partner.Buffers
+	logger *zap.Logger
+	warn   io.Writer
+	now    func() time.Time
+	local  vfd.Driver
+	global vfd.Driver
+	meta   vfd.Driver
+	levels []levels.Level
+	nodeID func(rank int) string
 	// restartImage is the Env.ImageLimit of every rank when set
 	// (WithRestartImage), else [restartImageDefault].
 	restartImage    int64
@@ -112,12 +110,13 @@ func WithDrivers(local, global, meta vfd.Driver) Option {
 	return func(o *options) { o.local, o.global, o.meta = local, global, meta }
 }
 
-// WithLevels registers level implementations in place of the built-in
-// ones (levels.Local1, Partner2, RS3, and Global4 with Inline: each rank
-// writes its L4 data straight into its task of the global container, with
-// no local copy); a later registration of the same level number wins, so
-// WithLevels(levels.Global4{}) restores the local-then-copy L4.
-func WithLevels(ls ...levels.Level) Option {
+// withLevels registers level implementations after the built-in ones:
+// levels.Local1, Partner2, RS3, and Global4 with Inline.
+// (Inline: each rank writes its L4 data straight into the global container.)
+// A later registration of the same level number wins.
+// So withLevels(levels.Global4{}) restores the local-then-copy L4.
+// Only tests use it, through export_test.go.
+func withLevels(ls ...levels.Level) Option {
 	return func(o *options) { o.levels = append(o.levels, ls...) }
 }
 
@@ -178,13 +177,6 @@ func WithRestartImage(bytes int64) Option {
 func WithPageHandover(on bool) Option {
 	return func(o *options) { o.pageHandover, o.pageHandoverSet = on, true }
 }
-
-// WithBuffers shares one pool of L2/L3 transfer blocks between the ranks
-// of a process (by default each Runtime has its own).
-func WithBuffers(b *partner.Buffers) Option { return func(o *options) { o.buffers = b } }
-
-// WithPolicy replaces the retention policy built from the configuration.
-func WithPolicy(p levels.Policy) Option { return func(o *options) { o.policy = p } }
 
 // Runtime is one rank's checkpoint runtime. Its collective methods (Init,
 // Checkpoint, Snapshot, Finalize) must be called by every rank in the same
@@ -396,14 +388,8 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 		Now:          o.now,
 		ImageLimit:   o.restartImage,
 	}
-	if o.buffers == nil {
-		o.buffers = &partner.Buffers{}
-	}
-	ls := cfg.levelList(o.buffers, o)
-	policy := o.policy
-	if policy == nil {
-		policy = levels.FTIPolicy{KeepL4: cfg.KeepL4Ckpt, KeepLast: cfg.KeepLast}
-	}
+	ls := cfg.levelList(&partner.Buffers{}, o)
+	policy := levels.FTIPolicy{KeepL4: cfg.KeepL4Ckpt, KeepLast: cfg.KeepLast}
 	localDrv := o.local
 	r.nodeStore = func(n int) levels.Store {
 		return levels.Store{Driver: localDrv, Dir: path.Join(cfg.CkptDir, topo.NodeDir(n))}
@@ -722,25 +708,6 @@ func (r *Runtime) Status() Status {
 		return Fresh
 	}
 	return r.status
-}
-
-// Topology returns the run's topology (nil for a nil runtime).
-func (r *Runtime) Topology() *partner.Topology {
-	if r == nil {
-		return nil
-	}
-	return r.topo
-}
-
-// Recovered returns the manifest of the checkpoint this run restarted
-// from, or nil on a fresh run (and for a nil runtime). After a restart
-// from a level-9 HDF5 file it describes the file: its id, Level 9, the
-// ranks that wrote it and its commit time, no files.
-func (r *Runtime) Recovered() *levels.Manifest {
-	if r == nil {
-		return nil
-	}
-	return r.from
 }
 
 // Wait blocks until this rank's background work has finished: the

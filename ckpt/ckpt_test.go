@@ -142,7 +142,7 @@ func TestRoundTrip(t *testing.T) {
 					return fmt.Errorf("status %v", r.Status())
 				}
 				// L1 data files are verified through their FTI-FF hashes.
-				if f, _ := r.Recovered().DataFile(r.c.Rank()); f.Attrs[levels.AttrDigest] != levels.DigestFTIFF {
+				if f, _ := r.recoveredManifest().DataFile(r.c.Rank()); f.Attrs[levels.AttrDigest] != levels.DigestFTIFF {
 					return fmt.Errorf("data file digest kind %q", f.Attrs[levels.AttrDigest])
 				}
 				s := &state{Map: &mapVar{}}

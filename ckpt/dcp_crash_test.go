@@ -327,7 +327,7 @@ func TestDCPCrashWhileCompacting(t *testing.T) {
 					if err := c.Barrier(); err != nil {
 						return err
 					}
-					_, err = r.compact(r.Recovered())
+					_, err = r.compact(r.recoveredManifest())
 					mu.Lock()
 					errs = append(errs, err)
 					if c.Rank() == 0 && err == nil {

@@ -137,7 +137,7 @@ func TestDCPShareEveryLevel(t *testing.T) {
 
 			// Restart from the newest delta, bit for bit.
 			require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
-				if r.Recovered().DCP == nil || r.Recovered().ID != 7 {
+				if r.recoveredManifest().DCP == nil || r.recoveredManifest().ID != 7 {
 					return fmt.Errorf("restarted from %+v", r.Recovered())
 				}
 				bufs := make([][]byte, len(shares))
@@ -320,7 +320,7 @@ func TestDCPVariablesChange(t *testing.T) {
 						if !assert.ObjectsAreEqual(want.a, got.a) || !bytes.Equal(want.b, got.b) || !assert.ObjectsAreEqual(want.c, got.c) {
 							return fmt.Errorf("step %d rank %d: restored state differs", k-1, rank)
 						}
-						if r.Recovered().DCP == nil && k > 1 {
+						if r.recoveredManifest().DCP == nil && k > 1 {
 							return fmt.Errorf("step %d: restarted from a full checkpoint", k-1)
 						}
 					}

@@ -237,7 +237,7 @@
 // upgrade fails with levels.ErrDigestMismatch on its rank), votes again
 // over a private communicator split from the rank's at Init (its
 // messages never mix with the solver's), and rewrites both manifest
-// copies at the level (levels.Engine.Upgrade);
+// copies at the level (levels.Engine.Raise);
 // only then does retention drop the older checkpoints the new level
 // supersedes, so the last checkpoint committed at a level stays until
 // the new one is committed there, and a crash at any point leaves the L1
@@ -312,7 +312,7 @@
 // head a request (the level, the L1 manifest, the topology) and waits for
 // the reply, instead of post-processing itself. Once every application
 // rank of the node has asked, the head raises the checkpoint for each of
-// them (levels.Engine.Raise) in one goroutine per application rank, the
+// them (levels.Engine.RaiseFor) in one goroutine per application rank, the
 // goroutines of all heads forming a virtual world over the heads'
 // communicator ([comm.Mux]) in which each has the rank of the application
 // rank it serves: the partner copies, the parity and the L4 container are

@@ -66,7 +66,7 @@ func TestKeepLastAfterRestoringL2L3(t *testing.T) {
 				require.Len(t, files, 1)
 				require.NoError(t, flipData(files[0], 2))
 				check := func(r *Runtime, status Status, level levels.ID) error {
-					if m := r.Recovered(); r.Status() != status || m == nil || m.ID != 1 || m.Level != level {
+					if m := r.recoveredManifest(); r.Status() != status || m == nil || m.ID != 1 || m.Level != level {
 						return fmt.Errorf("rank %d: status %v from %+v", r.c.Rank(), r.Status(), r.Recovered())
 					}
 					s := &state{Map: &mapVar{}}

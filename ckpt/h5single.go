@@ -192,7 +192,7 @@ func (r *Runtime) checkpointH5Single(id int64) error {
 	if r.c.Rank() == 0 {
 		var b []byte
 		if b, werr = json.Marshal(rec); werr == nil {
-			if werr = levels.MkdirDurable(r.vpr.meta.Driver, r.vpr.meta.Dir); werr == nil {
+			if werr = vfd.MkdirDurable(r.vpr.meta.Driver, r.vpr.meta.Dir); werr == nil {
 				werr = vfd.WriteFileAtomic(r.vpr.meta.Driver, r.vpr.meta.Path(rec.Name), b)
 			}
 		}

@@ -29,10 +29,10 @@ import (
 // ranks; each rank's poster goroutine then sends its head a request
 // (level, L1 manifest, topology). Once every application rank of the node
 // has asked (FTI: "the head waits for all app ranks of its node"), the
-// head runs levels.Engine.Raise for each of them in its goroutine of the
+// head runs levels.Engine.RaiseFor for each of them in its goroutine of the
 // virtual world: the partner copy, parity or L4 container is made from
 // the node-local L1 files by the head, the vote and the manifest rewrite
-// run between the heads. Each application rank gets back the upgraded
+// run between the heads. Each application rank gets back the raised
 // manifest (or the agreed error) and adopts it, with retention, at its
 // next collective call (Checkpoint, BeginICP, Finalize). Finalize (or
 // Close) sends a stop request; when all application ranks of every node
@@ -273,7 +273,7 @@ type headServer struct {
 // rank c. Collective over the virtual world.
 func (h *headServer) raise(c comm.Comm, rank int, req headRequest) ([]byte, error) {
 	// Every virtual rank must reach the collective calls: a bad request
-	// fails the vote of Raise, not before.
+	// fails the vote of RaiseFor, not before.
 	m, perr := levels.ParseManifest("head request", req.Manifest)
 	var topo *partner.Topology
 	if perr == nil {
@@ -304,7 +304,7 @@ func (h *headServer) raise(c comm.Comm, rank int, req headRequest) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	up, _, err := eng.Raise(m, levels.ID(req.Level), nil)
+	up, _, err := eng.RaiseFor(m, levels.ID(req.Level), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +386,7 @@ func (r *Runtime) adoptPost() {
 		return
 	}
 	r.post.adopt = nil
-	if err := r.eng.Adopt(up); err != nil && r.c.Rank() == 0 {
+	if err := r.eng.AdoptRaised(up); err != nil && r.c.Rank() == 0 {
 		r.log.Warn("adopting the checkpoint raised by the heads", zap.Error(err))
 	}
 }

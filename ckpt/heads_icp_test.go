@@ -75,7 +75,7 @@ func headICPRecover(t *testing.T, cfg Config, d vfd.Driver, want int, lvl levels
 		if err := protectICPVars(r, &a, &b, &x, &ver); err != nil {
 			return err
 		}
-		if m := r.Recovered(); m == nil || m.ID != int64(want) || m.Level != lvl {
+		if m := r.recoveredManifest(); m == nil || m.ID != int64(want) || m.Level != lvl {
 			return fmt.Errorf("rank %d: restarted from %v, want checkpoint %d at %v", me, m, want, lvl)
 		}
 		if err := r.Recover(); err != nil {

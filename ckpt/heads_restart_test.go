@@ -105,7 +105,7 @@ func TestHeadsReplacementNodes(t *testing.T) {
 					if n := r.Topology().NodeOf(me); n != me {
 						return fmt.Errorf("rank %d: on node %d, want %d (the replacement takes the lost node's place)", me, n, me)
 					}
-					if m := r.Recovered(); m == nil || m.ID != int64(want) || m.Level != lvl {
+					if m := r.recoveredManifest(); m == nil || m.ID != int64(want) || m.Level != lvl {
 						return fmt.Errorf("rank %d: restarted from %v, want checkpoint %d at %v", me, m, want, lvl)
 					}
 					if err := r.Recover(); err != nil {

@@ -207,7 +207,7 @@ func (r *Runtime) FinalizeICP() error {
 	}
 	opts := []levels.CheckpointOption{levels.Prewritten(), levels.WithDataStats(func() levels.DataStats { return data })}
 	if wlvl != st.lvl {
-		opts = append(opts, levels.Staged(st.lvl))
+		opts = append(opts, levels.RaiseLater(st.lvl))
 	}
 	t := r.now()
 	m, cst, err := r.eng.Checkpoint(st.id, wlvl, write, opts...)
@@ -223,7 +223,7 @@ func (r *Runtime) FinalizeICP() error {
 	case async:
 		r.startPost(m, st.lvl)
 	case st.lvl == levels.L4 && r.cfg.CkptIO == 5:
-		// ckpt_io = 5: the L4 is one HDF5 file, which no upgrade makes:
+		// ckpt_io = 5: the L4 is one HDF5 file, which no raise makes:
 		// the ranks write it from the committed L1 file (the solver may
 		// have changed the variables since AddVarICP), as a new
 		// checkpoint with the same id, which supersedes the L1 one.
@@ -235,7 +235,7 @@ func (r *Runtime) FinalizeICP() error {
 			m = up
 		}
 	case wlvl != st.lvl:
-		up, _, err := r.eng.Upgrade(m, st.lvl, nil)
+		up, _, err := r.eng.Raise(m, st.lvl, nil)
 		if err != nil {
 			upErr = fmt.Errorf("ckpt: incremental checkpoint %d is committed at L1, its copy to %v failed: %w", st.id, st.lvl, err)
 		} else {

@@ -47,7 +47,7 @@ func icpRecover(t *testing.T, cfg Config, d vfd.Driver, want int, lvl levels.ID)
 		if err := errors.Join(Protect(r, 0, &a), Protect(r, 1, &b), Protect(r, 2, &x), Protect(r, 3, &ver)); err != nil {
 			return err
 		}
-		if m := r.Recovered(); m == nil || m.ID != int64(want) || m.Level != lvl {
+		if m := r.recoveredManifest(); m == nil || m.ID != int64(want) || m.Level != lvl {
 			return fmt.Errorf("rank %d: restarted from %v, want checkpoint %d at %v", c.Rank(), m, want, lvl)
 		}
 		if err := r.Recover(); err != nil {

@@ -89,7 +89,7 @@ func TestKeepLastFlushesToL4(t *testing.T) {
 			require.NoError(t, vfd.Sec2{}.RemoveAll(cfg.CkptDir))
 			for run := range 2 {
 				require.NoError(t, world(t, tc.ranks, cfg, nil, func(r *Runtime) error {
-					m := r.Recovered()
+					m := r.recoveredManifest()
 					if r.Status() != RestartKept || m == nil || m.Level != levels.L4 || m.ID != last || !m.Kept {
 						return fmt.Errorf("run %d: status %v from %+v", run, r.Status(), m)
 					}
@@ -160,7 +160,7 @@ func TestKeepLastFlushFailureKeepsStorage(t *testing.T) {
 	}
 	assert.Equal(t, withoutIntent(before), withoutIntent(tree(t, root)), "a failed flush leaves storage as it was")
 	require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
-		m := r.Recovered()
+		m := r.recoveredManifest()
 		if r.Status() != Restart || m.Level != levels.L2 || m.ID != 3 {
 			return fmt.Errorf("status %v from %+v", r.Status(), m)
 		}
@@ -254,7 +254,7 @@ func TestKeepLastAfterFallback(t *testing.T) {
 			}
 			var warn bytes.Buffer
 			require.NoError(t, world(t, n, cfg, []Option{WithWarnings(&warn)}, func(r *Runtime) error {
-				m := r.Recovered()
+				m := r.recoveredManifest()
 				if r.Status() != Restart || m.ID != 3 || m.Level != levels.L2 {
 					return fmt.Errorf("run 2: status %v from %+v", r.Status(), m)
 				}
@@ -279,7 +279,7 @@ func TestKeepLastAfterFallback(t *testing.T) {
 			assert.Equal(t, []string{filepath.Join(root, "meta", levels.ManifestName(5))}, ms)
 			for run := 3; run <= 4; run++ {
 				require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
-					m := r.Recovered()
+					m := r.recoveredManifest()
 					if r.Status() != RestartKept || m.ID != 3 || m.Level != levels.L4 || !m.Kept {
 						return fmt.Errorf("run %d: status %v from %+v", run, r.Status(), m)
 					}

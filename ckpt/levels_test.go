@@ -37,7 +37,7 @@ func TestAllLevelsRoundTrip(t *testing.T) {
 				var mu sync.Mutex
 				got := map[int]*state{}
 				require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
-					if r.Recovered().Level != levels.ID(lvl) || r.Recovered().ID != int64(100+lvl) {
+					if r.recoveredManifest().Level != levels.ID(lvl) || r.recoveredManifest().ID != int64(100+lvl) {
 						return fmt.Errorf("recovered %v id %d", r.Recovered().Level, r.Recovered().ID)
 					}
 					s := &state{Map: &mapVar{}}
@@ -116,7 +116,7 @@ func TestBadL1FallsBackToOlderLevel(t *testing.T) {
 						return
 					}
 					require.NoError(t, world(t, n, cfg, nil, func(r *Runtime) error {
-						if r.Status() != Restart || r.Recovered().ID != 1 || r.Recovered().Level != levels.ID(older) {
+						if r.Status() != Restart || r.recoveredManifest().ID != 1 || r.recoveredManifest().Level != levels.ID(older) {
 							return fmt.Errorf("status %v from %+v", r.Status(), r.Recovered())
 						}
 						var x []float64

@@ -11,18 +11,23 @@ import (
 	"github.com/ftigo/ftigo/vfd"
 )
 
-// RebuildOffline checks and rebuilds the newest recoverable checkpoint of
-// a job that is not running (ftigo rebuild): it takes meta_dir's lock
-// (failing with [ErrLocked] while a job uses the directories), reads the
-// checkpoint metadata in cfg.MetaDir and cfg.GlblDir, starts an
-// in-process world with as many ranks as the newest committed checkpoint
-// had, each placed on the node the manifest names, and runs Init on every
-// rank, which repairs the metadata, verifies every file and rebuilds lost
-// ones from redundancy exactly as a restart would. It returns the
-// manifest of the checkpoint a restart would use. All node-local
-// directories must be reachable from this machine through the driver
-// (WithDriver/WithDrivers).
-func RebuildOffline(cfg Config, opts ...Option) (*levels.Manifest, error) {
+// RebuildOffline checks and rebuilds the newest recoverable checkpoint
+// of a job that is not running (ftigo rebuild). It takes meta_dir's lock:
+// while a job uses the directories it fails with [ErrLocked]. It reads
+// the checkpoint metadata in cfg.MetaDir and cfg.GlblDir. It starts an
+// in-process world with as many ranks as that checkpoint had, each on the
+// node its manifest names. Init runs on every rank, exactly as on a
+// restart: it repairs the metadata, verifies every file and rebuilds lost
+// ones from redundancy. RebuildOffline returns the checkpoint a restart
+// would use. Every node-local directory must be reachable from this
+// machine through the driver (WithDriver/WithDrivers).
+func RebuildOffline(cfg Config, opts ...Option) (*CheckpointInfo, error) {
+	m, err := rebuildOffline(cfg, opts...)
+	return infoOf(m), err
+}
+
+// rebuildOffline is RebuildOffline, returning the checkpoint's manifest.
+func rebuildOffline(cfg Config, opts ...Option) (*levels.Manifest, error) {
 	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}}
 	for _, opt := range opts {
 		opt(&o)
@@ -55,7 +60,7 @@ func RebuildOffline(cfg Config, opts ...Option) (*levels.Manifest, error) {
 		}
 		defer r.Close()
 		if c.Rank() == 0 {
-			got = r.Recovered()
+			got = r.from
 		}
 		return nil
 	})

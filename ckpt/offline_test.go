@@ -31,7 +31,7 @@ func TestRebuildOffline(t *testing.T) {
 
 	off := cfg
 	off.NodeSize, off.GroupSize, off.LocalTest = 0, 0, false // taken from the manifest
-	m, err := RebuildOffline(off, WithLogger(zaptest.NewLogger(t)))
+	m, err := rebuildOffline(off, WithLogger(zaptest.NewLogger(t)))
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), m.ID)
 	assert.Equal(t, levels.L2, m.Level)
@@ -101,10 +101,10 @@ func TestOfflineChoosesWhatRestartChooses(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), m.Seq)
 	assert.Equal(t, 2, m.Ranks)
-	m, err = RebuildOffline(off, WithLogger(zaptest.NewLogger(t)))
+	info, err := RebuildOffline(off, WithLogger(zaptest.NewLogger(t)))
 	require.NoError(t, err)
-	assert.Equal(t, uint64(1), m.Seq)
-	assert.Equal(t, int64(9), m.ID)
+	assert.Equal(t, uint64(1), info.Seq)
+	assert.Equal(t, int64(9), info.ID)
 	require.NoError(t, world(t, 2, cfg, nil, func(r *Runtime) error {
 		if got := r.Recovered(); got == nil || got.Seq != 1 || got.ID != 9 {
 			return fmt.Errorf("restart chose %+v", got)

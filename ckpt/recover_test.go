@@ -297,7 +297,7 @@ func TestRestartReadsOnce(t *testing.T) {
 			}
 			var task [n]int64
 			require.NoError(t, world(t, n, cfg, opts, func(r *Runtime) error {
-				if f, ok := r.Recovered().DataFile(r.c.Rank()); ok {
+				if f, ok := r.recoveredManifest().DataFile(r.c.Rank()); ok {
 					task[r.c.Rank()] = f.Size
 				}
 				x := make([]float64, words)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path"
 )
 
 // OpenRead opens an existing file read-only.
@@ -29,8 +28,8 @@ func ReadFile(d Driver, name string) ([]byte, error) {
 
 // WriteFileAtomic writes data to name with the commit protocol used
 // everywhere in ftigo: write name+".tmp", sync it, rename it over name,
-// sync the directory. A crash at any point leaves either the old file or
-// the new one, never a mix.
+// sync the directory (as [RenameDurable]). A crash at any point leaves
+// either the old file or the new one, never a mix.
 func WriteFileAtomic(d Driver, name string, data []byte) error {
 	tmp := name + ".tmp"
 	f, err := d.Open(tmp, ReadWrite|OCreate|OTrunc)
@@ -49,7 +48,7 @@ func WriteFileAtomic(d Driver, name string, data []byte) error {
 	if err := d.Rename(tmp, name); err != nil {
 		return errors.Join(err, d.Remove(tmp))
 	}
-	if err := d.SyncDir(path.Dir(name)); err != nil {
+	if err := syncRenamed(d, tmp, name); err != nil {
 		return fmt.Errorf("sync dir of %s: %w", name, err)
 	}
 	return nil

@@ -15,7 +15,6 @@ import (
 
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
-	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -67,7 +66,7 @@ func TestL2L3DamageUnderMPI(t *testing.T) {
 			require.NoError(t, err)
 			defer r.Close()
 			require.Equal(t, ckpt.Restart, r.Status())
-			require.Equal(t, levels.ID(lvl), r.Recovered().Level)
+			require.Equal(t, ckpt.Level(lvl), r.Recovered().Level)
 			got := make([]float64, 0)
 			gstep := []int64{0}
 			require.NoError(t, errors.Join(ckpt.Protect(r, 1, &got), ckpt.Protect(r, 2, &gstep), r.Recover()))

@@ -217,7 +217,7 @@ func TestDemoAsync(t *testing.T) {
 
 // TestDemoAsyncKillInBackground SIGKILLs the job right after checkpoint 3
 // (L3) returned, while its parity is being encoded in the background, and
-// deletes node 2: the restart is checkpoint 3 at L3 if its upgrade
+// deletes node 2: the restart is checkpoint 3 at L3 if its raise
 // committed before the kill, else checkpoint 2 at L2 (checkpoint 3 at L1
 // only, lost with node 2) — never a mix — and the run ends bit-identical.
 func TestDemoAsyncKillInBackground(t *testing.T) {

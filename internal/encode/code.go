@@ -97,13 +97,13 @@ func (c *Code) Reconstruct(shards [][]byte, lost []bool) error {
 }
 
 // ReconstructSome is [Code.Reconstruct] for the lost shards marked in
-// want only (nil: every lost shard): their buffers receive the rebuilt
-// bytes, the other lost shards' buffers are left as they are. A lost
-// parity shard is computed straight from the surviving shards, so a
-// caller that needs one data and one parity shard of two lost members'
-// four decodes two of them, not four (an L3 rebuild: each member that
-// lost its files rebuilds its own data and parity units). The erasure
-// limit is that of all the lost shards, wanted or not.
+// want only (nil: every lost shard). Their buffers receive the rebuilt
+// bytes; the other lost shards' buffers are left as they are. A lost
+// parity shard is computed straight from the surviving shards. So a
+// caller that needs two of four lost shards decodes two, not four. An
+// L3 rebuild is such a caller: each member that lost its files rebuilds
+// its own data and parity units. The erasure limit is that of all the
+// lost shards, wanted or not.
 func (c *Code) ReconstructSome(shards [][]byte, lost, want []bool) error {
 	if len(lost) != c.k+c.m || (want != nil && len(want) != len(lost)) {
 		return fmt.Errorf("%w: %d erasure flags (%d wanted), want %d", ErrBadShape, len(lost), len(want), c.k+c.m)

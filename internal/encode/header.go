@@ -50,11 +50,11 @@ func fixedLen(k, m int) int {
 	return headerFixed
 }
 
-// HeaderLen is the length of the header of a parity file of a group with k
-// members and m parity shards: 64 bytes of fixed fields (72 in the rotated
-// scheme, m < k, which adds the stripe unit), 40 bytes per member, a
-// 32-byte BLAKE3 of them, and a 16-byte tail (the header length and the
-// magic again).
+// HeaderLen is the length of a parity file's header, for a group of k
+// members and m parity shards. It has 64 bytes of fixed fields. The
+// rotated scheme (m < k) adds the stripe unit: 72 bytes. Then come 40
+// bytes per member and a 32-byte BLAKE3 of them. A 16-byte tail ends it:
+// the header length and the magic again.
 func HeaderLen(k, m int) int64 { return int64(fixedLen(k, m) + headerEntry*k + 32 + tailLen) }
 
 // Len is the header's length in bytes.

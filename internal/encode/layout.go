@@ -9,15 +9,15 @@ import "fmt"
 // There are two schemes (docs/format/parity.md):
 //
 //   - Full (M == K, FTI's L3): one codeword of K data and K parity shards
-//     per byte position. Member i's whole data file is data shard i, and
-//     member i holds parity shard i, as long as the largest data file
-//     (Padded bytes). Any K of the 2K files may be lost, so up to half the
-//     members; the parity overhead is 1.
+//     per byte position. Member i's whole data file is data shard i.
+//     Member i holds parity shard i, as long as the largest data file
+//     (Padded bytes). Any K of the 2K files may be lost, so up to half
+//     the members. The parity overhead is 1.
 //   - Rotated (1 <= M < K, SCR/redset style): K stripes, each a codeword
 //     of D = K-M data shards and M parity shards, one shard per member, so
 //     that every member holds exactly one shard of every stripe. The parity
-//     shards of stripe t are held by members t, t+1, ..., t+M-1 (mod K),
-//     which rotates the parity over the group; a member's data is cut into
+//     shards of stripe t are held by members t, t+1, ..., t+M-1 (mod K).
+//     That rotates the parity over the group. A member's data is cut into
 //     D segments, one for each stripe it does not hold parity of. Any M
 //     lost members (data, parity or both) are rebuilt; the parity overhead
 //     is M/D = M/(K-M), the least any code surviving M lost members can

@@ -77,11 +77,11 @@ func (r *Row) Add(data []byte, idx int, acc []byte) error {
 // Combine sets acc to the parity of the data shards data[i], data[i] being
 // shard idx[i] (every shard at most once, all of len(acc) bytes; shards
 // not listed count as zero): acc = sum over i of C[j][idx[i]]·data[i].
-// It is what k calls of [Row.Add] into a zeroed acc compute, in one pass
-// over acc: when every shard is present it reads the k shards together
-// and writes acc once, with the library's k-input kernels (GFNI where the
-// CPU has it), several times faster per byte than k multiply-adds, each
-// of which reads and writes acc again.
+// It computes what k calls of [Row.Add] into a zeroed acc do, in one
+// pass over acc. When every shard is present it reads the k shards
+// together and writes acc once. It uses the library's k-input kernels
+// (GFNI where the CPU has it). That is several times faster per byte
+// than k multiply-adds, each of which reads and writes acc again.
 func (r *Row) Combine(data [][]byte, idx []int, acc []byte) error {
 	if len(data) != len(idx) {
 		return fmt.Errorf("%w: Row.Combine of %d shards with %d indexes", ErrBadShape, len(data), len(idx))

@@ -43,11 +43,11 @@ func ReadBlock(r io.ReaderAt, size int64, buf []byte, off int64) error {
 }
 
 // HashReader returns the BLAKE3 of the first size bytes of r, read in
-// blockSize pieces. When there is more than one piece, a reader goroutine
-// reads ahead (up to two pieces) while the caller hashes, so that the
-// read of a file that is not in the page cache overlaps with the hashing;
-// r must then allow a ReadAt from another goroutine. The goroutine has
-// ended when HashReader returns.
+// blockSize pieces. With more than one piece, a reader goroutine reads
+// ahead (up to two pieces) while the caller hashes. So the read of a file
+// not in the page cache overlaps with the hashing. r must then allow a
+// ReadAt from another goroutine. The goroutine has ended when HashReader
+// returns.
 func HashReader(r io.ReaderAt, size int64, blockSize int) (Hash, error) {
 	h := b3.New()
 	piece := min(int64(max(blockSize, 1)), max(size, 1))

@@ -196,3 +196,26 @@ func createEmpty(d vfd.Driver, name string) error {
 	}
 	return f.Close()
 }
+
+// manifestPayload is what every rank sends rank 0 for the manifest.
+type manifestPayload struct {
+	Files []File `json:"files"`
+	// Data is this rank's data statistics.
+	Data DataStats `json:"data"`
+	// RmFailed lists the dropped checkpoints whose files this rank could
+	// not remove (their deletion markers must stay).
+	RmFailed []uint64 `json:"rm_failed,omitempty"`
+	// Unpublished counts this rank's files still under tmp names.
+	Unpublished int `json:"unpublished,omitempty"`
+}
+
+// removeCopies removes both copies of manifest seq and syncs their
+// directories (rank 0).
+func (e *Engine) removeCopies(seq uint64) error {
+	env := e.env
+	repl := replicaStore(env.Global)
+	return errors.Join(
+		removeIfExists(env.Meta.Driver, env.Meta.Path(ManifestName(seq))),
+		removeIfExists(repl.Driver, repl.Path(ManifestName(seq))),
+		env.Meta.Driver.SyncDir(env.Meta.Dir), repl.Driver.SyncDir(repl.Dir))
+}

@@ -147,7 +147,7 @@ type checkpointOptions struct {
 	delta     func() DeltaInfo
 	stats     func() DataStats
 	sizeHint  int64
-	// target is the level an L1 checkpoint will be upgraded to ([Staged]).
+	// target is the level an L1 checkpoint will be raised to ([RaiseLater]).
 	target ID
 	// prewritten: the data file exists already ([Prewritten]).
 	prewritten bool
@@ -174,11 +174,11 @@ func Differential(parent *Manifest, blockSize int, info func() DeltaInfo) Checkp
 	return func(o *checkpointOptions) { o.parent, o.blockSize, o.delta = parent, blockSize, info }
 }
 
-// Staged marks an L1 checkpoint that the caller will raise to level
-// target with [Engine.Upgrade] (asynchronous post-processing): a
-// differential one may then build on a parent at target, the level its
-// chain will have once upgraded.
-func Staged(target ID) CheckpointOption {
+// RaiseLater marks an L1 checkpoint that the caller will raise to level
+// target with [Engine.Raise] (asynchronous post-processing). A
+// differential one may then build on a parent at target: the level its
+// chain will have once raised.
+func RaiseLater(target ID) CheckpointOption {
 	return func(o *checkpointOptions) { o.target = target }
 }
 
@@ -209,17 +209,14 @@ func SizeHint(n int64) CheckpointOption {
 // OpensData reports whether level lvl places each rank's data itself
 // ([DataOpener]): what a [SizeHint] is for.
 func (e *Engine) OpensData(lvl ID) bool {
-	o, ok := e.levels[lvl].(DataOpener)
-	return ok && o.OpensData()
+	_, ok := opensData(e.levels[lvl])
+	return ok
 }
 
 // ReadsData reports whether level lvl's Protect reads (and hashes) the
 // whole data file ([DataReader]): a writer may then leave the data file's
 // digest to it.
-func (e *Engine) ReadsData(lvl ID) bool {
-	r, ok := e.levels[lvl].(DataReader)
-	return ok && r.ReadsData()
-}
+func (e *Engine) ReadsData(lvl ID) bool { return readsData(e.levels[lvl]) }
 
 // WithDataStats reports a full checkpoint's data statistics, for the
 // totals in [Stats] (the dCP share of a full checkpoint is 1).

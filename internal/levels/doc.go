@@ -134,7 +134,7 @@
 //     ahead, [Pending.Final]; then d).
 //  5. [Engine.Delete] removes a committed checkpoint (Finalize);
 //     [Engine.Keep] rewrites both copies marked Kept (keep_last_ckpt);
-//     [Engine.Upgrade] raises a committed L1 checkpoint to L2-L4 (the
+//     [Engine.Raise] raises a committed L1 checkpoint to L2-L4 (the
 //     level's Protect on the published data files, a vote; then the
 //     renames and their directory syncs while rank 0 writes and syncs
 //     both copies at the level under tmp names, one vote on both, and
@@ -154,10 +154,10 @@
 //     reads the file's metadata against it. The manifest records the data
 //     file's L1 digest unchanged, as a synchronous checkpoint at the level
 //     does (an earlier version recorded the BLAKE3 at L2 and L3 and kept
-//     the checksum under [AttrL1Digest], which start-up still reads); [Engine.Raise] does the same
+//     the checksum under [AttrL1Digest], which start-up still reads); [Engine.RaiseFor] does the same
 //     without retention for an engine that does not hold the checkpoint
 //     (a head rank raising it on behalf of an application rank), and
-//     [Engine.Adopt] records the result with retention on the ranks that
+//     [Engine.AdoptRaised] records the result with retention on the ranks that
 //     committed it;
 //     [Engine.Settle] waits for the background removal on every rank and
 //     removes the deletion markers.
@@ -237,7 +237,7 @@
 // ([Pending.FileSuffix]) — syncs them and appends them to
 // [Pending.Files] (a partner copy is held, and listed, by the receiving
 // rank; a shared container by one rank). Files written into a committed
-// checkpoint's directories ([Engine.Upgrade], [Level.Recover]) always
+// checkpoint's directories ([Engine.Raise], [Level.Recover]) always
 // go under tmp names, renamed once synced: no intent marker covers them.
 // A level that places its files itself writes them under their final
 // names when [Pending.Final] allows and records them with

@@ -239,7 +239,7 @@ func TestL2RecoverFTIFF(t *testing.T) {
 
 // TestL2RecoversOldManifests: an L2 checkpoint whose manifest records
 // whole-file BLAKE3 digests (as written before L2 kept the FTI-FF
-// checksum, with attrs.l1digest on an upgraded data entry) still
+// checksum, with attrs.l1digest on a raised data entry) still
 // recovers, restoring a lost data file checked against the BLAKE3.
 func TestL2RecoversOldManifests(t *testing.T) {
 	w := newFFWorld(t)

@@ -21,7 +21,7 @@ import (
 // with no digest, an empty raw file, raw bytes hashed by the writer)
 // records the FTI-FF checksum only for the hashed FTI-FF files; after
 // the loss of any one node every rank recovers its file bit for bit. The
-// same when the checkpoint is committed at L1 and upgraded to L2 or L3.
+// same when the checkpoint is committed at L1 and raised to L2 or L3.
 func TestL2L3MixedFileKinds(t *testing.T) {
 	tmp := t.TempDir()
 	ff := func(r int, vars []fileformat.Var, opts ...fileformat.Option) []byte {
@@ -56,8 +56,8 @@ func TestL2L3MixedFileKinds(t *testing.T) {
 		// Each group of 4 ranks gets 4 of the kinds, rotated, so that
 		// every kind sits on every node of a run.
 		for shift := range kinds {
-			for _, upgraded := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%v/shift %d/upgraded %v", lvl, shift, upgraded), func(t *testing.T) {
+			for _, raised := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%v/shift %d/raised %v", lvl, shift, raised), func(t *testing.T) {
 					w := newFFWorld(t)
 					kindOf := func(r int) int { return (r + shift) % len(kinds) }
 					files := make([][]byte, 4)
@@ -76,18 +76,18 @@ func TestL2L3MixedFileKinds(t *testing.T) {
 							return int64(len(files[r])), Digest{}, false, err
 						}
 						at := lvl
-						if upgraded {
+						if raised {
 							at = L1
 						}
 						mm, _, err := e.Checkpoint(1, at, write)
-						if err == nil && upgraded {
+						if err == nil && raised {
 							// raised to lvl after its L1 commit (async)
 							priv, serr := e.env.Comm.Split(0, r)
 							if serr != nil {
 								return serr
 							}
 							defer priv.Close()
-							mm, _, err = e.Upgrade(mm, lvl, priv)
+							mm, _, err = e.Raise(mm, lvl, priv)
 						}
 						if r == 0 {
 							m = mm
@@ -126,7 +126,7 @@ func TestL2L3MixedFileKinds(t *testing.T) {
 						}
 						// Offline (ftigo rebuild) first, on a copy of the
 						// damaged node directories, then online.
-						if !upgraded {
+						if !raised {
 							off := t.TempDir()
 							for n := range 4 {
 								require.NoError(t, os.CopyFS(path.Join(off, fmt.Sprintf("n%d", n)), os.DirFS(w.nodeDir(n))))

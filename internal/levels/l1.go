@@ -17,8 +17,18 @@ import (
 // has its recorded size and digest.
 type Local1 struct{}
 
+// Local1's capabilities.
+var (
+	_ Level         = Local1{}
+	_ FTIFFRecorder = Local1{}
+)
+
 // ID returns L1.
 func (Local1) ID() ID { return L1 }
+
+// RecordsFTIFF reports true: L1 reads no byte of the data file, so an
+// FTI-FF file's checksum is its digest ([FTIFFRecorder]).
+func (Local1) RecordsFTIFF() bool { return true }
 
 // DataArea returns Local.
 func (Local1) DataArea() Where { return Local }
@@ -62,9 +72,9 @@ const (
 	// header, metadata and file block (fileformat's Verify). The L1 engine
 	// records it to avoid hashing the data twice.
 	DigestFTIFF = "ftiff"
-	// AttrL1Digest, on a data entry whose digest an asynchronous upgrade
+	// AttrL1Digest, on a data entry whose digest an asynchronous raise
 	// recomputed as the BLAKE3 of its bytes (L2, L3), keeps the FTI-FF
-	// checksum the L1 commit recorded, in hex: with it the upgraded
+	// checksum the L1 commit recorded, in hex: with it the raised
 	// manifest and the L1 one are recognised as the same checkpoint
 	// ([SameCheckpoint]). Informational; never used to verify the file.
 	AttrL1Digest = "l1digest"

@@ -31,6 +31,17 @@ type Partner2 struct {
 	SkipSourceHash bool
 }
 
+// Partner2's capabilities.
+var (
+	_ Level            = Partner2{}
+	_ DataReader       = Partner2{}
+	_ Prenamer         = Partner2{}
+	_ OfflineRebuilder = Partner2{}
+	_ FTIFFRecorder    = Partner2{}
+	_ FTIFFChecker     = Partner2{}
+	_ DataTapper       = Partner2{}
+)
+
 // ID returns L2.
 func (Partner2) ID() ID { return L2 }
 
@@ -81,6 +92,18 @@ func dataInfo(env *Env, p *Pending) partner.FileInfo {
 // ReadsData reports true: Protect sends the whole data file, hashing it
 // unless its FTI-FF checksum is recorded (see [DataReader]).
 func (Partner2) ReadsData() bool { return true }
+
+// RecordsFTIFF reports true: the partner copy of an FTI-FF file is
+// checked against its block hashes as it arrives ([FTIFFRecorder]).
+func (Partner2) RecordsFTIFF() bool { return true }
+
+// ChecksFTIFF reports true: the transfer checks an FTI-FF file against
+// its checksum ([FTIFFChecker], [ftiffFormat]).
+func (Partner2) ChecksFTIFF() bool { return true }
+
+// TapsData reports true: the transfer shows the tap every byte it sends
+// ([DataTapper]).
+func (Partner2) TapsData() bool { return true }
 
 // Protect sends this rank's data file to its right neighbour and receives
 // its left neighbour's. Collective.
@@ -176,13 +199,6 @@ func ownInfo(env *Env, data File) partner.FileInfo {
 		fi.Checked = true
 	}
 	return fi
-}
-
-// OfflineRebuilder is implemented by the levels whose lost files can be
-// rebuilt by one process that sees every node's local area, with no
-// running job (the `ftigo rebuild` command): [Partner2] and [RS3].
-type OfflineRebuilder interface {
-	RebuildOffline(m *Manifest, topo *partner.Topology, local func(node int) Store, o partner.Options) ([]string, error)
 }
 
 // RebuildOffline restores the lost or corrupted files of an L2

@@ -43,12 +43,31 @@ func (l RS3) options(env *Env) partner.Options {
 	return o
 }
 
+// RS3's capabilities.
+var (
+	_ Level            = RS3{}
+	_ DataReader       = RS3{}
+	_ Prenamer         = RS3{}
+	_ OfflineRebuilder = RS3{}
+	_ FTIFFRecorder    = RS3{}
+	_ DataTapper       = RS3{}
+)
+
 // ID returns L3.
 func (RS3) ID() ID { return L3 }
 
 // ReadsData reports true: Protect encodes the whole data file, hashing it
 // unless its FTI-FF checksum is recorded (see [DataReader]).
 func (RS3) ReadsData() bool { return true }
+
+// RecordsFTIFF reports true: the encoder checks the bytes it reads
+// against the block hashes, and a file rebuilt from parity is checked
+// against the checksum ([FTIFFRecorder]).
+func (RS3) RecordsFTIFF() bool { return true }
+
+// TapsData reports true: the encoder shows the tap every byte it reads
+// ([DataTapper]).
+func (RS3) TapsData() bool { return true }
 
 // DataArea returns Local.
 func (RS3) DataArea() Where { return Local }
@@ -65,7 +84,7 @@ func (l RS3) Protect(env *Env, p *Pending) error {
 		tap    *dataTap
 		tapErr error
 	)
-	if data.Format != nil && !p.upgrade {
+	if data.Format != nil && !p.raising {
 		// The encoder reads an FTI-FF data file without hashing it: a
 		// byte changed since the write would be encoded unnoticed, the
 		// checkpoint committed and lost at the restart that needs it. The

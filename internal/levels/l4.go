@@ -62,8 +62,19 @@ type Global4 struct {
 	FSBlkSize int32
 }
 
+// Global4's capabilities.
+var (
+	_ Level      = Global4{}
+	_ DataOpener = Global4{}
+	_ DataTapper = Global4{}
+)
+
 // ID returns L4.
 func (Global4) ID() ID { return L4 }
+
+// TapsData reports true: the copies into the container show the tap
+// every byte they read ([DataTapper]).
+func (Global4) TapsData() bool { return true }
 
 // DataArea returns Local: where the data file is written before Protect
 // copies it (without Inline), and where recovery restores it from the
@@ -318,7 +329,7 @@ func (l Global4) extract(env *Env, m *Manifest, f File, local Store) error {
 		return cerr(0, fmt.Errorf("%w: task %d holds %d bytes, manifest says %d", ErrSizeMismatch, task, sr.Size(), f.Size))
 	}
 	dst := local.Path(f.Name)
-	if err := MkdirDurable(local.Driver, path.Dir(dst)); err != nil {
+	if err := vfd.MkdirDurable(local.Driver, path.Dir(dst)); err != nil {
 		return err
 	}
 	tmp := dst + TmpSuffix

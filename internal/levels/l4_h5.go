@@ -44,8 +44,21 @@ const (
 // reads it with h5ckpt).
 type Global4H5 struct{}
 
+// Global4H5's capabilities.
+var (
+	_ Level        = Global4H5{}
+	_ DataOpener   = Global4H5{}
+	_ RaiseChecker = Global4H5{}
+)
+
 // ID returns L4.
 func (Global4H5) ID() ID { return L4 }
+
+// CanRaise refuses: the ranks write the HDF5 file themselves, so no L1
+// data file can be raised to it ([RaiseChecker]).
+func (Global4H5) CanRaise() error {
+	return errors.New("the HDF5 L4 is written by the ranks themselves")
+}
 
 // DataArea returns Global: the data lives in the global area.
 func (Global4H5) DataArea() Where { return Global }

@@ -181,10 +181,10 @@ type Pending struct {
 	// reads and records it with [Pending.SetDataDigest].
 	DigestPending bool
 	// Published counts the leading entries of Files that are already
-	// published under their final names (the data file, written under its
-	// final name when the intent marker was durable ahead; at
-	// [Engine.Upgrade], the data file of a committed checkpoint): levels
-	// read them without TmpSuffix and the commit does not rename them.
+	// published under their final names. That is the data file when the
+	// intent marker was durable ahead. At [Engine.Raise] it is every file
+	// of the committed checkpoint. Levels read them without TmpSuffix, and
+	// the commit does not rename them.
 	Published int
 	// ahead is set when the checkpoint's intent marker was durable before
 	// its data was written ([Pending.Final]).
@@ -195,14 +195,13 @@ type Pending struct {
 	// and those a level recorded with [Pending.WroteFinal]. The commit
 	// does not rename them, and a failed checkpoint removes them.
 	final map[fileKey]bool
-	// tap, set by [Engine.Upgrade], checks the published data file in
-	// the level's read pass: the levels show it every byte of the data
-	// file they read ([partner.FileInfo.Tap], the L4 copies).
+	// tap, set by [Engine.Raise], checks the published data file in the
+	// level's read pass. A [DataTapper] shows it every byte it reads.
 	tap io.Writer
-	// upgrade is set by [Engine.Upgrade], which checks the committed
-	// data file itself (its tap, a check beside, or L2's receivers): a
-	// level adds no check of its own then.
-	upgrade bool
+	// raising is set by [Engine.Raise], which checks the committed data
+	// file itself (its tap, a check beside, or L2's receivers). A level
+	// adds no check of its own then.
+	raising bool
 	// preamble, when not nil, is the FTI-FF preamble of the data file
 	// ([fileformat.Reader.Preamble]), read when its checksum was recorded
 	// ([DigestFTIFF]): a partner copy sends it ahead of the file.
@@ -252,14 +251,14 @@ type fileKey struct {
 }
 
 // Final reports whether the checkpoint's intent marker was durable before
-// its data was written, so that a level may create its files under their
-// final names inside the checkpoint's directories ("ckpt%08d" of an area):
-// start-up removes the directories of a checkpoint that did not commit
-// whatever names they hold. A level that does records each file with
-// [Pending.WroteFinal] and makes its name durable itself (syncs its
-// directory, and the directory's own entry in the area) before Protect
-// (or [DataOpener.ProtectData]) returns. False at [Engine.Upgrade], which
-// writes into a committed checkpoint's directories.
+// its data was written. A level may then create its files under their
+// final names inside the checkpoint's directories ("ckpt%08d" of an
+// area). Start-up removes the directories of a checkpoint that did not
+// commit, whatever names they hold. A level that does so records each
+// file with [Pending.WroteFinal]. It makes the name durable itself before
+// Protect (or [DataOpener.ProtectData]) returns: it syncs the file's
+// directory, and that directory's entry in the area. Final is false at
+// [Engine.Raise], which writes into a committed checkpoint's directories.
 func (p *Pending) Final() bool { return p.ahead }
 
 // WroteFinal records that the level wrote the file name of area w under
@@ -284,21 +283,6 @@ func (p *Pending) inPlace(f File) bool {
 func (p *Pending) SetDataDigest(d Digest) {
 	p.Files[0].Digest = d
 	p.DigestPending = false
-}
-
-// DataReader is implemented by levels whose Protect reads the whole data
-// file anyway (L2 sends it, L3 encodes it). For them the runtime does not
-// wait for the data file's fsync before Protect: the fsync (with its
-// directory syncs) runs while Protect reads the file from the page cache,
-// and is voted on with Protect. Nor does it read the file back to compute
-// a digest the write did not give: it sets [Pending.DigestPending],
-// Protect hashes the bytes as it reads them and records the digest. The
-// digest means the same either way: the BLAKE3 of the file's bytes as
-// read back after writing.
-type DataReader interface {
-	Level
-	// ReadsData reports whether Protect computes the data digest.
-	ReadsData() bool
 }
 
 // Source is where a rank reads its recovered data file.
@@ -355,26 +339,99 @@ type Level interface {
 	Recover(env *Env, m *Manifest) (Source, error)
 }
 
+// Optional capabilities, io/fs style: a level implements the small
+// interfaces below that it has. The engine asks through the probe
+// function beside each one. A probe uses the capability when the level
+// has it and falls back to a default otherwise. So adding a level needs
+// no engine edit: its capabilities say how the engine treats it.
+
+// DataReader is the optional capability of a level whose Protect reads
+// the whole data file anyway (L2 sends it, L3 encodes it). The engine
+// then does not wait for the data file's fsync before Protect. The fsync
+// and its directory syncs run while Protect reads the file from the page
+// cache, and are voted on with Protect. Nor does the engine read the
+// file back for a digest the write did not give. It sets
+// [Pending.DigestPending], and Protect records the digest of the bytes
+// it reads. The digest means the same either way: the BLAKE3 of the
+// file's bytes as read back after writing.
+type DataReader interface {
+	Level
+	// ReadsData reports whether Protect computes the data digest.
+	ReadsData() bool
+}
+
+// readsData reports whether l's Protect reads the whole data file
+// ([DataReader]). False without the capability.
+func readsData(l Level) bool {
+	r, ok := l.(DataReader)
+	return ok && r.ReadsData()
+}
+
+// DataOpener is the optional capability of a level that places each
+// rank's data itself, not in a data file of its own. The inline L4
+// writes it straight into its container. The engine then calls, on every
+// rank: OpenData (collective: every rank gets a file or every rank an
+// error), the [WriteFunc] on that file, Sync and Close. After the vote it
+// calls ProtectData instead of [Level.Protect], or AbortData when the
+// vote failed. ProtectData records on p.Files[0] where the data is. That
+// entry, the data entry, has the level's DataArea and the conventional
+// name. ProtectData marks it with [AttrInContainer] when no file has
+// that name.
+type DataOpener interface {
+	// OpensData reports whether the level uses this path; the answer
+	// must be the same on every rank.
+	OpensData() bool
+	// OpenData returns the file this rank's data is written to. hint is
+	// the size of this rank's data in the newest committed checkpoint
+	// (0 when there is none). Collective.
+	OpenData(env *Env, p *Pending, hint int64) (vfd.File, error)
+	// ProtectData commits what f was written into and appends the files
+	// it made to p.Files, under their tmp names — or their final names,
+	// recorded with [Pending.WroteFinal], when [Pending.Final] allowed
+	// and their directories synced — synced. Collective; on error it has
+	// discarded them.
+	ProtectData(env *Env, p *Pending, f vfd.File) error
+	// AbortData discards what f was written into. Collective.
+	AbortData(env *Env, p *Pending, f vfd.File) error
+}
+
+// opensData returns l's [DataOpener] when l places the data itself. ok
+// is false without the capability.
+func opensData(l Level) (o DataOpener, ok bool) {
+	o, ok = l.(DataOpener)
+	if !ok || !o.OpensData() {
+		return nil, false
+	}
+	return o, true
+}
+
 // Prenamer is the optional capability of a level whose Protect writes
-// files in this rank's checkpoint directory of the Local area (the data
-// file's: L2's partner copy the rank receives, L3's parity) whose names
-// it knows before any byte is read. When the checkpoint's intent marker
-// is durable ahead (so that start-up removes whatever an uncommitted
-// checkpoint left, whatever its names), the engine creates each of them
-// empty under its final name next to the data file, before the syncs of
-// the checkpoint directory that run beside the data file's fsync: Protect
-// writes them in place, syncs them, and the commit has nothing left to
-// rename or to sync but the manifest — one round of device flushes fewer
-// than tmp names, renames and their directory syncs. Protect must list
-// every name given (the checkpoint fails otherwise); the names are removed
-// if the checkpoint fails. At
-// [Engine.Upgrade], which writes into a committed checkpoint's
-// directory (no intent marker covers it), and when the marker was not
-// written ahead, nothing is created and Protect writes tmp names.
+// files beside the data file, in this rank's checkpoint directory of the
+// Local area (L2's partner copy, L3's parity). It knows their names
+// before any byte is read. The engine can then create each of them empty
+// under its final name, before the directory syncs that run beside the
+// data file's fsync. Protect writes them in place and syncs them. The
+// commit has nothing left to rename or sync but the manifest: one round
+// of device flushes fewer than with tmp names. The engine does this only
+// when the checkpoint's intent marker is durable ahead. Start-up then
+// removes whatever an uncommitted checkpoint left, whatever its names.
+// Protect must list every name given, or the checkpoint fails. The names
+// are removed if the checkpoint fails. At [Engine.Raise], which writes
+// into a committed checkpoint's directory, nothing is created. Nor when
+// the marker was not written ahead: Protect writes tmp names then.
 type Prenamer interface {
 	// Prenames returns the names, relative to env.Local, of the files
 	// Protect will write on this rank for p (none when it cannot tell).
 	Prenames(env *Env, p *Pending) []string
+}
+
+// prenames returns the names l's Protect will write on this rank for p
+// ([Prenamer]). None without the capability.
+func prenames(l Level, env *Env, p *Pending) []string {
+	if pn, ok := l.(Prenamer); ok {
+		return pn.Prenames(env, p)
+	}
+	return nil
 }
 
 // Remover is the optional capability of a level that deletes more than the
@@ -382,4 +439,102 @@ type Prenamer interface {
 // runtime removes each rank's listed files and the checkpoint directories.
 type Remover interface {
 	Remove(env *Env, m *Manifest) error
+}
+
+// removeElsewhere lets l remove its files of m outside the checkpoint
+// directories ([Remover]). Nothing to do without the capability.
+func removeElsewhere(l Level, env *Env, m *Manifest) error {
+	if r, ok := l.(Remover); ok {
+		return r.Remove(env, m)
+	}
+	return nil
+}
+
+// OfflineRebuilder is the optional capability of a level whose lost
+// files one process can rebuild with no running job (the `ftigo rebuild`
+// command). That process sees every node's local area. [Partner2] and
+// [RS3] have it.
+type OfflineRebuilder interface {
+	RebuildOffline(m *Manifest, topo *partner.Topology, local func(node int) Store, o partner.Options) ([]string, error)
+}
+
+// offlineRebuilder returns l's [OfflineRebuilder]. Nil without the
+// capability: l keeps no redundancy to rebuild from.
+func offlineRebuilder(l Level) OfflineRebuilder {
+	rb, _ := l.(OfflineRebuilder)
+	return rb
+}
+
+// FTIFFRecorder is the optional capability of a level that records an
+// FTI-FF data file's checksum as its digest ([DigestFTIFF]). Without it
+// the digest is the BLAKE3 of the file's bytes. The checksum is enough
+// for a level that reads no byte of the file (L1). It is enough too for
+// a level that checks every byte it reads against the file's block
+// hashes (L2's partner copy, L3's encoder).
+type FTIFFRecorder interface {
+	// RecordsFTIFF reports whether the level records the checksum.
+	RecordsFTIFF() bool
+}
+
+// recordsFTIFF reports whether l records an FTI-FF data file's checksum
+// as its digest ([FTIFFRecorder]). False without the capability.
+func recordsFTIFF(l Level) bool {
+	r, ok := l.(FTIFFRecorder)
+	return ok && r.RecordsFTIFF()
+}
+
+// FTIFFChecker is the optional capability of a level whose Protect
+// checks an FTI-FF data file against its recorded checksum as it reads
+// it. L2 does: each partner copy is checked against the file's block
+// hashes as it arrives. The engine reads the file's preamble for it
+// (header, metadata and file block), which the level sends ahead. At
+// [Engine.Raise] the engine adds no check of its own. It reports a
+// [partner.ErrHashMismatch] from Protect as a data file that changed
+// since its L1 commit.
+type FTIFFChecker interface {
+	// ChecksFTIFF reports whether Protect checks the FTI-FF checksum.
+	ChecksFTIFF() bool
+}
+
+// checksFTIFF reports whether l's Protect checks an FTI-FF data file
+// against its checksum ([FTIFFChecker]). False without the capability.
+func checksFTIFF(l Level) bool {
+	c, ok := l.(FTIFFChecker)
+	return ok && c.ChecksFTIFF()
+}
+
+// DataTapper is the optional capability of a level whose Protect shows
+// every byte of the data file it reads, in order, to the tap that
+// [Engine.Raise] sets on the [Pending]. The raise then checks the data
+// file in the level's own read pass, so the file is read once. L2 and L3
+// show it through [partner.FileInfo.Tap], L4 through its copies. Without
+// the capability a raise checks the data file beside the level's pass.
+type DataTapper interface {
+	// TapsData reports whether Protect shows the tap what it reads.
+	TapsData() bool
+}
+
+// tapsData reports whether l's Protect shows the tap every byte it reads
+// ([DataTapper]). False without the capability.
+func tapsData(l Level) bool {
+	t, ok := l.(DataTapper)
+	return ok && t.TapsData()
+}
+
+// RaiseChecker is the optional capability of a level that a committed L1
+// checkpoint cannot always be raised to ([Engine.Raise]). Without it
+// every level above L1 can be raised to.
+type RaiseChecker interface {
+	// CanRaise returns nil when a committed L1 checkpoint can be raised
+	// to the level, or why not.
+	CanRaise() error
+}
+
+// canRaise returns why a committed L1 checkpoint cannot be raised to l
+// ([RaiseChecker]). Nil without the capability.
+func canRaise(l Level) error {
+	if r, ok := l.(RaiseChecker); ok {
+		return r.CanRaise()
+	}
+	return nil
 }

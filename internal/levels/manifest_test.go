@@ -216,7 +216,7 @@ func TestScanManifests(t *testing.T) {
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
 
-// TestSameCheckpoint: Kept and an asynchronous upgrade (a higher level
+// TestSameCheckpoint: Kept and an asynchronous raise (a higher level
 // with files added) leave the same checkpoint; another time, another
 // digest or a dropped file make another one.
 func TestSameCheckpoint(t *testing.T) {
@@ -239,7 +239,7 @@ func TestSameCheckpoint(t *testing.T) {
 	upOther.Files = [][]File{up.Files[0], {up.Files[1][1]}} // rank 1's data file dropped
 	upLater := up
 	upLater.Time++
-	// An L1 data file with an FTI-FF checksum, whose digest the upgrade
+	// An L1 data file with an FTI-FF checksum, whose digest the raise
 	// to L2 recomputed as the BLAKE3 of its bytes, keeping the checksum.
 	ff := *l1
 	ff.Files = [][]File{{cloneFile(l1.Files[0][0])}, {cloneFile(l1.Files[1][0])}}
@@ -261,18 +261,18 @@ func TestSameCheckpoint(t *testing.T) {
 	}{
 		{"itself", l1, l1, true},
 		{"kept", l1, &kept, true},
-		{"upgraded", l1, &up, true},
-		{"upgraded, other order", &up, l1, true},
-		{"upgraded and kept", &kept, &up, true},
+		{"raised", l1, &up, true},
+		{"raised, other order", &up, l1, true},
+		{"raised and kept", &kept, &up, true},
 		{"another time", l1, &later, false},
 		{"another digest", l1, &otherDigest, false},
-		{"upgrade without a file of the lower level", l1, &upOther, false},
-		{"upgrade at another time", l1, &upLater, false},
-		{"upgraded, FTI-FF checksum recomputed", &ff, &ffUp, true},
-		{"upgraded, FTI-FF checksum recomputed, other order", &ffUp, &ff, true},
-		{"upgraded from another FTI-FF checksum", &ff, &ffUpOther, false},
-		{"upgraded, recomputed entry of another size", &ff, &ffUpResized, false},
-		{"upgraded, checksum not kept", &ff, &up, false},
+		{"raise without a file of the lower level", l1, &upOther, false},
+		{"raise at another time", l1, &upLater, false},
+		{"raised, FTI-FF checksum recomputed", &ff, &ffUp, true},
+		{"raised, FTI-FF checksum recomputed, other order", &ffUp, &ff, true},
+		{"raised from another FTI-FF checksum", &ff, &ffUpOther, false},
+		{"raised, recomputed entry of another size", &ff, &ffUpResized, false},
+		{"raised, checksum not kept", &ff, &up, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, SameCheckpoint(tc.a, tc.b))

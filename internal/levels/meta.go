@@ -254,11 +254,11 @@ func (s *SeqScan) disagreeing(good *ManifestCopy) *ManifestCopy {
 }
 
 // SameCheckpoint reports whether two manifests describe the same
-// checkpoint: equal but for Kept, or one the other raised to a higher
-// level by asynchronous post-processing ([Engine.Upgrade] rewrites the
-// primary, then the replica: a crash in between leaves the two), which
-// differ only in Level and in the files the upgrade added to each rank's
-// list.
+// checkpoint. They do when equal but for Kept. They do too when one is
+// the other raised to a higher level ([Engine.Raise]). Those differ only
+// in Level and in the files the raise added to each rank's list. The
+// raise rewrites the primary, then the replica: a crash in between
+// leaves the two.
 func SameCheckpoint(a, b *Manifest) bool {
 	x, y := *a, *b
 	x.Kept, y.Kept = false, false
@@ -277,10 +277,11 @@ func SameCheckpoint(a, b *Manifest) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(ab, bb)
 }
 
-// upgradedIn reports whether files holds f as an asynchronous upgrade to
-// L2 or L3 rewrites it: the same entry with its FTI-FF checksum replaced
-// by the BLAKE3 of its bytes and kept under [AttrL1Digest].
-func upgradedIn(f File, files []File) bool {
+// raisedIn reports whether files holds f as rewritten by a raise that
+// records the BLAKE3 (earlier versions did at L2 and L3). That is the
+// same entry with its FTI-FF checksum replaced by the BLAKE3 of its
+// bytes, kept under [AttrL1Digest].
+func raisedIn(f File, files []File) bool {
 	if f.Attrs[AttrDigest] != DigestFTIFF {
 		return false
 	}
@@ -316,7 +317,7 @@ func filesWithin(lo, hi [][]File) bool {
 		}
 		for _, f := range lo[r] {
 			b, err := json.Marshal(f)
-			if err != nil || !(have[string(b)] || upgradedIn(f, hi[r])) {
+			if err != nil || !(have[string(b)] || raisedIn(f, hi[r])) {
 				return false
 			}
 		}

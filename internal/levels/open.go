@@ -146,7 +146,7 @@ func (e *Engine) Open() error {
 	cerr := e.cleanOrphans()
 	for _, raw := range plan.Deleting {
 		if m, err := ParseManifest("manifest", raw); err == nil {
-			cerr = errors.Join(cerr, e.removeElsewhere(e.env, m))
+			cerr = errors.Join(cerr, removeElsewhere(e.levels[m.Level], e.env, m))
 		}
 	}
 	if err := e.agree(cerr, "clean half-written checkpoints"); err != nil {

@@ -442,8 +442,8 @@ func oldTopology(m *Manifest) (*partner.Topology, error) {
 // any rank sees rebuild the lost files of m offline (L2, L3). Collective.
 func (e *Engine) reshapeRebuild(m *Manifest, l Level, entries []File, seen []map[int][]int) error {
 	env := e.env
-	rb, ok := l.(OfflineRebuilder)
-	if !ok {
+	rb := offlineRebuilder(l)
+	if rb == nil {
 		return fmt.Errorf("%v keeps no redundancy to rebuild from", m.Level)
 	}
 	// Which ranks see each old node directory that holds anything.
@@ -536,8 +536,7 @@ func (e *Engine) recoverReshaped(m *Manifest, what string) error {
 			}
 			return nil
 		}
-		_, canRebuild := l.(OfflineRebuilder)
-		if rebuilt || !canRebuild {
+		if rebuilt || offlineRebuilder(l) == nil {
 			return reshapeMissing(what, m, env.Comm.Size(), missing)
 		}
 		if err := e.reshapeRebuild(m, l, entries, seen); err != nil {

@@ -7,11 +7,11 @@ import (
 )
 
 // Format checks files whose recorded hash is a digest defined by their
-// file format rather than the BLAKE3 of their bytes ([FileInfo.Format]):
-// levels checks FTI-FF data files against their file checksum this way,
-// so that a partner copy is checked against the block hashes the writer
-// computed, in the one pass that receives it, without the sender hashing
-// the file. partner itself knows no format.
+// file format, not the BLAKE3 of their bytes ([FileInfo.Format]). levels
+// checks FTI-FF data files against their file checksum this way. A
+// partner copy is then checked against the block hashes the writer
+// computed. That check runs in the one pass that receives the copy, and
+// the sender does not hash the file. partner itself knows no format.
 type Format interface {
 	// Check verifies the file f (its size and f.Hash) reading it once;
 	// with image it returns the file's bytes as read. The error is a
@@ -19,9 +19,9 @@ type Format interface {
 	// damage.
 	Check(f FileInfo, rank int, image bool) ([]byte, error)
 	// Preamble returns what a receiver of f's bytes needs to check them
-	// as they arrive (for FTI-FF, the file's header, metadata and file
-	// block), read from f, or from f.Image when it is set; rank is the
-	// rank holding f, for errors.
+	// as they arrive. For FTI-FF it is the file's header, metadata and
+	// file block. It is read from f, or from f.Image when it is set. rank
+	// is the rank holding f, for errors.
 	Preamble(f FileInfo, rank int) ([]byte, error)
 	// NewChecker returns the check of the bytes of the file received at
 	// path (size bytes, the format's digest hash) from the preamble its

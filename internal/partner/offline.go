@@ -101,7 +101,7 @@ func copyVerified(src, dst FileInfo, bs int) error {
 // its size and hash against dst's, and renames it into place.
 func writeVerified(dst FileInfo, fill func(out io.WriterAt) error, bs int) error {
 	tmp := dst.Path + TmpSuffix
-	if err := mkdirDurable(dst.Driver, path.Dir(tmp)); err != nil {
+	if err := vfd.MkdirDurable(dst.Driver, path.Dir(tmp)); err != nil {
 		return err
 	}
 	out, err := vfd.CreateTrunc(dst.Driver, tmp)
@@ -141,14 +141,14 @@ func writeVerified(dst FileInfo, fill func(out io.WriterAt) error, bs int) error
 	if err := out.Close(); err != nil {
 		return errors.Join(err, dst.Driver.Remove(tmp))
 	}
-	return publish(dst.Driver, tmp, dst.Path)
+	return vfd.RenameDurable(dst.Driver, tmp, dst.Path)
 }
 
 // RebuildL3Offline rebuilds lost L3 files of every group. data[r] is rank
-// r's data file and parity[r] its parity file, each with the size and hash
-// recorded at checkpoint time; shapes[r] is the shape recorded for rank r's
-// parity (as for [RebuildGroup]; the stripe unit differs between groups
-// whose largest files differ). It runs
+// r's data file and parity[r] its parity file. Each comes with the size
+// and hash recorded at checkpoint time. shapes[r] is the shape recorded
+// for rank r's parity, as for [RebuildGroup]. The stripe unit differs
+// between groups whose largest files differ. It runs
 // [RebuildGroup] for every rank in an in-process world (one goroutine per
 // rank), so the offline and the online rebuild are one code. Groups that
 // lost more than they tolerate are reported in an error wrapping

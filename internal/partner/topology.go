@@ -315,11 +315,11 @@ func UnmarshalTable(data []byte) (NodeTable, error) {
 	return nt, nil
 }
 
-// Remap places the nodes of a new run (current, in any order) into the slots
-// of a saved table: a host present in both keeps its saved slot, and each
-// unknown new host takes the slot of a vanished saved host, in order, so a
-// replacement node inherits the lost node's role in its groups. Both tables
-// must have the same number of nodes.
+// Remap places the nodes of a new run (current, in any order) into the
+// slots of a saved table. A host present in both keeps its saved slot.
+// Each unknown new host takes the slot of a vanished saved host, in
+// order. So a replacement node inherits the lost node's role in its
+// groups. Both tables must have the same number of nodes.
 func Remap(saved, current NodeTable) (NodeTable, error) {
 	if err := saved.check(); err != nil {
 		return nil, fmt.Errorf("saved table: %w", err)

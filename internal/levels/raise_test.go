@@ -21,15 +21,15 @@ import (
 	"github.com/ftigo/ftigo/vfd"
 )
 
-// TestUpgrade commits checkpoints at L1, upgrades them to L2, L3 and L4
+// TestRaise commits checkpoints at L1, raises them to L2, L3 and L4
 // over a private communicator, and checks the manifests, retention and
-// that a restart survives the loss of a node only after the upgrade.
-func TestUpgrade(t *testing.T) {
+// that a restart survives the loss of a node only after the raise.
+func TestRaise(t *testing.T) {
 	for _, lvl := range []ID{L2, L3, L4} {
 		t.Run(lvl.String(), func(t *testing.T) {
 			w := newL23World(t, vfd.Sec2{}, 8, 1, 4, 0)
 			w.levels = append(w.levels, Global4{Inline: true})
-			// Checkpoint 1 upgraded, checkpoint 2 upgraded: 1 is dropped.
+			// Checkpoint 1 raised, checkpoint 2 raised: 1 is dropped.
 			for id := int64(1); id <= 2; id++ {
 				require.NoError(t, w.run(func(e *Engine) error {
 					m, _, err := e.Checkpoint(id, L1, writeBytes(l23Payload(e.env.Rank, id)))
@@ -41,19 +41,19 @@ func TestUpgrade(t *testing.T) {
 						return err
 					}
 					defer priv.Close()
-					up, _, err := e.Upgrade(m, lvl, priv)
+					up, _, err := e.Raise(m, lvl, priv)
 					if err != nil {
 						return err
 					}
 					if up.Level != lvl || up.Seq != m.Seq || up.Time != m.Time {
-						return errors.New("upgraded manifest has the wrong level, seq or time")
+						return errors.New("raised manifest has the wrong level, seq or time")
 					}
 					if len(e.Committed()) != 1 {
-						return errors.New("retention after the upgrade kept the older checkpoint")
+						return errors.New("retention after the raise kept the older checkpoint")
 					}
-					// Upgrading twice is refused.
-					if _, _, err := e.Upgrade(up, lvl, priv); !errors.Is(err, ErrNotUpgradable) {
-						return errors.New("second upgrade not refused")
+					// Raising twice is refused.
+					if _, _, err := e.Raise(up, lvl, priv); !errors.Is(err, ErrNotRaisable) {
+						return errors.New("second raise not refused")
 					}
 					return nil
 				}))
@@ -84,9 +84,9 @@ func TestUpgrade(t *testing.T) {
 	}
 }
 
-// TestUpgradeFailureKeepsL1 fails the L2 copy on one rank: every rank
+// TestRaiseFailureKeepsL1 fails the L2 copy on one rank: every rank
 // gets the error, the checkpoint stays committed at L1 and recovers.
-func TestUpgradeFailureKeepsL1(t *testing.T) {
+func TestRaiseFailureKeepsL1(t *testing.T) {
 	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
 	w.levels = []Level{Local1{}, Partner2{Buffers: &partner.Buffers{}}}
 	errs := make([]error, 4)
@@ -98,7 +98,7 @@ func TestUpgradeFailureKeepsL1(t *testing.T) {
 		if e.env.Rank == 2 {
 			e.env.Local.Driver = vfd.NewFault(vfd.Sec2{}, vfd.OnPath("*partner*", []vfd.OpKind{vfd.OpOpen, vfd.OpWrite}, errors.New("no space left")))
 		}
-		_, _, errs[e.env.Rank] = e.Upgrade(m, L2, nil)
+		_, _, errs[e.env.Rank] = e.Raise(m, L2, nil)
 		e.env.Local.Driver = vfd.Sec2{}
 		if c := e.Committed(); len(c) != 1 || c[0].Level != L1 {
 			return errors.New("checkpoint not left at L1")
@@ -111,7 +111,7 @@ func TestUpgradeFailureKeepsL1(t *testing.T) {
 		assert.Equal(t, errs[0].Error(), err.Error())
 	}
 	for n := range 4 {
-		assert.Empty(t, w.ckptFiles(n, "partner*"), "node %d: partner files of the failed upgrade removed", n)
+		assert.Empty(t, w.ckptFiles(n, "partner*"), "node %d: partner files of the failed raise removed", n)
 	}
 	ms, rerrs := w.recover()
 	for r, err := range rerrs {
@@ -120,12 +120,12 @@ func TestUpgradeFailureKeepsL1(t *testing.T) {
 	}
 }
 
-// TestUpgradeChecksTheL1File: a data file damaged between its L1 commit
-// and the upgrade fails the upgrade (the partner copy would carry the
+// TestRaiseChecksTheL1File: a data file damaged between its L1 commit
+// and the raise fails the raise (the partner copy would carry the
 // damage): the checkpoint stays at L1. The sender finds the damaged
 // header as it reads the file's preamble against its recorded checksum;
 // its right neighbour, offered no copy, fails too.
-func TestUpgradeChecksTheL1File(t *testing.T) {
+func TestRaiseChecksTheL1File(t *testing.T) {
 	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
 	errs := make([]error, 4)
 	require.NoError(t, w.run(func(e *Engine) error {
@@ -146,7 +146,7 @@ func TestUpgradeChecksTheL1File(t *testing.T) {
 		if err := e.env.Comm.Barrier(); err != nil {
 			return err
 		}
-		_, _, errs[e.env.Rank] = e.Upgrade(m, L2, nil)
+		_, _, errs[e.env.Rank] = e.Raise(m, L2, nil)
 		if c := e.Committed(); len(c) != 1 || c[0].Level != L1 {
 			return errors.New("checkpoint not left at L1")
 		}
@@ -160,10 +160,10 @@ func TestUpgradeChecksTheL1File(t *testing.T) {
 	require.ErrorIs(t, errs[1], ErrDigestMismatch)
 }
 
-// TestRaiseAdopt raises checkpoints with Raise (which neither needs the
+// TestRaiseForAdoptRaised raises checkpoints with RaiseFor (which neither needs the
 // checkpoint committed in the engine nor retains) and records them with
-// Adopt (which retains): the same result as Upgrade.
-func TestRaiseAdopt(t *testing.T) {
+// AdoptRaised (which retains): the same result as Raise.
+func TestRaiseForAdoptRaised(t *testing.T) {
 	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
 	for id := int64(1); id <= 2; id++ {
 		require.NoError(t, w.run(func(e *Engine) error {
@@ -176,7 +176,7 @@ func TestRaiseAdopt(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			up, _, err := other.Raise(m, L2, nil)
+			up, _, err := other.RaiseFor(m, L2, nil)
 			if err != nil {
 				return err
 			}
@@ -184,24 +184,24 @@ func TestRaiseAdopt(t *testing.T) {
 				return errors.New("raised manifest has the wrong level or seq")
 			}
 			if len(other.Committed()) != 0 {
-				return errors.New("Raise recorded the checkpoint")
+				return errors.New("RaiseFor recorded the checkpoint")
 			}
-			if _, _, err := other.Raise(up, L3, nil); !errors.Is(err, ErrNotUpgradable) {
+			if _, _, err := other.RaiseFor(up, L3, nil); !errors.Is(err, ErrNotRaisable) {
 				return errors.New("raising a checkpoint that is not at L1 not refused")
 			}
-			if err := e.Adopt(up); err != nil {
+			if err := e.AdoptRaised(up); err != nil {
 				return err
 			}
 			cm := e.Committed()
 			if len(cm) != 1 || cm[0].Seq != up.Seq || cm[0].Level != L2 {
-				return errors.New("Adopt did not record the L2 checkpoint and drop the older one")
+				return errors.New("AdoptRaised did not record the L2 checkpoint and drop the older one")
 			}
 			return nil
 		}))
 	}
 	require.NoError(t, w.run(func(e *Engine) error {
 		stranger := &Manifest{Seq: 99, Level: L2}
-		if err := e.Adopt(stranger); !errors.Is(err, ErrNotUpgradable) {
+		if err := e.AdoptRaised(stranger); !errors.Is(err, ErrNotRaisable) {
 			return errors.New("adopting an unknown checkpoint not refused")
 		}
 		return nil
@@ -215,11 +215,11 @@ func TestRaiseAdopt(t *testing.T) {
 	}
 }
 
-// TestUpgradeReplicaFailureKeepsL1: the replica of the upgraded manifest
+// TestRaiseReplicaFailureKeepsL1: the replica of the raised manifest
 // cannot be renamed into place (rank 0 writes both copies): the primary,
-// already rewritten at L2, gets its L1 bytes back, the upgrade fails on
+// already rewritten at L2, gets its L1 bytes back, the raise fails on
 // every rank, and the checkpoint stays committed and restartable at L1.
-func TestUpgradeReplicaFailureKeepsL1(t *testing.T) {
+func TestRaiseReplicaFailureKeepsL1(t *testing.T) {
 	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
 	w.levels = []Level{Local1{}, Partner2{Buffers: &partner.Buffers{}}}
 	errs := make([]error, 4)
@@ -231,7 +231,7 @@ func TestUpgradeReplicaFailureKeepsL1(t *testing.T) {
 		if e.env.Rank == 0 {
 			e.env.Global.Driver = vfd.NewFault(e.env.Global.Driver, vfd.OnPath("*"+manifestSuffix, []vfd.OpKind{vfd.OpRename}, errors.New("replica area gone")))
 		}
-		_, _, errs[e.env.Rank] = e.Upgrade(m, L2, nil)
+		_, _, errs[e.env.Rank] = e.Raise(m, L2, nil)
 		if c := e.Committed(); len(c) != 1 || c[0].Level != L1 {
 			return errors.New("checkpoint not left at L1")
 		}
@@ -261,11 +261,11 @@ func TestUpgradeReplicaFailureKeepsL1(t *testing.T) {
 	}
 }
 
-// TestUpgradeRefusesAManifestWithoutTheRanksData: a manifest that lists
+// TestRaiseRefusesAManifestWithoutTheRanksData: a manifest that lists
 // files for a rank but not its data file (damaged, or a head's request
 // built from one) is not raised: another entry is never sent in the data file's place. Every
 // rank fails the vote naming the rank, and the checkpoint stays at L1.
-func TestUpgradeRefusesAManifestWithoutTheRanksData(t *testing.T) {
+func TestRaiseRefusesAManifestWithoutTheRanksData(t *testing.T) {
 	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
 	errs := make([]error, 4)
 	require.NoError(t, w.run(func(e *Engine) error {
@@ -282,7 +282,7 @@ func TestUpgradeRefusesAManifestWithoutTheRanksData(t *testing.T) {
 		other := cloneFile(d)
 		other.Role, other.Of = RolePartner, 0 // an existing file, listed as something else
 		bad.Files[1] = []File{other}
-		_, _, errs[e.env.Rank] = e.Raise(&bad, L2, nil) // as a head raises a manifest it was sent
+		_, _, errs[e.env.Rank] = e.RaiseFor(&bad, L2, nil) // as a head raises a manifest it was sent
 		if c := e.Committed(); len(c) != 1 || c[0].Level != L1 {
 			return errors.New("checkpoint not left at L1")
 		}
@@ -297,15 +297,15 @@ func TestUpgradeRefusesAManifestWithoutTheRanksData(t *testing.T) {
 	}
 }
 
-// TestUpgradeVerifiesInItsReadPass: at every level the upgrade checks the
+// TestRaiseVerifiesInItsReadPass: at every level the raise checks the
 // L1 data file in the read pass of its post-processing (the partner
 // copy, the encoding, the copy into the L4 container). A byte of rank 1's
 // FTI-FF file flipped after its L1 commit (in the header, the data, the
-// metadata or the file block) fails the upgrade on every rank with
-// ErrVoteFailed, on rank 1 with ErrDigestMismatch; nothing the upgrade
+// metadata or the file block) fails the raise on every rank with
+// ErrVoteFailed, on rank 1 with ErrDigestMismatch; nothing the raise
 // wrote stays, the checkpoint stays at L1, and the restart, which cannot
 // use it, gets the previous checkpoint (raised before) bit for bit.
-func TestUpgradeVerifiesInItsReadPass(t *testing.T) {
+func TestRaiseVerifiesInItsReadPass(t *testing.T) {
 	for _, lc := range []struct {
 		name string
 		lvl  ID
@@ -336,8 +336,8 @@ func TestUpgradeVerifiesInItsReadPass(t *testing.T) {
 							if first[r], err = os.ReadFile(name); err != nil {
 								return err
 							}
-							if _, _, err := e.Upgrade(m, lc.lvl, nil); err != nil {
-								return fmt.Errorf("upgrade of the sound checkpoint 1: %w", err)
+							if _, _, err := e.Raise(m, lc.lvl, nil); err != nil {
+								return fmt.Errorf("raise of the sound checkpoint 1: %w", err)
 							}
 							continue
 						}
@@ -353,10 +353,10 @@ func TestUpgradeVerifiesInItsReadPass(t *testing.T) {
 						if err := e.env.Comm.Barrier(); err != nil {
 							return err
 						}
-						_, _, errs[r] = e.Upgrade(m, lc.lvl, nil)
+						_, _, errs[r] = e.Raise(m, lc.lvl, nil)
 						c := e.Committed()
 						if last := c[len(c)-1]; last.Seq != m.Seq || last.Level != L1 {
-							return fmt.Errorf("checkpoint 2 is at %v after the failed upgrade", last.Level)
+							return fmt.Errorf("checkpoint 2 is at %v after the failed raise", last.Level)
 						}
 					}
 					return nil
@@ -442,12 +442,12 @@ func flipByte(t *testing.T, name, part string) {
 	require.NoError(t, os.WriteFile(name, b, 0o644))
 }
 
-// TestUpgradeManifestFailureKeepsL1 fails each operation on the upgraded
+// TestRaiseManifestFailureKeepsL1 fails each operation on the raised
 // manifest copies (staged under tmp names while the new files are
 // published, then renamed over the L1 copies, the primary first): every
 // rank fails the vote, both copies are the L1 manifest again, no staged
 // copy is left, and the checkpoint recovers at L1.
-func TestUpgradeManifestFailureKeepsL1(t *testing.T) {
+func TestRaiseManifestFailureKeepsL1(t *testing.T) {
 	tests := []struct {
 		name    string
 		replica bool // the fault is on the global area's driver
@@ -486,7 +486,7 @@ func TestUpgradeManifestFailureKeepsL1(t *testing.T) {
 						e.env.Meta.Driver = vfd.NewFault(meta, inj)
 					}
 				}
-				_, _, errs[e.env.Rank] = e.Upgrade(m, L2, nil)
+				_, _, errs[e.env.Rank] = e.Raise(m, L2, nil)
 				e.env.Meta.Driver, e.env.Global.Driver = meta, global
 				if c := e.Committed(); len(c) != 1 || c[0].Level != L1 {
 					return errors.New("checkpoint not left at L1")
@@ -526,17 +526,17 @@ func TestUpgradeManifestFailureKeepsL1(t *testing.T) {
 	}
 }
 
-// TestUpgradeInterruptedBetweenCopies: a crash after the upgraded
+// TestRaiseInterruptedBetweenCopies: a crash after the raised
 // primary was installed but before the replica was leaves the replica at
-// L1, whose data entry carries the FTI-FF checksum. An upgrade by an
+// L1, whose data entry carries the FTI-FF checksum. A raise by an
 // earlier version replaced it with the BLAKE3 of the bytes in the
-// primary (the upgrade now keeps it: the primary is rewritten here as
+// primary (the raise now keeps it: the primary is rewritten here as
 // that version wrote it). Start-up must take the two copies for one
 // checkpoint: rewrite the stale replica from the primary at start-up and
 // recover at L3 bit for bit. Without attrs.l1digest start-up took them
 // for two runs' copies: it warned and left the replica stale until a
 // Recover had tried both.
-func TestUpgradeInterruptedBetweenCopies(t *testing.T) {
+func TestRaiseInterruptedBetweenCopies(t *testing.T) {
 	w := newL23World(t, vfd.Sec2{}, 4, 1, 4, 0)
 	first := make([][]byte, 4) // each rank's data file
 	require.NoError(t, w.run(func(e *Engine) error {
@@ -555,12 +555,12 @@ func TestUpgradeInterruptedBetweenCopies(t *testing.T) {
 				return err
 			}
 		}
-		up, _, err := e.Upgrade(m, L3, nil)
+		up, _, err := e.Raise(m, L3, nil)
 		if err != nil {
 			return err
 		}
 		if d, _ := up.DataFile(e.env.Rank); d.Attrs[AttrDigest] != DigestFTIFF || d.Attrs[AttrL1Digest] != "" {
-			return errors.New("the upgraded data entry does not keep its FTI-FF checksum")
+			return errors.New("the raised data entry does not keep its FTI-FF checksum")
 		}
 		if err := e.env.Comm.Barrier(); err != nil {
 			return err
@@ -601,7 +601,7 @@ func TestUpgradeInterruptedBetweenCopies(t *testing.T) {
 	require.GreaterOrEqual(t, i, 0, "checkpoint 1's copies")
 	require.NotNil(t, scan[i].Primary.M)
 	assert.Equal(t, L3, scan[i].Primary.M.Level)
-	assert.True(t, string(scan[i].Primary.Raw) == string(scan[i].Replica.Raw), "the stale L1 replica was not rewritten from the upgraded primary")
+	assert.True(t, string(scan[i].Primary.Raw) == string(scan[i].Replica.Raw), "the stale L1 replica was not rewritten from the raised primary")
 	got := make([][]byte, 4)
 	levels := make([]ID, 4)
 	require.NoError(t, w.run(func(e *Engine) error {
