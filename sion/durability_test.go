@@ -160,10 +160,9 @@ func TestParallelCrashAtEveryOp(t *testing.T) {
 	assert.Equal(t, want, got)
 }
 
-// TestParallelFailure makes one rank's write fail: every rank gets an
-// error and no file is left.
-func TestParallelFailure(t *testing.T) {
-	core := newCoreDir(t)
+// writeRank3Failing writes d/p.sion on core from four ranks, rank 3's
+// write failing, and returns every rank's error.
+func writeRank3Failing(core vfd.Driver) []error {
 	fd := vfd.NewFault(core, vfd.InjectorFunc(func(op vfd.Op) error {
 		if op.Kind == vfd.OpWrite && op.Off == 6144 { // rank 3's first chunk
 			return vfd.ErrInjected
@@ -182,6 +181,14 @@ func TestParallelFailure(t *testing.T) {
 		errs[c.Rank()] = errors.Join(werr, pw.Close())
 		return nil
 	})
+	return errs
+}
+
+// TestParallelFailure makes one rank's write fail: every rank gets an
+// error and no file is left.
+func TestParallelFailure(t *testing.T) {
+	core := newCoreDir(t)
+	errs := writeRank3Failing(core)
 	assert.ErrorIs(t, errs[3], vfd.ErrInjected)
 	for r := 0; r < 3; r++ {
 		assert.ErrorIs(t, errs[r], ErrPeerFailed, "rank %d", r)
@@ -197,24 +204,7 @@ func TestParallelFailure(t *testing.T) {
 // and its error.
 func TestParallelFailureNamesRank(t *testing.T) {
 	core := newCoreDir(t)
-	fd := vfd.NewFault(core, vfd.InjectorFunc(func(op vfd.Op) error {
-		if op.Kind == vfd.OpWrite && op.Off == 6144 { // rank 3's first chunk
-			return vfd.ErrInjected
-		}
-		return nil
-	}))
-	errs := make([]error, 4)
-	_ = comm.Run(4, func(c comm.Comm) error {
-		chunks := []int64{1000, 1500, 100, 3000}
-		pw, err := ParCreate(c, fd, "d/p.sion", chunks[c.Rank()], 1, &Options{FSBlkSize: 1024})
-		if err != nil {
-			errs[c.Rank()] = err
-			return nil
-		}
-		_, werr := pw.Write([]byte("xyz"))
-		errs[c.Rank()] = errors.Join(werr, pw.Close())
-		return nil
-	})
+	errs := writeRank3Failing(core)
 	require.ErrorIs(t, errs[3], vfd.ErrInjected)
 	assert.NotErrorIs(t, errs[3], ErrPeerFailed)
 	for r := 0; r < 3; r++ {
