@@ -76,7 +76,7 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	if err == nil {
 		err = r.checkSubsetSizes(vars)
 	}
-	if err := levels.Agree(r.c, err, "collect protected variables"); err != nil {
+	if err := comm.Agree(r.c, err, "collect protected variables"); err != nil {
 		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
 	if _, err := r.checkDecomposition(); err != nil {

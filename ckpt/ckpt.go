@@ -325,7 +325,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 				zap.Int("dcp-mode", cfg.DCPMode), zap.Int("dcp-block-size", cfg.DCPBlockSize), zap.Int("dcp-stack-size", cfg.DCPStackSize))
 		}
 	}
-	if err := levels.Agree(c, cfg.Validate(c.Size()), "validate config"); err != nil {
+	if err := comm.Agree(c, cfg.Validate(c.Size()), "validate config"); err != nil {
 		return nil, err
 	}
 	var headNode comm.Comm
@@ -563,7 +563,7 @@ func (r *Runtime) takeLock(d vfd.Driver) error {
 		return fmt.Errorf("ckpt: meta_dir %s is in use by another job or runtime (it holds %s): %w; wait for it to end (Finalize or Close), or give this job its own meta_dir",
 			dir, name, ErrLocked)
 	case 2:
-		return fmt.Errorf("ckpt: %w", levels.Agree(c, lerr, "lock meta_dir "+dir))
+		return fmt.Errorf("ckpt: %w", comm.Agree(c, lerr, "lock meta_dir "+dir))
 	}
 	return nil
 }
@@ -637,7 +637,7 @@ func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
 	}
 	r.topoIDs = ids
 	topo, err := partner.NewTopology(c.Size(), cfg.NodeSize, cfg.GroupSize, ids)
-	if err := levels.Agree(c, err, "build topology"); err != nil {
+	if err := comm.Agree(c, err, "build topology"); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	// The saved table, read by rank 0.
@@ -654,7 +654,7 @@ func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
 			}
 		}
 	}
-	if err := levels.Agree(c, rerr, "read node table"); err != nil {
+	if err := comm.Agree(c, rerr, "read node table"); err != nil {
 		return nil, err
 	}
 	saved, err = comm.BcastBytes(c, 0, saved)
@@ -692,7 +692,7 @@ func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
 		}
 		werr = err
 	}
-	if err := levels.Agree(c, werr, "save node table"); err != nil {
+	if err := comm.Agree(c, werr, "save node table"); err != nil {
 		return nil, err
 	}
 	return topo, nil

@@ -88,7 +88,7 @@ func (r *Runtime) openVPR(global vfd.Driver) error {
 			raw, lerr = json.Marshal(recs)
 		}
 	}
-	if err := levels.Agree(r.c, lerr, "read the level-9 records in "+r.vpr.meta.Dir); err != nil {
+	if err := comm.Agree(r.c, lerr, "read the level-9 records in "+r.vpr.meta.Dir); err != nil {
 		return fmt.Errorf("ckpt: %w", err)
 	}
 	raw, err := comm.BcastBytes(r.c, 0, raw)
@@ -171,7 +171,7 @@ func (r *Runtime) checkpointH5Single(id int64) error {
 	if err == nil {
 		err = r.checkSubsetSizes(vars)
 	}
-	if err := levels.Agree(r.c, err, "collect protected variables"); err != nil {
+	if err := comm.Agree(r.c, err, "collect protected variables"); err != nil {
 		return fmt.Errorf("ckpt: checkpoint %d (level 9): %w", id, err)
 	}
 	if _, err := r.checkDecomposition(); err != nil {
@@ -209,7 +209,7 @@ func (r *Runtime) checkpointH5Single(id int64) error {
 			}
 		}
 	}
-	if err := levels.Agree(r.c, werr, "commit level-9 file "+name); err != nil {
+	if err := comm.Agree(r.c, werr, "commit level-9 file "+name); err != nil {
 		return fmt.Errorf("ckpt: checkpoint %d (level 9): %w", id, err)
 	}
 	var drop []vprRecord
@@ -277,7 +277,7 @@ func (r *Runtime) restartVPR(rec vprRecord) error {
 			err = hf.VerifyRank(o)
 		}
 	}
-	if aerr := levels.Agree(r.c, err, "verify level-9 file "+rec.Path); aerr != nil {
+	if aerr := comm.Agree(r.c, err, "verify level-9 file "+rec.Path); aerr != nil {
 		if hf != nil {
 			_ = hf.Close()
 		}

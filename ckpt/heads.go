@@ -112,7 +112,7 @@ func splitHeads(c comm.Comm, cfg Config, o options) (*headSplit, error) {
 	if tl, ok := c.(interface{ ThreadLevel() (int, bool) }); ok {
 		if _, serialised := tl.ThreadLevel(); serialised {
 			err := fmt.Errorf("%w: head = 1 needs MPI_THREAD_MULTIPLE (a head runs one goroutine per application rank of its node), MPI granted less", ErrConfig)
-			return nil, levels.Agree(c, err, "start head ranks")
+			return nil, comm.Agree(c, err, "start head ranks")
 		}
 	}
 	id := nodeIDOf(c, cfg, o)
@@ -285,9 +285,9 @@ func (h *headServer) raise(c comm.Comm, rank int, req headRequest) ([]byte, erro
 	if perr != nil {
 		// Take part in the votes with a failure: Agree over the virtual
 		// world reports it on every rank.
-		return nil, levels.Agree(c, perr, "read the post-processing request of rank "+fmt.Sprint(rank))
+		return nil, comm.Agree(c, perr, "read the post-processing request of rank "+fmt.Sprint(rank))
 	}
-	if err := levels.Agree(c, nil, "read the post-processing requests"); err != nil {
+	if err := comm.Agree(c, nil, "read the post-processing requests"); err != nil {
 		return nil, err
 	}
 	env := &levels.Env{

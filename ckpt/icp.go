@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
@@ -81,7 +82,7 @@ func (r *Runtime) BeginICP(id int64, level int, activate bool) error {
 	if err == nil {
 		err = r.checkSubsetSizes(vars)
 	}
-	if err := levels.Agree(r.c, err, "collect protected variables"); err != nil {
+	if err := comm.Agree(r.c, err, "collect protected variables"); err != nil {
 		return fmt.Errorf("ckpt: incremental checkpoint %d: %w", id, err)
 	}
 	if _, err := r.checkDecomposition(); err != nil {
@@ -103,7 +104,7 @@ func (r *Runtime) BeginICP(id int64, level int, activate bool) error {
 	if cerr == nil {
 		st.inc, cerr = fileformat.NewIncremental(st.f, st.meta, vars, r.layout, w.fileOptions()...)
 	}
-	if err := levels.Agree(r.c, cerr, "open incremental checkpoint file"); err != nil {
+	if err := comm.Agree(r.c, cerr, "open incremental checkpoint file"); err != nil {
 		if st.f != nil {
 			_ = st.f.Close()
 			_ = store.Driver.Remove(full)

@@ -459,7 +459,7 @@ func (r *Runtime) recoverReshaped(ids []int, byName bool) error {
 	}
 	r.log.Debug("redistributed", zap.String("from", st.what), zap.Int("variables", len(reqs[me].Items)),
 		zap.Int64("sent-bytes", st.sent), zap.Int64("received-bytes", st.received))
-	if aerr := levels.Agree(r.c, err, "recover from "+st.what); aerr != nil {
+	if aerr := comm.Agree(r.c, err, "recover from "+st.what); aerr != nil {
 		for _, b := range bufs {
 			clear(b) // bad data never looks restored
 		}

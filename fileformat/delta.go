@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -140,7 +140,7 @@ func decodeDeltaTrailer(b []byte) (deltaTrailer, bool) {
 // deltaHash is the trailer's own hash: BLAKE3 over the header and the
 // trailer up to the hash field.
 func deltaHash(hdr, tr []byte) [HashSize]byte {
-	h := blake3.New()
+	h := b3.New()
 	_, _ = h.Write(hdr[:DeltaHeaderSize])
 	_, _ = h.Write(tr[:dtHashOff])
 	var out [HashSize]byte
@@ -321,7 +321,7 @@ type deltaWriter struct {
 
 	// While writing:
 	f   vfd.File
-	h   *blake3.Hasher
+	h   *b3.Hasher
 	off int64 // file offset of the end of what is written (buffered data excluded)
 	buf []byte
 }
@@ -510,7 +510,7 @@ func (w *deltaWriter) emitSpan(sp span) error {
 func (w *deltaWriter) write(f vfd.File, hash bool) (DeltaStats, error) {
 	w.f, w.h, w.off = f, nil, 0
 	if !w.o.noDigest {
-		w.h = blake3.New()
+		w.h = b3.New()
 	}
 	if err := w.f.Truncate(0); err != nil {
 		return DeltaStats{}, fmt.Errorf("truncate: %w", err)
@@ -586,7 +586,7 @@ func (w *deltaWriter) write(f vfd.File, hash bool) (DeltaStats, error) {
 	for i, r := range w.runs {
 		r.encode(rt[RunSize*i:])
 	}
-	dmh := blake3.New()
+	dmh := b3.New()
 	for _, part := range [][]byte{hb[:], mb, fbb[:], rt} {
 		_, _ = dmh.Write(part)
 		if err := w.emit(vfd.MemOHdr, part); err != nil {

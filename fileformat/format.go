@@ -3,7 +3,7 @@ package fileformat
 import (
 	"encoding/binary"
 
-	"github.com/zeebo/blake3"
+	"github.com/ftigo/ftigo/internal/b3"
 )
 
 // Format constants. Every one is part of the file format described in
@@ -189,7 +189,7 @@ func decodeFB(b []byte) fileBlock {
 // fbHash is the file block's own hash: BLAKE3 over the header and the file
 // block up to (not including) the hash field.
 func fbHash(hdr, fb []byte) [HashSize]byte {
-	h := blake3.New()
+	h := b3.New()
 	_, _ = h.Write(hdr[:HeaderSize])
 	_, _ = h.Write(fb[:fbHashOff])
 	var out [HashSize]byte

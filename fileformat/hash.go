@@ -5,8 +5,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/zeebo/blake3"
-	"lukechampine.com/blake3/guts"
+	"github.com/ftigo/ftigo/internal/b3"
 )
 
 // parallelMin is the chunk size from which block hashing is spread over
@@ -89,62 +88,12 @@ func hashRangeYield(data []byte, bs uint32, out [][HashSize]byte, lo, hi int) {
 
 // BlockHash returns the hash of one dCP block: BLAKE3-256 of p. Block
 // hashing is where a checkpoint spends its CPU beyond the copy into the
-// page cache, so a block whose size is a power-of-two multiple of 16 KiB
-// (the default block size and every full block of it) is hashed with
-// BLAKE3 compression functions that do 16 chunks at once with AVX-512
-// where the CPU has it: about 1.4x the throughput per core of the 8-way
-// AVX2 implementation that hashes everything else, with the same digest
-// (docs/performance.md). Nothing is started in the background: the
-// callers spread blocks over goroutines themselves.
-func BlockHash(p []byte) [HashSize]byte {
-	if h, ok := simdBlockHash(p); ok {
-		return h
-	}
-	return blake3.Sum256(p)
-}
-
-// simdBlockHash hashes p if its length is a power-of-two multiple of
-// simdSubtree (the BLAKE3 tree of such an input is complete, with one
-// subtree per simdSubtree bytes), and reports false otherwise.
-func simdBlockHash(p []byte) (out [HashSize]byte, ok bool) {
-	m := len(p) / simdSubtree
-	if m == 0 || len(p)%simdSubtree != 0 || m&(m-1) != 0 {
-		return out, false
-	}
-	subtree := func(i int) guts.Node {
-		return guts.CompressBuffer((*[simdSubtree]byte)(p[i*simdSubtree:]), simdSubtree, &guts.IV, uint64(i*guts.MaxSIMD), 0)
-	}
-	root := func(n guts.Node) [HashSize]byte {
-		n.Flags |= guts.FlagRoot
-		w := guts.WordsToBytes(guts.CompressNode(n))
-		copy(out[:], w[:HashSize])
-		return out
-	}
-	if m == 1 {
-		return root(subtree(0)), true
-	}
-	// Merge subtrees left to right on a stack of chaining values, as
-	// BLAKE3's incremental hasher does; the last merge is the root.
-	var stack [64][8]uint32
-	depth := 0
-	for i := 0; i < m; i++ {
-		cv := guts.ChainingValue(subtree(i))
-		for k := i + 1; k&1 == 0; k >>= 1 {
-			depth--
-			n := guts.ParentNode(stack[depth], cv, &guts.IV, 0)
-			if depth == 0 && i == m-1 {
-				return root(n), true
-			}
-			cv = guts.ChainingValue(n)
-		}
-		stack[depth] = cv
-		depth++
-	}
-	return out, false // not reached: m is a power of two
-}
-
-// simdSubtree is the input of one SIMD call: guts.MaxSIMD chunks.
-const simdSubtree = guts.MaxSIMD * guts.ChunkSize
+// page cache. Blocks of a power-of-two multiple of 16 KiB take b3's
+// 16-way SIMD path. That covers the default block size and every full
+// block of it. It runs about 1.4x the per-core speed of 8-way AVX2
+// (docs/performance.md). Nothing runs in the background: callers spread
+// blocks over goroutines.
+func BlockHash(p []byte) [HashSize]byte { return b3.Sum256(p) }
 
 func blockOf(data []byte, i int, bs uint32) []byte {
 	lo := int64(i) * int64(bs)
@@ -155,7 +104,7 @@ func blockOf(data []byte, i int, bs uint32) []byte {
 // chunkHash is the chunk hash: BLAKE3 over the chunk size (u64 LE), the
 // block size (u32 LE) and the block hashes in order. Wire format: never change.
 func chunkHash(size int64, bs uint32, blocks [][HashSize]byte) [HashSize]byte {
-	h := blake3.New()
+	var h b3.Hasher
 	var pre [12]byte
 	binary.LittleEndian.PutUint64(pre[0:], uint64(size))
 	binary.LittleEndian.PutUint32(pre[8:], bs)
@@ -163,19 +112,15 @@ func chunkHash(size int64, bs uint32, blocks [][HashSize]byte) [HashSize]byte {
 	for i := range blocks {
 		_, _ = h.Write(blocks[i][:])
 	}
-	var out [HashSize]byte
-	h.Sum(out[:0])
-	return out
+	return h.Sum256()
 }
 
 // fileChecksum is BLAKE3 over the chunk hashes in file order.
 // Wire format: never change.
 func fileChecksum(chunks []ChunkInfo) [HashSize]byte {
-	h := blake3.New()
+	h := b3.New()
 	for i := range chunks {
 		_, _ = h.Write(chunks[i].Hash[:])
 	}
-	var out [HashSize]byte
-	h.Sum(out[:0])
-	return out
+	return h.Sum256()
 }

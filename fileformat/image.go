@@ -7,8 +7,7 @@ import (
 	"io"
 	"sort"
 
-	"github.com/zeebo/blake3"
-
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -179,7 +178,7 @@ func (d *Delta) checkTrailer(size int64) (int64, error) {
 // it with the trailer's.
 func (d *Delta) checkDMHash(dmSize int64) error {
 	tr := d.tr
-	h := blake3.New()
+	h := b3.New()
 	buf := make([]byte, min(dmSize, metaBuf))
 	for off := int64(0); off < dmSize; off += int64(len(buf)) {
 		p := buf[:min(int64(len(buf)), dmSize-off)]
@@ -339,7 +338,7 @@ func (d *Delta) Verify() error {
 	if i := firstDiff(trb[:], d.trb[:]); i >= 0 {
 		return d.fileErr(size-DeltaTrailerSize+int64(i), ErrHashMismatch, "trailer changed since open")
 	}
-	h := blake3.New()
+	h := b3.New()
 	dmSize := size - DeltaTrailerSize - d.tr.dmOff
 	buf := make([]byte, min(max(dmSize, 1<<16), metaBuf))
 	for off := int64(0); off < dmSize; off += int64(len(buf)) {
@@ -354,23 +353,37 @@ func (d *Delta) Verify() error {
 	if dmh != d.tr.dmHash {
 		return d.fileErr(d.tr.dmOff, ErrHashMismatch, "delta metadata hash")
 	}
+	return d.verifyRuns()
+}
+
+// verifyRuns reads every run and checks each block against the image's
+// block hash, a segment at a time.
+func (d *Delta) verifyRuns() error {
 	bs := int64(d.img.fb.blockSize)
-	for _, r := range d.runs {
-		c := &d.img.chunk[r.Chunk]
-		off := r.off
-		for j := r.First; j < r.First+r.Count; j++ {
-			n := blockLen(c.Size, uint32(bs), j)
+	seg := segSize(d.img.fb.blockSize)
+	var buf []byte
+	for _, run := range d.runs {
+		c := &d.img.chunk[run.Chunk]
+		first := int64(run.First)
+		b := &b3.Blocks{
+			Len: c.Size, BlockSize: bs, Segment: seg, Workers: d.o.workers,
+			ReadAt: func(p []byte, off int64) error {
+				return d.readAt(vfd.MemDraw, p, run.off+off-first*bs)
+			},
+			Want: func(j int64) [HashSize]byte { return c.BlockHashes[j] },
+			Mismatch: func(j int64) error {
+				return d.corrupt(c.VarID, run.Chunk, run.off+(j-first)*bs, fmt.Errorf("%w: block %d of chunk", ErrHashMismatch, j))
+			},
+		}
+		end := min(int64(run.First+run.Count)*bs, c.Size)
+		for off := first * bs; off < end; off += seg {
+			n := min(seg, end-off)
 			if int64(cap(buf)) < n {
 				buf = make([]byte, n)
 			}
-			p := buf[:n]
-			if err := d.readAt(vfd.MemDraw, p, off); err != nil {
+			if err := b.Read(off/bs, buf[:n]); err != nil {
 				return err
 			}
-			if BlockHash(p) != c.BlockHashes[j] {
-				return d.corrupt(c.VarID, r.Chunk, off, fmt.Errorf("%w: block %d of chunk", ErrHashMismatch, j))
-			}
-			off += n
 		}
 	}
 	return nil
@@ -672,33 +685,68 @@ func (im *Image) Close() error {
 	return errors.Join(errs...)
 }
 
-// CopyTo writes the file r reads — for an [Image], the full FTI-FF file
-// of the chain's last checkpoint — to dst at the same offsets, checking
-// every block of every chunk against its hash as it copies (a mismatch is
-// a *CorruptionError naming the variable, chunk and offset, and dst is
-// left partial) and writing zeros for the empty tails of containers. It
-// returns the number of bytes written. dst is truncated first and neither
-// synced nor closed.
+// CopyTo writes the file r reads to dst at the same offsets. For an
+// [Image] that is the full FTI-FF file of the chain's last checkpoint.
+// Every byte goes through r's [Verifier] before it is written, so the
+// copy is checked as [Reader.Verify] checks a file. A bad block is a
+// *CorruptionError naming the variable, chunk and offset; dst is then
+// left partial. The empty tails of containers are written as zeros. It
+// returns the number of bytes written. dst is truncated first and
+// neither synced nor closed.
 func (r *Reader) CopyTo(dst vfd.File) (int64, error) {
-	if !r.Hashed() {
-		return 0, fmt.Errorf("%s: %w", r.path, ErrUnhashed)
+	v, err := r.NewVerifier()
+	if err != nil {
+		return 0, err
 	}
 	if err := dst.Truncate(0); err != nil {
 		return 0, fmt.Errorf("truncate %s: %w", dst.Name(), err)
 	}
-	write := func(t vfd.MemType, p []byte, off int64) error {
+	// copyOut checks p, the bytes at off, then writes them.
+	copyOut := func(t vfd.MemType, p []byte, off int64) error {
+		if _, err := v.Write(p); err != nil {
+			return err
+		}
+		if t == vfd.MemDraw {
+			if err := writeStarting(dst, p, off); err != nil {
+				return fmt.Errorf("write %s: %w", dst.Name(), err)
+			}
+			return nil
+		}
 		if _, err := vfd.WriteAtType(dst, t, p, off); err != nil {
 			return fmt.Errorf("write %s at %d: %w", dst.Name(), off, err)
 		}
 		return nil
 	}
-	if err := write(vfd.MemSuper, r.hb[:], 0); err != nil {
+	if err := copyOut(vfd.MemSuper, r.hb[:], 0); err != nil {
 		return 0, err
 	}
-	bs := r.fb.blockSize
-	seg := segSize(bs)
+	if err := r.copyData(copyOut); err != nil {
+		return 0, err
+	}
+	mb := make([]byte, min(r.fb.metaSize, metaBuf))
+	for off := int64(0); off < r.fb.metaSize; off += int64(len(mb)) {
+		p := mb[:min(int64(len(mb)), r.fb.metaSize-off)]
+		if err := r.readAt(vfd.MemOHdr, p, r.fb.metaOff+off); err != nil {
+			return 0, err
+		}
+		if err := copyOut(vfd.MemOHdr, p, r.fb.metaOff+off); err != nil {
+			return 0, err
+		}
+	}
+	if err := copyOut(vfd.MemSuper, r.fbb[:], r.fb.fs-FBSize); err != nil {
+		return 0, err
+	}
+	if err := v.Close(); err != nil {
+		return 0, err
+	}
+	return r.fb.fs, nil
+}
+
+// copyData hands the data area to copyOut in file order: each chunk's
+// data in segments read from the file, then its container's zero tail.
+func (r *Reader) copyData(copyOut func(t vfd.MemType, p []byte, off int64) error) error {
+	seg := segSize(r.fb.blockSize)
 	var buf []byte
-	var got [][HashSize]byte
 	for ci := range r.chunk {
 		c := &r.chunk[ci]
 		for off := int64(0); off < c.ContainerSize; {
@@ -710,49 +758,16 @@ func (r *Reader) CopyTo(dst vfd.File) (int64, error) {
 			if off >= c.Size {
 				clear(p)
 			} else {
-				n = min(n, c.Size-off)
-				p = p[:n]
+				p = p[:min(n, c.Size-off)]
 				if err := r.readAt(vfd.MemDraw, p, c.Fptr+off); err != nil {
-					return 0, err
-				}
-				first := int(off / int64(bs))
-				nb := int(numBlocks(n, bs))
-				if cap(got) < nb {
-					got = make([][HashSize]byte, nb)
-				}
-				got = got[:nb]
-				hashBlocks(p, bs, got, r.o.workers)
-				for k := range got {
-					if got[k] != c.BlockHashes[first+k] {
-						return 0, r.corrupt(c.VarID, ci, c.Fptr+int64(first+k)*int64(bs), fmt.Errorf("%w: block %d of chunk", ErrHashMismatch, first+k))
-					}
+					return err
 				}
 			}
-			if err := writeStarting(dst, p, c.Fptr+off); err != nil {
-				return 0, fmt.Errorf("write %s: %w", dst.Name(), err)
+			if err := copyOut(vfd.MemDraw, p, c.Fptr+off); err != nil {
+				return err
 			}
 			off += int64(len(p))
 		}
 	}
-	mb := make([]byte, min(r.fb.metaSize, metaBuf))
-	mh := blake3.New()
-	for off := int64(0); off < r.fb.metaSize; off += int64(len(mb)) {
-		p := mb[:min(int64(len(mb)), r.fb.metaSize-off)]
-		if err := r.readAt(vfd.MemOHdr, p, r.fb.metaOff+off); err != nil {
-			return 0, err
-		}
-		_, _ = mh.Write(p)
-		if err := write(vfd.MemOHdr, p, r.fb.metaOff+off); err != nil {
-			return 0, err
-		}
-	}
-	var h [HashSize]byte
-	mh.Sum(h[:0])
-	if h != r.fb.metaHash {
-		return 0, r.fileErr(r.fb.metaOff, ErrHashMismatch, "metadata hash (changed since open)")
-	}
-	if err := write(vfd.MemSuper, r.fbb[:], r.fb.fs-FBSize); err != nil {
-		return 0, err
-	}
-	return r.fb.fs, nil
+	return nil
 }

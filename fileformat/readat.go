@@ -3,8 +3,8 @@ package fileformat
 import (
 	"errors"
 	"fmt"
-	"sync"
 
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -45,117 +45,31 @@ func (r *Reader) readChunkRange(ci int, dst []byte, rel int64) error {
 	if r.moved != nil && r.moved[ci].Load() {
 		return r.movedErr(ci)
 	}
-	c := &r.chunk[ci]
-	bs := int64(r.fb.blockSize)
-	end := rel + int64(len(dst))
-	blockLen := func(j int64) int64 { return min(bs, c.Size-j*bs) }
-	var scratch []byte
-	edge := func(j int64) error {
-		if scratch == nil {
-			scratch = make([]byte, bs)
-		}
-		b := scratch[:blockLen(j)]
-		if err := r.readBlocks(ci, j, b); err != nil {
-			return err
-		}
-		lo, hi := max(rel, j*bs), min(end, j*bs+int64(len(b)))
-		copy(dst[lo-rel:hi-rel], b[lo-j*bs:hi-j*bs])
-		return nil
-	}
-	j0, j1 := rel/bs, (end+bs-1)/bs // blocks [j0, j1) are touched
-	// Whole blocks inside the range: [a, b).
-	a := j0
-	if rel%bs != 0 {
-		a++
-	}
-	b := j1
-	if end%bs != 0 && end != c.Size {
-		b--
-	}
-	if a >= b {
-		// No whole block: at most two cut blocks.
-		for j := j0; j < j1; j++ {
-			if err := edge(j); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if a > j0 {
-		if err := edge(j0); err != nil {
-			return err
-		}
-	}
-	if err := r.readBlocks(ci, a, dst[a*bs-rel:min(b*bs, c.Size)-rel]); err != nil {
-		return err
-	}
-	if b < j1 {
-		return edge(b)
-	}
-	return nil
+	return r.blocks(ci).ReadRange(dst, rel)
 }
 
-// readBlocks reads dst from the start of block first of chunk ci (dst
-// ends at a block boundary or at the chunk's end) and checks every block
-// against its hash; reading the next segment overlaps hashing the ones
-// before.
-func (r *Reader) readBlocks(ci int, first int64, dst []byte) error {
+// blocks returns the checked block reader of chunk ci. Its blocks are
+// checked unless the file has no hashes or its data was verified
+// already ([WithVerifiedData]). Errors name the variable and chunk.
+func (r *Reader) blocks(ci int) *b3.Blocks {
 	c := &r.chunk[ci]
 	bs := int64(r.fb.blockSize)
-	base := c.Fptr + first*bs
-	hashed := r.Hashed() && !r.o.verified
-	parallel := int64(len(dst)) >= parallelMin && r.o.workers > 1
-	seg := segSize(r.fb.blockSize)
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstBad = int64(-1)
-		sem      = make(chan struct{}, max(r.o.workers, 1))
-	)
-	check := func(p []byte, b0 int64) {
-		for k := int64(0); k*bs < int64(len(p)); k++ {
-			blk := p[k*bs : min((k+1)*bs, int64(len(p)))]
-			if BlockHash(blk) != c.BlockHashes[b0+k] {
-				mu.Lock()
-				if firstBad < 0 || b0+k < firstBad {
-					firstBad = b0 + k
-				}
-				mu.Unlock()
-				return
+	b := &b3.Blocks{
+		Len: c.Size, BlockSize: bs, Segment: segSize(r.fb.blockSize), Workers: r.o.workers,
+		ReadAt: func(p []byte, off int64) error {
+			err := r.readAt(vfd.MemDraw, p, c.Fptr+off)
+			var ce *CorruptionError
+			if errors.As(err, &ce) {
+				ce.VarID, ce.Chunk = c.VarID, ci
 			}
-		}
+			return err
+		},
+		Mismatch: func(j int64) error {
+			return r.corrupt(c.VarID, ci, c.Fptr+j*bs, fmt.Errorf("%w: block %d of chunk", ErrHashMismatch, j))
+		},
 	}
-	var rerr error
-	for o := int64(0); o < int64(len(dst)); o += seg {
-		p := dst[o:min(o+seg, int64(len(dst)))]
-		if err := r.readAt(vfd.MemDraw, p, base+o); err != nil {
-			rerr = err
-			break
-		}
-		if !hashed {
-			continue
-		}
-		if !parallel {
-			check(p, first+o/bs)
-			continue
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(p []byte, b0 int64) {
-			defer func() { <-sem; wg.Done() }()
-			check(p, b0)
-		}(p, first+o/bs)
+	if r.Hashed() && !r.o.verified {
+		b.Want = func(j int64) [HashSize]byte { return c.BlockHashes[j] }
 	}
-	wg.Wait()
-	if rerr != nil {
-		var ce *CorruptionError
-		if errors.As(rerr, &ce) {
-			ce.VarID, ce.Chunk = c.VarID, ci
-		}
-		return rerr
-	}
-	if firstBad >= 0 {
-		return r.corrupt(c.VarID, ci, c.Fptr+firstBad*bs, fmt.Errorf("%w: block %d of chunk", ErrHashMismatch, firstBad))
-	}
-	return nil
+	return b
 }

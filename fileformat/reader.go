@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"sync/atomic"
 
-	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -119,7 +118,46 @@ func (r *Reader) open() error {
 	if err != nil {
 		return fmt.Errorf("size of %s: %w", r.path, err)
 	}
-	// Header.
+	if err := r.openHeader(size); err != nil {
+		return err
+	}
+	if err := r.openFileBlock(size); err != nil {
+		return err
+	}
+	fb, fbOff := &r.fb, size-FBSize
+	if err := r.readExtTrailer(); err != nil {
+		return err
+	}
+	if err := r.checkCounts(fbOff); err != nil {
+		return err
+	}
+	// Metadata block: hashed, then parsed, both streamed, so memory grows
+	// only with what the file holds and its hash vouches for.
+	h, whole, err := r.hashMeta()
+	if err != nil {
+		return err
+	}
+	if h != fb.metaHash {
+		return r.fileErr(fb.metaOff, ErrHashMismatch, "metadata hash")
+	}
+	if err := r.parseMeta(whole); err != nil {
+		return err
+	}
+	if fb.flags&flagUnhashed == 0 {
+		if sum := fileChecksum(r.chunk); sum != fb.checksum {
+			return r.fileErr(fbOff+128, ErrHashMismatch, "file checksum over the chunk hashes")
+		}
+	}
+	r.o.logger.Debug("opened FTI-FF file", zap.String("path", r.path), zap.Int64("ckpt-id", r.hdr.ckptID),
+		zap.Int32("rank", r.hdr.rank), zap.Int("vars", len(r.vars)), zap.Int("chunks", len(r.chunk)))
+	return nil
+}
+
+// openHeader reads and checks the header and finds the file block's
+// magic at the end of the file. A file that is not FTI-FF at all gets
+// ErrNotFTIFF; one that looks like FTI-FF but is damaged, a
+// *CorruptionError. It sets r.hdr.
+func (r *Reader) openHeader(size int64) error {
 	hn := min(size, HeaderSize)
 	if err := r.readAt(vfd.MemSuper, r.hb[:hn], 0); err != nil {
 		return err
@@ -164,7 +202,13 @@ func (r *Reader) open() error {
 	if size < HeaderSize+FBSize || !trailerOK {
 		return r.fileErr(max(size-FBSize, HeaderSize), ErrTruncated, "no file block at the end of the %d-byte file", size)
 	}
-	// File block.
+	return nil
+}
+
+// openFileBlock reads the file block at the end of the file, checks its
+// hash and its fields against the header and the file size, and sets r.fb.
+func (r *Reader) openFileBlock(size int64) error {
+	hdr := &r.hdr
 	fbOff := size - FBSize
 	if err := r.readAt(vfd.MemSuper, r.fbb[:], fbOff); err != nil {
 		return err
@@ -192,31 +236,6 @@ func (r *Reader) open() error {
 	case fb.ckptSize < 0 || fb.ckptSize > fb.metaOff-HeaderSize:
 		return r.fileErr(fbOff+32, ErrCorrupt, "data size %d", fb.ckptSize)
 	}
-	if err := r.readExtTrailer(); err != nil {
-		return err
-	}
-	if err := r.checkCounts(fbOff); err != nil {
-		return err
-	}
-	// Metadata block: hashed, then parsed, both streamed, so memory grows
-	// only with what the file holds and its hash vouches for.
-	h, whole, err := r.hashMeta()
-	if err != nil {
-		return err
-	}
-	if h != fb.metaHash {
-		return r.fileErr(fb.metaOff, ErrHashMismatch, "metadata hash")
-	}
-	if err := r.parseMeta(whole); err != nil {
-		return err
-	}
-	if fb.flags&flagUnhashed == 0 {
-		if sum := fileChecksum(r.chunk); sum != fb.checksum {
-			return r.fileErr(fbOff+128, ErrHashMismatch, "file checksum over the chunk hashes")
-		}
-	}
-	r.o.logger.Debug("opened FTI-FF file", zap.String("path", r.path), zap.Int64("ckpt-id", hdr.ckptID),
-		zap.Int32("rank", hdr.rank), zap.Int("vars", len(r.vars)), zap.Int("chunks", len(r.chunk)))
 	return nil
 }
 
@@ -260,7 +279,7 @@ const metaBuf = 1 << 20
 // hashMeta streams the metadata block through BLAKE3. When the block fits
 // in one buffer it returns that buffer too, so it is read only once.
 func (r *Reader) hashMeta() (sum [HashSize]byte, whole []byte, err error) {
-	mh := blake3.New()
+	mh := b3.New()
 	buf := make([]byte, min(r.fb.metaSize, metaBuf))
 	for off := int64(0); off < r.fb.metaSize; off += int64(len(buf)) {
 		p := buf[:min(int64(len(buf)), r.fb.metaSize-off)]
@@ -797,88 +816,24 @@ func segSize(bs uint32) int64 {
 	return target / int64(bs) * int64(bs)
 }
 
-type hashJob struct {
-	first int    // first block index
-	data  []byte // whole blocks (the last may be short)
-}
-
 // readChunk reads chunk ci into dst (len = chunk size) and checks every
 // block hash (unless the data was verified already, [WithVerifiedData]).
 // Reading and hashing overlap: segments are read in order while workers
 // hash the ones before.
 func (r *Reader) readChunk(ci int, dst []byte) error {
+	if r.moved == nil {
+		return r.blocks(ci).Read(0, dst)
+	}
+	// WithMoveOut: hand the verified bytes over, once.
+	if !r.moved[ci].CompareAndSwap(false, true) {
+		return r.movedErr(ci)
+	}
 	c := &r.chunk[ci]
-	if r.moved != nil {
-		// WithMoveOut: hand the verified bytes over, once.
-		if !r.moved[ci].CompareAndSwap(false, true) {
-			return r.movedErr(ci)
-		}
-		b, err := r.lend(c.Fptr, c.Size)
-		if err != nil {
-			return err
-		}
-		vfd.MovePages(dst, b)
-		return nil
+	b, err := r.lend(c.Fptr, c.Size)
+	if err != nil {
+		return err
 	}
-	bs := r.fb.blockSize
-	hashed := r.Hashed() && !r.o.verified
-	seg := segSize(bs)
-	got := make([][HashSize]byte, len(c.BlockHashes))
-	workers := r.o.workers
-	if c.Size < parallelMin || !hashed {
-		workers = 0
-	}
-	jobs := make(chan hashJob, 4)
-	var wg sync.WaitGroup
-	hash := func(j hashJob) {
-		if hashed {
-			n := numBlocks(int64(len(j.data)), bs)
-			for k := int64(0); k < n; k++ {
-				got[int64(j.first)+k] = BlockHash(blockOf(j.data, int(k), bs))
-			}
-		}
-	}
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				hash(j)
-			}
-		}()
-	}
-	var rerr error
-	for off := int64(0); off < c.Size; off += seg {
-		n := min(seg, c.Size-off)
-		p := dst[off : off+n]
-		if err := r.readAt(vfd.MemDraw, p, c.Fptr+off); err != nil {
-			rerr = err
-			break
-		}
-		j := hashJob{first: int(off / int64(bs)), data: p}
-		if workers == 0 {
-			hash(j)
-		} else {
-			jobs <- j
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	if rerr != nil {
-		var ce *CorruptionError
-		if errors.As(rerr, &ce) {
-			ce.VarID, ce.Chunk = c.VarID, ci
-		}
-		return rerr
-	}
-	if !hashed {
-		return nil
-	}
-	for k := range got {
-		if got[k] != c.BlockHashes[k] {
-			return r.corrupt(c.VarID, ci, c.Fptr+int64(k)*int64(bs), fmt.Errorf("%w: block %d of chunk", ErrHashMismatch, k))
-		}
-	}
+	vfd.MovePages(dst, b)
 	return nil
 }
 

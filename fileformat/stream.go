@@ -3,7 +3,7 @@ package fileformat
 import (
 	"fmt"
 
-	"github.com/zeebo/blake3"
+	"github.com/ftigo/ftigo/internal/b3"
 )
 
 // Verifier checks an FTI-FF file as its bytes stream past, in order from
@@ -32,8 +32,8 @@ type Verifier struct {
 	// by several goroutines (workers, from [WithHashWorkers]).
 	got     [][HashSize]byte
 	workers int
-	mh      *blake3.Hasher // the metadata block
-	metaOK  bool           // the metadata hash was checked
+	mh      *b3.Hasher // the metadata block
+	metaOK  bool       // the metadata hash was checked
 	err     error
 }
 
@@ -56,7 +56,7 @@ func (r *Reader) NewVerifier() (*Verifier, error) {
 	if end != r.fb.metaOff {
 		return nil, r.fileErr(end, ErrCorrupt, "containers end at %d, metadata starts at %d", end, r.fb.metaOff)
 	}
-	return &Verifier{r: r, mh: blake3.New(), workers: r.o.workers}, nil
+	return &Verifier{r: r, mh: b3.New(), workers: r.o.workers}, nil
 }
 
 // Write checks the next len(p) bytes of the file.

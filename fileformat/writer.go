@@ -3,9 +3,9 @@ package fileformat
 import (
 	"fmt"
 
-	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -249,7 +249,7 @@ func (im *image) encodeFB(meta Meta, hb [HeaderSize]byte, mb []byte, checksum [H
 		numVars: uint32(nvars), numBlocks: uint32(nblocks), numChunks: uint32(len(im.chunks)),
 		ckptSize: im.dataSize, fs: im.fs, maxFs: meta.MaxFs, ptFs: meta.PtFs, timestamp: meta.Timestamp,
 		metaOff: im.metaOff, metaSize: im.metaSize, numBHashes: im.nbh,
-		metaHash: blake3.Sum256(mb), checksum: checksum,
+		metaHash: b3.Sum256(mb), checksum: checksum,
 	}
 	fbb := fb.encode()
 	h := fbHash(hb[:], fbb[:])

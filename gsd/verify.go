@@ -59,9 +59,23 @@ func VerifyReaderAt(r io.ReaderAt, size int64, path string) error {
 	if err != nil {
 		return errors.Join(append(probs, err)...)
 	}
-	names := sc.names
-	seen := make(map[string]bool, len(names))
-	for i, n := range names {
+	verifyNamelist(r, path, &h, sc, add)
+	if !inFile(h.IndexLocation, h.IndexAllocated, entrySize, size) {
+		add(corruptf(path, "index", h.IndexLocation, "index block of %d×32 bytes extends past the end of file (%d bytes)", h.IndexAllocated, size))
+		return errors.Join(probs...)
+	}
+	if err := verifyIndex(r, size, path, &h, sc.names, add); err != nil {
+		probs = append(probs, err)
+	}
+	return errors.Join(probs...)
+}
+
+// verifyNamelist reports, through add, the names real readers refuse:
+// duplicates, invalid UTF-8, badly terminated or padded 1.0 slots, and
+// non-zero bytes after the list.
+func verifyNamelist(r io.ReaderAt, path string, h *Header, sc nameScan, add func(*CorruptionError) bool) {
+	seen := make(map[string]bool, len(sc.names))
+	for i, n := range sc.names {
 		if seen[n] {
 			add(corruptf(path, "namelist", h.NameLocation+sc.offsets[i], "duplicate name %q", n))
 		}
@@ -85,16 +99,18 @@ func VerifyReaderAt(r io.ReaderAt, size int64, path string) error {
 			add(corruptf(path, "namelist", at, "bytes after the end of the name list are not zero (pygsd reads them as more names)"))
 		}
 	}
-	if !inFile(h.IndexLocation, h.IndexAllocated, entrySize, size) {
-		add(corruptf(path, "index", h.IndexLocation, "index block of %d×32 bytes extends past the end of file (%d bytes)", h.IndexAllocated, size))
-		return errors.Join(probs...)
-	}
+}
+
+// verifyIndex reports, through add, every bad entry of the index and
+// every non-zero unused slot. It stops when add says so, and returns the
+// error of a failed read.
+func verifyIndex(r io.ReaderAt, size int64, path string, h *Header, names []string, add func(*CorruptionError) bool) error {
 	v2 := h.GSDVersion >= Version2
 	var prev Entry
 	used := uint64(0)
 	terminated := false
 	nonzero := func(eb []byte) bool { return slices.ContainsFunc(eb, func(c byte) bool { return c != 0 }) }
-	err = scanIndex(r, path, h.IndexLocation, 0, h.IndexAllocated, func(s uint64, eb []byte, e Entry) bool {
+	return scanIndex(r, path, h.IndexLocation, 0, h.IndexAllocated, func(s uint64, eb []byte, e Entry) bool {
 		eoff := h.IndexLocation + int64(s)*entrySize
 		if terminated {
 			if nonzero(eb) {
@@ -110,49 +126,64 @@ func VerifyReaderAt(r io.ReaderAt, size int64, path string) error {
 			return true
 		}
 		used++
-		bad := func(format string, args ...any) bool {
-			return add(entryError(path, eoff, int64(s), e, names, format, args...))
-		}
-		ok := true
-		switch {
-		case e.Type == TypeCharacter:
-			ok = bad("type 11 (character): python3-gsd 2.7 reports such files as corrupt")
-		case !e.Type.Valid():
-			ok = bad("unknown type %d", e.Type)
-		}
-		if ok && e.M == 0 {
-			ok = bad("M is 0")
-		}
-		if ok && e.Flags != 0 {
-			ok = bad("flags %d, not 0", e.Flags)
-		}
-		if ok && int(e.ID) >= len(names) {
-			ok = bad("name id %d beyond the %d names", e.ID, len(names))
-		}
-		if ok && e.Frame >= h.IndexAllocated {
-			ok = bad("frame %d not below index_allocated_entries %d (readers call that corrupt)", e.Frame, h.IndexAllocated)
-		}
-		if ok && e.Location < 0 {
-			ok = bad("negative location %d", e.Location)
-		}
-		if ds, fits := e.DataSize(); ok && (!fits || e.Location < 0 || ds > size-e.Location) {
-			ok = bad("data of %d×%d %s at %d extends past the end of file (%d bytes)", e.N, e.M, e.Type, e.Location, size)
-		}
-		if ok && used > 1 {
-			switch {
-			case e.Frame < prev.Frame || (v2 && e.Frame == prev.Frame && e.ID < prev.ID):
-				ok = bad("index not sorted by (frame, id): follows frame %d id %d", prev.Frame, prev.ID)
-			case v2 && e.Frame == prev.Frame && e.ID == prev.ID:
-				ok = bad("duplicate (frame %d, id %d)", e.Frame, e.ID)
+		reasons := entryProblems(e, h, len(names), size)
+		if used > 1 {
+			if reason := orderProblem(e, prev, v2); reason != "" {
+				reasons = append(reasons, reason)
 			}
 		}
 		prev = e
-		return ok
+		for _, reason := range reasons {
+			if !add(entryError(path, eoff, int64(s), e, names, "%s", reason)) {
+				return false
+			}
+		}
+		return true
 	})
-	if err != nil {
-		probs = append(probs, err)
+}
+
+// entryProblems lists, in order, what is wrong with used index entry e
+// by itself.
+func entryProblems(e Entry, h *Header, nnames int, size int64) []string {
+	var out []string
+	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	switch {
+	case e.Type == TypeCharacter:
+		bad("type 11 (character): python3-gsd 2.7 reports such files as corrupt")
+	case !e.Type.Valid():
+		bad("unknown type %d", e.Type)
 	}
-	return errors.Join(probs...)
+	if e.M == 0 {
+		bad("M is 0")
+	}
+	if e.Flags != 0 {
+		bad("flags %d, not 0", e.Flags)
+	}
+	if int(e.ID) >= nnames {
+		bad("name id %d beyond the %d names", e.ID, nnames)
+	}
+	if e.Frame >= h.IndexAllocated {
+		bad("frame %d not below index_allocated_entries %d (readers call that corrupt)", e.Frame, h.IndexAllocated)
+	}
+	if e.Location < 0 {
+		bad("negative location %d", e.Location)
+	}
+	if ds, fits := e.DataSize(); !fits || e.Location < 0 || ds > size-e.Location {
+		bad("data of %d×%d %s at %d extends past the end of file (%d bytes)", e.N, e.M, e.Type, e.Location, size)
+	}
+	return out
+}
+
+// orderProblem says how entry e breaks the index order after prev, or
+// returns "" when it does not.
+func orderProblem(e, prev Entry, v2 bool) string {
+	switch {
+	case e.Frame < prev.Frame || (v2 && e.Frame == prev.Frame && e.ID < prev.ID):
+		return fmt.Sprintf("index not sorted by (frame, id): follows frame %d id %d", prev.Frame, prev.ID)
+	case v2 && e.Frame == prev.Frame && e.ID == prev.ID:
+		return fmt.Sprintf("duplicate (frame %d, id %d)", e.Frame, e.ID)
+	}
+	return ""
 }
 
 // RepairResult says what [Repair] did.

@@ -58,19 +58,3 @@ func (e *CorruptionError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *CorruptionError) Unwrap() error { return e.Err }
-
-// agreedError is the error every rank returns after a failed vote; on the
-// ranks that failed it wraps the local error too.
-type agreedError struct {
-	msg   string
-	local error
-}
-
-func (e *agreedError) Error() string { return e.msg }
-
-func (e *agreedError) Unwrap() []error {
-	if e.local == nil {
-		return []error{ErrFailed}
-	}
-	return []error{ErrFailed, e.local}
-}

@@ -8,13 +8,11 @@ import (
 	"io/fs"
 	"slices"
 	"strconv"
-	"sync"
-
-	"github.com/zeebo/blake3"
 
 	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/dhdf/h5"
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -235,7 +233,7 @@ func (f *File) readTables(meta *h5.Object) (*metaTables, error) {
 		return nil, f.corrupt(-1, -1, int64(ho.Addr), ErrCorrupt, "block hash table of shape %v", ho.Dims)
 	}
 	t.hashes = hashes
-	th := blake3.New()
+	th := b3.New()
 	for _, b := range [][]byte{t.datasets, t.vars, t.names, t.hashes} {
 		_, _ = th.Write(b)
 	}
@@ -423,129 +421,45 @@ func (f *File) ReadVarAt(rank int, id int32, dst []byte, off int64) error {
 	if off < 0 || off > v.size || n > v.size-off {
 		return fmt.Errorf("%w: %s: rank %d variable %d: bytes [%d, %d) of %d", ErrInvalid, f.path, rank, id, off, off+n, v.size)
 	}
-	if err := f.readRange(v, dst, off); err != nil {
+	if err := f.blocks(v).ReadRange(dst, off); err != nil {
 		clear(dst)
 		return err
 	}
 	return nil
 }
 
-func (f *File) readRange(v *storedVar, dst []byte, off int64) error {
-	bs := f.bs
-	end := off + int64(len(dst))
-	if end == off {
-		return nil
-	}
-	var scratch []byte
-	edge := func(j int64) error {
-		if scratch == nil {
-			scratch = make([]byte, bs)
-		}
-		b := scratch[:min(bs, v.size-j*bs)]
-		if err := f.readBlocks(v, j, b); err != nil {
-			return err
-		}
-		lo, hi := max(off, j*bs), min(end, j*bs+int64(len(b)))
-		copy(dst[lo-off:hi-off], b[lo-j*bs:hi-j*bs])
-		return nil
-	}
-	j0, j1 := off/bs, (end+bs-1)/bs
-	a, b := j0, j1
-	if off%bs != 0 {
-		a++
-	}
-	if end%bs != 0 && end != v.size {
-		b--
-	}
-	if a >= b {
-		for j := j0; j < j1; j++ {
-			if err := edge(j); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if a > j0 {
-		if err := edge(j0); err != nil {
-			return err
-		}
-	}
-	if err := f.readBlocks(v, a, dst[a*bs-off:min(b*bs, v.size)-off]); err != nil {
-		return err
-	}
-	if b < j1 {
-		return edge(b)
-	}
-	return nil
-}
-
-// readSegment is the read granularity of readBlocks: hashing a segment
-// overlaps reading the next.
+// readSegment is the read granularity of a variable's blocks: hashing
+// a segment overlaps reading the next.
 const readSegment = 8 << 20
 
-// readBlocks reads dst from the start of block first of v (dst ends at a
-// block boundary or at the variable's end) and checks every block.
-func (f *File) readBlocks(v *storedVar, first int64, dst []byte) error {
-	bs := f.bs
-	seg := max(readSegment/bs, 1) * bs
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstBad = int64(-1)
-		sem      = make(chan struct{}, f.o.workers)
-	)
-	check := func(p []byte, b0 int64) {
-		for k := int64(0); k*bs < int64(len(p)); k++ {
-			got := fileformat.BlockHash(p[k*bs : min((k+1)*bs, int64(len(p)))])
-			h := (v.firstHash + b0 + k) * fileformat.HashSize
-			if !bytes.Equal(got[:], f.hashes[h:h+fileformat.HashSize]) {
-				mu.Lock()
-				if firstBad < 0 || b0+k < firstBad {
-					firstBad = b0 + k
+// blocks returns the checked block reader of variable v. It reads the
+// variable's bytes through its slab; errors name the rank, variable and
+// file offset.
+func (f *File) blocks(v *storedVar) *b3.Blocks {
+	return &b3.Blocks{
+		Len: v.size, BlockSize: f.bs, Segment: readSegment, Workers: f.o.workers,
+		ReadAt: func(p []byte, v0 int64) error {
+			return v.slab.runs(v0, v0+int64(len(p)), func(fileOff, varOff, n int64) error {
+				k, err := vfd.ReadAtType(f.f, vfd.MemDraw, p[varOff-v0:varOff-v0+n], fileOff)
+				if int64(k) == n {
+					return nil
 				}
-				mu.Unlock()
-				return
-			}
-		}
+				if err == nil || errors.Is(err, io.EOF) {
+					return f.corrupt(v.rank, v.id, fileOff+int64(k), ErrCorrupt, "file ends inside the variable's data")
+				}
+				return fmt.Errorf("h5ckpt: read %s at %d: %w", f.path, fileOff, err)
+			})
+		},
+		Want: func(j int64) [b3.Size]byte {
+			h := (v.firstHash + j) * fileformat.HashSize
+			return [b3.Size]byte(f.hashes[h : h+fileformat.HashSize])
+		},
+		Mismatch: func(j int64) error {
+			var at int64 = -1
+			_ = v.slab.runs(j*f.bs, j*f.bs+1, func(fileOff, _, _ int64) error { at = fileOff; return nil })
+			return f.corrupt(v.rank, v.id, at, ErrHashMismatch, "block %d of the variable", j)
+		},
 	}
-	var rerr error
-	for o := int64(0); o < int64(len(dst)); o += seg {
-		p := dst[o:min(o+seg, int64(len(dst)))]
-		v0 := first*bs + o
-		rerr = v.slab.runs(v0, v0+int64(len(p)), func(fileOff, varOff, n int64) error {
-			k, err := vfd.ReadAtType(f.f, vfd.MemDraw, p[varOff-v0:varOff-v0+n], fileOff)
-			if int64(k) == n {
-				return nil
-			}
-			if err == nil || errors.Is(err, io.EOF) {
-				return f.corrupt(v.rank, v.id, fileOff+int64(k), ErrCorrupt, "file ends inside the variable's data")
-			}
-			return fmt.Errorf("h5ckpt: read %s at %d: %w", f.path, fileOff, err)
-		})
-		if rerr != nil {
-			break
-		}
-		if len(p) < 1<<20 || f.o.workers < 2 {
-			check(p, first+o/bs)
-			continue
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(p []byte, b0 int64) {
-			defer func() { <-sem; wg.Done() }()
-			check(p, b0)
-		}(p, first+o/bs)
-	}
-	wg.Wait()
-	if rerr != nil {
-		return rerr
-	}
-	if firstBad >= 0 {
-		var at int64 = -1
-		_ = v.slab.runs(firstBad*bs, firstBad*bs+1, func(fileOff, _, _ int64) error { at = fileOff; return nil })
-		return f.corrupt(v.rank, v.id, at, ErrHashMismatch, "block %d of the variable", firstBad)
-	}
-	return nil
 }
 
 // TablesHash returns the BLAKE3 of the file's tables (the root attribute
@@ -579,7 +493,7 @@ func (f *File) verify(rank int) error {
 			if int64(cap(buf)) < n {
 				buf = make([]byte, n)
 			}
-			if err := f.readBlocks(v, off/f.bs, buf[:n]); err != nil {
+			if err := f.blocks(v).Read(off/f.bs, buf[:n]); err != nil {
 				return err
 			}
 		}

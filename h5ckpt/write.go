@@ -11,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/dhdf/h5"
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -119,7 +119,7 @@ func Write(c comm.Comm, d vfd.Driver, name string, meta Meta, vars []fileformat.
 	decls, dec, err := combine(blobs, meta)
 	if err != nil {
 		if lerr != nil {
-			return &agreedError{msg: fmt.Sprintf("%v: %v", ErrInvalid, err), local: errors.Join(ErrInvalid, lerr)}
+			return &comm.AgreedError{Msg: fmt.Sprintf("%v: %v", ErrInvalid, err), Local: errors.Join(ErrInvalid, lerr)}
 		}
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -280,38 +280,15 @@ type writer struct {
 	size       int64
 }
 
-// agree turns a local error into the same error on every rank.
+// agree turns a local error into the same error on every rank. A
+// failure the ranks agree on wraps ErrFailed (and, where it happened,
+// the local error).
 func (w *writer) agree(local error, what string) error {
-	ok := int64(1)
-	if local != nil {
-		ok = 0
+	err := comm.Agree(w.c, local, w.name+" "+what)
+	if _, ok := err.(*comm.AgreedError); ok {
+		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
-	v, err := w.c.AllreduceInt64(ok, comm.Min)
-	if err != nil {
-		return errors.Join(local, fmt.Errorf("h5ckpt: vote after %s: %w", what, err))
-	}
-	if v == 1 {
-		return nil
-	}
-	msg := ""
-	if local != nil {
-		msg = local.Error()
-	}
-	all, err := comm.AllgatherBytes(w.c, []byte(msg))
-	if err != nil {
-		return errors.Join(local, fmt.Errorf("h5ckpt: vote after %s: %w", what, err))
-	}
-	var ranks []int
-	first := ""
-	for r, b := range all {
-		if len(b) > 0 {
-			if first == "" {
-				first = fmt.Sprintf("rank %d: %s", r, b)
-			}
-			ranks = append(ranks, r)
-		}
-	}
-	return &agreedError{msg: fmt.Sprintf("%v: %s %s failed on ranks %v; %s", ErrFailed, w.name, what, ranks, first), local: local}
+	return err
 }
 
 func (w *writer) run() error {
@@ -619,7 +596,7 @@ func numBlocks(n, bs int64) int64 { return (n + bs - 1) / bs }
 // superblock, then renames the file to its final name.
 func (w *writer) commit(hashes [][]byte) error {
 	dsRows, varRows, names, hashBytes := w.tables(hashes)
-	th := blake3.New()
+	th := b3.New()
 	for _, b := range [][]byte{dsRows, varRows, names, hashBytes} {
 		_, _ = th.Write(b)
 	}

@@ -160,10 +160,9 @@ func TestParallelCrashAtEveryOp(t *testing.T) {
 	assert.Equal(t, want, got)
 }
 
-// TestParallelFailure makes one rank's write fail: every rank gets an
-// error and no file is left.
-func TestParallelFailure(t *testing.T) {
-	core := newCoreDir(t)
+// writeRank3Failing writes d/p.sion on core from four ranks, rank 3's
+// write failing, and returns every rank's error.
+func writeRank3Failing(core vfd.Driver) []error {
 	fd := vfd.NewFault(core, vfd.InjectorFunc(func(op vfd.Op) error {
 		if op.Kind == vfd.OpWrite && op.Off == 6144 { // rank 3's first chunk
 			return vfd.ErrInjected
@@ -182,6 +181,14 @@ func TestParallelFailure(t *testing.T) {
 		errs[c.Rank()] = errors.Join(werr, pw.Close())
 		return nil
 	})
+	return errs
+}
+
+// TestParallelFailure makes one rank's write fail: every rank gets an
+// error and no file is left.
+func TestParallelFailure(t *testing.T) {
+	core := newCoreDir(t)
+	errs := writeRank3Failing(core)
 	assert.ErrorIs(t, errs[3], vfd.ErrInjected)
 	for r := 0; r < 3; r++ {
 		assert.ErrorIs(t, errs[r], ErrPeerFailed, "rank %d", r)
@@ -189,5 +196,21 @@ func TestParallelFailure(t *testing.T) {
 	for _, n := range []string{"d/p.sion", "d/p.sion.tmp"} {
 		_, err := core.Stat(n)
 		assert.ErrorIs(t, err, fs.ErrNotExist, n)
+	}
+}
+
+// TestParallelFailureNamesRank fails rank 3's write: the failing rank
+// gets its own error, and every other rank's ErrPeerFailed names rank 3
+// and its error.
+func TestParallelFailureNamesRank(t *testing.T) {
+	core := newCoreDir(t)
+	errs := writeRank3Failing(core)
+	require.ErrorIs(t, errs[3], vfd.ErrInjected)
+	assert.NotErrorIs(t, errs[3], ErrPeerFailed)
+	for r := 0; r < 3; r++ {
+		require.ErrorIs(t, errs[r], ErrPeerFailed, "rank %d", r)
+		assert.NotErrorIs(t, errs[r], vfd.ErrInjected, "rank %d", r)
+		assert.Contains(t, errs[r].Error(), "write and sync d/p.sion failed on ranks [3]; rank 3: ", "rank %d", r)
+		assert.Contains(t, errs[r].Error(), vfd.ErrInjected.Error(), "rank %d", r)
 	}
 }

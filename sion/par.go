@@ -86,24 +86,23 @@ func CreateMapped(c comm.Comm, d vfd.Driver, name string, tasks []MappedTask, nf
 	return parCreate(c, d, name, tasks, nfiles, opts, trailerMapping, err)
 }
 
-// vote combines every rank's success: it returns err on a rank that failed,
-// ErrPeerFailed on the others when any failed, and nil when all succeeded.
-func vote(c comm.Comm, err error) error {
-	var f int64
-	if err != nil {
-		f = 1
-	}
-	v, cerr := c.AllreduceInt64(f, comm.Max)
-	if cerr != nil {
-		return errors.Join(err, fmt.Errorf("sion: vote: %w", cerr))
-	}
-	if err != nil {
+// vote combines every rank's outcome of step what. A rank that failed
+// gets its own err back. When some rank failed, the others get
+// ErrPeerFailed, wrapping the agreed message that names the failing
+// ranks. When all succeeded it returns nil.
+func vote(c comm.Comm, err error, what string) error {
+	agreed := comm.Agree(c, err, what)
+	_, ok := agreed.(*comm.AgreedError)
+	switch {
+	case agreed == nil:
+		return nil
+	case !ok:
+		return agreed // the vote itself failed: err joined to why
+	case err != nil:
 		return err
+	default:
+		return fmt.Errorf("%w: %w", ErrPeerFailed, agreed)
 	}
-	if v != 0 {
-		return ErrPeerFailed
-	}
-	return nil
 }
 
 const specLen = 24 // grank i64, chunk i64, file i32, lrank i32
@@ -121,7 +120,7 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 			}
 		}
 	}
-	if err := vote(c, argErr); err != nil {
+	if err := vote(c, argErr, "check the tasks of "+name); err != nil {
 		return nil, err
 	}
 	msg := make([]byte, specLen*len(local))
@@ -174,7 +173,7 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 			pw.lead[k], pw.open[k] = f, f
 		}
 	}
-	if err := vote(c, lerr); err != nil {
+	if err := vote(c, lerr, "create "+name); err != nil {
 		return nil, errors.Join(err, pw.discard())
 	}
 	// The other ranks open the files they hold tasks in.
@@ -190,7 +189,7 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 		}
 		pw.open[t.File] = f
 	}
-	if err := vote(c, oerr); err != nil {
+	if err := vote(c, oerr, "open "+name); err != nil {
 		return nil, errors.Join(err, pw.discard())
 	}
 	for _, t := range local {
@@ -313,7 +312,7 @@ func (pw *ParWriter) Close() error {
 	if !pw.inPlace {
 		lerr = pw.syncWritten(lerr)
 	}
-	if err := vote(pw.c, lerr); err != nil {
+	if err := vote(pw.c, lerr, "write and sync "+pw.files[0].name); err != nil {
 		return errors.Join(err, pw.discard())
 	}
 	// Gather (file, lrank, nblocks, sizes...) of every task.
@@ -362,7 +361,7 @@ func (pw *ParWriter) Close() error {
 			ferr = err
 		}
 	}
-	if err := vote(pw.c, ferr); err != nil {
+	if err := vote(pw.c, ferr, "write the metadata of "+pw.files[0].name); err != nil {
 		return errors.Join(err, pw.discard())
 	}
 	var cerr error
@@ -382,13 +381,13 @@ func (pw *ParWriter) Close() error {
 			}
 		}
 	}
-	if err := vote(pw.c, cerr); err != nil {
+	if err := vote(pw.c, cerr, "commit the other files of "+pw.files[0].name); err != nil {
 		return errors.Join(err, pw.removeTmp())
 	}
 	if pw.leads(0) {
 		cerr = pw.files[0].commit()
 	}
-	if err := vote(pw.c, cerr); err != nil {
+	if err := vote(pw.c, cerr, "commit "+pw.files[0].name); err != nil {
 		return errors.Join(err, pw.removeTmp())
 	}
 	pw.log.Debug("sion parclose", zap.String("path", pw.files[0].name), zap.Int("rank", pw.c.Rank()))
@@ -462,5 +461,5 @@ func (pw *ParWriter) Abort() error {
 		tw.done = true
 	}
 	err := pw.discard()
-	return vote(pw.c, err)
+	return vote(pw.c, err, "abort "+pw.files[0].name)
 }

@@ -10,10 +10,9 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/zeebo/blake3"
-
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -137,7 +136,7 @@ func hashRanks(data [][]float64) time.Duration {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h := blake3.New()
+			h := b3.New()
 			_, _ = h.Write(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), len(d)*8))
 			_ = h.Sum(nil)
 		}()

@@ -9,8 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zeebo/blake3"
-
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/internal/encode"
 )
 
@@ -59,7 +58,7 @@ func memAvailable() int64 {
 // kernels measures single-core BLAKE3 and Reed-Solomon throughput and a
 // memcpy for scale, in MB/s. The buffers are touched before they are
 // timed, so no first-touch page faults are counted.
-func kernels() (b3, rsEnc, rsDec, memcpy float64) {
+func kernels() (hash, rsEnc, rsDec, memcpy float64) {
 	const n = 64 << 20
 	buf := make([]byte, n)
 	for i := range buf {
@@ -67,10 +66,10 @@ func kernels() (b3, rsEnc, rsDec, memcpy float64) {
 	}
 	mbps := func(bytes int, d time.Duration) float64 { return float64(bytes) / 1e6 / d.Seconds() }
 	t0 := time.Now()
-	h := blake3.New()
+	h := b3.New()
 	h.Write(buf)
 	_ = h.Sum(nil)
-	b3 = mbps(n, time.Since(t0))
+	hash = mbps(n, time.Since(t0))
 
 	dst := make([]byte, n)
 	copy(dst, buf)
@@ -80,7 +79,7 @@ func kernels() (b3, rsEnc, rsDec, memcpy float64) {
 
 	code, err := encode.New(4, 4)
 	if err != nil {
-		return b3, 0, 0, memcpy
+		return hash, 0, 0, memcpy
 	}
 	shard := n / 4
 	data := [][]byte{buf[:shard], buf[shard : 2*shard], buf[2*shard : 3*shard], buf[3*shard:]}
@@ -91,7 +90,7 @@ func kernels() (b3, rsEnc, rsDec, memcpy float64) {
 	}
 	t0 = time.Now()
 	if err := code.EncodeBlock(data, parity); err != nil {
-		return b3, 0, 0, memcpy
+		return hash, 0, 0, memcpy
 	}
 	rsEnc = mbps(n, time.Since(t0))
 	shards := append(append([][]byte{}, data...), parity...)
@@ -106,7 +105,7 @@ func kernels() (b3, rsEnc, rsDec, memcpy float64) {
 	if err := code.Reconstruct(shards, lost); err == nil {
 		rsDec = mbps(n, time.Since(t0))
 	}
-	return b3, rsEnc, rsDec, memcpy
+	return hash, rsEnc, rsDec, memcpy
 }
 
 func humanBytes(n int64) string {

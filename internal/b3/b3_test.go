@@ -120,3 +120,22 @@ func BenchmarkHash(b *testing.B) {
 		}
 	})
 }
+
+// TestSumTreePath checks which inputs Sum256 hashes in place as a
+// complete tree (a power-of-two number of spans) and that both paths give
+// the reference digest.
+func TestSumTreePath(t *testing.T) {
+	for _, spans := range []int{1, 2, 3, 4, 5, 6, 8, 12, 16, 64, 128} {
+		for _, d := range []int{-1, 0, 1} {
+			n := spans*span + d
+			p := input(n)
+			_, tree := sumTree(p)
+			if want := d == 0 && spans&(spans-1) == 0; tree != want {
+				t.Fatalf("%d bytes: tree path %v, want %v", n, tree, want)
+			}
+			if got, want := Sum256(p), blake3.Sum256(p); got != want {
+				t.Fatalf("Sum256 of %d bytes = %x, want %x", n, got[:8], want[:8])
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -421,7 +422,7 @@ func (e *Engine) abort(p *Pending, err error) error {
 		errs = append(errs, removeIfExists(s.Driver, s.Path(k.name)))
 	}
 	cerr := errors.Join(errs...)
-	if Agree(env.Comm, cerr, "remove the files of a failed checkpoint") == nil {
+	if comm.Agree(env.Comm, cerr, "remove the files of a failed checkpoint") == nil {
 		// Every rank is done with its files: the directories go.
 		cerr = nil
 		if e.nodeLeader() {
@@ -430,7 +431,7 @@ func (e *Engine) abort(p *Pending, err error) error {
 		if env.Rank == 0 {
 			cerr = errors.Join(cerr, removeDir(env.Global, p.Dir))
 		}
-		if Agree(env.Comm, cerr, "remove the directories of a failed checkpoint") == nil && env.Rank == 0 {
+		if comm.Agree(env.Comm, cerr, "remove the directories of a failed checkpoint") == nil && env.Rank == 0 {
 			cerr = removeIfExists(env.Meta.Driver, env.Meta.Path(PendingName(p.Seq)))
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/comm"
 )
 
 // The engine: its configuration, state and lifecycle.
@@ -156,7 +158,7 @@ func nodeLeader(env *Env) bool {
 	return true
 }
 
-func (e *Engine) agree(local error, what string) error { return Agree(e.env.Comm, local, what) }
+func (e *Engine) agree(local error, what string) error { return comm.Agree(e.env.Comm, local, what) }
 
 // Wait blocks until the background work has finished: the removal of
 // superseded checkpoint files, on rank 0 the intent marker of the next

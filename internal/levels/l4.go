@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/sion"
 	"github.com/ftigo/ftigo/vfd"
@@ -108,7 +109,7 @@ func (l Global4) Protect(env *Env, p *Pending) error {
 	file, lrank := fileOf(rank)
 
 	merr := env.Global.Driver.MkdirAll(path.Dir(full), 0o755)
-	if err := Agree(c, merr, "create L4 directory"); err != nil {
+	if err := comm.Agree(c, merr, "create L4 directory"); err != nil {
 		return err
 	}
 	// Under the final names once the intent marker is durable (see
@@ -126,7 +127,7 @@ func (l Global4) Protect(env *Env, p *Pending) error {
 		return fmt.Errorf("open L4 container: %w", err)
 	}
 	cerr := copyIntoTask(env, p.DataPath(env), data.Size, pw.Task(0), p.tap)
-	if err := Agree(c, cerr, "copy data into L4 container"); err != nil {
+	if err := comm.Agree(c, cerr, "copy data into L4 container"); err != nil {
 		return errors.Join(err, pw.Abort())
 	}
 	if err := closeContainer(env, pw, cname, final); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/h5ckpt"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -127,7 +128,7 @@ func (Global4H5) OpenData(env *Env, p *Pending, _ int64) (vfd.File, error) {
 	if env.Rank == 0 {
 		merr = env.Global.Driver.MkdirAll(dir, 0o755)
 	}
-	if err := Agree(env.Comm, merr, "create L4 directory"); err != nil {
+	if err := comm.Agree(env.Comm, merr, "create L4 directory"); err != nil {
 		return nil, err
 	}
 	return &H5File{Path: env.Global.Path(path.Join(p.Dir, H5Name)) + TmpSuffix, Driver: env.Global.Driver}, nil
@@ -158,7 +159,7 @@ func (Global4H5) ProtectData(env *Env, p *Pending, f vfd.File) error {
 			lerr = fmt.Errorf("%w: %s was not written", ErrMissingFile, hf.Path)
 		}
 	}
-	if err := Agree(env.Comm, lerr, "check the HDF5 L4 file"); err != nil {
+	if err := comm.Agree(env.Comm, lerr, "check the HDF5 L4 file"); err != nil {
 		return err
 	}
 	if env.Rank == 0 {

@@ -63,7 +63,7 @@ func (l Global4) OpenData(env *Env, p *Pending, hint int64) (vfd.File, error) {
 	chunk := roundUpTo(hint, fsblk)
 
 	merr := env.Global.Driver.MkdirAll(path.Dir(full), 0o755)
-	if err := Agree(c, merr, "create L4 directory"); err != nil {
+	if err := comm.Agree(c, merr, "create L4 directory"); err != nil {
 		return nil, err
 	}
 	// Every rank needs the chunk sizes of the ranks before it in its file
@@ -104,7 +104,7 @@ func (l Global4) OpenData(env *Env, p *Pending, hint int64) (vfd.File, error) {
 	tf.pw, tf.tw = pw, pw.Task(0)
 	tf.name = env.Global.Path(sion.SetMemberName(cname, file)) + tf.suffix()
 	side, oerr := env.Global.Driver.Open(tf.name, vfd.ReadWrite)
-	if err := Agree(c, oerr, "open L4 container task"); err != nil {
+	if err := comm.Agree(c, oerr, "open L4 container task"); err != nil {
 		if side != nil {
 			_ = side.Close()
 		}
@@ -136,7 +136,7 @@ func (l Global4) ProtectData(env *Env, p *Pending, f vfd.File) error {
 	if tf.size != data.Size {
 		lerr = fmt.Errorf("%w: task holds %d bytes, the data entry says %d", ErrSizeMismatch, tf.size, data.Size)
 	}
-	if err := Agree(env.Comm, lerr, "check L4 task size"); err != nil {
+	if err := comm.Agree(env.Comm, lerr, "check L4 task size"); err != nil {
 		return errors.Join(err, tf.pw.Abort())
 	}
 	if err := closeContainer(env, tf.pw, tf.cname, tf.final); err != nil {

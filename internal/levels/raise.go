@@ -8,11 +8,11 @@ import (
 	"maps"
 	"path"
 
-	"github.com/zeebo/blake3"
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/internal/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -353,7 +353,7 @@ func (e *Engine) raiseDirect(o DataOpener, p *Pending) error {
 		cerr = f.Sync()
 	}
 	cerr = errors.Join(cerr, f.Close())
-	if err := Agree(env.Comm, cerr, "copy data into the L4 container"); err != nil {
+	if err := comm.Agree(env.Comm, cerr, "copy data into the L4 container"); err != nil {
 		return errors.Join(err, o.AbortData(env, p, f))
 	}
 	if err := o.ProtectData(env, p, f); err != nil {
@@ -459,7 +459,7 @@ func newDataTap(s Store, f File) (*dataTap, error) {
 		if err := file.Close(); err != nil {
 			return nil, cerr(0, err)
 		}
-		h := blake3.New()
+		h := b3.New()
 		t.w = h
 		t.close = func() error {
 			var d Digest

@@ -488,7 +488,7 @@ func (e *Engine) reshapeRebuild(m *Manifest, l Level, entries []File, seen []map
 		}
 		lerr = err
 	}
-	return Agree(env.Comm, lerr, fmt.Sprintf("rebuild %s on rank %d", m.Dir(), rebuilder))
+	return comm.Agree(env.Comm, lerr, fmt.Sprintf("rebuild %s on rank %d", m.Dir(), rebuilder))
 }
 
 // recoverReshaped recovers committed checkpoint m of another shape (see
