@@ -84,3 +84,13 @@ func (r *Runtime) Placement() Placement {
 		Left: t.Left(q), Right: t.Right(q),
 	}
 }
+
+// Levels returns the checkpoint levels [Init] registers by default, L1 to L4.
+func Levels() []Level {
+	ls := Config{}.levelList(nil, options{})
+	out := make([]Level, len(ls))
+	for i, l := range ls {
+		out[i] = Level(l.ID())
+	}
+	return out
+}

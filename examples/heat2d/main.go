@@ -201,7 +201,7 @@ func parseLevels(s string) ([]int, error) {
 	if s == "auto" {
 		out := []int{1}
 		for _, l := range availableLevels() {
-			out = append(out, int(l.ID()))
+			out = append(out, int(l))
 		}
 		slices.Sort(out)
 		return slices.Compact(out), nil
