@@ -400,6 +400,7 @@ func TestL2L3OfflineRebuild(t *testing.T) {
 				}
 				return err
 			}))
+			m = fullOf(t, m)
 			for r := range m.Ranks {
 				d, _ := m.DataFile(r)
 				if tc.ftiff {

@@ -120,21 +120,24 @@ func (e *Engine) Reshaped() *Reshape { return e.reshape }
 
 // OtherShape reports whether m was written by another number of ranks,
 // with another node layout or another group size than this run's.
-func (e *Engine) OtherShape(m *Manifest) bool { return otherShape(e.env.Topo, m) }
+func (e *Engine) OtherShape(m *Manifest) bool { return e.otherShape(e.env.Topo, m) }
 
 // otherShape is [Engine.OtherShape] against topology t.
-func otherShape(t *partner.Topology, m *Manifest) bool {
-	if m.Ranks != t.NumRanks() || m.NodeSize != t.NodeSize() || m.GroupSize != t.GroupSize() || !slices.Equal(m.Nodes, []string(t.Table())) {
+func (e *Engine) otherShape(t *partner.Topology, m *Manifest) bool {
+	if m.Ranks != t.NumRanks() || m.NodeSize != t.NodeSize() || m.GroupSize != t.GroupSize() {
+		return true
+	}
+	sh := e.shapeOf(t)
+	if m.Nodes != nil {
+		if !slices.Equal(m.Nodes, []string(t.Table())) {
+			return true
+		}
+	} else if m.nodes != sh.nodes {
 		return true
 	}
 	// Same table: FTI places ranks on nodes in blocks; a run launched
 	// with another placement moved ranks between nodes.
-	for r := range m.Ranks {
-		if t.NodeOf(r) != r/max(m.NodeSize, 1) {
-			return true
-		}
-	}
-	return false
+	return !sh.blocked
 }
 
 // reshapeCand is one possible source of an old rank's data.
@@ -504,6 +507,11 @@ func (e *Engine) recoverReshaped(m *Manifest, what string) error {
 	if !ok {
 		return fmt.Errorf("%s: %w", what, ErrLevelUnavailable)
 	}
+	// Every old rank's files: O(old ranks) on every rank, for now.
+	m, err := LoadFull(m)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	if len(m.Files) != m.Ranks {
 		return fmt.Errorf("%s: %w: manifest lists files of %d ranks, says %d", what, ErrTopologyMismatch, len(m.Files), m.Ranks)
 	}
@@ -581,11 +589,11 @@ func (e *reshapeError) Unwrap() error { return ErrMissingFile }
 // may have files in directories of nodes this run does not have). Called
 // by the lowest rank of each node; a directory already gone is no error.
 func (e *Engine) removeOtherNodes(env *Env, m *Manifest) error {
-	if e.cfg.NodeStore == nil || !otherShape(env.Topo, m) {
+	if e.cfg.NodeStore == nil || !e.otherShape(env.Topo, m) {
 		return nil
 	}
 	var errs []error
-	for k := range len(m.Nodes) {
+	for k := range m.NumNodes() {
 		s := e.cfg.NodeStore(k)
 		if path.Clean(s.Dir) == path.Clean(env.Local.Dir) {
 			continue
