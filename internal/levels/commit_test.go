@@ -88,7 +88,7 @@ func TestOpenSupersededMarker(t *testing.T) {
 			var committed []int64
 			errs := make([]error, 2)
 			require.NoError(t, runWorld(2, func(c comm.Comm) error {
-				e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}, Policy: keepAll{}})
+				e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}, Policy: keepAll{}, PartRanks: testPartRanks()})
 				if err != nil {
 					return err
 				}
@@ -172,8 +172,11 @@ func TestRetentionLeavesNoMarkers(t *testing.T) {
 	}
 	// The deletion marker of checkpoint 3 waits for the next commit (or
 	// Settle); nothing else but checkpoint 4's manifest: its root and part.
-	assert.ElementsMatch(t, []string{"meta/" + DeletingName(3), "meta/" + ManifestName(4),
-		"meta/" + PartsDirName(4), "meta/" + PartName(4, L1, 0)}, meta)
+	want := []string{"meta/" + DeletingName(3), "meta/" + ManifestName(4), "meta/" + PartsDirName(4)}
+	for i := range (layout{ranks: 2, per: partRanksFor(1, 1, testPartRanks())}).parts() {
+		want = append(want, "meta/"+PartName(4, L1, i))
+	}
+	assert.ElementsMatch(t, want, meta)
 	assert.False(t, cl.exists(t, "global/"+ReplicaName(3)))
 	assert.False(t, cl.exists(t, "local/node0000/"+CheckpointDir(3)))
 }

@@ -1,6 +1,8 @@
 package levels
 
 import (
+	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -75,4 +77,12 @@ func fullOf(t testing.TB, m *Manifest) *Manifest {
 	f, err := LoadFull(m)
 	require.NoError(t, err)
 	return f
+}
+
+// testPartRanks is the engines' Config.PartRanks in the tests: 0 (the
+// default) unless FTIGO_TEST_PART_RANKS says otherwise, so that the whole
+// suite can run with parts of one sector.
+func testPartRanks() int {
+	n, _ := strconv.Atoi(os.Getenv("FTIGO_TEST_PART_RANKS"))
+	return n
 }

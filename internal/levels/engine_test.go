@@ -72,7 +72,7 @@ func (cl *cluster) config() Config {
 	if lv == nil {
 		lv = []Level{Local1{}}
 	}
-	return Config{Levels: lv, Policy: cl.policy}
+	return Config{Levels: lv, Policy: cl.policy, PartRanks: testPartRanks()}
 }
 
 // payload is rank r's data for checkpoint id.

@@ -411,13 +411,13 @@ func (e *Engine) checkParts(start openStart, mine []byte) ([]*partCheck, error) 
 		m := h.manifest()
 		c := &partCheck{order: o}
 		if o.Raw != nil {
+			e.decoded.Add(int64(len(o.Raw)))
 			c.part, c.err = parsePart("manifest part", o.Raw, m, o.Part)
 			c.raw = o.Raw
 			c.copies = [2]partCopy{{State: CopyValid}, {State: CopyValid}}
 		} else {
-			c.part, c.copies = readBoth(env.Meta, env.Global, m, o.Part, o.Ref)
+			c.part, c.copies = readBoth(env.Meta, env.Global, m, o.Part, o.Ref, e.decoded)
 			for _, pc := range c.copies {
-				e.decoded.Add(int64(len(pc.Raw)))
 				if pc.State == CopyValid && c.raw == nil {
 					c.raw = pc.Raw
 				}
@@ -605,6 +605,7 @@ func (e *Engine) takeViews(start openStart, final openFinal, checks []*partCheck
 	}
 	var msgs [][]byte
 	var lerr error
+	parts := map[want]*Part{}
 	if lay.isLeader(env.Rank) {
 		committed := map[want]bool{}
 		for _, w := range final.Committed {
@@ -630,7 +631,7 @@ func (e *Engine) takeViews(start openStart, final openFinal, checks []*partCheck
 		raws := make([][]byte, len(wants))
 		for k, w := range wants {
 			if c := mine[w]; c != nil && c.raw != nil {
-				raws[k] = c.raw
+				raws[k], parts[w] = c.raw, c.part
 			} else {
 				lerr = fmt.Errorf("levels: no part %d of candidate %d to hand out", lay.index(env.Rank), w.ci)
 			}
@@ -646,14 +647,13 @@ func (e *Engine) takeViews(start openStart, final openFinal, checks []*partCheck
 		return fmt.Errorf("levels: start-up: %w", err)
 	}
 	var raws [][]byte
-	if lerr == nil {
+	if lerr == nil && !lay.isLeader(env.Rank) {
 		raws, lerr = unpackBytes(got)
+		if lerr == nil && len(raws) != len(wants) {
+			lerr = fmt.Errorf("levels: %d parts handed out, want %d", len(raws), len(wants))
+		}
 	}
-	if lerr == nil && len(raws) != len(wants) {
-		lerr = fmt.Errorf("levels: %d parts handed out, want %d", len(raws), len(wants))
-	}
-	parts := map[want]*Part{}
-	for k := 0; lerr == nil && k < len(wants); k++ {
+	for k := 0; lerr == nil && k < len(raws); k++ {
 		w := wants[k]
 		h := start.Cands[w.ci].Head
 		if w.alt {

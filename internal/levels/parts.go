@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/vfd"
@@ -236,6 +237,11 @@ func parsePart(path string, raw []byte, h *Manifest, i int) (*Part, error) {
 	case len(pb.Nodes) != lay.count(i)/h.NodeSize:
 		return nil, bad("part %d names %d nodes, want %d", i, len(pb.Nodes), lay.count(i)/h.NodeSize)
 	}
+	for _, n := range pb.Nodes {
+		if n == "" || strings.ContainsAny(n, "\n\r") {
+			return nil, bad("part %d: bad node name %q", i, truncate(n))
+		}
+	}
 	p := &Part{Index: i, First: pb.First, Nodes: pb.Nodes, Files: pb.Files}
 	if err := p.validate(h); err != nil {
 		return nil, bad("%v", err)
@@ -387,12 +393,34 @@ func loadPart(meta, global Store, h *Manifest, i int, want *PartRef) (*Part, [2]
 }
 
 // readBoth reads both copies of part i of h, checked against want, and
-// returns the part from the first valid one.
-func readBoth(meta, global Store, h *Manifest, i int, want *PartRef) (*Part, [2]partCopy) {
+// returns the part from the first valid one; a second copy with the
+// same bytes is valid without being decoded again. decoded counts the
+// bytes decoded.
+func readBoth(meta, global Store, h *Manifest, i int, want *PartRef, decoded *atomic.Int64) (*Part, [2]partCopy) {
 	var cs [2]partCopy
 	var got *Part
 	for k, d := range partCopies(meta, global) {
+		if got != nil && want != nil {
+			name := d.Path(PartName(h.Seq, h.Level, i))
+			c := partCopy{Path: name}
+			raw, err := vfd.ReadFileLimit(d.Driver, name, MaxManifestSize)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				c.Err = &CorruptionError{Path: name, Rank: -1, Err: fmt.Errorf("%w: %w", ErrMissingFile, err)}
+			case err != nil:
+				c.State, c.Err = CopyDamaged, &CorruptionError{Path: name, Rank: -1, Err: fmt.Errorf("%w: %w", ErrBadManifest, err)}
+			case refOf(raw) == *want:
+				c.State, c.Raw = CopyValid, raw
+			default:
+				c.State = CopyDamaged
+				c.Err = &CorruptionError{Path: name, Rank: -1, Err: fmt.Errorf("%w: %d bytes with BLAKE3 %s, the root names %d bytes with %s",
+					ErrBadManifest, len(raw), refOf(raw).Sum, want.Size, want.Sum)}
+			}
+			cs[k] = c
+			continue
+		}
 		c, p := readPart(d, h, i, want)
+		decoded.Add(int64(len(c.Raw)))
 		cs[k] = c
 		if got == nil {
 			got = p
@@ -584,27 +612,12 @@ func loadFullFrom(m *Manifest, dir Store) (*Manifest, error) {
 // atomically ([vfd.WriteFileAtomic]). It is for offline tools and tests
 // that edit a manifest; a running job never rewrites entries.
 func RewriteManifest(meta, global Store, m *Manifest) error {
-	if len(m.Files) != m.Ranks || len(m.Nodes) != m.NumNodes() {
-		return fmt.Errorf("levels: rewrite %s: the manifest does not list every rank's files and nodes", m.Dir())
+	root, parts, err := asParts(m)
+	if err != nil {
+		return err
 	}
-	root := *m
-	root.Files, root.Nodes, root.view, root.whole = nil, nil, nil, nil
-	root.version, root.nodes, root.bytes, root.hasBytes = ManifestVersionParts, nodesSum(m.Nodes), m.Bytes(), true
-	if root.partRanks == 0 {
-		root.partRanks = m.PartRanks()
-	}
-	root.refs = make([]PartRef, root.NumParts())
 	dirs := partCopies(meta, global)
-	for i := range root.refs {
-		p, err := m.Part(i)
-		if err != nil {
-			return err
-		}
-		raw, err := marshalPart(&root, i, p.Nodes, p.Files)
-		if err != nil {
-			return err
-		}
-		root.refs[i] = refOf(raw)
+	for i, raw := range parts {
 		for _, d := range dirs {
 			if err := d.Driver.MkdirAll(d.Path(PartsDirName(m.Seq)), 0o755); err != nil {
 				return err
@@ -624,4 +637,31 @@ func RewriteManifest(meta, global Store, m *Manifest) error {
 		}
 	}
 	return nil
+}
+
+// asParts returns full manifest m as a version 3 root and the bytes of
+// its parts.
+func asParts(m *Manifest) (*Manifest, [][]byte, error) {
+	if len(m.Files) != m.Ranks || len(m.Nodes) != m.NumNodes() {
+		return nil, nil, fmt.Errorf("levels: checkpoint %s: the manifest does not list every rank's files and nodes", m.Dir())
+	}
+	root := *m
+	root.Files, root.Nodes, root.view, root.whole = nil, nil, nil, nil
+	root.version, root.nodes, root.bytes, root.hasBytes = ManifestVersionParts, nodesSum(m.Nodes), m.Bytes(), true
+	root.partRanks = m.PartRanks()
+	root.refs = make([]PartRef, root.NumParts())
+	parts := make([][]byte, len(root.refs))
+	for i := range root.refs {
+		p, err := m.Part(i)
+		if err != nil {
+			return nil, nil, err
+		}
+		if parts[i], err = marshalPart(&root, i, p.Nodes, p.Files); err != nil {
+			return nil, nil, err
+		}
+		root.refs[i] = refOf(parts[i])
+	}
+	var err error
+	root.identity, err = root.computeIdentity()
+	return &root, parts, err
 }

@@ -173,7 +173,7 @@ func TestRaiseForAdoptRaised(t *testing.T) {
 				return err
 			}
 			// Another engine of the same rank, never opened, raises it.
-			other, err := NewEngine(e.env, Config{Levels: e.cfg.Levels})
+			other, err := NewEngine(e.env, Config{Levels: e.cfg.Levels, PartRanks: testPartRanks()})
 			if err != nil {
 				return err
 			}
