@@ -31,11 +31,7 @@ type ParWriter struct {
 	c      comm.Comm
 	d      vfd.Driver
 	log    *zap.Logger
-	files  map[int]*physFile // the files of this rank's tasks; only a leader's has the whole header
-	// name0 is the name of the set's file 0, for messages.
-	name0 string
-	// leaders, on rank 0, is the rank leading each file.
-	leaders []int
+	files  []*physFile      // every file of the set (plans); only leaders use h for writing
 	lead   map[int]vfd.File // files this rank leads (writes META1/META2, commits)
 	open   map[int]vfd.File // files this rank writes task data to (includes led ones)
 	tasks  []*TaskWriter
@@ -135,42 +131,41 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 		binary.LittleEndian.PutUint32(b[16:], uint32(t.File))
 		binary.LittleEndian.PutUint32(b[20:], uint32(t.LocalRank))
 	}
-	// Rank 0 plans the set from every rank's tasks and hands each rank
-	// its part of the plan: where its tasks go, and to the leader of a
-	// file the file's whole header. No other rank receives every rank's
-	// layout.
-	all, err := gathervBytes(c, 0, msg)
+	all, err := comm.AllgatherBytes(c, msg)
 	if err != nil {
 		return nil, fmt.Errorf("sion: gather task layout: %w", err)
 	}
-	var plans [][]byte
-	var leaders []int
-	var perr error
-	if c.Rank() == 0 {
-		plans, leaders, perr = planFor(d, name, &o, all, nfiles, tr, c.Size())
-	}
-	if err := agreePlan(c, perr); err != nil {
-		return nil, err
-	}
-	mine, err := scattervBytes(c, 0, plans)
+	// Every rank builds the same plan from the same data, so a plan error
+	// is the same everywhere and needs no vote.
+	perFile, mapping, err := planSet(all, nfiles, tr)
 	if err != nil {
-		return nil, fmt.Errorf("sion: hand out the plan: %w", err)
-	}
-	pw := &ParWriter{c: c, d: d, log: o.Logger, files: map[int]*physFile{}, lead: map[int]vfd.File{}, open: map[int]vfd.File{},
-		specs: local, nfiles: nfiles, inPlace: o.InPlace, name0: SetMemberName(name, 0), leaders: leaders}
-	mp, err := decodePlan(mine)
-	if err == nil {
-		err = pw.takePlan(d, name, &o, mp, tr)
-	}
-	if err := vote(c, err, "read the plan of "+name); err != nil {
 		return nil, err
+	}
+	pw := &ParWriter{c: c, d: d, log: o.Logger, lead: map[int]vfd.File{}, open: map[int]vfd.File{}, specs: local, nfiles: nfiles, inPlace: o.InPlace}
+	for k, slots := range perFile {
+		chunks := make([]int64, len(slots))
+		ranks := make([]int64, len(slots))
+		for l, s := range slots {
+			chunks[l], ranks[l] = s.spec.ChunkSize, s.spec.GlobalRank
+		}
+		pf, err := newPhysFile(d, SetMemberName(name, k), &o, chunks, ranks, nfiles, k)
+		if err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			pf.tr = tr
+			if tr == trailerMapping {
+				pf.mapping = mapping
+			}
+		}
+		pw.files = append(pw.files, pf)
 	}
 	me := c.Rank()
 	// Leaders (owners of local rank 0) create their files and write META1.
 	var lerr error
-	for k, pf := range pw.files {
-		if pf.leader {
-			f, err := pf.create()
+	for k, slots := range perFile {
+		if slots[0].owner == me {
+			f, err := pw.files[k].create()
 			if err != nil {
 				lerr = err
 				break
@@ -199,7 +194,7 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 	}
 	for _, t := range local {
 		pf := pw.files[t.File]
-		pw.tasks = append(pw.tasks, pf.layouts[t.LocalRank].writer(pw.open[t.File], pf, t.LocalRank, &o))
+		pw.tasks = append(pw.tasks, pf.taskWriter(pw.open[t.File], t.LocalRank, &o))
 	}
 	pw.log.Debug("sion paropen", zap.String("path", name), zap.Int("rank", me), zap.Int("local-tasks", len(local)), zap.Int("nfiles", nfiles))
 	return pw, nil
@@ -317,11 +312,10 @@ func (pw *ParWriter) Close() error {
 	if !pw.inPlace {
 		lerr = pw.syncWritten(lerr)
 	}
-	if err := vote(pw.c, lerr, "write and sync "+pw.name0); err != nil {
+	if err := vote(pw.c, lerr, "write and sync "+pw.files[0].name); err != nil {
 		return errors.Join(err, pw.discard())
 	}
-	// The block sizes of every task go to its file's leader (through
-	// rank 0, which knows the leaders): (file, lrank, nblocks, sizes...).
+	// Gather (file, lrank, nblocks, sizes...) of every task.
 	var msg []byte
 	for i, tw := range pw.tasks {
 		bs := tw.blockSizes()
@@ -332,36 +326,27 @@ func (pw *ParWriter) Close() error {
 			msg = binary.LittleEndian.AppendUint64(msg, uint64(b))
 		}
 	}
-	all, err := gathervBytes(pw.c, 0, msg)
+	all, err := comm.AllgatherBytes(pw.c, msg)
 	if err != nil {
 		return errors.Join(fmt.Errorf("sion: gather block sizes: %w", err), pw.discard())
 	}
-	var byLeader [][]byte
-	if pw.c.Rank() == 0 {
-		byLeader = pw.routeSizes(all)
-	}
-	mine, err := scattervBytes(pw.c, 0, byLeader)
-	if err != nil {
-		return errors.Join(fmt.Errorf("sion: hand out block sizes: %w", err), pw.discard())
-	}
-	// Decode the sizes of the files this rank leads.
+	// Decode the gathered sizes once, keeping those of the files this rank leads.
 	bsOf := make(map[int][][]int64, len(pw.lead))
 	for k := range pw.lead {
 		bsOf[k] = make([][]int64, len(pw.files[k].h.ChunkSizes))
 	}
-	for m := mine; len(m) >= 12; {
-		file, l, nb := int(binary.LittleEndian.Uint32(m)), int(binary.LittleEndian.Uint32(m[4:])), int(binary.LittleEndian.Uint32(m[8:]))
-		m = m[12:]
-		if len(m) < 8*nb {
-			break
-		}
-		sizes := make([]int64, nb)
-		for b := range sizes {
-			sizes[b] = int64(binary.LittleEndian.Uint64(m))
-			m = m[8:]
-		}
-		if bs, led := bsOf[file]; led && l >= 0 && l < len(bs) {
-			bs[l] = sizes
+	for _, m := range all {
+		for len(m) >= 12 {
+			file, l, nb := int(binary.LittleEndian.Uint32(m)), int(binary.LittleEndian.Uint32(m[4:])), int(binary.LittleEndian.Uint32(m[8:]))
+			m = m[12:]
+			sizes := make([]int64, nb)
+			for b := range sizes {
+				sizes[b] = int64(binary.LittleEndian.Uint64(m))
+				m = m[8:]
+			}
+			if bs, led := bsOf[file]; led {
+				bs[l] = sizes
+			}
 		}
 	}
 	var ferr error
@@ -376,7 +361,7 @@ func (pw *ParWriter) Close() error {
 			ferr = err
 		}
 	}
-	if err := vote(pw.c, ferr, "write the metadata of "+pw.name0); err != nil {
+	if err := vote(pw.c, ferr, "write the metadata of "+pw.files[0].name); err != nil {
 		return errors.Join(err, pw.discard())
 	}
 	var cerr error
@@ -396,16 +381,16 @@ func (pw *ParWriter) Close() error {
 			}
 		}
 	}
-	if err := vote(pw.c, cerr, "commit the other files of "+pw.name0); err != nil {
+	if err := vote(pw.c, cerr, "commit the other files of "+pw.files[0].name); err != nil {
 		return errors.Join(err, pw.removeTmp())
 	}
 	if pw.leads(0) {
 		cerr = pw.files[0].commit()
 	}
-	if err := vote(pw.c, cerr, "commit "+pw.name0); err != nil {
+	if err := vote(pw.c, cerr, "commit "+pw.files[0].name); err != nil {
 		return errors.Join(err, pw.removeTmp())
 	}
-	pw.log.Debug("sion parclose", zap.String("path", pw.name0), zap.Int("rank", pw.c.Rank()))
+	pw.log.Debug("sion parclose", zap.String("path", pw.files[0].name), zap.Int("rank", pw.c.Rank()))
 	return nil
 }
 
@@ -476,5 +461,5 @@ func (pw *ParWriter) Abort() error {
 		tw.done = true
 	}
 	err := pw.discard()
-	return vote(pw.c, err, "abort "+pw.name0)
+	return vote(pw.c, err, "abort "+pw.files[0].name)
 }

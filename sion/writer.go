@@ -261,11 +261,6 @@ type physFile struct {
 	tr       trailer
 	mapping  []MapEntry
 	noCommit bool // leave the finished file under tmp
-	// leader and layouts, in a set written collectively: whether this
-	// rank leads the file (h is complete only then), and where its own
-	// tasks lie, by local rank.
-	leader  bool
-	layouts map[int]taskLayout
 }
 
 // layout fills the start pointers of the file's tasks.
