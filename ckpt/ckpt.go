@@ -76,6 +76,9 @@ type options struct {
 	pageHandoverSet bool
 	// lockHeld says the caller (RebuildOffline) holds meta_dir's lock.
 	lockHeld bool
+	// offline makes Init open the checkpoints without restarting from one
+	// (RebuildCheckpointsOffline recovers each itself).
+	offline bool
 	// postStart, when set, is called by the background poster before it
 	// starts (tests hold it there).
 	postStart func()
@@ -407,6 +410,9 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	}
 	if err := r.openVPR(o.global); err != nil {
 		return nil, err
+	}
+	if o.offline {
+		return r, nil // no restart, no background worker: the offline rebuild
 	}
 	if err := r.restart(o.warn); err != nil {
 		r.eng.Wait()
