@@ -27,9 +27,12 @@ import (
 	"github.com/ftigo/ftigo/comm"
 )
 
-// Run checks every method of c, the package helpers and the typed
+// Run checks every method of c, the package helpers, the typed
 // operations (comm.Allreduce, comm.Gather, comm.Allgather, comm.Scatter,
-// comm.Isend, comm.Irecv, comm.WaitAll), including the mistakes only some
+// comm.Isend, comm.Irecv, comm.WaitAll), the rooted collectives
+// (comm.GathervBytes, comm.ScattervBytes, comm.Reduce,
+// comm.AllreduceInt64s), comm.Agree and, when c has it, the
+// comm.Counter capability, including the mistakes only some
 // ranks make, which must fail on every rank rather than hang. Call it on
 // every rank of the communicator at the same time. The typed operations run
 // on c's native capabilities when it has them; Run(t, [BytesOnly](c))
@@ -65,6 +68,11 @@ func Run(t testing.TB, c comm.Comm) {
 		{"NonBlocking", s.nonBlocking},
 		{"TestNotDone", s.testNotDone},
 		{"TypedSub", s.typedSub},
+		{"GathervBytes", s.gathervBytes},
+		{"ScattervBytes", s.scattervBytes},
+		{"ReduceVectors", s.reduceVectors},
+		{"Agree", s.agree},
+		{"Counts", s.counts},
 	} {
 		s.step = step.name
 		step.fn()
