@@ -7,7 +7,7 @@
 //     default, and the test vehicle.
 //   - Helpers built on the interface alone: [AllgatherBytes],
 //     [BcastBytes], [SendChunked] and [RecvChunked], [SendrecvChunked],
-//     [NodeMap].
+//     [NodeMap], [SplitNode].
 //   - Typed operations for a solver's own halo exchange and convergence
 //     checks: [Allreduce], [AllreduceValue], [Gather], [Allgather],
 //     [Scatter], [Isend], [Irecv], [WaitAll].
@@ -62,7 +62,8 @@
 // of ranks. Agreement is a fixed-size reduction ([Agree],
 // [AllreduceInt64s]). Metadata that one rank writes is gathered to it
 // ([GathervBytes]), and each rank gets back only its own part
-// ([ScattervBytes]) or a fixed-size [Comm.Bcast]. [AllgatherBytes] and
+// ([ScattervBytes]) or a fixed-size [Comm.Bcast]. [SplitNode] finds a
+// rank's node without the names of the others. [AllgatherBytes] and
 // [NodeMap] hand every rank every rank's bytes: O(Size()) per rank, for
 // small jobs and tests only.
 //
