@@ -18,6 +18,46 @@ import (
 	"github.com/ftigo/ftigo/vfd"
 )
 
+// dcpRun runs fn on n in-process ranks (the application ranks, with
+// heads), each with dcpBuffers(rank, size) protected as variables 0..4.
+func dcpRun(n int, cfg Config, size int, opts []Option, fn func(r *Runtime, me int, bufs [][]byte) error) error {
+	return comm.Run(n, func(c comm.Comm) error {
+		r, err := Init(cfg, c, opts...)
+		if errors.Is(err, ErrHead) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		me := r.Comm().Rank()
+		bufs := dcpBuffers(me, size)
+		for i := range bufs {
+			if err := Protect(r, i, &bufs[i]); err != nil {
+				return err
+			}
+		}
+		return fn(r, me, bufs)
+	}, comm.WithTimeout(60*time.Second))
+}
+
+// recoverBuffers recovers into bufs, cleared first, and checks them
+// against want bit for bit.
+func recoverBuffers(r *Runtime, me int, bufs, want [][]byte) error {
+	for i := range bufs {
+		clear(bufs[i])
+	}
+	if err := r.Recover(); err != nil {
+		return err
+	}
+	for i := range bufs {
+		if !bytes.Equal(bufs[i], want[i]) {
+			return fmt.Errorf("rank %d: buffer %d differs after the restart", me, i)
+		}
+	}
+	return nil
+}
+
 // TestBackgroundCompaction: with a background worker (inline_l4 = 0) a
 // chain of differential checkpoints that reaches dcp_stack_size (3) is
 // compacted off the solver's path: every checkpoint the solver takes
@@ -40,19 +80,8 @@ func TestBackgroundCompaction(t *testing.T) {
 				cfg.Async[2] = true
 			}
 			final := make([][][]byte, n)
-			require.NoError(t, comm.Run(n, func(c comm.Comm) error {
-				r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()))
-				if err != nil {
-					return err
-				}
-				defer r.Close()
-				me := c.Rank()
-				bufs := dcpBuffers(me, 256<<10)
-				for i := range bufs {
-					if err := Protect(r, i, &bufs[i]); err != nil {
-						return err
-					}
-				}
+			opts := []Option{WithDriver(core), WithLogger(zap.NewNop())}
+			require.NoError(t, dcpRun(n, cfg, 256<<10, opts, func(r *Runtime, me int, bufs [][]byte) error {
 				rnd := rand.New(rand.NewPCG(uint64(me), 9))
 				// Layers: 1 full, 2, 3 (stack reached: compacted), then
 				// 4 and 5 on the compacted 3 (layers 2 and 3: compacted
@@ -65,61 +94,52 @@ func TestBackgroundCompaction(t *testing.T) {
 					if err := r.Checkpoint(id, lvl+dcpLevelOffset); err != nil {
 						return err
 					}
-					taken := r.last
-					if taken.Layers() != wantLayers[id] || (id > 1) != (taken.DCP != nil) {
-						return fmt.Errorf("rank %d: checkpoint %d taken as layer %d (dcp %v), want layer %d", me, id, taken.Layers(), taken.DCP != nil, wantLayers[id])
-					}
-					if id > 1 && taken.DCP.Share() > 0.2 {
-						return fmt.Errorf("rank %d: checkpoint %d wrote %.0f%% of the data on the solver's path", me, id, 100*taken.DCP.Share())
-					}
-					if err := r.CheckpointWait(); err != nil {
+					if err := checkCompaction(r, me, id, wantLayers[id], lvl); err != nil {
 						return err
-					}
-					cm := r.eng.Committed()
-					newest := cm[len(cm)-1]
-					compacted := taken.Layers() == cfg.DCPStackSize
-					switch {
-					case newest.ID != id || newest.Level != levels.ID(lvl):
-						return fmt.Errorf("rank %d: after checkpoint %d the newest is %d at %v", me, id, newest.ID, newest.Level)
-					case compacted && (newest.DCP != nil || len(cm) != 1 || newest.Seq <= taken.Seq):
-						return fmt.Errorf("rank %d: checkpoint %d's chain not compacted: %d committed, newest layer %d", me, id, len(cm), newest.Layers())
-					case !compacted && newest.Layers() != taken.Layers():
-						return fmt.Errorf("rank %d: checkpoint %d changed by its background work", me, id)
-					case r.last.Seq != newest.Seq:
-						return fmt.Errorf("rank %d: Recover would read seq %d, not the newest %d", me, r.last.Seq, newest.Seq)
 					}
 				}
 				final[me] = bufs
 				return nil
-			}, comm.WithTimeout(60*time.Second)))
-			require.NoError(t, comm.Run(n, func(c comm.Comm) error {
-				r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()))
-				if err != nil {
-					return err
-				}
-				defer r.Close()
-				bufs := dcpBuffers(c.Rank(), 256<<10)
-				for i := range bufs {
-					clear(bufs[i])
-					if err := Protect(r, i, &bufs[i]); err != nil {
-						return err
-					}
-				}
+			}))
+			require.NoError(t, dcpRun(n, cfg, 256<<10, opts, func(r *Runtime, me int, bufs [][]byte) error {
 				if m := r.recoveredManifest(); m == nil || m.ID != 6 || m.Layers() != 2 {
-					return fmt.Errorf("rank %d: restarted from %+v, want checkpoint 6, layer 2", c.Rank(), m)
+					return fmt.Errorf("rank %d: restarted from %+v, want checkpoint 6, layer 2", me, m)
 				}
-				if err := r.Recover(); err != nil {
-					return err
-				}
-				for i := range bufs {
-					if !bytes.Equal(bufs[i], final[c.Rank()][i]) {
-						return fmt.Errorf("rank %d: buffer %d differs after the restart", c.Rank(), i)
-					}
-				}
-				return nil
-			}, comm.WithTimeout(60*time.Second)))
+				return recoverBuffers(r, me, bufs, final[me])
+			}))
 		})
 	}
+}
+
+// checkCompaction checks checkpoint id, just taken at lvl as layer want
+// of its chain (a delta unless it is the first), then its background
+// work: a chain it completed (dcp_stack_size) is replaced by one full
+// checkpoint with its id, which Recover would read.
+func checkCompaction(r *Runtime, me int, id int64, want, lvl int) error {
+	taken := r.last
+	if taken.Layers() != want || (id > 1) != (taken.DCP != nil) {
+		return fmt.Errorf("rank %d: checkpoint %d taken as layer %d (dcp %v), want layer %d", me, id, taken.Layers(), taken.DCP != nil, want)
+	}
+	if id > 1 && taken.DCP.Share() > 0.2 {
+		return fmt.Errorf("rank %d: checkpoint %d wrote %.0f%% of the data on the solver's path", me, id, 100*taken.DCP.Share())
+	}
+	if err := r.CheckpointWait(); err != nil {
+		return err
+	}
+	cm := r.eng.Committed()
+	newest := cm[len(cm)-1]
+	compacted := taken.Layers() == r.cfg.DCPStackSize
+	switch {
+	case newest.ID != id || newest.Level != levels.ID(lvl):
+		return fmt.Errorf("rank %d: after checkpoint %d the newest is %d at %v", me, id, newest.ID, newest.Level)
+	case compacted && (newest.DCP != nil || len(cm) != 1 || newest.Seq <= taken.Seq):
+		return fmt.Errorf("rank %d: checkpoint %d's chain not compacted: %d committed, newest layer %d", me, id, len(cm), newest.Layers())
+	case !compacted && newest.Layers() != taken.Layers():
+		return fmt.Errorf("rank %d: checkpoint %d changed by its background work", me, id)
+	case r.last.Seq != newest.Seq:
+		return fmt.Errorf("rank %d: Recover would read seq %d, not the newest %d", me, r.last.Seq, newest.Seq)
+	}
+	return nil
 }
 
 // TestCompactionOffTheSolversPath: Checkpoint returns while the

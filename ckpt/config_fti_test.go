@@ -180,9 +180,7 @@ func TestFTISuiteSettings(t *testing.T) {
 	for _, io := range []string{"1", "3"} {
 		for _, head := range []string{"0", "1"} {
 			t.Run("dCP/ckpt_io="+io+"/head="+head, func(t *testing.T) {
-				c, err := ParseConfig("cfg", itfTemplate(t, "inline_l2", "1", "inline_l3", "1", "inline_l4", "1", "node_size", "2",
-					"enable_dcp", "1", "dcp_mode", "1", "ckpt_l1", "2", "dcp_block_size", "4096", "dcp_stack_size", "10",
-					"ckpt_io", io, "head", head))
+				c, err := ParseConfig("cfg", itfTemplate(t, dcpSuite(io, head)...))
 				require.NoError(t, err)
 				w := templateMeaning()
 				w.node, w.ranks = 2, 8
@@ -242,6 +240,14 @@ func TestFTISuiteSettings(t *testing.T) {
 			w.check(t, c)
 		})
 	}
+}
+
+// dcpSuite is what FTI's dCP suite sets on the template (its setup, then
+// the case's ckpt_io and head).
+func dcpSuite(io, head string) []string {
+	return []string{"inline_l2", "1", "inline_l3", "1", "inline_l4", "1", "node_size", "2",
+		"enable_dcp", "1", "dcp_mode", "1", "ckpt_l1", "2", "dcp_block_size", "4096", "dcp_stack_size", "10",
+		"ckpt_io", io, "head", head}
 }
 
 // rebase puts c's relative directories under root, as FTI's suites run
@@ -307,35 +313,14 @@ func TestFTIDCPSuiteRuns(t *testing.T) {
 	for _, io := range []string{"1", "3"} {
 		for _, head := range []string{"0", "1"} {
 			t.Run("ckpt_io="+io+"/head="+head, func(t *testing.T) {
-				c, err := ParseConfig("cfg", itfTemplate(t, "inline_l2", "1", "inline_l3", "1", "inline_l4", "1", "node_size", "2",
-					"enable_dcp", "1", "dcp_mode", "1", "ckpt_l1", "2", "dcp_block_size", "4096", "dcp_stack_size", "10",
-					"ckpt_io", io, "head", head))
+				c, err := ParseConfig("cfg", itfTemplate(t, dcpSuite(io, head)...))
 				require.NoError(t, err)
 				cfg := rebase(c, t.TempDir()) // 4 nodes of 2 ranks, one group
 				obs, logs := observer.New(zapcore.InfoLevel)
 				final := make([][][]byte, 8)
 				share := make([]float64, 8)
-				run := func(fn func(r *Runtime, me int, bufs [][]byte) error) error {
-					return comm.Run(8, func(cm comm.Comm) error {
-						r, err := Init(cfg, cm, WithLogger(zap.New(obs)))
-						if errors.Is(err, ErrHead) {
-							return nil
-						}
-						if err != nil {
-							return err
-						}
-						defer r.Close()
-						me := r.Comm().Rank()
-						bufs := dcpBuffers(me, 4<<20)
-						for i := range bufs {
-							if err := Protect(r, i, &bufs[i]); err != nil {
-								return err
-							}
-						}
-						return fn(r, me, bufs)
-					}, comm.WithTimeout(60*time.Second))
-				}
-				require.NoError(t, run(func(r *Runtime, me int, bufs [][]byte) error {
+				opts := []Option{WithLogger(zap.New(obs))}
+				require.NoError(t, dcpRun(8, cfg, 4<<20, opts, func(r *Runtime, me int, bufs [][]byte) error {
 					if err := r.Checkpoint(1, 8); err != nil {
 						return err
 					}
@@ -359,19 +344,11 @@ func TestFTIDCPSuiteRuns(t *testing.T) {
 					assert.InDelta(t, 0.11, share[me], 0.01+1e-9, "rank %d: the delta holds the tenth changed, up to partial blocks", me)
 				}
 				assert.Len(t, logs.FilterMessageSnippet("dcp_mode = 1 (MD5 in FTI) accepted").All(), 1, "once, by rank 0")
-				require.NoError(t, run(func(r *Runtime, me int, bufs [][]byte) error {
+				require.NoError(t, dcpRun(8, cfg, 4<<20, opts, func(r *Runtime, me int, bufs [][]byte) error {
 					if r.Recovered() == nil || r.Recovered().ID != 2 {
 						return fmt.Errorf("rank %d: restarted from %v, want checkpoint 2", me, r.Recovered())
 					}
-					if err := r.Recover(); err != nil {
-						return err
-					}
-					for i := range bufs {
-						if !bytes.Equal(bufs[i], final[me][i]) {
-							return fmt.Errorf("rank %d: buffer %d differs after the restart", me, i)
-						}
-					}
-					return nil
+					return recoverBuffers(r, me, bufs, final[me])
 				}))
 			})
 		}

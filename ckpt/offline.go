@@ -28,41 +28,58 @@ func RebuildOffline(cfg Config, opts ...Option) (*CheckpointInfo, error) {
 
 // rebuildOffline is RebuildOffline, returning the checkpoint's manifest.
 func rebuildOffline(cfg Config, opts ...Option) (*levels.Manifest, error) {
+	var got *levels.Manifest
+	err := offlineWorld(cfg, 0, false, opts, func(r *Runtime) {
+		if r.c.Rank() == 0 {
+			got = r.from
+		}
+	})
+	return got, err
+}
+
+// offlineWorld takes meta_dir's lock and runs fn on every rank of an
+// in-process world shaped like the newest committed checkpoint (seq 0)
+// or checkpoint seq, each rank on the node its manifest names, after
+// Init: a restart, or with offline only the opening of the checkpoints.
+// Every rank runs in this process and nothing is restored: the data is
+// verified (and rebuilt) on storage, never kept in memory.
+func offlineWorld(cfg Config, seq uint64, offline bool, opts []Option, fn func(r *Runtime)) error {
 	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	unlock, err := lockOffline(o.meta, cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer unlock()
-	newest, err := newestManifest(o.meta, o.global, cfg)
-	if err != nil {
-		return nil, err
+	shape, err := newestManifest(o.meta, o.global, cfg)
+	if err == nil && seq != 0 {
+		shape, err = committedManifest(o.meta, o.global, cfg, seq)
 	}
-	cfg.NodeSize, cfg.GroupSize = newest.NodeSize, newest.GroupSize
-	nodes := newest.Nodes
-	// Every rank runs in this process and nothing is restored: the data
-	// is verified (and rebuilt) on storage, never kept in memory.
+	if err != nil {
+		return err
+	}
+	cfg.NodeSize, cfg.GroupSize = shape.NodeSize, shape.GroupSize
+	if offline {
+		cfg.Head, cfg.KeepHeadsAlive, cfg.Async = false, false, [5]bool{} // no heads, no background work
+	}
+	nodes := shape.Nodes
 	opts = append(slices.Clone(opts), WithNodeID(func(rank int) string { return nodes[rank/cfg.NodeSize] }),
-		func(o *options) { o.lockHeld = true }, WithRestartImage(0))
-	var got *levels.Manifest
-	err = comm.Run(newest.Ranks, func(c comm.Comm) error {
+		func(o *options) { o.lockHeld, o.offline = true, offline }, WithRestartImage(0))
+	err = comm.Run(shape.Ranks, func(c comm.Comm) error {
 		r, err := Init(cfg, c, opts...)
 		if err != nil {
 			return err
 		}
 		defer r.Close()
-		if c.Rank() == 0 {
-			got = r.from
-		}
+		fn(r)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ckpt: offline rebuild: %w", err)
+		return fmt.Errorf("ckpt: offline rebuild: %w", err)
 	}
-	return got, nil
+	return nil
 }
 
 // newestManifest returns the manifest of the newest committed checkpoint
@@ -110,44 +127,15 @@ type RebuildReport struct {
 // prevents the attempt (a lock, lost metadata, no such checkpoint);
 // a checkpoint that stays damaged has its report's Err set.
 func RebuildCheckpointsOffline(cfg Config, seq uint64, opts ...Option) ([]RebuildReport, error) {
-	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	unlock, err := lockOffline(o.meta, cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	shape, err := newestManifest(o.meta, o.global, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if seq != 0 {
-		if shape, err = committedManifest(o.meta, o.global, cfg, seq); err != nil {
-			return nil, err
-		}
-	}
-	cfg.NodeSize, cfg.GroupSize = shape.NodeSize, shape.GroupSize
-	cfg.Head, cfg.KeepHeadsAlive, cfg.Async = false, false, [5]bool{} // no heads, no background work offline
-	nodes := shape.Nodes
-	opts = append(slices.Clone(opts), WithNodeID(func(rank int) string { return nodes[rank/cfg.NodeSize] }),
-		func(o *options) { o.lockHeld, o.offline = true, true }, WithRestartImage(0))
 	var reps []RebuildReport
-	err = comm.Run(shape.Ranks, func(c comm.Comm) error {
-		r, err := Init(cfg, c, opts...)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
+	err := offlineWorld(cfg, seq, true, opts, func(r *Runtime) {
 		got := r.rebuildAll(seq)
-		if c.Rank() == 0 {
+		if r.c.Rank() == 0 {
 			reps = got
 		}
-		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ckpt: offline rebuild: %w", err)
+		return nil, err
 	}
 	return reps, nil
 }
