@@ -336,55 +336,9 @@ func (pw *ParWriter) Close() error {
 	if err := vote(pw.c, lerr, "write and sync "+pw.name); err != nil {
 		return errors.Join(err, pw.discard())
 	}
-	// Every task's (file, lrank, nblocks, sizes...) go to rank 0, which
-	// hands each leader those of its files: no other rank receives them.
-	var msg []byte
-	for i, tw := range pw.tasks {
-		msg = appendBlockSizes(msg, pw.specs[i].File, pw.specs[i].LocalRank, tw.blockSizes())
-	}
-	all, err := comm.GathervBytes(pw.c, 0, msg)
+	bsOf, err := pw.exchangeBlockSizes()
 	if err != nil {
-		return errors.Join(fmt.Errorf("sion: gather block sizes: %w", err), pw.discard())
-	}
-	var parts [][]byte
-	if pw.c.Rank() == 0 {
-		parts = make([][]byte, pw.c.Size())
-		for _, m := range all {
-			for len(m) >= 12 {
-				file, nb := int(binary.LittleEndian.Uint32(m)), int(binary.LittleEndian.Uint32(m[8:]))
-				n := 12 + 8*nb
-				if file >= len(pw.leaders) || n > len(m) {
-					break // not what appendBlockSizes wrote; the leader finds the sizes missing
-				}
-				leader := pw.leaders[file]
-				parts[leader] = append(parts[leader], m[:n]...)
-				m = m[n:]
-			}
-		}
-	}
-	mine, err := comm.ScattervBytes(pw.c, 0, parts)
-	if err != nil {
-		return errors.Join(fmt.Errorf("sion: hand out block sizes: %w", err), pw.discard())
-	}
-	// Keep the sizes of the files this rank leads.
-	bsOf := make(map[int][][]int64, len(pw.lead))
-	for k := range pw.lead {
-		bsOf[k] = make([][]int64, len(pw.files[k].h.ChunkSizes))
-	}
-	for m := mine; len(m) >= 12; {
-		file, l, nb := int(binary.LittleEndian.Uint32(m)), int(binary.LittleEndian.Uint32(m[4:])), int(binary.LittleEndian.Uint32(m[8:]))
-		m = m[12:]
-		if 8*nb > len(m) {
-			break
-		}
-		sizes := make([]int64, nb)
-		for b := range sizes {
-			sizes[b] = int64(binary.LittleEndian.Uint64(m[8*b:]))
-		}
-		m = m[8*nb:]
-		if bs, led := bsOf[file]; led && l < len(bs) {
-			bs[l] = sizes
-		}
+		return errors.Join(err, pw.discard())
 	}
 	var ferr error
 	for k, bs := range bsOf {
@@ -434,6 +388,63 @@ func (pw *ParWriter) Close() error {
 	}
 	pw.log.Debug("sion parclose", zap.String("path", pw.name), zap.Int("rank", pw.c.Rank()))
 	return nil
+}
+
+// exchangeBlockSizes sends every task's block sizes to rank 0, which
+// hands each leader those of its files, and returns, per file this rank
+// leads, the sizes of every local rank (nil where none arrived).
+func (pw *ParWriter) exchangeBlockSizes() (map[int][][]int64, error) {
+	// Every task's (file, lrank, nblocks, sizes...) go to rank 0, which
+	// hands each leader those of its files: no other rank receives them.
+	var msg []byte
+	for i, tw := range pw.tasks {
+		msg = appendBlockSizes(msg, pw.specs[i].File, pw.specs[i].LocalRank, tw.blockSizes())
+	}
+	all, err := comm.GathervBytes(pw.c, 0, msg)
+	if err != nil {
+		return nil, fmt.Errorf("sion: gather block sizes: %w", err)
+	}
+	var parts [][]byte
+	if pw.c.Rank() == 0 {
+		parts = make([][]byte, pw.c.Size())
+		for _, m := range all {
+			for len(m) >= 12 {
+				file, nb := int(binary.LittleEndian.Uint32(m)), int(binary.LittleEndian.Uint32(m[8:]))
+				n := 12 + 8*nb
+				if file >= len(pw.leaders) || n > len(m) {
+					break // not what appendBlockSizes wrote; the leader finds the sizes missing
+				}
+				leader := pw.leaders[file]
+				parts[leader] = append(parts[leader], m[:n]...)
+				m = m[n:]
+			}
+		}
+	}
+	mine, err := comm.ScattervBytes(pw.c, 0, parts)
+	if err != nil {
+		return nil, fmt.Errorf("sion: hand out block sizes: %w", err)
+	}
+	// Keep the sizes of the files this rank leads.
+	bsOf := make(map[int][][]int64, len(pw.lead))
+	for k := range pw.lead {
+		bsOf[k] = make([][]int64, len(pw.files[k].h.ChunkSizes))
+	}
+	for m := mine; len(m) >= 12; {
+		file, l, nb := int(binary.LittleEndian.Uint32(m)), int(binary.LittleEndian.Uint32(m[4:])), int(binary.LittleEndian.Uint32(m[8:]))
+		m = m[12:]
+		if 8*nb > len(m) {
+			break
+		}
+		sizes := make([]int64, nb)
+		for b := range sizes {
+			sizes[b] = int64(binary.LittleEndian.Uint64(m[8*b:]))
+		}
+		m = m[8*nb:]
+		if bs, led := bsOf[file]; led && l < len(bs) {
+			bs[l] = sizes
+		}
+	}
+	return bsOf, nil
 }
 
 // appendBlockSizes appends one task's block sizes as Close exchanges
