@@ -50,7 +50,7 @@ func (e *Engine) commit(p *Pending) (*Manifest, []*Manifest, error) {
 			tot[totalsFixed+i] = 1
 		}
 	}
-	if err := allreduceInt64s(env.Comm, tot, comm.Sum); err != nil {
+	if err := comm.AllreduceInt64s(env.Comm, tot, comm.Sum); err != nil {
 		return nil, nil, err
 	}
 	p.total = DataStats{Written: tot[totWritten], Protected: tot[totProtected]}

@@ -155,19 +155,6 @@ func rootToLeaders(c comm.Comm, lay layout, tag int, parts [][]byte) ([]byte, er
 	return parts[0], nil
 }
 
-// allreduceInt64s combines vs element by element over every rank with
-// op, in place: one fixed-size reduction. Collective.
-func allreduceInt64s(c comm.Comm, vs []int64, op comm.Op) error {
-	for i, v := range vs {
-		r, err := c.AllreduceInt64(v, op)
-		if err != nil {
-			return err
-		}
-		vs[i] = r
-	}
-	return nil
-}
-
 // packBytes concatenates bs, each behind its 8-byte length.
 func packBytes(bs [][]byte) []byte {
 	n := 8
@@ -209,14 +196,4 @@ func unpackBytes(b []byte) ([][]byte, error) {
 		return nil, errors.New("levels: trailing bytes in a packed message")
 	}
 	return out, nil
-}
-
-// gathervBytes gathers every rank's b on root (nil elsewhere).
-// Collective. Only failure paths use it: root receives from every rank.
-func gathervBytes(c comm.Comm, root int, b []byte) ([][]byte, error) {
-	all, err := comm.AllgatherBytes(c, b)
-	if err != nil || c.Rank() != root {
-		return nil, err
-	}
-	return all, nil
 }

@@ -183,7 +183,7 @@ func (e *Engine) Open() error {
 			flags[k] = 1
 		}
 	}
-	if err := allreduceInt64s(env.Comm, flags, comm.Max); err != nil {
+	if err := comm.AllreduceInt64s(env.Comm, flags, comm.Max); err != nil {
 		return err
 	}
 
@@ -528,7 +528,7 @@ func (e *Engine) lostError(sc *metaScan, start openStart, final openFinal, areas
 	if err != nil {
 		return err
 	}
-	all, err := gathervBytes(env.Comm, 0, b)
+	all, err := comm.GathervBytes(env.Comm, 0, b)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,6 @@ type share struct {
 // scaleRun is one world of the scale test and what its ranks did.
 type scaleRun struct {
 	n      int
-	counts []*rankCount
 	phases []string
 	shares map[string][]share // phase -> per rank
 }
@@ -46,15 +45,12 @@ func scalePhases(t *testing.T, n int) *scaleRun {
 	require.NoError(t, err)
 	d := vfd.NewCore()
 	root := "/scale"
-	sr := &scaleRun{n: n, counts: make([]*rankCount, n), shares: map[string][]share{}}
-	for i := range sr.counts {
-		sr.counts[i] = &rankCount{}
-	}
+	sr := &scaleRun{n: n, shares: map[string][]share{}}
 	levels := []Level{Local1{}, Partner2{}, RS3{}, Global4{Inline: true}}
 	var mu sync.Mutex
 	world := func(fn func(e *Engine) error) {
 		require.NoError(t, comm.Run(n, func(c comm.Comm) error {
-			env := &Env{Comm: countComm{c, sr.counts[c.Rank()]}, Topo: topo, Rank: c.Rank(),
+			env := &Env{Comm: c, Topo: topo, Rank: c.Rank(),
 				Local:  Store{d, filepath.Join(root, "local", topo.NodeDir(topo.NodeOf(c.Rank())))},
 				Global: Store{d, filepath.Join(root, "global")},
 				Meta:   Store{d, filepath.Join(root, "meta")}}
@@ -66,20 +62,20 @@ func scalePhases(t *testing.T, n int) *scaleRun {
 			return fn(e)
 		}, comm.WithTimeout(5*time.Minute)))
 	}
-	// phase measures fn on every rank; the barriers around it are not
-	// counted (countComm does not count them).
+	// phase measures fn on every rank (comm's counters; the barriers
+	// around it carry no bytes).
 	phase := func(e *Engine, name string, fn func() error) error {
 		c := e.env.Comm
 		if err := c.Barrier(); err != nil {
 			return err
 		}
-		rc := sr.counts[e.env.Rank]
-		m0, b0, d0 := rc.msgs.Load(), rc.bytes.Load(), e.Work().Decoded
+		before, d0 := comm.CountsOf(c), e.Work().Decoded
 		if err := fn(); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		e.Wait()
-		s := share{rc.msgs.Load() - m0, rc.bytes.Load() - b0, e.Work().Decoded - d0}
+		got := comm.CountsOf(c).Sub(before)
+		s := share{got.Received, got.BytesReceived, e.Work().Decoded - d0}
 		mu.Lock()
 		if sr.shares[name] == nil {
 			sr.shares[name] = make([]share, n)
