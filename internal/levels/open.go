@@ -121,21 +121,7 @@ type partFailed struct {
 func (e *Engine) Open() error {
 	e.Wait()
 	env := e.env
-	var local error
-	if env.Rank == 0 {
-		repl := replicaStore(env.Global)
-		if path.Clean(env.Meta.Dir) == path.Clean(repl.Dir) {
-			local = fmt.Errorf("meta_dir %s is the directory of the manifest replicas (glbl_dir/%s): choose another meta_dir", env.Meta.Dir, ReplicaDir)
-		} else {
-			// Synced at the end, beside the first checkpoint's intent marker.
-			local = errors.Join(env.Meta.Driver.MkdirAll(env.Meta.Dir, 0o755),
-				env.Global.Driver.MkdirAll(env.Global.Dir, 0o755), repl.Driver.MkdirAll(repl.Dir, 0o755))
-		}
-	}
-	if e.nodeLeader() {
-		local = errors.Join(local, env.Local.Driver.MkdirAll(env.Local.Dir, 0o755))
-	}
-	if err := e.agree(local, "create directories"); err != nil {
+	if err := e.openDirs(); err != nil {
 		return err
 	}
 
@@ -214,7 +200,36 @@ func (e *Engine) Open() error {
 	}
 	e.prefetch() // read while the start-up below goes on
 
-	cerr = e.cleanOrphans()
+	return e.openFinish(scan, sc, final)
+}
+
+// openDirs creates the areas' directories: rank 0 the meta, global and
+// replica ones, each node's lowest rank its node's. Collective.
+func (e *Engine) openDirs() error {
+	env := e.env
+	var local error
+	if env.Rank == 0 {
+		repl := replicaStore(env.Global)
+		if path.Clean(env.Meta.Dir) == path.Clean(repl.Dir) {
+			local = fmt.Errorf("meta_dir %s is the directory of the manifest replicas (glbl_dir/%s): choose another meta_dir", env.Meta.Dir, ReplicaDir)
+		} else {
+			// Synced at the end, beside the first checkpoint's intent marker.
+			local = errors.Join(env.Meta.Driver.MkdirAll(env.Meta.Dir, 0o755),
+				env.Global.Driver.MkdirAll(env.Global.Dir, 0o755), repl.Driver.MkdirAll(repl.Dir, 0o755))
+		}
+	}
+	if e.nodeLeader() {
+		local = errors.Join(local, env.Local.Driver.MkdirAll(env.Local.Dir, 0o755))
+	}
+	return e.agree(local, "create directories")
+}
+
+// openFinish removes what crashed runs left, makes the directories
+// durable and writes the first checkpoint's intent marker ahead.
+// Collective.
+func (e *Engine) openFinish(scan []SeqScan, sc *metaScan, final openFinal) error {
+	env := e.env
+	cerr := e.cleanOrphans()
 	for _, h := range final.Deleting {
 		cerr = errors.Join(cerr, removeElsewhere(e.levels[h.Level], e.env, e.adopt(h.manifest(), nil)))
 	}
@@ -582,16 +597,7 @@ func (e *Engine) describeFacts(sc *metaScan, start openStart, all [][]byte) stri
 func (e *Engine) takeViews(start openStart, final openFinal, checks []*partCheck) error {
 	env := e.env
 	lay := e.layout()
-	type want struct {
-		ci  int
-		alt bool
-	}
-	chosen := func(ci int) (viewHeader, bool) {
-		if slices.Contains(final.Swapped, ci) {
-			return *start.Cands[ci].Alt, true
-		}
-		return start.Cands[ci].Head, false
-	}
+	chosen := func(ci int) (viewHeader, bool) { return final.chosen(start, ci) }
 	var wants []want
 	for _, ci := range final.Committed {
 		if h, alt := chosen(ci); sameLayout(h.manifest(), lay) {
@@ -607,40 +613,7 @@ func (e *Engine) takeViews(start openStart, final openFinal, checks []*partCheck
 	var lerr error
 	parts := map[want]*Part{}
 	if lay.isLeader(env.Rank) {
-		committed := map[want]bool{}
-		for _, w := range final.Committed {
-			_, alt := chosen(w)
-			committed[want{w, alt}] = true
-		}
-		for _, w := range final.AltKept {
-			committed[want{w, true}] = true
-		}
-		mine := map[want]*partCheck{}
-		for _, c := range checks {
-			w := want{c.order.Cand, c.order.Alt}
-			if !committed[w] {
-				continue
-			}
-			if c.order.Ref != nil {
-				e.repairPart(c)
-			}
-			if c.order.Part == lay.index(env.Rank) {
-				mine[w] = c
-			}
-		}
-		raws := make([][]byte, len(wants))
-		for k, w := range wants {
-			if c := mine[w]; c != nil && c.raw != nil {
-				raws[k], parts[w] = c.raw, c.part
-			} else {
-				lerr = fmt.Errorf("levels: no part %d of candidate %d to hand out", lay.index(env.Rank), w.ci)
-			}
-		}
-		packed := packBytes(raws)
-		msgs = make([][]byte, lay.count(lay.index(env.Rank)))
-		for j := range msgs {
-			msgs[j] = packed
-		}
+		msgs, lerr = e.leaderParts(start, final, checks, wants, parts)
 	}
 	got, err := fromLeader(env.Comm, lay, tagPartForward, msgs)
 	if err != nil {
@@ -679,6 +652,66 @@ func (e *Engine) takeViews(start openStart, final openFinal, checks []*partCheck
 		e.alt[a.Seq] = e.adopt(a.manifest(), nil, parts[want{ci, true}])
 	}
 	return nil
+}
+
+// want names a copy of a candidate: its Head, or its Alt.
+type want struct {
+	ci  int
+	alt bool
+}
+
+// chosen returns the copy candidate ci is committed through, and
+// whether it is the alternate.
+func (f openFinal) chosen(start openStart, ci int) (viewHeader, bool) {
+	if slices.Contains(f.Swapped, ci) {
+		return *start.Cands[ci].Alt, true
+	}
+	return start.Cands[ci].Head, false
+}
+
+// leaderParts runs on a leader: it repairs the copies of the parts it
+// checked of the committed checkpoints, and returns what each rank of
+// its part receives (the bytes of the parts wants names), putting its
+// own parts into parts.
+func (e *Engine) leaderParts(start openStart, final openFinal, checks []*partCheck, wants []want, parts map[want]*Part) ([][]byte, error) {
+	env := e.env
+	lay := e.layout()
+	committed := map[want]bool{}
+	for _, w := range final.Committed {
+		_, alt := final.chosen(start, w)
+		committed[want{w, alt}] = true
+	}
+	for _, w := range final.AltKept {
+		committed[want{w, true}] = true
+	}
+	mine := map[want]*partCheck{}
+	for _, c := range checks {
+		w := want{c.order.Cand, c.order.Alt}
+		if !committed[w] {
+			continue
+		}
+		if c.order.Ref != nil {
+			e.repairPart(c)
+		}
+		if c.order.Part == lay.index(env.Rank) {
+			mine[w] = c
+		}
+	}
+	var lerr error
+	raws := make([][]byte, len(wants))
+	for k, w := range wants {
+		if c := mine[w]; c != nil && c.raw != nil {
+			raws[k], parts[w] = c.raw, c.part
+		} else {
+			lerr = fmt.Errorf("levels: no part %d of candidate %d to hand out", lay.index(env.Rank), w.ci)
+		}
+	}
+	packed := packBytes(raws)
+	msgs := make([][]byte, lay.count(lay.index(env.Rank)))
+	for j := range msgs {
+		msgs[j] = packed
+	}
+	return msgs, lerr
 }
 
 // repairPart rewrites a missing or damaged copy of a part from the valid
@@ -891,20 +924,9 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 	changed := false
 	for i := range scan {
 		s := &scan[i]
-		// Tmp copies of manifests, whatever the checkpoint's state; what
-		// the parts directories hold beside parts.
-		for _, l := range s.Leftovers {
-			switch {
-			case path.Dir(l) == path.Clean(meta.Dir) && strings.HasSuffix(l, manifestSuffix+TmpSuffix):
-				errs = append(errs, removeIfExists(meta.Driver, l))
-				changed = true
-			case path.Dir(l) == path.Clean(repl.Dir):
-				errs = append(errs, repl.Driver.RemoveAll(l))
-				changed = true
-			case slices.Contains(s.PartsDirs, l) || slices.Contains(s.PartsDirs, path.Dir(l)):
-				errs = append(errs, storeOf(l, meta, repl).RemoveAll(l))
-			}
-		}
+		lerrs, lchanged := cleanLeftovers(s, meta, repl)
+		errs = append(errs, lerrs...)
+		changed = changed || lchanged
 		st := s.State()
 		if st == SeqCommitted {
 			errs = append(errs, tidyParts(s, meta, repl)...)
@@ -973,6 +995,25 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 		errs = append(errs, meta.Driver.SyncDir(meta.Dir))
 	}
 	return errors.Join(errs...)
+}
+
+// cleanLeftovers removes the tmp copies of s's manifests, whatever its
+// state, and what its parts directories hold beside parts (rank 0). It
+// reports whether the meta or replica directory changed.
+func cleanLeftovers(s *SeqScan, meta, repl Store) (errs []error, changed bool) {
+	for _, l := range s.Leftovers {
+		switch {
+		case path.Dir(l) == path.Clean(meta.Dir) && strings.HasSuffix(l, manifestSuffix+TmpSuffix):
+			errs = append(errs, removeIfExists(meta.Driver, l))
+			changed = true
+		case path.Dir(l) == path.Clean(repl.Dir):
+			errs = append(errs, repl.Driver.RemoveAll(l))
+			changed = true
+		case slices.Contains(s.PartsDirs, l) || slices.Contains(s.PartsDirs, path.Dir(l)):
+			errs = append(errs, storeOf(l, meta, repl).RemoveAll(l))
+		}
+	}
+	return errs, changed
 }
 
 // tidyParts removes from committed checkpoint s's parts directories the

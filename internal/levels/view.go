@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/ftigo/ftigo/vfd"
@@ -213,13 +212,4 @@ func partsOf(w *Manifest) []*Part {
 		out[i], _ = w.Part(i)
 	}
 	return out
-}
-
-// sameFiles reports whether two file lists hold the same entries.
-func sameFiles(a, b []File) bool {
-	return slices.EqualFunc(a, b, func(x, y File) bool {
-		bx, err1 := json.Marshal(x)
-		by, err2 := json.Marshal(y)
-		return err1 == nil && err2 == nil && string(bx) == string(by)
-	})
 }
