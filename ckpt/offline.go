@@ -1,10 +1,11 @@
 package ckpt
 
 import (
-	"errors"
 	"fmt"
-	"path"
 	"slices"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/internal/levels"
@@ -32,17 +33,15 @@ func rebuildOffline(cfg Config, opts ...Option) (*levels.Manifest, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	lock, err := vfd.Lock(o.meta, path.Join(cfg.MetaDir, levels.LockName))
-	switch {
-	case err == nil:
-		defer lock.Close()
-	case errors.Is(err, vfd.ErrUnsupported):
-	case errors.Is(err, vfd.ErrLocked):
-		return nil, fmt.Errorf("ckpt: offline rebuild: meta_dir %s is in use by a running job or tool: %w", cfg.MetaDir, ErrLocked)
-	default:
+	if o.logger == nil {
+		o.logger = zap.NewNop()
+	}
+	cl, err := claimRun(cfg, o, time.Now(), o.logger)
+	if err != nil {
 		return nil, fmt.Errorf("ckpt: offline rebuild: %w", err)
 	}
-	newest, err := newestManifest(o.meta, o.global, cfg)
+	defer cl.Close()
+	newest, err := newestManifest(o.meta, o.global, cfg, cl.run)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +50,7 @@ func rebuildOffline(cfg Config, opts ...Option) (*levels.Manifest, error) {
 	// Every rank runs in this process and nothing is restored: the data
 	// is verified (and rebuilt) on storage, never kept in memory.
 	opts = append(slices.Clone(opts), WithNodeID(func(rank int) string { return nodes[rank/cfg.NodeSize] }),
-		func(o *options) { o.lockHeld = true }, WithRestartImage(0))
+		func(o *options) { o.lockHeld, o.run = true, cl.run }, WithRestartImage(0))
 	var got *levels.Manifest
 	err = comm.Run(newest.Ranks, func(c comm.Comm) error {
 		r, err := Init(cfg, c, opts...)
@@ -74,8 +73,8 @@ func rebuildOffline(cfg Config, opts ...Option) (*levels.Manifest, error) {
 // by the rules of the runtime's start-up (levels.ScanCheckpoints and
 // SeqScan.State), so the world is shaped like the checkpoint Init will
 // find. Lost metadata is refused here already.
-func newestManifest(meta, global vfd.Driver, cfg Config) (*levels.Manifest, error) {
-	scan, err := levels.ScanCheckpoints(levels.Store{Driver: meta, Dir: cfg.MetaDir}, levels.Store{Driver: global, Dir: cfg.GlblDir})
+func newestManifest(meta, global vfd.Driver, cfg Config, run string) (*levels.Manifest, error) {
+	scan, err := levels.ScanRun(run, levels.Store{Driver: meta, Dir: cfg.MetaDir}, levels.Store{Driver: global, Dir: cfg.GlobalDir(run)})
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: %w", err)
 	}

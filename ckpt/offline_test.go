@@ -26,7 +26,7 @@ func TestRebuildOffline(t *testing.T) {
 		return r.Checkpoint(3, 2)
 	}))
 	// Node 1 dies with its disk.
-	node1 := filepath.Join(root, "local", "node0001")
+	node1 := filepath.Join(cfg.NodeDir(1, runOf(t, cfg)))
 	require.NoError(t, vfd.Sec2{}.RemoveAll(node1))
 
 	off := cfg
@@ -79,7 +79,7 @@ func TestOfflineChoosesWhatRestartChooses(t *testing.T) {
 	bad := filepath.Join(meta, levels.ManifestName(5))
 	require.NoError(t, vfd.WriteFileAtomic(vfd.Sec2{}, bad, b))
 
-	_, err = newestManifest(vfd.Sec2{}, vfd.Sec2{}, cfg)
+	_, err = newestManifest(vfd.Sec2{}, vfd.Sec2{}, cfg, runOf(t, cfg))
 	require.ErrorIs(t, err, ErrMetadataLost)
 	assert.Contains(t, err.Error(), bad+" is foreign")
 
@@ -97,7 +97,7 @@ func TestOfflineChoosesWhatRestartChooses(t *testing.T) {
 
 	// Moved aside by the user: both choose checkpoint 1 again.
 	require.NoError(t, vfd.Sec2{}.Rename(bad, bad+".aside"))
-	m, err := newestManifest(vfd.Sec2{}, vfd.Sec2{}, cfg)
+	m, err := newestManifest(vfd.Sec2{}, vfd.Sec2{}, cfg, runOf(t, cfg))
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), m.Seq)
 	assert.Equal(t, 2, m.Ranks)
@@ -141,7 +141,7 @@ func TestRebuildOfflineReadsTheData(t *testing.T) {
 	off.NodeSize, off.GroupSize, off.LocalTest = 0, 0, false
 	_, err := RebuildOffline(off, WithLogger(zaptest.NewLogger(t)))
 	require.NoError(t, err)
-	p := filepath.Join(root, "local", "node0001", levels.RankFileName(levels.CheckpointDir(1), levels.RoleData, 1))
+	p := filepath.Join(cfg.NodeDir(1, runOf(t, cfg)), levels.RankFileName(levels.CheckpointDir(1), levels.RoleData, 1))
 	require.NoError(t, flipData(p, 0))
 	_, err = RebuildOffline(off, WithLogger(zaptest.NewLogger(t)))
 	require.ErrorIs(t, err, ErrUnrecoverable)

@@ -279,3 +279,16 @@ func TestRunsSharedGlobalInFlight(t *testing.T) {
 	require.NoError(t, runJob(t, b, "B", n, nil, true, &restarted))
 	assert.Equal(t, 2, restarted)
 }
+
+// runOf returns the run cfg's meta_dir names ("" for none), read
+// through d (vfd.Sec2 when not given).
+func runOf(t testing.TB, cfg Config, d ...vfd.Driver) string {
+	t.Helper()
+	drv := vfd.Driver(vfd.Sec2{})
+	if len(d) > 0 {
+		drv = d[0]
+	}
+	id, _, err := levels.ReadRun(levels.Store{Driver: drv, Dir: cfg.MetaDir})
+	require.NoError(t, err)
+	return id
+}
