@@ -189,5 +189,5 @@ func foreignRun(p string, got, want string) error {
 		}
 		return "run " + r
 	}
-	return &CorruptionError{Path: p, Rank: -1, Err: fmt.Errorf("%w: belongs to %s, these directories to %s", ErrBadManifest, name(got), name(want))}
+	return &CorruptionError{Path: p, Rank: -1, Err: fmt.Errorf("%w: another run's manifest (%s; these directories are %s's)", ErrBadManifest, name(got), name(want))}
 }
