@@ -17,7 +17,9 @@ import (
 func TestVerifyInspectMetadata(t *testing.T) {
 	other := makeRun(t) // another run of the same job: its files are "foreign"
 	primary := func(dir string) string { return filepath.Join(dir, "meta", "ckpt00000002.manifest") }
-	replica := func(dir string) string { return filepath.Join(globalRunDir(t, dir), "manifests", "ckpt00000002.manifest") }
+	replica := func(dir string) string {
+		return filepath.Join(globalRunDir(t, dir), "manifests", "ckpt00000002.manifest")
+	}
 	topology := func(dir string) string { return filepath.Join(dir, "meta", "topology") }
 	flip := func(name string) {
 		b, err := os.ReadFile(name)
