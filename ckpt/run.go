@@ -2,11 +2,13 @@ package ckpt
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"time"
 
 	"go.uber.org/zap"
@@ -43,7 +45,10 @@ func (c Config) NodeDir(n int, run string) string {
 
 // runClaim is what rank 0 holds of the run: its id and its locks.
 type runClaim struct {
-	run  string
+	run string
+	// how is how the run was found: "new", "meta" (meta_dir names it),
+	// "taken" (cfg.Run names it, taken over) or "legacy".
+	how  string
 	meta io.Closer // meta_dir's lock
 	dir  io.Closer // the run directory's lock in glbl_dir
 }
@@ -91,17 +96,17 @@ func claimRun(cfg Config, o options, now time.Time, log *zap.Logger) (cl *runCla
 	default:
 		return nil, err
 	}
-	run, record, err := resolveRun(cfg, o, meta, now)
+	run, how, err := resolveRun(cfg, o, meta, now)
 	if err != nil {
 		return nil, err
 	}
-	cl.run = run
+	cl.run, cl.how = run, how
 	gdir := cfg.GlobalDir(run)
 	if err := o.global.MkdirAll(gdir, 0o755); err != nil {
 		return nil, err
 	}
 	if name := path.Join(gdir, levels.LockName); path.Clean(name) != path.Clean(metaLock) {
-		l, who, err := lockFile(o.global, name, thisHolder(now, cfg.MetaDir))
+		l, who, err := lockFile(o.global, name, thisHolder(now, absPath(cfg.MetaDir)))
 		switch {
 		case err == nil:
 			cl.dir = l
@@ -113,12 +118,20 @@ func claimRun(cfg Config, o options, now time.Time, log *zap.Logger) (cl *runCla
 			return nil, err
 		}
 	}
-	if record {
+	if how == "new" || how == "taken" {
 		if err := levels.WriteRun(meta, run); err != nil {
 			return nil, err
 		}
 	}
 	return cl, nil
+}
+
+// absPath is p made absolute, or p when that fails.
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // runName names run in messages.
@@ -129,50 +142,68 @@ func runName(run string) string {
 	return "run " + run
 }
 
-// resolveRun decides which run the job is: the one meta_dir names, the
-// run from before run ids whose checkpoints meta_dir holds, the run
-// cfg.Run names (taken over), or a new one. record says meta_dir must
-// be made to name it.
-func resolveRun(cfg Config, o options, meta levels.Store, now time.Time) (run string, record bool, err error) {
+// resolveRun decides which run the job is (see runClaim.how): the one
+// meta_dir names, the run from before run ids whose checkpoints
+// meta_dir holds, the run cfg.Run names (taken over), or a new one.
+func resolveRun(cfg Config, o options, meta levels.Store, now time.Time) (run, how string, err error) {
 	id, ok, err := levels.ReadRun(meta)
 	if err != nil {
-		return "", false, err
+		return "", "", err
 	}
 	if ok {
 		if cfg.Run != "" && cfg.Run != id {
-			return "", false, cfgErr("the configuration names run %s ([restart] exec_id), but meta_dir %s belongs to run %s: give the job that restarts run %s its own meta_dir, or remove exec_id",
+			return "", "", cfgErr("the configuration names run %s ([restart] exec_id), but meta_dir %s belongs to run %s: restart run %s with its own meta_dir, or remove exec_id",
 				cfg.Run, cfg.MetaDir, id, cfg.Run)
 		}
-		return id, false, nil
+		return id, "meta", nil
 	}
 	legacy, err := levels.HoldsCheckpoints(meta)
 	if err != nil {
-		return "", false, err
+		return "", "", err
 	}
 	if legacy {
 		if cfg.Run != "" {
-			return "", false, cfgErr("meta_dir %s holds the checkpoints of a run from before run ids, so it cannot restart run %s ([restart] exec_id): give that job its own meta_dir",
+			return "", "", cfgErr("meta_dir %s holds the checkpoints of a run from before run ids, so it cannot restart run %s ([restart] exec_id): give that job its own meta_dir",
 				cfg.MetaDir, cfg.Run)
 		}
-		return "", false, nil
+		return "", "legacy", nil
 	}
 	if cfg.Run != "" {
-		dir := path.Join(cfg.GlobalDir(cfg.Run), levels.ReplicaDir)
-		if st, err := o.global.Stat(dir); err != nil || !st.IsDir() {
-			return "", false, fmt.Errorf("%w: restart of run %s asked ([restart] exec_id), but glbl_dir %s holds no such run (no %s)",
-				ErrUnrecoverable, cfg.Run, cfg.GlblDir, dir)
-		}
-		return cfg.Run, true, nil
+		return cfg.Run, "taken", takeOver(cfg, o)
 	}
 	for range 4 {
 		if run, err = levels.NewRunID(now, rand.Reader); err != nil {
-			return "", false, err
+			return "", "", err
 		}
 		if _, err := o.global.Stat(cfg.GlobalDir(run)); errors.Is(err, fs.ErrNotExist) {
-			return run, true, nil
+			return run, "new", nil
 		}
 	}
-	return "", false, fmt.Errorf("ckpt: no new run id free in glbl_dir %s", cfg.GlblDir)
+	return "", "", fmt.Errorf("ckpt: no new run id free in glbl_dir %s", cfg.GlblDir)
+}
+
+// takeOver checks that the job may take run cfg.Run over into its
+// meta_dir, which names no run: glbl_dir holds the run, and the
+// meta_dir that last held it (recorded in its lock in glbl_dir) is gone
+// or no longer names it. A run has one meta_dir: two would commit
+// different checkpoints under the same numbers in the same directories.
+func takeOver(cfg Config, o options) error {
+	gdir := cfg.GlobalDir(cfg.Run)
+	repl := path.Join(gdir, levels.ReplicaDir)
+	if st, err := o.global.Stat(repl); err != nil || !st.IsDir() {
+		return fmt.Errorf("%w: restart of run %s asked ([restart] exec_id), but glbl_dir %s holds no such run (no %s)",
+			ErrUnrecoverable, cfg.Run, cfg.GlblDir, repl)
+	}
+	raw, err := vfd.ReadFileLimit(o.global, path.Join(gdir, levels.LockName), maxHolderSize)
+	var last holder
+	if err != nil || json.Unmarshal(raw, &last) != nil || last.Meta == "" || last.Meta == absPath(cfg.MetaDir) {
+		return nil
+	}
+	if id, ok, err := levels.ReadRun(levels.Store{Driver: o.meta, Dir: last.Meta}); err == nil && ok && id == cfg.Run {
+		return cfgErr("run %s belongs to meta_dir %s, which still names it (recorded in %s): relaunch it with that meta_dir; a run has one meta_dir, and a new one takes a run over only once the old one is lost",
+			cfg.Run, last.Meta, path.Join(gdir, levels.LockName))
+	}
+	return nil
 }
 
 // Kinds of errors shareRun carries, so that errors.Is holds on every
@@ -229,10 +260,13 @@ func (r *Runtime) takeRun(o options) error {
 		return e
 	}
 	r.run = string(msg[1:])
-	if c.Rank() == 0 {
-		if r.run == "" {
+	if c.Rank() == 0 && r.claim != nil {
+		switch r.claim.how {
+		case "legacy":
 			r.log.Debug("meta_dir holds checkpoints from before run ids: this run keeps glbl_dir and ckpt_dir's node directories", zap.String("meta_dir", r.cfg.MetaDir))
-		} else {
+		case "taken":
+			r.log.Info("The execution ID is: "+r.run+" (taken over from glbl_dir: meta_dir names it now)", zap.String("run", r.run), zap.String("meta_dir", r.cfg.MetaDir))
+		default:
 			r.log.Info("The execution ID is: "+r.run, zap.String("run", r.run))
 		}
 	}
