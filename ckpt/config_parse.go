@@ -178,7 +178,7 @@ func ParseConfig(name string, raw []byte) (Config, error) {
 		if f, ok := final[[2]string{"restart", "failure"}]; ok {
 			if n, err := flagInt(f.value); err == nil && (n == 1 || n == 2) {
 				if err := levels.ValidRunID(id.value); err != nil {
-					return Config{}, cfgErr("%s:%d: [restart] exec_id = %s: %v", name, id.line, id.value, err)
+					return Config{}, cfgErr("%s:%d: [restart] exec_id = %s: %w", name, id.line, id.value, err)
 				}
 				run = id.value
 			}

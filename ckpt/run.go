@@ -71,13 +71,12 @@ func (c *runClaim) Close() error {
 // claimRun locks meta_dir, decides the run, locks its directory in
 // glbl_dir and records it in meta_dir. It runs in one process: rank 0
 // of Init, or the offline tool.
-func claimRun(cfg Config, o options, now time.Time, log *zap.Logger) (cl *runClaim, err error) {
+func claimRun(cfg Config, o options, now time.Time, log *zap.Logger) (_ *runClaim, err error) {
 	meta := levels.Store{Driver: o.meta, Dir: cfg.MetaDir}
-	cl = &runClaim{}
+	cl := &runClaim{}
 	defer func() {
 		if err != nil {
-			_ = cl.Close()
-			cl = nil
+			_ = cl.Close() // the locks taken so far
 		}
 	}()
 	if err := o.meta.MkdirAll(cfg.MetaDir, 0o755); err != nil {

@@ -91,6 +91,8 @@ func ReadRun(meta Store) (string, bool, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", false, nil
+	case errors.Is(err, vfd.ErrTooLarge):
+		return "", false, &CorruptionError{Path: p, Rank: -1, Err: fmt.Errorf("%w: %w", ErrBadRun, err)}
 	case err != nil:
 		return "", false, err
 	}
