@@ -19,7 +19,7 @@ import (
 const (
 	// ReplicaDir is the directory of the global area that holds the
 	// replica of every manifest, under the manifest's own name
-	// (glbl_dir/manifests/ckpt%08d.manifest). Being a subdirectory, the
+	// (glbl_dir/<run>/manifests/ckpt%08d.manifest). Being a subdirectory, the
 	// replica never collides with the primary, even when meta_dir is
 	// glbl_dir.
 	ReplicaDir = "manifests"
@@ -179,7 +179,7 @@ func (s SeqState) String() string {
 type SeqScan struct {
 	Seq uint64
 	// Primary is meta_dir/ckpt%08d.manifest, Replica
-	// glbl_dir/manifests/ckpt%08d.manifest.
+	// glbl_dir/<run>/manifests/ckpt%08d.manifest.
 	Primary, Replica ManifestCopy
 	// Pending is the path of the intent marker, "" when absent.
 	Pending string
