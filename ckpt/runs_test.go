@@ -355,6 +355,15 @@ func TestRunNamed(t *testing.T) {
 	err = initErr(t, 1, b)
 	require.ErrorIs(t, err, ErrConfig)
 	assert.Contains(t, err.Error(), "meta_dir "+b.MetaDir+" belongs to run "+runOf(t, b))
+
+	// A damaged run file is refused on every rank, naming it; nothing
+	// starts fresh beside the run's checkpoints.
+	b.Run = ""
+	runFile := filepath.Join(b.MetaDir, levels.RunFile)
+	require.NoError(t, os.WriteFile(runFile, []byte("ftigo-run ../elsewhere\n"), 0o644))
+	err = initErr(t, 2, b)
+	require.ErrorIs(t, err, levels.ErrBadRun)
+	assert.Contains(t, err.Error(), runFile)
 }
 
 // TestRunLockNamesHolder: a job that takes over a run another job still
