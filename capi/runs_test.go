@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,25 +19,8 @@ import (
 // root/meta-<name>, its own. restart is the [restart] section's body.
 func sharedConfig(t *testing.T, root, name string, np int, restart string) string {
 	t.Helper()
-	cfg := fmt.Sprintf(`[basic]
-node_size = 1
-group_size = %d
-ckpt_dir = %s
-glbl_dir = %s
-meta_dir = %s
-verbosity = 2
-
-[restart]
-%s
-
-[advanced]
-local_test = 1
-block_size = 64
-`, np, filepath.Join(root, "local"), filepath.Join(root, "global"), filepath.Join(root, "meta-"+name), restart)
-	p := filepath.Join(root, name+".fti")
-	require.NoError(t, os.MkdirAll(root, 0o755))
-	require.NoError(t, os.WriteFile(p, []byte(cfg), 0o644))
-	return p
+	return writeConfigAt(t, filepath.Join(root, name+".fti"), np,
+		[3]string{filepath.Join(root, "local"), filepath.Join(root, "global"), filepath.Join(root, "meta-"+name)}, "", restart)
 }
 
 // runOfMeta returns the run id meta_dir names (ftigo.run).

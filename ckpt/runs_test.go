@@ -1,10 +1,8 @@
 package ckpt
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/zeebo/blake3"
 
 	"github.com/ftigo/ftigo/internal/levels"
+	"github.com/ftigo/ftigo/internal/testutil"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -33,34 +31,11 @@ func sharedConfigs(root string, sharedLocal bool) (a, b Config) {
 	return a, b
 }
 
-// treeDigests returns the BLAKE3 of every regular file under the roots,
-// by path, and "dir" for every directory.
+// treeDigests is testutil.TreeDigests: every file's digest, and "dir"
+// for every directory.
 func treeDigests(t testing.TB, roots ...string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	for _, root := range roots {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if os.IsNotExist(err) {
-					return nil
-				}
-				return err
-			}
-			if d.IsDir() {
-				out[p] = "dir"
-				return nil
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			sum := blake3.Sum256(b)
-			out[p] = hex.EncodeToString(sum[:])
-			return nil
-		})
-		require.NoError(t, err)
-	}
-	return out
+	return testutil.TreeDigests(t, roots...)
 }
 
 // assertUntouched checks that every file of before is still there with

@@ -1,20 +1,18 @@
 package main
 
 import (
-	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/zeebo/blake3"
 
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/internal/levels"
+	"github.com/ftigo/ftigo/internal/testutil"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -134,32 +132,14 @@ func TestInspectVerifyRebuildRuns(t *testing.T) {
 	assert.Equal(t, 2, code, errs)
 
 	// rebuild: a lost node of a's L2 checkpoint is rebuilt; b's files stay.
-	before := treeDigests(t, filepath.Join(root, "meta-b"), filepath.Join(root, "global", b), filepath.Join(root, "local", "node0000", b), filepath.Join(root, "local", "node0001", b))
+	before := testutil.TreeDigests(t, filepath.Join(root, "meta-b"), filepath.Join(root, "global", b), filepath.Join(root, "local", "node0000", b), filepath.Join(root, "local", "node0001", b))
 	require.NoError(t, os.RemoveAll(filepath.Join(root, "local", "node0001", a)))
-	code, out, errs = ftigo("rebuild", cfgA, "--run", b)
+	code, _, errs = ftigo("rebuild", cfgA, "--run", b)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errs, "meta_dir "+filepath.Join(root, "meta-a")+" belongs to run "+a)
 	code, out, errs = ftigo("rebuild", cfgA, "--run", a)
 	require.Equal(t, 0, code, out+errs)
 	assert.Contains(t, out, "rebuilt checkpoint 1 (L2")
-	after := treeDigests(t, filepath.Join(root, "meta-b"), filepath.Join(root, "global", b), filepath.Join(root, "local", "node0000", b), filepath.Join(root, "local", "node0001", b))
+	after := testutil.TreeDigests(t, filepath.Join(root, "meta-b"), filepath.Join(root, "global", b), filepath.Join(root, "local", "node0000", b), filepath.Join(root, "local", "node0001", b))
 	assert.Equal(t, before, after, "rebuilding run a leaves run b's files as they were")
-}
-
-// treeDigests maps every file under the roots to its bytes' digest.
-func treeDigests(t *testing.T, roots ...string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, root := range roots {
-		require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			b, err := os.ReadFile(p)
-			sum := blake3.Sum256(b)
-			out[p] = hex.EncodeToString(sum[:])
-			return err
-		}))
-	}
-	return out
 }

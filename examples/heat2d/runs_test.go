@@ -2,10 +2,7 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/internal/testutil"
 )
 
 // sharedDemo returns the options of a demonstration in its own run
@@ -28,24 +27,6 @@ func sharedDemo(t *testing.T, root, name string) *options {
 	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("[basic]\nnode_size = 1\ngroup_size = 4\nckpt_dir = %s\nglbl_dir = %s\nmeta_dir = %s\nkeep_last_ckpt = 1\n[advanced]\nlocal_test = 1\n",
 		filepath.Join(root, "local"), filepath.Join(root, "global"), filepath.Join(dir, "meta"))), 0o644))
 	return smallOptions(t, "-dir", dir, "-config", cfg, "-io-latency", "30ms", "-lose-node", "-1")
-}
-
-// digests maps every file under the roots to the SHA-256 of its bytes.
-func digests(t *testing.T, roots ...string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, root := range roots {
-		require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			b, err := os.ReadFile(p)
-			sum := sha256.Sum256(b)
-			out[p] = hex.EncodeToString(sum[:])
-			return err
-		}))
-	}
-	return out
 }
 
 // demoRun is the run the meta_dir of demonstration o names.
@@ -84,7 +65,7 @@ func TestDemosShareStorage(t *testing.T) {
 	assertDemoHeld(t, "a", out.String())
 	runA := demoRun(t, a)
 	aFiles := func() map[string]string {
-		return digests(t, filepath.Join(a.dir, "meta"), filepath.Join(root, "global", runA),
+		return testutil.TreeDigests(t, filepath.Join(a.dir, "meta"), filepath.Join(root, "global", runA),
 			filepath.Join(root, "local", "node0000", runA), filepath.Join(root, "local", "node0003", runA))
 	}
 	before := aFiles()

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -129,33 +128,6 @@ func TestHoldsCheckpointsAndListRuns(t *testing.T) {
 	assert.Empty(t, runs)
 }
 
-// runCluster is a cluster whose engines belong to run.
-type runCluster struct {
-	*cluster
-	run string
-}
-
-func (rc runCluster) env(c comm.Comm) *Env {
-	env := rc.cluster.env(c)
-	env.Run = rc.run
-	env.Local.Dir, env.Global.Dir = RunDir(env.Local.Dir, rc.run), RunDir(env.Global.Dir, rc.run)
-	return env
-}
-
-func (rc runCluster) open(n int, fn func(e *Engine) error) error {
-	return runWorld(n, func(c comm.Comm) error {
-		e, err := NewEngine(rc.env(c), rc.config())
-		if err != nil {
-			return err
-		}
-		if err := e.Open(); err != nil {
-			return err
-		}
-		defer e.Release()
-		return fn(e)
-	})
-}
-
 // TestManifestOfAnotherRun: every manifest an engine commits records its
 // run. A copy recording another run (or none) is foreign to the scan of
 // this run, with the error saying whose it is, and start-up rewrites it
@@ -164,8 +136,9 @@ func (rc runCluster) open(n int, fn func(e *Engine) error) error {
 func TestManifestOfAnotherRun(t *testing.T) {
 	const n = 2
 	root := t.TempDir()
-	rc := runCluster{newCluster(t, vfd.Sec2{}, root, 1), "run-a"}
-	require.NoError(t, rc.open(n, func(e *Engine) error {
+	rc := newCluster(t, vfd.Sec2{}, root, 1)
+	rc.runID = "run-a"
+	require.NoError(t, rc.run(n, func(e *Engine) error {
 		m, _, err := e.Checkpoint(7, L1, writeBytes(payload(e.env.Rank, 7, 100)))
 		if err == nil && m.Run != "run-a" {
 			err = fmt.Errorf("committed manifest records run %q", m.Run)
@@ -199,7 +172,7 @@ func TestManifestOfAnotherRun(t *testing.T) {
 		assert.Equal(t, CopyValid, scan[0].Replica.State)
 		assert.Equal(t, CopyForeign, scan[0].Primary.State)
 
-		require.NoError(t, rc.open(n, func(e *Engine) error {
+		require.NoError(t, rc.run(n, func(e *Engine) error {
 			if c := e.Committed(); len(c) != 1 || c[0].Run != "run-a" || c[0].Seq != 1 {
 				return fmt.Errorf("committed %+v", c)
 			}
@@ -221,7 +194,7 @@ func TestManifestOfAnotherRun(t *testing.T) {
 	for _, p := range []string{replica, meta.Path(ManifestName(1))} {
 		require.NoError(t, os.WriteFile(p, foreign, 0o644))
 	}
-	err = rc.open(n, func(*Engine) error { return nil })
+	err = rc.run(n, func(*Engine) error { return nil })
 	require.True(t, errors.Is(err, ErrMetadataLost), "%v", err)
 	got, err := os.ReadFile(replica)
 	require.NoError(t, err)
