@@ -268,7 +268,9 @@ func (r *Runtime) usable(call string) error {
 }
 
 // Init starts the runtime on this rank: it validates cfg for the
-// communicator's size, locks meta_dir against other jobs, builds the
+// communicator's size, locks meta_dir against other jobs, finds the
+// job's run (the one meta_dir names, the one cfg.Run names, or a new
+// one; see the package documentation) and locks its directory, builds the
 // topology (remapped onto replacement nodes on a restart), creates the
 // directories, puts the checkpoint metadata in order (repairing a damaged
 // or missing manifest copy from the other one), removes what a crashed
@@ -289,8 +291,8 @@ func (r *Runtime) usable(call string) error {
 // checkpoints are all unrecoverable returns an error wrapping
 // [ErrUnrecoverable], one whose checkpoint metadata is lost (files or
 // damaged manifests, no valid manifest copy) an error wrapping
-// [ErrMetadataLost] naming them, and meta_dir in use by another job or
-// runtime an error wrapping [ErrLocked].
+// [ErrMetadataLost] naming them, and meta_dir or the run in use by
+// another job or runtime an error wrapping [ErrLocked] naming it.
 func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: Init needs a communicator, got a nil comm.Comm", ErrNilArgument)
