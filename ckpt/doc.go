@@ -59,8 +59,10 @@
 // the commit (Cm). The same values are log fields. With enable_dcp the
 // line ends with the dCP share, and FTI's dCP statistics line follows.
 //
-// [RebuildOffline] verifies and rebuilds the checkpoints of a job that
-// is not running (ftigo rebuild), under the same lock.
+// [RebuildOffline] verifies and rebuilds the newest recoverable
+// checkpoint of a job that is not running, under the same lock;
+// [RebuildCheckpointsOffline] (ftigo rebuild) every committed one, or the
+// one named.
 //
 // # Runs
 //
