@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,7 +58,9 @@ func (h heatJob) args(cfg, out string, iters, every int) []string {
 func TestHeatJobsShareStorage(t *testing.T) {
 	forEachFlavour(t, false, func(t *testing.T, f flavour) {
 		np := f.np
-		const iters, every = 400, 100
+		// Checkpoints at 100, 200, ... 500: A is killed in its third one
+		// (or soon after, on a loaded machine), well before it ends.
+		const iters, every = 600, 100
 		jobs := []heatJob{
 			{name: "a", nx: 256, rows: 64, levels: "1234", killLine: "ckpt-begin id=3 level=3"},
 			{name: "b", nx: 128, rows: 96, levels: "4321", killLine: "ckpt-begin id=3 level=2"},
@@ -80,7 +83,7 @@ func TestHeatJobsShareStorage(t *testing.T) {
 			if h.name == "b" {
 				// B pauses before each checkpoint: the kill lands there,
 				// before it writes anything of its third.
-				require.NoError(t, os.Setenv("HEATDIS_PAUSE_MS", "2000"))
+				require.NoError(t, os.Setenv("HEATDIS_PAUSE_MS", "3000"))
 			}
 			launches[h.name] = launch(t, f, np, h.killLine, prog, h.args(cfgs[h.name], out, iters, every)...)
 			require.NoError(t, os.Unsetenv("HEATDIS_PAUSE_MS"))
@@ -117,7 +120,7 @@ func TestHeatJobsShareStorage(t *testing.T) {
 				assert.Equal(t, "200", m[1], "B's run restarts from its second checkpoint")
 				assert.Contains(t, out, "The execution ID is: "+runB+" (taken over from glbl_dir")
 			} else {
-				assert.Contains(t, []string{"200", "300"}, m[1], "A restarts from its second or third checkpoint")
+				assert.Contains(t, []string{"200", "300", "400", "500"}, m[1], "A restarts from the checkpoint before or after the kill")
 			}
 			want, got := readAll(t, refs[h.name], np), readAll(t, filepath.Join(shared, "out-"+h.name), np)
 			for r := range want {
@@ -125,18 +128,19 @@ func TestHeatJobsShareStorage(t *testing.T) {
 			}
 		}
 
-		// While A runs (a pause before each checkpoint keeps it going), a
-		// second job on A's meta_dir is refused, naming A's process.
+		// While A runs (a long pause before its first checkpoint keeps it
+		// there), a second job on A's meta_dir is refused, naming A's
+		// process. Then A is killed.
 		for _, d := range []string{"out-a2", "out-a3"} {
 			require.NoError(t, os.MkdirAll(filepath.Join(shared, d), 0o755))
 		}
 		a := jobs[0]
-		require.NoError(t, os.Setenv("HEATDIS_PAUSE_MS", "1500"))
-		holder := launch(t, f, np, "", prog, a.args(cfgs["a"], filepath.Join(shared, "out-a2"), iters, every)...)
+		require.NoError(t, os.Setenv("HEATDIS_PAUSE_MS", "600000"))
+		holder := launch(t, f, np, "never printed", prog, a.args(cfgs["a"], filepath.Join(shared, "out-a2"), iters, every)...)
 		require.NoError(t, os.Unsetenv("HEATDIS_PAUSE_MS"))
 		pid := regexp.MustCompile(`EVENT rank=0 pid pid=(\d+)`)
 		var m []string
-		for deadline := time.Now().Add(time.Minute); m == nil && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(2 * time.Minute); (m == nil || holder.pidCount() < np) && time.Now().Before(deadline); {
 			time.Sleep(20 * time.Millisecond)
 			m = pid.FindStringSubmatch(holder.ranksOutput(false))
 		}
@@ -151,7 +155,28 @@ func TestHeatJobsShareStorage(t *testing.T) {
 			}
 		}
 		assert.Contains(t, out, "meta_dir "+filepath.Join(shared, "meta-a")+" is in use by heatdis (pid "+m[1]+" on host ")
+		holder.killNow()
 		holderOut, err := holder.wait(t)
-		require.NoError(t, err, "%s", holderOut)
+		require.Error(t, err, "the holder is killed:\n%s", holderOut)
 	})
+}
+
+// pidCount is how many rank processes the job has reported.
+func (j *job) pidCount() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.pids)
+}
+
+// killNow SIGKILLs every rank the job reported and its launcher, as a
+// kill line would (launch must have been given one, so that it collects
+// the ranks' pids).
+func (j *job) killNow() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.killed = true
+	for pid := range j.pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	_ = j.cmd.Process.Kill()
 }

@@ -171,7 +171,7 @@ func TestRebuildEveryDamagedCheckpoint(t *testing.T) {
 	}))
 	d := vfd.Sec2{}
 	data := func(seq uint64, rank int) string {
-		return filepath.Join(root, "local", fmt.Sprintf("node%04d", rank), levels.RankFileName(levels.CheckpointDir(seq), levels.RoleData, rank))
+		return filepath.Join(cfg.NodeDir(rank, runOf(t, cfg)), levels.RankFileName(levels.CheckpointDir(seq), levels.RoleData, rank))
 	}
 	lose := func(seq uint64, rank int) []byte {
 		b, err := vfd.ReadFile(d, data(seq, rank))
