@@ -34,6 +34,11 @@ func (r *Runtime) Checkpoint(id int64, level int) error {
 	if err := r.usable("Checkpoint"); err != nil {
 		return err
 	}
+	return r.logFailed(id, level, r.checkpointAt(id, level))
+}
+
+// checkpointAt is Checkpoint on a usable runtime.
+func (r *Runtime) checkpointAt(id int64, level int) error {
 	if level == LevelH5Single {
 		if _, err := r.awaitPost(); err != nil {
 			return err
@@ -41,13 +46,23 @@ func (r *Runtime) Checkpoint(id int64, level int) error {
 		return r.checkpointH5Single(id)
 	}
 	if err := r.sameArgs(id, int64(level)); err != nil {
-		return err
+		return fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
 	lvl, diff, err := r.requestLevel(level)
 	if err != nil {
 		return err
 	}
 	_, err = r.checkpoint(id, lvl, diff)
+	return err
+}
+
+// logFailed logs a failed checkpoint on rank 0 (the error is the same
+// on every rank) and returns err.
+func (r *Runtime) logFailed(id int64, level int, err error) error {
+	if err != nil && r.c.Rank() == 0 {
+		r.log.Error(fmt.Sprintf("Ckpt. ID %d (level %d) failed", id, level),
+			zap.Int64("ckpt-id", id), zap.Int("level", level), zap.Error(err))
+	}
 	return err
 }
 
@@ -450,7 +465,7 @@ func copyFTIFF(src levels.Source, out vfd.File, piece int) (int64, levels.Digest
 	p := src.Store.Path(src.Name)
 	in, err := vfd.OpenRead(src.Store.Driver, p)
 	if err != nil {
-		return 0, levels.Digest{}, false, fmt.Errorf("open %s: %w", p, err)
+		return 0, levels.Digest{}, false, vfd.WrapPath(err, "open", p)
 	}
 	defer in.Close()
 	hw := levels.NewHashingWriter(out)
@@ -458,7 +473,7 @@ func copyFTIFF(src levels.Source, out vfd.File, piece int) (int64, levels.Digest
 	for off := int64(0); off < src.Size; {
 		n := min(int64(len(buf)), src.Size-off)
 		if err := vfd.ReadFull(in, buf[:n], off); err != nil {
-			return off, levels.Digest{}, false, fmt.Errorf("read %s at %d: %w", p, off, err)
+			return off, levels.Digest{}, false, vfd.WrapPathAt(err, "read", p, off)
 		}
 		if _, err := hw.WriteAt(buf[:n], off); err != nil {
 			return off, levels.Digest{}, false, err
@@ -474,7 +489,7 @@ func copyFTIFF(src levels.Source, out vfd.File, piece int) (int64, levels.Digest
 			levels.ErrDigestMismatch, levels.Digest(rd.Summary().Checksum), src.Digest)}
 	}
 	if err != nil {
-		return src.Size, levels.Digest{}, false, fmt.Errorf("copy of %s: %w", p, err)
+		return src.Size, levels.Digest{}, false, vfd.WrapPath(err, "copy of", p)
 	}
 	d, seq := hw.Sum()
 	return src.Size, d, seq, nil
@@ -486,7 +501,7 @@ func readAllVars(src levels.Source) ([]fileformat.Var, dataset.View, error) {
 	p := src.Store.Path(src.Name)
 	f, err := vfd.OpenRead(src.Store.Driver, p)
 	if err != nil {
-		return nil, dataset.View{}, fmt.Errorf("open %s: %w", p, err)
+		return nil, dataset.View{}, vfd.WrapPath(err, "open", p)
 	}
 	defer f.Close()
 	rd, err := fileformat.Open(f)

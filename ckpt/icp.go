@@ -212,7 +212,7 @@ func (r *Runtime) FinalizeICP() error {
 	t := r.now()
 	m, cst, err := r.eng.Checkpoint(st.id, wlvl, write, opts...)
 	if err != nil {
-		return fmt.Errorf("ckpt: incremental checkpoint %d at %v: %w", st.id, st.lvl, err)
+		return r.logFailed(st.id, int(st.lvl), fmt.Errorf("ckpt: incremental checkpoint %d at %v: %w", st.id, st.lvl, err))
 	}
 	r.lastID = st.id
 	r.layout = img.Layout
@@ -251,7 +251,7 @@ func (r *Runtime) FinalizeICP() error {
 			st.id, st.lvl, mib, wall.Seconds(), st.write.Seconds(), cst.Write.Seconds(), cst.Protect.Seconds(), cst.Commit.Seconds(), r.now().Sub(t).Seconds()),
 			zap.Int64("ckpt-id", st.id), zap.Stringer("level", st.lvl), zap.Bool("icp", true), zap.Bool("async", async))
 	}
-	return upErr
+	return r.logFailed(st.id, int(st.lvl), upErr)
 }
 
 // abortICP drops an incremental checkpoint left open (Finalize, Close):

@@ -100,7 +100,7 @@ func (r *Runtime) Snapshot() (int, error) {
 			_, err = r.checkpoint(id, lvl, diff)
 		}
 		if err != nil {
-			return 0, err
+			return 0, r.logFailed(id, due, err)
 		}
 	}
 	return due, nil

@@ -3,12 +3,14 @@ package comm
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Agree turns each rank's error into one outcome every rank returns.
 // It returns nil when every rank passed nil. Otherwise every rank gets
-// an *[AgreedError] with the same message. The message names what
-// failed, the failing ranks and the lowest one's error. On a failing
+// an *[AgreedError] with the same message, on one line. The message
+// names what failed, the failing ranks (the first few and how many) and
+// the lowest one's error. On a failing
 // rank the error also wraps local, for errors.Is. Collective.
 //
 // Success costs one fixed-size reduction. Only after a failure are the
@@ -42,12 +44,43 @@ func Agree(c Comm, local error, what string) error {
 			continue
 		}
 		if e.Ranks == nil {
-			first = fmt.Sprintf("rank %d: %s", r, m[1:])
+			first = oneLine(string(m[1:]))
 		}
 		e.Ranks = append(e.Ranks, r)
 	}
-	e.Msg = fmt.Sprintf("%s failed on ranks %v; %s", what, e.Ranks, first)
+	if len(e.Ranks) == 1 {
+		e.Msg = fmt.Sprintf("%s failed on rank %d: %s", what, e.Ranks[0], first)
+	} else {
+		e.Msg = fmt.Sprintf("%s failed on %s; rank %d: %s", what, rankList(e.Ranks), e.Ranks[0], first)
+	}
 	return e
+}
+
+// ranksShown is how many ranks a message lists before it counts the rest.
+const ranksShown = 8
+
+// rankList says "N ranks (a, b, ...)", listing at most ranksShown of
+// them, so that a failure on every rank of a large job stays one short
+// line.
+func rankList(ranks []int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d ranks (", len(ranks))
+	for i, r := range ranks[:min(len(ranks), ranksShown)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, r)
+	}
+	if n := len(ranks) - ranksShown; n > 0 {
+		fmt.Fprintf(&b, " and %d more", n)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// oneLine joins the lines of msg (errors.Join's) with "; ".
+func oneLine(msg string) string {
+	return strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", "; ")
 }
 
 // AgreedError is an error the ranks share after a collective step.

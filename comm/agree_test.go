@@ -44,10 +44,12 @@ func TestAgree(t *testing.T) {
 		gathers bool
 	}{
 		{"all succeed", nil, "", nil, false},
-		{"one fails", map[int]error{2: fmt.Errorf("disk full: %w", errLocal)}, "save failed on ranks [2]; rank 2: disk full: local trouble", []int{2}, true},
+		{"one fails", map[int]error{2: fmt.Errorf("disk full: %w", errLocal)}, "save failed on rank 2: disk full: local trouble", []int{2}, true},
 		{"several fail", map[int]error{3: errors.New("late"), 1: fmt.Errorf("first: %w", errLocal)},
-			"save failed on ranks [1 3]; rank 1: first: local trouble", []int{1, 3}, true},
-		{"empty message", map[int]error{0: errors.New("")}, "save failed on ranks [0]; rank 0: ", []int{0}, true},
+			"save failed on 2 ranks (1, 3); rank 1: first: local trouble", []int{1, 3}, true},
+		{"empty message", map[int]error{0: errors.New("")}, "save failed on rank 0: ", []int{0}, true},
+		{"every rank, one line", map[int]error{0: errors.Join(errors.New("a"), errors.New("b")), 1: errLocal, 2: errLocal, 3: errLocal},
+			"save failed on 4 ranks (0, 1, 2, 3); rank 0: a; b", []int{0, 1, 2, 3}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

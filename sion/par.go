@@ -196,7 +196,7 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 		pf := pw.files[t.File]
 		pw.tasks = append(pw.tasks, pf.taskWriter(pw.open[t.File], t.LocalRank, &o))
 	}
-	pw.log.Debug("sion paropen", zap.String("path", name), zap.Int("rank", me), zap.Int("local-tasks", len(local)), zap.Int("nfiles", nfiles))
+	pw.log.Debug("sion paropen", zap.String("path", name), zap.Int("local-tasks", len(local)), zap.Int("nfiles", nfiles))
 	return pw, nil
 }
 
@@ -390,7 +390,7 @@ func (pw *ParWriter) Close() error {
 	if err := vote(pw.c, cerr, "commit "+pw.files[0].name); err != nil {
 		return errors.Join(err, pw.removeTmp())
 	}
-	pw.log.Debug("sion parclose", zap.String("path", pw.files[0].name), zap.Int("rank", pw.c.Rank()))
+	pw.log.Debug("sion parclose", zap.String("path", pw.files[0].name))
 	return nil
 }
 
