@@ -486,7 +486,7 @@ func TestLevelsAgreed(t *testing.T) {
 	})
 	assert.Contains(t, log.String(), "ranks passed different ids or levels (here id 1, level 9)")
 	// The runtime logs a failed checkpoint once, on rank 0, with its error.
-	assert.Equal(t, 1, strings.Count(log.String(), "[ FTI Error - 000000 ] : Ckpt. ID 3 (level 9) failed (ckpt-id=3, level=9, "+
+	assert.Equal(t, 1, strings.Count(log.String(), "[ FTI Error - 000000 ] : Ckpt. ID 3 (level 9) failed (ckpt-id=3, ckpt-level=9, "+
 		"error=ckpt: checkpoint level 9 (FTI_L4_H5_SINGLE): level not available: set h5_single_file_enable = 1)\n"), log.String())
 }
 

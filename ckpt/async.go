@@ -137,7 +137,7 @@ func (r *Runtime) startPost(m *levels.Manifest, lvl levels.ID) {
 			wall := now().Sub(start)
 			log.Info(fmt.Sprintf("Ckpt. ID %d (L1 -> %v) post-processed in the background in %.3f sec. (Ps %.3f, Cm %.3f, Cl %.3f)",
 				m.ID, lvl, wall.Seconds(), st.Protect.Seconds(), st.Commit.Seconds(), st.Clean.Seconds()),
-				zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl), zap.Duration("post-wall", wall),
+				zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", lvl), zap.Duration("post-wall", wall),
 				zap.Duration("post", st.Protect), zap.Duration("commit", st.Commit), zap.Duration("clean", st.Clean))
 		}
 		ch <- postResult{m: up, err: err}
@@ -150,7 +150,7 @@ func (r *Runtime) startPost(m *levels.Manifest, lvl levels.ID) {
 func backgroundFailed(log *zap.Logger, rank int, m *levels.Manifest, lvl levels.ID, err error) error {
 	err = fmt.Errorf("%w: checkpoint %d (%s) stays committed at L1, not raised to %v: %w", ErrBackground, m.ID, m.Dir(), lvl, err)
 	if rank == 0 {
-		log.Warn(err.Error(), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl))
+		log.Warn(err.Error(), zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", lvl))
 	}
 	return err
 }
@@ -174,7 +174,7 @@ func (r *Runtime) startHeadPost(ch chan postResult, m *levels.Manifest, lvl leve
 		} else if rank == 0 {
 			wall := now().Sub(start)
 			log.Info(fmt.Sprintf("Ckpt. ID %d (L1 -> %v) post-processed by the heads in %.3f sec.", m.ID, lvl, wall.Seconds()),
-				zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl), zap.Duration("post-wall", wall))
+				zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", lvl), zap.Duration("post-wall", wall))
 		}
 		ch <- postResult{m: up, err: err}
 	}()

@@ -61,7 +61,7 @@ func (r *Runtime) checkpointAt(id int64, level int) error {
 func (r *Runtime) logFailed(id int64, level int, err error) error {
 	if err != nil && r.c.Rank() == 0 {
 		r.log.Error(fmt.Sprintf("Ckpt. ID %d (level %d) failed", id, level),
-			zap.Int64("ckpt-id", id), zap.Int("level", level), zap.Error(err))
+			zap.Int64("ckpt-id", id), zap.Int("ckpt-level", level), zap.Error(err))
 	}
 	return err
 }
@@ -152,7 +152,7 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 		// solver's path (Ps) and the commit (Cm).
 		mib := float64(m.Bytes()) / float64(m.Ranks) / (1 << 20)
 		bw := float64(m.Bytes()) / (1 << 20) / max(wall.Seconds(), 1e-9)
-		fields := []zap.Field{zap.Int64("ckpt-id", id), zap.Stringer("level", lvl), zap.Int64("bytes", m.Bytes()), zap.Float64("mib-per-rank", mib),
+		fields := []zap.Field{zap.Int64("ckpt-id", id), zap.Stringer("ckpt-level", lvl), zap.Int64("bytes", m.Bytes()), zap.Float64("mib-per-rank", mib),
 			zap.Duration("wall", wall), zap.Float64("mib-per-s", bw), zap.Duration("wait", waited),
 			zap.Duration("write", st.Write), zap.Duration("post", st.Protect), zap.Duration("commit", st.Commit),
 			zap.Duration("clean", st.Clean)}
@@ -313,7 +313,7 @@ func (r *Runtime) finalize() error {
 		}
 		if keep != nil && r.c.Rank() == 0 {
 			r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) kept for the next run", keep.ID, keep.Level),
-				zap.Int64("ckpt-id", keep.ID), zap.Stringer("level", keep.Level), zap.String("dir", keep.Dir()))
+				zap.Int64("ckpt-id", keep.ID), zap.Stringer("ckpt-level", keep.Level), zap.String("dir", keep.Dir()))
 		}
 	}
 	var errs []error
@@ -413,7 +413,7 @@ func (r *Runtime) flushL4(m *levels.Manifest) (*levels.Manifest, error) {
 		mib := float64(m4.Bytes()) / float64(m4.Ranks) / (1 << 20)
 		r.log.Info(fmt.Sprintf("Ckpt. ID %d flushed from %v to %v at Finalize (%.2f MiB/proc) in %.3f sec. (Wr %.3f, Ps %.3f, Cm %.3f)",
 			m.ID, m.Level, m4.Level, mib, wall.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
-			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m4.Level), zap.Stringer("from-level", m.Level),
+			zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", m4.Level), zap.Stringer("from-level", m.Level),
 			zap.Float64("mib-per-rank", mib), zap.Duration("wall", wall))
 	}
 	return m4, nil

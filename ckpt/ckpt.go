@@ -523,7 +523,7 @@ func (r *Runtime) restart(warn io.Writer, start time.Time) error {
 					where += fmt.Sprintf(", written by %d ranks", r.OldRanks())
 				}
 				r.log.Info(fmt.Sprintf("This is a restart. Recovering successfully from level %d with Ckpt. %d (%s) in %.3f sec.", int(m.Level), m.ID, where, wall.Seconds()),
-					zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level), zap.String("dir", m.Dir()), zap.Stringer("status", r.status),
+					zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", m.Level), zap.String("dir", m.Dir()), zap.Stringer("status", r.status),
 					zap.Int("old-ranks", r.OldRanks()), zap.Duration("wall", wall))
 			}
 			return nil

@@ -93,7 +93,7 @@ func TestCheckpointInfoLine(t *testing.T) {
 		f := e.ContextMap()
 		assert.Equal(t, int64(0), f["rank"], "logged by rank 0")
 		assert.Equal(t, int64(id), f["ckpt-id"])
-		assert.Equal(t, lvl.String(), f["level"])
+		assert.Equal(t, lvl.String(), f["ckpt-level"])
 		assert.Equal(t, bytes[id], f["bytes"])
 		mib := float64(bytes[id]) / n / (1 << 20)
 		assert.InDelta(t, mib, f["mib-per-rank"], 1e-12)

@@ -211,7 +211,7 @@ func (r *Runtime) Recover() error {
 			from = fmt.Sprintf(" written by %d ranks, redistributed on %d,", r.OldRanks(), r.c.Size())
 		}
 		r.log.Info(fmt.Sprintf("Recovered %d variables from Ckpt. %d (%v)%s in %.3f sec.", len(r.order), m.ID, m.Level, from, wall.Seconds()),
-			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level), zap.Int("variables", len(r.order)), zap.Duration("wall", wall))
+			zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", m.Level), zap.Int("variables", len(r.order)), zap.Duration("wall", wall))
 	}
 	return nil
 }

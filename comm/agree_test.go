@@ -112,3 +112,38 @@ func TestAgreeBrokenWorld(t *testing.T) {
 	assert.ErrorIs(t, errs[2], errLocal, "the local error survives a broken vote")
 	assert.NotErrorIs(t, errs[1], errLocal)
 }
+
+// TestAgreeManyRanks: a failure on every rank of a large world stays one
+// short line: the first ranks are listed, the others counted.
+func TestAgreeManyRanks(t *testing.T) {
+	const n = 64
+	errs := make([]error, n)
+	require.NoError(t, comm.Run(n, func(c comm.Comm) error {
+		errs[c.Rank()] = comm.Agree(c, fmt.Errorf("disk full on rank %d", c.Rank()), "write")
+		return nil
+	}, comm.WithTimeout(10*time.Second)))
+	for r, err := range errs {
+		assert.Equal(t, "write failed on 64 ranks (0, 1, 2, 3, 4, 5, 6, 7 and 56 more); rank 0: disk full on rank 0", err.Error(), "rank %d", r)
+	}
+}
+
+// TestAbortedOneLine: a rank that panicked aborts the world; the other
+// ranks' error says which rank and why in one line, with one "comm:",
+// and still matches ErrAborted and the cause.
+func TestAbortedOneLine(t *testing.T) {
+	errs := make([]error, 3)
+	err := comm.Run(3, func(c comm.Comm) error {
+		if c.Rank() == 2 {
+			panic("boom")
+		}
+		errs[c.Rank()] = c.Barrier()
+		return nil
+	}, comm.WithTimeout(10*time.Second))
+	require.Error(t, err)
+	for r := range 2 {
+		require.ErrorIs(t, errs[r], comm.ErrAborted, "rank %d", r)
+		var pe *comm.PanicError
+		require.ErrorAs(t, errs[r], &pe, "rank %d", r)
+		assert.Equal(t, "comm: world aborted: rank 2 panicked: boom", errs[r].Error(), "rank %d", r)
+	}
+}

@@ -84,10 +84,14 @@ func WrapPathAt(err error, op, name string, off int64) error {
 
 // ErrorNames reports whether err's message names the path name: name
 // occurs in it, and not only as the start of a longer name (P.tmp does
-// not name P). A nil err names nothing.
+// not name P). A name with a qualifier in parentheses, as "P (task 2)"
+// for a part of P, is named when P is. A nil err names nothing.
 func ErrorNames(err error, name string) bool {
 	if err == nil || name == "" {
 		return false
+	}
+	if i := strings.LastIndex(name, " ("); i > 0 && strings.HasSuffix(name, ")") {
+		name = name[:i]
 	}
 	msg := err.Error()
 	for i := 0; ; {

@@ -73,10 +73,10 @@ func TestOpenUncommittedVsLost(t *testing.T) {
 			"global/ckpt00000002/l4.sion.tmp", "global/manifests/ckpt00000002.manifest.tmp"}, "", false, nil},
 		{"empty directories, no marker", []string{"local/node0000/ckpt00000002/", "global/ckpt00000002/"}, "", false, nil},
 		{"published local file, no marker", []string{"local/node0000/ckpt00000002/data000001.fti"}, "", true,
-			[]string{"checkpoint ckpt00000002 has no valid manifest copy and no marker: both copies are missing (ckpt_root/meta/ckpt00000002.manifest, ckpt_root/global/manifests/ckpt00000002.manifest); ",
-				"1 of its files survives, such as ckpt_root/local/node0000/ckpt00000002/data000001.fti; ", "to restart from ckpt00000001, move the directories ckpt00000002"}},
+			[]string{"checkpoint ckpt00000002 has no valid manifest and no marker: both copies are missing (ckpt_root/meta/ckpt00000002.manifest, ckpt_root/global/manifests/ckpt00000002.manifest); ",
+				"1 of its files survives, such as ckpt_root/local/node0000/ckpt00000002/data000001.fti, but cannot be verified; ", "to restart from ckpt00000001, move the directories ckpt00000002"}},
 		{"published global file, no marker", []string{"global/ckpt00000002/l4.sion"}, "", true, []string{"global/ckpt00000002/l4.sion"}},
-		{"many files, no marker", manyFiles(12), "", true, []string{"12 of its files survive, such as ckpt_root/local/node0000/ckpt00000002/f00; "}},
+		{"many files, no marker", manyFiles(12), "", true, []string{"12 of its files survive, such as ckpt_root/local/node0000/ckpt00000002/f00, but cannot be verified; "}},
 		{"damaged manifest alone, no marker", []string{"meta/ckpt00000002.manifest"}, "", true,
 			[]string{"a copy is damaged (ckpt_root/meta/ckpt00000002.manifest at offset 0: bad manifest: no magic line), ckpt_root/global/manifests/ckpt00000002.manifest is missing; ",
 				"move the damaged manifest copies and the directories ckpt00000002 out of meta_dir, glbl_dir and every node's ckpt_dir"}},
@@ -375,7 +375,7 @@ func TestScanCheckpoints(t *testing.T) {
 	assert.Same(t, &scan[2].Replica, scan[2].Valid())
 	err = LostError(scan)
 	require.ErrorIs(t, err, ErrMetadataLost)
-	assert.Contains(t, err.Error(), "checkpoint ckpt00000006 has no valid manifest copy and no marker: a copy is foreign ("+meta.Path(ManifestName(6))+" at offset 0: ")
+	assert.Contains(t, err.Error(), "checkpoint ckpt00000006 has no valid manifest and no marker: a copy is foreign ("+meta.Path(ManifestName(6))+" at offset 0: ")
 	assert.Contains(t, err.Error(), "2 checkpoints are in this state")
 	assert.Contains(t, err.Error(), "move the damaged manifest copies and the directories ckpt00000005, ckpt00000006 out of meta_dir")
 	assert.NoError(t, LostError(scan[:4]))

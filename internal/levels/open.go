@@ -278,7 +278,7 @@ func LostError(scan []SeqScan) error {
 func describeLost(lost []*SeqScan, valid []uint64) string {
 	var b strings.Builder
 	s := lost[len(lost)-1] // the newest, which a restart would want
-	fmt.Fprintf(&b, "checkpoint %s has no valid manifest copy and no marker: ", CheckpointDir(s.Seq))
+	fmt.Fprintf(&b, "checkpoint %s has no valid manifest and no marker: ", CheckpointDir(s.Seq))
 	damaged := false
 	for i, c := range []ManifestCopy{s.Primary, s.Replica} {
 		if s.Primary.State == CopyMissing && s.Replica.State == CopyMissing {
@@ -306,7 +306,7 @@ func describeLost(lost []*SeqScan, valid []uint64) string {
 		if n == 1 {
 			verb = "survives"
 		}
-		fmt.Fprintf(&b, "; %d of its files %s, such as %s", n, verb, files[0])
+		fmt.Fprintf(&b, "; %d of its files %s, such as %s, but cannot be verified", n, verb, files[0])
 	}
 	names := make([]string, 0, min(len(lost), lostFilesShown))
 	for _, l := range lost[:min(len(lost), lostFilesShown)] {
@@ -320,7 +320,7 @@ func describeLost(lost []*SeqScan, valid []uint64) string {
 			dirs += fmt.Sprintf(" and %d more", len(lost)-len(names))
 		}
 	}
-	b.WriteString("; without a manifest the data cannot be verified: to ")
+	b.WriteString("; to ")
 	if len(valid) > 0 {
 		fmt.Fprintf(&b, "restart from %s", CheckpointDir(valid[len(valid)-1]))
 	} else {
