@@ -314,14 +314,9 @@ type jsonLog struct {
 	buf bytes.Buffer
 }
 
-func (j *jsonLog) Write(p []byte) (int, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.buf.Write(p)
-}
-
 func (j *jsonLog) logger() *zap.Logger {
-	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(j), zapcore.DebugLevel))
+	w := zapcore.AddSync(lockedWriter{&j.mu, &j.buf})
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), w, zapcore.DebugLevel))
 }
 
 // lines parses every line, failing the test on one that repeats a key.
