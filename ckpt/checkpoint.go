@@ -30,6 +30,9 @@ import (
 // runs in the background ([Runtime.CheckpointDone]). Checkpoint first
 // waits for the previous one's; if that failed, Checkpoint returns its
 // error (wrapping [ErrBackground]) and takes nothing: call it again.
+// With a background worker, a differential checkpoint that completes a
+// chain of dcp_stack_size layers is followed, in the background, by the
+// chain's compaction into a full checkpoint (compact.go).
 func (r *Runtime) Checkpoint(id int64, level int) error {
 	if err := r.usable("Checkpoint"); err != nil {
 		return err
@@ -140,8 +143,12 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	// Recover now reads this checkpoint (as FTI's does after a
 	// checkpoint); the one the run restarted from may be superseded.
 	r.setLast(m)
+	var raiseTo levels.ID
 	if async {
-		r.startPost(m, lvl)
+		raiseTo = lvl
+	}
+	if compact := r.compactLater(m); async || compact {
+		r.startPost(m, raiseTo, compact)
 	}
 	wall := r.now().Sub(start) + waited
 	if r.c.Rank() == 0 {

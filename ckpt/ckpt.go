@@ -78,6 +78,9 @@ type options struct {
 	pageHandoverSet bool
 	// lockHeld says the caller (RebuildOffline) holds meta_dir's lock.
 	lockHeld bool
+	// offline makes Init open the checkpoints without restarting from one
+	// (RebuildCheckpointsOffline recovers each itself).
+	offline bool
 	// postStart, when set, is called by the background poster before it
 	// starts (tests hold it there).
 	postStart func()
@@ -336,8 +339,12 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 			r.log.Warn("config: " + w)
 		}
 		if cfg.EnableDCP {
-			r.log.Info(fmt.Sprintf("dCP enabled: dcp_mode = %d (%s in FTI) accepted, but ftigo hashes every dCP block with BLAKE3-256; blocks of %d bytes, chains of at most %d layers",
-				cfg.DCPMode, map[int]string{0: "MD5", 1: "CRC32"}[cfg.DCPMode], cfg.DCPBlockSize, cfg.DCPStackSize),
+			mode := "dcp_mode not set"
+			if name, ok := map[int]string{dcpModeMD5: "MD5", dcpModeCRC32: "CRC32"}[cfg.DCPMode]; ok {
+				mode = fmt.Sprintf("dcp_mode = %d (%s in FTI) accepted", cfg.DCPMode, name)
+			}
+			r.log.Info(fmt.Sprintf("dCP enabled: %s, but ftigo hashes every dCP block with BLAKE3-256; blocks of %d bytes, chains of at most %d layers",
+				mode, cfg.DCPBlockSize, cfg.DCPStackSize),
 				zap.Int("dcp-mode", cfg.DCPMode), zap.Int("dcp-block-size", cfg.DCPBlockSize), zap.Int("dcp-stack-size", cfg.DCPStackSize))
 		}
 	}
@@ -426,6 +433,9 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	}
 	if err := r.openVPR(o.global); err != nil {
 		return nil, err
+	}
+	if o.offline {
+		return r, nil // no restart, no background worker: the offline rebuild
 	}
 	if err := r.restart(o.warn, start); err != nil {
 		r.eng.Wait()

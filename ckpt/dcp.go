@@ -263,27 +263,6 @@ func (r *Runtime) logDCP(m *levels.Manifest, st levels.Stats) {
 		zap.Int64("dcp-written", tot.Written), zap.Int64("dcp-protected", tot.Protected), zap.Float64("dcp-share", share/100))
 }
 
-// compact writes the image of checkpoint m (the newest of a chain) as a
-// new full checkpoint at its level with its id, verifying every block on
-// the way; retention then drops the chain. Collective. (Synchronously the
-// runtime writes the checkpoint that would exceed dcp_stack_size full
-// instead; this is the compaction a background post-processing runs.)
-func (r *Runtime) compact(m *levels.Manifest) (*levels.Manifest, error) {
-	img, had := r.images[m.Seq]
-	stats := levels.DataStats{Written: img.Summary.DataSize, Protected: img.Summary.DataSize}
-	nm, _, err := r.eng.Compact(m, levels.WithDataStats(func() levels.DataStats { return stats }))
-	if err != nil {
-		return nil, fmt.Errorf("ckpt: compact checkpoint %d (%v, %s): %w", m.ID, m.Level, m.Dir(), err)
-	}
-	if had {
-		r.keepImage(nm, img)
-	}
-	if r.last != nil && r.last.Seq == m.Seq {
-		r.setLast(nm)
-	}
-	return nm, nil
-}
-
 // setLast makes m, just committed by this run, what Recover reads.
 func (r *Runtime) setLast(m *levels.Manifest) {
 	r.closeStored()

@@ -75,8 +75,10 @@
 // names each path once, and the ranks that failed (the first few and
 // how many).
 //
-// [RebuildOffline] verifies and rebuilds the checkpoints of a job that
-// is not running (ftigo rebuild), under the same lock.
+// [RebuildOffline] verifies and rebuilds the newest recoverable
+// checkpoint of a job that is not running, under the same lock;
+// [RebuildCheckpointsOffline] (ftigo rebuild) every committed one, or the
+// one named.
 //
 // # Concurrency
 //

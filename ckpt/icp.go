@@ -221,7 +221,7 @@ func (r *Runtime) FinalizeICP() error {
 	var upErr error
 	switch {
 	case async:
-		r.startPost(m, st.lvl)
+		r.startPost(m, st.lvl, false)
 	case st.lvl == levels.L4 && r.cfg.CkptIO == 5:
 		// ckpt_io = 5: the L4 is one HDF5 file, which no raise makes:
 		// the ranks write it from the committed L1 file (the solver may

@@ -365,10 +365,7 @@ func newPhysFile(d vfd.Driver, name string, o *Options, chunks, ranks []int64, n
 		}
 		cs[i] = c
 	}
-	pf := &physFile{d: d, name: name, tmp: name + TmpSuffix, noCommit: o.NoCommit || o.InPlace}
-	if o.InPlace {
-		pf.tmp = name // the name written (and removed by Abort)
-	}
+	pf := namesOnly(d, name, o)
 	pf.h = header{BigEndian: o.BigEndian, DataBigEnd: o.DataBigEndian, Version: LibVersion, Patch: LibPatch,
 		FileFormat: FileFormat, FSBlkSize: o.FSBlkSize, NTasks: int32(len(cs)), NFiles: int32(nfiles),
 		FileNumber: int32(filenr), Flag1: o.flag1(), Prefix: prefix, GlobalRanks: append([]int64(nil), ranks...), ChunkSizes: cs}

@@ -101,7 +101,7 @@ func TestInspectVerifyRebuildDCP(t *testing.T) {
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "local", "node0002")))
 	code, out, _ = ftigo("inspect", dir)
 	assert.Equal(t, 1, code, "inspect shows an error")
-	assert.Contains(t, out, "damaged: 2 of 8 files bad; try ftigo rebuild")
+	assert.Contains(t, out, "damaged: 2 of 8 files bad; repair: ftigo rebuild --ckpt ckpt00000003.manifest "+dir+"\n")
 	code, out, errs = ftigo("rebuild", dir)
 	require.Equal(t, 0, code, out+errs)
 	code, out, _ = ftigo("verify", dir)

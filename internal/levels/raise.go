@@ -107,10 +107,14 @@ func (e *Engine) useComm(c comm.Comm) (restore func()) {
 // AdoptRaised records up in place of its L1 commit. up is a checkpoint
 // raised elsewhere by [Engine.RaiseFor]. Retention runs as after
 // [Engine.Raise]: the checkpoints up supersedes are dropped. Their files
-// are removed in the background (see [Engine.Wait]). Collective: every
-// rank adopts the same manifest at the same point.
-func (e *Engine) AdoptRaised(up *Manifest) error {
+// are removed in the background (see [Engine.Wait]). c, when not nil,
+// replaces the environment's communicator, as for Raise. Collective:
+// every rank adopts the same manifest at the same point.
+func (e *Engine) AdoptRaised(up *Manifest, c comm.Comm) error {
 	e.Wait()
+	if c != nil {
+		defer e.useComm(c)()
+	}
 	if e.committedSeq(up.Seq) == nil {
 		return fmt.Errorf("%w: checkpoint %s is not committed here", ErrNotRaisable, up.Dir())
 	}
