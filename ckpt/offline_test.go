@@ -82,7 +82,7 @@ func TestOfflineChoosesWhatRestartChooses(t *testing.T) {
 
 	_, err = newestManifest(vfd.Sec2{}, vfd.Sec2{}, cfg, runOf(t, cfg))
 	require.ErrorIs(t, err, ErrMetadataLost)
-	assert.Contains(t, err.Error(), bad+" is foreign")
+	assert.Contains(t, err.Error(), "a copy is foreign ("+bad+" at offset 0: ")
 
 	off := cfg
 	off.NodeSize, off.GroupSize, off.LocalTest = 0, 0, false

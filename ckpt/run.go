@@ -264,9 +264,9 @@ func (r *Runtime) takeRun(o options) error {
 		case "legacy":
 			r.log.Debug("meta_dir holds checkpoints from before run ids: this run keeps glbl_dir and ckpt_dir's node directories", zap.String("meta_dir", r.cfg.MetaDir))
 		case "taken":
-			r.log.Info("The execution ID is: "+r.run+" (taken over from glbl_dir: meta_dir names it now)", zap.String("run", r.run), zap.String("meta_dir", r.cfg.MetaDir))
+			r.log.Info("The execution ID is: "+r.run+" (taken over from glbl_dir: meta_dir names it now)", zap.String("meta_dir", r.cfg.MetaDir))
 		default:
-			r.log.Info("The execution ID is: "+r.run, zap.String("run", r.run))
+			r.log.Info("The execution ID is: " + r.run)
 		}
 	}
 	return nil

@@ -113,7 +113,7 @@ func TestInspectVerifyRebuildDCP(t *testing.T) {
 	require.NoError(t, os.Rename(filepath.Join(globalRunDir(t, dir), "manifests", "ckpt00000001.manifest"), filepath.Join(t.TempDir(), "m")))
 	code, out, _ = ftigo("inspect", dir)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, out, "METADATA "+filepath.Join(dir, "meta", "ckpt00000001.manifest")+": levels: checkpoint metadata lost")
+	assert.Contains(t, out, "METADATA "+filepath.Join(dir, "meta", "ckpt00000001.manifest")+": checkpoint metadata lost")
 	assert.Contains(t, out, "damaged: differential on [ckpt00000001.manifest], which is not committed")
 	code, out, _ = ftigo("verify", dir)
 	assert.Equal(t, 1, code, out)
