@@ -193,7 +193,7 @@ func (w *poster) raise(m *levels.Manifest, lvl levels.ID) (*levels.Manifest, err
 		wall := w.now().Sub(start)
 		w.log.Info(fmt.Sprintf("Ckpt. ID %d (L1 -> %v) post-processed in the background in %.3f sec. (Ps %.3f, Cm %.3f, Cl %.3f)",
 			m.ID, lvl, wall.Seconds(), st.Protect.Seconds(), st.Commit.Seconds(), st.Clean.Seconds()),
-			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl), zap.Duration("post-wall", wall),
+			zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", lvl), zap.Duration("post-wall", wall),
 			zap.Duration("post", st.Protect), zap.Duration("commit", st.Commit), zap.Duration("clean", st.Clean))
 	}
 	return up, err
@@ -210,7 +210,7 @@ func (w *poster) headRaise(m *levels.Manifest, lvl levels.ID, req headRequest, r
 	if err == nil && w.rank == 0 {
 		wall := w.now().Sub(start)
 		w.log.Info(fmt.Sprintf("Ckpt. ID %d (L1 -> %v) post-processed by the heads in %.3f sec.", m.ID, lvl, wall.Seconds()),
-			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl), zap.Duration("post-wall", wall))
+			zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", lvl), zap.Duration("post-wall", wall))
 	}
 	return up, err
 }
@@ -221,7 +221,7 @@ func (w *poster) headRaise(m *levels.Manifest, lvl levels.ID, req headRequest, r
 func backgroundFailed(log *zap.Logger, rank int, m *levels.Manifest, lvl levels.ID, err error) error {
 	err = fmt.Errorf("%w: checkpoint %d (%s) stays committed at L1, not raised to %v: %w", ErrBackground, m.ID, m.Dir(), lvl, err)
 	if rank == 0 {
-		log.Warn(err.Error(), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl))
+		log.Warn(err.Error(), zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", lvl))
 	}
 	return err
 }

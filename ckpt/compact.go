@@ -98,7 +98,7 @@ func (w *poster) compact(job *compactJob, m *levels.Manifest, adopt bool) (*leve
 			// chain: a restart takes it, the same data.
 			if w.rank == 0 {
 				w.log.Warn(fmt.Sprintf("Ckpt. ID %d: its chain of %d layers at %v was compacted at L1, but raising the copy to %v failed; the chain stays at %v: %v",
-					m.ID, job.layers, lvl, lvl, lvl, err), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl))
+					m.ID, job.layers, lvl, lvl, lvl, err), zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", lvl))
 			}
 			return nm, true
 		}
@@ -108,7 +108,7 @@ func (w *poster) compact(job *compactJob, m *levels.Manifest, adopt bool) (*leve
 		wall := w.now().Sub(start)
 		w.log.Info(fmt.Sprintf("Ckpt. ID %d: its chain of %d layers at %v compacted in the background into a full checkpoint in %.3f sec. (Wr %.3f, Ps %.3f, Cm %.3f)",
 			m.ID, job.layers, lvl, wall.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
-			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl), zap.Int("dcp-layers", job.layers), zap.Duration("compact-wall", wall))
+			zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", lvl), zap.Int("dcp-layers", job.layers), zap.Duration("compact-wall", wall))
 	}
 	return nm, true
 }
@@ -118,6 +118,6 @@ func (w *poster) compact(job *compactJob, m *levels.Manifest, adopt bool) (*leve
 func (w *poster) compactFailed(m *levels.Manifest, job *compactJob, err error) {
 	if w.rank == 0 {
 		w.log.Warn(fmt.Sprintf("Ckpt. ID %d: compacting its chain of %d layers at %v in the background failed; the chain stays committed and the next differential checkpoint at %v is written full: %v",
-			m.ID, job.layers, m.Level, m.Level, err), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level))
+			m.ID, job.layers, m.Level, m.Level, err), zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", m.Level))
 	}
 }

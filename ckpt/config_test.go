@@ -558,7 +558,7 @@ func TestInitRefusesHugeNodeTable(t *testing.T) {
 	require.ErrorIs(t, errs[0], vfd.ErrTooLarge, "rank 0 read it")
 	for _, err := range errs {
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "read node table failed on ranks [0]")
+		assert.Contains(t, err.Error(), "read node table failed on rank 0")
 		assert.Contains(t, err.Error(), "meta/topology: vfd: file larger than allowed: 21474836480 bytes")
 	}
 }

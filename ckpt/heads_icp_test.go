@@ -228,7 +228,7 @@ func TestHeadsICP(t *testing.T) {
 			for rank, err := range errs {
 				require.Error(t, err, "rank %d: FinalizeICP with variable 1 missing on rank 2", rank)
 				assert.Equal(t, errs[0].Error(), err.Error(), "rank %d", rank)
-				assert.Contains(t, err.Error(), "ranks [2]")
+				assert.Contains(t, err.Error(), "failed on rank 2: ")
 				assert.Contains(t, err.Error(), "protected variables [1] were not added")
 			}
 			assert.ErrorIs(t, errs[2], ErrICP)

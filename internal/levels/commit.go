@@ -123,7 +123,7 @@ const (
 // run, without file lists.
 func (e *Engine) newManifest(seq uint64, id int64, lvl ID, t, bytes int64) *Manifest {
 	env := e.env
-	return &Manifest{Seq: seq, ID: id, Level: lvl, Ranks: env.Comm.Size(), NodeSize: env.Topo.NodeSize(),
+	return &Manifest{Run: env.Run, Seq: seq, ID: id, Level: lvl, Ranks: env.Comm.Size(), NodeSize: env.Topo.NodeSize(),
 		GroupSize: env.Topo.GroupSize(), Time: t, version: ManifestVersionParts, bytes: bytes, hasBytes: true,
 		nodes: e.shape.nodes, partRanks: e.layout().per}
 }
@@ -426,7 +426,7 @@ func writeSynced(d vfd.Driver, name string, raw []byte, dir bool) error {
 		syncs = append(syncs, func() error { return d.SyncDir(path.Dir(name)) })
 	}
 	if err := errors.Join(runAll(syncs), f.Close()); err != nil {
-		return fmt.Errorf("sync %s: %w", name, err)
+		return vfd.WrapPath(err, "sync", name)
 	}
 	return nil
 }

@@ -500,7 +500,7 @@ func ImageWrite(src Source) WriteFunc {
 		defer in.Close()
 		r, err := fileformat.Open(in)
 		if err != nil {
-			return 0, Digest{}, false, fmt.Errorf("image of %s: %w", src.Name, err)
+			return 0, Digest{}, false, vfd.WrapPath(err, "image of", src.Name)
 		}
 		n, err := r.CopyTo(f)
 		return n, Digest{}, false, err

@@ -32,6 +32,9 @@ const (
 // 0, in two copies (meta area and global area); a checkpoint is committed
 // when a valid copy exists (docs/format/manifest.md).
 type Manifest struct {
+	// Run is the run that committed the checkpoint and owns its files
+	// (see [RunFile]); empty for a run from before run ids.
+	Run string `json:"run,omitempty"`
 	// Seq is the commit sequence number (strictly increasing over a run
 	// and its restarts); it names the checkpoint's directories.
 	Seq uint64 `json:"seq"`
@@ -217,7 +220,7 @@ type ScannedManifest struct {
 func ScanManifests(meta Store) ([]ScannedManifest, error) {
 	ents, err := meta.Driver.ReadDir(meta.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", meta.Dir, err)
+		return nil, vfd.WrapPath(err, "list", meta.Dir)
 	}
 	return scanManifests(meta, ents), nil
 }
@@ -311,6 +314,7 @@ func (m *Manifest) Marshal() ([]byte, error) {
 
 // rootBody is the JSON body of a version 3 root.
 type rootBody struct {
+	Run        string    `json:"run,omitempty"`
 	Seq        uint64    `json:"seq"`
 	ID         int64     `json:"id"`
 	Level      ID        `json:"level"`
@@ -329,7 +333,7 @@ type rootBody struct {
 
 // rootBody returns m's root body; refs must be set.
 func (m *Manifest) rootBody() rootBody {
-	return rootBody{Seq: m.Seq, ID: m.ID, Level: m.Level, Ranks: m.Ranks, NodeSize: m.NodeSize, GroupSize: m.GroupSize,
+	return rootBody{Run: m.Run, Seq: m.Seq, ID: m.ID, Level: m.Level, Ranks: m.Ranks, NodeSize: m.NodeSize, GroupSize: m.GroupSize,
 		Nodes: m.nodes, Time: m.Time, Bytes: m.bytes, PartRanks: m.PartRanks(), Parts: m.refs, Kept: m.Kept, DCP: m.DCP,
 		RaisedFrom: m.raisedFrom}
 }
@@ -411,7 +415,7 @@ func parseRoot(body []byte, bad func(int, string, ...any) error, off int) (*Mani
 	if err := decodeStrict(body, &rb); err != nil {
 		return nil, bad(off, "decode: %v", err)
 	}
-	m := &Manifest{Seq: rb.Seq, ID: rb.ID, Level: rb.Level, Ranks: rb.Ranks, NodeSize: rb.NodeSize, GroupSize: rb.GroupSize,
+	m := &Manifest{Run: rb.Run, Seq: rb.Seq, ID: rb.ID, Level: rb.Level, Ranks: rb.Ranks, NodeSize: rb.NodeSize, GroupSize: rb.GroupSize,
 		Time: rb.Time, Kept: rb.Kept, DCP: rb.DCP, version: ManifestVersionParts, bytes: rb.Bytes, hasBytes: true,
 		nodes: rb.Nodes, partRanks: rb.PartRanks, raisedFrom: rb.RaisedFrom, refs: rb.Parts}
 	if err := m.validateRoot(); err != nil {
@@ -426,6 +430,11 @@ func parseRoot(body []byte, bad func(int, string, ...any) error, off int) (*Mani
 
 // validateRoot checks what a root says on its own.
 func (m *Manifest) validateRoot() error {
+	if m.Run != "" {
+		if err := ValidRunID(m.Run); err != nil {
+			return err
+		}
+	}
 	switch {
 	case !m.Level.Valid():
 		return fmt.Errorf("level %d out of range", int(m.Level))
@@ -458,6 +467,11 @@ func truncate(s string) string {
 }
 
 func (m *Manifest) validate() error {
+	if m.Run != "" {
+		if err := ValidRunID(m.Run); err != nil {
+			return err
+		}
+	}
 	if !m.Level.Valid() {
 		return fmt.Errorf("level %d out of range", int(m.Level))
 	}

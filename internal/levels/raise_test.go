@@ -155,7 +155,7 @@ func TestRaiseChecksTheL1File(t *testing.T) {
 	}))
 	for r, err := range errs {
 		require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
-		assert.Contains(t, err.Error(), "ranks [1 2]")
+		assert.Contains(t, err.Error(), "2 ranks (1, 2)")
 		assert.Contains(t, err.Error(), "data000001.fti")
 	}
 	require.ErrorIs(t, errs[1], ErrDigestMismatch)

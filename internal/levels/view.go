@@ -18,6 +18,7 @@ import (
 // rank and its head.
 type viewHeader struct {
 	Version    int     `json:"v"`
+	Run        string  `json:"run,omitempty"`
 	Seq        uint64  `json:"seq"`
 	ID         int64   `json:"id"`
 	Level      ID      `json:"level"`
@@ -37,7 +38,7 @@ type viewHeader struct {
 // header returns m's shared fields. For a whole manifest it computes
 // what a view keeps of it (O(ranks): rank 0 only).
 func (m *Manifest) header() viewHeader {
-	h := viewHeader{Version: m.version, Seq: m.Seq, ID: m.ID, Level: m.Level, Ranks: m.Ranks, NodeSize: m.NodeSize,
+	h := viewHeader{Version: m.version, Run: m.Run, Seq: m.Seq, ID: m.ID, Level: m.Level, Ranks: m.Ranks, NodeSize: m.NodeSize,
 		GroupSize: m.GroupSize, Time: m.Time, Kept: m.Kept, DCP: m.DCP, Bytes: m.Bytes(), Nodes: m.nodes,
 		PartRanks: m.PartRanks(), RaisedFrom: m.raisedFrom, Identity: m.ident()}
 	if m.Nodes != nil {
@@ -48,7 +49,7 @@ func (m *Manifest) header() viewHeader {
 
 // manifest returns a manifest of the header's fields, with no view.
 func (h viewHeader) manifest() *Manifest {
-	return &Manifest{Seq: h.Seq, ID: h.ID, Level: h.Level, Ranks: h.Ranks, NodeSize: h.NodeSize, GroupSize: h.GroupSize,
+	return &Manifest{Run: h.Run, Seq: h.Seq, ID: h.ID, Level: h.Level, Ranks: h.Ranks, NodeSize: h.NodeSize, GroupSize: h.GroupSize,
 		Time: h.Time, Kept: h.Kept, DCP: h.DCP, version: h.Version, bytes: h.Bytes, hasBytes: true, nodes: h.Nodes,
 		partRanks: h.PartRanks, raisedFrom: h.RaisedFrom, identity: h.Identity}
 }
