@@ -427,3 +427,35 @@ func FuzzParseView(f *testing.F) {
 		require.Equal(t, m.header(), m2.header())
 	})
 }
+
+// TestRootRecordsRun: a version 3 root records its run, which parses
+// back and travels in the view header; the parts stay as without a run
+// (the root's hash covers them); a root naming a bad run is damaged.
+func TestRootRecordsRun(t *testing.T) {
+	m := sampleManifest()
+	_, plain, err := asParts(m)
+	require.NoError(t, err)
+	m.Run = "2026-12-02_04-44-12_b6cd9753"
+	root, parts, err := asParts(m)
+	require.NoError(t, err)
+	assert.Equal(t, plain, parts, "a part records no run")
+	b, err := root.Marshal()
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `{"run":"2026-12-02_04-44-12_b6cd9753","seq":7,`)
+	got, err := ParseManifest("root", b)
+	require.NoError(t, err)
+	assert.Equal(t, m.Run, got.Run)
+	assert.Equal(t, m.Run, got.header().manifest().Run)
+
+	for _, bad := range []string{"manifests", "ckpt7", "a/b"} {
+		x := *root
+		x.Run = bad
+		raw, err := x.marshalRoot()
+		require.NoError(t, err)
+		_, err = ParseManifest("root", raw)
+		require.ErrorIs(t, err, ErrBadManifest, bad)
+		var ce *CorruptionError
+		require.ErrorAs(t, err, &ce, bad)
+		assert.Equal(t, "root", ce.Path)
+	}
+}
