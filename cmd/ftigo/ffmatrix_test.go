@@ -256,7 +256,7 @@ func TestRebuildMixedManifest(t *testing.T) {
 			}
 			require.Equal(t, 4, changed)
 			require.NoError(t, levels.RewriteManifest(levels.Store{Driver: vfd.Sec2{}, Dir: filepath.Join(dir, "meta")},
-				levels.Store{Driver: vfd.Sec2{}, Dir: filepath.Join(dir, "global")}, m))
+				levels.Store{Driver: vfd.Sec2{}, Dir: globalRunDir(t, dir)}, m))
 
 			code, out, errs := ftigo("verify", dir)
 			require.Equal(t, 0, code, out+errs)
