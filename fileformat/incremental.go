@@ -143,5 +143,5 @@ func (x *Incremental) Finish() (*Layout, Summary, error) {
 	if _, err := vfd.WriteAtType(w.f, vfd.MemSuper, fbb[:], im.fs-FBSize); err != nil {
 		return nil, Summary{}, vfd.WrapPath(fmt.Errorf("file block at %d: %w", im.fs-FBSize, err), "write", w.f.Name())
 	}
-	return x.lay, Summary{FileSize: im.fs, DataSize: im.dataSize, Checksum: checksum, BlockSize: im.bs, Chunks: im.chunks}, nil
+	return x.lay, im.summary(w.vars, checksum), nil
 }
