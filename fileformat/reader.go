@@ -744,6 +744,15 @@ func (r *Reader) tileVariables() error {
 	return nil
 }
 
+// soffOf returns the stored offsets of chunk ci's blocks (nil for a
+// chunk that is not compressed).
+func (r *Reader) soffOf(ci int) []int64 {
+	if r.soff == nil {
+		return nil
+	}
+	return r.soff[ci]
+}
+
 // vmdOff returns the offset of chunk i's VMD record inside the metadata block.
 func (r *Reader) vmdOff(i int) int {
 	p := 0
@@ -844,15 +853,24 @@ func (r *Reader) ReadVar(id int32, dst []byte) error {
 	if int64(len(dst)) != v.Size {
 		return fmt.Errorf("%s: variable %d: %w (%d bytes, stored %d)", r.path, id, ErrSize, len(dst), v.Size)
 	}
+	st := dst
+	if r.stSize[vi] != v.Size {
+		// A lossy variable stored in a smaller type: its stored values
+		// (no more bytes than the variable) are read, then widened.
+		st = make([]byte, r.stSize[vi])
+	}
 	for _, ci := range r.perV[vi] {
 		c := &r.chunk[ci]
 		if c.Size == 0 {
 			continue
 		}
-		if err := r.readChunk(ci, dst[c.Dptr:c.Dptr+c.Size]); err != nil {
+		if err := r.readChunk(ci, st[c.Dptr:c.Dptr+c.Size]); err != nil {
 			clear(dst)
 			return err
 		}
+	}
+	if v.Lossy.Mode != Exact {
+		lossyDecode(v.Lossy, v.Type, st, dst)
 	}
 	return nil
 }
@@ -1008,7 +1026,7 @@ func segSize(bs uint32) int64 {
 // Reading and hashing overlap: segments are read in order while workers
 // hash the ones before.
 func (r *Reader) readChunk(ci int, dst []byte) error {
-	if r.moved == nil {
+	if r.moved == nil || r.chunk[ci].Compressed {
 		return r.blocks(ci).Read(0, dst)
 	}
 	// WithMoveOut: hand the verified bytes over, once.

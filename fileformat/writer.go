@@ -231,7 +231,7 @@ func (im *image) relocate() {
 type image struct {
 	bs       uint32
 	version  uint16
-	ext      []byte // extension area (version 2), nil for none
+	ext      []byte     // extension area (version 2), nil for none
 	extra    []varExtra // logical sizes and bounds (nil: none lossy)
 	codec    []Codec    // per variable
 	chunks   []ChunkInfo
