@@ -41,7 +41,7 @@ func FuzzReader(f *testing.F) {
 				readOK = false
 				continue
 			}
-			vars = append(vars, Var{ID: v.ID, Name: v.Name, Type: v.Type, ElemSize: v.ElemSize, Data: dst})
+			vars = append(vars, Var{ID: v.ID, Name: v.Name, Type: v.Type, ElemSize: v.ElemSize, Data: dst, Codec: v.Codec})
 		}
 		verr := r.Verify()
 		if verr == nil && !readOK {
