@@ -136,6 +136,10 @@ func (l Lossy) storedElem(t ElemType) (uint32, bool) {
 	return 0, false
 }
 
+// Check reports whether l applies to a variable of type t (an error
+// wrapping [ErrInvalid] when it does not).
+func (l Lossy) Check(t ElemType) error { return checkLossy(l, t) }
+
 // checkLossy checks that l applies to a variable of type t.
 func checkLossy(l Lossy, t ElemType) error {
 	if _, ok := l.storedElem(t); !ok {
