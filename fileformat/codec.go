@@ -373,6 +373,13 @@ func compressBlock(enc *zstd.Encoder, dst, b []byte) ([]byte, uint32) {
 	return dst, uint32(len(b))
 }
 
+// MaxZstdRatio bounds a compressed block's length over its stored
+// length. A zstd frame needs at least 4 bytes (an RLE block) for each
+// 128 KiB of content, so no frame expands further. Open refuses a block
+// whose stored length claims more, so a small file never makes its
+// reader allocate much more than the file's size times this ratio.
+const MaxZstdRatio = 1 << 15
+
 // errDecode is the reason a stored block does not decode to its length.
 var errDecode = errors.New("stored block does not decompress to its recorded length")
 

@@ -450,7 +450,7 @@ func (r *Reader) readCodecTables(ms *metaStream) error {
 				return err
 			}
 			n, want := int64(le.Uint32(b)), blockLen(c.Size, bs, j)
-			if n > want || n < 1 || (!c.Compressed && n != want) {
+			if n > want || n < 1 || (!c.Compressed && n != want) || (n < want && n*MaxZstdRatio < want) {
 				return r.corrupt(c.VarID, ci, fb.metaOff+p, fmt.Errorf("%w: block %d of chunk: %d bytes stored for %d", ErrCorrupt, j, n, want))
 			}
 			if c.Compressed {
