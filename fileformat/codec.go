@@ -80,8 +80,6 @@ const (
 	// mantissa and zeroes the rest (truncation toward zero; FTI's
 	// FTI_CPC_STRIP, the precision-based dCP idea).
 	Mantissa LossyMode = 3
-
-	numLossyModes LossyMode = 4
 )
 
 // String names m ("exact", "float32", "float16", "mantissa").
