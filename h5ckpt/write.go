@@ -359,7 +359,7 @@ func (w *writer) run(view rankView, createErr, localErr error) error {
 	if w.c.Rank() != 0 {
 		w.f, err = w.d.Open(w.tmp, vfd.ReadWrite)
 		if err != nil {
-			err = fmt.Errorf("open %s: %w", w.tmp, err)
+			err = vfd.WrapPath(err, "open", w.tmp)
 		}
 	}
 	w.view = view
@@ -404,18 +404,18 @@ func (w *writer) create() error {
 	if _, err := w.d.Stat(dir); err != nil {
 		// A new directory is durable once its parent is synced.
 		if err := w.d.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", dir, err)
+			return vfd.WrapPath(err, "create", dir)
 		}
 		if err := w.d.SyncDir(path.Dir(dir)); err != nil {
-			return fmt.Errorf("sync parent of %s: %w", dir, err)
+			return vfd.WrapPath(err, "sync parent of", dir)
 		}
 	}
 	if err := w.d.Remove(w.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove stale %s: %w", w.tmp, err)
+		return vfd.WrapPath(err, "remove stale", w.tmp)
 	}
 	f, err := w.d.Open(w.tmp, vfd.ReadWrite|vfd.OCreate|vfd.OTrunc)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", w.tmp, err)
+		return vfd.WrapPath(err, "create", w.tmp)
 	}
 	w.f = f
 	return nil
@@ -562,7 +562,7 @@ func (w *writer) writeData() error {
 	}
 	if err == nil {
 		if serr := w.f.Sync(); serr != nil {
-			err = fmt.Errorf("sync %s: %w", w.tmp, serr)
+			err = vfd.WrapPath(serr, "sync", w.tmp)
 		}
 	}
 	err = errors.Join(err, <-done)
@@ -709,13 +709,13 @@ func (w *writer) commit(hashes [][]byte) error {
 	err := w.f.Close()
 	w.f = nil
 	if err != nil {
-		return fmt.Errorf("close %s: %w", w.tmp, err)
+		return vfd.WrapPath(err, "close", w.tmp)
 	}
 	if err := w.d.Rename(w.tmp, w.name); err != nil {
-		return fmt.Errorf("rename %s: %w", w.tmp, err)
+		return vfd.WrapPath(err, "rename", w.tmp)
 	}
 	if err := w.d.SyncDir(path.Dir(w.name)); err != nil {
-		return fmt.Errorf("sync directory of %s: %w", w.name, err)
+		return vfd.WrapPath(err, "sync directory of", w.name)
 	}
 	return nil
 }

@@ -182,7 +182,6 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 			pw.files[t.File] = namesOnly(d, SetMemberName(name, t.File), &o)
 		}
 	}
-	me := c.Rank()
 	// Leaders (owners of local rank 0) create their files and write META1.
 	var lerr error
 	for _, lf := range pl.led {
@@ -217,7 +216,7 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 		pw.tasks = append(pw.tasks, &TaskWriter{f: pw.open[t.File], name: pw.files[t.File].tmp, index: t.LocalRank,
 			start: pl.start, skip: pl.skip, chunk: pl.chunk, policy: o.Policy, kv: o.KeyVal, big: o.BigEndian})
 	}
-	pw.log.Debug("sion paropen", zap.String("path", name), zap.Int("rank", me), zap.Int("local-tasks", len(local)), zap.Int("nfiles", nfiles))
+	pw.log.Debug("sion paropen", zap.String("path", name), zap.Int("local-tasks", len(local)), zap.Int("nfiles", nfiles))
 	return pw, nil
 }
 
@@ -386,7 +385,7 @@ func (pw *ParWriter) Close() error {
 	if err := vote(pw.c, cerr, "commit "+pw.name); err != nil {
 		return errors.Join(err, pw.removeTmp())
 	}
-	pw.log.Debug("sion parclose", zap.String("path", pw.name), zap.Int("rank", pw.c.Rank()))
+	pw.log.Debug("sion parclose", zap.String("path", pw.name))
 	return nil
 }
 

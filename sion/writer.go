@@ -237,7 +237,7 @@ func (tw *TaskWriter) put(p []byte) error {
 	b := len(tw.blocks) - 1
 	off := tw.start + int64(b)*tw.skip + tw.blocks[b]
 	if _, err := tw.f.WriteAt(p, off); err != nil {
-		tw.err = fmt.Errorf("sion: write task %d block %d at %d of %s: %w", tw.index, b, off, tw.name, err)
+		tw.err = vfd.WrapPathAt(err, fmt.Sprintf("sion: write task %d block %d of", tw.index, b), tw.name, off)
 		return tw.err
 	}
 	tw.blocks[b] += int64(len(p))
