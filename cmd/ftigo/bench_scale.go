@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/vfd"
@@ -46,12 +48,14 @@ func (sc scaleConfig) driver() vfd.Driver {
 	return vfd.Sec2{}
 }
 
-// options are the ckpt options of the point's runtimes.
+// options are the ckpt options of the point's runtimes: no log (a
+// benchmark prints its own figures), and the in-memory driver if any.
 func (sc scaleConfig) options() []ckpt.Option {
+	opts := []ckpt.Option{ckpt.WithLogger(zap.NewNop())}
 	if sc.mem != nil {
-		return []ckpt.Option{ckpt.WithDriver(sc.mem)}
+		opts = append(opts, ckpt.WithDriver(sc.mem))
 	}
-	return nil
+	return opts
 }
 
 // scaleWorld runs the ranks of a sweep point: goroutines of this process

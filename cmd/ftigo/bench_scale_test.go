@@ -483,3 +483,26 @@ func TestPrepareProcess(t *testing.T) {
 	assert.Contains(t, note, fmt.Sprintf("%d in-process ranks may hold up to", huge))
 	assert.Contains(t, note, "--storage memory")
 }
+
+// TestBenchScaleIsQuiet: the sweep's runtimes log nothing: the process's
+// own standard output and error stay empty, so that --json output is
+// JSON even when ckpt logs by default.
+func TestBenchScaleIsQuiet(t *testing.T) {
+	dir := t.TempDir()
+	outF, err := os.Create(filepath.Join(dir, "stdout"))
+	require.NoError(t, err)
+	errF, err := os.Create(filepath.Join(dir, "stderr"))
+	require.NoError(t, err)
+	stdout, stderr := os.Stdout, os.Stderr
+	os.Stdout, os.Stderr = outF, errF
+	res, _ := scaleJSON(t, "--sweep-ranks", "4", "--sweep-sizes", "4KiB", "--dir", t.TempDir())
+	os.Stdout, os.Stderr = stdout, stderr
+	require.NoError(t, outF.Close())
+	require.NoError(t, errF.Close())
+	require.Len(t, res.Rows, 9)
+	for _, name := range []string{"stdout", "stderr"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		assert.Empty(t, string(b), "the process's %s", name)
+	}
+}
