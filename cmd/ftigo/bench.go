@@ -556,15 +556,21 @@ func startCPUProfile(file string) (stop func(), err error) {
 
 // reportBench draws, prints or writes res as the flags ask.
 func (a *app) reportBench(bf *benchFlags, res *benchResult) error {
+	return a.report(bf, res, func(name string) error { return writePlot(name, res) }, func(w io.Writer) { printBench(w, res) })
+}
+
+// report draws res (plot) into --plot, then writes it as JSON with
+// --json, else prints it as text (print).
+func (a *app) report(bf *benchFlags, res any, plot func(name string) error, print func(w io.Writer)) error {
 	if bf.plot != "" {
-		if err := writePlot(bf.plot, res); err != nil {
+		if err := plot(bf.plot); err != nil {
 			return err
 		}
 	}
 	if bf.jsonOut {
 		return writeJSON(a.stdout, res)
 	}
-	printBench(a.stdout, res)
+	print(a.stdout)
 	if bf.plot != "" {
 		fmt.Fprintf(a.stdout, "plot: %s\n", bf.plot)
 	}

@@ -263,26 +263,20 @@ func scaleLevel(w scaleWorld, sc scaleConfig, level int, dir string) (initS, ckp
 	cfg.CkptDir, cfg.GlblDir, cfg.MetaDir = filepath.Join(dir, "local"), filepath.Join(dir, "global"), filepath.Join(dir, "meta")
 	elems := int(sc.size / 8)
 	err = w.run(sc.ranks, func(c comm.Comm) error {
-		m := meter{c: c, proc: w.perProcess() || c.Rank() == 0, level: level}
-		var rt *ckpt.Runtime
-		work := func() int64 { d, _ := metadataDecoded(rt); return d }
-		defer func() {
-			if rt != nil {
-				rt.Close() // releases meta_dir: the job "dies" with its checkpoint committed
-			}
-		}()
+		j := newRankJob(w, c, level)
+		defer j.close() // no Finalize: the job "dies" with its checkpoint committed
 		v := make([]float64, elems)
 		for i := range v {
 			v[i] = scaleValue(c.Rank(), i)
 		}
-		si, err := m.measure("init", work, func() (err error) { rt, err = ckpt.Init(cfg, c, sc.options()...); return err })
+		si, err := j.measure("init", func() (err error) { j.rt, err = ckpt.Init(cfg, c, sc.options()...); return err })
 		if err != nil {
 			return err
 		}
-		if err := ckpt.Protect(rt, 1, &v); err != nil {
+		if err := ckpt.Protect(j.rt, 1, &v); err != nil {
 			return err
 		}
-		sk, err := m.measure("checkpoint", work, func() error { return rt.Checkpoint(1, level) })
+		sk, err := j.measure("checkpoint", func() error { return j.rt.Checkpoint(1, level) })
 		if err != nil {
 			return err
 		}
@@ -311,27 +305,21 @@ func scaleLevel(w scaleWorld, sc scaleConfig, level int, dir string) (initS, ckp
 		return nil, nil, nil, err
 	}
 	err = w.run(sc.ranks, func(c comm.Comm) error {
-		m := meter{c: c, proc: w.perProcess() || c.Rank() == 0, level: level}
-		var rt *ckpt.Runtime
-		work := func() int64 { d, _ := metadataDecoded(rt); return d }
-		defer func() {
-			if rt != nil {
-				rt.Close()
-			}
-		}()
+		j := newRankJob(w, c, level)
+		defer j.close()
 		v := make([]float64, elems)
 		for i := range v {
 			v[i] = math.NaN() // a restart that leaves v alone fails the check
 		}
-		sr, err := m.measure("restart", work, func() error {
+		sr, err := j.measure("restart", func() error {
 			var err error
-			if rt, err = ckpt.Init(cfg, c, sc.options()...); err != nil {
+			if j.rt, err = ckpt.Init(cfg, c, sc.options()...); err != nil {
 				return err
 			}
-			if err := ckpt.Protect(rt, 1, &v); err != nil {
+			if err := ckpt.Protect(j.rt, 1, &v); err != nil {
 				return err
 			}
-			return rt.Recover()
+			return j.rt.Recover()
 		})
 		if err != nil {
 			return err
@@ -350,7 +338,7 @@ func scaleLevel(w scaleWorld, sc scaleConfig, level int, dir string) (initS, ckp
 		if err != nil {
 			return err
 		}
-		return rt.Finalize()
+		return j.rt.Finalize()
 	})
 	return initS, ckptS, restartS, err
 }
@@ -366,6 +354,29 @@ func scaleBlockSize(size int64) int {
 		b <<= 1
 	}
 	return b
+}
+
+// rankJob is one rank's part of a job of the sweep: its meter and its
+// runtime once Init has made it.
+type rankJob struct {
+	m  meter
+	rt *ckpt.Runtime
+}
+
+func newRankJob(w scaleWorld, c comm.Comm, level int) *rankJob {
+	return &rankJob{m: meter{c: c, proc: w.perProcess() || c.Rank() == 0, level: level}}
+}
+
+// measure measures op on this rank, with the metadata its runtime decodes.
+func (j *rankJob) measure(phase string, op func() error) (share, error) {
+	return j.m.measure(phase, func() int64 { d, _ := metadataDecoded(j.rt); return d }, op)
+}
+
+// close closes the runtime, if Init made one: it releases meta_dir.
+func (j *rankJob) close() {
+	if j.rt != nil {
+		j.rt.Close()
+	}
 }
 
 // column returns every rank's i-th share.

@@ -165,19 +165,7 @@ func writeMemProfile(file string) error {
 
 // reportScale draws, prints or writes a scale sweep as the flags ask.
 func (a *app) reportScale(bf *benchFlags, res *scaleResult) error {
-	if bf.plot != "" {
-		if err := writeScalePlot(bf.plot, res); err != nil {
-			return err
-		}
-	}
-	if bf.jsonOut {
-		return writeJSON(a.stdout, res)
-	}
-	printScale(a.stdout, res)
-	if bf.plot != "" {
-		fmt.Fprintf(a.stdout, "plot: %s\n", bf.plot)
-	}
-	return nil
+	return a.report(bf, res, func(name string) error { return writeScalePlot(name, res) }, func(w io.Writer) { printScale(w, res) })
 }
 
 // savedKind is what tells the saved results apart.

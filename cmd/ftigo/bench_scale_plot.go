@@ -7,21 +7,11 @@ import (
 	"math"
 	"slices"
 	"strings"
-
-	"github.com/ftigo/ftigo/vfd"
 )
 
 // writeScalePlot draws a scale sweep into name (.png or .svg).
 func writeScalePlot(name string, r *scaleResult) error {
-	format, err := plotFormat(name)
-	if err != nil {
-		return err
-	}
-	b, err := drawScaleResult(r, format)
-	if err != nil {
-		return err
-	}
-	return vfd.WriteFileAtomic(vfd.Sec2{}, name, b)
+	return writePicture(name, func(format string) ([]byte, error) { return drawScaleResult(r, format) })
 }
 
 // scaleKinds are the columns of the scale chart.

@@ -70,11 +70,17 @@ func plotFormat(name string) (string, error) {
 // writePlot draws r into name: the per-level chart when all rows are of
 // one point (ranks, bytes per rank), else the scaling curves.
 func writePlot(name string, r *benchResult) error {
+	return writePicture(name, func(format string) ([]byte, error) { return drawResult(r, format) })
+}
+
+// writePicture writes what draw draws in the format of name's extension
+// into name.
+func writePicture(name string, draw func(format string) ([]byte, error)) error {
 	format, err := plotFormat(name)
 	if err != nil {
 		return err
 	}
-	b, err := drawResult(r, format)
+	b, err := draw(format)
 	if err != nil {
 		return err
 	}
