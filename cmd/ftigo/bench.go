@@ -151,16 +151,16 @@ type benchRow struct {
 	// the checkpoint was committed at its level, while the ranks ran a
 	// solver-like CPU load. Without --async both equal Time's median.
 	// Zero for restarts.
-	Async     bool     `json:"async"`
-	BlockedS  float64  `json:"blocked_s"`
-	TotalS    float64  `json:"total_s"`
+	Async    bool    `json:"async"`
+	BlockedS float64 `json:"blocked_s"`
+	TotalS   float64 `json:"total_s"`
 	// Snapshot (--async --snapshot): the level was taken in ckpt_snapshot
 	// mode; InlineS is the median synchronous checkpoint of the level and
 	// MemcpyS the median plain copy of the same bytes by the same ranks,
 	// both in the same run.
-	Snapshot bool     `json:"snapshot,omitempty"`
-	InlineS  float64  `json:"inline_s,omitempty"`
-	MemcpyS  float64  `json:"memcpy_s,omitempty"`
+	Snapshot  bool     `json:"snapshot,omitempty"`
+	InlineS   float64  `json:"inline_s,omitempty"`
+	MemcpyS   float64  `json:"memcpy_s,omitempty"`
 	CPU       cpuStats `json:"cpu"`
 	RawCPU    cpuStats `json:"raw_cpu"`
 	StrongCPU cpuStats `json:"strong_raw_cpu"`
