@@ -49,6 +49,8 @@ type postResult struct {
 	// adopted says the engine already holds m (the poster adopted the
 	// heads' result itself before compacting).
 	adopted bool
+	// snap is set by a snapshot-mode job (snapcopy.go).
+	snap *snapDone
 }
 
 // asyncLevel reports whether a checkpoint at lvl is post-processed in the
@@ -70,14 +72,14 @@ func (c Config) anyAsync() bool { return c.Async[2] || c.Async[3] || c.Async[4] 
 // openPost splits the private communicator of the poster when some level
 // is asynchronous. Collective.
 func (r *Runtime) openPost() error {
-	if !r.cfg.anyAsync() {
+	if !r.cfg.anyAsync() && !r.cfg.Snapshot {
 		return nil
 	}
 	if r.post.node != nil {
 		if r.c.Rank() == 0 {
 			r.log.Info("head = 1: checkpoints at the asynchronous levels commit at L1 and are raised to their level by the heads")
 		}
-		if !r.cfg.EnableDCP {
+		if !r.cfg.EnableDCP && !r.cfg.Snapshot {
 			return nil
 		}
 		// dCP: the ranks' background goroutines compact full chains,
@@ -117,6 +119,7 @@ func (r *Runtime) openPost() error {
 // frees the poster's communicator.
 func (r *Runtime) closePost() {
 	r.drainPost()
+	r.scopy.buf = nil // the staging copy (snapcopy.go)
 	r.stopHead()
 	if r.post.c != nil {
 		_ = r.post.c.Close()
@@ -241,6 +244,10 @@ func (r *Runtime) drainPost() time.Duration {
 func (r *Runtime) applyPost(res postResult) {
 	job := r.post.job
 	r.post.running, r.post.job = nil, nil
+	if res.snap != nil {
+		r.applySnap(res)
+		return
+	}
 	if res.err != nil {
 		r.post.err = res.err
 		return
