@@ -63,6 +63,9 @@ type library struct {
 	realloc func(p unsafe.Pointer, n uintptr) unsafe.Pointer
 	// opts are extra ckpt options (tests).
 	opts []ckpt.Option
+	// wrongThread, when set, says why the calling thread may not make
+	// the session's MPI calls ("" when it may).
+	wrongThread func(c comm.Comm) string
 
 	state     state
 	finalized bool // FTI_Finalize has ended a session
@@ -109,6 +112,12 @@ func (l *library) logger() *zap.Logger {
 func (l *library) ready(fn string) bool {
 	switch l.state {
 	case stateReady:
+		if l.wrongThread != nil {
+			if why := l.wrongThread(l.comm); why != "" {
+				l.logger().Warn(fn + ": " + why)
+				return false
+			}
+		}
 		return true
 	case stateFailed:
 		l.logger().Warn(fn+": FTI_Init returned FTI_NREC (no checkpoint could be recovered on every rank); "+

@@ -34,6 +34,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/comm/mpi"
 )
 
@@ -50,6 +51,13 @@ var (
 		})
 		l.worldRank = func() int { return int(C.ftigo_world_rank()) }
 		l.realloc = func(p unsafe.Pointer, n uintptr) unsafe.Pointer { return C.realloc(p, C.size_t(n)) }
+		l.wrongThread = func(c comm.Comm) string {
+			if mc, ok := c.(*mpi.Comm); ok && !mc.MayCall() {
+				return "called from another thread than FTI_Init's, and MPI granted MPI_THREAD_FUNNELED or less: " +
+					"make every FTI call from the thread that initialised MPI (or ask MPI_Init_thread for more)"
+			}
+			return ""
+		}
 		return l
 	}()
 )

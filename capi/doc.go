@@ -37,8 +37,10 @@
 // One session per process, as in FTI. C calls are serialised by a lock:
 // FTI is not thread-safe either. The collective calls (FTI_Init,
 // FTI_Checkpoint, FTI_Snapshot, FTI_Recover, FTI_Finalize) return the
-// same code on every rank. With head = 1 the library needs
-// MPI_THREAD_MULTIPLE (MPI_Init_thread).
+// same code on every rank. Every thread level works, plain MPI_Init
+// included: below MPI_THREAD_MULTIPLE the library's MPI calls, those of
+// heads and background post-processing too, are made by the thread that
+// called FTI_Init (comm/mpi's funnel).
 //
 // # Files
 //

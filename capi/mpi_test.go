@@ -564,31 +564,75 @@ func TestStaging(t *testing.T) {
 // finalized, as FTI's do), the application ranks compute on
 // FTI_COMM_WORLD without them, their L2, L3 and L4 checkpoints are
 // post-processed by the heads, and the final field is bit-identical to an
-// uninterrupted run on the application ranks alone. The program asks
-// for MPI_THREAD_MULTIPLE (with less, head = 1 is refused by FTI_Init).
+// uninterrupted run on the application ranks alone. It runs after a plain
+// MPI_Init, as FTI's codes call it (MPI_THREAD_SINGLE: every MPI call of
+// the library is made by the thread that called FTI_Init), and after
+// MPI_Init_thread with MPI_THREAD_MULTIPLE.
 func TestHeatHeads(t *testing.T) {
 	forEachFlavour(t, false, func(t *testing.T, f flavour) {
-		t.Setenv("HEATDIS_THREAD_MULTIPLE", "1") // the heads need MPI_THREAD_MULTIPLE
-		const np, app = 4, 2
-		nx, rows := 256, 128
-		const iters, every = 400, 100
-		root := t.TempDir()
-		ref := filepath.Join(root, "ref")
-		heat(t, f, app, writeConfig(t, ref, app, ""), filepath.Join(ref, "out"), nx, rows, iters, 0, "0")
-		dir := filepath.Join(root, "run")
-		cfg := writeConfig(t, dir, np, "head = 1\nnode_size = 2\ngroup_size = 2\ninline_l2 = 0\ninline_l3 = 0\ninline_l4 = 0")
-		out := heat(t, f, np, cfg, filepath.Join(dir, "out"), nx, rows, iters, every, "234")
-		for id := 1; id <= 3; id++ {
-			assert.Contains(t, out, fmt.Sprintf("Ckpt. ID %d (L1 -> L%d) post-processed by the heads", id, id+1))
-			assert.Contains(t, out, fmt.Sprintf("ckpt-end id=%d level=%d rc=1", id, id+1))
-		}
-		for r := 0; r < app; r++ {
-			assert.Contains(t, out, fmt.Sprintf("EVENT rank=%d done iter=%d", r, iters))
-		}
-		assert.NotContains(t, out, "EVENT rank=2", "a head ran the solver")
-		want, got := readAll(t, filepath.Join(ref, "out"), app), readAll(t, filepath.Join(dir, "out"), app)
-		for r := range want {
-			assert.True(t, bytes.Equal(want[r], got[r]), "rank %d's final field differs from the run without heads", r)
+		for _, multiple := range []bool{false, true} {
+			name := "MPI_Init"
+			if multiple {
+				name = "thread_multiple"
+				t.Setenv("HEATDIS_THREAD_MULTIPLE", "1")
+			}
+			t.Run(name, func(t *testing.T) {
+				const np, app = 4, 2
+				out := heatBackground(t, f, np, app, "head = 1\nnode_size = 2\ngroup_size = 2\ninline_l2 = 0\ninline_l3 = 0\ninline_l4 = 0", multiple)
+				for id := 1; id <= 3; id++ {
+					assert.Contains(t, out, fmt.Sprintf("Ckpt. ID %d (L1 -> L%d) post-processed by the heads", id, id+1))
+				}
+				assert.NotContains(t, out, "EVENT rank=2", "a head ran the solver")
+			})
 		}
 	})
+}
+
+// TestHeatAsync runs the C solver after a plain MPI_Init with
+// asynchronous post-processing on the application ranks (head = 0,
+// inline_l2/l3/l4 = 0): each rank's background goroutine raises the
+// checkpoints, its MPI calls funnelled to the thread that called FTI_Init,
+// and the final field is bit-identical to an uninterrupted run.
+func TestHeatAsync(t *testing.T) {
+	forEachFlavour(t, false, func(t *testing.T, f flavour) {
+		out := heatBackground(t, f, 2, 2, "group_size = 2\ninline_l2 = 0\ninline_l3 = 0\ninline_l4 = 0", false)
+		for id := 1; id <= 3; id++ {
+			assert.Contains(t, out, fmt.Sprintf("Ckpt. ID %d (L1 -> L%d) post-processed in the background", id, id+1))
+		}
+		assert.NotContains(t, out, "inline_lN = 0 ignored")
+	})
+}
+
+// heatBackground runs the C solver with np processes (app of them
+// application ranks) and the configuration's extra keys, checkpointing at
+// L2, L3 and L4, and checks that every checkpoint ended FTI_DONE, that the
+// thread level is the one asked for and that the final field equals an
+// uninterrupted run's. It returns the output.
+func heatBackground(t *testing.T, f flavour, np, app int, extra string, multiple bool) string {
+	t.Helper()
+	nx, rows := 256, 128
+	const iters, every = 400, 100
+	root := t.TempDir()
+	ref := filepath.Join(root, "ref")
+	heat(t, f, app, writeConfig(t, ref, app, ""), filepath.Join(ref, "out"), nx, rows, iters, 0, "0")
+	dir := filepath.Join(root, "run")
+	cfg := writeConfig(t, dir, np, extra)
+	out := heat(t, f, np, cfg, filepath.Join(dir, "out"), nx, rows, iters, every, "234")
+	level := "single"
+	if multiple {
+		level = "multiple"
+	}
+	for r := 0; r < app; r++ {
+		assert.Contains(t, out, fmt.Sprintf("EVENT rank=%d thread provided=%s", r, level))
+		assert.Contains(t, out, fmt.Sprintf("EVENT rank=%d done iter=%d", r, iters))
+	}
+	for id := 1; id <= 3; id++ {
+		assert.Contains(t, out, fmt.Sprintf("ckpt-end id=%d level=%d rc=1", id, id+1))
+	}
+	assert.NotContains(t, out, "needs MPI_THREAD_MULTIPLE")
+	want, got := readAll(t, filepath.Join(ref, "out"), app), readAll(t, filepath.Join(dir, "out"), app)
+	for r := range want {
+		assert.True(t, bytes.Equal(want[r], got[r]), "rank %d's final field differs from the uninterrupted run", r)
+	}
+	return out
 }

@@ -41,6 +41,35 @@ type postState struct {
 	adopt *levels.Manifest
 }
 
+// closed is a closed channel: comm.Wait on it serves once.
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// waitServing receives from ch; where c is a comm.Server the caller serves
+// meanwhile the calls of the goroutine it waits for (the poster's, below
+// MPI_THREAD_MULTIPLE).
+func waitServing(c comm.Comm, ch <-chan postResult) postResult {
+	if _, ok := c.(comm.Server); !ok {
+		return <-ch
+	}
+	select {
+	case res := <-ch:
+		return res
+	default:
+	}
+	done := make(chan struct{})
+	var res postResult
+	go func() {
+		res = <-ch
+		close(done)
+	}()
+	comm.Wait(c, done)
+	return res
+}
+
 // postResult is what the poster hands back.
 type postResult struct {
 	m   *levels.Manifest // the raised manifest (nil on failure)
@@ -74,16 +103,6 @@ func (r *Runtime) openPost() error {
 			r.log.Info("head = 1: checkpoints at the asynchronous levels commit at L1 and are raised to their level by the heads")
 		}
 		return nil
-	}
-	if tl, ok := r.c.(interface{ ThreadLevel() (int, bool) }); ok {
-		if _, serialised := tl.ThreadLevel(); serialised {
-			// Two goroutines of a rank blocked in MPI calls would deadlock
-			// on the serialising mutex (docs: MPI_THREAD_MULTIPLE needed).
-			if r.c.Rank() == 0 {
-				r.log.Warn("inline_lN = 0 ignored: MPI granted less than MPI_THREAD_MULTIPLE, so post-processing stays on the solver's path")
-			}
-			return nil
-		}
 	}
 	pc, err := r.c.Split(0, r.c.Rank())
 	if err != nil {
@@ -157,17 +176,19 @@ func backgroundFailed(log *zap.Logger, rank int, m *levels.Manifest, lvl levels.
 
 // startHeadPost has the node's head raise m to lvl (head = 1).
 func (r *Runtime) startHeadPost(ch chan postResult, m *levels.Manifest, lvl levels.ID) {
-	req, rerr := r.headRequestFor(m, lvl)
+	req, err := r.headRequestFor(m, lvl)
 	node, log, now, rank, hook := r.post.node, r.log, r.now, r.c.Rank(), r.post.hook
+	start := now()
+	if err == nil {
+		err = askHead(node, req)
+	}
 	go func() {
 		if hook != nil {
 			hook()
 		}
-		start := now()
 		var up *levels.Manifest
-		err := rerr
 		if err == nil {
-			up, err = headRaise(node, req)
+			up, err = headReplied(node)
 		}
 		if err != nil {
 			err = backgroundFailed(log, rank, m, lvl, err)
@@ -187,7 +208,7 @@ func (r *Runtime) drainPost() time.Duration {
 		return 0
 	}
 	start := r.now()
-	r.applyPost(<-r.post.running)
+	r.applyPost(waitServing(r.c, r.post.running))
 	return r.now().Sub(start)
 }
 
@@ -251,6 +272,9 @@ func (r *Runtime) CheckpointDone() (done bool, err error) {
 		return true, err
 	}
 	if r.post.running != nil {
+		// Below MPI_THREAD_MULTIPLE the poster's calls move only when
+		// this goroutine serves them: once per poll.
+		comm.Wait(r.c, closed)
 		select {
 		case res := <-r.post.running:
 			r.applyPost(res)

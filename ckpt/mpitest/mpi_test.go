@@ -26,14 +26,30 @@ import (
 
 var world *mpi.Comm
 
+// TestMain initialises MPI at MPI_THREAD_MULTIPLE, or at the level
+// FTIGO_MPI_THREAD names (serialized, funneled, single): below SERIALIZED
+// only this goroutine may call MPI, so the tests run on another one and
+// this one serves their calls.
 func TestMain(m *testing.M) {
-	w, err := mpi.Init()
+	level, ok := map[string]int{"": mpi.ThreadMultiple, "serialized": mpi.ThreadSerialized,
+		"funneled": mpi.ThreadFunneled, "single": mpi.ThreadSingle}[os.Getenv("FTIGO_MPI_THREAD")]
+	if !ok {
+		fmt.Fprintln(os.Stderr, "FTIGO_MPI_THREAD: want serialized, funneled or single")
+		os.Exit(2)
+	}
+	w, err := mpi.InitThread(level)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mpi.Init:", err)
 		os.Exit(2)
 	}
 	world = w
-	code := m.Run()
+	code := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		code = m.Run()
+	}()
+	w.Serve(done)
 	if code != 0 {
 		_ = w.Abort(code)
 		os.Exit(code)

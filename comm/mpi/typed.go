@@ -169,8 +169,9 @@ func unword(t comm.Datatype, w uint64) int64 {
 }
 
 func (c *Comm) allreduceCall(send, recv unsafe.Pointer, n int, t comm.Datatype, op comm.Op) error {
-	c.env.lock()
-	defer c.env.unlock()
+	if f := c.env.fun; f != nil {
+		return f.allreduce(c.handle, send, recv, n, int(t), int(op))
+	}
 	return mpiErr("MPI_Allreduce", C.ftigo_allreduce_v(c.handle, send, recv, C.int(n), C.int(t), C.int(op)))
 }
 
@@ -364,8 +365,9 @@ func (c *Comm) Gatherv(root int, send, recv []byte) error {
 	if c.rank == root {
 		rp = ptr(recv)
 	}
-	c.env.lock()
-	defer c.env.unlock()
+	if f := c.env.fun; f != nil {
+		return f.vcollective(0, c.handle, send, recv, nil, rp, counts, displs, root)
+	}
 	return mpiErr("MPI_Gatherv", C.ftigo_gatherv(c.handle, ptr(send), C.int(len(send)), rp, &counts[0], &displs[0], C.int(root)))
 }
 
@@ -385,8 +387,9 @@ func (c *Comm) Allgatherv(send, recv []byte) error {
 	if err != nil {
 		return err
 	}
-	c.env.lock()
-	defer c.env.unlock()
+	if f := c.env.fun; f != nil {
+		return f.vcollective(1, c.handle, send, recv, nil, nil, counts, displs, 0)
+	}
 	return mpiErr("MPI_Allgatherv", C.ftigo_allgatherv(c.handle, ptr(send), C.int(len(send)), ptr(recv), &counts[0], &displs[0]))
 }
 
@@ -410,8 +413,9 @@ func (c *Comm) Scatterv(root int, send, recv []byte) error {
 	if c.rank == root {
 		sp = ptr(send)
 	}
-	c.env.lock()
-	defer c.env.unlock()
+	if f := c.env.fun; f != nil {
+		return f.vcollective(2, c.handle, send, recv, sp, nil, counts, displs, root)
+	}
 	return mpiErr("MPI_Scatterv", C.ftigo_scatterv(c.handle, sp, &counts[0], &displs[0], ptr(recv), C.int(len(recv)), C.int(root)))
 }
 
@@ -456,9 +460,17 @@ func (c *Comm) ipost(send bool, peer, tag int, buf []byte) (comm.Request, error)
 	r := &request{c: c, send: send, size: len(buf)}
 	c.env.pin(buf)
 	var h C.MPI_Fint
-	c.env.lock()
-	rc := C.ftigo_ipost(C.int(b2i(send)), c.handle, ptr(buf), C.longlong(len(buf)), C.int(c.env.maxCount), C.int(peer), C.int(tag), &h)
-	c.env.unlock()
+	post := func() C.int {
+		return C.ftigo_ipost(C.int(b2i(send)), c.handle, ptr(buf), C.longlong(len(buf)), C.int(c.env.maxCount), C.int(peer), C.int(tag), &h)
+	}
+	var rc C.int
+	if f := c.env.fun; f != nil {
+		op := &fop{name: mpiName, post: func() ([]C.MPI_Fint, C.int) { return nil, post() }}
+		_ = f.exec(op)
+		rc = op.rc
+	} else {
+		rc = post()
+	}
 	if err := mpiErr(mpiName, rc); err != nil {
 		c.env.unpin()
 		return nil, err
@@ -485,9 +497,14 @@ func (r *request) Wait() (int, error) {
 	if !r.done {
 		h := r.h
 		var count C.longlong
-		r.c.env.lock()
-		rc := C.ftigo_wait(&h, &count)
-		r.c.env.unlock()
+		var rc C.int
+		if f := r.c.env.fun; f != nil {
+			var n int64
+			rc, n = f.wait(&h)
+			count = C.longlong(n)
+		} else {
+			rc = C.ftigo_wait(&h, &count)
+		}
 		r.h = h
 		r.finish(rc, count)
 	}
@@ -500,9 +517,16 @@ func (r *request) Test() (bool, int, error) {
 		h := r.h
 		var flag C.int
 		var count C.longlong
-		r.c.env.lock()
-		rc := C.ftigo_test(&h, &flag, &count)
-		r.c.env.unlock()
+		var rc C.int
+		if f := r.c.env.fun; f != nil {
+			done, frc, n := f.testOnce(&h)
+			rc, count = frc, C.longlong(n)
+			if done {
+				flag = 1
+			}
+		} else {
+			rc = C.ftigo_test(&h, &flag, &count)
+		}
 		r.h = h
 		if rc == 0 && flag == 0 {
 			return false, 0, nil
