@@ -14,6 +14,7 @@ import (
 
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -86,6 +87,11 @@ type library struct {
 	dsGroup   map[int]int   // global dataset id -> its group
 	subsetOf  map[int]int   // variable id -> the global dataset it is a subset of
 
+	// lastMsg is the newest warning or error logged (ftigo_last_error).
+	lastMsg string
+	// extTypes are the handles of ftigo_elem_type, by element type.
+	extTypes map[fileformat.ElemType]int
+
 	reallocID  int // FTI_Realloc in progress (-1: none)
 	reallocPtr unsafe.Pointer
 }
@@ -104,7 +110,7 @@ func (l *library) logger() *zap.Logger {
 	if l.worldRank != nil {
 		rank = l.worldRank()
 	}
-	return newFTILogger(rank, 2, l.out, l.errOut)
+	return l.recorded(newFTILogger(rank, 2, l.out, l.errOut))
 }
 
 // ready reports whether a session is running; if not it logs why fn
@@ -174,7 +180,7 @@ func (l *library) init(path string, c comm.Comm) int {
 		l.logger().Error(fn+": cannot load the configuration file", zap.String("file", path), zap.Error(err))
 		return codeFailure
 	}
-	log := newFTILogger(c.Rank(), cfg.Verbosity, l.out, l.errOut)
+	log := l.recorded(newFTILogger(c.Rank(), cfg.Verbosity, l.out, l.errOut))
 	opts := append([]ckpt.Option{ckpt.WithLogger(log)}, l.opts...)
 	if !cfg.LocalTest {
 		// FTI groups ranks into nodes by host name unless local_test = 1.
@@ -226,6 +232,7 @@ func (l *library) release() {
 	l.state, l.finalized = stateNone, true
 	l.rt, l.comm, l.log, l.initErr = nil, nil, nil, nil
 	l.vars, l.names, l.idNames, l.stored, l.types = nil, nil, nil, nil, nil
+	l.extTypes = nil
 	l.groups, l.dsGroup, l.subsetOf = nil, nil, nil
 	l.status = 0
 }

@@ -36,15 +36,16 @@ type flavour struct {
 	name    string
 	tags    string // go build -tags
 	cc, cxx string // compiler wrappers
+	fc      string // Fortran compiler wrapper
 	run     string // launcher
 	np      int    // ranks: MPICH busy-polls, so no more than the cores
 	runArgs []string
 }
 
 var flavours = []flavour{
-	{name: "openmpi", tags: "mpi", cc: "mpicc.openmpi", cxx: "mpicxx.openmpi", run: "mpirun.openmpi", np: 4,
+	{name: "openmpi", tags: "mpi", cc: "mpicc.openmpi", cxx: "mpicxx.openmpi", fc: "mpifort.openmpi", run: "mpirun.openmpi", np: 4,
 		runArgs: []string{"-x", "GOMAXPROCS=1"}},
-	{name: "mpich", tags: "mpi mpich", cc: "mpicc.mpich", cxx: "mpicxx.mpich", run: "mpirun.mpich", np: 2},
+	{name: "mpich", tags: "mpi mpich", cc: "mpicc.mpich", cxx: "mpicxx.mpich", fc: "mpifort.mpich", run: "mpirun.mpich", np: 2},
 }
 
 // mpiEnv lets Open MPI run as root and oversubscribe the cores, and
@@ -363,12 +364,19 @@ func readAll(t *testing.T, dir string, np int) [][]byte {
 	return out
 }
 
-// heat runs the C solver to the end and returns its output directory.
+// heat runs the C solver to the end and returns its output.
 func heat(t *testing.T, f flavour, np int, cfg, outDir string, nx, rows, iters, every int, levels string, extra ...string) string {
+	t.Helper()
+	return heatProg(t, f, program(t, f, "heatdis.c"), np, cfg, outDir, nx, rows, iters, every, levels, extra...)
+}
+
+// heatProg runs a heat solver (heatdis.c's arguments) to the end and
+// returns its output.
+func heatProg(t *testing.T, f flavour, prog string, np int, cfg, outDir string, nx, rows, iters, every int, levels string, extra ...string) string {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(outDir, 0o755))
 	args := append([]string{cfg, outDir, strconv.Itoa(nx), strconv.Itoa(rows), strconv.Itoa(iters), strconv.Itoa(every), levels}, extra...)
-	out, err := mpirun(t, f, np, program(t, f, "heatdis.c"), args...)
+	out, err := mpirun(t, f, np, prog, args...)
 	require.NoError(t, err, "%s", out)
 	return out
 }
@@ -385,53 +393,60 @@ func heatSize(np int) (nx, rows int) { return 512, 1024 / np }
 // uninterrupted run.
 func TestHeatKillDuringCheckpointLoseNode(t *testing.T) {
 	forEachFlavour(t, false, func(t *testing.T, f flavour) {
-		np := f.np
-		nx, rows := heatSize(np)
-		// Four times the grid: an L4 checkpoint commits in two rounds of
-		// flushes, and at 1 MiB per rank it could commit before a kill
-		// sent by a loaded machine landed.
-		rows *= 4
-		const iters, every = 600, 100
-		root := t.TempDir()
-		ref := filepath.Join(root, "ref")
-		heat(t, f, np, writeConfig(t, ref, np, ""), filepath.Join(ref, "out"), nx, rows, iters, 0, "0")
-
-		dir := filepath.Join(root, "run")
-		cfg := writeConfig(t, dir, np, "")
-		cfgBefore, err := os.ReadFile(cfg)
-		require.NoError(t, err)
-		outDir := filepath.Join(dir, "out")
-		require.NoError(t, os.MkdirAll(outDir, 0o755))
-		args := []string{cfg, outDir, strconv.Itoa(nx), strconv.Itoa(rows), strconv.Itoa(iters), strconv.Itoa(every), "1234"}
-		j := launch(t, f, np, "ckpt-begin id=4 level=4", program(t, f, "heatdis.c"), args...)
-		out1, err := j.wait(t)
-		require.Error(t, err, "launch 1 must die:\n%s", out1)
-		require.True(t, j.killed, "launch 1 ended before the L4 checkpoint began:\n%s", out1)
-		for id := 1; id <= 3; id++ {
-			assert.Contains(t, out1, fmt.Sprintf("ckpt-end id=%d level=%d rc=1", id, id))
-		}
-		require.NotContains(t, out1, "ckpt-end id=4", "the L4 checkpoint finished before the kill")
-		require.NoFileExists(t, filepath.Join(outDir, "final-0000.bin"))
-
-		lost := filepath.Join(dir, "local", fmt.Sprintf("node%04d", np/2))
-		require.DirExists(t, lost)
-		require.NoError(t, os.RemoveAll(lost))
-
-		out2, err := mpirun(t, f, np, program(t, f, "heatdis.c"), args...)
-		require.NoError(t, err, "%s", out2)
-		assert.Contains(t, out2, "this is a restart (ckpt-id=3, level=L3")
-		for r := 0; r < np; r++ {
-			assert.Contains(t, out2, fmt.Sprintf("EVENT rank=%d start status=1 iter=300", r))
-			assert.Contains(t, out2, fmt.Sprintf("EVENT rank=%d done iter=%d", r, iters))
-		}
-		want, got := readAll(t, filepath.Join(ref, "out"), np), readAll(t, outDir, np)
-		for r := range want {
-			assert.True(t, bytes.Equal(want[r], got[r]), "rank %d's final field differs from the uninterrupted run", r)
-		}
-		cfgAfter, err := os.ReadFile(cfg)
-		require.NoError(t, err)
-		assert.Equal(t, string(cfgBefore), string(cfgAfter), "the restart state lives in meta_dir, never in the user's config.fti")
+		killLoseNode(t, f, program(t, f, "heatdis.c"))
 	})
+}
+
+// killLoseNode runs the kill-during-L4, lose-a-node, relaunch scenario
+// with solver prog (heatdis.c's arguments), against the C solver's
+// uninterrupted run.
+func killLoseNode(t *testing.T, f flavour, prog string) {
+	np := f.np
+	nx, rows := heatSize(np)
+	// Four times the grid: an L4 checkpoint commits in two rounds of
+	// flushes, and at 1 MiB per rank it could commit before a kill
+	// sent by a loaded machine landed.
+	rows *= 4
+	const iters, every = 600, 100
+	root := t.TempDir()
+	ref := filepath.Join(root, "ref")
+	heat(t, f, np, writeConfig(t, ref, np, ""), filepath.Join(ref, "out"), nx, rows, iters, 0, "0")
+
+	dir := filepath.Join(root, "run")
+	cfg := writeConfig(t, dir, np, "")
+	cfgBefore, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	outDir := filepath.Join(dir, "out")
+	require.NoError(t, os.MkdirAll(outDir, 0o755))
+	args := []string{cfg, outDir, strconv.Itoa(nx), strconv.Itoa(rows), strconv.Itoa(iters), strconv.Itoa(every), "1234"}
+	j := launch(t, f, np, "ckpt-begin id=4 level=4", prog, args...)
+	out1, err := j.wait(t)
+	require.Error(t, err, "launch 1 must die:\n%s", out1)
+	require.True(t, j.killed, "launch 1 ended before the L4 checkpoint began:\n%s", out1)
+	for id := 1; id <= 3; id++ {
+		assert.Contains(t, out1, fmt.Sprintf("ckpt-end id=%d level=%d rc=1", id, id))
+	}
+	require.NotContains(t, out1, "ckpt-end id=4", "the L4 checkpoint finished before the kill")
+	require.NoFileExists(t, filepath.Join(outDir, "final-0000.bin"))
+
+	lost := filepath.Join(dir, "local", fmt.Sprintf("node%04d", np/2))
+	require.DirExists(t, lost)
+	require.NoError(t, os.RemoveAll(lost))
+
+	out2, err := mpirun(t, f, np, prog, args...)
+	require.NoError(t, err, "%s", out2)
+	assert.Contains(t, out2, "this is a restart (ckpt-id=3, level=L3")
+	for r := 0; r < np; r++ {
+		assert.Contains(t, out2, fmt.Sprintf("EVENT rank=%d start status=1 iter=300", r))
+		assert.Contains(t, out2, fmt.Sprintf("EVENT rank=%d done iter=%d", r, iters))
+	}
+	want, got := readAll(t, filepath.Join(ref, "out"), np), readAll(t, outDir, np)
+	for r := range want {
+		assert.True(t, bytes.Equal(want[r], got[r]), "rank %d's final field differs from the uninterrupted run", r)
+	}
+	cfgAfter, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, string(cfgBefore), string(cfgAfter), "the restart state lives in meta_dir, never in the user's config.fti")
 }
 
 // TestErrorPaths runs every function's error paths from C: before
@@ -578,7 +593,7 @@ func TestHeatHeads(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				const np, app = 4, 2
-				out := heatBackground(t, f, np, app, "head = 1\nnode_size = 2\ngroup_size = 2\ninline_l2 = 0\ninline_l3 = 0\ninline_l4 = 0", multiple)
+				out := heatBackground(t, f, program(t, f, "heatdis.c"), np, app, "head = 1\nnode_size = 2\ngroup_size = 2\ninline_l2 = 0\ninline_l3 = 0\ninline_l4 = 0", multiple)
 				for id := 1; id <= 3; id++ {
 					assert.Contains(t, out, fmt.Sprintf("Ckpt. ID %d (L1 -> L%d) post-processed by the heads", id, id+1))
 				}
@@ -595,7 +610,7 @@ func TestHeatHeads(t *testing.T) {
 // and the final field is bit-identical to an uninterrupted run.
 func TestHeatAsync(t *testing.T) {
 	forEachFlavour(t, false, func(t *testing.T, f flavour) {
-		out := heatBackground(t, f, 2, 2, "group_size = 2\ninline_l2 = 0\ninline_l3 = 0\ninline_l4 = 0", false)
+		out := heatBackground(t, f, program(t, f, "heatdis.c"), 2, 2, "group_size = 2\ninline_l2 = 0\ninline_l3 = 0\ninline_l4 = 0", false)
 		for id := 1; id <= 3; id++ {
 			assert.Contains(t, out, fmt.Sprintf("Ckpt. ID %d (L1 -> L%d) post-processed in the background", id, id+1))
 		}
@@ -608,7 +623,7 @@ func TestHeatAsync(t *testing.T) {
 // L2, L3 and L4, and checks that every checkpoint ended FTI_DONE, that the
 // thread level is the one asked for and that the final field equals an
 // uninterrupted run's. It returns the output.
-func heatBackground(t *testing.T, f flavour, np, app int, extra string, multiple bool) string {
+func heatBackground(t *testing.T, f flavour, prog string, np, app int, extra string, multiple bool) string {
 	t.Helper()
 	nx, rows := 256, 128
 	const iters, every = 400, 100
@@ -617,7 +632,7 @@ func heatBackground(t *testing.T, f flavour, np, app int, extra string, multiple
 	heat(t, f, app, writeConfig(t, ref, app, ""), filepath.Join(ref, "out"), nx, rows, iters, 0, "0")
 	dir := filepath.Join(root, "run")
 	cfg := writeConfig(t, dir, np, extra)
-	out := heat(t, f, np, cfg, filepath.Join(dir, "out"), nx, rows, iters, every, "234")
+	out := heatProg(t, f, prog, np, cfg, filepath.Join(dir, "out"), nx, rows, iters, every, "234")
 	level := "single"
 	if multiple {
 		level = "multiple"
