@@ -169,6 +169,27 @@ int ftigo_init_f(const char *configFile, int comm, int *appComm) {
 
 int ftigo_serial(void) { return 0; }
 
+static int initialised_mpi = 0;
+
+int ftigo_init_world(const char *configFile, int *appComm) {
+    int flag = 0;
+    MPI_Initialized(&flag);
+    if (!flag) {
+        if (MPI_Init(NULL, NULL) != MPI_SUCCESS) return fail("FTI_Init", "MPI_Init failed");
+        initialised_mpi = 1;
+    }
+    return ftigo_init_f(configFile, (int)MPI_Comm_c2f(MPI_COMM_WORLD), appComm);
+}
+
+int ftigo_finalize_world(void) {
+    int rc = FTI_Finalize();
+    int flag = 0;
+    MPI_Finalized(&flag);
+    if (initialised_mpi && !flag) MPI_Finalize();
+    initialised_mpi = 0;
+    return rc;
+}
+
 FTIT_allConfiguration FTI_GetConfig(const char *configFile, MPI_Comm globalComm) {
     (void)configFile; (void)globalComm; // as in FTI: the running session's configuration
     FTIT_allConfiguration c;
@@ -190,6 +211,10 @@ int ftigo_init_f(const char *configFile, int comm, int *appComm) {
 }
 
 int ftigo_serial(void) { return 1; }
+
+int ftigo_init_world(const char *configFile, int *appComm) { return ftigo_init_f(configFile, 0, appComm); }
+
+int ftigo_finalize_world(void) { return ftigo_capi_finalize(); }
 
 int FTI_Finalize(void) { return ftigo_capi_finalize(); }
 

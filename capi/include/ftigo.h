@@ -54,6 +54,15 @@ int ftigo_init_icp(int id, int level, int activate);
 /* Logs msg as fn's failure (ftigo_last_error) and returns FTI_NSCS. */
 int ftigo_fail(const char *fn, const char *msg);
 
+/*
+ * ftigo_init_f on MPI_COMM_WORLD, for callers without MPI bindings of
+ * their own: MPI_Init first when MPI is not initialised (plain MPI_Init:
+ * MPI_THREAD_SINGLE). ftigo_finalize_world is FTI_Finalize, then
+ * MPI_Finalize if ftigo_init_world initialised MPI.
+ */
+int ftigo_init_world(const char *configFile, int *appComm);
+int ftigo_finalize_world(void);
+
 /* 1 when the library was built without MPI (serial), else 0. */
 int ftigo_serial(void);
 
