@@ -38,6 +38,11 @@ static int fg_iallreduce(MPI_Fint c, void *send, void *recv, int n, int t, int o
 	FG_POST(MPI_Iallreduce(send ? send : MPI_IN_PLACE, recv, n, fg_dtype(t), fg_op(op), MPI_Comm_f2c(c), &r));
 }
 
+// fg_igather_i64 gathers *v, one int64 a rank, into root's recv.
+static int fg_igather_i64(MPI_Fint c, int64_t *v, int64_t *recv, int root, MPI_Fint *q) {
+	FG_POST(MPI_Igather(v, 1, MPI_INT64_T, recv, 1, MPI_INT64_T, root, MPI_Comm_f2c(c), &r));
+}
+
 static int fg_isend(MPI_Fint c, void *buf, int n, int dst, int tag, MPI_Fint *q) {
 	FG_POST(MPI_Isend(buf, n, MPI_BYTE, dst, tag, MPI_Comm_f2c(c), &r));
 }
@@ -380,6 +385,24 @@ func (f *funnel) allreduce(h C.MPI_Fint, send, recv unsafe.Pointer, n int, t, op
 	return f.exec(o)
 }
 
+// gatherInt64 gathers every rank's v into root's recv (nil elsewhere).
+func (f *funnel) gatherInt64(h C.MPI_Fint, v int64, recv []int64, root int) error {
+	o := &fop{name: "MPI_Gather"}
+	mine := &v
+	o.pin.Pin(mine)
+	var rp *C.int64_t
+	if len(recv) > 0 {
+		o.pin.Pin(&recv[0])
+		rp = (*C.int64_t)(unsafe.Pointer(&recv[0]))
+	}
+	o.post = func() ([]C.MPI_Fint, C.int) {
+		var q C.MPI_Fint
+		rc := C.fg_igather_i64(h, (*C.int64_t)(unsafe.Pointer(mine)), rp, C.int(root), &q)
+		return []C.MPI_Fint{q}, rc
+	}
+	return f.exec(o)
+}
+
 func (f *funnel) send(h C.MPI_Fint, buf []byte, dst, tag int) error {
 	_, err := f.one("MPI_Send", func(q *C.MPI_Fint) C.int {
 		return C.fg_isend(h, ptr(buf), C.int(len(buf)), C.int(dst), C.int(tag), q)
@@ -424,23 +447,26 @@ func (f *funnel) sendrecv(h C.MPI_Fint, send []byte, dst, stag int, recv []byte,
 }
 
 // vcollective posts MPI_Igatherv (kind 0), MPI_Iallgatherv (1) or
-// MPI_Iscatterv (2); counts and displs stay pinned with the buffers.
-func (f *funnel) vcollective(kind int, h C.MPI_Fint, send, recv []byte, sp, rp unsafe.Pointer, counts, displs []C.int, root int) error {
+// MPI_Iscatterv (2). The counts and displacements (nil on a rank other
+// than root of a rooted one) stay pinned with the buffers.
+func (f *funnel) vcollective(kind int, h C.MPI_Fint, send, recv []byte, sp, rp unsafe.Pointer, counts, displs *C.int, root int) error {
 	names := [...]string{"MPI_Gatherv", "MPI_Allgatherv", "MPI_Scatterv"}
 	op := &fop{name: names[kind]}
 	op.keep(send, recv)
-	op.pin.Pin(&counts[0])
-	op.pin.Pin(&displs[0])
+	if counts != nil {
+		op.pin.Pin(counts)
+		op.pin.Pin(displs)
+	}
 	op.post = func() ([]C.MPI_Fint, C.int) {
 		var q C.MPI_Fint
 		var rc C.int
 		switch kind {
 		case 0:
-			rc = C.fg_igatherv(h, ptr(send), C.int(len(send)), rp, &counts[0], &displs[0], C.int(root), &q)
+			rc = C.fg_igatherv(h, ptr(send), C.int(len(send)), rp, counts, displs, C.int(root), &q)
 		case 1:
-			rc = C.fg_iallgatherv(h, ptr(send), C.int(len(send)), ptr(recv), &counts[0], &displs[0], &q)
+			rc = C.fg_iallgatherv(h, ptr(send), C.int(len(send)), ptr(recv), counts, displs, &q)
 		default:
-			rc = C.fg_iscatterv(h, sp, &counts[0], &displs[0], ptr(recv), C.int(len(recv)), C.int(root), &q)
+			rc = C.fg_iscatterv(h, sp, counts, displs, ptr(recv), C.int(len(recv)), C.int(root), &q)
 		}
 		return []C.MPI_Fint{q}, rc
 	}

@@ -200,6 +200,10 @@ type env struct {
 	pinMu   sync.Mutex
 	pinner  runtime.Pinner
 	pending int
+
+	// tally counts this process's traffic, over the world and every
+	// communicator split from it (see [Comm.Counts]).
+	tally comm.Tally
 }
 
 // pin pins buf's memory for a request about to be posted.
@@ -242,7 +246,15 @@ type Comm struct {
 var (
 	_ comm.Comm    = (*Comm)(nil)
 	_ comm.Aborter = (*Comm)(nil)
+	_ comm.Counter = (*Comm)(nil)
 )
+
+// Counts implements [comm.Counter]: the calls this process made through
+// the binding, on the communicator of its initialisation (or of
+// [FromHandle]) and every one split from it, counted as comm.Counts
+// says. What MPI sends inside a collective (its trees and rounds) is
+// not seen.
+func (c *Comm) Counts() comm.Counts { return c.env.tally.Counts() }
 
 // Thread levels for [InitThread], in increasing order.
 const (
@@ -425,6 +437,7 @@ func (c *Comm) Barrier() error {
 	if err := c.check(); err != nil {
 		return err
 	}
+	c.env.tally.Collective()
 	if f := c.env.fun; f != nil {
 		return f.barrier(c.handle)
 	}
@@ -441,10 +454,19 @@ func (c *Comm) Bcast(root int, buf []byte) error {
 	if err := checkCount("Bcast", len(buf)); err != nil {
 		return err
 	}
+	c.env.tally.Collective()
+	var err error
 	if f := c.env.fun; f != nil {
-		return f.bcast(c.handle, buf, root)
+		err = f.bcast(c.handle, buf, root)
+	} else {
+		err = mpiErr("MPI_Bcast", C.ftigo_bcast(c.handle, ptr(buf), C.int(len(buf)), C.int(root)))
 	}
-	return mpiErr("MPI_Bcast", C.ftigo_bcast(c.handle, ptr(buf), C.int(len(buf)), C.int(root)))
+	if err == nil && c.rank == root {
+		c.env.tally.Send(1, int64(len(buf)))
+	} else if err == nil {
+		c.env.tally.Recv(1, int64(len(buf)))
+	}
+	return err
 }
 
 func (c *Comm) Allgather(send, recv []byte) error {
@@ -457,10 +479,18 @@ func (c *Comm) Allgather(send, recv []byte) error {
 	if err := checkCount("Allgather", len(send)); err != nil {
 		return err
 	}
+	c.env.tally.Collective()
+	var err error
 	if f := c.env.fun; f != nil {
-		return f.allgather(c.handle, send, recv)
+		err = f.allgather(c.handle, send, recv)
+	} else {
+		err = mpiErr("MPI_Allgather", C.ftigo_allgather(c.handle, ptr(send), C.int(len(send)), ptr(recv)))
 	}
-	return mpiErr("MPI_Allgather", C.ftigo_allgather(c.handle, ptr(send), C.int(len(send)), ptr(recv)))
+	if err == nil {
+		c.env.tally.Send(1, int64(len(send)))
+		c.env.tally.Recv(int64(c.size-1), int64(len(recv)-len(send)))
+	}
+	return err
 }
 
 func (c *Comm) AllreduceInt64(v int64, op comm.Op) (int64, error) {
@@ -470,14 +500,23 @@ func (c *Comm) AllreduceInt64(v int64, op comm.Op) (int64, error) {
 	if op != comm.Min && op != comm.Max && op != comm.Sum {
 		return 0, fmt.Errorf("%w: AllreduceInt64: unknown %v", comm.ErrBadArgument, op)
 	}
+	c.env.tally.Collective()
+	var out int64
+	var err error
 	if f := c.env.fun; f != nil {
 		v := []int64{v, 0}
-		err := f.allreduce(c.handle, unsafe.Pointer(&v[0]), unsafe.Pointer(&v[1]), 1, 1, int(op))
-		return v[1], err
+		err = f.allreduce(c.handle, unsafe.Pointer(&v[0]), unsafe.Pointer(&v[1]), 1, 1, int(op))
+		out = v[1]
+	} else {
+		var o C.int64_t
+		err = mpiErr("MPI_Allreduce", C.ftigo_allreduce_int64(c.handle, C.int64_t(v), C.int(op), &o))
+		out = int64(o)
 	}
-	var out C.int64_t
-	err := mpiErr("MPI_Allreduce", C.ftigo_allreduce_int64(c.handle, C.int64_t(v), C.int(op), &out))
-	return int64(out), err
+	if err == nil {
+		c.env.tally.Send(1, 8)
+		c.env.tally.Recv(1, 8)
+	}
+	return out, err
 }
 
 func (c *Comm) Send(dst, tag int, buf []byte) error {
@@ -487,10 +526,16 @@ func (c *Comm) Send(dst, tag int, buf []byte) error {
 	if err := errors.Join(c.checkRank("Send: destination", dst), checkTag("Send", tag), checkCount("Send", len(buf))); err != nil {
 		return err
 	}
+	var err error
 	if f := c.env.fun; f != nil {
-		return f.send(c.handle, buf, dst, tag)
+		err = f.send(c.handle, buf, dst, tag)
+	} else {
+		err = mpiErr("MPI_Send", C.ftigo_send(c.handle, ptr(buf), C.int(len(buf)), C.int(dst), C.int(tag)))
 	}
-	return mpiErr("MPI_Send", C.ftigo_send(c.handle, ptr(buf), C.int(len(buf)), C.int(dst), C.int(tag)))
+	if err == nil {
+		c.env.tally.Send(1, int64(len(buf)))
+	}
+	return err
 }
 
 func (c *Comm) Recv(src, tag int, buf []byte) (int, error) {
@@ -500,12 +545,19 @@ func (c *Comm) Recv(src, tag int, buf []byte) (int, error) {
 	if err := errors.Join(c.checkRank("Recv: source", src), checkTag("Recv", tag), checkCount("Recv", len(buf))); err != nil {
 		return 0, err
 	}
+	var n int
+	var err error
 	if f := c.env.fun; f != nil {
-		return f.recv(c.handle, buf, src, tag)
+		n, err = f.recv(c.handle, buf, src, tag)
+	} else {
+		var cn C.int
+		err = mpiErr("MPI_Recv", C.ftigo_recv(c.handle, ptr(buf), C.int(len(buf)), C.int(src), C.int(tag), &cn))
+		n = int(cn)
 	}
-	var n C.int
-	err := mpiErr("MPI_Recv", C.ftigo_recv(c.handle, ptr(buf), C.int(len(buf)), C.int(src), C.int(tag), &n))
-	return int(n), err
+	if err == nil {
+		c.env.tally.Recv(1, int64(n))
+	}
+	return n, err
 }
 
 func (c *Comm) Sendrecv(send []byte, dst, sendTag int, recv []byte, src, recvTag int) (int, error) {
@@ -519,14 +571,22 @@ func (c *Comm) Sendrecv(send []byte, dst, sendTag int, recv []byte, src, recvTag
 	); err != nil {
 		return 0, err
 	}
+	var n int
+	var err error
 	if f := c.env.fun; f != nil {
-		return f.sendrecv(c.handle, send, dst, sendTag, recv, src, recvTag)
+		n, err = f.sendrecv(c.handle, send, dst, sendTag, recv, src, recvTag)
+	} else {
+		var cn C.int
+		err = mpiErr("MPI_Sendrecv", C.ftigo_sendrecv(c.handle,
+			ptr(send), C.int(len(send)), C.int(dst), C.int(sendTag),
+			ptr(recv), C.int(len(recv)), C.int(src), C.int(recvTag), &cn))
+		n = int(cn)
 	}
-	var n C.int
-	err := mpiErr("MPI_Sendrecv", C.ftigo_sendrecv(c.handle,
-		ptr(send), C.int(len(send)), C.int(dst), C.int(sendTag),
-		ptr(recv), C.int(len(recv)), C.int(src), C.int(recvTag), &n))
-	return int(n), err
+	if err == nil {
+		c.env.tally.Send(1, int64(len(send)))
+		c.env.tally.Recv(1, int64(n))
+	}
+	return n, err
 }
 
 // Split returns a sub-communicator (MPI_Comm_split, MPI_UNDEFINED for a
@@ -540,6 +600,7 @@ func (c *Comm) Split(color, key int) (comm.Comm, error) {
 	}
 	var h C.MPI_Fint
 	split := func() C.int { return C.ftigo_split(c.handle, C.int(max(color, -1)), C.int(key), &h) }
+	c.env.tally.Collective()
 	var err error
 	if f := c.env.fun; f != nil {
 		err = f.blocking("MPI_Comm_split", split)
