@@ -2,8 +2,8 @@
 // -buildmode=c-shared it is libftigo.so. include/fti.h declares FTI 1.6's
 // public interface with FTI's names, types, constants and return codes.
 // C and C++ codes written for FTI switch to ftigo by compiling against
-// fti.h and linking -lftigo; Fortran codes do so through their C
-// bindings.
+// fti.h and linking -lftigo; Fortran codes keep use fti, the module
+// capi/fortran builds into the same library (capi/build.sh).
 //
 // How each call maps onto package ckpt, where ftigo differs from FTI on
 // purpose, and the state of every function are in docs/capi.md.

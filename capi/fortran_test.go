@@ -146,6 +146,27 @@ func TestFortranTypes(t *testing.T) {
 	})
 }
 
+// TestFortranCallForms runs testdata/fcalls.f90 on 2 ranks: named ids,
+// an incremental checkpoint opened with a logical, and a restart that
+// recovers variable by variable between FTI_RecoverVarInit and
+// FTI_RecoverVarFinalize called without an argument, as FTI's Fortran
+// codes call them (and with err).
+func TestFortranCallForms(t *testing.T) {
+	forEachFlavour(t, false, func(t *testing.T, f flavour) {
+		needFortran(t, f)
+		cfg := writeConfig(t, t.TempDir(), 2, "")
+		prog := fprogram(t, f, "fcalls.f90")
+		out, err := mpirun(t, f, 2, prog, cfg, "write")
+		require.NoError(t, err, "%s", out)
+		assert.Equal(t, 2*9, checks(t, out), "%s", out)
+		assert.Equal(t, 2, strings.Count(out, "FAILURES 0\n"), "%s", out)
+		out, err = mpirun(t, f, 2, prog, cfg, "read")
+		require.NoError(t, err, "%s", out)
+		assert.Equal(t, 2*13, checks(t, out), "%s", out)
+		assert.Equal(t, 2, strings.Count(out, "FAILURES 0\n"), "%s", out)
+	})
+}
+
 // TestFortranInterop: Fortran, C and Go restart from each other's
 // checkpoints. Fortran checkpoints and dies; Go recovers it (the state of
 // the C solver's uninterrupted run at that iteration) and checkpoints

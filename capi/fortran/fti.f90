@@ -743,14 +743,20 @@ contains
     err = int(c_recover_var(int(id, c_int)))
   end subroutine FTI_RecoverVar
 
+  ! FTI's codes call FTI_RecoverVarInit and FTI_RecoverVarFinalize
+  ! without an argument; err is optional.
   subroutine FTI_RecoverVarInit(err)
-    integer, intent(out) :: err
-    err = int(c_recover_var_init())
+    integer, intent(out), optional :: err
+    integer :: rc
+    rc = int(c_recover_var_init())
+    if (present(err)) err = rc
   end subroutine FTI_RecoverVarInit
 
   subroutine FTI_RecoverVarFinalize(err)
-    integer, intent(out) :: err
-    err = int(c_recover_var_finalize())
+    integer, intent(out), optional :: err
+    integer :: rc
+    rc = int(c_recover_var_finalize())
+    if (present(err)) err = rc
   end subroutine FTI_RecoverVarFinalize
 
   ! FTI_GetStoredSize gives the variable's stored size in bytes (0: none).
