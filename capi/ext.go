@@ -5,7 +5,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -111,7 +110,7 @@ type offlineRun struct {
 // or a configuration file.
 func openRun(path string) (*offlineRun, error) {
 	cfgPath := path
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
+	if st, err := (vfd.Sec2{}).Stat(path); err == nil && st.IsDir() {
 		cfgPath = filepath.Join(path, "config.fti")
 	}
 	cfg, err := ckpt.LoadConfig(vfd.Sec2{}, cfgPath)

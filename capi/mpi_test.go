@@ -128,13 +128,24 @@ func needTools(t testing.TB, f flavour, cxx bool) {
 	}
 }
 
-// libDir builds libftigo.so for f with the README's command and returns
-// its directory.
+// libDir builds libftigo.so for f with the README's command
+// (capi/build.sh, with the Fortran module when the compilers are there)
+// and returns its directory. The C, Fortran and Python tests share it.
 func libDir(t testing.TB, f flavour) string {
-	return cached(t, "lib/"+f.name, func() (string, error) {
-		dir := filepath.Join(buildDir, f.name)
-		err := run(goTool(), "build", "-buildmode=c-shared", "-tags", f.tags, "-o", filepath.Join(dir, "libftigo.so"), ".")
-		return dir, err
+	return filepath.Join(buildOut(t, f), "lib")
+}
+
+// buildOut runs build.sh for f once and returns its output directory.
+func buildOut(t testing.TB, f flavour) string {
+	return cached(t, "build.sh/"+f.name, func() (string, error) {
+		out := filepath.Join(buildDir, "out-"+f.name)
+		cmd := exec.Command("bash", "build.sh", "--mpi", f.name, out)
+		cmd.Env = append(os.Environ(), "GO="+goTool())
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("build.sh: %w\n%s", err, b)
+		}
+		return out, nil
 	})
 }
 

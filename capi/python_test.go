@@ -22,7 +22,7 @@ const python = "/usr/bin/python3"
 
 // needPython skips without Debian's python3, numpy, pytest and setuptools
 // (mpi4py too when mpi4py is set).
-func needPython(t *testing.T, mpi4py bool) {
+func needPython(t testing.TB, mpi4py bool) {
 	t.Helper()
 	testutil.NeedTool(t, python, "runs the Python package's tests")
 	mods := "numpy, pytest, setuptools, pip"
@@ -35,12 +35,19 @@ func needPython(t *testing.T, mpi4py bool) {
 }
 
 // pyInstall installs python/ for mpi (openmpi, mpich, none) into a
-// directory for PYTHONPATH.
-func pyInstall(t *testing.T, mpi string) string {
+// directory for PYTHONPATH. For none pip builds libftigo (build.sh);
+// for an MPI it bundles the library the C tests use (FTIGO_LIB).
+func pyInstall(t testing.TB, mpi string) string {
+	env := []string{"FTIGO_MPI=" + mpi, "GO=" + goTool(), "PIP_NO_INDEX=1"}
+	for _, f := range flavours {
+		if f.name == mpi {
+			env = append(env, "FTIGO_LIB="+filepath.Join(libDir(t, f), "libftigo.so"))
+		}
+	}
 	return cached(t, "python/"+mpi, func() (string, error) {
 		dir := filepath.Join(buildDir, "py-"+mpi)
 		cmd := exec.Command(python, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--target", dir, "../python")
-		cmd.Env = append(os.Environ(), "FTIGO_MPI="+mpi, "GO="+goTool(), "PIP_NO_INDEX=1")
+		cmd.Env = append(os.Environ(), env...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return "", &exec.Error{Name: "pip install (" + mpi + "): " + string(out), Err: err}

@@ -1,5 +1,6 @@
 """Builds libftigo.so for the MPI found (or FTIGO_MPI=openmpi|mpich|none)
-with capi/build.sh and bundles it in the package."""
+with capi/build.sh and bundles it in the package. FTIGO_LIB names a
+libftigo.so built before for that MPI (capi/build.sh), to bundle instead."""
 
 import os
 import shutil
@@ -40,6 +41,13 @@ class BuildWithLib(build_py):
     def run(self):
         super().run()
         mpi = flavour()
+        dst = os.path.join(self.build_lib, "ftigo", "_lib")
+        prebuilt = os.environ.get("FTIGO_LIB", "")
+        if prebuilt:
+            if not os.path.isfile(prebuilt):
+                raise SystemExit("FTIGO_LIB=%s: no such file" % prebuilt)
+            self.bundle(prebuilt, dst, mpi)
+            return
         if not os.path.exists(BUILD_SH):
             raise SystemExit("capi/build.sh not found beside python/: build from the ftigo source tree")
         out = tempfile.mkdtemp(prefix="ftigo-build-")
@@ -48,13 +56,17 @@ class BuildWithLib(build_py):
             if "GO" not in env and shutil.which("go") is None and os.path.exists("/usr/local/go/bin/go"):
                 env["GO"] = "/usr/local/go/bin/go"
             subprocess.check_call(["bash", BUILD_SH, "--mpi", mpi, out], env=env)
-            dst = os.path.join(self.build_lib, "ftigo", "_lib")
-            os.makedirs(dst, exist_ok=True)
-            shutil.copy2(os.path.join(out, "lib", "libftigo.so"), dst)
-            with open(os.path.join(dst, "MPI"), "w") as f:
-                f.write(mpi + "\n")
+            self.bundle(os.path.join(out, "lib", "libftigo.so"), dst, mpi)
         finally:
             shutil.rmtree(out, ignore_errors=True)
+
+    @staticmethod
+    def bundle(lib, dst, mpi):
+        """Copies lib into dst with the name of its MPI."""
+        os.makedirs(dst, exist_ok=True)
+        shutil.copy2(lib, os.path.join(dst, "libftigo.so"))
+        with open(os.path.join(dst, "MPI"), "w") as f:
+            f.write(mpi + "\n")
 
 
 class BinaryDistribution(Distribution):

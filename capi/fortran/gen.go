@@ -606,23 +606,9 @@ func typesProgram() {
 	}
 	w("    call verify(c_loc(grow), 8_8 * size(grow, kind=8), 999, 'grow')")
 	w("  end if")
-	w("  if (.not. writing) then ! the writer ends as a job that dies: its checkpoint stays")
-	w("    call FTI_Finalize(err)")
-	w("    call check(err == FTI_SCES, 'FTI_Finalize')")
-	w("  end if")
-	w("  write (output_unit, '(a,i0)') 'FAILURES ', failures")
-	w("  call MPI_Finalize(err)")
+	w("  call finish(writing)")
 	w("contains")
-	w(`  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    if (ok) then
-      write (output_unit, '(a,a,a)') 'CHECK ', what, ' ok'
-    else
-      write (output_unit, '(a,a,a)') 'CHECK ', what, ' FAIL'
-      failures = failures + 1
-    end if
-  end subroutine check
+	w(`  include 'fcheck.inc'
 
   ! pattern is byte i of variable id.
   pure function pattern(id, i) result(v)

@@ -83,24 +83,10 @@ program fcalls
     call check(err == FTI_SCES, 'FTI_RecoverVarFinalize(err)')
     call check(all(p == reshape([(real(i, 8) + 0.5d0 * rank, i = 1, 12)], [4, 3])), 'pressure recovered')
   end if
-  if (.not. writing) then ! the writer ends as a job that dies: its checkpoint stays
-    call FTI_Finalize(err)
-    call check(err == FTI_SCES, 'FTI_Finalize')
-  end if
-  write (output_unit, '(a,i0)') 'FAILURES ', failures
-  call MPI_Finalize(err)
+  call finish(writing)
 
 contains
 
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    if (ok) then
-      write (output_unit, '(a,a,a)') 'CHECK ', what, ' ok'
-    else
-      write (output_unit, '(a,a,a)') 'CHECK ', what, ' FAIL'
-      failures = failures + 1
-    end if
-  end subroutine check
+  include 'fcheck.inc'
 
 end program fcalls

@@ -7,12 +7,21 @@
 ! protected variables as heatdis.c (0: the iteration, an integer; 1: the
 ! grid of ROWS+2 rows of NX doubles), so either restarts from the other's
 ! checkpoints and both end bit-identical. It calls plain MPI_Init, as
-! FTI's codes do, and prints heatdis.c's EVENT lines.
+! FTI's codes do, and prints heatdis.c's EVENT lines. HEATDIS_PAUSE_MS
+! pauses before each checkpoint, as in heatdis.c (the benchmark).
 program fheat
+  use, intrinsic :: iso_c_binding, only: c_int
   use, intrinsic :: iso_fortran_env, only: output_unit, error_unit
   use mpi
   use fti
   implicit none
+  interface
+    function usleep(us) bind(c, name='usleep')
+      import :: c_int
+      integer(c_int) :: usleep
+      integer(c_int), value :: us
+    end function usleep
+  end interface
   character(len=4096) :: config, outdir, arg, levels
   integer :: nx, rows, iters, every, nlevels, err, rank, nprocs, comm, status, rc
   integer :: up, down, r, x, grow, id, level, u, restart_iter, provided
@@ -22,6 +31,8 @@ program fheat
   real(8), allocatable :: g(:, :)
   logical :: crash
   character(len=16) :: thread
+  integer :: pause_ms, n
+  double precision :: t0, t
 
   if (command_argument_count() /= 7 .and. command_argument_count() /= 8) then
     write (error_unit, *) 'usage: fheat CONFIG OUTDIR NX ROWS ITERS CKPT_EVERY LEVELS [crash]'
@@ -36,6 +47,9 @@ program fheat
   call get_command_argument(7, levels)
   nlevels = len_trim(levels)
   crash = command_argument_count() == 8
+  pause_ms = 0
+  call get_environment_variable('HEATDIS_PAUSE_MS', arg, n, status)
+  if (status == 0 .and. n > 0) read (arg, *) pause_ms
 
   call MPI_Init(err)
   call MPI_Query_thread(provided, err)
@@ -88,8 +102,13 @@ program fheat
       level = ichar(levels(mod(id - 1, nlevels) + 1:mod(id - 1, nlevels) + 1)) - ichar('0')
       write (arg, '(a,i0,a,i0,a,i0)') 'ckpt-begin id=', id, ' level=', level, ' iter=', iter
       call line(arg)
+      if (pause_ms > 0) n = usleep(int(pause_ms * 1000, c_int))
+      ! Time the checkpoint, not the wait for the slowest rank's last step.
+      call MPI_Barrier(comm, rc)
+      t0 = MPI_Wtime()
       call FTI_Checkpoint(id, level, err)
-      write (arg, '(a,i0,a,i0,a,i0)') 'ckpt-end id=', id, ' level=', level, ' rc=', err
+      t = MPI_Wtime() - t0
+      write (arg, '(a,i0,a,i0,a,i0,a,f0.6)') 'ckpt-end id=', id, ' level=', level, ' rc=', err, ' sec=', t
       call line(arg)
       if (err /= 1) call MPI_Abort(comm, 25, rc) ! FTI_DONE
     end if

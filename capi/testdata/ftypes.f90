@@ -1194,23 +1194,9 @@ program ftypes
         int(storage_size(v_REAL16_7) / 8, 8) * size(v_REAL16_7, kind=8), 144, 'REAL16 rank 7')
     call verify(c_loc(grow), 8_8 * size(grow, kind=8), 999, 'grow')
   end if
-  if (.not. writing) then ! the writer ends as a job that dies: its checkpoint stays
-    call FTI_Finalize(err)
-    call check(err == FTI_SCES, 'FTI_Finalize')
-  end if
-  write (output_unit, '(a,i0)') 'FAILURES ', failures
-  call MPI_Finalize(err)
+  call finish(writing)
 contains
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    if (ok) then
-      write (output_unit, '(a,a,a)') 'CHECK ', what, ' ok'
-    else
-      write (output_unit, '(a,a,a)') 'CHECK ', what, ' FAIL'
-      failures = failures + 1
-    end if
-  end subroutine check
+  include 'fcheck.inc'
 
   ! pattern is byte i of variable id.
   pure function pattern(id, i) result(v)

@@ -20,45 +20,16 @@ import (
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/comm/mpi"
+	"github.com/ftigo/ftigo/comm/mpi/mpimain"
 	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/vfd"
 )
 
 var world *mpi.Comm
 
-// TestMain initialises MPI at MPI_THREAD_MULTIPLE, or at the level
-// FTIGO_MPI_THREAD names (serialized, funneled, single): below SERIALIZED
-// only this goroutine may call MPI, so the tests run on another one and
-// this one serves their calls.
-func TestMain(m *testing.M) {
-	level, ok := map[string]int{"": mpi.ThreadMultiple, "serialized": mpi.ThreadSerialized,
-		"funneled": mpi.ThreadFunneled, "single": mpi.ThreadSingle}[os.Getenv("FTIGO_MPI_THREAD")]
-	if !ok {
-		fmt.Fprintln(os.Stderr, "FTIGO_MPI_THREAD: want serialized, funneled or single")
-		os.Exit(2)
-	}
-	w, err := mpi.InitThread(level)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mpi.Init:", err)
-		os.Exit(2)
-	}
-	world = w
-	code := 0
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		code = m.Run()
-	}()
-	w.Serve(done)
-	if code != 0 {
-		_ = w.Abort(code)
-		os.Exit(code)
-	}
-	if err := w.Finalize(); err != nil {
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
+// TestMain runs the tests under MPI at MPI_THREAD_MULTIPLE, or at the
+// level FTIGO_MPI_THREAD names (see mpimain.Main).
+func TestMain(m *testing.M) { mpimain.Main(m, &world) }
 
 var shape = []int64{61, 37}
 

@@ -14,54 +14,16 @@ import (
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/comm/commtest"
 	"github.com/ftigo/ftigo/comm/mpi"
+	"github.com/ftigo/ftigo/comm/mpi/mpimain"
 )
 
 // world is this process's rank, set up by TestMain.
 var world *mpi.Comm
 
-// TestMain initialises MPI on its own (locked) goroutine, runs the tests and
-// then either finalizes (every test passed) or calls MPI_Abort, so that a
-// failing rank never leaves its peers waiting in a collective.
-func TestMain(m *testing.M) {
-	// FTIGO_MPI_THREAD asks for a thread level below MULTIPLE (both MPI
-	// libraries grant MULTIPLE), to run the funnel's paths.
-	level, ok := map[string]int{"": mpi.ThreadMultiple, "serialized": mpi.ThreadSerialized,
-		"funneled": mpi.ThreadFunneled, "single": mpi.ThreadSingle}[os.Getenv("FTIGO_MPI_THREAD")]
-	if !ok {
-		fmt.Fprintln(os.Stderr, "FTIGO_MPI_THREAD: want serialized, funneled or single")
-		os.Exit(2)
-	}
-	w, err := mpi.InitThread(level)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mpi.Init:", err)
-		os.Exit(2)
-	}
-	world = w
-	code := runServing(w, m)
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "rank %d: tests failed, calling MPI_Abort(%d)\n", w.Rank(), code)
-		_ = w.Abort(code)
-		os.Exit(code)
-	}
-	if err := w.Finalize(); err != nil {
-		fmt.Fprintf(os.Stderr, "rank %d: MPI_Finalize: %v\n", w.Rank(), err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
-
-// runServing runs the tests. Below SERIALIZED only this goroutine may
-// call MPI: the tests run on another one, and this one serves their calls.
-func runServing(w *mpi.Comm, m *testing.M) int {
-	code := 0
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		code = m.Run()
-	}()
-	w.Serve(done)
-	return code
-}
+// TestMain runs the tests under MPI at the thread level FTIGO_MPI_THREAD
+// names (both MPI libraries grant MULTIPLE, so the levels below it run
+// the funnel's paths); see mpimain.Main.
+func TestMain(m *testing.M) { mpimain.Main(m, &world) }
 
 func TestConformance(t *testing.T) {
 	commtest.Run(t, world)
@@ -87,8 +49,7 @@ func TestConformanceSmallCount(t *testing.T) {
 func TestThreadLevel(t *testing.T) {
 	level, serialised := world.ThreadLevel()
 	t.Logf("rank %d of %d: thread level %d, serialised %v", world.Rank(), world.Size(), level, serialised)
-	if want, ok := map[string]int{"serialized": mpi.ThreadSerialized, "funneled": mpi.ThreadFunneled,
-		"single": mpi.ThreadSingle}[os.Getenv("FTIGO_MPI_THREAD")]; ok {
+	if want := mpimain.Levels[os.Getenv("FTIGO_MPI_THREAD")]; want != mpi.ThreadMultiple {
 		assert.Equal(t, want, level)
 		assert.True(t, serialised, "calls go through the funnel")
 	} else {

@@ -4,13 +4,16 @@
 
 The same grid, arithmetic order and protected variables as the C and
 Fortran solvers (0: the iteration, int32; 1: ROWS+2 rows of NX float64),
-so each restarts from the others' checkpoints bit-identically. Under
+so each restarts from the others' checkpoints bit-identically.
+HEATDIS_PAUSE_MS pauses before each checkpoint, as in heatdis.c (the
+benchmark: capi's BenchmarkCheckpointBindings). Under
 mpirun it uses mpi4py's COMM_WORLD (FTIGO_NO_MPI4PY=1: none, ftigo
 initialises MPI, for an MPI without mpi4py: then one rank only).
 """
 
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -57,14 +60,20 @@ def main():
     up = rank - 1 if rank > 0 else None
     down = rank + 1 if rank < size - 1 else None
     grows = rank * rows + np.arange(rows)
+    pause = int(os.environ.get("HEATDIS_PAUSE_MS") or 0) / 1000.0
     while it[0] < iters:
         i = int(it[0])
         if every > 0 and i > 0 and i % every == 0 and i != restart and levels[0] != "0":
             cid = i // every
             level = int(levels[(cid - 1) % len(levels)])
             event(rank, "ckpt-begin id=%d level=%d iter=%d" % (cid, level, i))
+            if pause > 0:
+                time.sleep(pause)
+            if comm is not None:
+                comm.Barrier()  # time the checkpoint, not the slowest rank's last step
+            t0 = time.perf_counter()
             rt.checkpoint(cid, level)
-            event(rank, "ckpt-end id=%d level=%d rc=1" % (cid, level))
+            event(rank, "ckpt-end id=%d level=%d rc=1 sec=%.6f" % (cid, level, time.perf_counter() - t0))
         if comm is not None:
             from mpi4py import MPI
             comm.Sendrecv(h[1], dest=up if up is not None else MPI.PROC_NULL, sendtag=1,
