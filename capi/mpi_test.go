@@ -161,6 +161,9 @@ func program(t testing.TB, f flavour, src string) string {
 			cc, std = f.cxx, []string{"-std=c++11", "-Wno-cast-function-type"}
 		}
 		inc, err := filepath.Abs("include")
+		if err == nil {
+			err = os.MkdirAll(filepath.Dir(out), 0o755)
+		}
 		if err != nil {
 			return "", err
 		}
