@@ -110,7 +110,7 @@ func (l *library) logger() *zap.Logger {
 	if l.worldRank != nil {
 		rank = l.worldRank()
 	}
-	return l.recorded(newFTILogger(rank, 2, l.out, l.errOut))
+	return l.recorded(ckpt.NewFTILogger(2, l.out, l.errOut).With(zap.Int("rank", rank)))
 }
 
 // ready reports whether a session is running; if not it logs why fn
@@ -180,8 +180,14 @@ func (l *library) init(path string, c comm.Comm) int {
 		l.logger().Error(fn+": cannot load the configuration file", zap.String("file", path), zap.Error(err))
 		return codeFailure
 	}
-	log := l.recorded(newFTILogger(c.Rank(), cfg.Verbosity, l.out, l.errOut))
-	opts := append([]ckpt.Option{ckpt.WithLogger(log)}, l.opts...)
+	// The runtime prints the lines of its default logger, as a Go
+	// program's does, and keeps its warnings and errors as the last
+	// message (ftigo_last_error). The default logger prints the
+	// warnings, so they go nowhere else. The library's own lines go
+	// through the runtime's logger.
+	log := l.recorded(ckpt.NewFTILogger(cfg.Verbosity, l.out, l.errOut))
+	opts := append([]ckpt.Option{ckpt.WithLogger(log), ckpt.WithWarnings(nil)}, l.opts...)
+	log = log.With(zap.Int("rank", c.Rank()))
 	if !cfg.LocalTest {
 		// FTI groups ranks into nodes by host name unless local_test = 1.
 		if host, herr := os.Hostname(); herr == nil {
@@ -210,6 +216,7 @@ func (l *library) init(path string, c comm.Comm) int {
 		log.Error(fn+" failed", zap.String("file", path), zap.Error(err))
 		return codeFailure
 	}
+	log = rt.Logger()
 	l.state, l.initErr, l.log = stateReady, nil, log
 	l.cfg, l.cfgPath, l.rt = cfg, path, rt
 	// With head = 1 the library's collectives run between the application
@@ -438,7 +445,7 @@ func (l *library) checkpoint(id, level int) int {
 		}
 		return l.fail(fn, msg)
 	case err != nil:
-		return l.fail(fn, fmt.Sprintf("Checkpoint with ID %d at Level %d failed", id, lvl), zap.Error(err))
+		return codeFailure // the runtime logged it, with the error
 	}
 	if lvl != ckpt.LevelH5Single {
 		// A level-9 file stands outside the levels' rotation: it

@@ -214,7 +214,7 @@ func TestFortranInterop(t *testing.T) {
 			return rt.Checkpoint(40, 1)
 		}))
 		out := heatProg(t, f, fheat, np, cfgPath, filepath.Join(dir, "out2"), nx, rows, 600, 100, "123")
-		assert.Contains(t, out, "this is a restart (ckpt-id=40, level=L1")
+		assert.Contains(t, out, "This is a restart. Recovering successfully from level 1 with Ckpt. 40 (ckpt")
 		same(filepath.Join(dir, "out2"), want600, "Fortran from Go's checkpoint")
 
 		// Fortran writes, C reads.
@@ -222,7 +222,7 @@ func TestFortranInterop(t *testing.T) {
 		cfgPath = writeConfig(t, dir, np, "")
 		heatProg(t, f, fheat, np, cfgPath, filepath.Join(dir, "out1"), nx, rows, 350, 100, "123", "crash")
 		out = heatProg(t, f, cheat, np, cfgPath, filepath.Join(dir, "out2"), nx, rows, 600, 100, "123")
-		assert.Contains(t, out, "this is a restart (ckpt-id=3, level=L3")
+		assert.Contains(t, out, "This is a restart. Recovering successfully from level 3 with Ckpt. 3 (ckpt")
 		same(filepath.Join(dir, "out2"), want600, "C from Fortran's checkpoint")
 
 		// C writes, Fortran reads.
@@ -230,7 +230,7 @@ func TestFortranInterop(t *testing.T) {
 		cfgPath = writeConfig(t, dir, np, "")
 		heatProg(t, f, cheat, np, cfgPath, filepath.Join(dir, "out1"), nx, rows, 350, 100, "123", "crash")
 		out = heatProg(t, f, fheat, np, cfgPath, filepath.Join(dir, "out2"), nx, rows, 600, 100, "123")
-		assert.Contains(t, out, "this is a restart (ckpt-id=3, level=L3")
+		assert.Contains(t, out, "This is a restart. Recovering successfully from level 3 with Ckpt. 3 (ckpt")
 		same(filepath.Join(dir, "out2"), want600, "Fortran from C's checkpoint")
 	})
 }

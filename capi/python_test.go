@@ -116,7 +116,7 @@ func TestPythonInterop(t *testing.T) {
 			cfg := writeConfig(t, d, np, "")
 			heatProg(t, f, c.first, np, cfg, filepath.Join(d, "out1"), nx, rows, 350, 100, "123", "crash")
 			out := heatProg(t, f, c.second, np, cfg, filepath.Join(d, "out2"), nx, rows, 600, 100, "123")
-			assert.Contains(t, out, "this is a restart (ckpt-id=3, level=L3")
+			assert.Contains(t, out, "This is a restart. Recovering successfully from level 3 with Ckpt. 3 (ckpt")
 			got := readAll(t, filepath.Join(d, "out2"), np)
 			for r := range want {
 				assert.True(t, string(want[r]) == string(got[r]), "rank %d's field differs from the C solver's", r)

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/fileformat"
@@ -59,13 +58,16 @@ type Option func(*options)
 
 type options struct {
 	logger *zap.Logger
-	warn   io.Writer
-	now    func() time.Time
-	local  vfd.Driver
-	global vfd.Driver
-	meta   vfd.Driver
-	levels []levels.Level
-	nodeID func(rank int) string
+	// stdout and stderr are where the default logger prints (WithOutput).
+	stdout, stderr io.Writer
+	warn           io.Writer
+	warnSet        bool
+	now            func() time.Time
+	local          vfd.Driver
+	global         vfd.Driver
+	meta           vfd.Driver
+	levels         []levels.Level
+	nodeID         func(rank int) string
 	// restartImage is the Env.ImageLimit of every rank when set
 	// (WithRestartImage), else [restartImageDefault].
 	restartImage    int64
@@ -74,27 +76,49 @@ type options struct {
 	// variables (WithPageHandover; default: comm.IsInProcess).
 	pageHandover    bool
 	pageHandoverSet bool
-	// lockHeld says the caller (RebuildOffline) holds meta_dir's lock.
+	// lockHeld says the caller (RebuildOffline) holds the run's locks;
+	// run is then the run's id.
 	lockHeld bool
+	run      string
+	// offline makes Init open the checkpoints without restarting from one
+	// (RebuildCheckpointsOffline recovers each itself).
+	offline bool
 	// postStart, when set, is called by the background poster before it
 	// starts (tests hold it there).
 	postStart func()
 }
 
-// WithLogger sets the logger (nil: no logging).
+// WithLogger sets the logger. Without it (or with nil) the runtime
+// prints as FTI does, at the configuration's verbosity: see
+// [NewFTILogger] and [WithOutput]. WithLogger(zap.NewNop()) silences
+// it. The runtime adds the fields "rank" (the rank in the communicator
+// given to Init) and, with head = 1, "app-rank" (the rank among the
+// application ranks) or "head"; it filters the logger at the
+// verbosity.
 func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = l } }
 
-// WithWarnings sets where rank 0 prints the warnings a user must see even
-// without a log: a restart that skipped unrecoverable newer checkpoints
-// and fell back to an older one (default os.Stderr; nil: nowhere). They
-// are logged as well.
+// WithOutput sets where the default logger prints (see [NewFTILogger]):
+// information and debug lines to stdout, warnings and errors to stderr
+// (default os.Stdout and os.Stderr; nil: nowhere). Without effect with
+// [WithLogger].
+func WithOutput(stdout, stderr io.Writer) Option {
+	return func(o *options) { o.stdout, o.stderr = orDiscard(stdout), orDiscard(stderr) }
+}
+
+// WithWarnings sets where rank 0 prints, besides the log, the warnings a
+// user must see even when the log goes elsewhere: a restart that skipped
+// unrecoverable newer checkpoints and fell back to an older one (nil:
+// nowhere). By default they are printed on os.Stderr when [WithLogger]
+// is given, and only by the default logger otherwise.
 func WithWarnings(w io.Writer) Option {
-	return func(o *options) {
-		if w == nil {
-			w = io.Discard
-		}
-		o.warn = w
+	return func(o *options) { o.warn, o.warnSet = orDiscard(w), true }
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
 	}
+	return w
 }
 
 // WithClock sets the clock used for timing and Snapshot intervals.
@@ -195,7 +219,8 @@ type Runtime struct {
 	env    *levels.Env
 	eng    *levels.Engine
 	status Status
-	lock   io.Closer // meta_dir's lock (rank 0)
+	claim  *runClaim // the run's locks (rank 0)
+	run    string    // the run's id (run.go)
 
 	vars  map[int]*variable
 	order []int // protect order
@@ -265,7 +290,9 @@ func (r *Runtime) usable(call string) error {
 }
 
 // Init starts the runtime on this rank: it validates cfg for the
-// communicator's size, locks meta_dir against other jobs, builds the
+// communicator's size, locks meta_dir against other jobs, finds the
+// job's run (the one meta_dir names, the one cfg.Run names, or a new
+// one; see the package documentation) and locks its directory, builds the
 // topology (remapped onto replacement nodes on a restart), creates the
 // directories, puts the checkpoint metadata in order (repairing a damaged
 // or missing manifest copy from the other one), removes what a crashed
@@ -286,46 +313,54 @@ func (r *Runtime) usable(call string) error {
 // checkpoints are all unrecoverable returns an error wrapping
 // [ErrUnrecoverable], one whose checkpoint metadata is lost (files or
 // damaged manifests, no valid manifest copy) an error wrapping
-// [ErrMetadataLost] naming them, and meta_dir in use by another job or
-// runtime an error wrapping [ErrLocked].
+// [ErrMetadataLost] naming them, and meta_dir or the run in use by
+// another job or runtime an error wrapping [ErrLocked] naming it.
 func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: Init needs a communicator, got a nil comm.Comm", ErrNilArgument)
 	}
-	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}, warn: os.Stderr}
+	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}, stdout: os.Stdout, stderr: os.Stderr}
 	for _, opt := range opts {
 		opt(&o)
-	}
-	if o.logger == nil {
-		o.logger = zap.NewNop()
 	}
 	if o.now == nil {
 		o.now = time.Now
 	}
 	cfg = cfg.withDefaults()
-	// verbosity: 1 debug, 2 info, 3 warnings, 4 errors. A logger already
-	// stricter than that stays as it is (zap.IncreaseLevel would complain).
-	if lvl := zapcore.Level(min(max(cfg.Verbosity, 1), 4) - 2); lvl > zapcore.DebugLevel {
-		o.logger = o.logger.WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core {
-			if nc, err := zapcore.NewIncreaseLevelCore(core, lvl); err == nil {
-				return nc
-			}
-			return core
-		}))
+	if o.logger == nil {
+		o.logger = NewFTILogger(cfg.Verbosity, o.stdout, o.stderr)
+		if !o.warnSet {
+			o.warn = io.Discard // the default logger prints them
+		}
+	} else if !o.warnSet {
+		o.warn = os.Stderr
 	}
-	r := &Runtime{cfg: cfg, c: c, log: o.logger.With(zap.Int("rank", c.Rank())), now: o.now, vars: map[int]*variable{}}
+	o.logger = atVerbosity(o.logger, cfg.Verbosity)
+	start, worldRank := o.now(), c.Rank()
+	r := &Runtime{cfg: cfg, c: c, log: rankLogger(o.logger, worldRank, -1), now: o.now, vars: map[int]*variable{}}
 	r.post.hook = o.postStart
 	if c.Rank() == 0 {
 		for _, w := range cfg.Warnings {
 			r.log.Warn("config: " + w)
 		}
 		if cfg.EnableDCP {
-			r.log.Info(fmt.Sprintf("dCP enabled: dcp_mode = %d (%s in FTI) accepted, but ftigo hashes every dCP block with BLAKE3-256; blocks of %d bytes, chains of at most %d layers",
-				cfg.DCPMode, map[int]string{0: "MD5", 1: "CRC32"}[cfg.DCPMode], cfg.DCPBlockSize, cfg.DCPStackSize),
+			mode := "dcp_mode not set"
+			if name, ok := map[int]string{dcpModeMD5: "MD5", dcpModeCRC32: "CRC32"}[cfg.DCPMode]; ok {
+				mode = fmt.Sprintf("dcp_mode = %d (%s in FTI) accepted", cfg.DCPMode, name)
+			}
+			r.log.Info(fmt.Sprintf("dCP enabled: %s, but ftigo hashes every dCP block with BLAKE3-256; blocks of %d bytes, chains of at most %d layers",
+				mode, cfg.DCPBlockSize, cfg.DCPStackSize),
 				zap.Int("dcp-mode", cfg.DCPMode), zap.Int("dcp-block-size", cfg.DCPBlockSize), zap.Int("dcp-stack-size", cfg.DCPStackSize))
 		}
 	}
-	if err := comm.Agree(c, cfg.Validate(c.Size()), "validate config"); err != nil {
+	verr := cfg.Validate(c.Size())
+	if err := comm.Agree(c, verr, "validate config"); err != nil {
+		var ae *comm.AgreedError
+		if verr != nil && errors.As(err, &ae) && len(ae.Ranks) == c.Size() {
+			// Every rank refused its configuration (the same file, as a
+			// rule): its own reason, without the vote around it.
+			return nil, verr
+		}
 		return nil, err
 	}
 	var headNode comm.Comm
@@ -335,7 +370,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 			return nil, serr
 		}
 		if s.head {
-			return nil, runHead(cfg, o, s, r.log.With(zap.Bool("head", true)))
+			return nil, runHead(cfg, o, s, r.log.With(zap.Bool(fieldHead, true)))
 		}
 		// The application ranks run as a job of node_size-1 ranks per node,
 		// on the nodes the split found.
@@ -343,7 +378,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 		o.nodeID = func(int) string { return s.nodeID }
 		cfg.NodeSize--
 		r.c, r.cfg = c, cfg
-		r.log = o.logger.With(zap.Int("rank", c.Rank()))
+		r.log = rankLogger(o.logger, worldRank, c.Rank())
 		defer func() {
 			if err != nil {
 				// The head waits for this rank's announcement: it learns
@@ -354,16 +389,14 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 			}
 		}()
 	}
-	if !o.lockHeld {
-		if err := r.takeLock(o.meta); err != nil {
-			return nil, err
-		}
-		defer func() {
-			if err != nil {
-				r.releaseLock()
-			}
-		}()
+	if err := r.takeRun(o); err != nil {
+		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			r.releaseLock()
+		}
+	}()
 	topo, err := r.buildTopology(o)
 	if err != nil {
 		return nil, err
@@ -379,9 +412,10 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	}
 	r.env = &levels.Env{
 		Comm: c, Topo: topo, Rank: c.Rank(),
-		Local:        levels.Store{Driver: o.local, Dir: path.Join(cfg.CkptDir, topo.NodeDir(node))},
-		Global:       levels.Store{Driver: o.global, Dir: cfg.GlblDir},
+		Local:        levels.Store{Driver: o.local, Dir: cfg.NodeDir(node, r.run)},
+		Global:       levels.Store{Driver: o.global, Dir: cfg.GlobalDir(r.run)},
 		Meta:         levels.Store{Driver: o.meta, Dir: cfg.MetaDir},
+		Run:          r.run,
 		BlockSize:    cfg.BlockSize,
 		TransferSize: cfg.TransferSize,
 		Logger:       r.log,
@@ -391,20 +425,24 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	ls := cfg.levelList(&partner.Buffers{}, o)
 	policy := levels.FTIPolicy{KeepL4: cfg.KeepL4Ckpt, KeepLast: cfg.KeepLast}
 	localDrv := o.local
+	run := r.run
 	r.nodeStore = func(n int) levels.Store {
-		return levels.Store{Driver: localDrv, Dir: path.Join(cfg.CkptDir, topo.NodeDir(n))}
+		return levels.Store{Driver: localDrv, Dir: cfg.NodeDir(n, run)}
 	}
 	r.eng, err = levels.NewEngine(r.env, levels.Config{Levels: ls, Policy: policy, NodeStore: r.nodeStore})
 	if err != nil {
 		return nil, err
 	}
 	if err := r.eng.Open(); err != nil {
-		return nil, fmt.Errorf("ckpt: open checkpoint store: %w", err)
+		return nil, fmt.Errorf("ckpt: %w", err)
 	}
 	if err := r.openVPR(o.global); err != nil {
 		return nil, err
 	}
-	if err := r.restart(o.warn); err != nil {
+	if o.offline {
+		return r, nil // no restart, no background worker: the offline rebuild
+	}
+	if err := r.restart(o.warn, start); err != nil {
 		r.eng.Wait()
 		return nil, err
 	}
@@ -426,7 +464,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 // restart finds the checkpoint to restart from, newest first, among the
 // committed checkpoints and the level-9 HDF5 files, and prepares Recover
 // for it; nothing to restart from is a fresh run. Collective.
-func (r *Runtime) restart(warn io.Writer) error {
+func (r *Runtime) restart(warn io.Writer, start time.Time) error {
 	c := r.c
 	committed := r.eng.Committed()
 	vprs := r.vpr.records
@@ -450,8 +488,11 @@ func (r *Runtime) restart(warn io.Writer) error {
 			err := r.restartVPR(vprs[i])
 			if err == nil {
 				if c.Rank() == 0 {
-					r.log.Info("this is a restart from a level-9 HDF5 file", zap.Int64("ckpt-id", vprs[i].ID), zap.String("file", vprs[i].Path),
-						zap.Int("old-ranks", r.OldRanks()), zap.Stringer("status", r.status))
+					wall := r.now().Sub(start)
+					r.log.Info(fmt.Sprintf("This is a restart. Recovering successfully from level 9 with Ckpt. %d (%s, written by %d ranks) in %.3f sec.",
+						vprs[i].ID, vprs[i].Path, r.OldRanks(), wall.Seconds()),
+						zap.Int64("ckpt-id", vprs[i].ID), zap.String("file", vprs[i].Path),
+						zap.Int("old-ranks", r.OldRanks()), zap.Stringer("status", r.status), zap.Duration("wall", wall))
 				}
 				return true, nil
 			}
@@ -489,8 +530,16 @@ func (r *Runtime) restart(warn io.Writer) error {
 			}
 			if c.Rank() == 0 {
 				r.warnSkipped(warn, m)
-				r.log.Info("this is a restart", zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level),
-					zap.String("dir", m.Dir()), zap.Stringer("status", r.status), zap.Int("old-ranks", r.OldRanks()))
+				// FTI's two lines in one, with the time Init took to find,
+				// verify and rebuild the checkpoint.
+				wall := r.now().Sub(start)
+				where := m.Dir()
+				if r.OldRanks() != c.Size() {
+					where += fmt.Sprintf(", written by %d ranks", r.OldRanks())
+				}
+				r.log.Info(fmt.Sprintf("This is a restart. Recovering successfully from level %d with Ckpt. %d (%s) in %.3f sec.", int(m.Level), m.ID, where, wall.Seconds()),
+					zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", m.Level), zap.String("dir", m.Dir()), zap.Stringer("status", r.status),
+					zap.Int("old-ranks", r.OldRanks()), zap.Duration("wall", wall))
 			}
 			return nil
 		}
@@ -527,54 +576,10 @@ func (r *Runtime) warnSkipped(w io.Writer, from *levels.Manifest) {
 		from.ID, from.Level, strings.Join(ids, ", ")), zap.Int64("ckpt-id", from.ID), zap.Strings("skipped", ids))
 }
 
-// takeLock takes meta_dir's lock on rank 0 for the runtime's life. A
-// driver without locks is warned about once and the run goes on.
-// Collective: when the lock is held elsewhere, every rank returns an
-// error wrapping [ErrLocked].
-func (r *Runtime) takeLock(d vfd.Driver) error {
-	c, dir := r.c, r.cfg.MetaDir
-	name := path.Join(dir, levels.LockName)
-	var lerr error
-	state := int64(0)
-	if c.Rank() == 0 {
-		lerr = d.MkdirAll(dir, 0o755)
-		if lerr == nil {
-			r.lock, lerr = vfd.Lock(d, name)
-		}
-		switch {
-		case lerr == nil:
-		case errors.Is(lerr, vfd.ErrUnsupported):
-			r.log.Warn("meta_dir cannot be locked through this driver: nothing stops another job from using it at the same time",
-				zap.String("meta_dir", dir), zap.Error(lerr))
-			lerr = nil
-		case errors.Is(lerr, vfd.ErrLocked):
-			state = 1
-		default:
-			state = 2
-		}
-	}
-	v, err := c.AllreduceInt64(state, comm.Max)
-	if err != nil {
-		r.releaseLock()
-		return fmt.Errorf("ckpt: lock meta_dir: %w", err)
-	}
-	switch v {
-	case 1:
-		return fmt.Errorf("ckpt: meta_dir %s is in use by another job or runtime (it holds %s): %w; wait for it to end (Finalize or Close), or give this job its own meta_dir",
-			dir, name, ErrLocked)
-	case 2:
-		return fmt.Errorf("ckpt: %w", comm.Agree(c, lerr, "lock meta_dir "+dir))
-	}
-	return nil
-}
-
-// releaseLock releases meta_dir's lock if this rank holds it.
+// releaseLock releases the run's locks if this rank holds them.
 func (r *Runtime) releaseLock() error {
-	if r.lock == nil {
-		return nil
-	}
-	err := r.lock.Close()
-	r.lock = nil
+	err := r.claim.Close()
+	r.claim = nil
 	return err
 }
 

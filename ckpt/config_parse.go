@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -75,10 +76,6 @@ func iniValue(rest string) string {
 // byte or a file without any known key is an error.
 func ParseConfig(name string, raw []byte) (Config, error) {
 	c := DefaultConfig()
-	type setting struct {
-		value string
-		line  int
-	}
 	final := map[[2]string]setting{}
 	var unknown []string
 	known, orphans := 0, 0
@@ -171,9 +168,22 @@ func ParseConfig(name string, raw []byte) (Config, error) {
 		}
 		return Config{}, cfgErr("%s: no FTI configuration key found: %s", name, hint)
 	}
+	// [restart] failure = 1 or 2 with exec_id: FTI restarts that run.
+	run := ""
+	if id, ok := final[[2]string{"restart", "exec_id"}]; ok && id.value != "" {
+		if f, ok := final[[2]string{"restart", "failure"}]; ok {
+			if n, err := flagInt(f.value); err == nil && (n == 1 || n == 2) {
+				if err := levels.ValidRunID(id.value); err != nil {
+					return Config{}, cfgErr("%s:%d: [restart] exec_id = %s: %w", name, id.line, id.value, err)
+				}
+				run = id.value
+			}
+		}
+	}
+	c.Run = run
 	for _, f := range featureKeys {
 		st, ok := final[[2]string{f.section, f.key}]
-		if !ok {
+		if !ok || (run != "" && f.section == "restart") {
 			continue
 		}
 		on, err := f.requests(st.value)
@@ -183,6 +193,9 @@ func ParseConfig(name string, raw []byte) (Config, error) {
 		if on {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: [%s] %s = %s ignored: %s", name, st.line, f.section, f.key, shown(st.value), f.warning))
 		}
+	}
+	if err := ftiChecks(&c, name, final); err != nil {
+		return Config{}, err
 	}
 	if !c.EnableDCP {
 		for l := 1; l <= 4; l++ {
@@ -197,16 +210,13 @@ func ParseConfig(name string, raw []byte) (Config, error) {
 		unknown = slices.Compact(unknown)
 		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: unknown keys ignored: %s", name, strings.Join(unknown, ", ")))
 	}
-	if c.MaxSyncIntv <= 0 {
-		c.MaxSyncIntv = DefaultConfig().MaxSyncIntv
-	} else {
-		p := 1
-		for p*2 <= c.MaxSyncIntv {
-			p *= 2
-		}
-		c.MaxSyncIntv = p
-	}
 	return c, nil
+}
+
+// setting is the last value a key was given in a file, and its line.
+type setting struct {
+	value string
+	line  int
 }
 
 // shown is a value as messages show it: "" when empty.
@@ -271,7 +281,9 @@ func FormatConfig(c Config) ([]byte, error) {
 	kv("max_var_id", c.MaxVarID)
 	kv("max_sync_intv", c.MaxSyncIntv)
 	kv("enable_dcp", b01(c.EnableDCP))
-	kv("dcp_mode", c.DCPMode)
+	if c.DCPMode != 0 {
+		kv("dcp_mode", c.DCPMode)
+	}
 	kv("dcp_block_size", c.DCPBlockSize)
 	kv("dcp_stack_size", c.DCPStackSize)
 	for l := 1; l <= 4; l++ {
@@ -309,6 +321,11 @@ func FormatConfig(c Config) ([]byte, error) {
 	kv("transfer_size", c.TransferSize>>20)
 	kv("local_test", b01(c.LocalTest))
 	kv("fast_forward", c.FastForward)
+	if c.Run != "" {
+		b.WriteString("\n[restart]\n")
+		kv("failure", 1)
+		kv("exec_id", c.Run)
+	}
 	return []byte(b.String()), nil
 }
 

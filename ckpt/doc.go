@@ -23,14 +23,15 @@
 //
 // # Lifecycle, in call order
 //
-//  1. [Init] (collective) validates the configuration and locks meta_dir
-//     ([ErrLocked] for a second job). It repairs the checkpoint metadata
+//  1. [Init] (collective) validates the configuration, locks meta_dir
+//     and finds the job's run (below; [ErrLocked] for a second job,
+//     naming the one that holds it). It repairs the checkpoint metadata
 //     and removes what a crashed run left. On a restart it verifies every
 //     byte of the newest checkpoint every rank can read, rebuilding from
 //     redundancy. Init never starts fresh while a checkpoint exists:
 //     an unrecoverable restart wraps [ErrUnrecoverable], lost metadata
-//     [ErrMetadataLost]. A fallback to an older checkpoint is printed on
-//     rank 0's standard error ([WithWarnings]).
+//     [ErrMetadataLost]. A fallback to an older checkpoint is logged as
+//     a warning, with what was skipped and why.
 //  2. [Protect], [ProtectValue] or [ProtectRaw] (local) for every
 //     variable, on a restart as on a fresh run. Optionally
 //     [DefineDataset] and [Runtime.AddSubset] (local) for global
@@ -48,7 +49,20 @@
 //     the other checkpoints and releases meta_dir. A job that stops
 //     early and keeps its checkpoints calls [Runtime.Close] instead.
 //
-// Rank 0 logs one info line per committed checkpoint, in FTI's manner:
+// # Messages
+//
+// Without [WithLogger] the runtime prints as FTI does, at the
+// configuration's verbosity (1 debug, 2 info, 3 warnings, 4 errors):
+// rank 0's information lines on stdout, every rank's warnings and
+// errors on stderr, with FTI's prefixes ([NewFTILogger]; [WithOutput]
+// redirects them). The C API prints the same lines. WithLogger takes
+// any zap logger instead; WithLogger(zap.NewNop()) silences the runtime.
+// Every line carries "rank" (the rank in Init's communicator) and, with
+// head = 1, "app-rank" (the application rank); a checkpoint's level is
+// "ckpt-level". Logged: the configuration's warnings, downgraded
+// requests and fallbacks, a failed checkpoint with its error (error
+// level, rank 0), the restart and Recover with their durations, and at
+// verbosity 2 one line per committed checkpoint:
 //
 //	Ckpt. ID 7 (L2) (64.00 MiB/proc) taken in 0.412 sec., 621.4 MiB/s (Wt 0.000, Wr 0.301, Ps 0.090, Cm 0.021)
 //
@@ -58,8 +72,42 @@
 // the commit (Cm). The same values are log fields. With enable_dcp the
 // line ends with the dCP share, and FTI's dCP statistics line follows.
 //
-// [RebuildOffline] verifies and rebuilds the checkpoints of a job that
-// is not running (ftigo rebuild), under the same lock.
+// An error is one line: "ckpt: ", what failed, then the details. It
+// names each path once, and the ranks that failed (the first few and
+// how many).
+//
+// [RebuildOffline] verifies and rebuilds the newest recoverable
+// checkpoint of a job that is not running, under the same lock;
+// [RebuildCheckpointsOffline] (ftigo rebuild) every committed one, or the
+// one named.
+//
+// # Runs
+//
+// A run is a job and its relaunches: FTI's execution, named by its
+// exec_id ([Runtime.Run]). The id has FTI's form, the start time and a
+// random part. The run owns glbl_dir/<run> and ckpt_dir/node%04d/<run>.
+// Its meta_dir names it in a file (ftigo.run), and every manifest
+// records it. So jobs that share glbl_dir and ckpt_dir, each with its
+// own meta_dir, never restore, adopt or delete each other's files, even
+// at the same time. Two jobs on one meta_dir are one too many: the
+// second gets [ErrLocked], "in use by" the holder's program, pid, host
+// and start time.
+//
+// ftigo differs from FTI on purpose in where the id is kept. FTI writes
+// it back into config.fti ([restart] exec_id, with failure = 1) for the
+// relaunch. ftigo keeps it in meta_dir and never writes the user's
+// configuration. [Config.Run] ([restart] exec_id with failure = 1 or 2,
+// as FTI reads it) names a run explicitly. On the run's own meta_dir that
+// is a plain relaunch. A meta_dir that names no run takes the run over
+// from its directories in glbl_dir, but only once the meta_dir that held
+// it is lost: a run has one meta_dir. Finalize without a kept checkpoint
+// ends the run, so the next start begins a new one, as FTI's next
+// execution gets a new exec_id.
+//
+// A meta_dir written before runs existed holds checkpoints and no run
+// file. It keeps the flat directories, glbl_dir and ckpt_dir/node%04d,
+// and its manifests record no run, until it has no checkpoint left
+// (docs/format/manifest.md#runs).
 //
 // # Concurrency
 //

@@ -213,14 +213,14 @@ func TestICPErrors(t *testing.T) {
 	for rank, err := range errs {
 		require.Error(t, err, "rank %d", rank)
 		assert.Equal(t, errs[0].Error(), err.Error(), "rank %d", rank)
-		assert.Contains(t, err.Error(), "ranks [1]")
+		assert.Contains(t, err.Error(), "failed on rank 1: ")
 		assert.Contains(t, err.Error(), "protected variables [2] were not added")
 	}
 	assert.ErrorIs(t, errs[1], ErrICP)
 	icpRecover(t, cfg, core, 1, levels.L2)
 	// Nothing of checkpoints 2 and 4 is left on any node.
 	for n := range 4 {
-		ents, err := core.ReadDir(fmt.Sprintf("/local/node%04d", n))
+		ents, err := core.ReadDir(cfg.NodeDir(n, runOf(t, cfg, core)))
 		require.NoError(t, err)
 		for _, e := range ents {
 			assert.Equal(t, "ckpt00000001", e.Name(), "node %d", n)

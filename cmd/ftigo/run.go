@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +18,12 @@ import (
 	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
+
+const runFlagHelp = `A glbl_dir (and ckpt_dir) may hold the directories of several runs, each
+named by its id (FTI's exec_id): the command lists them. It reads the run
+meta_dir names, or with --run another one, from its manifest replicas in
+glbl_dir/<run>/manifests (that run's markers are in its own meta_dir).
+rebuild repairs only the run of the meta_dir it is given.`
 
 const runArgHelp = `RUN is a run directory holding local/, global/ and meta/ (as heat2d -dir
 writes it; a config.fti inside it takes precedence), or an FTI-style
@@ -116,21 +124,22 @@ type runEntry struct {
 	Err       string           `json:"error,omitempty"`
 }
 
-// filePath is where a manifest file held by rank holder lives.
+// filePath is where a manifest file held by rank holder lives: in the
+// directories of the run that committed m.
 func filePath(cfg ckpt.Config, m *levels.Manifest, holder int, f levels.File) (levels.Store, string) {
 	var dir string
 	switch f.Where {
 	case levels.Local:
-		dir = filepath.Join(cfg.CkptDir, fmt.Sprintf("node%04d", holder/max(m.NodeSize, 1)))
+		dir = cfg.NodeDir(holder/max(m.NodeSize, 1), m.Run)
 	case levels.Global:
-		dir = cfg.GlblDir
+		dir = cfg.GlobalDir(m.Run)
 	default:
 		dir = cfg.MetaDir
 	}
 	s := levels.Store{Driver: vfd.Sec2{}, Dir: dir}
 	if cname, _, ok := levels.ContainerPath(f); ok && f.Attrs[levels.AttrInContainer] != "" {
 		// The data exists only as the rank's task of the L4 container.
-		s.Dir = cfg.GlblDir
+		s.Dir = cfg.GlobalDir(m.Run)
 		return s, s.Path(cname)
 	}
 	return s, s.Path(f.Name)
@@ -211,7 +220,9 @@ func check(cfg ckpt.Config, m *levels.Manifest, byseq map[uint64]*levels.Manifes
 	return out
 }
 
-func report(cfg ckpt.Config, e runEntry, byseq map[uint64]*levels.Manifest, full bool, progress func()) ckptReport {
+// report checks entry e of a run. run is the RUN argument, which the
+// repair hint of a damaged checkpoint names.
+func report(cfg ckpt.Config, e runEntry, byseq map[uint64]*levels.Manifest, full bool, progress func(), run string) ckptReport {
 	r := ckptReport{Name: e.Name, Committed: e.Committed, Error: e.Err, Status: "not committed", Checks: []fileCheck{}}
 	m := e.Manifest
 	if m == nil {
@@ -238,7 +249,7 @@ func report(cfg ckpt.Config, e runEntry, byseq map[uint64]*levels.Manifest, full
 	case m.Level == levels.L1:
 		r.Status = "damaged: L1 has no redundancy"
 	default:
-		r.Status = fmt.Sprintf("damaged: %d of %d files bad; try ftigo rebuild", r.Files-r.Present, r.Files)
+		r.Status = fmt.Sprintf("damaged: %d of %d files bad; repair: ftigo rebuild --ckpt %s %s", r.Files-r.Present, r.Files, e.Name, shellWord(run))
 	}
 	return r
 }
@@ -255,12 +266,14 @@ func countFiles(es []runEntry) int {
 	return n
 }
 
-// runCommand builds inspect, verify or rebuild: one RUN argument and --json.
+// runCommand builds inspect, verify or rebuild: one RUN argument, --run
+// and --json.
 func runCommand(name, short, long, example string, jsonOut *bool, do func(cmd *cobra.Command, cfg ckpt.Config, cfgFile string) error) *cobra.Command {
+	var run string
 	c := &cobra.Command{
 		Use:     name + " RUN",
 		Short:   short,
-		Long:    long + "\n\n" + runArgHelp,
+		Long:    long + "\n\n" + runArgHelp + "\n\n" + runFlagHelp,
 		Example: example,
 		Args:    argNames(false, "RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -268,10 +281,17 @@ func runCommand(name, short, long, example string, jsonOut *bool, do func(cmd *c
 			if err != nil {
 				return err
 			}
+			if run != "" {
+				if err := levels.ValidRunID(run); err != nil {
+					return usagef("--run: %v", err)
+				}
+				cfg.Run = run
+			}
 			return do(cmd, cfg, cfgFile)
 		},
 	}
 	c.Flags().BoolVar(jsonOut, "json", false, "print the result as JSON")
+	c.Flags().StringVar(&run, "run", "", "the run to read (an id listed under \"runs in glbl_dir\"); default: the run meta_dir names")
 	return c
 }
 
@@ -305,7 +325,7 @@ could not be read, 2 usage error.`,
 			if err != nil {
 				return err
 			}
-			res := inspectResult{Dirs: rs.dirs, Metadata: nonNil(rs.problems), Checkpoints: inspectRun(cfg, rs.entries)}
+			res := inspectResult{Dirs: rs.dirs, Metadata: nonNil(rs.problems), Checkpoints: inspectRun(cfg, rs.entries, cmd.Flags().Arg(0))}
 			res.OK = len(res.Metadata) == 0
 			for _, r := range res.Checkpoints {
 				if r.Committed && r.Present != r.Files || strings.HasPrefix(r.Status, "damaged") {
@@ -332,10 +352,10 @@ type inspectResult struct {
 }
 
 // inspectRun reports every entry of a run, checking presence and sizes.
-func inspectRun(cfg ckpt.Config, es []runEntry) []ckptReport {
+func inspectRun(cfg ckpt.Config, es []runEntry, run string) []ckptReport {
 	reps := make([]ckptReport, len(es))
 	for i, e := range es {
-		reps[i] = report(cfg, e, manifests(es), false, nil)
+		reps[i] = report(cfg, e, manifests(es), false, nil, run)
 	}
 	return reps
 }
@@ -411,9 +431,22 @@ type verifyResult struct {
 	Dirs runDirs `json:"dirs"`
 	// Metadata lists the metadata problems (each makes OK false).
 	Metadata []metaProblem `json:"metadata"`
-	// Rebuilt is the checkpoint rebuild reconstructed (rebuild only).
-	Rebuilt     *rebuiltCheckpoint `json:"rebuilt,omitempty"`
-	Checkpoints []ckptReport       `json:"checkpoints"`
+	// Rebuilt is the checkpoint a restart would use after rebuild (the
+	// one named with --ckpt), rebuild only.
+	Rebuilt *rebuiltCheckpoint `json:"rebuilt,omitempty"`
+	// Rebuilds lists what rebuild did with each checkpoint (rebuild only).
+	Rebuilds    []rebuildEntry `json:"rebuilds,omitempty"`
+	Checkpoints []ckptReport   `json:"checkpoints"`
+}
+
+// rebuildEntry is one checkpoint's rebuild.
+type rebuildEntry struct {
+	Manifest string `json:"manifest"`
+	ID       int64  `json:"id"`
+	Level    int    `json:"level"`
+	OK       bool   `json:"ok"`
+	Restart  bool   `json:"restart,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // rebuiltCheckpoint names the checkpoint a restart would use after rebuild.
@@ -426,14 +459,14 @@ type rebuiltCheckpoint struct {
 // verifyRun verifies every committed entry of rs in full; OK is false when
 // any file or metadata file fails or there is nothing to verify.
 //
-// With only set, just the checkpoint with that sequence number (its chain
-// is still read from rs).
+// With only set, just the checkpoints with those sequence numbers (their
+// chains are still read from rs).
 func (a *app) verifyRun(cfg ckpt.Config, rs *runScan, jsonOut bool, only ...uint64) verifyResult {
 	es := rs.entries
 	byseq := manifests(es)
 	var sel []runEntry
 	for _, e := range es {
-		if e.Committed && (len(only) == 0 || (e.Manifest != nil && e.Manifest.Seq == only[0])) {
+		if e.Committed && (len(only) == 0 || (e.Manifest != nil && slices.Contains(only, e.Manifest.Seq))) {
 			sel = append(sel, e)
 		}
 	}
@@ -441,7 +474,7 @@ func (a *app) verifyRun(cfg ckpt.Config, rs *runScan, jsonOut bool, only ...uint
 	defer p.Done()
 	res := verifyResult{OK: len(rs.problems) == 0, Dirs: rs.dirs, Metadata: nonNil(rs.problems), Checkpoints: []ckptReport{}}
 	for _, e := range sel {
-		r := report(cfg, e, byseq, true, func() { p.Add(1) })
+		r := report(cfg, e, byseq, true, func() { p.Add(1) }, "")
 		if r.Status != "verified" {
 			res.OK = false
 		}
@@ -462,8 +495,15 @@ func (a *app) finishVerify(cfg ckpt.Config, res verifyResult, jsonOut bool) erro
 	} else {
 		w := a.stdout
 		printMetadata(w, res.Dirs, res.Metadata)
-		if res.Rebuilt != nil {
-			fmt.Fprintf(w, "rebuilt checkpoint %d (L%d, %s): a restart would use it\n", res.Rebuilt.ID, res.Rebuilt.Level, res.Rebuilt.Manifest)
+		for _, r := range res.Rebuilds {
+			switch {
+			case !r.OK:
+				fmt.Fprintf(w, "NOT REBUILT checkpoint %d (L%d, %s): %s\n", r.ID, r.Level, r.Manifest, r.Error)
+			case r.Restart:
+				fmt.Fprintf(w, "rebuilt checkpoint %d (L%d, %s): a restart would use it\n", r.ID, r.Level, r.Manifest)
+			default:
+				fmt.Fprintf(w, "rebuilt checkpoint %d (L%d, %s)\n", r.ID, r.Level, r.Manifest)
+			}
 		}
 		if len(res.Checkpoints) == 0 {
 			fmt.Fprintf(w, "no committed checkpoint in %s\n", cfg.MetaDir)
@@ -486,35 +526,114 @@ func (a *app) finishVerify(cfg ckpt.Config, res verifyResult, jsonOut bool) erro
 
 func (a *app) rebuildCmd() *cobra.Command {
 	var jsonOut bool
-	return runCommand("rebuild", "rebuild lost L2/L3/L4 files of a run offline, then verify",
-		`Rebuilds the newest recoverable checkpoint of a job that is not running:
-lost or corrupted files are reconstructed from the surviving L2 partner
-copies, L3 Reed-Solomon parity or the L4 container, exactly as a restart
-would (a damaged or missing manifest copy is rewritten from the valid one),
-then the rebuilt checkpoint and the run's metadata are verified. On a
-terminal, standard error shows the rebuild's elapsed time and then a
-progress bar of the verification.
+	var only string
+	c := runCommand("rebuild", "rebuild lost L2/L3/L4 files of a run offline, then verify",
+		`Rebuilds every committed checkpoint of a job that is not running, newest
+first (with --ckpt, only the one named as inspect lists it): lost or
+corrupted files are reconstructed from the surviving L2 partner copies, L3
+Reed-Solomon parity or the L4 container, exactly as a restart would (a
+damaged or missing manifest copy is rewritten from the valid one). Then the
+checkpoints rebuilt and the run's metadata are verified. Each checkpoint
+gets a line: rebuilt (and which one a restart would use), or NOT REBUILT
+with the reason. On a terminal, standard error shows the rebuild's elapsed
+time and then a progress bar of the verification.
 
-Exit codes: 0 the rebuilt checkpoint verifies, 1 nothing could be rebuilt or
-it does not verify, 2 usage error.`,
+Exit codes: 0 every checkpoint is rebuilt and verifies, 1 one stays damaged
+(or nothing could be rebuilt, or it does not verify), 2 usage error.`,
 		`  ftigo rebuild run
+  ftigo rebuild --ckpt ckpt00000002.manifest run
   ftigo rebuild config.fti --json`, &jsonOut,
 		func(cmd *cobra.Command, cfg ckpt.Config, cfgFile string) error {
+			if err := rebuildRunCheck(cfg); err != nil {
+				return err
+			}
+			seq, err := ckptArg(only)
+			if err != nil {
+				return err
+			}
 			act := a.startActivity(jsonOut, "rebuild: reconstructing and checking checkpoint files")
-			m, err := ckpt.RebuildOffline(cfg)
+			reps, err := ckpt.RebuildCheckpointsOffline(cfg, seq)
 			if err != nil {
 				act.Stop("failed")
 				return err
 			}
 			act.Stop("done")
+			var failed []ckpt.RebuildReport
+			for _, r := range reps {
+				if r.Err != nil {
+					failed = append(failed, r)
+				}
+			}
+			if len(failed) == len(reps) {
+				// Nothing rebuilt: the reason, as for any failed command.
+				errs := make([]error, len(failed))
+				for i, r := range failed {
+					errs[i] = fmt.Errorf("%s (id %d, L%d): %w", levels.ManifestName(r.Checkpoint.Seq), r.Checkpoint.ID, r.Checkpoint.Level, r.Err)
+				}
+				return errors.Join(errs...)
+			}
 			rs, err := scanRun(cfg, cfgFile)
 			if err != nil {
 				return err
 			}
-			res := a.verifyRun(cfg, rs, jsonOut, m.Seq)
-			res.Rebuilt = &rebuiltCheckpoint{Manifest: levels.ManifestName(m.Seq), ID: m.ID, Level: int(m.Level)}
-			return a.finishVerify(cfg, res, jsonOut)
+			var ok []uint64
+			res := verifyResult{Rebuilds: []rebuildEntry{}}
+			for _, r := range reps {
+				e := rebuildEntry{Manifest: levels.ManifestName(r.Checkpoint.Seq), ID: r.Checkpoint.ID, Level: int(r.Checkpoint.Level), Restart: r.Restart, OK: r.Err == nil}
+				if r.Err != nil {
+					e.Error = r.Err.Error()
+				} else {
+					ok = append(ok, r.Checkpoint.Seq)
+				}
+				if r.Restart || (seq != 0 && r.Err == nil) {
+					res.Rebuilt = &rebuiltCheckpoint{Manifest: e.Manifest, ID: e.ID, Level: e.Level}
+				}
+				res.Rebuilds = append(res.Rebuilds, e)
+			}
+			v := a.verifyRun(cfg, rs, jsonOut, ok...)
+			v.Rebuilt, v.Rebuilds = res.Rebuilt, res.Rebuilds
+			v.OK = v.OK && len(failed) == 0
+			return a.finishVerify(cfg, v, jsonOut)
 		})
+	c.Flags().StringVar(&only, "ckpt", "", "rebuild only this checkpoint: its manifest name as inspect lists it (ckpt00000002.manifest) or its sequence number")
+	return c
+}
+
+// ckptArg reads --ckpt: a manifest name or a sequence number (0: every
+// checkpoint).
+func ckptArg(s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	num := strings.TrimSuffix(strings.TrimPrefix(s, "ckpt"), ".manifest")
+	n, err := strconv.ParseUint(num, 10, 64)
+	if err != nil || n == 0 || (num != s && levels.ManifestName(n) != s) {
+		return 0, usagef("--ckpt %q: want a manifest name as inspect lists it (%s) or a sequence number", s, levels.ManifestName(1))
+	}
+	return n, nil
+}
+
+// shellWord returns s as one word of a POSIX shell command line.
+func shellWord(s string) string {
+	safe := s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:=@%") == ""
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// rebuildRunCheck refuses rebuild --run for a run other than the one
+// meta_dir names: a rebuild repairs a run's metadata in its meta_dir.
+func rebuildRunCheck(cfg ckpt.Config) error {
+	if cfg.Run == "" {
+		return nil
+	}
+	own, ok, err := levels.ReadRun(levels.Store{Driver: vfd.Sec2{}, Dir: cfg.MetaDir})
+	if err != nil || !ok || own == cfg.Run {
+		return err
+	}
+	return fmt.Errorf("rebuild --run %s: meta_dir %s belongs to run %s; rebuild repairs the run of the meta_dir it is given: give it the configuration of the job that owns run %s (inspect and verify read any run)",
+		cfg.Run, cfg.MetaDir, own, cfg.Run)
 }
 
 // writeJSON prints v as indented JSON.

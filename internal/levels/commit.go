@@ -39,7 +39,7 @@ func (e *Engine) commit(p *Pending) (*Manifest, []*Manifest, error) {
 		return nil, nil, err
 	}
 	m := &Manifest{
-		Seq: p.Seq, ID: p.ID, Level: p.Level, Ranks: env.Comm.Size(),
+		Run: env.Run, Seq: p.Seq, ID: p.ID, Level: p.Level, Ranks: env.Comm.Size(),
 		NodeSize: env.Topo.NodeSize(), GroupSize: env.Topo.GroupSize(),
 		Nodes: env.Topo.Table(),
 		Time:  env.Now().UnixNano(),
@@ -183,7 +183,7 @@ func writeSynced(d vfd.Driver, name string, raw []byte, dir bool) error {
 		syncs = append(syncs, func() error { return d.SyncDir(path.Dir(name)) })
 	}
 	if err := errors.Join(runAll(syncs), f.Close()); err != nil {
-		return fmt.Errorf("sync %s: %w", name, err)
+		return vfd.WrapPath(err, "sync", name)
 	}
 	return nil
 }

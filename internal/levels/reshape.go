@@ -193,7 +193,7 @@ func (e *Engine) reshapeListing(m *Manifest, entries []File) ([]map[int][]int, e
 	}
 	all, err := comm.AllgatherBytes(env.Comm, mine)
 	if err != nil {
-		return nil, fmt.Errorf("levels: exchange old node listings: %w", err)
+		return nil, fmt.Errorf("exchange old node listings: %w", err)
 	}
 	seen := make([]map[int][]int, len(entries))
 	for i := range seen {
@@ -205,7 +205,7 @@ func (e *Engine) reshapeListing(m *Manifest, entries []File) ([]map[int][]int, e
 		}
 		var found map[int][]int
 		if err := json.Unmarshal(b, &found); err != nil {
-			return nil, fmt.Errorf("levels: decode rank %d's listing: %w", r, err)
+			return nil, fmt.Errorf("decode rank %d's listing: %w", r, err)
 		}
 		ranks := env.Topo.NodeRanks(env.Topo.NodeOf(r))
 		for k, is := range found {
@@ -382,13 +382,13 @@ func (e *Engine) reshapeVerify(m *Manifest, cands [][]reshapeCand) ([]ReshapeSou
 		}
 		all, err := comm.AllgatherBytes(env.Comm, b)
 		if err != nil {
-			return nil, nil, fmt.Errorf("levels: exchange verification results: %w", err)
+			return nil, nil, fmt.Errorf("exchange verification results: %w", err)
 		}
 		got := map[int]reshapeResult{}
 		for q, raw := range all {
 			var rs []reshapeResult
 			if err := json.Unmarshal(raw, &rs); err != nil {
-				return nil, nil, fmt.Errorf("levels: decode rank %d's verification results: %w", q, err)
+				return nil, nil, fmt.Errorf("decode rank %d's verification results: %w", q, err)
 			}
 			for _, x := range rs {
 				got[x.Rank] = x
