@@ -22,6 +22,21 @@
 // The go build also writes libftigo.h, cgo's own header, which
 // applications do not need.
 //
+// capi/build.sh does it all for one MPI (openmpi, mpich, or none: the
+// serial library). It puts libftigo.so and a pkg-config file in OUT/lib,
+// fti.h, ftigo.h and the compiled Fortran module fti.mod in
+// OUT/include:
+//
+//	capi/build.sh --mpi openmpi out
+//	mpicc   prog.c   -I out/include -L out/lib -lftigo -Wl,-rpath,$PWD/out/lib
+//	mpifort prog.f90 -I out/include -L out/lib -lftigo -Wl,-rpath,$PWD/out/lib
+//	PKG_CONFIG_PATH=out/lib/pkgconfig pkg-config --cflags --libs ftigo
+//
+// Python's package ftigo (python/) loads the same library through
+// ctypes. pip builds it with build.sh for the MPI mpi4py uses:
+//
+//	pip install --no-build-isolation ./python
+//
 // # Lifecycle
 //
 // The application calls MPI_Init, then FTI_Init(config, comm) with
