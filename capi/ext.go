@@ -163,13 +163,14 @@ func (o *offlineRun) openData(m *levels.Manifest, rank int) (*fileformat.Reader,
 	}
 	var file vfd.File
 	var err error
-	global := levels.Store{Driver: vfd.Sec2{}, Dir: o.cfg.GlblDir}
+	// The files are in the directories of the run that committed m.
+	global := levels.Store{Driver: vfd.Sec2{}, Dir: o.cfg.GlobalDir(m.Run)}
 	if _, _, inC := levels.ContainerPath(f); inC && f.Attrs[levels.AttrInContainer] != "" {
 		file, err = levels.OpenTask(global, f)
 	} else {
-		dir := o.cfg.GlblDir
+		dir := global.Dir
 		if f.Where == levels.Local {
-			dir = filepath.Join(o.cfg.CkptDir, fmt.Sprintf("node%04d", rank/max(m.NodeSize, 1)))
+			dir = o.cfg.NodeDir(rank/max(m.NodeSize, 1), m.Run)
 		}
 		file, err = vfd.Sec2{}.Open(filepath.Join(dir, f.Name), vfd.ReadOnly)
 	}
