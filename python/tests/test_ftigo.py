@@ -12,14 +12,20 @@ from conftest import HEAT, env, launcher, write_config
 NX, ROWS = 256, 64
 
 
-def heat(cfg, out, np_, iters, every, levels, crash=False, kill_on=None):
+def heat(cfg, out, np_, iters, every, levels, crash=False, kill_on=None, pause_ms=0):
     """Runs heat.py on np_ ranks; with kill_on, SIGKILLs the job at the
-    first output line containing it. Returns (returncode, output)."""
+    first output line containing it. pause_ms pauses before each
+    checkpoint (HEATDIS_PAUSE_MS). Returns (returncode, output)."""
     os.makedirs(out, exist_ok=True)
     cmd = launcher(np_) + [sys.executable, HEAT, cfg, out, str(NX), str(ROWS), str(iters), str(every), levels]
     if crash:
         cmd.append("crash")
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env(), text=True,
+    e = env()
+    if pause_ms:
+        e["HEATDIS_PAUSE_MS"] = str(pause_ms)
+        if cmd[:1] and cmd[0].endswith("mpirun.openmpi"):
+            cmd[1:1] = ["-x", "HEATDIS_PAUSE_MS"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=e, text=True,
                          start_new_session=True)
     lines = []
     for line in p.stdout:
@@ -47,7 +53,10 @@ def test_heat_killed_during_checkpoint_relaunched_bit_identical(tmp_path):
     run = str(tmp_path / "run")
     cfg = write_config(run, np_)
     levels = "1234" if np_ > 1 else "14"  # L2 and L3 need a group of 2 nodes
-    rc, out = heat(cfg, run + "/out", np_, 400, 100, levels, kill_on="ckpt-begin id=3 ")
+    # The small grid's last 100 iterations take milliseconds: on a loaded
+    # machine the job ended before the kill landed. A pause at each
+    # checkpoint's start leaves the kill time to land.
+    rc, out = heat(cfg, run + "/out", np_, 400, 100, levels, kill_on="ckpt-begin id=3 ", pause_ms=2000)
     assert rc != 0, "the first launch must die:\n" + out
     assert "ckpt-end id=2 level=%s rc=1" % levels[1] in out
     assert not os.path.exists(run + "/out/final-0000.bin")
