@@ -79,7 +79,7 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	if err := comm.Agree(r.c, err, "collect protected variables"); err != nil {
 		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
-	if _, err := r.checkDecomposition(); err != nil {
+	if err := r.checkDecomposition(); err != nil {
 		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
 	meta := fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: r.now().UnixNano()}

@@ -174,7 +174,7 @@ func (r *Runtime) checkpointH5Single(id int64) error {
 	if err := comm.Agree(r.c, err, "collect protected variables"); err != nil {
 		return fmt.Errorf("ckpt: checkpoint %d (level 9): %w", id, err)
 	}
-	if _, err := r.checkDecomposition(); err != nil {
+	if err := r.checkDecomposition(); err != nil {
 		return fmt.Errorf("ckpt: checkpoint %d (level 9): %w", id, err)
 	}
 	dir, prefix := r.cfg.vprDirOf()
