@@ -1,6 +1,7 @@
 package comm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -11,8 +12,10 @@ import (
 // failed, the failing ranks and the lowest one's error. On a failing
 // rank the error also wraps local, for errors.Is. Collective.
 //
-// Success costs one fixed-size reduction. Only after a failure are the
-// failing ranks' messages gathered. If the communicator itself fails,
+// Success costs one fixed-size reduction. Only after a failure do the
+// messages move: the failing ranks' go to rank 0, which broadcasts the
+// list of failing ranks and the lowest one's message. So no rank
+// receives every rank's message. If the communicator itself fails,
 // Agree returns that error joined to local.
 func Agree(c Comm, local error, what string) error {
 	ok := int64(1)
@@ -26,28 +29,103 @@ func Agree(c Comm, local error, what string) error {
 	if all == 1 {
 		return nil
 	}
-	// A leading byte marks a failure, so an empty message still counts.
+	// Only now do the failing ranks' messages move: to rank 0, which
+	// broadcasts the list of failing ranks and the lowest one's message.
 	var msg []byte
 	if local != nil {
-		msg = append([]byte{1}, local.Error()...)
+		msg = []byte(local.Error())
 	}
-	msgs, err := AllgatherBytes(c, msg)
+	ranks, first, err := failures(c, local != nil, msg)
 	if err != nil {
 		return errors.Join(local, fmt.Errorf("vote after %s: %w", what, err))
 	}
-	e := &AgreedError{Local: local}
-	first := ""
-	for r, m := range msgs {
-		if len(m) == 0 {
-			continue
-		}
-		if e.Ranks == nil {
-			first = fmt.Sprintf("rank %d: %s", r, m[1:])
-		}
-		e.Ranks = append(e.Ranks, r)
-	}
-	e.Msg = fmt.Sprintf("%s failed on ranks %v; %s", what, e.Ranks, first)
+	e := &AgreedError{Local: local, Ranks: ranks}
+	e.Msg = fmt.Sprintf("%s failed on ranks %s; rank %d: %s", what, rankList(ranks), ranks[0], first)
 	return e
+}
+
+// failures gathers to rank 0 which ranks failed and the message of the
+// lowest one, and broadcasts both. The failing ranks travel as runs
+// (first rank, length), so a failure of every rank costs every rank a
+// few bytes. Collective; called once some rank has failed.
+func failures(c Comm, failed bool, msg []byte) (ranks []int, first string, err error) {
+	// A leading byte marks a failure, so an empty message still counts.
+	var mine []byte
+	if failed {
+		mine = append([]byte{1}, msg...)
+	}
+	all, err := GathervBytes(c, 0, mine)
+	if err != nil {
+		return nil, "", err
+	}
+	var sum []byte
+	if c.Rank() == 0 {
+		var runs []int // pairs of (first rank, length)
+		for r, m := range all {
+			if len(m) == 0 {
+				continue
+			}
+			if k := len(runs); k > 0 && runs[k-2]+runs[k-1] == r {
+				runs[k-1]++
+				continue
+			}
+			if runs == nil {
+				first = string(m[1:])
+			}
+			runs = append(runs, r, 1)
+		}
+		sum = binary.AppendUvarint(nil, uint64(len(runs)/2))
+		for _, v := range runs {
+			sum = binary.AppendUvarint(sum, uint64(v))
+		}
+		sum = append(sum, first...)
+	}
+	if sum, err = BcastBytes(c, 0, sum); err != nil {
+		return nil, "", err
+	}
+	return decodeFailures(sum, c.Size())
+}
+
+// decodeFailures reads what failures broadcast in a communicator of
+// size ranks: runs that ascend, apart, inside [0, size).
+func decodeFailures(b []byte, size int) (ranks []int, first string, err error) {
+	bad := fmt.Errorf("%w: malformed list of failing ranks", ErrBadArgument)
+	next := func() (int, bool) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 || v > uint64(size) {
+			return 0, false
+		}
+		b = b[n:]
+		return int(v), true
+	}
+	runs, ok := next()
+	if !ok || runs == 0 {
+		return nil, "", bad
+	}
+	end := -1 // one past the previous run
+	for range runs {
+		lo, ok1 := next()
+		n, ok2 := next()
+		if !ok1 || !ok2 || n == 0 || lo <= end || lo+n > size {
+			return nil, "", bad
+		}
+		for r := lo; r < lo+n; r++ {
+			ranks = append(ranks, r)
+		}
+		end = lo + n
+	}
+	return ranks, string(b), nil
+}
+
+// rankList formats the failing ranks as fmt's %v does, up to maxListed
+// of them. A longer list keeps its first and last ranks around an
+// ellipsis and says how many there are.
+func rankList(ranks []int) string {
+	const maxListed = 32
+	if len(ranks) <= maxListed {
+		return fmt.Sprint(ranks)
+	}
+	return fmt.Sprintf("%v ... %v (%d ranks)", ranks[:maxListed/2], ranks[len(ranks)-maxListed/2:], len(ranks))
 }
 
 // AgreedError is an error the ranks share after a collective step.

@@ -3,7 +3,6 @@ package comm_test
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,28 +12,13 @@ import (
 	"github.com/ftigo/ftigo/comm"
 )
 
-// counting counts the collectives a rank makes.
-type counting struct {
-	comm.Comm
-	reduces, gathers *atomic.Int64
-}
-
-func (c counting) AllreduceInt64(v int64, op comm.Op) (int64, error) {
-	c.reduces.Add(1)
-	return c.Comm.AllreduceInt64(v, op)
-}
-
-func (c counting) Allgather(send, recv []byte) error {
-	c.gathers.Add(1)
-	return c.Comm.Allgather(send, recv)
-}
-
 var errLocal = errors.New("local trouble")
 
 // TestAgree runs Agree on four in-process ranks with different sets of
 // failing ranks. Every rank must return the same message. A failing
 // rank's error must wrap its own; the others' must not. Success must
-// cost one reduction and no gather.
+// cost one reduction and nothing else; a failure only a few fixed-size
+// collectives and, on ranks but 0, a fixed number of bytes.
 func TestAgree(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -53,21 +37,27 @@ func TestAgree(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			const n = 4
 			errs := make([]error, n)
-			var reduces, gathers atomic.Int64
+			counts := make([]comm.Counts, n)
 			require.NoError(t, comm.Run(n, func(c comm.Comm) error {
-				errs[c.Rank()] = comm.Agree(counting{c, &reduces, &gathers}, tc.fail[c.Rank()], "save")
+				errs[c.Rank()] = comm.Agree(c, tc.fail[c.Rank()], "save")
+				counts[c.Rank()] = comm.CountsOf(c)
 				return nil
 			}, comm.WithTimeout(10*time.Second)))
-			assert.EqualValues(t, n, reduces.Load(), "one reduction per rank")
 			if !tc.gathers {
-				assert.Zero(t, gathers.Load(), "no gather on success")
 				for r, err := range errs {
 					assert.NoError(t, err, "rank %d", r)
+					assert.Equal(t, comm.Counts{Sent: 1, Received: 1, BytesSent: 8, BytesReceived: 8, Collectives: 1}, counts[r],
+						"rank %d: one reduction", r)
 				}
 				return
 			}
-			assert.Positive(t, gathers.Load())
 			for r, err := range errs {
+				// The vote, the gather of lengths and messages to rank 0,
+				// the broadcast of the summary's length and bytes.
+				assert.EqualValues(t, 5, counts[r].Collectives, "rank %d", r)
+				if r != 0 {
+					assert.LessOrEqual(t, counts[r].BytesReceived, int64(8+8+len(tc.msg)), "rank %d", r)
+				}
 				require.Error(t, err, "rank %d", r)
 				assert.Equal(t, tc.msg, err.Error(), "rank %d", r)
 				var ae *comm.AgreedError
@@ -109,4 +99,32 @@ func TestAgreeBrokenWorld(t *testing.T) {
 	}
 	assert.ErrorIs(t, errs[2], errLocal, "the local error survives a broken vote")
 	assert.NotErrorIs(t, errs[1], errLocal)
+}
+
+// TestAgreeManyFailures: when every one of 100 ranks fails, the list of
+// failing ranks travels as one run, so a rank other than 0 receives a
+// few dozen bytes; the message abbreviates the list, Ranks holds it all.
+func TestAgreeManyFailures(t *testing.T) {
+	const n = 100
+	errs := make([]error, n)
+	counts := make([]comm.Counts, n)
+	require.NoError(t, comm.Run(n, func(c comm.Comm) error {
+		errs[c.Rank()] = comm.Agree(c, fmt.Errorf("rank %d: %w", c.Rank(), errLocal), "save")
+		counts[c.Rank()] = comm.CountsOf(c)
+		return nil
+	}, comm.WithTimeout(20*time.Second)))
+	want := "save failed on ranks [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] ... " +
+		"[84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99] (100 ranks); rank 0: rank 0: local trouble"
+	for r, err := range errs {
+		var ae *comm.AgreedError
+		require.ErrorAs(t, err, &ae, "rank %d", r)
+		assert.Equal(t, want, ae.Msg, "rank %d", r)
+		assert.Len(t, ae.Ranks, n, "rank %d", r)
+		assert.Equal(t, n-1, ae.Ranks[n-1], "rank %d", r)
+		assert.ErrorIs(t, err, errLocal, "rank %d", r)
+		if r != 0 {
+			assert.LessOrEqual(t, counts[r].BytesReceived, int64(64), "rank %d", r)
+		}
+	}
+	assert.GreaterOrEqual(t, counts[0].BytesReceived, int64((n-1)*len("rank 99: local trouble")-n*2), "rank 0 gathers the messages")
 }

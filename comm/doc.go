@@ -7,10 +7,13 @@
 //     default, and the test vehicle.
 //   - Helpers built on the interface alone: [AllgatherBytes],
 //     [BcastBytes], [SendChunked] and [RecvChunked], [SendrecvChunked],
-//     [NodeMap].
+//     [NodeMap], [SplitNode].
 //   - Typed operations for a solver's own halo exchange and convergence
 //     checks: [Allreduce], [AllreduceValue], [Gather], [Allgather],
 //     [Scatter], [Isend], [Irecv], [WaitAll].
+//   - Rooted collectives for protocols at scale: [GathervBytes],
+//     [ScattervBytes], [Reduce], [AllreduceInt64s], and [Agree].
+//   - Traffic counters: the [Counter] capability and [CountsOf].
 //   - Virtual worlds ([NewMux]): several goroutine ranks in each process
 //     of a real communicator. ckpt's head ranks use it.
 //
@@ -52,6 +55,29 @@
 //
 // Simulated nodes: rank r sits on node "node<r/k>", with k set by
 // [WithNodeSize] (default 1). In-process Comms expose it as [NodeIDer].
+//
+// # Scale
+//
+// A rank's share of a collective protocol must not grow with the number
+// of ranks. Agreement is a fixed-size reduction ([Agree],
+// [AllreduceInt64s]). Metadata that one rank writes is gathered to it
+// ([GathervBytes]), and each rank gets back only its own part
+// ([ScattervBytes]) or a fixed-size [Comm.Bcast]. [SplitNode] finds a
+// rank's node without the names of the others. [AllgatherBytes] and
+// [NodeMap] hand every rank every rank's bytes: O(Size()) per rank, for
+// small jobs and tests only.
+//
+// [Counter] makes this measurable. The in-process world and comm/mpi
+// count, per rank, the messages and bytes it sent and received and the
+// collectives it entered, over its world and every sub-communicator
+// ([Counts] says how a collective counts). CountsOf returns zero Counts
+// for a Comm without the capability. A test or benchmark reads it
+// before and after a step; [Counts.Sub] gives the difference.
+//
+// The in-process world's collectives cost O(Size()) in all, not per
+// rank. Each rank hands in its part in O(1). The last to arrive does the
+// O(Size()) checks and combination once, and every rank copies out only
+// what its result holds.
 //
 // # The typed operations
 //

@@ -2,9 +2,12 @@ package comm
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"os"
+	"slices"
 )
 
 // DefaultChunk is the block size of the chunked transfers when the caller
@@ -215,17 +218,13 @@ func SendrecvChunked(c Comm, send []byte, dst int, recv []byte, src, tag, chunk 
 // world's simulated nodes), else the host name is used. Nodes are numbered
 // in the order of their lowest rank; nodes[k] lists the ranks on node k in
 // increasing order, and myNode is this rank's node. Every rank must call it.
+//
+// Every rank receives every rank's node name: O(Size()) per rank. At
+// scale use [SplitNode], which hands each rank only its own node.
 func NodeMap(c Comm, nodeID func() string) (nodes [][]int, myNode int, err error) {
-	var id string
-	switch {
-	case nodeID != nil:
-		id = nodeID()
-	default:
-		if ni, ok := c.(NodeIDer); ok {
-			id = ni.NodeID()
-		} else if id, err = os.Hostname(); err != nil {
-			return nil, 0, fmt.Errorf("node map: host name: %w", err)
-		}
+	id, err := nodeName(c, nodeID)
+	if err != nil {
+		return nil, 0, fmt.Errorf("node map: %w", err)
 	}
 	ids, err := AllgatherBytes(c, []byte(id))
 	if err != nil {
@@ -242,4 +241,81 @@ func NodeMap(c Comm, nodeID func() string) (nodes [][]int, myNode int, err error
 		nodes[k] = append(nodes[k], r)
 	}
 	return nodes, index[id], nil
+}
+
+// nodeName names this rank's node: nodeID when it is not nil, else the
+// [NodeIDer] capability, else the host name.
+func nodeName(c Comm, nodeID func() string) (string, error) {
+	if nodeID != nil {
+		return nodeID(), nil
+	}
+	if ni, ok := c.(NodeIDer); ok {
+		return ni.NodeID(), nil
+	}
+	id, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("host name: %w", err)
+	}
+	return id, nil
+}
+
+// SplitNode splits c into one communicator per node: node holds the
+// ranks of this rank's node, in rank order. Nodes are numbered as
+// [NodeMap] numbers them, in the order of their lowest rank: index is
+// this node's number and count the number of nodes. nodeID names the
+// node as for NodeMap. Every rank must call it; the caller closes node.
+//
+// No rank receives another node's names. The ranks split by a hash of
+// the name, then compare names within their hash group (one node,
+// unless two names collide), then the lowest rank of every node learns
+// its index from a split of the nodes' lowest ranks. So it costs three
+// Splits, an [AllgatherBytes] within the hash group and a 16-byte
+// Bcast within the node.
+func SplitNode(c Comm, nodeID func() string) (node Comm, index, count int, err error) {
+	id, err := nodeName(c, nodeID)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("split by node: %w", err)
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	group, err := c.Split(int(h.Sum32()&0x3fffffff), c.Rank())
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("split by node: hash group: %w", err)
+	}
+	names, err := AllgatherBytes(group, []byte(id))
+	if err == nil {
+		// Names that collide in the hash part by their first rank.
+		first := slices.IndexFunc(names, func(b []byte) bool { return string(b) == id })
+		node, err = group.Split(first, group.Rank())
+	}
+	if cerr := group.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if node != nil {
+			_ = node.Close()
+		}
+		return nil, 0, 0, fmt.Errorf("split by node: %w", err)
+	}
+	color := -1
+	if node.Rank() == 0 {
+		color = 0
+	}
+	leaders, err := c.Split(color, c.Rank())
+	if err != nil {
+		return nil, 0, 0, errors.Join(fmt.Errorf("split by node: the nodes' first ranks: %w", err), node.Close())
+	}
+	var b [16]byte
+	if leaders != nil {
+		binary.LittleEndian.PutUint64(b[:], uint64(leaders.Rank()))
+		binary.LittleEndian.PutUint64(b[8:], uint64(leaders.Size()))
+	}
+	err = node.Bcast(0, b[:])
+	if leaders != nil {
+		err = errors.Join(err, leaders.Close())
+	}
+	if err != nil {
+		return nil, 0, 0, errors.Join(fmt.Errorf("split by node: number the nodes: %w", err), node.Close())
+	}
+	return node, int(binary.LittleEndian.Uint64(b[:])), int(binary.LittleEndian.Uint64(b[8:])), nil
 }

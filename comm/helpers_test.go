@@ -86,3 +86,34 @@ func TestChunkedSizes(t *testing.T) {
 		require.NoError(t, err, "n=%d chunk=%d", tc.n, tc.chunk)
 	}
 }
+
+// TestSplitNodeHashCollision puts two nodes whose names fall in one hash
+// group ("node14479" and "node586486" share fnv-32a's low 30 bits) on
+// alternating ranks: SplitNode must still tell them apart.
+func TestSplitNodeHashCollision(t *testing.T) {
+	names := []string{"node586486", "node14479", "node586486", "other", "node14479"}
+	type got struct {
+		members     []int
+		index, nods int
+	}
+	res := make([]got, len(names))
+	require.NoError(t, comm.Run(len(names), func(c comm.Comm) error {
+		node, index, count, err := comm.SplitNode(c, func() string { return names[c.Rank()] })
+		if err != nil {
+			return err
+		}
+		defer node.Close()
+		all, err := comm.AllgatherBytes(node, []byte{byte(c.Rank())})
+		if err != nil {
+			return err
+		}
+		g := got{index: index, nods: count}
+		for _, b := range all {
+			g.members = append(g.members, int(b[0]))
+		}
+		res[c.Rank()] = g
+		return nil
+	}, comm.WithTimeout(10*time.Second)))
+	want := []got{{[]int{0, 2}, 0, 3}, {[]int{1, 4}, 1, 3}, {[]int{0, 2}, 0, 3}, {[]int{3}, 2, 3}, {[]int{1, 4}, 1, 3}}
+	assert.Equal(t, want, res)
+}

@@ -108,7 +108,7 @@ func NewWorld(n int, opts ...Option) []Comm {
 	if o.logger == nil {
 		o.logger = zap.NewNop()
 	}
-	w := &world{opts: o, aborted: make(chan struct{})}
+	w := &world{opts: o, aborted: make(chan struct{}), tallies: make([]Tally, n)}
 	ranks := make([]int, n)
 	for i := range ranks {
 		ranks[i] = i
@@ -123,6 +123,7 @@ type world struct {
 	once    sync.Once
 	aborted chan struct{} // closed by abort, after cause is set
 	cause   error
+	tallies []Tally // per world rank, shared by its sub-communicators
 }
 
 func (w *world) abort(cause error) {
@@ -193,7 +194,7 @@ func newGroup(w *world, worldRanks []int, isWorld bool) []Comm {
 }
 
 // proc is one rank's handle on a group; it implements Comm, Aborter,
-// NodeIDer and InProcess.
+// NodeIDer, InProcess and Counter.
 type proc struct {
 	g      *group
 	rank   int
@@ -206,7 +207,14 @@ var (
 	_ Aborter   = (*proc)(nil)
 	_ NodeIDer  = (*proc)(nil)
 	_ InProcess = (*proc)(nil)
+	_ Counter   = (*proc)(nil)
 )
+
+// Counts implements [Counter]: the traffic of this world rank in every
+// communicator it belongs to.
+func (p *proc) Counts() Counts { return p.tally().Counts() }
+
+func (p *proc) tally() *Tally { return &p.g.w.tallies[p.g.worldRanks[p.rank]] }
 
 // InProcess reports true: every rank is a goroutine of this process.
 func (p *proc) InProcess() bool { return true }
@@ -351,7 +359,11 @@ func (p *proc) Send(dst, tag int, buf []byte) error {
 		return err
 	}
 	s, box := p.post(dst, tag, buf)
-	return p.finish(box, s, true)
+	if err := p.finish(box, s, true); err != nil {
+		return err
+	}
+	p.tally().Send(1, int64(len(buf)))
+	return nil
 }
 
 func (p *proc) Recv(src, tag int, buf []byte) (int, error) {
@@ -361,7 +373,11 @@ func (p *proc) Recv(src, tag int, buf []byte) (int, error) {
 	if err := p.checkRank("Recv: source", src); err != nil {
 		return 0, err
 	}
-	return p.recv(src, tag, buf)
+	n, err := p.recv(src, tag, buf)
+	if err == nil {
+		p.tally().Recv(1, int64(n))
+	}
+	return n, err
 }
 
 func (p *proc) recv(src, tag int, buf []byte) (int, error) {
@@ -395,9 +411,13 @@ func (p *proc) Sendrecv(send []byte, dst, sendTag int, recv []byte, src, recvTag
 	s, box := p.post(dst, sendTag, send)
 	n, rerr := p.recv(src, recvTag, recv)
 	serr := p.finish(box, s, true)
+	if serr == nil {
+		p.tally().Send(1, int64(len(send)))
+	}
 	if rerr != nil {
 		return n, rerr
 	}
+	p.tally().Recv(1, int64(n))
 	return n, serr
 }
 
@@ -445,6 +465,7 @@ func (p *proc) rendezvous(op string, v any, compute func(in []contrib) any, use 
 	if err := p.check(); err != nil {
 		return nil, err
 	}
+	p.tally().Collective()
 	g := p.g
 	r, last := g.arrive(p.rank, contrib{op: op, v: v}, compute)
 	if !last {
@@ -546,7 +567,15 @@ func (p *proc) Bcast(root int, buf []byte) error {
 			copy(buf, out.([]byte))
 		}
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	if p.rank == root {
+		p.tally().Send(1, int64(len(buf)))
+	} else {
+		p.tally().Recv(1, int64(len(buf)))
+	}
+	return nil
 }
 
 type gatherArg struct {
@@ -574,7 +603,13 @@ func (p *proc) Allgather(send, recv []byte) error {
 			copy(recv[i*len(s):], s)
 		}
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	others := int64(p.Size() - 1)
+	p.tally().Send(1, int64(len(send)))
+	p.tally().Recv(others, others*int64(len(send)))
+	return nil
 }
 
 type reduceArg struct {
@@ -613,6 +648,8 @@ func (p *proc) AllreduceInt64(v int64, op Op) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	p.tally().Send(1, 8)
+	p.tally().Recv(1, 8)
 	return out.(int64), nil
 }
 

@@ -89,7 +89,12 @@ func (p *proc) Allreduce(send, recv []byte, t Datatype, op Op) error {
 		elems := len(send) / es
 		reduceRange(args, es*(elems*p.rank/n), es*(elems*(p.rank+1)/n))
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	p.tally().Send(1, int64(len(send)))
+	p.tally().Recv(1, int64(len(recv)))
+	return nil
 }
 
 type gathervArg struct {
@@ -202,12 +207,31 @@ func (p *proc) Scatterv(root int, send, recv []byte) error {
 }
 
 func (p *proc) vCollective(op string, kind vKind, a gathervArg) error {
-	_, err := p.rendezvous(op, a, func(in []contrib) any {
+	out, err := p.rendezvous(op, a, func(in []contrib) any {
 		return planGatherv(kind, in)
 	}, func(out any) {
 		out.(gathervPlan).copyPart(kind, p.rank)
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	total := int64(out.(gathervPlan).displ[p.Size()])
+	others := int64(p.Size() - 1)
+	t := p.tally()
+	switch {
+	case kind == vAllgather:
+		t.Send(1, int64(len(a.send)))
+		t.Recv(others, total-int64(len(a.send)))
+	case kind == vGather && p.rank == a.root:
+		t.Recv(others, total-int64(len(a.send)))
+	case kind == vGather:
+		t.Send(1, int64(len(a.send)))
+	case p.rank == a.root: // scatter
+		t.Send(others, total-int64(len(a.recv)))
+	default:
+		t.Recv(1, int64(len(a.recv)))
+	}
+	return nil
 }
 
 // ---- non-blocking point to point ----
@@ -276,8 +300,12 @@ func (r *inprocRequest) Wait() (int, error) {
 	}
 	if r.send {
 		r.n = len(r.m.buf)
+		r.p.tally().Send(1, int64(r.n))
 	} else {
 		r.n, r.err = r.m.n, r.m.err
+		if r.err == nil {
+			r.p.tally().Recv(1, int64(r.n))
+		}
 	}
 	return r.n, r.err
 }

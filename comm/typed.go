@@ -66,8 +66,11 @@ type Reducer interface {
 
 // Gatherer is the optional capability of the rooted and variable-length
 // collectives natively (MPI_Gatherv, MPI_Allgatherv, MPI_Scatterv under
-// MPI). [Gather], [Allgather] and [Scatter] use it when the Comm has it and
-// fall back to Allgather and Bcast in bounded rounds otherwise.
+// MPI). [Gather], [Allgather] and [Scatter] use it when the Comm has it.
+// Otherwise Allgather falls back to [Comm.Allgather] in bounded rounds,
+// and Gather and Scatter to fixed-size reductions and point-to-point
+// messages with root (tag [TagRooted]), so that a rank other than root
+// still receives only its own part and a few fixed-size words.
 //
 // Ranks may contribute different lengths. A length that does not add up,
 // ranks that disagree on root, a root out of range, or a send overlapping
@@ -378,17 +381,17 @@ func viewAs[T int64 | float64](b []byte) (v []T, spill bool) {
 }
 
 // gatherFallback is Gatherv (all false) and Allgatherv (all true) on
-// Allgather: the lengths are agreed first, then every rank contributes its
-// next block, padded to the round's width, in rounds of at most round
-// bytes.
+// the byte operations. A rooted gather is rootedGather. Allgatherv agrees
+// on the lengths first, then every rank contributes its next block,
+// padded to the round's width, in rounds of at most round bytes.
 func gatherFallback(c Comm, root int, send, recv []byte, all bool, round int) error {
-	name := "Gather"
-	if all {
-		name, root = "Allgather", 0
+	if !all {
+		return rootedGather(c, root, send, recv, round)
 	}
+	name := "Allgather"
+	root = 0
 	anyOv, _ := overlap(send, recv)
-	selfBad := anyOv && (all || c.Rank() == root)
-	hs, err := agree(c, [hFields]int64{hSend: int64(len(send)), hRecv: int64(len(recv)), hRoot: int64(root), hBad: bad(selfBad)})
+	hs, err := agree(c, [hFields]int64{hSend: int64(len(send)), hRecv: int64(len(recv)), hRoot: int64(root), hBad: bad(anyOv)})
 	if err != nil {
 		return fmt.Errorf("comm: %s: agree on lengths: %w", name, err)
 	}
@@ -418,9 +421,6 @@ func gatherFallback(c Comm, root int, send, recv []byte, all bool, round int) er
 		}
 		if err := c.Allgather(mine, tmp[:n*w]); err != nil {
 			return fmt.Errorf("comm: %s: block at byte %d: %w", name, off, err)
-		}
-		if !all && c.Rank() != root {
-			continue
 		}
 		for r := range n {
 			ln := int(hs[r][hSend])
@@ -457,56 +457,149 @@ func checkGather(name string, hs [][hFields]int64, root int, total int64, all bo
 	return nil
 }
 
-// scatterFallback is Scatterv on Bcast: root's send goes out in blocks of
-// at most round bytes and every rank keeps its own part.
+// TagRooted is the tag of the point-to-point messages the rooted
+// fallbacks (Gather, Scatter and the functions on them, for a Comm
+// without [Gatherer]) exchange. A protocol that leaves its own messages
+// of this tag pending across such a call may see them taken.
+const TagRooted = 0x7ffe
+
+// agreeRooted is the first step of a rooted fallback: two fixed-size
+// reductions tell every rank whether all passed the same root, in range,
+// and whether any rank's own arguments are wrong. The second carries
+// Max(-2·root + bad): with one root R it is -2R or -2R+1, with a smaller
+// root anywhere it is larger.
+func agreeRooted(c Comm, name string, root int, selfBad bool) error {
+	r := int64(min(max(root, -1), c.Size()))
+	hi, err := c.AllreduceInt64(r, Max)
+	if err != nil {
+		return fmt.Errorf("comm: %s: agree on root: %w", name, err)
+	}
+	x, err := c.AllreduceInt64(-2*r+bad(selfBad), Max)
+	if err != nil {
+		return fmt.Errorf("comm: %s: agree on root: %w", name, err)
+	}
+	switch {
+	case x != -2*hi && x != -2*hi+1:
+		return fmt.Errorf("%w: %s: the ranks pass different roots (%d here)", ErrBadArgument, name, root)
+	case root < 0 || root >= c.Size():
+		return fmt.Errorf("%w: %s: root %d out of range [0,%d)", ErrBadArgument, name, root, c.Size())
+	case selfBad:
+		return fmt.Errorf("%w: %s: this rank's send overlaps its recv", ErrBadArgument, name)
+	case x == -2*hi+1:
+		return fmt.Errorf("%w: %s: root's send overlaps its recv", ErrBadArgument, name)
+	}
+	return nil
+}
+
+// rootedLengths is the second step: every rank but root sends root its
+// distributed length n (8 bytes, tag TagRooted); root checks their total
+// against want and broadcasts its verdict (16 bytes). Root gets every
+// rank's length; the others nil.
+func rootedLengths(c Comm, name string, root int, n, want int64) ([]int64, error) {
+	var lens []int64
+	var v [16]byte // ok flag, total
+	if c.Rank() != root {
+		binary.LittleEndian.PutUint64(v[:], uint64(n))
+		if err := c.Send(root, TagRooted, v[:8]); err != nil {
+			return nil, fmt.Errorf("comm: %s: send length: %w", name, err)
+		}
+	} else {
+		lens = make([]int64, c.Size())
+		var total int64
+		for r := range lens {
+			lens[r] = n
+			if r != root {
+				if _, err := recvExact(c, r, TagRooted, v[:8]); err != nil {
+					return nil, fmt.Errorf("comm: %s: length of rank %d: %w", name, r, err)
+				}
+				lens[r] = int64(binary.LittleEndian.Uint64(v[:8]))
+			}
+			total += lens[r]
+		}
+		binary.LittleEndian.PutUint64(v[:], uint64(bad(total == want)))
+		binary.LittleEndian.PutUint64(v[8:], uint64(total))
+	}
+	if err := c.Bcast(root, v[:]); err != nil {
+		return nil, fmt.Errorf("comm: %s: verdict: %w", name, err)
+	}
+	if binary.LittleEndian.Uint64(v[:]) != 1 {
+		return nil, fmt.Errorf("%w: %s: root %d's buffer does not hold the total of %d bytes", ErrBadArgument, name, root,
+			int64(binary.LittleEndian.Uint64(v[8:])))
+	}
+	return lens, nil
+}
+
+// rootedGather is Gatherv on point-to-point messages: after agreeRooted
+// and rootedLengths, every rank sends root its bytes in blocks of round
+// bytes, and root receives them in rank order. A rank other than root
+// receives a fixed number of bytes.
+func rootedGather(c Comm, root int, send, recv []byte, round int) error {
+	const name = "Gather"
+	anyOv, _ := overlap(send, recv)
+	if err := agreeRooted(c, name, root, anyOv && c.Rank() == root); err != nil {
+		return err
+	}
+	lens, err := rootedLengths(c, name, root, int64(len(send)), int64(len(recv)))
+	if err != nil {
+		return err
+	}
+	if c.Rank() != root {
+		if err := SendChunked(c, root, TagRooted, send, round); err != nil {
+			return fmt.Errorf("comm: %s: send data: %w", name, err)
+		}
+		return nil
+	}
+	var off int64
+	for r, l := range lens {
+		part := recv[off : off+l]
+		off += l
+		if r == root {
+			copy(part, send)
+			continue
+		}
+		got, err := RecvChunked(c, r, TagRooted, part, round)
+		if err == nil && int64(got) != l {
+			err = fmt.Errorf("%w: %d bytes, want %d", ErrBadArgument, got, l)
+		}
+		if err != nil {
+			return fmt.Errorf("comm: %s: data of rank %d: %w", name, r, err)
+		}
+	}
+	return nil
+}
+
+// scatterFallback is Scatterv on point-to-point messages, the mirror of
+// rootedGather: root sends each rank its part in blocks of round bytes.
 func scatterFallback(c Comm, root int, send, recv []byte, round int) error {
 	const name = "Scatter"
 	anyOv, _ := overlap(send, recv)
-	hs, err := agree(c, [hFields]int64{hSend: int64(len(send)), hRecv: int64(len(recv)), hRoot: int64(root), hBad: bad(anyOv && c.Rank() == root)})
+	if err := agreeRooted(c, name, root, anyOv && c.Rank() == root); err != nil {
+		return err
+	}
+	lens, err := rootedLengths(c, name, root, int64(len(recv)), int64(len(send)))
 	if err != nil {
-		return fmt.Errorf("comm: %s: agree on lengths: %w", name, err)
+		return err
 	}
-	var total int64
-	for _, h := range hs {
-		total += h[hRecv]
-	}
-	n := c.Size()
-	for r, h := range hs {
-		switch {
-		case int(h[hRoot]) != root:
-			return fmt.Errorf("%w: %s: rank %d has root %d, rank %d has %d", ErrBadArgument, name, r, h[hRoot], c.Rank(), root)
-		case h[hBad] != 0:
-			return fmt.Errorf("%w: %s: rank %d's send overlaps its recv", ErrBadArgument, name, r)
-		}
-	}
-	if root < 0 || root >= n {
-		return fmt.Errorf("%w: %s: root %d out of range [0,%d)", ErrBadArgument, name, root, n)
-	}
-	if hs[root][hSend] != total {
-		return fmt.Errorf("%w: %s: root %d sends %d bytes, the recvs total %d", ErrBadArgument, name, root, hs[root][hSend], total)
-	}
-	lo := 0
-	for r := range c.Rank() {
-		lo += int(hs[r][hRecv])
-	}
-	hi := lo + len(recv)
-	var buf []byte
 	if c.Rank() != root {
-		buf = make([]byte, min(round, int(total)))
+		got, err := RecvChunked(c, root, TagRooted, recv, round)
+		if err == nil && got != len(recv) {
+			err = fmt.Errorf("%w: %d bytes, want %d", ErrBadArgument, got, len(recv))
+		}
+		if err != nil {
+			return fmt.Errorf("comm: %s: receive part: %w", name, err)
+		}
+		return nil
 	}
-	for off := 0; off < int(total); off += round {
-		end := min(off+round, int(total))
-		var b []byte
-		if c.Rank() == root {
-			b = send[off:end]
-		} else {
-			b = buf[:end-off]
+	var off int64
+	for r, l := range lens {
+		part := send[off : off+l]
+		off += l
+		if r == root {
+			copy(recv, part)
+			continue
 		}
-		if err := c.Bcast(root, b); err != nil {
-			return fmt.Errorf("comm: %s: block at byte %d: %w", name, off, err)
-		}
-		if s, e := max(off, lo), min(end, hi); s < e {
-			copy(recv[s-lo:e-lo], b[s-off:e-off])
+		if err := SendChunked(c, r, TagRooted, part, round); err != nil {
+			return fmt.Errorf("comm: %s: part of rank %d: %w", name, r, err)
 		}
 	}
 	return nil

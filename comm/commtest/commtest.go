@@ -27,9 +27,12 @@ import (
 	"github.com/ftigo/ftigo/comm"
 )
 
-// Run checks every method of c, the package helpers and the typed
+// Run checks every method of c, the package helpers, the typed
 // operations (comm.Allreduce, comm.Gather, comm.Allgather, comm.Scatter,
-// comm.Isend, comm.Irecv, comm.WaitAll), including the mistakes only some
+// comm.Isend, comm.Irecv, comm.WaitAll), the rooted collectives
+// (comm.GathervBytes, comm.ScattervBytes, comm.Reduce,
+// comm.AllreduceInt64s), comm.Agree and, when c has it, the
+// comm.Counter capability, including the mistakes only some
 // ranks make, which must fail on every rank rather than hang. Call it on
 // every rank of the communicator at the same time. The typed operations run
 // on c's native capabilities when it has them; Run(t, [BytesOnly](c))
@@ -58,6 +61,7 @@ func Run(t testing.TB, c comm.Comm) {
 		{"SendrecvChunked", s.sendrecvChunked},
 		{"SendRecvChunked", s.sendRecvChunked},
 		{"NodeMap", s.nodeMap},
+		{"SplitNode", s.splitNode},
 		{"TypedAllreduce", s.typedAllreduce},
 		{"TypedAllreduceErrors", s.typedAllreduceErrors},
 		{"TypedGathers", s.typedGathers},
@@ -65,6 +69,11 @@ func Run(t testing.TB, c comm.Comm) {
 		{"NonBlocking", s.nonBlocking},
 		{"TestNotDone", s.testNotDone},
 		{"TypedSub", s.typedSub},
+		{"GathervBytes", s.gathervBytes},
+		{"ScattervBytes", s.scattervBytes},
+		{"ReduceVectors", s.reduceVectors},
+		{"Agree", s.agree},
+		{"Counts", s.counts},
 	} {
 		s.step = step.name
 		step.fn()
@@ -565,5 +574,31 @@ func (s *suite) nodeMap() {
 		if !found {
 			s.errorf("NodeMap(nil): rank not on its own node %d in %v", mine, nodes)
 		}
+	}
+}
+
+func (s *suite) splitNode() {
+	// Nodes of 3 ranks, named so that name order is not rank order.
+	id := func() string { return fmt.Sprintf("host-%d", 100-s.rank/3) }
+	node, index, count, err := comm.SplitNode(s.c, id)
+	if !s.ok("SplitNode", err) {
+		return
+	}
+	var want []int
+	for r := s.rank / 3 * 3; r < min(s.size, s.rank/3*3+3); r++ {
+		want = append(want, r)
+	}
+	s.checkSub("SplitNode", node, want)
+	if index != s.rank/3 || count != (s.size+2)/3 {
+		s.errorf("SplitNode: node %d of %d, want %d of %d", index, count, s.rank/3, (s.size+2)/3)
+	}
+	s.ok("SplitNode: close", node.Close())
+	// Every rank on one node.
+	node, index, count, err = comm.SplitNode(s.c, func() string { return "one" })
+	if s.ok("SplitNode on one node", err) {
+		if index != 0 || count != 1 || node.Size() != s.size || node.Rank() != s.rank {
+			s.errorf("SplitNode on one node: node %d of %d, rank %d of %d", index, count, node.Rank(), node.Size())
+		}
+		s.ok("SplitNode on one node: close", node.Close())
 	}
 }

@@ -200,6 +200,10 @@ type env struct {
 	pinMu   sync.Mutex
 	pinner  runtime.Pinner
 	pending int
+
+	// tally counts this process's traffic, over the world and every
+	// communicator split from it (see [Comm.Counts]).
+	tally comm.Tally
 }
 
 // pin pins buf's memory for a request about to be posted.
@@ -251,7 +255,15 @@ type Comm struct {
 var (
 	_ comm.Comm    = (*Comm)(nil)
 	_ comm.Aborter = (*Comm)(nil)
+	_ comm.Counter = (*Comm)(nil)
 )
+
+// Counts implements [comm.Counter]: the calls this process made through
+// the binding, on the communicator of its initialisation (or of
+// [FromHandle]) and every one split from it, counted as comm.Counts
+// says. What MPI sends inside a collective (its trees and rounds) is
+// not seen.
+func (c *Comm) Counts() comm.Counts { return c.env.tally.Counts() }
 
 // Thread levels for [InitThread], in increasing order.
 const (
@@ -405,6 +417,7 @@ func (c *Comm) Barrier() error {
 	if err := c.check(); err != nil {
 		return err
 	}
+	c.env.tally.Collective()
 	c.env.lock()
 	defer c.env.unlock()
 	return mpiErr("MPI_Barrier", C.ftigo_barrier(c.handle))
@@ -420,9 +433,16 @@ func (c *Comm) Bcast(root int, buf []byte) error {
 	if err := checkCount("Bcast", len(buf)); err != nil {
 		return err
 	}
+	c.env.tally.Collective()
 	c.env.lock()
-	defer c.env.unlock()
-	return mpiErr("MPI_Bcast", C.ftigo_bcast(c.handle, ptr(buf), C.int(len(buf)), C.int(root)))
+	err := mpiErr("MPI_Bcast", C.ftigo_bcast(c.handle, ptr(buf), C.int(len(buf)), C.int(root)))
+	c.env.unlock()
+	if err == nil && c.rank == root {
+		c.env.tally.Send(1, int64(len(buf)))
+	} else if err == nil {
+		c.env.tally.Recv(1, int64(len(buf)))
+	}
+	return err
 }
 
 func (c *Comm) Allgather(send, recv []byte) error {
@@ -435,9 +455,15 @@ func (c *Comm) Allgather(send, recv []byte) error {
 	if err := checkCount("Allgather", len(send)); err != nil {
 		return err
 	}
+	c.env.tally.Collective()
 	c.env.lock()
-	defer c.env.unlock()
-	return mpiErr("MPI_Allgather", C.ftigo_allgather(c.handle, ptr(send), C.int(len(send)), ptr(recv)))
+	err := mpiErr("MPI_Allgather", C.ftigo_allgather(c.handle, ptr(send), C.int(len(send)), ptr(recv)))
+	c.env.unlock()
+	if err == nil {
+		c.env.tally.Send(1, int64(len(send)))
+		c.env.tally.Recv(int64(c.size-1), int64(len(recv)-len(send)))
+	}
+	return err
 }
 
 func (c *Comm) AllreduceInt64(v int64, op comm.Op) (int64, error) {
@@ -448,9 +474,14 @@ func (c *Comm) AllreduceInt64(v int64, op comm.Op) (int64, error) {
 		return 0, fmt.Errorf("%w: AllreduceInt64: unknown %v", comm.ErrBadArgument, op)
 	}
 	var out C.int64_t
+	c.env.tally.Collective()
 	c.env.lock()
-	defer c.env.unlock()
 	err := mpiErr("MPI_Allreduce", C.ftigo_allreduce_int64(c.handle, C.int64_t(v), C.int(op), &out))
+	c.env.unlock()
+	if err == nil {
+		c.env.tally.Send(1, 8)
+		c.env.tally.Recv(1, 8)
+	}
 	return int64(out), err
 }
 
@@ -462,8 +493,12 @@ func (c *Comm) Send(dst, tag int, buf []byte) error {
 		return err
 	}
 	c.env.lock()
-	defer c.env.unlock()
-	return mpiErr("MPI_Send", C.ftigo_send(c.handle, ptr(buf), C.int(len(buf)), C.int(dst), C.int(tag)))
+	err := mpiErr("MPI_Send", C.ftigo_send(c.handle, ptr(buf), C.int(len(buf)), C.int(dst), C.int(tag)))
+	c.env.unlock()
+	if err == nil {
+		c.env.tally.Send(1, int64(len(buf)))
+	}
+	return err
 }
 
 func (c *Comm) Recv(src, tag int, buf []byte) (int, error) {
@@ -475,8 +510,11 @@ func (c *Comm) Recv(src, tag int, buf []byte) (int, error) {
 	}
 	var n C.int
 	c.env.lock()
-	defer c.env.unlock()
 	err := mpiErr("MPI_Recv", C.ftigo_recv(c.handle, ptr(buf), C.int(len(buf)), C.int(src), C.int(tag), &n))
+	c.env.unlock()
+	if err == nil {
+		c.env.tally.Recv(1, int64(n))
+	}
 	return int(n), err
 }
 
@@ -493,10 +531,14 @@ func (c *Comm) Sendrecv(send []byte, dst, sendTag int, recv []byte, src, recvTag
 	}
 	var n C.int
 	c.env.lock()
-	defer c.env.unlock()
 	err := mpiErr("MPI_Sendrecv", C.ftigo_sendrecv(c.handle,
 		ptr(send), C.int(len(send)), C.int(dst), C.int(sendTag),
 		ptr(recv), C.int(len(recv)), C.int(src), C.int(recvTag), &n))
+	c.env.unlock()
+	if err == nil {
+		c.env.tally.Send(1, int64(len(send)))
+		c.env.tally.Recv(1, int64(n))
+	}
 	return int(n), err
 }
 
@@ -510,6 +552,7 @@ func (c *Comm) Split(color, key int) (comm.Comm, error) {
 		return nil, fmt.Errorf("%w: Split: color %d or key %d does not fit a C int", comm.ErrBadArgument, color, key)
 	}
 	var h C.MPI_Fint
+	c.env.tally.Collective()
 	c.env.lock()
 	err := mpiErr("MPI_Comm_split", C.ftigo_split(c.handle, C.int(max(color, -1)), C.int(key), &h))
 	c.env.unlock()

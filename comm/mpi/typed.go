@@ -29,6 +29,11 @@ static int ftigo_scatterv(MPI_Fint c, void *send, int *counts, int *displs, void
 	return MPI_Scatterv(send, counts, displs, MPI_BYTE, recv, n, MPI_BYTE, root, MPI_Comm_f2c(c));
 }
 
+// ftigo_gather_i64 gathers one int64 of every rank into root's recv.
+static int ftigo_gather_i64(MPI_Fint c, int64_t v, int64_t *recv, int root) {
+	return MPI_Gather(&v, 1, MPI_INT64_T, recv, 1, MPI_INT64_T, root, MPI_Comm_f2c(c));
+}
+
 // ftigo_bytes_type describes n bytes (n > block) as one datatype: q blocks
 // of block bytes, then the remainder. A message of it matches a receive of
 // plain bytes and the other way round, since both are sequences of
@@ -169,9 +174,15 @@ func unword(t comm.Datatype, w uint64) int64 {
 }
 
 func (c *Comm) allreduceCall(send, recv unsafe.Pointer, n int, t comm.Datatype, op comm.Op) error {
+	c.env.tally.Collective()
 	c.env.lock()
-	defer c.env.unlock()
-	return mpiErr("MPI_Allreduce", C.ftigo_allreduce_v(c.handle, send, recv, C.int(n), C.int(t), C.int(op)))
+	err := mpiErr("MPI_Allreduce", C.ftigo_allreduce_v(c.handle, send, recv, C.int(n), C.int(t), C.int(op)))
+	c.env.unlock()
+	if err == nil {
+		c.env.tally.Send(1, 8*int64(n))
+		c.env.tally.Recv(1, 8*int64(n))
+	}
+	return err
 }
 
 // firstCalls recycles the buffers of the first call of a reduction, which
@@ -282,91 +293,158 @@ func (c *Comm) Allreduce(send, recv []byte, t comm.Datatype, op comm.Op) error {
 	return nil
 }
 
-// vHeader is one rank's facts for a v-collective: its send and recv
-// lengths, its root and whether its own arguments are wrong.
-type vHeader struct{ send, recv, root, bad int64 }
+// vHeader is one rank's facts for an Allgatherv: its send and recv
+// lengths and whether its own arguments are wrong.
+type vHeader struct{ send, recv, bad int64 }
 
-// agreeV exchanges every rank's vHeader (one MPI_Allgather of 32 bytes a
-// rank) so that all ranks decide alike.
+// agreeV exchanges every rank's vHeader (one MPI_Allgather of 24 bytes a
+// rank) so that all ranks decide alike. Only Allgatherv uses it: its
+// result holds every rank's data anyway.
 func (c *Comm) agreeV(h vHeader) ([]vHeader, error) {
-	var mine [32]byte
-	for i, v := range []int64{h.send, h.recv, h.root, h.bad} {
+	var mine [24]byte
+	for i, v := range []int64{h.send, h.recv, h.bad} {
 		binary.LittleEndian.PutUint64(mine[8*i:], uint64(v))
 	}
-	all := make([]byte, 32*c.size)
+	all := make([]byte, 24*c.size)
 	if err := c.Allgather(mine[:], all); err != nil {
 		return nil, err
 	}
 	out := make([]vHeader, c.size)
 	for r := range out {
-		w := func(i int) int64 { return int64(binary.LittleEndian.Uint64(all[32*r+8*i:])) }
-		out[r] = vHeader{w(0), w(1), w(2), w(3)}
+		w := func(i int) int64 { return int64(binary.LittleEndian.Uint64(all[24*r+8*i:])) }
+		out[r] = vHeader{w(0), w(1), w(2)}
 	}
 	return out, nil
 }
 
-// planV checks the agreed headers of a v-collective, the same way on every
-// rank, and returns the counts and displacements of the distributed
-// lengths (sends for gathers, recvs for scatter) and their total. It
-// returns errors.ErrUnsupported, on every rank, when the total exceeds the
-// count limit: comm's fallback then moves the data in bounded rounds.
-func (c *Comm) planV(name string, hs []vHeader, root int, rooted bool, dist func(vHeader) int64,
-	total func(r int, h vHeader) (int64, bool)) (counts, displs []C.int, err error) {
-	var sum int64
-	for _, h := range hs {
-		sum += dist(h)
+// agreeRoot is the first step of a rooted v-collective: one fixed-size
+// MPI_Allreduce tells every rank whether all passed the same root, in
+// range, and whether any rank's own arguments are wrong (bad).
+func (c *Comm) agreeRoot(name string, root int, bad bool) error {
+	v := [3]int64{int64(root), -int64(root), b2i(bad)}
+	if err := c.allreduceCall(nil, unsafe.Pointer(&v[0]), 3, comm.Int64, comm.Max); err != nil { // in place
+		return err
 	}
-	for r, h := range hs {
+	switch hi, lo := v[0], -v[1]; {
+	case hi != lo:
+		return fmt.Errorf("%w: %s: the ranks pass roots between %d and %d (%d here)", comm.ErrBadArgument, name, lo, hi, root)
+	case root < 0 || root >= c.size:
+		return fmt.Errorf("%w: %s: root %d out of range [0,%d)", comm.ErrBadArgument, name, root, c.size)
+	case bad:
+		return fmt.Errorf("%w: %s: this rank's send overlaps its recv", comm.ErrBadArgument, name)
+	case v[2] != 0:
+		return fmt.Errorf("%w: %s: root's send overlaps its recv", comm.ErrBadArgument, name)
+	}
+	return nil
+}
+
+// Verdicts root broadcasts after checking the lengths of a rooted
+// v-collective.
+const (
+	verdictOK = iota
+	verdictBad
+	verdictTooLarge
+)
+
+// rootPlan gathers every rank's distributed length n (its send for
+// Gatherv, its recv for Scatterv) to root with one MPI_Gather of 8 bytes
+// a rank. Root checks their total against its own buffer's length want
+// and the count limit, then broadcasts its verdict (24 bytes). So no
+// rank but root receives more than a fixed number of bytes. On root it
+// returns the counts and displacements for MPI. A total above the count
+// limit is errors.ErrUnsupported on every rank: comm's fallback moves
+// the data in bounded rounds.
+func (c *Comm) rootPlan(name string, root int, n, want int64) (counts, displs []C.int, err error) {
+	var lens []int64
+	if c.rank == root {
+		lens = make([]int64, c.size)
+	}
+	var lp *C.int64_t
+	if lens != nil {
+		lp = (*C.int64_t)(unsafe.Pointer(&lens[0]))
+	}
+	c.env.tally.Collective()
+	c.env.lock()
+	err = mpiErr("MPI_Gather", C.ftigo_gather_i64(c.handle, C.int64_t(n), lp, C.int(root)))
+	c.env.unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	var v [24]byte // verdict, total, want
+	if c.rank == root {
+		c.env.tally.Recv(int64(c.size-1), 8*int64(c.size-1))
+		var sum int64
+		for _, l := range lens {
+			sum += l
+		}
+		code := verdictOK
 		switch {
-		case rooted && int(h.root) != root:
-			return nil, nil, fmt.Errorf("%w: %s: rank %d has root %d, rank %d has %d", comm.ErrBadArgument, name, r, h.root, c.rank, root)
-		case h.bad != 0:
-			return nil, nil, fmt.Errorf("%w: %s: rank %d's send overlaps its recv", comm.ErrBadArgument, name, r)
+		case sum != want:
+			code = verdictBad
+		case sum > int64(c.env.maxCount):
+			code = verdictTooLarge
 		}
-	}
-	if rooted && (root < 0 || root >= c.size) {
-		return nil, nil, fmt.Errorf("%w: %s: root %d out of range [0,%d)", comm.ErrBadArgument, name, root, c.size)
-	}
-	for r, h := range hs {
-		if want, ok := total(r, h); ok && want != sum {
-			return nil, nil, fmt.Errorf("%w: %s: rank %d has a %d-byte buffer for a total of %d", comm.ErrBadArgument, name, r, want, sum)
+		for i, x := range []int64{int64(code), sum, want} {
+			binary.LittleEndian.PutUint64(v[8*i:], uint64(x))
 		}
+	} else {
+		c.env.tally.Send(1, 8)
 	}
-	if sum > int64(c.env.maxCount) {
+	if err := c.Bcast(root, v[:]); err != nil {
+		return nil, nil, err
+	}
+	switch binary.LittleEndian.Uint64(v[:]) {
+	case verdictBad:
+		return nil, nil, fmt.Errorf("%w: %s: root %d has a %d-byte buffer for a total of %d", comm.ErrBadArgument, name, root,
+			int64(binary.LittleEndian.Uint64(v[16:])), int64(binary.LittleEndian.Uint64(v[8:])))
+	case verdictTooLarge:
 		return nil, nil, errors.ErrUnsupported
+	}
+	if c.rank != root {
+		return nil, nil, nil
 	}
 	counts, displs = make([]C.int, c.size), make([]C.int, c.size)
 	var off int64
-	for r, h := range hs {
-		counts[r], displs[r] = C.int(dist(h)), C.int(off)
-		off += dist(h)
+	for r, l := range lens {
+		counts[r], displs[r] = C.int(l), C.int(off)
+		off += l
 	}
 	return counts, displs, nil
 }
 
-// Gatherv implements [comm.Gatherer] with MPI_Gatherv after an
-// MPI_Allgather of every rank's lengths.
+// Gatherv implements [comm.Gatherer] with MPI_Gatherv, after agreeing on
+// the root (one fixed-size MPI_Allreduce) and on the lengths (rootPlan):
+// a rank other than root receives a fixed number of bytes whatever the
+// number of ranks.
 func (c *Comm) Gatherv(root int, send, recv []byte) error {
 	if err := c.check(); err != nil {
 		return err
 	}
 	shared, _ := overlap(send, recv)
-	hs, err := c.agreeV(vHeader{int64(len(send)), int64(len(recv)), int64(root), b2i(shared && c.rank == root)})
-	if err != nil {
+	if err := c.agreeRoot("Gather", root, shared && c.rank == root); err != nil {
 		return err
 	}
-	counts, displs, err := c.planV("Gather", hs, root, true, func(h vHeader) int64 { return h.send },
-		func(r int, h vHeader) (int64, bool) { return h.recv, r == root })
+	counts, displs, err := c.rootPlan("Gather", root, int64(len(send)), int64(len(recv)))
 	if err != nil {
 		return err
 	}
 	var rp unsafe.Pointer
+	var cp, dp *C.int
 	if c.rank == root {
-		rp = ptr(recv)
+		rp, cp, dp = ptr(recv), &counts[0], &displs[0]
 	}
+	c.env.tally.Collective()
 	c.env.lock()
-	defer c.env.unlock()
-	return mpiErr("MPI_Gatherv", C.ftigo_gatherv(c.handle, ptr(send), C.int(len(send)), rp, &counts[0], &displs[0], C.int(root)))
+	err = mpiErr("MPI_Gatherv", C.ftigo_gatherv(c.handle, ptr(send), C.int(len(send)), rp, cp, dp, C.int(root)))
+	c.env.unlock()
+	if err == nil {
+		if c.rank == root {
+			c.env.tally.Recv(int64(c.size-1), int64(len(recv)-len(send)))
+		} else {
+			c.env.tally.Send(1, int64(len(send)))
+		}
+	}
+	return err
 }
 
 // Allgatherv implements [comm.Gatherer] with MPI_Allgatherv after an
@@ -376,43 +454,73 @@ func (c *Comm) Allgatherv(send, recv []byte) error {
 		return err
 	}
 	shared, _ := overlap(send, recv)
-	hs, err := c.agreeV(vHeader{int64(len(send)), int64(len(recv)), 0, b2i(shared)})
+	hs, err := c.agreeV(vHeader{int64(len(send)), int64(len(recv)), b2i(shared)})
 	if err != nil {
 		return err
 	}
-	counts, displs, err := c.planV("Allgather", hs, 0, false, func(h vHeader) int64 { return h.send },
-		func(_ int, h vHeader) (int64, bool) { return h.recv, true })
-	if err != nil {
-		return err
+	var sum int64
+	for r, h := range hs {
+		sum += h.send
+		if h.bad != 0 {
+			return fmt.Errorf("%w: Allgather: rank %d's send overlaps its recv", comm.ErrBadArgument, r)
+		}
 	}
+	for r, h := range hs {
+		if h.recv != sum {
+			return fmt.Errorf("%w: Allgather: rank %d has a %d-byte buffer for a total of %d", comm.ErrBadArgument, r, h.recv, sum)
+		}
+	}
+	if sum > int64(c.env.maxCount) {
+		return errors.ErrUnsupported
+	}
+	counts, displs := make([]C.int, c.size), make([]C.int, c.size)
+	var off int64
+	for r, h := range hs {
+		counts[r], displs[r] = C.int(h.send), C.int(off)
+		off += h.send
+	}
+	c.env.tally.Collective()
 	c.env.lock()
-	defer c.env.unlock()
-	return mpiErr("MPI_Allgatherv", C.ftigo_allgatherv(c.handle, ptr(send), C.int(len(send)), ptr(recv), &counts[0], &displs[0]))
+	err = mpiErr("MPI_Allgatherv", C.ftigo_allgatherv(c.handle, ptr(send), C.int(len(send)), ptr(recv), &counts[0], &displs[0]))
+	c.env.unlock()
+	if err == nil {
+		c.env.tally.Send(1, int64(len(send)))
+		c.env.tally.Recv(int64(c.size-1), sum-int64(len(send)))
+	}
+	return err
 }
 
-// Scatterv implements [comm.Gatherer] with MPI_Scatterv after an
-// MPI_Allgather of every rank's lengths.
+// Scatterv implements [comm.Gatherer] with MPI_Scatterv, after agreeing
+// on the root and the lengths as Gatherv does.
 func (c *Comm) Scatterv(root int, send, recv []byte) error {
 	if err := c.check(); err != nil {
 		return err
 	}
 	shared, _ := overlap(send, recv)
-	hs, err := c.agreeV(vHeader{int64(len(send)), int64(len(recv)), int64(root), b2i(shared && c.rank == root)})
-	if err != nil {
+	if err := c.agreeRoot("Scatter", root, shared && c.rank == root); err != nil {
 		return err
 	}
-	counts, displs, err := c.planV("Scatter", hs, root, true, func(h vHeader) int64 { return h.recv },
-		func(r int, h vHeader) (int64, bool) { return h.send, r == root })
+	counts, displs, err := c.rootPlan("Scatter", root, int64(len(recv)), int64(len(send)))
 	if err != nil {
 		return err
 	}
 	var sp unsafe.Pointer
+	var cp, dp *C.int
 	if c.rank == root {
-		sp = ptr(send)
+		sp, cp, dp = ptr(send), &counts[0], &displs[0]
 	}
+	c.env.tally.Collective()
 	c.env.lock()
-	defer c.env.unlock()
-	return mpiErr("MPI_Scatterv", C.ftigo_scatterv(c.handle, sp, &counts[0], &displs[0], ptr(recv), C.int(len(recv)), C.int(root)))
+	err = mpiErr("MPI_Scatterv", C.ftigo_scatterv(c.handle, sp, cp, dp, ptr(recv), C.int(len(recv)), C.int(root)))
+	c.env.unlock()
+	if err == nil {
+		if c.rank == root {
+			c.env.tally.Send(int64(c.size-1), int64(len(send)-len(recv)))
+		} else {
+			c.env.tally.Recv(1, int64(len(recv)))
+		}
+	}
+	return err
 }
 
 // request is a pending MPI_Isend or MPI_Irecv. Its buffer stays pinned
@@ -477,6 +585,9 @@ func (r *request) finish(rc C.int, count C.longlong) {
 	r.n = int(count)
 	if r.send {
 		r.n = r.size
+		r.c.env.tally.Send(1, int64(r.n))
+	} else {
+		r.c.env.tally.Recv(1, int64(r.n))
 	}
 }
 
