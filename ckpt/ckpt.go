@@ -470,19 +470,14 @@ func (r *Runtime) restart(warn io.Writer) error {
 		m, src, err := r.eng.Recover()
 		if err == nil {
 			var st *reshapeState
-			if rs := r.eng.Reshaped(); rs != nil {
-				st = &reshapeState{what: fmt.Sprintf("checkpoint %s (id %d, %v, %d ranks)", m.Dir(), m.ID, m.Level, m.Ranks),
-					oldRanks: m.Ranks, sources: rs.Sources}
-				for _, s := range rs.Sources {
-					if s.IsH5() {
-						st.h5Path, st.h5Drv = r.env.Global.Path(s.Entry.Attrs[levels.AttrContainer]), r.env.Global.Driver
-					}
-				}
+			rs := r.eng.Reshaped()
+			if rs != nil {
+				st = &reshapeState{what: fmt.Sprintf("checkpoint %s (id %d, %v, %d ranks)", m.Dir(), m.ID, m.Level, m.Ranks), oldRanks: m.Ranks}
 				r.reshape = st // nothing of this rank's own to open
 			}
 			r.restartFrom(m, src)
 			if st != nil {
-				if err := r.startReshape(st); err != nil {
+				if err := r.startReshape(st, rs.Verified, rs.Home); err != nil {
 					return fmt.Errorf("ckpt: restart: %w", err)
 				}
 				r.layout = nil

@@ -351,20 +351,49 @@ func readBinPieces(b []byte, defs []Dataset, fn func(ds int, bin int64, p datase
 	return nil
 }
 
-// The errors a spread-out check agrees on carry the dataset package's
-// sentinel by code.
-var datasetKinds = []error{dataset.ErrInvalid, dataset.ErrDuplicate, dataset.ErrOverlap, dataset.ErrGap,
-	dataset.ErrUnknown, dataset.ErrMismatch, ErrDataset, ErrVarMismatch}
+// The errors a spread-out step agrees on carry the sentinels they wrap
+// by a mask of these.
+var sharedKinds = []error{dataset.ErrInvalid, dataset.ErrDuplicate, dataset.ErrOverlap, dataset.ErrGap,
+	dataset.ErrUnknown, dataset.ErrMismatch, ErrDataset, ErrVarMismatch, ErrNotProtected, ErrUnrecoverable}
+
+// kindMask returns the mask of the sentinels err wraps.
+func kindMask(err error) uint32 {
+	var m uint32
+	for i, k := range sharedKinds {
+		if errors.Is(err, k) {
+			m |= 1 << i
+		}
+	}
+	return m
+}
 
 // sharedError is an error every rank returns alike: the message of the
-// rank whose error came first, and its sentinel.
+// rank whose error came first, and the sentinels it wraps. On a rank
+// that failed it also wraps that rank's own error.
 type sharedError struct {
-	msg  string
-	kind error
+	msg   string
+	kinds []error
+	local error
+}
+
+func newShared(msg string, mask uint32, local error) *sharedError {
+	e := &sharedError{msg: msg, local: local}
+	for i, k := range sharedKinds {
+		if mask&(1<<i) != 0 {
+			e.kinds = append(e.kinds, k)
+		}
+	}
+	return e
 }
 
 func (e *sharedError) Error() string { return e.msg }
-func (e *sharedError) Unwrap() error { return e.kind }
+
+func (e *sharedError) Unwrap() []error {
+	if e.local != nil {
+		return append(slices.Clone(e.kinds), e.local)
+	}
+	return e.kinds
+}
 
 // agreeFirst returns, on every rank, the error with the smallest key
 // (nil when no rank has one). Success costs one fixed-size reduction;
@@ -390,14 +419,7 @@ func agreeFirst(c comm.Comm, key int64, local error) error {
 	}
 	var b []byte
 	if int64(c.Rank()) == winner {
-		kind := -1
-		for i, k := range datasetKinds {
-			if errors.Is(local, k) {
-				kind = i
-				break
-			}
-		}
-		b = binary.LittleEndian.AppendUint32(nil, uint32(kind))
+		b = binary.LittleEndian.AppendUint32(nil, kindMask(local))
 		b = append(b, local.Error()...)
 	}
 	b, err = comm.BcastBytes(c, int(winner), b)
@@ -407,11 +429,7 @@ func agreeFirst(c comm.Comm, key int64, local error) error {
 	if len(b) < 4 {
 		return fmt.Errorf("%w: a %d-byte error from rank %d", comm.ErrBadArgument, len(b), winner)
 	}
-	e := &sharedError{msg: string(b[4:])}
-	if k := int32(binary.LittleEndian.Uint32(b)); k >= 0 && int(k) < len(datasetKinds) {
-		e.kind = datasetKinds[k]
-	}
-	return e
+	return newShared(string(b[4:]), binary.LittleEndian.Uint32(b), local)
 }
 
 // defEntry is one dataset id in the merge of definitions: the definition
@@ -428,7 +446,7 @@ type defEntry struct {
 type defSet struct {
 	Defs    []defEntry `json:"defs"`
 	ErrRank int        `json:"er,omitempty"`
-	ErrKind int        `json:"ek,omitempty"`
+	ErrKind uint32     `json:"ek,omitempty"`
 	ErrMsg  string     `json:"em,omitempty"`
 }
 
@@ -454,13 +472,7 @@ func (s *defSet) fail(rank int, err error) {
 	if s.ErrMsg != "" && s.ErrRank <= rank {
 		return
 	}
-	s.ErrRank, s.ErrMsg, s.ErrKind = rank, err.Error(), -1
-	for i, k := range datasetKinds {
-		if errors.Is(err, k) {
-			s.ErrKind = i
-			break
-		}
-	}
+	s.ErrRank, s.ErrMsg, s.ErrKind = rank, err.Error(), kindMask(err)
 }
 
 // mergeDefs merges the definitions of every rank's views (step 1) and
@@ -500,7 +512,7 @@ func mergeDefs(c comm.Comm, views []rankView) (*spread, error) {
 			a.add(e)
 		}
 		if b.ErrMsg != "" {
-			a.fail(b.ErrRank, &sharedError{msg: b.ErrMsg, kind: kindOf(b.ErrKind)})
+			a.fail(b.ErrRank, newShared(b.ErrMsg, b.ErrKind, nil))
 		}
 		out, _ := json.Marshal(a)
 		return out
@@ -520,13 +532,6 @@ func mergeDefs(c comm.Comm, views []rankView) (*spread, error) {
 	return all.check()
 }
 
-func kindOf(i int) error {
-	if i >= 0 && i < len(datasetKinds) {
-		return datasetKinds[i]
-	}
-	return nil
-}
-
 // check turns the merged set into the decomposition's definitions, or
 // the first error: a rank's own, then a conflict, then a shared name.
 func (s defSet) check() (*spread, error) {
@@ -538,10 +543,10 @@ func (s defSet) check() (*spread, error) {
 	}
 	switch {
 	case s.ErrMsg != "" && (conflict == nil || s.ErrRank <= conflict.OtherRank):
-		return nil, &sharedError{msg: s.ErrMsg, kind: kindOf(s.ErrKind)}
+		return nil, newShared(s.ErrMsg, s.ErrKind, nil)
 	case conflict != nil:
-		return nil, &sharedError{kind: dataset.ErrDuplicate, msg: fmt.Sprintf("%v: dataset id %d is %v on rank %d but %v on rank %d",
-			dataset.ErrDuplicate, conflict.Def.ID, conflict.Def, conflict.Rank, *conflict.Other, conflict.OtherRank)}
+		return nil, newShared(fmt.Sprintf("%v: dataset id %d is %v on rank %d but %v on rank %d",
+			dataset.ErrDuplicate, conflict.Def.ID, conflict.Def, conflict.Rank, *conflict.Other, conflict.OtherRank), kindMask(dataset.ErrDuplicate), nil)
 	}
 	// Names in the order the datasets first appear.
 	order := slices.Clone(s.Defs)
@@ -549,8 +554,8 @@ func (s defSet) check() (*spread, error) {
 	names := map[string]int32{}
 	for _, e := range order {
 		if other, ok := names[e.Def.Name]; ok {
-			return nil, &sharedError{kind: dataset.ErrDuplicate, msg: fmt.Sprintf("%v: datasets %d and %d are both named %q",
-				dataset.ErrDuplicate, other, e.Def.ID, e.Def.Name)}
+			return nil, newShared(fmt.Sprintf("%v: datasets %d and %d are both named %q",
+				dataset.ErrDuplicate, other, e.Def.ID, e.Def.Name), kindMask(dataset.ErrDuplicate), nil)
 		}
 		names[e.Def.Name] = e.Def.ID
 	}

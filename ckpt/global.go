@@ -235,7 +235,7 @@ func (r *Runtime) StoredDataset(id int) (Dataset, error) {
 	}
 	var all []Dataset
 	if r.reshape != nil {
-		all = r.reshape.old.Datasets()
+		all = r.reshape.old.defs
 	} else {
 		st, err := r.openStored()
 		if err != nil {
@@ -265,11 +265,7 @@ func (r *Runtime) StoredIDs() ([]int, error) {
 	}
 	var ids []int
 	if r.reshape != nil {
-		for _, m := range r.reshape.meta {
-			for _, v := range m.Vars {
-				ids = append(ids, int(v.ID))
-			}
-		}
+		ids = slices.Clone(r.reshape.storedIDs)
 	} else {
 		st, err := r.openStored()
 		if err != nil {
