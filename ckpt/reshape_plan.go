@@ -205,7 +205,9 @@ func (r *Runtime) join(st *reshapeState, nsp *spread, wanted []fileformat.Subset
 			lerr = fmt.Errorf("ckpt: decode rank %d's old subsets: %w", m.Peer, derr)
 		}
 	}
-	slices.SortFunc(got, func(a, b oldPiece) int { return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.sub.VarID, b.sub.VarID)) })
+	slices.SortFunc(got, func(a, b oldPiece) int {
+		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.sub.VarID, b.sub.VarID))
+	})
 	return got, agreeFirst(r.c, int64(me), lerr)
 }
 
