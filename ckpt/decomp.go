@@ -354,7 +354,7 @@ func readBinPieces(b []byte, defs []Dataset, fn func(ds int, bin int64, p datase
 // The errors a spread-out step agrees on carry the sentinels they wrap
 // by a mask of these.
 var sharedKinds = []error{dataset.ErrInvalid, dataset.ErrDuplicate, dataset.ErrOverlap, dataset.ErrGap,
-	dataset.ErrUnknown, dataset.ErrMismatch, ErrDataset, ErrVarMismatch, ErrNotProtected, ErrUnrecoverable}
+	dataset.ErrUnknown, dataset.ErrMismatch, ErrDataset, ErrVarMismatch, ErrNotProtected, ErrUnrecoverable, ErrConfig}
 
 // kindMask returns the mask of the sentinels err wraps.
 func kindMask(err error) uint32 {
