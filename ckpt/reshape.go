@@ -268,32 +268,34 @@ func (r *Runtime) fetchOwn(st *reshapeState) error {
 	if err != nil {
 		return fmt.Errorf("ckpt: ask for the old ranks' metadata: %w", err)
 	}
-	out = map[int][]byte{}
+	answers := map[int][]byte{}
 	var lerr error
 	for _, m := range in {
+		answers[m.Peer] = nil
 		if derr := eachJSON(m.Data, func(o int) {
 			src := st.sources[o]
-			appendJSON(out, m.Peer, metaMsg{O: o, Meta: st.homeMeta[o], Src: &src})
+			one := map[int][]byte{}
+			appendJSON(one, 0, metaMsg{O: o, Meta: st.homeMeta[o], Src: &src})
+			answers[m.Peer] = append(answers[m.Peer], one[0]...)
 		}); derr != nil && lerr == nil {
 			lerr = fmt.Errorf("ckpt: decode rank %d's question: %w", m.Peer, derr)
 		}
 	}
-	in, err = exchange.Sparse(r.c, tagOwnTell, msgsOf(out))
+	home := levels.HomeOf(st.own, st.oldRanks, size)
+	got := false
+	got2, err := exchange.Reply(r.c, tagOwnTell, []int{home}, answers)
 	if err != nil {
 		return fmt.Errorf("ckpt: send the old ranks' metadata: %w", err)
 	}
-	got := false
-	for _, m := range in {
-		if derr := eachJSON(m.Data, func(x metaMsg) {
-			if x.O == st.own && x.Src != nil {
-				st.ownMeta, got = x.Meta, true
-				if _, ok := st.sources[x.O]; !ok {
-					st.sources[x.O] = *x.Src
-				}
+	if derr := eachJSON(got2[home], func(x metaMsg) {
+		if x.O == st.own && x.Src != nil {
+			st.ownMeta, got = x.Meta, true
+			if _, ok := st.sources[x.O]; !ok {
+				st.sources[x.O] = *x.Src
 			}
-		}); derr != nil && lerr == nil {
-			lerr = fmt.Errorf("ckpt: decode rank %d's answer: %w", m.Peer, derr)
 		}
+	}); derr != nil && lerr == nil {
+		lerr = fmt.Errorf("ckpt: decode rank %d's answer: %w", home, derr)
 	}
 	if !got && lerr == nil {
 		lerr = fmt.Errorf("ckpt: restart from %s: no answer about old rank %d", st.what, st.own)

@@ -118,10 +118,12 @@ func (r *Runtime) join(st *reshapeState, nsp *spread, wanted []fileformat.Subset
 			}
 		}
 	}
+	asked := map[int]bool{} // the bins' ranks this rank asks
 	for _, s := range wanted {
 		i := st.old.byID[s.Dataset]
 		for _, b := range bins[i].Cover(s.Offset, s.Count) {
 			dst := binOwner(b, bins[i].Len(), size)
+			asked[dst] = true
 			out[dst] = appendRecord(out[dst], recNew, appendBinPiece(nil, i, b, dataset.Piece{Rank: me, Subset: s}))
 		}
 	}
@@ -158,7 +160,13 @@ func (r *Runtime) join(st *reshapeState, nsp *spread, wanted []fileformat.Subset
 			lerr = fmt.Errorf("ckpt: decode rank %d's subsets: %w", m.Peer, derr)
 		}
 	}
+	// Every rank that asked gets an answer, maybe empty, straight back.
 	out = map[int][]byte{}
+	for _, ns := range news {
+		for _, n := range ns {
+			out[n.Rank] = out[n.Rank][:0:0]
+		}
+	}
 	told = map[[2]int]bool{}
 	sent := map[[3]int]bool{} // (new rank, old rank, old variable)
 	for id, ns := range news {
@@ -176,14 +184,14 @@ func (r *Runtime) join(st *reshapeState, nsp *spread, wanted []fileformat.Subset
 			}
 		}
 	}
-	in, err = exchange.Sparse(r.c, tagMatch, msgsOf(out))
+	answers, err := exchange.Reply(r.c, tagMatch, sortedKeys(asked), out)
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: send the old subsets that meet each rank's: %w", err)
 	}
 	var got []oldPiece
 	seen := map[[2]int]bool{}
-	for _, m := range in {
-		derr := eachRecord(m.Data, func(kind byte, p []byte) error {
+	for _, peer := range sortedKeys(answers) {
+		derr := eachRecord(answers[peer], func(kind byte, p []byte) error {
 			if kind == recSrc {
 				var src levels.ReshapeSource
 				if err := json.Unmarshal(p, &src); err != nil {
@@ -202,7 +210,7 @@ func (r *Runtime) join(st *reshapeState, nsp *spread, wanted []fileformat.Subset
 			})
 		})
 		if derr != nil && lerr == nil {
-			lerr = fmt.Errorf("ckpt: decode rank %d's old subsets: %w", m.Peer, derr)
+			lerr = fmt.Errorf("ckpt: decode rank %d's old subsets: %w", peer, derr)
 		}
 	}
 	slices.SortFunc(got, func(a, b oldPiece) int {

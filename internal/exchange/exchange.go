@@ -21,10 +21,21 @@ type Msg struct {
 	Data []byte
 }
 
-// item is a message in transit.
+// item is a message in transit. A message travels the shorter way round
+// the ring of ranks: up (back false) or down.
 type item struct {
 	src, dst int
+	back     bool
 	data     []byte
+}
+
+// left returns how far the item still travels from rank at, in its
+// direction.
+func (it item) left(at, p int) int {
+	if it.back {
+		return (at - it.dst + p) % p
+	}
+	return (it.dst - at + p) % p
 }
 
 // itemHeader is the size of an item's header on the wire: source and
@@ -34,7 +45,9 @@ const itemHeader = 16
 // Sparse delivers every rank's messages and returns those sent to this
 // rank, by source, each source's in the order it passed them.
 // Collective; ceil(log2 P) rounds of pairwise transfers of what is in
-// transit, at least an 8-byte length each way per round.
+// transit, at least an 8-byte length each way per round and direction.
+// A message goes the shorter way round the ring of ranks, in at most
+// log2(P) hops (one hop per bit of the distance).
 func Sparse(c comm.Comm, tag int, out []Msg) ([]Msg, error) {
 	p, me := c.Size(), c.Rank()
 	hold := make([]item, 0, len(out))
@@ -42,27 +55,40 @@ func Sparse(c comm.Comm, tag int, out []Msg) ([]Msg, error) {
 		if m.Peer < 0 || m.Peer >= p {
 			return nil, fmt.Errorf("%w: destination rank %d of %d", ErrBadMessage, m.Peer, p)
 		}
-		hold = append(hold, item{src: me, dst: m.Peer, data: m.Data})
+		up := (m.Peer - me + p) % p
+		hold = append(hold, item{src: me, dst: m.Peer, back: p-up < up, data: m.Data})
 	}
 	for d := 1; d < p; d <<= 1 {
-		to, from := (me+d)%p, (me-d+p)%p
-		var keep, send []item
+		var keep, ups, downs []item
 		for _, it := range hold {
-			if ((it.dst-me+p)%p)&d != 0 {
-				send = append(send, it)
-			} else {
+			switch {
+			case it.left(me, p)&d == 0:
 				keep = append(keep, it)
+			case it.back:
+				downs = append(downs, it)
+			default:
+				ups = append(ups, it)
 			}
 		}
-		got, err := swap(c, tag, to, from, encode(send))
-		if err != nil {
-			return nil, fmt.Errorf("exchange: round %d with ranks %d and %d: %w", bits.TrailingZeros(uint(d)), to, from, err)
+		for _, dir := range []struct {
+			to, from int
+			items    []item
+			back     bool
+		}{{(me + d) % p, (me - d + p) % p, ups, false}, {(me - d + p) % p, (me + d) % p, downs, true}} {
+			got, err := swap(c, tag, dir.to, dir.from, encode(dir.items))
+			if err != nil {
+				return nil, fmt.Errorf("exchange: round %d with ranks %d and %d: %w", bits.TrailingZeros(uint(d)), dir.to, dir.from, err)
+			}
+			in, err := decode(got, p)
+			if err != nil {
+				return nil, fmt.Errorf("exchange: from rank %d: %w", dir.from, err)
+			}
+			for i := range in {
+				in[i].back = dir.back
+			}
+			keep = append(keep, in...)
 		}
-		in, err := decode(got, p)
-		if err != nil {
-			return nil, fmt.Errorf("exchange: from rank %d: %w", from, err)
-		}
-		hold = append(keep, in...)
+		hold = keep
 	}
 	res := make([]Msg, 0, len(hold))
 	for _, it := range hold {

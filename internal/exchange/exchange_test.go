@@ -246,3 +246,47 @@ func TestExScan(t *testing.T) {
 		})
 	}
 }
+
+// TestReply: questions routed by Sparse are answered straight back, one
+// answer per rank asked, empty ones too.
+func TestReply(t *testing.T) {
+	for _, p := range []int{1, 2, 5, 16} {
+		run(t, p, func(c comm.Comm) error {
+			me := c.Rank()
+			asked := []int{(me + 1) % p, (me * 3) % p}
+			if asked[0] == asked[1] {
+				asked = asked[:1]
+			}
+			var out []Msg
+			for _, q := range asked {
+				out = append(out, Msg{Peer: q, Data: []byte(fmt.Sprint(me))})
+			}
+			in, err := Sparse(c, 4, out)
+			if err != nil {
+				return err
+			}
+			answers := map[int][]byte{}
+			for _, m := range in {
+				if m.Peer%2 == 0 {
+					answers[m.Peer] = []byte(fmt.Sprintf("%d answers %s", me, m.Data))
+				} else {
+					answers[m.Peer] = nil // an empty answer still goes
+				}
+			}
+			got, err := Reply(c, 6, asked, answers)
+			if err != nil {
+				return err
+			}
+			for _, q := range asked {
+				want := ""
+				if me%2 == 0 {
+					want = fmt.Sprintf("%d answers %d", q, me)
+				}
+				if string(got[q]) != want {
+					return fmt.Errorf("rank %d: %q from rank %d, want %q", me, got[q], q, want)
+				}
+			}
+			return nil
+		})
+	}
+}

@@ -92,3 +92,63 @@ func ExScan(c comm.Comm, tag int, v int64) (int64, error) {
 	}
 	return incl - v, nil
 }
+
+// Reply answers the ranks that asked this rank something: asked lists
+// the ranks this rank asked (it waits for one answer from each, maybe
+// empty), answers the answer for each rank that asked it. The answers go
+// straight to the askers, not routed: a length, then the bytes.
+// Collective over the askers and the asked.
+func Reply(c comm.Comm, tag int, asked []int, answers map[int][]byte) (map[int][]byte, error) {
+	lens := make([][8]byte, len(asked))
+	var reqs []comm.Request
+	for i, q := range asked {
+		req, err := comm.Irecv(c, q, tag, lens[i][:])
+		if err != nil {
+			return nil, fmt.Errorf("exchange: reply: receive from rank %d: %w", q, err)
+		}
+		reqs = append(reqs, req)
+	}
+	heads := make(map[int][]byte, len(answers))
+	for q, b := range answers {
+		heads[q] = binary.LittleEndian.AppendUint64(nil, uint64(len(b)))
+		req, err := comm.Isend(c, q, tag, heads[q])
+		if err != nil {
+			return nil, fmt.Errorf("exchange: reply: send to rank %d: %w", q, err)
+		}
+		reqs = append(reqs, req)
+	}
+	if err := comm.WaitAll(reqs...); err != nil {
+		return nil, fmt.Errorf("exchange: reply: lengths: %w", err)
+	}
+	out := make(map[int][]byte, len(asked))
+	reqs = reqs[:0]
+	for i, q := range asked {
+		n := binary.LittleEndian.Uint64(lens[i][:])
+		if n > maxValue {
+			return nil, fmt.Errorf("%w: a %d-byte answer from rank %d", ErrBadMessage, n, q)
+		}
+		out[q] = make([]byte, n)
+		if n == 0 {
+			continue
+		}
+		req, err := comm.Irecv(c, q, tag, out[q])
+		if err != nil {
+			return nil, fmt.Errorf("exchange: reply: receive from rank %d: %w", q, err)
+		}
+		reqs = append(reqs, req)
+	}
+	for q, b := range answers {
+		if len(b) == 0 {
+			continue
+		}
+		req, err := comm.Isend(c, q, tag, b)
+		if err != nil {
+			return nil, fmt.Errorf("exchange: reply: send to rank %d: %w", q, err)
+		}
+		reqs = append(reqs, req)
+	}
+	if err := comm.WaitAll(reqs...); err != nil {
+		return nil, fmt.Errorf("exchange: reply: answers: %w", err)
+	}
+	return out, nil
+}

@@ -206,6 +206,16 @@ func msgList(out map[int][]byte) []exchange.Msg {
 	return msgs
 }
 
+// sortedRanks returns the ranks of a set, ascending.
+func sortedRanks(set map[int]bool) []int {
+	out := make([]int, 0, len(set))
+	for q := range set {
+		out = append(out, q)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // eachLine calls fn on every non-empty line of b.
 func eachLine(b []byte, fn func([]byte) error) error {
 	for len(b) > 0 {
@@ -406,6 +416,7 @@ func (s *spreadRun) verify() (verified, home map[int]ReshapeSource, missing map[
 	mine := HomeRanks(m.Ranks, env.Comm.Size(), env.Rank)
 	for {
 		out := map[int][]byte{}
+		asked := map[int]bool{}
 		jobs := int64(0)
 		for _, o := range mine {
 			if _, ok := home[o]; ok || next[o] >= len(s.cands[o]) {
@@ -414,6 +425,7 @@ func (s *spreadRun) verify() (verified, home map[int]ReshapeSource, missing map[
 			c := s.cands[o][next[o]]
 			b, _ := json.Marshal(jobMsg{C: c})
 			out[c.Verifier] = append(append(out[c.Verifier], b...), '\n')
+			asked[c.Verifier] = true
 			jobs++
 		}
 		total, err := env.Comm.AllreduceInt64(jobs, comm.Sum)
@@ -429,6 +441,7 @@ func (s *spreadRun) verify() (verified, home map[int]ReshapeSource, missing map[
 		}
 		out = map[int][]byte{}
 		for _, msg := range in {
+			out[msg.Peer] = nil // every home that asked gets an answer
 			derr := eachLine(msg.Data, func(b []byte) error {
 				var j jobMsg
 				if err := json.Unmarshal(b, &j); err != nil {
@@ -456,19 +469,19 @@ func (s *spreadRun) verify() (verified, home map[int]ReshapeSource, missing map[
 				return nil, nil, nil, fmt.Errorf("levels: decode rank %d's verification jobs: %w", msg.Peer, derr)
 			}
 		}
-		in, err = exchange.Sparse(env.Comm, tagReshapeRes, msgList(out))
+		answers, err := exchange.Reply(env.Comm, tagReshapeRes, sortedRanks(asked), out)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("levels: send verification results: %w", err)
 		}
 		got := map[int]resMsg{}
-		for _, msg := range in {
-			if derr := eachLine(msg.Data, func(b []byte) error {
+		for peer, b := range answers {
+			if derr := eachLine(b, func(b []byte) error {
 				var r resMsg
 				err := json.Unmarshal(b, &r)
 				got[r.Of] = r
 				return err
 			}); derr != nil {
-				return nil, nil, nil, fmt.Errorf("levels: decode rank %d's verification results: %w", msg.Peer, derr)
+				return nil, nil, nil, fmt.Errorf("levels: decode rank %d's verification results: %w", peer, derr)
 			}
 		}
 		for _, o := range mine {
