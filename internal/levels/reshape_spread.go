@@ -132,7 +132,7 @@ func (s *spreadRun) listers() ([]int, error) {
 		out[dst] = append(append(out[dst], b...), '\n')
 	}
 	var lerr error
-	if e.nodeLeader() {
+	if env.Topo.LocalIndex(me) == 0 { // the lowest rank of its node
 		n := env.Topo.NodeOf(me)
 		host := env.Topo.Host(n)
 		put(hostHome(host, size), regMsg{Host: host, Node: n, Leader: me, Dir: -1})
