@@ -195,7 +195,7 @@ func (sp *spread) checkBins(c comm.Comm, views []rankView, complete bool) error 
 			}
 		}
 	}
-	in, err := exchange.Sparse(c, tagBins, msgsOf(out))
+	in, err := exchange.Sparse(c, tagBins, exchange.ByPeer(out))
 	if err != nil {
 		return err
 	}
@@ -276,16 +276,6 @@ func boxVolume(cnt []int64) int64 {
 		n *= x
 	}
 	return n
-}
-
-// msgsOf turns messages by destination into exchange messages, in rank order.
-func msgsOf(out map[int][]byte) []exchange.Msg {
-	msgs := make([]exchange.Msg, 0, len(out))
-	for dst, b := range out {
-		msgs = append(msgs, exchange.Msg{Peer: dst, Data: b})
-	}
-	slices.SortFunc(msgs, func(a, b exchange.Msg) int { return a.Peer - b.Peer })
-	return msgs
 }
 
 // appendBinPiece encodes piece p of dataset ds for bin b: the dataset

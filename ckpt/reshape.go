@@ -209,7 +209,7 @@ func (r *Runtime) startReshape(st *reshapeState, verified, home map[int]levels.R
 		}
 		appendJSON(out, levels.HomeOf(o, st.oldRanks, size), metaMsg{O: o, Meta: m})
 	}
-	in, err := exchange.Sparse(r.c, tagMeta, msgsOf(out))
+	in, err := exchange.Sparse(r.c, tagMeta, exchange.ByPeer(out))
 	if err != nil {
 		return fmt.Errorf("ckpt: exchange what the old ranks stored: %w", err)
 	}
@@ -264,7 +264,7 @@ func (r *Runtime) fetchOwn(st *reshapeState) error {
 	st.own = int(int64(me) * int64(st.oldRanks) / int64(size))
 	out := map[int][]byte{}
 	appendJSON(out, levels.HomeOf(st.own, st.oldRanks, size), st.own)
-	in, err := exchange.Sparse(r.c, tagOwnAsk, msgsOf(out))
+	in, err := exchange.Sparse(r.c, tagOwnAsk, exchange.ByPeer(out))
 	if err != nil {
 		return fmt.Errorf("ckpt: ask for the old ranks' metadata: %w", err)
 	}

@@ -127,7 +127,7 @@ func (r *Runtime) join(st *reshapeState, nsp *spread, wanted []fileformat.Subset
 			out[dst] = appendRecord(out[dst], recNew, appendBinPiece(nil, i, b, dataset.Piece{Rank: me, Subset: s}))
 		}
 	}
-	in, err := exchange.Sparse(r.c, tagJoin, msgsOf(out))
+	in, err := exchange.Sparse(r.c, tagJoin, exchange.ByPeer(out))
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: send the subsets to their bins: %w", err)
 	}
@@ -309,30 +309,11 @@ func (r *Runtime) pulls(st *reshapeState, items []reshapeItem, olds []oldPiece) 
 // datasets: each dataset there, with the same name, shape and type.
 func (r *Runtime) checkWanted(st *reshapeState, wanted []fileformat.Subset) error {
 	for _, s := range wanted {
-		nd := r.datasets[s.Dataset]
-		od, ok := st.old.dataset(s.Dataset)
-		if !ok {
-			return fmt.Errorf("ckpt: recover from %s: %w: %w: dataset %v is not in the checkpoint (it holds %s)", st.what, ErrDataset, dataset.ErrUnknown, nd, listDefs(st.old.defs))
-		}
-		if od.Name != nd.Name || !slices.Equal(od.Shape, nd.Shape) || od.Type != nd.Type || od.Elem() != nd.Elem() {
-			return fmt.Errorf("ckpt: recover from %s: %w: %w: dataset %d is %v in the checkpoint but %v in this run", st.what, ErrDataset, dataset.ErrMismatch, nd.ID, od, nd)
+		if err := dataset.CheckStored(r.datasets[s.Dataset], st.old.defs); err != nil {
+			return fmt.Errorf("ckpt: recover from %s: %w: %w", st.what, ErrDataset, err)
 		}
 	}
 	return nil
-}
-
-func listDefs(ds []Dataset) string {
-	if len(ds) == 0 {
-		return "no datasets"
-	}
-	s := ""
-	for i, d := range ds {
-		if i > 0 {
-			s += ", "
-		}
-		s += d.String()
-	}
-	return s
 }
 
 // recoverReshaped restores the variables ids (collective): the new

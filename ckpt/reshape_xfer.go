@@ -84,7 +84,7 @@ func (r *Runtime) transfer(st *reshapeState, remote map[int]*pull, bufs map[int3
 		}
 		appendJSON(out, src.Reader, remote[o])
 	}
-	in, err := exchange.Sparse(r.c, tagPull, msgsOf(out))
+	in, err := exchange.Sparse(r.c, tagPull, exchange.ByPeer(out))
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("ask for the old ranks' runs: %w", err))...)
 	}

@@ -78,7 +78,7 @@ func TestBinsFor(t *testing.T) {
 
 // checkByBins runs the check a spread-out run makes: every bin checks
 // the pieces that meet it; the volumes add up.
-func checkByBins(ds Dataset, ps []Piece, b Bins) (overlap error, covered int64, gap []int64) {
+func checkByBins(ds Dataset, ps []Piece, b Bins) (covered int64, gap []int64, overlap error) {
 	for i := range b.Len() {
 		off, cnt := b.Box(i)
 		var in []Piece
@@ -96,7 +96,7 @@ func checkByBins(ds Dataset, ps []Piece, b Bins) (overlap error, covered int64, 
 			gap = g
 		}
 	}
-	return overlap, covered, gap
+	return covered, gap, overlap
 }
 
 // TestCheckBoxAgrees: on random decompositions, some with a box dropped
@@ -148,7 +148,7 @@ func TestCheckBoxAgrees(t *testing.T) {
 		}
 		_, want := NewDecomposition([]View{v})
 		bins := BinsFor(shape, mean, int64(1+rng.IntN(16)))
-		overlap, covered, gap := checkByBins(ds, ps, bins)
+		covered, gap, overlap := checkByBins(ds, ps, bins)
 		if errors.Is(want, ErrOverlap) {
 			require.ErrorIs(t, overlap, ErrOverlap, "trial %d: %v", trial, want)
 			continue

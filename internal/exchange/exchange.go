@@ -21,6 +21,16 @@ type Msg struct {
 	Data []byte
 }
 
+// ByPeer turns messages kept by destination into [Msg]s, in rank order.
+func ByPeer(out map[int][]byte) []Msg {
+	msgs := make([]Msg, 0, len(out))
+	for dst, b := range out {
+		msgs = append(msgs, Msg{Peer: dst, Data: b})
+	}
+	slices.SortFunc(msgs, func(a, b Msg) int { return a.Peer - b.Peer })
+	return msgs
+}
+
 // item is a message in transit. A message travels the shorter way round
 // the ring of ranks: up (back false) or down.
 type item struct {

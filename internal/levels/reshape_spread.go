@@ -145,7 +145,7 @@ func (s *spreadRun) listers() ([]int, error) {
 		}
 		put(hostHome(host, size), regMsg{Host: host, Node: -1, Dir: k})
 	}
-	in, err := exchange.Sparse(env.Comm, tagReshapeReg, msgList(out))
+	in, err := exchange.Sparse(env.Comm, tagReshapeReg, exchange.ByPeer(out))
 	if err != nil {
 		return nil, fmt.Errorf("levels: register host names: %w", err)
 	}
@@ -176,7 +176,7 @@ func (s *spreadRun) listers() ([]int, error) {
 		}
 		put(lister, d.Dir)
 	}
-	in, err = exchange.Sparse(env.Comm, tagReshapeList, msgList(out))
+	in, err = exchange.Sparse(env.Comm, tagReshapeList, exchange.ByPeer(out))
 	if err != nil {
 		return nil, fmt.Errorf("levels: hand out old node directories: %w", err)
 	}
@@ -194,16 +194,6 @@ func (s *spreadRun) listers() ([]int, error) {
 	}
 	slices.Sort(mine)
 	return slices.Compact(mine), e.agree(lerr, "hand out the old node directories of "+m.Dir())
-}
-
-// msgList turns messages by destination into exchange messages.
-func msgList(out map[int][]byte) []exchange.Msg {
-	msgs := make([]exchange.Msg, 0, len(out))
-	for dst, b := range out {
-		msgs = append(msgs, exchange.Msg{Peer: dst, Data: b})
-	}
-	slices.SortFunc(msgs, func(a, b exchange.Msg) int { return a.Peer - b.Peer })
-	return msgs
 }
 
 // sortedRanks returns the ranks of a set, ascending.
@@ -322,7 +312,7 @@ func (s *spreadRun) list(dirs []int) (int, error) {
 		}
 	}
 	s.cands = map[int][]candMsg{}
-	in, err := exchange.Sparse(env.Comm, tagReshapeCand, msgList(out))
+	in, err := exchange.Sparse(env.Comm, tagReshapeCand, exchange.ByPeer(out))
 	if err != nil {
 		return 0, fmt.Errorf("levels: send the old files found: %w", err)
 	}
@@ -435,7 +425,7 @@ func (s *spreadRun) verify() (verified, home map[int]ReshapeSource, missing map[
 		if total == 0 {
 			break
 		}
-		in, err := exchange.Sparse(env.Comm, tagReshapeJob, msgList(out))
+		in, err := exchange.Sparse(env.Comm, tagReshapeJob, exchange.ByPeer(out))
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("levels: send verification jobs: %w", err)
 		}
