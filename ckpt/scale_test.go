@@ -83,6 +83,14 @@ func scaleWorld(t *testing.T, n int, cfg Config, fn func(r *Runtime, measure fun
 // the largest counts of the decomposition check and of the
 // redistributing Recover. Every element comes back bit for bit.
 func scaleRun(t *testing.T, n, m int) (check, recover comm.Counts) {
+	check, recover, _ = scaleRunLearned(t, n, m)
+	return check, recover
+}
+
+// scaleRunLearned is scaleRun, and it also returns the most old ranks
+// whose sources one new rank learned.
+func scaleRunLearned(t *testing.T, n, m int) (check, recover comm.Counts, learned int) {
+	var mu sync.Mutex
 	cfg := testConfig(t.TempDir(), 1)
 	shape := scaleShape(n)
 	check = scaleWorld(t, n, cfg, func(r *Runtime, measure func(func() error) error) error {
@@ -112,6 +120,9 @@ func scaleRun(t *testing.T, n, m int) (check, recover comm.Counts) {
 		if err := measure(r.Recover); err != nil {
 			return err
 		}
+		mu.Lock()
+		learned = max(learned, len(r.reshape.sources))
+		mu.Unlock()
 		want := slabValues(shape, off, cnt)
 		for i := range want {
 			if math.Float64bits(field[i]) != math.Float64bits(want[i]) {
@@ -120,15 +131,20 @@ func scaleRun(t *testing.T, n, m int) (check, recover comm.Counts) {
 		}
 		return nil
 	})
-	return check, recover
+	return check, recover, learned
 }
 
 // TestScaleReshapeSmall: the scale test's path on a handful of ranks
-// (4 -> 3, 3 -> 7): bit for bit.
+// (4 -> 3, 3 -> 7, 6 -> 1): bit for bit. At 64 -> 48 a new rank learns
+// where the data of a few old ranks is (those its block meets, its
+// homes', those it verified), not of all 64.
 func TestScaleReshapeSmall(t *testing.T) {
 	for _, p := range [][2]int{{4, 3}, {3, 7}, {6, 1}} {
 		scaleRun(t, p[0], p[1])
 	}
+	_, _, learned := scaleRunLearned(t, 64, 48)
+	t.Logf("64 -> 48: a new rank learned the sources of at most %d old ranks", learned)
+	assert.LessOrEqual(t, learned, 16)
 }
 
 // TestScaleCountedWork: at 2,048 -> 1,536 ranks a rank receives, in the
