@@ -101,7 +101,7 @@ func (l *library) logger() *zap.Logger {
 	if l.worldRank != nil {
 		rank = l.worldRank()
 	}
-	return newFTILogger(rank, 2, l.out, l.errOut)
+	return ckpt.NewFTILogger(2, l.out, l.errOut).With(zap.Int("rank", rank))
 }
 
 // ready reports whether a session is running; if not it logs why fn
@@ -165,8 +165,10 @@ func (l *library) init(path string, c comm.Comm) int {
 		l.logger().Error(fn+": cannot load the configuration file", zap.String("file", path), zap.Error(err))
 		return codeFailure
 	}
-	log := newFTILogger(c.Rank(), cfg.Verbosity, l.out, l.errOut)
-	opts := append([]ckpt.Option{ckpt.WithLogger(log)}, l.opts...)
+	// The runtime prints through its default logger, as a Go program's
+	// does; the library's own lines go through the runtime's logger.
+	log := ckpt.NewFTILogger(cfg.Verbosity, l.out, l.errOut).With(zap.Int("rank", c.Rank()))
+	opts := append([]ckpt.Option{ckpt.WithOutput(l.out, l.errOut)}, l.opts...)
 	if !cfg.LocalTest {
 		// FTI groups ranks into nodes by host name unless local_test = 1.
 		if host, herr := os.Hostname(); herr == nil {
@@ -195,6 +197,7 @@ func (l *library) init(path string, c comm.Comm) int {
 		log.Error(fn+" failed", zap.String("file", path), zap.Error(err))
 		return codeFailure
 	}
+	log = rt.Logger()
 	l.state, l.initErr, l.log = stateReady, nil, log
 	l.cfg, l.cfgPath, l.rt = cfg, path, rt
 	// With head = 1 the library's collectives run between the application
@@ -422,7 +425,7 @@ func (l *library) checkpoint(id, level int) int {
 		}
 		return l.fail(fn, msg)
 	case err != nil:
-		return l.fail(fn, fmt.Sprintf("Checkpoint with ID %d at Level %d failed", id, lvl), zap.Error(err))
+		return codeFailure // the runtime logged it, with the error
 	}
 	if lvl != ckpt.LevelH5Single {
 		// A level-9 file stands outside the levels' rotation: it

@@ -43,14 +43,9 @@ func (l *library) recover(fn string) int {
 		return codeNoRecovery
 	}
 	if err := l.rt.Recover(); err != nil {
-		l.logger().Warn(fn+": recovery failed", zap.Error(err))
-		return codeNoRecovery
+		return codeNoRecovery // the runtime logged it, with the error
 	}
-	l.status = 0
-	if l.rank == 0 {
-		m := l.rt.Recovered()
-		l.log.Info(fmt.Sprintf("Recovered %d variables from checkpoint %d (%v)", len(l.vars), m.ID, m.Level))
-	}
+	l.status = 0 // the runtime logged what it recovered, and how fast
 	return codeSuccess
 }
 
@@ -62,15 +57,9 @@ func (l *library) recover(fn string) int {
 // FTI_Realloc first).
 func (l *library) recoverReshaped(fn string) int {
 	if err := l.rt.Recover(); err != nil {
-		l.logger().Warn(fn+fmt.Sprintf(": recovery from the checkpoint of %d ranks on %d failed", l.rt.OldRanks(), l.comm.Size()), zap.Error(err))
-		return codeNoRecovery
+		return codeNoRecovery // the runtime logged it, with the error
 	}
-	l.status = 0
-	if l.rank == 0 {
-		m := l.rt.Recovered()
-		l.log.Info(fmt.Sprintf("Recovered %d variables from checkpoint %d (%v) written by %d ranks, redistributed on %d",
-			len(l.vars), m.ID, m.Level, l.rt.OldRanks(), l.comm.Size()))
-	}
+	l.status = 0 // the runtime logged what it recovered, from how many ranks
 	return codeSuccess
 }
 

@@ -317,11 +317,7 @@ func ftigo_capi_print(msg *C.char, prio C.int) {
 	if null {
 		return
 	}
-	rank := lib.rank
-	if lib.state == stateNone && lib.worldRank != nil {
-		rank = lib.worldRank()
-	}
-	printAt(lib.logger(), rank, int(prio), m)
+	printAt(lib.logger(), int(prio), m)
 }
 
 // setString copies s into a C char[FTI_BUFS], truncated and terminated.

@@ -87,7 +87,8 @@ func TestGlobalDatasetsOtherRankCount(t *testing.T) {
 		}
 		phase(n[1], "reshape", fmt.Sprintf("written by %d ranks, redistributed on %d", n[0], n[1]),
 			fmt.Sprintf("RECOVERED rank=%d of %d", n[1]-1, n[1]))
-		phase(n[2], "vpr", fmt.Sprintf("old-ranks=%d, status=restart-vpr", n[1]))
+		phase(n[2], "vpr", fmt.Sprintf("Recovering successfully from level 9 with Ckpt. 2 (%s, written by %d ranks) in ",
+			filepath.Join(dir, "global", "VPR-h5-ID00000002.h5"), n[1]))
 
 		h5 := testutil.NeedTool(t, "h5dump", "reads the HDF5 files written through the C API")
 		vpr, err := filepath.Glob(filepath.Join(dir, "global", "VPR-h5-*.h5"))

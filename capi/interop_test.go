@@ -124,7 +124,7 @@ func TestInteropWithGo(t *testing.T) {
 
 		// C restarts from what Go wrote.
 		out = heat(t, f, np, cfgPath, filepath.Join(dir, "out2"), nx, rows, 600, 100, "123")
-		assert.Contains(t, out, "this is a restart (ckpt-id=40, level=L1")
+		assert.Contains(t, out, "This is a restart. Recovering successfully from level 1 with Ckpt. 40 (ckpt")
 		for r := 0; r < np; r++ {
 			assert.Contains(t, out, fmt.Sprintf("EVENT rank=%d start status=1 iter=300", r))
 		}

@@ -419,7 +419,7 @@ func TestHeatKillDuringCheckpointLoseNode(t *testing.T) {
 
 		out2, err := mpirun(t, f, np, program(t, f, "heatdis.c"), args...)
 		require.NoError(t, err, "%s", out2)
-		assert.Contains(t, out2, "this is a restart (ckpt-id=3, level=L3")
+		assert.Contains(t, out2, "This is a restart. Recovering successfully from level 3 with Ckpt. 3 (ckpt")
 		for r := 0; r < np; r++ {
 			assert.Contains(t, out2, fmt.Sprintf("EVENT rank=%d start status=1 iter=300", r))
 			assert.Contains(t, out2, fmt.Sprintf("EVENT rank=%d done iter=%d", r, iters))

@@ -15,9 +15,10 @@ import (
 // checkpoint at level L is committed at L1 on the solver's path, and a
 // goroutine of the rank (the "poster") raises it to L in the background
 // with levels.Engine.Raise, over a private communicator split from the
-// rank's at Init, so that its messages never mix with the solver's. At
-// most one raise is in flight per rank (FTI's rule): the next
-// Checkpoint waits for it first. While the poster runs it owns the
+// rank's at Init, so that its messages never mix with the solver's. The
+// same job then compacts a differential chain that reached
+// dcp_stack_size (compact.go). At most one job is in flight per rank
+// (FTI's rule): the next Checkpoint waits for it first. While the poster runs it owns the
 // engine; every Runtime method that uses the engine calls drainPost
 // first, and the poster's result reaches the rank's goroutine through a
 // channel, so the Runtime stays a one-goroutine object.
@@ -43,8 +44,11 @@ type postState struct {
 
 // postResult is what the poster hands back.
 type postResult struct {
-	m   *levels.Manifest // the raised manifest (nil on failure)
+	m   *levels.Manifest // the checkpoint as the job left it (nil on failure)
 	err error
+	// adopted says the engine already holds m (the poster adopted the
+	// heads' result itself before compacting).
+	adopted bool
 }
 
 // asyncLevel reports whether a checkpoint at lvl is post-processed in the
@@ -73,7 +77,11 @@ func (r *Runtime) openPost() error {
 		if r.c.Rank() == 0 {
 			r.log.Info("head = 1: checkpoints at the asynchronous levels commit at L1 and are raised to their level by the heads")
 		}
-		return nil
+		if !r.cfg.EnableDCP {
+			return nil
+		}
+		// dCP: the ranks' background goroutines compact full chains,
+		// over a private communicator (compact.go).
 	}
 	if tl, ok := r.c.(interface{ ThreadLevel() (int, bool) }); ok {
 		if _, serialised := tl.ThreadLevel(); serialised {
@@ -90,7 +98,7 @@ func (r *Runtime) openPost() error {
 		return fmt.Errorf("ckpt: communicator for background post-processing: %w", err)
 	}
 	r.post.c = pc
-	if r.c.Rank() == 0 {
+	if r.c.Rank() == 0 && r.post.node == nil {
 		var ls []string
 		for l := 2; l <= 4; l++ {
 			if r.cfg.Async[l] {
@@ -116,32 +124,95 @@ func (r *Runtime) closePost() {
 	}
 }
 
-// startPost raises committed L1 checkpoint m to lvl in the background.
-func (r *Runtime) startPost(m *levels.Manifest, lvl levels.ID) {
+// startPost starts the background work of committed checkpoint m: its
+// raise from L1 to raiseTo (0: none, m is at its level), then, with
+// compact, the compaction of its chain (compact.go).
+func (r *Runtime) startPost(m *levels.Manifest, raiseTo levels.ID, compact bool) {
 	ch := make(chan postResult, 1)
 	r.post.running, r.post.job = ch, m
-	if r.post.node != nil {
-		r.startHeadPost(ch, m, lvl)
-		return
+	w := r.poster()
+	var cj *compactJob
+	if compact {
+		cj = r.compactJobFor(m, raiseTo)
 	}
-	eng, pc, log, now, rank, hook := r.eng, r.post.c, r.log, r.now, r.c.Rank(), r.post.hook
+	var req headRequest
+	var rerr error
+	if raiseTo != 0 && w.node != nil {
+		req, rerr = r.headRequestFor(m, raiseTo)
+	}
+	hook := r.post.hook
 	go func() {
 		if hook != nil {
 			hook()
 		}
-		start := now()
-		up, st, err := eng.Raise(m, lvl, pc)
-		if err != nil {
-			err = backgroundFailed(log, rank, m, lvl, err)
-		} else if rank == 0 {
-			wall := now().Sub(start)
-			log.Info(fmt.Sprintf("Ckpt. ID %d (L1 -> %v) post-processed in the background in %.3f sec. (Ps %.3f, Cm %.3f, Cl %.3f)",
-				m.ID, lvl, wall.Seconds(), st.Protect.Seconds(), st.Commit.Seconds(), st.Clean.Seconds()),
-				zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl), zap.Duration("post-wall", wall),
-				zap.Duration("post", st.Protect), zap.Duration("commit", st.Commit), zap.Duration("clean", st.Clean))
+		res := postResult{m: m}
+		if raiseTo != 0 {
+			var up *levels.Manifest
+			var err error
+			if w.node != nil {
+				up, err = w.headRaise(m, raiseTo, req, rerr)
+			} else {
+				up, err = w.raise(m, raiseTo)
+			}
+			if err != nil {
+				ch <- postResult{err: backgroundFailed(w.log, w.rank, m, raiseTo, err)}
+				return
+			}
+			res.m = up
 		}
-		ch <- postResult{m: up, err: err}
+		if cj != nil {
+			res.m, res.adopted = w.compact(cj, res.m, raiseTo != 0 && w.node != nil)
+		}
+		ch <- res
 	}()
+}
+
+// poster holds what the background goroutine uses, copied from the
+// Runtime on the rank's goroutine: the goroutine touches nothing else.
+type poster struct {
+	eng   *levels.Engine
+	pc    comm.Comm // private communicator (nil with heads and no compaction)
+	node  comm.Comm // the node's head (head = 1), nil otherwise
+	log   *zap.Logger
+	now   func() time.Time
+	rank  int
+	reqOf func(m *levels.Manifest, lvl levels.ID) (headRequest, error)
+}
+
+// poster returns the background goroutine's view of the runtime.
+func (r *Runtime) poster() *poster {
+	return &poster{eng: r.eng, pc: r.post.c, node: r.post.node, log: r.log, now: r.now, rank: r.c.Rank(), reqOf: r.headRequestFor}
+}
+
+// raise raises committed L1 checkpoint m to lvl over the private
+// communicator and logs it (rank 0).
+func (w *poster) raise(m *levels.Manifest, lvl levels.ID) (*levels.Manifest, error) {
+	start := w.now()
+	up, st, err := w.eng.Raise(m, lvl, w.pc)
+	if err == nil && w.rank == 0 {
+		wall := w.now().Sub(start)
+		w.log.Info(fmt.Sprintf("Ckpt. ID %d (L1 -> %v) post-processed in the background in %.3f sec. (Ps %.3f, Cm %.3f, Cl %.3f)",
+			m.ID, lvl, wall.Seconds(), st.Protect.Seconds(), st.Commit.Seconds(), st.Clean.Seconds()),
+			zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", lvl), zap.Duration("post-wall", wall),
+			zap.Duration("post", st.Protect), zap.Duration("commit", st.Commit), zap.Duration("clean", st.Clean))
+	}
+	return up, err
+}
+
+// headRaise has the node's head raise m to lvl (head = 1) with request
+// req (rerr: the request could not be built) and logs it (rank 0).
+func (w *poster) headRaise(m *levels.Manifest, lvl levels.ID, req headRequest, rerr error) (*levels.Manifest, error) {
+	start := w.now()
+	if rerr != nil {
+		return nil, rerr
+	}
+	up, err := headRaise(w.node, req)
+	if err == nil && w.rank == 0 {
+		wall := w.now().Sub(start)
+		w.log.Info(fmt.Sprintf("Ckpt. ID %d (L1 -> %v) post-processed by the heads in %.3f sec.", m.ID, lvl, wall.Seconds()),
+			zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", lvl), zap.Duration("post-wall", wall))
+	}
+	return up, err
 }
 
 // backgroundFailed wraps err, the failure to raise m to lvl in the
@@ -150,34 +221,9 @@ func (r *Runtime) startPost(m *levels.Manifest, lvl levels.ID) {
 func backgroundFailed(log *zap.Logger, rank int, m *levels.Manifest, lvl levels.ID, err error) error {
 	err = fmt.Errorf("%w: checkpoint %d (%s) stays committed at L1, not raised to %v: %w", ErrBackground, m.ID, m.Dir(), lvl, err)
 	if rank == 0 {
-		log.Warn(err.Error(), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl))
+		log.Warn(err.Error(), zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", lvl))
 	}
 	return err
-}
-
-// startHeadPost has the node's head raise m to lvl (head = 1).
-func (r *Runtime) startHeadPost(ch chan postResult, m *levels.Manifest, lvl levels.ID) {
-	req, rerr := r.headRequestFor(m, lvl)
-	node, log, now, rank, hook := r.post.node, r.log, r.now, r.c.Rank(), r.post.hook
-	go func() {
-		if hook != nil {
-			hook()
-		}
-		start := now()
-		var up *levels.Manifest
-		err := rerr
-		if err == nil {
-			up, err = headRaise(node, req)
-		}
-		if err != nil {
-			err = backgroundFailed(log, rank, m, lvl, err)
-		} else if rank == 0 {
-			wall := now().Sub(start)
-			log.Info(fmt.Sprintf("Ckpt. ID %d (L1 -> %v) post-processed by the heads in %.3f sec.", m.ID, lvl, wall.Seconds()),
-				zap.Int64("ckpt-id", m.ID), zap.Stringer("level", lvl), zap.Duration("post-wall", wall))
-		}
-		ch <- postResult{m: up, err: err}
-	}()
 }
 
 // drainPost waits for the job in flight, if any, applies its result and
@@ -199,13 +245,13 @@ func (r *Runtime) applyPost(res postResult) {
 		r.post.err = res.err
 		return
 	}
-	if r.post.node != nil {
+	if r.post.node != nil && !res.adopted && res.m.Seq == job.Seq && res.m != job {
 		r.post.adopt = res.m // the engine adopts it at the next collective call
 	}
 	if img, ok := r.images[job.Seq]; ok {
 		r.keepImage(res.m, img)
 	}
-	if r.last != nil && r.last.Seq == res.m.Seq {
+	if r.last != nil && r.last.Seq == job.Seq {
 		r.setLast(res.m)
 	}
 }
@@ -232,7 +278,8 @@ func (r *Runtime) takePostError() error {
 }
 
 // CheckpointDone reports, without blocking, whether the background
-// post-processing of the last checkpoint (inline_lL = 0) has finished on
+// post-processing of the last checkpoint (inline_lL = 0: its raise, and
+// the compaction of a differential chain it completed) has finished on
 // this rank: true when nothing is in flight. err is a background failure
 // (wrapping [ErrBackground], naming the checkpoint, the level, the failed
 // ranks and why) that the next Checkpoint or Finalize will report; it is

@@ -341,15 +341,31 @@ func TestAsyncDCP(t *testing.T) {
 					}
 					cm := r.eng.Committed()
 					up := cm[len(cm)-1]
+					if id == 4 {
+						// Layer 4 of 4 (dcp_stack_size): raised, then the
+						// chain compacted in the background into a full
+						// checkpoint with the same id, and the chain dropped.
+						if l1.Layers() != 4 || up.ID != 4 || up.Level != levels.ID(lvl) || up.DCP != nil || up.Seq <= l1.Seq {
+							return fmt.Errorf("rank %d: checkpoint 4 (layer %d) not compacted: newest %+v", c.Rank(), l1.Layers(), up)
+						}
+						if len(cm) != 1 {
+							return fmt.Errorf("rank %d: %d checkpoints left after the compaction, want 1", c.Rank(), len(cm))
+						}
+						continue
+					}
 					if up.Seq != l1.Seq || up.Level != levels.ID(lvl) {
 						return fmt.Errorf("rank %d: checkpoint %d not raised (%v)", c.Rank(), id, up.Level)
 					}
 					if !assert.ObjectsAreEqual(l1.DCP, up.DCP) {
 						return fmt.Errorf("rank %d: checkpoint %d: dCP info changed by the raise", c.Rank(), id)
 					}
-					// Full at 1 and 5 (dcp_stack_size 4), differential otherwise.
-					if diff := up.DCP != nil; diff != (id != 1 && id != 5) {
+					// Full at 1, differential otherwise: 5 and 6 build on
+					// the compacted checkpoint 4.
+					if diff := up.DCP != nil; diff != (id != 1) {
 						return fmt.Errorf("rank %d: checkpoint %d differential = %v", c.Rank(), id, diff)
+					}
+					if id >= 5 && up.Layers() != int(id)-3 {
+						return fmt.Errorf("rank %d: checkpoint %d is layer %d, want %d on the compacted 4", c.Rank(), id, up.Layers(), id-3)
 					}
 					var chain []uint64
 					if up.DCP != nil {

@@ -30,10 +30,18 @@ import (
 // runs in the background ([Runtime.CheckpointDone]). Checkpoint first
 // waits for the previous one's; if that failed, Checkpoint returns its
 // error (wrapping [ErrBackground]) and takes nothing: call it again.
+// With a background worker, a differential checkpoint that completes a
+// chain of dcp_stack_size layers is followed, in the background, by the
+// chain's compaction into a full checkpoint (compact.go).
 func (r *Runtime) Checkpoint(id int64, level int) error {
 	if err := r.usable("Checkpoint"); err != nil {
 		return err
 	}
+	return r.logFailed(id, level, r.checkpointAt(id, level))
+}
+
+// checkpointAt is Checkpoint on a usable runtime.
+func (r *Runtime) checkpointAt(id int64, level int) error {
 	if level == LevelH5Single {
 		if _, err := r.awaitPost(); err != nil {
 			return err
@@ -41,13 +49,23 @@ func (r *Runtime) Checkpoint(id int64, level int) error {
 		return r.checkpointH5Single(id)
 	}
 	if err := r.sameArgs(id, int64(level)); err != nil {
-		return err
+		return fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
 	lvl, diff, err := r.requestLevel(level)
 	if err != nil {
 		return err
 	}
 	_, err = r.checkpoint(id, lvl, diff)
+	return err
+}
+
+// logFailed logs a failed checkpoint on rank 0 (the error is the same
+// on every rank) and returns err.
+func (r *Runtime) logFailed(id int64, level int, err error) error {
+	if err != nil && r.c.Rank() == 0 {
+		r.log.Error(fmt.Sprintf("Ckpt. ID %d (level %d) failed", id, level),
+			zap.Int64("ckpt-id", id), zap.Int("ckpt-level", level), zap.Error(err))
+	}
 	return err
 }
 
@@ -125,8 +143,12 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	// Recover now reads this checkpoint (as FTI's does after a
 	// checkpoint); the one the run restarted from may be superseded.
 	r.setLast(m)
+	var raiseTo levels.ID
 	if async {
-		r.startPost(m, lvl)
+		raiseTo = lvl
+	}
+	if compact := r.compactLater(m); async || compact {
+		r.startPost(m, raiseTo, compact)
 	}
 	wall := r.now().Sub(start) + waited
 	if r.c.Rank() == 0 {
@@ -137,7 +159,7 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 		// solver's path (Ps) and the commit (Cm).
 		mib := float64(m.Bytes()) / float64(m.Ranks) / (1 << 20)
 		bw := float64(m.Bytes()) / (1 << 20) / max(wall.Seconds(), 1e-9)
-		fields := []zap.Field{zap.Int64("ckpt-id", id), zap.Stringer("level", lvl), zap.Int64("bytes", m.Bytes()), zap.Float64("mib-per-rank", mib),
+		fields := []zap.Field{zap.Int64("ckpt-id", id), zap.Stringer("ckpt-level", lvl), zap.Int64("bytes", m.Bytes()), zap.Float64("mib-per-rank", mib),
 			zap.Duration("wall", wall), zap.Float64("mib-per-s", bw), zap.Duration("wait", waited),
 			zap.Duration("write", st.Write), zap.Duration("post", st.Protect), zap.Duration("commit", st.Commit),
 			zap.Duration("clean", st.Clean)}
@@ -297,7 +319,7 @@ func (r *Runtime) finalize() error {
 		}
 		if keep != nil && r.c.Rank() == 0 {
 			r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) kept for the next run", keep.ID, keep.Level),
-				zap.Int64("ckpt-id", keep.ID), zap.Stringer("level", keep.Level), zap.String("dir", keep.Dir()))
+				zap.Int64("ckpt-id", keep.ID), zap.Stringer("ckpt-level", keep.Level), zap.String("dir", keep.Dir()))
 		}
 	}
 	var errs []error
@@ -397,7 +419,7 @@ func (r *Runtime) flushL4(m *levels.Manifest) (*levels.Manifest, error) {
 		mib := float64(m4.Bytes()) / float64(m4.Ranks) / (1 << 20)
 		r.log.Info(fmt.Sprintf("Ckpt. ID %d flushed from %v to %v at Finalize (%.2f MiB/proc) in %.3f sec. (Wr %.3f, Ps %.3f, Cm %.3f)",
 			m.ID, m.Level, m4.Level, mib, wall.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
-			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m4.Level), zap.Stringer("from-level", m.Level),
+			zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", m4.Level), zap.Stringer("from-level", m.Level),
 			zap.Float64("mib-per-rank", mib), zap.Duration("wall", wall))
 	}
 	return m4, nil
@@ -449,7 +471,7 @@ func copyFTIFF(src levels.Source, out vfd.File, piece int) (int64, levels.Digest
 	p := src.Store.Path(src.Name)
 	in, err := vfd.OpenRead(src.Store.Driver, p)
 	if err != nil {
-		return 0, levels.Digest{}, false, fmt.Errorf("open %s: %w", p, err)
+		return 0, levels.Digest{}, false, vfd.WrapPath(err, "open", p)
 	}
 	defer in.Close()
 	hw := levels.NewHashingWriter(out)
@@ -457,7 +479,7 @@ func copyFTIFF(src levels.Source, out vfd.File, piece int) (int64, levels.Digest
 	for off := int64(0); off < src.Size; {
 		n := min(int64(len(buf)), src.Size-off)
 		if err := vfd.ReadFull(in, buf[:n], off); err != nil {
-			return off, levels.Digest{}, false, fmt.Errorf("read %s at %d: %w", p, off, err)
+			return off, levels.Digest{}, false, vfd.WrapPathAt(err, "read", p, off)
 		}
 		if _, err := hw.WriteAt(buf[:n], off); err != nil {
 			return off, levels.Digest{}, false, err
@@ -473,7 +495,7 @@ func copyFTIFF(src levels.Source, out vfd.File, piece int) (int64, levels.Digest
 			levels.ErrDigestMismatch, levels.Digest(rd.Summary().Checksum), src.Digest)}
 	}
 	if err != nil {
-		return src.Size, levels.Digest{}, false, fmt.Errorf("copy of %s: %w", p, err)
+		return src.Size, levels.Digest{}, false, vfd.WrapPath(err, "copy of", p)
 	}
 	d, seq := hw.Sum()
 	return src.Size, d, seq, nil
@@ -485,7 +507,7 @@ func readAllVars(src levels.Source) ([]fileformat.Var, dataset.View, error) {
 	p := src.Store.Path(src.Name)
 	f, err := vfd.OpenRead(src.Store.Driver, p)
 	if err != nil {
-		return nil, dataset.View{}, fmt.Errorf("open %s: %w", p, err)
+		return nil, dataset.View{}, vfd.WrapPath(err, "open", p)
 	}
 	defer f.Close()
 	rd, err := fileformat.Open(f)

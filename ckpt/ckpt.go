@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/fileformat"
@@ -58,13 +57,16 @@ type Option func(*options)
 
 type options struct {
 	logger *zap.Logger
-	warn   io.Writer
-	now    func() time.Time
-	local  vfd.Driver
-	global vfd.Driver
-	meta   vfd.Driver
-	levels []levels.Level
-	nodeID func(rank int) string
+	// stdout and stderr are where the default logger prints (WithOutput).
+	stdout, stderr io.Writer
+	warn           io.Writer
+	warnSet        bool
+	now            func() time.Time
+	local          vfd.Driver
+	global         vfd.Driver
+	meta           vfd.Driver
+	levels         []levels.Level
+	nodeID         func(rank int) string
 	// restartImage is the Env.ImageLimit of every rank when set
 	// (WithRestartImage), else [restartImageDefault].
 	restartImage    int64
@@ -75,25 +77,45 @@ type options struct {
 	pageHandoverSet bool
 	// lockHeld says the caller (RebuildOffline) holds meta_dir's lock.
 	lockHeld bool
+	// offline makes Init open the checkpoints without restarting from one
+	// (RebuildCheckpointsOffline recovers each itself).
+	offline bool
 	// postStart, when set, is called by the background poster before it
 	// starts (tests hold it there).
 	postStart func()
 }
 
-// WithLogger sets the logger (nil: no logging).
+// WithLogger sets the logger. Without it (or with nil) the runtime
+// prints as FTI does, at the configuration's verbosity: see
+// [NewFTILogger] and [WithOutput]. WithLogger(zap.NewNop()) silences
+// it. The runtime adds the fields "rank" (the rank in the communicator
+// given to Init) and, with head = 1, "app-rank" (the rank among the
+// application ranks) or "head"; it filters the logger at the
+// verbosity.
 func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = l } }
 
-// WithWarnings sets where rank 0 prints the warnings a user must see even
-// without a log: a restart that skipped unrecoverable newer checkpoints
-// and fell back to an older one (default os.Stderr; nil: nowhere). They
-// are logged as well.
+// WithOutput sets where the default logger prints (see [NewFTILogger]):
+// information and debug lines to stdout, warnings and errors to stderr
+// (default os.Stdout and os.Stderr; nil: nowhere). Without effect with
+// [WithLogger].
+func WithOutput(stdout, stderr io.Writer) Option {
+	return func(o *options) { o.stdout, o.stderr = orDiscard(stdout), orDiscard(stderr) }
+}
+
+// WithWarnings sets where rank 0 prints, besides the log, the warnings a
+// user must see even when the log goes elsewhere: a restart that skipped
+// unrecoverable newer checkpoints and fell back to an older one (nil:
+// nowhere). By default they are printed on os.Stderr when [WithLogger]
+// is given, and only by the default logger otherwise.
 func WithWarnings(w io.Writer) Option {
-	return func(o *options) {
-		if w == nil {
-			w = io.Discard
-		}
-		o.warn = w
+	return func(o *options) { o.warn, o.warnSet = orDiscard(w), true }
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
 	}
+	return w
 }
 
 // WithClock sets the clock used for timing and Snapshot intervals.
@@ -292,40 +314,48 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: Init needs a communicator, got a nil comm.Comm", ErrNilArgument)
 	}
-	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}, warn: os.Stderr}
+	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}, stdout: os.Stdout, stderr: os.Stderr}
 	for _, opt := range opts {
 		opt(&o)
-	}
-	if o.logger == nil {
-		o.logger = zap.NewNop()
 	}
 	if o.now == nil {
 		o.now = time.Now
 	}
 	cfg = cfg.withDefaults()
-	// verbosity: 1 debug, 2 info, 3 warnings, 4 errors. A logger already
-	// stricter than that stays as it is (zap.IncreaseLevel would complain).
-	if lvl := zapcore.Level(min(max(cfg.Verbosity, 1), 4) - 2); lvl > zapcore.DebugLevel {
-		o.logger = o.logger.WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core {
-			if nc, err := zapcore.NewIncreaseLevelCore(core, lvl); err == nil {
-				return nc
-			}
-			return core
-		}))
+	if o.logger == nil {
+		o.logger = NewFTILogger(cfg.Verbosity, o.stdout, o.stderr)
+		if !o.warnSet {
+			o.warn = io.Discard // the default logger prints them
+		}
+	} else if !o.warnSet {
+		o.warn = os.Stderr
 	}
-	r := &Runtime{cfg: cfg, c: c, log: o.logger.With(zap.Int("rank", c.Rank())), now: o.now, vars: map[int]*variable{}}
+	o.logger = atVerbosity(o.logger, cfg.Verbosity)
+	start, worldRank := o.now(), c.Rank()
+	r := &Runtime{cfg: cfg, c: c, log: rankLogger(o.logger, worldRank, -1), now: o.now, vars: map[int]*variable{}}
 	r.post.hook = o.postStart
 	if c.Rank() == 0 {
 		for _, w := range cfg.Warnings {
 			r.log.Warn("config: " + w)
 		}
 		if cfg.EnableDCP {
-			r.log.Info(fmt.Sprintf("dCP enabled: dcp_mode = %d (%s in FTI) accepted, but ftigo hashes every dCP block with BLAKE3-256; blocks of %d bytes, chains of at most %d layers",
-				cfg.DCPMode, map[int]string{0: "MD5", 1: "CRC32"}[cfg.DCPMode], cfg.DCPBlockSize, cfg.DCPStackSize),
+			mode := "dcp_mode not set"
+			if name, ok := map[int]string{dcpModeMD5: "MD5", dcpModeCRC32: "CRC32"}[cfg.DCPMode]; ok {
+				mode = fmt.Sprintf("dcp_mode = %d (%s in FTI) accepted", cfg.DCPMode, name)
+			}
+			r.log.Info(fmt.Sprintf("dCP enabled: %s, but ftigo hashes every dCP block with BLAKE3-256; blocks of %d bytes, chains of at most %d layers",
+				mode, cfg.DCPBlockSize, cfg.DCPStackSize),
 				zap.Int("dcp-mode", cfg.DCPMode), zap.Int("dcp-block-size", cfg.DCPBlockSize), zap.Int("dcp-stack-size", cfg.DCPStackSize))
 		}
 	}
-	if err := comm.Agree(c, cfg.Validate(c.Size()), "validate config"); err != nil {
+	verr := cfg.Validate(c.Size())
+	if err := comm.Agree(c, verr, "validate config"); err != nil {
+		var ae *comm.AgreedError
+		if verr != nil && errors.As(err, &ae) && len(ae.Ranks) == c.Size() {
+			// Every rank refused its configuration (the same file, as a
+			// rule): its own reason, without the vote around it.
+			return nil, verr
+		}
 		return nil, err
 	}
 	var headNode comm.Comm
@@ -335,7 +365,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 			return nil, serr
 		}
 		if s.head {
-			return nil, runHead(cfg, o, s, r.log.With(zap.Bool("head", true)))
+			return nil, runHead(cfg, o, s, r.log.With(zap.Bool(fieldHead, true)))
 		}
 		// The application ranks run as a job of node_size-1 ranks per node,
 		// on the nodes the split found.
@@ -343,7 +373,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 		o.nodeID = func(int) string { return s.nodeID }
 		cfg.NodeSize--
 		r.c, r.cfg = c, cfg
-		r.log = o.logger.With(zap.Int("rank", c.Rank()))
+		r.log = rankLogger(o.logger, worldRank, c.Rank())
 		defer func() {
 			if err != nil {
 				// The head waits for this rank's announcement: it learns
@@ -399,12 +429,15 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 		return nil, err
 	}
 	if err := r.eng.Open(); err != nil {
-		return nil, fmt.Errorf("ckpt: open checkpoint store: %w", err)
+		return nil, fmt.Errorf("ckpt: %w", err)
 	}
 	if err := r.openVPR(o.global); err != nil {
 		return nil, err
 	}
-	if err := r.restart(o.warn); err != nil {
+	if o.offline {
+		return r, nil // no restart, no background worker: the offline rebuild
+	}
+	if err := r.restart(o.warn, start); err != nil {
 		r.eng.Wait()
 		return nil, err
 	}
@@ -426,7 +459,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 // restart finds the checkpoint to restart from, newest first, among the
 // committed checkpoints and the level-9 HDF5 files, and prepares Recover
 // for it; nothing to restart from is a fresh run. Collective.
-func (r *Runtime) restart(warn io.Writer) error {
+func (r *Runtime) restart(warn io.Writer, start time.Time) error {
 	c := r.c
 	committed := r.eng.Committed()
 	vprs := r.vpr.records
@@ -450,8 +483,11 @@ func (r *Runtime) restart(warn io.Writer) error {
 			err := r.restartVPR(vprs[i])
 			if err == nil {
 				if c.Rank() == 0 {
-					r.log.Info("this is a restart from a level-9 HDF5 file", zap.Int64("ckpt-id", vprs[i].ID), zap.String("file", vprs[i].Path),
-						zap.Int("old-ranks", r.OldRanks()), zap.Stringer("status", r.status))
+					wall := r.now().Sub(start)
+					r.log.Info(fmt.Sprintf("This is a restart. Recovering successfully from level 9 with Ckpt. %d (%s, written by %d ranks) in %.3f sec.",
+						vprs[i].ID, vprs[i].Path, r.OldRanks(), wall.Seconds()),
+						zap.Int64("ckpt-id", vprs[i].ID), zap.String("file", vprs[i].Path),
+						zap.Int("old-ranks", r.OldRanks()), zap.Stringer("status", r.status), zap.Duration("wall", wall))
 				}
 				return true, nil
 			}
@@ -484,8 +520,16 @@ func (r *Runtime) restart(warn io.Writer) error {
 			}
 			if c.Rank() == 0 {
 				r.warnSkipped(warn, m)
-				r.log.Info("this is a restart", zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level),
-					zap.String("dir", m.Dir()), zap.Stringer("status", r.status), zap.Int("old-ranks", r.OldRanks()))
+				// FTI's two lines in one, with the time Init took to find,
+				// verify and rebuild the checkpoint.
+				wall := r.now().Sub(start)
+				where := m.Dir()
+				if r.OldRanks() != c.Size() {
+					where += fmt.Sprintf(", written by %d ranks", r.OldRanks())
+				}
+				r.log.Info(fmt.Sprintf("This is a restart. Recovering successfully from level %d with Ckpt. %d (%s) in %.3f sec.", int(m.Level), m.ID, where, wall.Seconds()),
+					zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", m.Level), zap.String("dir", m.Dir()), zap.Stringer("status", r.status),
+					zap.Int("old-ranks", r.OldRanks()), zap.Duration("wall", wall))
 			}
 			return nil
 		}

@@ -398,7 +398,7 @@ func TestUnrecoverableRestartIsAnError(t *testing.T) {
 	errs := initErrors(t, 4, cfg)
 	for rank, err := range errs {
 		require.ErrorIs(t, err, ErrUnrecoverable)
-		assert.Contains(t, err.Error(), "failed on ranks [2]")
+		assert.Contains(t, err.Error(), "failed on rank 2")
 		assert.Equal(t, errs[0].Error(), err.Error(), "rank %d", rank)
 	}
 	assert.ErrorIs(t, errs[2], levels.ErrDigestMismatch)

@@ -84,18 +84,22 @@ type Config struct {
 	// the dCP blocks that changed (docs/format/dcp.md). Without it those
 	// requests are taken whole, with a warning, as in FTI.
 	EnableDCP bool
-	// DCPMode is FTI's block hash choice ([basic] dcp_mode: 0 MD5, 1
-	// CRC32). It is accepted and logged: ftigo hashes dCP blocks with
-	// BLAKE3-256 whatever it says.
+	// DCPMode is FTI's block hash choice ([basic] dcp_mode: 1 MD5, 2
+	// CRC32, as FTI 1.6 reads it; 0 when not set). It is accepted and
+	// logged: ftigo hashes dCP blocks with BLAKE3-256 whatever it says.
+	// The loader turns dCP off for another value, as FTI does.
 	DCPMode int
 	// DCPBlockSize is the dCP block size in bytes ([basic] dcp_block_size,
 	// 512..65535, default 16384). With EnableDCP every checkpoint file is
 	// hashed in blocks of this size, so that the next one can be
-	// differential.
+	// differential. It is read and checked only with EnableDCP.
 	DCPBlockSize int
 	// DCPStackSize is the most layers a chain of differential checkpoints
 	// has, its full base included ([basic] dcp_stack_size, 1..10, default
-	// 5): the checkpoint that would exceed it is written full.
+	// 5). A chain that reaches it is compacted into a full checkpoint in
+	// the background when the rank has a background worker (some
+	// inline_lN = 0); otherwise the checkpoint that would exceed it is
+	// written full. It is read and checked only with EnableDCP.
 	DCPStackSize int
 	// DCPInterval[L] is Snapshot's interval of differential checkpoints at
 	// level L ([basic] dcp_l4 as in FTI; dcp_l1..dcp_l3 are ftigo
@@ -150,6 +154,9 @@ const (
 	minDCPBlockSize     = 512
 	maxDCPBlockSize     = 65535
 	maxDCPStackSize     = 10
+	// FTI 1.6 adds 2000 to dcp_mode: 2001 is MD5, 2002 CRC32.
+	dcpModeMD5   = 1
+	dcpModeCRC32 = 2
 )
 
 // withDefaults fills zero fields from DefaultConfig.
@@ -234,12 +241,8 @@ func (c Config) checkKeys() error {
 	case c.L3Parity > c.GroupSize:
 		return cfgErr("l3_parity %d is larger than group_size %d: use 0 (= group_size) or 1..%d",
 			c.L3Parity, c.GroupSize, c.GroupSize)
-	case c.DCPBlockSize < minDCPBlockSize || c.DCPBlockSize > maxDCPBlockSize:
-		return cfgErr("dcp_block_size %d: use %d..%d bytes", c.DCPBlockSize, minDCPBlockSize, maxDCPBlockSize)
-	case c.DCPStackSize < 1 || c.DCPStackSize > maxDCPStackSize:
-		return cfgErr("dcp_stack_size %d: use 1..%d", c.DCPStackSize, maxDCPStackSize)
-	case c.DCPMode < 0 || c.DCPMode > 1:
-		return cfgErr("dcp_mode %d: use 0 (MD5) or 1 (CRC32); ftigo hashes with BLAKE3 either way", c.DCPMode)
+	case c.KeepHeadsAlive && !c.Head:
+		return cfgErr("keep_heads_alive = 1 with head = 0: there is no head to keep alive (FTI refuses it too); set head = 1 or keep_heads_alive = 0")
 	}
 	for l := 1; l <= 4; l++ {
 		if c.Interval[l] < 0 {
@@ -248,6 +251,20 @@ func (c Config) checkKeys() error {
 		if c.DCPInterval[l] < 0 {
 			return cfgErr("dcp_l%d is negative: use 0 to disable", l)
 		}
+	}
+	return c.checkDCP()
+}
+
+// checkDCP checks the dCP settings, which count only with EnableDCP.
+func (c Config) checkDCP() error {
+	switch {
+	case !c.EnableDCP:
+	case c.DCPBlockSize < minDCPBlockSize || c.DCPBlockSize > maxDCPBlockSize:
+		return cfgErr("dcp_block_size %d: use %d..%d bytes", c.DCPBlockSize, minDCPBlockSize, maxDCPBlockSize)
+	case c.DCPStackSize < 1 || c.DCPStackSize > maxDCPStackSize:
+		return cfgErr("dcp_stack_size %d: use 1..%d", c.DCPStackSize, maxDCPStackSize)
+	case c.DCPMode < 0 || c.DCPMode > dcpModeCRC32:
+		return cfgErr("dcp_mode %d: use 1 (MD5) or 2 (CRC32), or 0 for unset; ftigo hashes with BLAKE3 either way", c.DCPMode)
 	}
 	return nil
 }

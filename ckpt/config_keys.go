@@ -122,8 +122,10 @@ func strKey(dst func(c *Config) *string) setter {
 var durationSyntax = regexp.MustCompile(`^\+?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // intervalKey reads whole or fractional minutes (FTI) or a Go duration
-// ("30s", an ftigo extension), 0 or empty to disable; a value that overflows a
-// time.Duration (about 292 years) is out of range, not negative.
+// ("30s", an ftigo extension), 0 or empty to disable. A negative whole
+// number of minutes disables the level too, as in FTI. A negative fraction
+// or duration (ftigo's syntax) is an error. A value that overflows a
+// time.Duration (about 292 years) is out of range.
 func intervalKey(level int) setter {
 	return durationKey(func(c *Config) *time.Duration { return &c.Interval[level] })
 }
@@ -147,8 +149,10 @@ func durationKey(dst func(c *Config) *time.Duration) setter {
 			switch {
 			case err != nil && !errors.Is(err, errRange):
 				return err
-			case strings.HasPrefix(v, "-") && (n != 0 || err != nil):
-				return negErr
+			case strings.HasPrefix(v, "-"):
+				// FTI reads the integer and checks at levels whose
+				// interval is above 0: a negative one is off, as 0.
+				n, err = 0, nil
 			case err != nil || n > maxMinutes:
 				return rangeErr
 			}
@@ -186,23 +190,26 @@ func durationKey(dst func(c *Config) *time.Duration) setter {
 
 func ignoreKey(c *Config, v string) error { return nil }
 
+// transferKey reads transfer_size in MiB. A value outside 8..64 is kept
+// as -1: ParseConfig then warns and uses 16 MiB, as FTI does.
+func transferKey(c *Config, v string) error {
+	n, err := parseInt(v)
+	if err != nil && !errors.Is(err, errRange) {
+		return fmt.Errorf("%w: use 8..64 (MiB)", err)
+	}
+	c.TransferSize = -1
+	if err == nil && n >= 8 && n <= 64 {
+		c.TransferSize = int(n) << 20
+	}
+	return nil
+}
+
 // inlineKey reads inline_lL as FTI does (iniparser_getint, empty is 0):
 // 0 makes level L's post-processing asynchronous.
 func inlineKey(l int) setter {
 	return func(c *Config, v string) error {
 		n, err := flagInt(v)
 		c.Async[l] = err == nil && n == 0
-		return err
-	}
-}
-
-// flagKey reads an FTI switch as FTI does (iniparser_getint tested as a
-// boolean): an integer, non-zero meaning on, empty meaning off; true and
-// false are accepted too.
-func flagKey(dst func(c *Config) *bool) setter {
-	return func(c *Config, v string) error {
-		n, err := flagInt(v)
-		*dst(c) = n != 0
 		return err
 	}
 }
@@ -248,17 +255,19 @@ var sections = map[string]map[string]setter{
 		"ckpt_l3":        intervalKey(3),
 		"ckpt_l4":        intervalKey(4),
 		"keep_last_ckpt": boolKey(func(c *Config) *bool { return &c.KeepLastCkpt }),
-		"keep_l4_ckpt":   boolKey(func(c *Config) *bool { return &c.KeepL4Ckpt }),
+		"keep_l4_ckpt":   iniBoolKey(func(c *Config) *bool { return &c.KeepL4Ckpt }),
 		"keep_last_n":    intKey(func(c *Config) *int { return &c.KeepLast }, 0, math.MaxInt32),
 		"l3_parity":      intKey(func(c *Config) *int { return &c.L3Parity }, 0, math.MaxInt32),
 		"verbosity":      intKey(func(c *Config) *int { return &c.Verbosity }, 1, 4),
 		"head":           boolKey(func(c *Config) *bool { return &c.Head }),
 		"max_var_id":     intKey(func(c *Config) *int { return &c.MaxVarID }, 1, math.MaxInt32),
-		"max_sync_intv":  intKey(func(c *Config) *int { return &c.MaxSyncIntv }, 0, 1<<30),
-		"enable_dcp":     flagKey(func(c *Config) *bool { return &c.EnableDCP }),
-		"dcp_mode":       intKey(func(c *Config) *int { return &c.DCPMode }, 0, 1),
-		"dcp_block_size": intKey(func(c *Config) *int { return &c.DCPBlockSize }, minDCPBlockSize, maxDCPBlockSize),
-		"dcp_stack_size": intKey(func(c *Config) *int { return &c.DCPStackSize }, 1, maxDCPStackSize),
+		"max_sync_intv":  intKey(func(c *Config) *int { return &c.MaxSyncIntv }, math.MinInt32, 1<<30),
+		"enable_dcp":     iniBoolKey(func(c *Config) *bool { return &c.EnableDCP }),
+		// FTI reads the dCP settings only with enable_dcp: ParseConfig
+		// reads them once the whole file is known (dcpKeys).
+		"dcp_mode":       ignoreKey,
+		"dcp_block_size": ignoreKey,
+		"dcp_stack_size": ignoreKey,
 		"dcp_l1":         dcpIntervalKey(1),
 		"dcp_l2":         dcpIntervalKey(2),
 		"dcp_l3":         dcpIntervalKey(3),
@@ -270,8 +279,8 @@ var sections = map[string]map[string]setter{
 		"inline_l4":             inlineKey(4),
 		"ckpt_io":               ckptIOKey,
 		"glbl_stash_dir":        ignoreKey,
-		"enable_staging":        flagKey(func(c *Config) *bool { return &c.EnableStaging }),
-		"keep_heads_alive":      boolKey(func(c *Config) *bool { return &c.KeepHeadsAlive }),
+		"enable_staging":        iniBoolKey(func(c *Config) *bool { return &c.EnableStaging }),
+		"keep_heads_alive":      iniBoolKey(func(c *Config) *bool { return &c.KeepHeadsAlive }),
 		"cacheddcp":             ignoreKey,
 		"h5_single_file_enable": iniBoolKey(func(c *Config) *bool { return &c.H5SingleFileEnable }),
 		"h5_single_file_dir":    strKey(func(c *Config) *string { return &c.H5SingleFileDir }),
@@ -284,8 +293,10 @@ var sections = map[string]map[string]setter{
 		},
 	},
 	"advanced": {
-		"block_size":            scaledKey(func(c *Config) *int { return &c.BlockSize }, 1<<10, "KiB", 1, 2048),
-		"transfer_size":         scaledKey(func(c *Config) *int { return &c.TransferSize }, 1<<20, "MiB", 8, 64),
+		"block_size": scaledKey(func(c *Config) *int { return &c.BlockSize }, 1<<10, "KiB", 1, 2048),
+		// FTI warns and takes 16 MiB for a transfer_size out of 8..64
+		// (ParseConfig does too).
+		"transfer_size":         transferKey,
 		"local_test":            boolKey(func(c *Config) *bool { return &c.LocalTest }),
 		"fast_forward":          intKey(func(c *Config) *int { return &c.FastForward }, 1, 10),
 		"general_tag":           ignoreKey,
@@ -297,6 +308,10 @@ var sections = map[string]map[string]setter{
 		"lustre_stiping_unit":   ignoreKey,
 		"lustre_stiping_factor": ignoreKey,
 		"lustre_stiping_offset": ignoreKey,
+		// FTI's documented spelling, which its code never reads.
+		"lustre_striping_unit":   ignoreKey,
+		"lustre_striping_factor": ignoreKey,
+		"lustre_striping_offset": ignoreKey,
 	},
 	"restart": {
 		"failure": ignoreKey,

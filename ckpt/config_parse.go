@@ -75,10 +75,6 @@ func iniValue(rest string) string {
 // byte or a file without any known key is an error.
 func ParseConfig(name string, raw []byte) (Config, error) {
 	c := DefaultConfig()
-	type setting struct {
-		value string
-		line  int
-	}
 	final := map[[2]string]setting{}
 	var unknown []string
 	known, orphans := 0, 0
@@ -184,6 +180,9 @@ func ParseConfig(name string, raw []byte) (Config, error) {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: [%s] %s = %s ignored: %s", name, st.line, f.section, f.key, shown(st.value), f.warning))
 		}
 	}
+	if err := ftiChecks(&c, name, final); err != nil {
+		return Config{}, err
+	}
 	if !c.EnableDCP {
 		for l := 1; l <= 4; l++ {
 			if st, ok := final[[2]string{"basic", fmt.Sprintf("dcp_l%d", l)}]; ok && c.DCPInterval[l] > 0 {
@@ -197,16 +196,13 @@ func ParseConfig(name string, raw []byte) (Config, error) {
 		unknown = slices.Compact(unknown)
 		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: unknown keys ignored: %s", name, strings.Join(unknown, ", ")))
 	}
-	if c.MaxSyncIntv <= 0 {
-		c.MaxSyncIntv = DefaultConfig().MaxSyncIntv
-	} else {
-		p := 1
-		for p*2 <= c.MaxSyncIntv {
-			p *= 2
-		}
-		c.MaxSyncIntv = p
-	}
 	return c, nil
+}
+
+// setting is the last value a key was given in a file, and its line.
+type setting struct {
+	value string
+	line  int
 }
 
 // shown is a value as messages show it: "" when empty.
@@ -271,7 +267,9 @@ func FormatConfig(c Config) ([]byte, error) {
 	kv("max_var_id", c.MaxVarID)
 	kv("max_sync_intv", c.MaxSyncIntv)
 	kv("enable_dcp", b01(c.EnableDCP))
-	kv("dcp_mode", c.DCPMode)
+	if c.DCPMode != 0 {
+		kv("dcp_mode", c.DCPMode)
+	}
 	kv("dcp_block_size", c.DCPBlockSize)
 	kv("dcp_stack_size", c.DCPStackSize)
 	for l := 1; l <= 4; l++ {

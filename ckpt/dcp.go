@@ -30,7 +30,7 @@ func (r *Runtime) requestLevel(level int) (levels.ID, bool, error) {
 		if !r.cfg.EnableDCP {
 			if r.c.Rank() == 0 {
 				r.log.Warn(fmt.Sprintf("L%d dCP requested, but dCP is disabled (enable_dcp = 0): the checkpoint is taken whole at %v", int(lvl), lvl),
-					zap.Int("level", level))
+					zap.Int("ckpt-level", level))
 			}
 			return lvl, false, nil
 		}
@@ -259,29 +259,8 @@ func (r *Runtime) logDCP(m *levels.Manifest, st levels.Stats) {
 	dv, du := unit(tot.Protected)
 	wv, wu := unit(tot.Written)
 	r.log.Info(fmt.Sprintf("Total CP data: %.2f %s, Total dCP update: %.2f %s, dCP share: %.2f%%", dv, du, wv, wu, share),
-		zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level), zap.Bool("dcp", m.DCP != nil),
+		zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", m.Level), zap.Bool("dcp", m.DCP != nil),
 		zap.Int64("dcp-written", tot.Written), zap.Int64("dcp-protected", tot.Protected), zap.Float64("dcp-share", share/100))
-}
-
-// compact writes the image of checkpoint m (the newest of a chain) as a
-// new full checkpoint at its level with its id, verifying every block on
-// the way; retention then drops the chain. Collective. (Synchronously the
-// runtime writes the checkpoint that would exceed dcp_stack_size full
-// instead; this is the compaction a background post-processing runs.)
-func (r *Runtime) compact(m *levels.Manifest) (*levels.Manifest, error) {
-	img, had := r.images[m.Seq]
-	stats := levels.DataStats{Written: img.Summary.DataSize, Protected: img.Summary.DataSize}
-	nm, _, err := r.eng.Compact(m, levels.WithDataStats(func() levels.DataStats { return stats }))
-	if err != nil {
-		return nil, fmt.Errorf("ckpt: compact checkpoint %d (%v, %s): %w", m.ID, m.Level, m.Dir(), err)
-	}
-	if had {
-		r.keepImage(nm, img)
-	}
-	if r.last != nil && r.last.Seq == m.Seq {
-		r.setLast(nm)
-	}
-	return nm, nil
 }
 
 // setLast makes m, just committed by this run, what Recover reads.
@@ -331,7 +310,7 @@ func (r *Runtime) flushImageL4(m *levels.Manifest) (*levels.Manifest, error) {
 		mib := float64(m4.Bytes()) / float64(m4.Ranks) / (1 << 20)
 		r.log.Info(fmt.Sprintf("Ckpt. ID %d flushed from %v (differential, %d layers) to %v at Finalize (%.2f MiB/proc) in %.3f sec. (Wr %.3f, Ps %.3f, Cm %.3f)",
 			m.ID, m.Level, m.Layers(), m4.Level, mib, wall.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds()),
-			zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m4.Level), zap.Stringer("from-level", m.Level),
+			zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", m4.Level), zap.Stringer("from-level", m.Level),
 			zap.Float64("mib-per-rank", mib), zap.Duration("wall", wall))
 	}
 	return m4, nil

@@ -327,7 +327,8 @@ func TestDCPCrashWhileCompacting(t *testing.T) {
 					if err := c.Barrier(); err != nil {
 						return err
 					}
-					_, err = r.compact(r.recoveredManifest())
+					m := r.recoveredManifest()
+					_, _, err = r.eng.Compact(m, m.Level, nil)
 					mu.Lock()
 					errs = append(errs, err)
 					if c.Rank() == 0 && err == nil {

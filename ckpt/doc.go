@@ -29,8 +29,8 @@
 //     byte of the newest checkpoint every rank can read, rebuilding from
 //     redundancy. Init never starts fresh while a checkpoint exists:
 //     an unrecoverable restart wraps [ErrUnrecoverable], lost metadata
-//     [ErrMetadataLost]. A fallback to an older checkpoint is printed on
-//     rank 0's standard error ([WithWarnings]).
+//     [ErrMetadataLost]. A fallback to an older checkpoint is logged as
+//     a warning, with what was skipped and why.
 //  2. [Protect], [ProtectValue] or [ProtectRaw] (local) for every
 //     variable, on a restart as on a fresh run. Optionally
 //     [DefineDataset] and [Runtime.AddSubset] (local) for global
@@ -48,7 +48,20 @@
 //     the other checkpoints and releases meta_dir. A job that stops
 //     early and keeps its checkpoints calls [Runtime.Close] instead.
 //
-// Rank 0 logs one info line per committed checkpoint, in FTI's manner:
+// # Messages
+//
+// Without [WithLogger] the runtime prints as FTI does, at the
+// configuration's verbosity (1 debug, 2 info, 3 warnings, 4 errors):
+// rank 0's information lines on stdout, every rank's warnings and
+// errors on stderr, with FTI's prefixes ([NewFTILogger]; [WithOutput]
+// redirects them). The C API prints the same lines. WithLogger takes
+// any zap logger instead; WithLogger(zap.NewNop()) silences the runtime.
+// Every line carries "rank" (the rank in Init's communicator) and, with
+// head = 1, "app-rank" (the application rank); a checkpoint's level is
+// "ckpt-level". Logged: the configuration's warnings, downgraded
+// requests and fallbacks, a failed checkpoint with its error (error
+// level, rank 0), the restart and Recover with their durations, and at
+// verbosity 2 one line per committed checkpoint:
 //
 //	Ckpt. ID 7 (L2) (64.00 MiB/proc) taken in 0.412 sec., 621.4 MiB/s (Wt 0.000, Wr 0.301, Ps 0.090, Cm 0.021)
 //
@@ -58,8 +71,14 @@
 // the commit (Cm). The same values are log fields. With enable_dcp the
 // line ends with the dCP share, and FTI's dCP statistics line follows.
 //
-// [RebuildOffline] verifies and rebuilds the checkpoints of a job that
-// is not running (ftigo rebuild), under the same lock.
+// An error is one line: "ckpt: ", what failed, then the details. It
+// names each path once, and the ranks that failed (the first few and
+// how many).
+//
+// [RebuildOffline] verifies and rebuilds the newest recoverable
+// checkpoint of a job that is not running, under the same lock;
+// [RebuildCheckpointsOffline] (ftigo rebuild) every committed one, or the
+// one named.
 //
 // # Concurrency
 //

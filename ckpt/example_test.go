@@ -31,6 +31,9 @@ func Example() {
 	cfg := ckpt.DefaultConfig()
 	cfg.NodeSize, cfg.GroupSize, cfg.LocalTest = 1, 4, true // 4 simulated nodes, one group
 	cfg.CkptDir, cfg.GlblDir, cfg.MetaDir = filepath.Join(root, "local"), filepath.Join(root, "global"), filepath.Join(root, "meta")
+	// At verbosity 2 the runtime prints FTI's information lines on
+	// stdout (one per checkpoint, with timings); 3 keeps to warnings.
+	cfg.Verbosity = 3
 
 	const ranks, size, iters = 4, 8, 20
 	// launch runs the solver on 4 goroutine ranks up to iteration stop and

@@ -397,7 +397,7 @@ func (r *Runtime) adoptPost() {
 		return
 	}
 	r.post.adopt = nil
-	if err := r.eng.AdoptRaised(up); err != nil && r.c.Rank() == 0 {
+	if err := r.eng.AdoptRaised(up, nil); err != nil && r.c.Rank() == 0 {
 		r.log.Warn("adopting the checkpoint raised by the heads", zap.Error(err))
 	}
 }

@@ -212,7 +212,7 @@ func (r *Runtime) FinalizeICP() error {
 	t := r.now()
 	m, cst, err := r.eng.Checkpoint(st.id, wlvl, write, opts...)
 	if err != nil {
-		return fmt.Errorf("ckpt: incremental checkpoint %d at %v: %w", st.id, st.lvl, err)
+		return r.logFailed(st.id, int(st.lvl), fmt.Errorf("ckpt: incremental checkpoint %d at %v: %w", st.id, st.lvl, err))
 	}
 	r.lastID = st.id
 	r.layout = img.Layout
@@ -221,7 +221,7 @@ func (r *Runtime) FinalizeICP() error {
 	var upErr error
 	switch {
 	case async:
-		r.startPost(m, st.lvl)
+		r.startPost(m, st.lvl, false)
 	case st.lvl == levels.L4 && r.cfg.CkptIO == 5:
 		// ckpt_io = 5: the L4 is one HDF5 file, which no raise makes:
 		// the ranks write it from the committed L1 file (the solver may
@@ -249,9 +249,9 @@ func (r *Runtime) FinalizeICP() error {
 		mib := float64(m.Bytes()) / float64(m.Ranks) / (1 << 20)
 		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) taken incrementally in %.3f sec. since BeginICP (Wr %.3f in AddVarICP on rank 0; at FinalizeICP: Wr %.3f, Ps %.3f, Cm %.3f, %.3f sec.)",
 			st.id, st.lvl, mib, wall.Seconds(), st.write.Seconds(), cst.Write.Seconds(), cst.Protect.Seconds(), cst.Commit.Seconds(), r.now().Sub(t).Seconds()),
-			zap.Int64("ckpt-id", st.id), zap.Stringer("level", st.lvl), zap.Bool("icp", true), zap.Bool("async", async))
+			zap.Int64("ckpt-id", st.id), zap.Stringer("ckpt-level", st.lvl), zap.Bool("icp", true), zap.Bool("async", async))
 	}
-	return upErr
+	return r.logFailed(st.id, int(st.lvl), upErr)
 }
 
 // abortICP drops an incremental checkpoint left open (Finalize, Close):

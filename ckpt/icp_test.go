@@ -213,7 +213,7 @@ func TestICPErrors(t *testing.T) {
 	for rank, err := range errs {
 		require.Error(t, err, "rank %d", rank)
 		assert.Equal(t, errs[0].Error(), err.Error(), "rank %d", rank)
-		assert.Contains(t, err.Error(), "ranks [1]")
+		assert.Contains(t, err.Error(), "failed on rank 1: ")
 		assert.Contains(t, err.Error(), "protected variables [2] were not added")
 	}
 	assert.ErrorIs(t, errs[1], ErrICP)

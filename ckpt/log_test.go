@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -71,8 +72,14 @@ func TestCheckpointInfoLine(t *testing.T) {
 		return nil
 	}))
 
-	lines := logs.FilterMessageSnippet("Ckpt. ID").AllUntimed()
+	lines := logs.FilterMessageSnippet("Ckpt. ID").FilterLevelExact(zapcore.InfoLevel).AllUntimed()
 	require.Len(t, lines, 3, "one line per committed checkpoint, none for the rejected one")
+	// The rejected one is logged once, as an error, with its error.
+	failed := logs.FilterMessage("Ckpt. ID 4 (level 2) failed").AllUntimed()
+	require.Len(t, failed, 1)
+	assert.Equal(t, zapcore.ErrorLevel, failed[0].Level)
+	assert.Equal(t, int64(0), failed[0].ContextMap()["rank"])
+	assert.Contains(t, failed[0].ContextMap()["error"], "ckpt: checkpoint 4 at L2: checkpoint rejected: protect checkpoint at L2 failed on 4 ranks (0, 1, 2, 3); rank 0: injected protect failure")
 	re := regexp.MustCompile(`^Ckpt\. ID (\d+) \((L\d)\) \((\d+\.\d\d) MiB/proc\) taken in (\d+\.\d{3}) sec\., (\d+\.\d) MiB/s \(Wt (\d+\.\d{3}), Wr (\d+\.\d{3}), Ps (\d+\.\d{3}), Cm (\d+\.\d{3})\)$`)
 	for i, e := range lines {
 		id := i + 1
@@ -86,7 +93,7 @@ func TestCheckpointInfoLine(t *testing.T) {
 		f := e.ContextMap()
 		assert.Equal(t, int64(0), f["rank"], "logged by rank 0")
 		assert.Equal(t, int64(id), f["ckpt-id"])
-		assert.Equal(t, lvl.String(), f["level"])
+		assert.Equal(t, lvl.String(), f["ckpt-level"])
 		assert.Equal(t, bytes[id], f["bytes"])
 		mib := float64(bytes[id]) / n / (1 << 20)
 		assert.InDelta(t, mib, f["mib-per-rank"], 1e-12)
@@ -170,7 +177,8 @@ func TestL4ContainerDamageWording(t *testing.T) {
 			}
 			for _, err := range initErrors(t, 2, cfg) {
 				require.ErrorIs(t, err, ErrUnrecoverable)
-				assert.Contains(t, err.Error(), "L4: the container is "+how+": "+p)
+				assert.Contains(t, err.Error(), "L4: the container is "+how+": rank 0's file")
+				assert.Equal(t, 1, strings.Count(err.Error(), p), "the path once: %v", err)
 				assert.NotContains(t, err.Error(), "local copy")
 			}
 		})

@@ -28,46 +28,58 @@ func RebuildOffline(cfg Config, opts ...Option) (*CheckpointInfo, error) {
 
 // rebuildOffline is RebuildOffline, returning the checkpoint's manifest.
 func rebuildOffline(cfg Config, opts ...Option) (*levels.Manifest, error) {
+	var got *levels.Manifest
+	err := offlineWorld(cfg, 0, false, opts, func(r *Runtime) {
+		if r.c.Rank() == 0 {
+			got = r.from
+		}
+	})
+	return got, err
+}
+
+// offlineWorld takes meta_dir's lock and runs fn on every rank of an
+// in-process world shaped like the newest committed checkpoint (seq 0)
+// or checkpoint seq, each rank on the node its manifest names, after
+// Init: a restart, or with offline only the opening of the checkpoints.
+// Every rank runs in this process and nothing is restored: the data is
+// verified (and rebuilt) on storage, never kept in memory.
+func offlineWorld(cfg Config, seq uint64, offline bool, opts []Option, fn func(r *Runtime)) error {
 	o := options{local: vfd.Sec2{}, global: vfd.Sec2{}, meta: vfd.Sec2{}}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	lock, err := vfd.Lock(o.meta, path.Join(cfg.MetaDir, levels.LockName))
-	switch {
-	case err == nil:
-		defer lock.Close()
-	case errors.Is(err, vfd.ErrUnsupported):
-	case errors.Is(err, vfd.ErrLocked):
-		return nil, fmt.Errorf("ckpt: offline rebuild: meta_dir %s is in use by a running job or tool: %w", cfg.MetaDir, ErrLocked)
-	default:
-		return nil, fmt.Errorf("ckpt: offline rebuild: %w", err)
-	}
-	newest, err := newestManifest(o.meta, o.global, cfg)
+	unlock, err := lockOffline(o.meta, cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cfg.NodeSize, cfg.GroupSize = newest.NodeSize, newest.GroupSize
-	nodes := newest.Nodes
-	// Every rank runs in this process and nothing is restored: the data
-	// is verified (and rebuilt) on storage, never kept in memory.
+	defer unlock()
+	shape, err := newestManifest(o.meta, o.global, cfg)
+	if err == nil && seq != 0 {
+		shape, err = committedManifest(o.meta, o.global, cfg, seq)
+	}
+	if err != nil {
+		return err
+	}
+	cfg.NodeSize, cfg.GroupSize = shape.NodeSize, shape.GroupSize
+	if offline {
+		cfg.Head, cfg.KeepHeadsAlive, cfg.Async = false, false, [5]bool{} // no heads, no background work
+	}
+	nodes := shape.Nodes
 	opts = append(slices.Clone(opts), WithNodeID(func(rank int) string { return nodes[rank/cfg.NodeSize] }),
-		func(o *options) { o.lockHeld = true }, WithRestartImage(0))
-	var got *levels.Manifest
-	err = comm.Run(newest.Ranks, func(c comm.Comm) error {
+		func(o *options) { o.lockHeld, o.offline = true, offline }, WithRestartImage(0))
+	err = comm.Run(shape.Ranks, func(c comm.Comm) error {
 		r, err := Init(cfg, c, opts...)
 		if err != nil {
 			return err
 		}
 		defer r.Close()
-		if c.Rank() == 0 {
-			got = r.from
-		}
+		fn(r)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ckpt: offline rebuild: %w", err)
+		return fmt.Errorf("ckpt: offline rebuild: %w", err)
 	}
-	return got, nil
+	return nil
 }
 
 // newestManifest returns the manifest of the newest committed checkpoint
@@ -88,4 +100,105 @@ func newestManifest(meta, global vfd.Driver, cfg Config) (*levels.Manifest, erro
 		}
 	}
 	return nil, fmt.Errorf("%w in %s", levels.ErrNoCheckpoint, cfg.MetaDir)
+}
+
+// RebuildReport is what the offline rebuild did with one checkpoint.
+type RebuildReport struct {
+	Checkpoint CheckpointInfo
+	// Restart says a restart would use this checkpoint: the newest one
+	// that could be rebuilt (only when every committed one was tried).
+	Restart bool
+	// Err is nil when every file of the checkpoint was verified and the
+	// lost or damaged ones rebuilt; otherwise it says why the checkpoint
+	// stays damaged.
+	Err error
+}
+
+// RebuildCheckpointsOffline checks and rebuilds every committed
+// checkpoint of a job that is not running (ftigo rebuild), newest first,
+// or with seq not 0 only the checkpoint of that sequence number. It takes
+// meta_dir's lock, as [RebuildOffline] does. It starts an in-process
+// world shaped like the newest checkpoint (or the one named), each rank
+// on the node its manifest names. Every rank opens the checkpoints as a
+// restart does, which repairs the metadata. Then each checkpoint is
+// recovered in turn on storage: every file verified, lost ones rebuilt
+// from the level's redundancy (a checkpoint of another shape by the
+// verification pass a reshaping restart runs). The error is for what
+// prevents the attempt (a lock, lost metadata, no such checkpoint);
+// a checkpoint that stays damaged has its report's Err set.
+func RebuildCheckpointsOffline(cfg Config, seq uint64, opts ...Option) ([]RebuildReport, error) {
+	var reps []RebuildReport
+	err := offlineWorld(cfg, seq, true, opts, func(r *Runtime) {
+		got := r.rebuildAll(seq)
+		if r.c.Rank() == 0 {
+			reps = got
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return reps, nil
+}
+
+// rebuildAll recovers every committed checkpoint (or the one of sequence
+// number seq) on storage, newest first, and reports each. Collective:
+// the reports are the same on every rank. The whole ladder first, as a
+// restart runs it (it settles disagreeing manifest copies), then the
+// older checkpoints one by one.
+func (r *Runtime) rebuildAll(seq uint64) []RebuildReport {
+	committed := r.eng.Committed()
+	done := map[uint64]error{}
+	restart := uint64(0)
+	if seq == 0 {
+		if m, _, err := r.eng.Recover(); err == nil {
+			done[m.Seq], restart = nil, m.Seq
+		}
+		for _, s := range r.eng.Skipped() {
+			done[s.Manifest.Seq] = s.Err
+		}
+		committed = r.eng.Committed() // Recover may have taken the other manifest copy
+	}
+	var reps []RebuildReport
+	for i := len(committed) - 1; i >= 0; i-- {
+		m := committed[i]
+		if seq != 0 && m.Seq != seq {
+			continue
+		}
+		err, tried := done[m.Seq]
+		if !tried {
+			_, err = r.eng.RecoverOne(m)
+		}
+		reps = append(reps, RebuildReport{Checkpoint: *infoOf(m), Restart: m.Seq == restart, Err: err})
+	}
+	return reps
+}
+
+// lockOffline takes meta_dir's lock for an offline tool and returns its
+// release.
+func lockOffline(d vfd.Driver, cfg Config) (func(), error) {
+	lock, err := vfd.Lock(d, path.Join(cfg.MetaDir, levels.LockName))
+	switch {
+	case err == nil:
+		return func() { lock.Close() }, nil
+	case errors.Is(err, vfd.ErrUnsupported):
+		return func() {}, nil
+	case errors.Is(err, vfd.ErrLocked):
+		return nil, fmt.Errorf("ckpt: offline rebuild: meta_dir %s is in use by a running job or tool: %w", cfg.MetaDir, ErrLocked)
+	}
+	return nil, fmt.Errorf("ckpt: offline rebuild: %w", err)
+}
+
+// committedManifest returns the manifest of committed checkpoint seq, by
+// the rules of the runtime's start-up.
+func committedManifest(meta, global vfd.Driver, cfg Config, seq uint64) (*levels.Manifest, error) {
+	scan, err := levels.ScanCheckpoints(levels.Store{Driver: meta, Dir: cfg.MetaDir}, levels.Store{Driver: global, Dir: cfg.GlblDir})
+	if err != nil {
+		return nil, fmt.Errorf("ckpt: %w", err)
+	}
+	for _, s := range scan {
+		if s.State() == levels.SeqCommitted && s.Valid().M.Seq == seq {
+			return s.Valid().M, nil
+		}
+	}
+	return nil, fmt.Errorf("ckpt: offline rebuild: %w: %s is not a committed checkpoint of %s", levels.ErrNoCheckpoint, levels.ManifestName(seq), cfg.MetaDir)
 }

@@ -3,6 +3,7 @@ package ckpt
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"testing"
 
@@ -81,7 +82,7 @@ func TestOfflineChoosesWhatRestartChooses(t *testing.T) {
 
 	_, err = newestManifest(vfd.Sec2{}, vfd.Sec2{}, cfg)
 	require.ErrorIs(t, err, ErrMetadataLost)
-	assert.Contains(t, err.Error(), bad+" is foreign")
+	assert.Contains(t, err.Error(), "a copy is foreign ("+bad+" at offset 0: ")
 
 	off := cfg
 	off.NodeSize, off.GroupSize, off.LocalTest = 0, 0, false
@@ -145,4 +146,91 @@ func TestRebuildOfflineReadsTheData(t *testing.T) {
 	require.NoError(t, flipData(p, 0))
 	_, err = RebuildOffline(off, WithLogger(zaptest.NewLogger(t)))
 	require.ErrorIs(t, err, ErrUnrecoverable)
+}
+
+// TestRebuildEveryDamagedCheckpoint: an L3 checkpoint and a newer L2 one
+// (which does not supersede it), each with a lost data file: the offline
+// rebuild repairs both, not only the newest; named by its sequence
+// number, it repairs that one only. A newer L1 checkpoint with a lost
+// file stays damaged, reported as such, while the older ones are
+// rebuilt and the restart's choice is named.
+func TestRebuildEveryDamagedCheckpoint(t *testing.T) {
+	root := t.TempDir()
+	cfg := testConfig(root, 1)
+	cfg.GroupSize = 4
+	require.NoError(t, world(t, 4, cfg, nil, func(r *Runtime) error {
+		x := make([]int64, 3000)
+		for i := range x {
+			x[i] = int64(r.c.Rank()*100000 + i)
+		}
+		if err := errors.Join(Protect(r, 0, &x), r.Checkpoint(1, 3)); err != nil {
+			return err
+		}
+		x[7]++
+		return r.Checkpoint(2, 2)
+	}))
+	d := vfd.Sec2{}
+	data := func(seq uint64, rank int) string {
+		return filepath.Join(root, "local", fmt.Sprintf("node%04d", rank), levels.RankFileName(levels.CheckpointDir(seq), levels.RoleData, rank))
+	}
+	lose := func(seq uint64, rank int) []byte {
+		b, err := vfd.ReadFile(d, data(seq, rank))
+		require.NoError(t, err)
+		require.NoError(t, d.Remove(data(seq, rank)))
+		return b
+	}
+	same := func(seq uint64, rank int, want []byte) {
+		got, err := vfd.ReadFile(d, data(seq, rank))
+		require.NoError(t, err, "seq %d rank %d rebuilt", seq, rank)
+		assert.Equal(t, want, got, "seq %d rank %d bit for bit", seq, rank)
+	}
+	off := cfg
+	off.NodeSize, off.GroupSize, off.LocalTest = 0, 0, false
+
+	b1, b2 := lose(1, 2), lose(2, 1)
+	reps, err := RebuildCheckpointsOffline(off, 0, WithLogger(zaptest.NewLogger(t)))
+	require.NoError(t, err)
+	require.Len(t, reps, 2)
+	assert.Equal(t, RebuildReport{Checkpoint: CheckpointInfo{ID: 2, Level: 2, Seq: 2, Ranks: 4}, Restart: true}, reps[0])
+	assert.Equal(t, RebuildReport{Checkpoint: CheckpointInfo{ID: 1, Level: 3, Seq: 1, Ranks: 4}}, reps[1])
+	same(1, 2, b1)
+	same(2, 1, b2)
+
+	// Named: that one only.
+	b1, b2 = lose(1, 3), lose(2, 0)
+	reps, err = RebuildCheckpointsOffline(off, 1, WithLogger(zaptest.NewLogger(t)))
+	require.NoError(t, err)
+	require.Len(t, reps, 1)
+	assert.Equal(t, uint64(1), reps[0].Checkpoint.Seq)
+	require.NoError(t, reps[0].Err)
+	same(1, 3, b1)
+	_, err = d.Stat(data(2, 0))
+	require.ErrorIs(t, err, fs.ErrNotExist, "checkpoint 2 was not asked for")
+	_, err = RebuildCheckpointsOffline(off, 9)
+	require.ErrorIs(t, err, levels.ErrNoCheckpoint)
+	assert.Contains(t, err.Error(), levels.ManifestName(9)+" is not a committed checkpoint")
+	_, err = RebuildCheckpointsOffline(off, 2, WithLogger(zaptest.NewLogger(t)))
+	require.NoError(t, err)
+	same(2, 0, b2)
+
+	// A newer L1 checkpoint that lost a file: no redundancy to rebuild it.
+	require.NoError(t, world(t, 4, cfg, nil, func(r *Runtime) error {
+		x := make([]int64, 3000)
+		if err := errors.Join(Protect(r, 0, &x), r.Recover()); err != nil {
+			return err
+		}
+		return r.Checkpoint(3, 1)
+	}))
+	lose(3, 0)
+	b1 = lose(1, 0)
+	reps, err = RebuildCheckpointsOffline(off, 0, WithLogger(zaptest.NewLogger(t)))
+	require.NoError(t, err)
+	require.Len(t, reps, 3)
+	assert.Equal(t, uint64(3), reps[0].Checkpoint.Seq)
+	require.ErrorIs(t, reps[0].Err, levels.ErrMissingFile)
+	assert.False(t, reps[0].Restart)
+	assert.True(t, reps[1].Restart, "checkpoint 2 is what a restart uses")
+	require.NoError(t, reps[1].Err)
+	require.NoError(t, reps[2].Err)
+	same(1, 0, b1)
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 
+	"go.uber.org/zap"
+
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/h5ckpt"
 	"github.com/ftigo/ftigo/internal/levels"
@@ -195,21 +197,40 @@ func (r *Runtime) Recover() error {
 	if r.recovered == nil {
 		return ErrNoCheckpoint
 	}
+	start, m, reshaped := r.now(), r.recovered, r.reshape != nil
+	if err := r.recoverAll(); err != nil {
+		r.log.Error(fmt.Sprintf("Recover from Ckpt. %d (%v) failed", m.ID, m.Level), zap.Error(err))
+		return err
+	}
+	r.restored = true
+	r.status = Fresh
+	if r.c.Rank() == 0 {
+		wall := r.now().Sub(start)
+		from := ""
+		if reshaped {
+			from = fmt.Sprintf(" written by %d ranks, redistributed on %d,", r.OldRanks(), r.c.Size())
+		}
+		r.log.Info(fmt.Sprintf("Recovered %d variables from Ckpt. %d (%v)%s in %.3f sec.", len(r.order), m.ID, m.Level, from, wall.Seconds()),
+			zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", m.Level), zap.Int("variables", len(r.order)), zap.Duration("wall", wall))
+	}
+	return nil
+}
+
+// recoverAll restores every protected variable (Recover).
+func (r *Runtime) recoverAll() error {
 	if r.reshape != nil {
 		if err := r.recoverReshaped(slices.Clone(r.order), false); err != nil {
 			return err
 		}
 		r.reshape.dropImages()
-	} else {
-		for _, id := range r.order {
-			if err := r.recoverVar(id); err != nil {
-				return err
-			}
-		}
-		r.dropImage()
+		return nil
 	}
-	r.restored = true
-	r.status = Fresh
+	for _, id := range r.order {
+		if err := r.recoverVar(id); err != nil {
+			return err
+		}
+	}
+	r.dropImage()
 	return nil
 }
 

@@ -90,7 +90,7 @@ func (r *Runtime) Snapshot() (int, error) {
 	}
 	if r.c.Rank() == 0 {
 		r.log.Debug("snapshot: checking whether a level is due", zap.Int64("iteration", s.iter),
-			zap.Duration("clock", now), zap.Duration("mean-iteration", s.meanIter), zap.Int("level", due))
+			zap.Duration("clock", now), zap.Duration("mean-iteration", s.meanIter), zap.Int("ckpt-level", due))
 	}
 	s.nextSync = s.iter + r.itersToNext(now)
 	if due > 0 {
@@ -100,7 +100,7 @@ func (r *Runtime) Snapshot() (int, error) {
 			_, err = r.checkpoint(id, lvl, diff)
 		}
 		if err != nil {
-			return 0, err
+			return 0, r.logFailed(id, due, err)
 		}
 	}
 	return due, nil

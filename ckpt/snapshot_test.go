@@ -278,7 +278,7 @@ func TestSnapshotFollowsFTI(t *testing.T) {
 			var checks []snapCheck
 			for _, e := range logs.FilterMessage("snapshot: checking whether a level is due").AllUntimed() {
 				f := e.ContextMap()
-				checks = append(checks, snapCheck{iter: f["iteration"].(int64), clock: f["clock"].(time.Duration), level: int(f["level"].(int64))})
+				checks = append(checks, snapCheck{iter: f["iteration"].(int64), clock: f["clock"].(time.Duration), level: int(f["ckpt-level"].(int64))})
 			}
 			require.NotEmpty(t, checks)
 

@@ -4,12 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Agree turns each rank's error into one outcome every rank returns.
 // It returns nil when every rank passed nil. Otherwise every rank gets
-// an *[AgreedError] with the same message. The message names what
-// failed, the failing ranks and the lowest one's error. On a failing
+// an *[AgreedError] with the same message, on one line. The message
+// names what failed, the failing ranks (the first few and how many) and
+// the lowest one's error. On a failing
 // rank the error also wraps local, for errors.Is. Collective.
 //
 // Success costs one fixed-size reduction. Only after a failure do the
@@ -40,7 +42,12 @@ func Agree(c Comm, local error, what string) error {
 		return errors.Join(local, fmt.Errorf("vote after %s: %w", what, err))
 	}
 	e := &AgreedError{Local: local, Ranks: ranks}
-	e.Msg = fmt.Sprintf("%s failed on ranks %s; rank %d: %s", what, rankList(ranks), ranks[0], first)
+	first = oneLine(first)
+	if len(ranks) == 1 {
+		e.Msg = fmt.Sprintf("%s failed on rank %d: %s", what, ranks[0], first)
+	} else {
+		e.Msg = fmt.Sprintf("%s failed on %s; rank %d: %s", what, rankList(ranks), ranks[0], first)
+	}
 	return e
 }
 
@@ -117,15 +124,31 @@ func decodeFailures(b []byte, size int) (ranks []int, first string, err error) {
 	return ranks, string(b), nil
 }
 
-// rankList formats the failing ranks as fmt's %v does, up to maxListed
-// of them. A longer list keeps its first and last ranks around an
-// ellipsis and says how many there are.
+// ranksShown is how many ranks a message lists before it counts the rest.
+const ranksShown = 8
+
+// rankList says "N ranks (a, b, ...)", listing at most ranksShown of
+// them, so that a failure on every rank of a large job stays one short
+// line.
 func rankList(ranks []int) string {
-	const maxListed = 32
-	if len(ranks) <= maxListed {
-		return fmt.Sprint(ranks)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d ranks (", len(ranks))
+	for i, r := range ranks[:min(len(ranks), ranksShown)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, r)
 	}
-	return fmt.Sprintf("%v ... %v (%d ranks)", ranks[:maxListed/2], ranks[len(ranks)-maxListed/2:], len(ranks))
+	if n := len(ranks) - ranksShown; n > 0 {
+		fmt.Fprintf(&b, " and %d more", n)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// oneLine joins the lines of msg (errors.Join's) with "; ".
+func oneLine(msg string) string {
+	return strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", "; ")
 }
 
 // AgreedError is an error the ranks share after a collective step.

@@ -28,10 +28,12 @@ func TestAgree(t *testing.T) {
 		gathers bool
 	}{
 		{"all succeed", nil, "", nil, false},
-		{"one fails", map[int]error{2: fmt.Errorf("disk full: %w", errLocal)}, "save failed on ranks [2]; rank 2: disk full: local trouble", []int{2}, true},
+		{"one fails", map[int]error{2: fmt.Errorf("disk full: %w", errLocal)}, "save failed on rank 2: disk full: local trouble", []int{2}, true},
 		{"several fail", map[int]error{3: errors.New("late"), 1: fmt.Errorf("first: %w", errLocal)},
-			"save failed on ranks [1 3]; rank 1: first: local trouble", []int{1, 3}, true},
-		{"empty message", map[int]error{0: errors.New("")}, "save failed on ranks [0]; rank 0: ", []int{0}, true},
+			"save failed on 2 ranks (1, 3); rank 1: first: local trouble", []int{1, 3}, true},
+		{"empty message", map[int]error{0: errors.New("")}, "save failed on rank 0: ", []int{0}, true},
+		{"every rank, one line", map[int]error{0: errors.Join(errors.New("a"), errors.New("b")), 1: errLocal, 2: errLocal, 3: errLocal},
+			"save failed on 4 ranks (0, 1, 2, 3); rank 0: a; b", []int{0, 1, 2, 3}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,8 +115,7 @@ func TestAgreeManyFailures(t *testing.T) {
 		counts[c.Rank()] = comm.CountsOf(c)
 		return nil
 	}, comm.WithTimeout(20*time.Second)))
-	want := "save failed on ranks [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] ... " +
-		"[84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99] (100 ranks); rank 0: rank 0: local trouble"
+	want := "save failed on 100 ranks (0, 1, 2, 3, 4, 5, 6, 7 and 92 more); rank 0: rank 0: local trouble"
 	for r, err := range errs {
 		var ae *comm.AgreedError
 		require.ErrorAs(t, err, &ae, "rank %d", r)
@@ -127,4 +128,25 @@ func TestAgreeManyFailures(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, counts[0].BytesReceived, int64((n-1)*len("rank 99: local trouble")-n*2), "rank 0 gathers the messages")
+}
+
+// TestAbortedOneLine: a rank that panicked aborts the world; the other
+// ranks' error says which rank and why in one line, with one "comm:",
+// and still matches ErrAborted and the cause.
+func TestAbortedOneLine(t *testing.T) {
+	errs := make([]error, 3)
+	err := comm.Run(3, func(c comm.Comm) error {
+		if c.Rank() == 2 {
+			panic("boom")
+		}
+		errs[c.Rank()] = c.Barrier()
+		return nil
+	}, comm.WithTimeout(10*time.Second))
+	require.Error(t, err)
+	for r := range 2 {
+		require.ErrorIs(t, errs[r], comm.ErrAborted, "rank %d", r)
+		var pe *comm.PanicError
+		require.ErrorAs(t, errs[r], &pe, "rank %d", r)
+		assert.Equal(t, "comm: world aborted: rank 2 panicked: boom", errs[r].Error(), "rank %d", r)
+	}
 }

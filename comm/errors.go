@@ -3,6 +3,7 @@ package comm
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // The sentinel errors (ErrAborted, ErrClosed, ErrTimeout, ErrTruncated,
@@ -48,5 +49,17 @@ func abortedError(cause error) error {
 	if errors.Is(cause, ErrAborted) {
 		return cause
 	}
-	return fmt.Errorf("%w: %w", ErrAborted, cause)
+	return &worldAborted{cause: cause}
 }
+
+// worldAborted is abortedError's error. Its message is one line: "comm:
+// world aborted: " and the first line of the cause without its own
+// "comm: " (a panic's stack stays in the cause, for errors.As).
+type worldAborted struct{ cause error }
+
+func (e *worldAborted) Error() string {
+	msg, _, _ := strings.Cut(e.cause.Error(), "\n")
+	return ErrAborted.Error() + ": " + strings.TrimPrefix(msg, "comm: ")
+}
+
+func (e *worldAborted) Unwrap() []error { return []error{ErrAborted, e.cause} }

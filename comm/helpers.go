@@ -34,6 +34,9 @@ func AllgatherBytes(c Comm, b []byte) ([][]byte, error) {
 	binary.LittleEndian.PutUint64(lb[:], uint64(len(b)))
 	lens := make([]byte, 8*n)
 	if err := c.Allgather(lb[:], lens); err != nil {
+		if errors.Is(err, ErrAborted) {
+			return nil, err // the cause says it all
+		}
 		return nil, fmt.Errorf("allgather lengths: %w", err)
 	}
 	maxLen := 0

@@ -124,6 +124,11 @@ type world struct {
 	aborted chan struct{} // closed by abort, after cause is set
 	cause   error
 	tallies []Tally // per world rank, shared by its sub-communicators
+	// scans counts the contributions the collectives visit (the last
+	// rank's checks, and every copy loop over all ranks): the scale
+	// tests read it to show that a collective visits each rank's part
+	// a fixed number of times, not once per rank.
+	scans atomic.Int64
 }
 
 func (w *world) abort(cause error) {
@@ -517,7 +522,7 @@ func (g *group) arrive(rank int, c contrib, compute func([]contrib) any) (r *rou
 	if r.cancelled {
 		r.out = abortedError(g.w.err())
 	} else {
-		r.out = computeChecked(r.in, compute)
+		r.out = g.computeChecked(r.in, compute)
 	}
 	r.computed = true
 	g.cur = newRound(len(r.in))
@@ -526,7 +531,8 @@ func (g *group) arrive(rank int, c contrib, compute func([]contrib) any) (r *rou
 	return r, true
 }
 
-func computeChecked(in []contrib, compute func([]contrib) any) any {
+func (g *group) computeChecked(in []contrib, compute func([]contrib) any) any {
+	g.w.scans.Add(int64(len(in)))
 	for i, c := range in {
 		if c.op != in[0].op {
 			return fmt.Errorf("%w: collective mismatch: rank 0 called %s, rank %d called %s",
@@ -599,7 +605,9 @@ func (p *proc) Allgather(send, recv []byte) error {
 		}
 		return sends
 	}, func(out any) {
-		for i, s := range out.([][]byte) {
+		sends := out.([][]byte)
+		p.g.w.scans.Add(int64(len(sends)))
+		for i, s := range sends {
 			copy(recv[i*len(s):], s)
 		}
 	})

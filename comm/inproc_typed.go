@@ -36,19 +36,15 @@ func (r reducePlan) finished() bool { return r.done }
 
 // reduceRange combines bytes [lo, hi) of every rank's send, in rank order,
 // into rank 0's recv and copies the result to every other rank's recv.
-// Rank 0's recv may be its send (in place): reduceParts reads parts[0]
+// Rank 0's recv may be its send (in place): reduceParts reads part 0
 // before it writes; each range is read before it is written, and by one
 // goroutine alone.
 func reduceRange(args []vecArg, lo, hi int) {
 	if lo == hi {
 		return
 	}
-	parts := make([][]byte, len(args))
-	for i, a := range args {
-		parts[i] = a.send[lo:hi]
-	}
 	acc := args[0].recv[lo:hi]
-	reduceParts(acc, parts, args[0].t, args[0].op)
+	reduceParts(acc, len(args), func(i int) []byte { return args[i].send[lo:hi] }, args[0].t, args[0].op)
 	for _, a := range args[1:] {
 		copy(a.recv[lo:hi], acc)
 	}
@@ -122,12 +118,13 @@ const (
 )
 
 // copyPart does rank r's copies of a v-collective.
-func (pl gathervPlan) copyPart(kind vKind, r int) {
+func (pl gathervPlan) copyPart(w *world, kind vKind, r int) {
 	a := pl.args[r]
 	switch kind {
 	case vGather:
 		copy(pl.args[a.root].recv[pl.displ[r]:], a.send)
 	case vAllgather:
+		w.scans.Add(int64(len(pl.args)))
 		for q, b := range pl.args {
 			copy(a.recv[pl.displ[q]:], b.send)
 		}
@@ -140,7 +137,7 @@ func (pl gathervPlan) copyPart(kind vKind, r int) {
 // for every rank, and computes the displacements of the distributed
 // lengths (sends for gathers, recvs for scatter). Up to serialBytes in all,
 // it also does every rank's copies.
-func planGatherv(kind vKind, in []contrib) any {
+func planGatherv(w *world, kind vKind, in []contrib) any {
 	name := [...]string{"Gather", "Allgather", "Scatter"}[kind]
 	args := make([]gathervArg, len(in))
 	displ := make([]int, len(in)+1)
@@ -181,7 +178,7 @@ func planGatherv(kind vKind, in []contrib) any {
 	pl := gathervPlan{args: args, displ: displ}
 	if total <= serialBytes {
 		for r := range args {
-			pl.copyPart(kind, r)
+			pl.copyPart(w, kind, r)
 		}
 		pl.done = true
 	}
@@ -208,9 +205,9 @@ func (p *proc) Scatterv(root int, send, recv []byte) error {
 
 func (p *proc) vCollective(op string, kind vKind, a gathervArg) error {
 	out, err := p.rendezvous(op, a, func(in []contrib) any {
-		return planGatherv(kind, in)
+		return planGatherv(p.g.w, kind, in)
 	}, func(out any) {
-		out.(gathervPlan).copyPart(kind, p.rank)
+		out.(gathervPlan).copyPart(p.g.w, kind, p.rank)
 	})
 	if err != nil {
 		return err

@@ -315,34 +315,30 @@ func allreduceFallback(c Comm, send, recv []byte, t Datatype, op Op, round int) 
 		if err := c.Allgather(send[off:end], all); err != nil {
 			return fmt.Errorf("comm: Allreduce: block at byte %d: %w", off, err)
 		}
-		parts := make([][]byte, n)
-		for r := range parts {
-			parts[r] = all[r*w : (r+1)*w]
-		}
-		reduceParts(acc[:w], parts, t, op)
+		reduceParts(acc[:w], n, func(r int) []byte { return all[r*w : (r+1)*w] }, t, op)
 		copy(recv[off:end], acc[:w])
 	}
 	return nil
 }
 
-// reduceParts combines parts element by element in rank order,
-// ((p0 op p1) op p2) ..., into dst. All have dst's length, a multiple of
-// t's size.
-func reduceParts(dst []byte, parts [][]byte, t Datatype, op Op) {
+// reduceParts combines n parts element by element in rank order,
+// ((p0 op p1) op p2) ..., into dst; part(i) returns part i. All have
+// dst's length, a multiple of t's size.
+func reduceParts(dst []byte, n int, part func(i int) []byte, t Datatype, op Op) {
 	switch t {
 	case Int64:
-		reduceTyped[int64](dst, parts, op)
+		reduceTyped[int64](dst, n, part, op)
 	case Float64:
-		reduceTyped[float64](dst, parts, op)
+		reduceTyped[float64](dst, n, part, op)
 	}
 }
 
-func reduceTyped[T int64 | float64](dst []byte, parts [][]byte, op Op) {
+func reduceTyped[T int64 | float64](dst []byte, n int, part func(i int) []byte, op Op) {
 	acc, spill := viewAs[T](dst)
-	first, _ := viewAs[T](parts[0])
+	first, _ := viewAs[T](part(0))
 	copy(acc, first)
-	for _, p := range parts[1:] {
-		v, _ := viewAs[T](p)
+	for i := 1; i < n; i++ {
+		v, _ := viewAs[T](part(i))
 		switch op {
 		case Sum:
 			for i := range acc {

@@ -513,10 +513,11 @@ func (w *Writer) buildMHF(root *h5.Group, chunks []chunkRec) error {
 
 // Close finishes the set: every AHF (data, headers, superblock last,
 // fsync), then the MHF, which is written only after every AHF is durable.
-// Under CreateParallel it is collective: the ranks vote with an
-// all-reduce after writing their AHFs, gather the chunk lists to rank 0,
-// which writes the MHF, and vote again, so every rank returns the same
-// verdict (ErrVote when another rank failed).
+// Under CreateParallel it is collective: the ranks gather their chunk
+// lists to rank 0 (only rank 0 receives them), which writes the MHF while
+// the ranks finish their AHFs, vote with an all-reduce, and vote again
+// after rank 0's commit, so every rank returns the same verdict (ErrVote
+// when another rank failed).
 func (w *Writer) Close() error {
 	if w.closed {
 		return ErrClosed
@@ -533,10 +534,12 @@ func (w *Writer) Close() error {
 
 func (w *Writer) closeParallel() error {
 	c := w.c
-	// Gather the chunk lists and host names first: rank 0 writes the MHF
-	// body (not its superblock) while every rank finishes its AHF.
+	// Gather the chunk lists and host names to rank 0 first: it writes
+	// the MHF body (not its superblock) while every rank finishes its
+	// AHF. No other rank receives the lists.
 	mine := encodeRecs(w.hosts[int32(c.Rank()+1)], w.declarations(), w.chunks)
-	all, gerr := comm.AllgatherBytes(c, mine)
+	all, gerr := comm.GathervBytes(c, 0, mine)
+	nrecs := 0
 	var mhf *mhfFile
 	var mhfErr error
 	done := make(chan struct{})
@@ -555,6 +558,7 @@ func (w *Writer) closeParallel() error {
 			w.hosts[int32(r+1)] = host
 			recs = append(recs, rs...)
 		}
+		nrecs = len(recs)
 		go func() {
 			defer close(done)
 			if mhfErr == nil {
@@ -582,7 +586,7 @@ func (w *Writer) closeParallel() error {
 	if err == nil && vote == 1 && c.Rank() == 0 {
 		// Every AHF is synced and every directory entry is durable: the
 		// MHF gets its superblock.
-		mhfErr = mhf.commit(w, len(all))
+		mhfErr = mhf.commit(w, nrecs)
 		mhf = nil
 	}
 	if mhf != nil {

@@ -211,7 +211,7 @@ func WriteDelta(f vfd.File, meta Meta, vars []Var, parent Parent, opts ...Option
 	}
 	st, err := w.write(f, true)
 	if err != nil {
-		return nil, Summary{}, DeltaStats{}, fmt.Errorf("write delta %s: %w", f.Name(), err)
+		return nil, Summary{}, DeltaStats{}, vfd.WrapPath(err, "write delta", f.Name())
 	}
 	lay, sum := w.image()
 	return lay, sum, st, nil
@@ -257,7 +257,7 @@ func (p *DeltaPlan) Image() (*Layout, Summary) { return p.w.image() }
 func (p *DeltaPlan) Write(f vfd.File) (DeltaStats, error) {
 	st, err := p.w.write(f, false)
 	if err != nil {
-		return DeltaStats{}, fmt.Errorf("write delta %s: %w", f.Name(), err)
+		return DeltaStats{}, vfd.WrapPath(err, "write delta", f.Name())
 	}
 	return st, nil
 }

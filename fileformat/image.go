@@ -55,7 +55,7 @@ func (d *Delta) readAt(t vfd.MemType, p []byte, off int64) error {
 	if err == nil || errors.Is(err, io.EOF) {
 		return d.fileErr(off+int64(n), ErrTruncated, "file ends inside a %d-byte read at %d", len(p), off)
 	}
-	return fmt.Errorf("read %s at %d: %w", d.path, off, err)
+	return vfd.WrapPathAt(err, "read", d.path, off)
 }
 
 // IsDelta reports whether the first bytes of a file (at least 8) are a
@@ -79,7 +79,7 @@ func OpenDelta(f vfd.File, opts ...Option) (*Delta, error) {
 func (d *Delta) open() error {
 	size, err := d.f.Size()
 	if err != nil {
-		return fmt.Errorf("size of %s: %w", d.path, err)
+		return vfd.WrapPath(err, "size of", d.path)
 	}
 	if err := d.readFrame(size); err != nil {
 		return err
@@ -319,7 +319,7 @@ func (d *Delta) Written() int64 { return d.tr.dmOff - DeltaHeaderSize }
 func (d *Delta) Verify() error {
 	size, err := d.f.Size()
 	if err != nil {
-		return fmt.Errorf("size of %s: %w", d.path, err)
+		return vfd.WrapPath(err, "size of", d.path)
 	}
 	if size != d.tr.fs {
 		return d.fileErr(min(size, d.tr.fs), ErrTruncated, "file is %d bytes, trailer says %d", size, d.tr.fs)
@@ -658,7 +658,7 @@ func readFull(f vfd.File, t vfd.MemType, p []byte, off int64) error {
 	if err == nil || errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
-	return fmt.Errorf("read %s at %d: %w", f.Name(), off+int64(n), err)
+	return vfd.WrapPathAt(err, "read", f.Name(), off+int64(n))
 }
 
 // WriteAt fails: an image is read-only.
@@ -699,7 +699,7 @@ func (r *Reader) CopyTo(dst vfd.File) (int64, error) {
 		return 0, err
 	}
 	if err := dst.Truncate(0); err != nil {
-		return 0, fmt.Errorf("truncate %s: %w", dst.Name(), err)
+		return 0, vfd.WrapPath(err, "truncate", dst.Name())
 	}
 	// copyOut checks p, the bytes at off, then writes them.
 	copyOut := func(t vfd.MemType, p []byte, off int64) error {
@@ -708,12 +708,12 @@ func (r *Reader) CopyTo(dst vfd.File) (int64, error) {
 		}
 		if t == vfd.MemDraw {
 			if err := writeStarting(dst, p, off); err != nil {
-				return fmt.Errorf("write %s: %w", dst.Name(), err)
+				return vfd.WrapPath(err, "write", dst.Name())
 			}
 			return nil
 		}
 		if _, err := vfd.WriteAtType(dst, t, p, off); err != nil {
-			return fmt.Errorf("write %s at %d: %w", dst.Name(), off, err)
+			return vfd.WrapPathAt(err, "write", dst.Name(), off)
 		}
 		return nil
 	}

@@ -61,11 +61,11 @@ func NewIncremental(f vfd.File, meta Meta, vars []Var, prev *Layout, opts ...Opt
 		return nil, err
 	}
 	if err := f.Truncate(0); err != nil {
-		return nil, fmt.Errorf("write %s: truncate: %w", f.Name(), err)
+		return nil, vfd.WrapPath(err, "write", f.Name())
 	}
 	hb := im.header(meta)
 	if _, err := vfd.WriteAtType(f, vfd.MemSuper, hb[:], 0); err != nil {
-		return nil, fmt.Errorf("write %s: header: %w", f.Name(), err)
+		return nil, vfd.WrapPath(fmt.Errorf("header: %w", err), "write", f.Name())
 	}
 	return &Incremental{w: w, im: im, lay: lay, meta: meta, hb: hb, added: map[int32]bool{}}, nil
 }
@@ -97,7 +97,7 @@ func (x *Incremental) Add(id int32, data []byte) error {
 			continue
 		}
 		if err := writeStarting(x.w.f, x.w.chunkData(c), c.Fptr); err != nil {
-			return fmt.Errorf("write %s: var %d chunk %d: %w", x.w.f.Name(), id, ci, err)
+			return vfd.WrapPath(fmt.Errorf("var %d chunk %d: %w", id, ci, err), "write", x.w.f.Name())
 		}
 	}
 	x.added[id] = true
@@ -133,7 +133,7 @@ func (x *Incremental) Finish() (*Layout, Summary, error) {
 	}
 	mb := im.encodeMeta(w.vars, w.idx, x.lay)
 	if _, err := vfd.WriteAtType(w.f, vfd.MemOHdr, mb, im.metaOff); err != nil {
-		return nil, Summary{}, fmt.Errorf("write %s: metadata at %d: %w", w.f.Name(), im.metaOff, err)
+		return nil, Summary{}, vfd.WrapPath(fmt.Errorf("metadata at %d: %w", im.metaOff, err), "write", w.f.Name())
 	}
 	var flags uint32
 	if w.o.noHash {
@@ -141,7 +141,7 @@ func (x *Incremental) Finish() (*Layout, Summary, error) {
 	}
 	fbb := im.encodeFB(x.meta, x.hb, mb, checksum, flags, len(w.vars), len(x.lay.Blocks))
 	if _, err := vfd.WriteAtType(w.f, vfd.MemSuper, fbb[:], im.fs-FBSize); err != nil {
-		return nil, Summary{}, fmt.Errorf("write %s: file block at %d: %w", w.f.Name(), im.fs-FBSize, err)
+		return nil, Summary{}, vfd.WrapPath(fmt.Errorf("file block at %d: %w", im.fs-FBSize, err), "write", w.f.Name())
 	}
 	return x.lay, Summary{FileSize: im.fs, DataSize: im.dataSize, Checksum: checksum, BlockSize: im.bs, Chunks: im.chunks}, nil
 }

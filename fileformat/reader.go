@@ -96,7 +96,7 @@ func (r *Reader) lend(off, n int64) ([]byte, error) {
 	}
 	b, err := l.Range(off, off+n)
 	if err != nil {
-		return nil, fmt.Errorf("read %s at %d: %w", r.path, off, err)
+		return nil, vfd.WrapPathAt(err, "read", r.path, off)
 	}
 	return b, nil
 }
@@ -110,13 +110,13 @@ func (r *Reader) readAt(t vfd.MemType, p []byte, off int64) error {
 	if err == nil || errors.Is(err, io.EOF) {
 		return r.fileErr(off+int64(n), ErrTruncated, "file ends inside a %d-byte read at %d", len(p), off)
 	}
-	return fmt.Errorf("read %s at %d: %w", r.path, off, err)
+	return vfd.WrapPathAt(err, "read", r.path, off)
 }
 
 func (r *Reader) open() error {
 	size, err := r.f.Size()
 	if err != nil {
-		return fmt.Errorf("size of %s: %w", r.path, err)
+		return vfd.WrapPath(err, "size of", r.path)
 	}
 	if err := r.openHeader(size); err != nil {
 		return err
@@ -685,7 +685,7 @@ func (r *Reader) Verify() error {
 	}
 	size, err := r.f.Size()
 	if err != nil {
-		return fmt.Errorf("size of %s: %w", r.path, err)
+		return vfd.WrapPath(err, "size of", r.path)
 	}
 	if size != r.fb.fs {
 		if size < r.fb.fs {

@@ -45,7 +45,7 @@ func Write(f vfd.File, meta Meta, vars []Var, prev *Layout, opts ...Option) (*La
 	w := &writer{f: f, o: o, vars: vars, idx: idx, ext: ext}
 	sum, err := w.write(meta, lay)
 	if err != nil {
-		return nil, Summary{}, fmt.Errorf("write %s: %w", f.Name(), err)
+		return nil, Summary{}, vfd.WrapPath(err, "write", f.Name())
 	}
 	o.logger.Debug("wrote FTI-FF file",
 		zap.String("path", f.Name()), zap.Int64("ckpt-id", meta.CkptID), zap.Int32("rank", meta.Rank),

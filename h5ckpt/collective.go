@@ -24,8 +24,10 @@ import (
 // its own runs gathered from memory and the others' from what it
 // received, with one vectored write (pwritev) per contiguous stretch,
 // then starts the window's writeback. The bytes land at the same offsets
-// as before; only who writes them changes. Every rank computes the same
-// plan from the layout, so the exchange needs no negotiation.
+// as before; only who writes them changes. Rank 0 computes the plan from
+// the layout and hands each rank the scalars and the slabs of its own
+// domain: a rank learns which aggregators to send to from its own slabs'
+// file ranges, so the exchange needs no negotiation.
 
 // cbRun is the run length below which a slab is written collectively.
 const cbRun = 256 << 10
@@ -40,22 +42,25 @@ type cbSlab struct {
 	s    slab
 }
 
-// cbPlan is the collective buffering of one Write, the same on every rank.
+// cbPlan is the collective buffering of one Write. Rank 0 computes it
+// for every slab; each rank gets the same scalars and, in slabs, only
+// the slabs that meet its own domain.
 type cbPlan struct {
-	slabs  []cbSlab // in rank, then variable id order
-	lo, hi int64    // the file range the slabs cover (lo page-aligned)
-	dom    int64    // domain size: rank d aggregates [lo+d*dom, lo+(d+1)*dom)
-	win    int64    // window size: one round writes one window per domain
+	slabs  []cbSlab          // in rank, then variable id order
+	in     map[[2]int64]bool // (rank, id) of every slab, on rank 0
+	lo, hi int64             // the file range the slabs cover (lo page-aligned)
+	dom    int64             // domain size: rank d aggregates [lo+d*dom, lo+(d+1)*dom)
+	win    int64             // window size: one round writes one window per domain
 	rounds int
 }
 
-// collectivePlan returns the plan for the layout, or nil when no slab
-// has short runs.
+// collectivePlan returns the plan for the layout (rank 0), or nil when
+// no slab has short runs.
 func (w *writer) collectivePlan() *cbPlan {
 	if w.o.cbOff {
 		return nil
 	}
-	p := &cbPlan{lo: -1}
+	p := &cbPlan{lo: -1, in: map[[2]int64]bool{}}
 	for r, d := range w.decls {
 		for _, v := range d.vars {
 			if v.dataset < 0 || v.size == 0 {
@@ -66,7 +71,8 @@ func (w *writer) collectivePlan() *cbPlan {
 				continue
 			}
 			p.slabs = append(p.slabs, cbSlab{rank: r, id: v.id, s: s})
-			a, b := s.base, s.runOff(s.size/s.unit-1)+s.unit
+			p.in[[2]int64{int64(r), int64(v.id)}] = true
+			a, b := s.extent()
 			if p.lo < 0 || a < p.lo {
 				p.lo = a
 			}
@@ -88,17 +94,10 @@ func (w *writer) collectivePlan() *cbPlan {
 	return p
 }
 
-// has reports whether rank's variable id is written collectively.
+// has reports whether rank's variable id is written collectively (on
+// rank 0's whole plan).
 func (p *cbPlan) has(rank int, id int32) bool {
-	if p == nil {
-		return false
-	}
-	for _, cs := range p.slabs {
-		if cs.rank == rank && cs.id == id {
-			return true
-		}
-	}
-	return false
+	return p != nil && p.in[[2]int64{int64(rank), int64(id)}]
 }
 
 // window returns aggregator d's file range in round k (possibly empty).
@@ -136,13 +135,14 @@ func (s slab) varAt(x int64) int64 {
 }
 
 // writeCollective runs every round of the plan on this rank: it sends its
-// slabs' bytes to the aggregators and writes its own window. After a
-// write error (or with skip set, after an earlier one) it keeps taking
-// part in the exchange, so the other ranks finish, but writes nothing.
-// A communication error ends it at once (the world is then broken for
+// slabs' bytes (own: its collective variables) to the aggregators whose
+// domains they meet and writes its own window. After a write error (or
+// with skip set, after an earlier one) it keeps taking part in the
+// exchange, so the other ranks finish, but writes nothing. A
+// communication error ends it at once (the world is then broken for
 // every rank).
-func (w *writer) writeCollective(p *cbPlan, data map[int32][]byte, skip bool) error {
-	me := w.c.Rank()
+func (w *writer) writeCollective(p *cbPlan, own []ownVar, data map[int32][]byte, skip bool) error {
+	me, n := w.c.Rank(), w.c.Size()
 	var werr error
 	var stage []byte
 	for k := 0; k < p.rounds; k++ {
@@ -186,23 +186,26 @@ func (w *writer) writeCollective(p *cbPlan, data map[int32][]byte, skip bool) er
 				})
 			}
 		}
-		for d := 0; d < w.c.Size(); d++ {
-			if d == me {
+		// Sends: per slab, to the aggregators whose domains it meets, so
+		// every aggregator gets one rank's slabs in id order.
+		for _, ov := range own {
+			if !ov.collective {
 				continue
 			}
-			da, db := p.window(d, k)
-			if db <= da {
-				continue
-			}
-			for _, cs := range p.slabs {
-				if cs.rank != me {
+			d0, d1 := p.domainsOf(ov.s, n)
+			for d := d0; d <= d1; d++ {
+				if d == me {
 					continue
 				}
-				v0, v1 := cs.s.varAt(da), cs.s.varAt(db)
+				da, db := p.window(d, k)
+				if db <= da {
+					continue
+				}
+				v0, v1 := ov.s.varAt(da), ov.s.varAt(db)
 				if v1 <= v0 {
 					continue
 				}
-				r, err := comm.Isend(w.c, d, tagCB, data[cs.id][v0:v1])
+				r, err := comm.Isend(w.c, d, tagCB, data[ov.id][v0:v1])
 				if err != nil {
 					return fmt.Errorf("collective write: send to rank %d: %w", d, err)
 				}

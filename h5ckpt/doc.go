@@ -13,10 +13,11 @@
 // Every rank passes its protected variables ([fileformat.Var]), the
 // global datasets it knows and the subsets of its variables. Then:
 //
-//  1. The ranks gather each other's declarations and validate them
+//  1. The ranks send their declarations to rank 0, which validates them
 //     together (package dataset).
-//  2. Every rank computes the same file layout. Rank 0 creates the file
-//     under a temporary name.
+//  2. Rank 0 creates the file under a temporary name and computes its
+//     layout. It hands each rank only its own part: where its variables
+//     go, and its share of collective buffering.
 //  3. Every rank writes its hyperslabs straight into the datasets' raw
 //     data, and its other variables into datasets of its own. It hashes
 //     the bytes from memory as they are written (BLAKE3 per block, as

@@ -3,6 +3,7 @@ package h5ckpt
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"testing"
 
 	"github.com/zeebo/blake3"
@@ -158,4 +159,33 @@ func TestFuzzBaseOpens(t *testing.T) {
 	if err == nil || bytes.Contains([]byte(err.Error()), []byte("hash mismatch")) {
 		t.Fatalf("want a table error, got %v", err)
 	}
+}
+
+// FuzzDecodePart decodes arbitrary bytes as a rank's part of the layout
+// (what rank 0 hands out). It must never panic: the result is a layout
+// whose slabs are whole units, no layout, or an error.
+func FuzzDecodePart(f *testing.F) {
+	f.Add(encodeView(rankView{vars: []ownVar{{id: 10, collective: true, s: newSlab(4096, []int64{8, 8}, []int64{0, 4}, []int64{4, 4}, 8)},
+		{id: 1, s: localSlab(9000, 8)}}, cb: &cbPlan{lo: 4096, hi: 4608, dom: 4096, win: 4096, rounds: 1,
+		slabs: []cbSlab{{rank: 1, id: 10, s: newSlab(4096, []int64{8, 8}, []int64{4, 0}, []int64{4, 4}, 8)}}}}))
+	f.Add(encodeView(rankView{}))
+	f.Add(invalidPart(errors.New("bad")))
+	f.Add([]byte{partNoLayout})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, ok, err := decodePart(b, 4)
+		if !ok {
+			if v.cb != nil || v.vars != nil {
+				t.Fatalf("a layout without ok: %+v (err %v)", v, err)
+			}
+			return
+		}
+		for _, ov := range v.vars {
+			if ov.s.unit == 0 && ov.s.size != 0 || ov.s.unit != 0 && ov.s.size%ov.s.unit != 0 {
+				t.Fatalf("slab %+v", ov.s)
+			}
+		}
+		if v.cb != nil && (v.cb.dom <= 0 || v.cb.win <= 0) {
+			t.Fatalf("plan %+v", v.cb)
+		}
+	})
 }

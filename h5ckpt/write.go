@@ -112,20 +112,34 @@ func Write(c comm.Comm, d vfd.Driver, name string, meta Meta, vars []fileformat.
 	}
 	meta.Ranks, meta.BlockSize = c.Size(), o.blockSize
 	mine, lerr := localDecl(c.Rank(), vars, datasets, subsets, o)
-	blobs, err := comm.AllgatherBytes(c, encodeDecl(mine, lerr))
+	// Rank 0 alone sees every declaration: it checks them together, lays
+	// out the file and hands each rank its part of the layout.
+	blobs, err := comm.GathervBytes(c, 0, encodeDecl(mine, lerr))
 	if err != nil {
 		return fmt.Errorf("h5ckpt: exchange declarations: %w", err)
 	}
-	decls, dec, err := combine(blobs, meta)
+	w := &writer{c: c, d: d, name: name, tmp: name + ".tmp", meta: meta, o: o, vars: vars}
+	var parts [][]byte
+	var createErr, layoutErr error
+	if c.Rank() == 0 {
+		parts, createErr, layoutErr = w.plan(blobs)
+	}
+	part, err := comm.ScattervBytes(c, 0, parts)
 	if err != nil {
+		w.abandon()
+		return fmt.Errorf("h5ckpt: hand out the layout: %w", err)
+	}
+	// Without a layout (decodePart's ok false, err nil) rank 0 failed to
+	// create or lay out the file, and its error fails a step everywhere.
+	view, _, err := decodePart(part, c.Size())
+	var rerr *remoteError
+	if errors.As(err, &rerr) {
 		if lerr != nil {
 			return &comm.AgreedError{Msg: fmt.Sprintf("%v: %v", ErrInvalid, err), Local: errors.Join(ErrInvalid, lerr)}
 		}
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	w := &writer{c: c, d: d, name: name, tmp: name + ".tmp", meta: meta, o: o, decls: decls, dec: dec, vars: vars}
-	err = w.run()
-	if err != nil {
+	if err := w.run(view, createErr, errors.Join(layoutErr, err)); err != nil {
 		o.logger.Warn("HDF5 checkpoint failed", zap.String("file", name), zap.Error(err))
 		return err
 	}
@@ -258,15 +272,19 @@ func checkNames(ds []dataset.Dataset) error {
 
 // writer is one rank's state during Write.
 type writer struct {
-	c     comm.Comm
-	d     vfd.Driver
-	name  string
-	tmp   string
-	meta  Meta
-	o     options
+	c    comm.Comm
+	d    vfd.Driver
+	name string
+	tmp  string
+	meta Meta
+	o    options
+	vars []fileformat.Var
+	view rankView // this rank's part of the layout
+
+	// Rank 0 only: every rank's declaration, their decomposition and
+	// the layout of every variable.
 	decls []decl
 	dec   *dataset.Decomposition
-	vars  []fileformat.Var
 
 	f      vfd.File
 	h      *h5.Writer
@@ -291,27 +309,63 @@ func (w *writer) agree(local error, what string) error {
 	return err
 }
 
-func (w *writer) run() error {
-	// Rank 0 creates the temporary file, the others open it.
-	var err error
-	if w.c.Rank() == 0 {
-		err = w.create()
+// plan runs on rank 0: it combines every rank's declaration, creates
+// the temporary file, lays it out and returns each rank's part of the
+// layout. An invalid input makes every part carry the error (and no
+// file). A failure to create or lay out the file makes every part say
+// there is no layout, and comes back as createErr or layoutErr.
+func (w *writer) plan(blobs [][]byte) (parts [][]byte, createErr, layoutErr error) {
+	parts = make([][]byte, len(blobs))
+	fill := func(b []byte) {
+		for r := range parts {
+			parts[r] = b
+		}
 	}
-	if err := w.agree(err, "create"); err != nil {
+	decls, dec, err := combine(blobs, w.meta)
+	if err != nil {
+		fill(invalidPart(err))
+		return parts, nil, nil
+	}
+	w.decls, w.dec = decls, dec
+	if err := w.create(); err != nil {
+		fill([]byte{partNoLayout})
+		return parts, err, nil
+	}
+	if err := w.layout(); err != nil {
+		fill([]byte{partNoLayout})
+		return parts, nil, err
+	}
+	p := w.collectivePlan()
+	var aggs [][]cbSlab
+	if p != nil {
+		aggs = p.domains(len(blobs))
+	}
+	for r := range parts {
+		parts[r] = encodeView(w.viewOf(r, p, aggs))
+	}
+	return parts, nil, nil
+}
+
+// run writes, after plan: rank 0's createErr fails the create step on
+// every rank, and localErr (a layout that failed on rank 0, or this
+// rank's part that did not arrive whole) the open step.
+func (w *writer) run(view rankView, createErr, localErr error) error {
+	if err := w.agree(createErr, "create"); err != nil {
+		w.abandon()
 		return err
 	}
+	// The others open the file rank 0 created.
+	var err error
 	if w.c.Rank() != 0 {
 		w.f, err = w.d.Open(w.tmp, vfd.ReadWrite)
 		if err != nil {
-			err = fmt.Errorf("open %s: %w", w.tmp, err)
+			err = vfd.WrapPath(err, "open", w.tmp)
 		}
 	}
-	if err == nil {
-		err = w.layout()
-	}
+	w.view = view
 	// Every rank must be ready before any writes: the writes of
 	// collective buffering need every rank.
-	if err := w.agree(err, "open"); err != nil {
+	if err := w.agree(errors.Join(localErr, err), "open"); err != nil {
 		w.abandon()
 		return err
 	}
@@ -350,18 +404,18 @@ func (w *writer) create() error {
 	if _, err := w.d.Stat(dir); err != nil {
 		// A new directory is durable once its parent is synced.
 		if err := w.d.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", dir, err)
+			return vfd.WrapPath(err, "create", dir)
 		}
 		if err := w.d.SyncDir(path.Dir(dir)); err != nil {
-			return fmt.Errorf("sync parent of %s: %w", dir, err)
+			return vfd.WrapPath(err, "sync parent of", dir)
 		}
 	}
 	if err := w.d.Remove(w.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove stale %s: %w", w.tmp, err)
+		return vfd.WrapPath(err, "remove stale", w.tmp)
 	}
 	f, err := w.d.Open(w.tmp, vfd.ReadWrite|vfd.OCreate|vfd.OTrunc)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", w.tmp, err)
+		return vfd.WrapPath(err, "create", w.tmp)
 	}
 	w.f = f
 	return nil
@@ -475,14 +529,22 @@ func (w *writer) writeData() error {
 		}
 		done <- herr
 	}()
-	plan := w.collectivePlan()
+	own := map[int32]ownVar{}
+	for _, ov := range w.view.vars {
+		own[ov.id] = ov
+	}
 	b := behind{f: w.f, lo: -1}
 	var err error
 	for _, v := range w.vars {
-		if plan.has(w.c.Rank(), v.ID) {
+		ov, ok := own[v.ID]
+		if !ok || ov.s.size != int64(len(v.Data)) {
+			err = fmt.Errorf("variable %d: the layout from rank 0 does not hold it", v.ID)
+			break
+		}
+		if ov.collective {
 			continue
 		}
-		s := w.loc[[2]int64{int64(w.c.Rank()), int64(v.ID)}]
+		s := ov.s
 		err = s.runs(0, int64(len(v.Data)), func(fileOff, varOff, n int64) error {
 			return b.write(v.Data[varOff:varOff+n], fileOff)
 		})
@@ -491,16 +553,16 @@ func (w *writer) writeData() error {
 			break
 		}
 	}
-	if plan != nil {
+	if w.view.cb != nil {
 		data := make(map[int32][]byte, len(w.vars))
 		for _, v := range w.vars {
 			data[v.ID] = v.Data
 		}
-		err = errors.Join(err, w.writeCollective(plan, data, err != nil))
+		err = errors.Join(err, w.writeCollective(w.view.cb, w.view.vars, data, err != nil))
 	}
 	if err == nil {
 		if serr := w.f.Sync(); serr != nil {
-			err = fmt.Errorf("sync %s: %w", w.tmp, serr)
+			err = vfd.WrapPath(serr, "sync", w.tmp)
 		}
 	}
 	err = errors.Join(err, <-done)
@@ -647,13 +709,13 @@ func (w *writer) commit(hashes [][]byte) error {
 	err := w.f.Close()
 	w.f = nil
 	if err != nil {
-		return fmt.Errorf("close %s: %w", w.tmp, err)
+		return vfd.WrapPath(err, "close", w.tmp)
 	}
 	if err := w.d.Rename(w.tmp, w.name); err != nil {
-		return fmt.Errorf("rename %s: %w", w.tmp, err)
+		return vfd.WrapPath(err, "rename", w.tmp)
 	}
 	if err := w.d.SyncDir(path.Dir(w.name)); err != nil {
-		return fmt.Errorf("sync directory of %s: %w", w.name, err)
+		return vfd.WrapPath(err, "sync directory of", w.name)
 	}
 	return nil
 }

@@ -89,3 +89,38 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodePart decodes arbitrary bytes as a rank's part of a
+// collective writer's plan (what rank 0 hands out). It must never panic:
+// the result is a plan holding the rank's tasks, or an error matching
+// ErrInconsistent, ErrBadArgument or ErrTooLarge.
+func FuzzDecodePart(f *testing.F) {
+	var spec []byte
+	for r, c := range []int64{1000, 1500, 100, 3000} {
+		spec = append(spec, encodeSpec(MappedTask{GlobalRank: int64(r), ChunkSize: c, File: r / 2, LocalRank: r % 2})...)
+	}
+	all := [][]byte{spec[:2*specLen], spec[2*specLen:]}
+	parts, _ := planParts(vfd.NewCore(), "f.sion", all, 2, &Options{FSBlkSize: 1024}, trailerMapping)
+	for _, p := range parts {
+		f.Add(p, uint8(2))
+	}
+	bad, _ := planParts(vfd.NewCore(), "f.sion", [][]byte{spec[:specLen], spec[:specLen]}, 2, &Options{}, trailerMapping)
+	f.Add(bad[0], uint8(1))
+	f.Fuzz(func(t *testing.T, b []byte, ntasks uint8) {
+		pl, err := decodePart(b, int(ntasks%8), 3)
+		if err != nil {
+			if !errors.Is(err, ErrInconsistent) && !errors.Is(err, ErrBadArgument) && !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("error %v matches no sentinel", err)
+			}
+			return
+		}
+		if len(pl.tasks) != int(ntasks%8) {
+			t.Fatalf("%d tasks planned, want %d", len(pl.tasks), ntasks%8)
+		}
+		for _, lf := range pl.led {
+			if lf.file < 0 || lf.file >= 3 || len(lf.chunks) != len(lf.ranks) {
+				t.Fatalf("led file %+v", lf)
+			}
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -31,9 +32,10 @@ type ParWriter struct {
 	c      comm.Comm
 	d      vfd.Driver
 	log    *zap.Logger
-	files  []*physFile      // every file of the set (plans); only leaders use h for writing
-	lead   map[int]vfd.File // files this rank leads (writes META1/META2, commits)
-	open   map[int]vfd.File // files this rank writes task data to (includes led ones)
+	name   string            // file 0's name
+	files  map[int]*physFile // files this rank leads (whole plans) or writes to (names only)
+	lead   map[int]vfd.File  // files this rank leads (writes META1/META2, commits)
+	open   map[int]vfd.File  // files this rank writes task data to (includes led ones)
 	tasks  []*TaskWriter
 	specs  []MappedTask
 	nfiles int
@@ -41,6 +43,9 @@ type ParWriter struct {
 	// inPlace: [Options.InPlace]; Close syncs the data and the metadata
 	// in one round.
 	inPlace bool
+	// leaders (rank 0 only): the rank that leads each file, to which
+	// Close hands that file's block sizes.
+	leaders []int
 }
 
 // ParCreate opens a container collectively with one task per rank, as
@@ -107,6 +112,16 @@ func vote(c comm.Comm, err error, what string) error {
 
 const specLen = 24 // grank i64, chunk i64, file i32, lrank i32
 
+// encodeSpec encodes one task's layout as the ranks exchange it.
+func encodeSpec(t MappedTask) []byte {
+	b := make([]byte, specLen)
+	binary.LittleEndian.PutUint64(b[0:], uint64(t.GlobalRank))
+	binary.LittleEndian.PutUint64(b[8:], uint64(t.ChunkSize))
+	binary.LittleEndian.PutUint32(b[16:], uint32(t.File))
+	binary.LittleEndian.PutUint32(b[20:], uint32(t.LocalRank))
+	return b
+}
+
 func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfiles int, opts *Options, tr trailer, argErr error) (*ParWriter, error) {
 	o := opts.withDefaults()
 	if o.Prefix == "" {
@@ -123,55 +138,59 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 	if err := vote(c, argErr, "check the tasks of "+name); err != nil {
 		return nil, err
 	}
-	msg := make([]byte, specLen*len(local))
-	for i, t := range local {
-		b := msg[specLen*i:]
-		binary.LittleEndian.PutUint64(b[0:], uint64(t.GlobalRank))
-		binary.LittleEndian.PutUint64(b[8:], uint64(t.ChunkSize))
-		binary.LittleEndian.PutUint32(b[16:], uint32(t.File))
-		binary.LittleEndian.PutUint32(b[20:], uint32(t.LocalRank))
+	var msg []byte
+	for _, t := range local {
+		msg = append(msg, encodeSpec(t)...)
 	}
-	all, err := comm.AllgatherBytes(c, msg)
+	// Rank 0 alone plans the set from every rank's tasks and hands each
+	// rank its part: where its tasks start and, to each file's leader,
+	// that file's table. A plan error reaches every rank the same.
+	all, err := comm.GathervBytes(c, 0, msg)
 	if err != nil {
 		return nil, fmt.Errorf("sion: gather task layout: %w", err)
 	}
-	// Every rank builds the same plan from the same data, so a plan error
-	// is the same everywhere and needs no vote.
-	perFile, mapping, err := planSet(all, nfiles, tr)
+	var parts [][]byte
+	var leaders []int
+	if c.Rank() == 0 {
+		parts, leaders = planParts(d, name, all, nfiles, &o, tr)
+	}
+	part, err := comm.ScattervBytes(c, 0, parts)
+	if err != nil {
+		return nil, fmt.Errorf("sion: hand out the task layout: %w", err)
+	}
+	pl, err := decodePart(part, len(local), nfiles)
 	if err != nil {
 		return nil, err
 	}
-	pw := &ParWriter{c: c, d: d, log: o.Logger, lead: map[int]vfd.File{}, open: map[int]vfd.File{}, specs: local, nfiles: nfiles, inPlace: o.InPlace}
-	for k, slots := range perFile {
-		chunks := make([]int64, len(slots))
-		ranks := make([]int64, len(slots))
-		for l, s := range slots {
-			chunks[l], ranks[l] = s.spec.ChunkSize, s.spec.GlobalRank
-		}
-		pf, err := newPhysFile(d, SetMemberName(name, k), &o, chunks, ranks, nfiles, k)
+	pw := &ParWriter{c: c, d: d, log: o.Logger, name: name, files: map[int]*physFile{}, lead: map[int]vfd.File{}, open: map[int]vfd.File{},
+		specs: local, nfiles: nfiles, inPlace: o.InPlace, leaders: leaders}
+	for _, lf := range pl.led {
+		pf, err := newPhysFile(d, SetMemberName(name, lf.file), &o, lf.chunks, lf.ranks, nfiles, lf.file)
 		if err != nil {
-			return nil, err
+			return nil, err // rank 0 built the same file: it cannot fail here
 		}
-		if k == 0 {
+		if lf.file == 0 {
 			pf.tr = tr
 			if tr == trailerMapping {
-				pf.mapping = mapping
+				pf.mapping = lf.mapping
 			}
 		}
-		pw.files = append(pw.files, pf)
+		pw.files[lf.file] = pf
 	}
-	me := c.Rank()
+	for _, t := range local {
+		if _, ok := pw.files[t.File]; !ok {
+			pw.files[t.File] = namesOnly(d, SetMemberName(name, t.File), &o)
+		}
+	}
 	// Leaders (owners of local rank 0) create their files and write META1.
 	var lerr error
-	for k, slots := range perFile {
-		if slots[0].owner == me {
-			f, err := pw.files[k].create()
-			if err != nil {
-				lerr = err
-				break
-			}
-			pw.lead[k], pw.open[k] = f, f
+	for _, lf := range pl.led {
+		f, err := pw.files[lf.file].create()
+		if err != nil {
+			lerr = err
+			break
 		}
+		pw.lead[lf.file], pw.open[lf.file] = f, f
 	}
 	if err := vote(c, lerr, "create "+name); err != nil {
 		return nil, errors.Join(err, pw.discard())
@@ -192,11 +211,12 @@ func parCreate(c comm.Comm, d vfd.Driver, name string, local []MappedTask, nfile
 	if err := vote(c, oerr, "open "+name); err != nil {
 		return nil, errors.Join(err, pw.discard())
 	}
-	for _, t := range local {
-		pf := pw.files[t.File]
-		pw.tasks = append(pw.tasks, pf.taskWriter(pw.open[t.File], t.LocalRank, &o))
+	for i, t := range local {
+		pl := pl.tasks[i]
+		pw.tasks = append(pw.tasks, &TaskWriter{f: pw.open[t.File], name: pw.files[t.File].tmp, index: t.LocalRank,
+			start: pl.start, skip: pl.skip, chunk: pl.chunk, policy: o.Policy, kv: o.KeyVal, big: o.BigEndian})
 	}
-	pw.log.Debug("sion paropen", zap.String("path", name), zap.Int("rank", me), zap.Int("local-tasks", len(local)), zap.Int("nfiles", nfiles))
+	pw.log.Debug("sion paropen", zap.String("path", name), zap.Int("local-tasks", len(local)), zap.Int("nfiles", nfiles))
 	return pw, nil
 }
 
@@ -312,46 +332,21 @@ func (pw *ParWriter) Close() error {
 	if !pw.inPlace {
 		lerr = pw.syncWritten(lerr)
 	}
-	if err := vote(pw.c, lerr, "write and sync "+pw.files[0].name); err != nil {
+	if err := vote(pw.c, lerr, "write and sync "+pw.name); err != nil {
 		return errors.Join(err, pw.discard())
 	}
-	// Gather (file, lrank, nblocks, sizes...) of every task.
-	var msg []byte
-	for i, tw := range pw.tasks {
-		bs := tw.blockSizes()
-		msg = binary.LittleEndian.AppendUint32(msg, uint32(pw.specs[i].File))
-		msg = binary.LittleEndian.AppendUint32(msg, uint32(pw.specs[i].LocalRank))
-		msg = binary.LittleEndian.AppendUint32(msg, uint32(len(bs)))
-		for _, b := range bs {
-			msg = binary.LittleEndian.AppendUint64(msg, uint64(b))
-		}
-	}
-	all, err := comm.AllgatherBytes(pw.c, msg)
+	bsOf, err := pw.exchangeBlockSizes()
 	if err != nil {
-		return errors.Join(fmt.Errorf("sion: gather block sizes: %w", err), pw.discard())
-	}
-	// Decode the gathered sizes once, keeping those of the files this rank leads.
-	bsOf := make(map[int][][]int64, len(pw.lead))
-	for k := range pw.lead {
-		bsOf[k] = make([][]int64, len(pw.files[k].h.ChunkSizes))
-	}
-	for _, m := range all {
-		for len(m) >= 12 {
-			file, l, nb := int(binary.LittleEndian.Uint32(m)), int(binary.LittleEndian.Uint32(m[4:])), int(binary.LittleEndian.Uint32(m[8:]))
-			m = m[12:]
-			sizes := make([]int64, nb)
-			for b := range sizes {
-				sizes[b] = int64(binary.LittleEndian.Uint64(m))
-				m = m[8:]
-			}
-			if bs, led := bsOf[file]; led {
-				bs[l] = sizes
-			}
-		}
+		return errors.Join(err, pw.discard())
 	}
 	var ferr error
+	for k, bs := range bsOf {
+		if l := slices.IndexFunc(bs, func(b []int64) bool { return b == nil }); l >= 0 && ferr == nil {
+			ferr = fmt.Errorf("%w: %s: no block sizes arrived for local rank %d", ErrInconsistent, pw.files[k].tmp, l)
+		}
+	}
 	if pw.inPlace {
-		ferr = pw.syncWritten(nil)
+		ferr = errors.Join(ferr, pw.syncWritten(nil))
 	}
 	for k, f := range pw.lead {
 		if ferr != nil {
@@ -361,7 +356,7 @@ func (pw *ParWriter) Close() error {
 			ferr = err
 		}
 	}
-	if err := vote(pw.c, ferr, "write the metadata of "+pw.files[0].name); err != nil {
+	if err := vote(pw.c, ferr, "write the metadata of "+pw.name); err != nil {
 		return errors.Join(err, pw.discard())
 	}
 	var cerr error
@@ -381,17 +376,87 @@ func (pw *ParWriter) Close() error {
 			}
 		}
 	}
-	if err := vote(pw.c, cerr, "commit the other files of "+pw.files[0].name); err != nil {
+	if err := vote(pw.c, cerr, "commit the other files of "+pw.name); err != nil {
 		return errors.Join(err, pw.removeTmp())
 	}
 	if pw.leads(0) {
 		cerr = pw.files[0].commit()
 	}
-	if err := vote(pw.c, cerr, "commit "+pw.files[0].name); err != nil {
+	if err := vote(pw.c, cerr, "commit "+pw.name); err != nil {
 		return errors.Join(err, pw.removeTmp())
 	}
-	pw.log.Debug("sion parclose", zap.String("path", pw.files[0].name), zap.Int("rank", pw.c.Rank()))
+	pw.log.Debug("sion parclose", zap.String("path", pw.name))
 	return nil
+}
+
+// exchangeBlockSizes sends every task's block sizes to rank 0, which
+// hands each leader those of its files, and returns, per file this rank
+// leads, the sizes of every local rank (nil where none arrived).
+func (pw *ParWriter) exchangeBlockSizes() (map[int][][]int64, error) {
+	// Every task's (file, lrank, nblocks, sizes...) go to rank 0, which
+	// hands each leader those of its files: no other rank receives them.
+	var msg []byte
+	for i, tw := range pw.tasks {
+		msg = appendBlockSizes(msg, pw.specs[i].File, pw.specs[i].LocalRank, tw.blockSizes())
+	}
+	all, err := comm.GathervBytes(pw.c, 0, msg)
+	if err != nil {
+		return nil, fmt.Errorf("sion: gather block sizes: %w", err)
+	}
+	var parts [][]byte
+	if pw.c.Rank() == 0 {
+		parts = make([][]byte, pw.c.Size())
+		for _, m := range all {
+			for len(m) >= 12 {
+				file, nb := int(binary.LittleEndian.Uint32(m)), int(binary.LittleEndian.Uint32(m[8:]))
+				n := 12 + 8*nb
+				if file >= len(pw.leaders) || n > len(m) {
+					break // not what appendBlockSizes wrote; the leader finds the sizes missing
+				}
+				leader := pw.leaders[file]
+				parts[leader] = append(parts[leader], m[:n]...)
+				m = m[n:]
+			}
+		}
+	}
+	mine, err := comm.ScattervBytes(pw.c, 0, parts)
+	if err != nil {
+		return nil, fmt.Errorf("sion: hand out block sizes: %w", err)
+	}
+	// Keep the sizes of the files this rank leads.
+	bsOf := make(map[int][][]int64, len(pw.lead))
+	for k := range pw.lead {
+		bsOf[k] = make([][]int64, len(pw.files[k].h.ChunkSizes))
+	}
+	for m := mine; len(m) >= 12; {
+		file, l, nb := int(binary.LittleEndian.Uint32(m)), int(binary.LittleEndian.Uint32(m[4:])), int(binary.LittleEndian.Uint32(m[8:]))
+		m = m[12:]
+		if 8*nb > len(m) {
+			break
+		}
+		sizes := make([]int64, nb)
+		for b := range sizes {
+			sizes[b] = int64(binary.LittleEndian.Uint64(m[8*b:]))
+		}
+		m = m[8*nb:]
+		if bs, led := bsOf[file]; led && l < len(bs) {
+			bs[l] = sizes
+		}
+	}
+	return bsOf, nil
+}
+
+// appendBlockSizes appends one task's block sizes as Close exchanges
+// them: file, local rank and block count (uint32 each), then the sizes
+// (uint64 each), little-endian.
+func appendBlockSizes(b []byte, file, lrank int, sizes []int64) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(file))
+	b = binary.LittleEndian.AppendUint32(b, uint32(lrank))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(sizes)))
+	for _, v := range sizes {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	return b
 }
 
 // syncWritten syncs every file this rank wrote task data to and closes
@@ -461,5 +526,5 @@ func (pw *ParWriter) Abort() error {
 		tw.done = true
 	}
 	err := pw.discard()
-	return vote(pw.c, err, "abort "+pw.files[0].name)
+	return vote(pw.c, err, "abort "+pw.name)
 }

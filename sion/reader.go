@@ -178,7 +178,7 @@ func Open(d vfd.Driver, name string) (*Reader, error) {
 func (rd *Reader) openMember(d vfd.Driver, name string) (*FileInfo, error) {
 	f, err := vfd.OpenRead(d, name)
 	if err != nil {
-		return nil, fmt.Errorf("sion: open: %w", err)
+		return nil, fmt.Errorf("sion: %w", err)
 	}
 	rd.closers = append(rd.closers, f)
 	size, err := f.Size()

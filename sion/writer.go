@@ -237,7 +237,7 @@ func (tw *TaskWriter) put(p []byte) error {
 	b := len(tw.blocks) - 1
 	off := tw.start + int64(b)*tw.skip + tw.blocks[b]
 	if _, err := tw.f.WriteAt(p, off); err != nil {
-		tw.err = fmt.Errorf("sion: write task %d block %d at %d of %s: %w", tw.index, b, off, tw.name, err)
+		tw.err = vfd.WrapPathAt(err, fmt.Sprintf("sion: write task %d block %d of", tw.index, b), tw.name, off)
 		return tw.err
 	}
 	tw.blocks[b] += int64(len(p))
@@ -365,10 +365,7 @@ func newPhysFile(d vfd.Driver, name string, o *Options, chunks, ranks []int64, n
 		}
 		cs[i] = c
 	}
-	pf := &physFile{d: d, name: name, tmp: name + TmpSuffix, noCommit: o.NoCommit || o.InPlace}
-	if o.InPlace {
-		pf.tmp = name // the name written (and removed by Abort)
-	}
+	pf := namesOnly(d, name, o)
 	pf.h = header{BigEndian: o.BigEndian, DataBigEnd: o.DataBigEndian, Version: LibVersion, Patch: LibPatch,
 		FileFormat: FileFormat, FSBlkSize: o.FSBlkSize, NTasks: int32(len(cs)), NFiles: int32(nfiles),
 		FileNumber: int32(filenr), Flag1: o.flag1(), Prefix: prefix, GlobalRanks: append([]int64(nil), ranks...), ChunkSizes: cs}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -89,18 +90,23 @@ type InjectedError struct {
 	Torn int
 }
 
+// Error says what was injected: "no space left on device (injected
+// fault, op #14, after 10 of 4096 bytes)", or "injected fault, op #14"
+// without a chosen error. A Fault driver returns it
+// inside the *fs.PathError the operation would return, which names the
+// operation and the path, once.
 func (e *InjectedError) Error() string {
-	msg := fmt.Sprintf("vfd: injected fault on %s #%d %s", e.Op.Kind, e.Op.Index, e.Op.Path)
-	if e.Op.Index < 0 {
-		msg = fmt.Sprintf("vfd: injected fault on %s %s", e.Op.Kind, e.Op.Path)
+	d := []string{"injected fault"}
+	if e.Op.Index >= 0 {
+		d = append(d, fmt.Sprintf("op #%d", e.Op.Index))
 	}
 	if e.Torn >= 0 {
-		msg += fmt.Sprintf(" after %d of %d bytes", e.Torn, e.Op.Len)
+		d = append(d, fmt.Sprintf("after %d of %d bytes", e.Torn, e.Op.Len))
 	}
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+	if e.Err == nil {
+		return strings.Join(d, ", ")
 	}
-	return msg
+	return fmt.Sprintf("%v (%s)", e.Err, strings.Join(d, ", "))
 }
 
 // Is reports whether target is ErrInjected.

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unsafe"
 
+	"go.uber.org/zap"
+
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/internal/b3"
@@ -178,7 +180,7 @@ func benchDCPLevel(bc benchConfig, data [][]float64, level int, dirty float64, b
 	var m dcpMeasure
 	var mu sync.Mutex
 	err := comm.Run(bc.ranks, func(c comm.Comm) error {
-		rt, err := ckpt.Init(cfg, c, ckpt.WithWarnings(io.Discard))
+		rt, err := ckpt.Init(cfg, c, ckpt.WithLogger(zap.NewNop()), ckpt.WithWarnings(io.Discard))
 		if err != nil {
 			return err
 		}

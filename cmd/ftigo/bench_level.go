@@ -14,6 +14,8 @@ import (
 	"time"
 	"unsafe"
 
+	"go.uber.org/zap"
+
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
 )
@@ -163,7 +165,7 @@ func benchLevel(bc benchConfig, data, dst [][]float64, level int, dir string) (l
 	}
 	err := runLabeled("checkpoint", level, func() error {
 		return comm.Run(bc.ranks, func(c comm.Comm) error {
-			rt, err := ckpt.Init(cfg, c)
+			rt, err := ckpt.Init(cfg, c, ckpt.WithLogger(zap.NewNop())) // a benchmark prints its own figures
 			if err != nil {
 				return err
 			}
@@ -223,7 +225,7 @@ func benchLevel(bc benchConfig, data, dst [][]float64, level int, dir string) (l
 			if err := start(c); err != nil {
 				return err
 			}
-			rt, err := ckpt.Init(cfg, c)
+			rt, err := ckpt.Init(cfg, c, ckpt.WithLogger(zap.NewNop())) // a benchmark prints its own figures
 			if err != nil {
 				return err
 			}

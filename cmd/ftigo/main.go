@@ -3,7 +3,7 @@
 //
 //	ftigo inspect RUN              the checkpoints of a run, its metadata checked
 //	ftigo verify RUN               check the metadata, re-hash every file of every committed checkpoint
-//	ftigo rebuild RUN              rebuild lost L2/L3/L4 files offline, then verify
+//	ftigo rebuild RUN              rebuild lost L2/L3/L4 files of every checkpoint offline, then verify
 //	ftigo bench                    checkpoint and restart time per level against raw I/O
 //	ftigo sion dump|split|pack|defrag ...
 //	ftigo gsd dump|verify|repair FILE

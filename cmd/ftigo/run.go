@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -211,7 +213,9 @@ func check(cfg ckpt.Config, m *levels.Manifest, byseq map[uint64]*levels.Manifes
 	return out
 }
 
-func report(cfg ckpt.Config, e runEntry, byseq map[uint64]*levels.Manifest, full bool, progress func()) ckptReport {
+// report checks entry e of a run. run is the RUN argument, which the
+// repair hint of a damaged checkpoint names.
+func report(cfg ckpt.Config, e runEntry, byseq map[uint64]*levels.Manifest, full bool, progress func(), run string) ckptReport {
 	r := ckptReport{Name: e.Name, Committed: e.Committed, Error: e.Err, Status: "not committed", Checks: []fileCheck{}}
 	m := e.Manifest
 	if m == nil {
@@ -238,7 +242,7 @@ func report(cfg ckpt.Config, e runEntry, byseq map[uint64]*levels.Manifest, full
 	case m.Level == levels.L1:
 		r.Status = "damaged: L1 has no redundancy"
 	default:
-		r.Status = fmt.Sprintf("damaged: %d of %d files bad; try ftigo rebuild", r.Files-r.Present, r.Files)
+		r.Status = fmt.Sprintf("damaged: %d of %d files bad; repair: ftigo rebuild --ckpt %s %s", r.Files-r.Present, r.Files, e.Name, shellWord(run))
 	}
 	return r
 }
@@ -305,7 +309,7 @@ could not be read, 2 usage error.`,
 			if err != nil {
 				return err
 			}
-			res := inspectResult{Dirs: rs.dirs, Metadata: nonNil(rs.problems), Checkpoints: inspectRun(cfg, rs.entries)}
+			res := inspectResult{Dirs: rs.dirs, Metadata: nonNil(rs.problems), Checkpoints: inspectRun(cfg, rs.entries, cmd.Flags().Arg(0))}
 			res.OK = len(res.Metadata) == 0
 			for _, r := range res.Checkpoints {
 				if r.Committed && r.Present != r.Files || strings.HasPrefix(r.Status, "damaged") {
@@ -332,10 +336,10 @@ type inspectResult struct {
 }
 
 // inspectRun reports every entry of a run, checking presence and sizes.
-func inspectRun(cfg ckpt.Config, es []runEntry) []ckptReport {
+func inspectRun(cfg ckpt.Config, es []runEntry, run string) []ckptReport {
 	reps := make([]ckptReport, len(es))
 	for i, e := range es {
-		reps[i] = report(cfg, e, manifests(es), false, nil)
+		reps[i] = report(cfg, e, manifests(es), false, nil, run)
 	}
 	return reps
 }
@@ -411,9 +415,22 @@ type verifyResult struct {
 	Dirs runDirs `json:"dirs"`
 	// Metadata lists the metadata problems (each makes OK false).
 	Metadata []metaProblem `json:"metadata"`
-	// Rebuilt is the checkpoint rebuild reconstructed (rebuild only).
-	Rebuilt     *rebuiltCheckpoint `json:"rebuilt,omitempty"`
-	Checkpoints []ckptReport       `json:"checkpoints"`
+	// Rebuilt is the checkpoint a restart would use after rebuild (the
+	// one named with --ckpt), rebuild only.
+	Rebuilt *rebuiltCheckpoint `json:"rebuilt,omitempty"`
+	// Rebuilds lists what rebuild did with each checkpoint (rebuild only).
+	Rebuilds    []rebuildEntry `json:"rebuilds,omitempty"`
+	Checkpoints []ckptReport   `json:"checkpoints"`
+}
+
+// rebuildEntry is one checkpoint's rebuild.
+type rebuildEntry struct {
+	Manifest string `json:"manifest"`
+	ID       int64  `json:"id"`
+	Level    int    `json:"level"`
+	OK       bool   `json:"ok"`
+	Restart  bool   `json:"restart,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // rebuiltCheckpoint names the checkpoint a restart would use after rebuild.
@@ -426,14 +443,14 @@ type rebuiltCheckpoint struct {
 // verifyRun verifies every committed entry of rs in full; OK is false when
 // any file or metadata file fails or there is nothing to verify.
 //
-// With only set, just the checkpoint with that sequence number (its chain
-// is still read from rs).
+// With only set, just the checkpoints with those sequence numbers (their
+// chains are still read from rs).
 func (a *app) verifyRun(cfg ckpt.Config, rs *runScan, jsonOut bool, only ...uint64) verifyResult {
 	es := rs.entries
 	byseq := manifests(es)
 	var sel []runEntry
 	for _, e := range es {
-		if e.Committed && (len(only) == 0 || (e.Manifest != nil && e.Manifest.Seq == only[0])) {
+		if e.Committed && (len(only) == 0 || (e.Manifest != nil && slices.Contains(only, e.Manifest.Seq))) {
 			sel = append(sel, e)
 		}
 	}
@@ -441,7 +458,7 @@ func (a *app) verifyRun(cfg ckpt.Config, rs *runScan, jsonOut bool, only ...uint
 	defer p.Done()
 	res := verifyResult{OK: len(rs.problems) == 0, Dirs: rs.dirs, Metadata: nonNil(rs.problems), Checkpoints: []ckptReport{}}
 	for _, e := range sel {
-		r := report(cfg, e, byseq, true, func() { p.Add(1) })
+		r := report(cfg, e, byseq, true, func() { p.Add(1) }, "")
 		if r.Status != "verified" {
 			res.OK = false
 		}
@@ -462,8 +479,15 @@ func (a *app) finishVerify(cfg ckpt.Config, res verifyResult, jsonOut bool) erro
 	} else {
 		w := a.stdout
 		printMetadata(w, res.Dirs, res.Metadata)
-		if res.Rebuilt != nil {
-			fmt.Fprintf(w, "rebuilt checkpoint %d (L%d, %s): a restart would use it\n", res.Rebuilt.ID, res.Rebuilt.Level, res.Rebuilt.Manifest)
+		for _, r := range res.Rebuilds {
+			switch {
+			case !r.OK:
+				fmt.Fprintf(w, "NOT REBUILT checkpoint %d (L%d, %s): %s\n", r.ID, r.Level, r.Manifest, r.Error)
+			case r.Restart:
+				fmt.Fprintf(w, "rebuilt checkpoint %d (L%d, %s): a restart would use it\n", r.ID, r.Level, r.Manifest)
+			default:
+				fmt.Fprintf(w, "rebuilt checkpoint %d (L%d, %s)\n", r.ID, r.Level, r.Manifest)
+			}
 		}
 		if len(res.Checkpoints) == 0 {
 			fmt.Fprintf(w, "no committed checkpoint in %s\n", cfg.MetaDir)
@@ -486,35 +510,97 @@ func (a *app) finishVerify(cfg ckpt.Config, res verifyResult, jsonOut bool) erro
 
 func (a *app) rebuildCmd() *cobra.Command {
 	var jsonOut bool
-	return runCommand("rebuild", "rebuild lost L2/L3/L4 files of a run offline, then verify",
-		`Rebuilds the newest recoverable checkpoint of a job that is not running:
-lost or corrupted files are reconstructed from the surviving L2 partner
-copies, L3 Reed-Solomon parity or the L4 container, exactly as a restart
-would (a damaged or missing manifest copy is rewritten from the valid one),
-then the rebuilt checkpoint and the run's metadata are verified. On a
-terminal, standard error shows the rebuild's elapsed time and then a
-progress bar of the verification.
+	var only string
+	c := runCommand("rebuild", "rebuild lost L2/L3/L4 files of a run offline, then verify",
+		`Rebuilds every committed checkpoint of a job that is not running, newest
+first (with --ckpt, only the one named as inspect lists it): lost or
+corrupted files are reconstructed from the surviving L2 partner copies, L3
+Reed-Solomon parity or the L4 container, exactly as a restart would (a
+damaged or missing manifest copy is rewritten from the valid one). Then the
+checkpoints rebuilt and the run's metadata are verified. Each checkpoint
+gets a line: rebuilt (and which one a restart would use), or NOT REBUILT
+with the reason. On a terminal, standard error shows the rebuild's elapsed
+time and then a progress bar of the verification.
 
-Exit codes: 0 the rebuilt checkpoint verifies, 1 nothing could be rebuilt or
-it does not verify, 2 usage error.`,
+Exit codes: 0 every checkpoint is rebuilt and verifies, 1 one stays damaged
+(or nothing could be rebuilt, or it does not verify), 2 usage error.`,
 		`  ftigo rebuild run
+  ftigo rebuild --ckpt ckpt00000002.manifest run
   ftigo rebuild config.fti --json`, &jsonOut,
 		func(cmd *cobra.Command, cfg ckpt.Config, cfgFile string) error {
+			seq, err := ckptArg(only)
+			if err != nil {
+				return err
+			}
 			act := a.startActivity(jsonOut, "rebuild: reconstructing and checking checkpoint files")
-			m, err := ckpt.RebuildOffline(cfg)
+			reps, err := ckpt.RebuildCheckpointsOffline(cfg, seq)
 			if err != nil {
 				act.Stop("failed")
 				return err
 			}
 			act.Stop("done")
+			var failed []ckpt.RebuildReport
+			for _, r := range reps {
+				if r.Err != nil {
+					failed = append(failed, r)
+				}
+			}
+			if len(failed) == len(reps) {
+				// Nothing rebuilt: the reason, as for any failed command.
+				errs := make([]error, len(failed))
+				for i, r := range failed {
+					errs[i] = fmt.Errorf("%s (id %d, L%d): %w", levels.ManifestName(r.Checkpoint.Seq), r.Checkpoint.ID, r.Checkpoint.Level, r.Err)
+				}
+				return errors.Join(errs...)
+			}
 			rs, err := scanRun(cfg, cfgFile)
 			if err != nil {
 				return err
 			}
-			res := a.verifyRun(cfg, rs, jsonOut, m.Seq)
-			res.Rebuilt = &rebuiltCheckpoint{Manifest: levels.ManifestName(m.Seq), ID: m.ID, Level: int(m.Level)}
-			return a.finishVerify(cfg, res, jsonOut)
+			var ok []uint64
+			res := verifyResult{Rebuilds: []rebuildEntry{}}
+			for _, r := range reps {
+				e := rebuildEntry{Manifest: levels.ManifestName(r.Checkpoint.Seq), ID: r.Checkpoint.ID, Level: int(r.Checkpoint.Level), Restart: r.Restart, OK: r.Err == nil}
+				if r.Err != nil {
+					e.Error = r.Err.Error()
+				} else {
+					ok = append(ok, r.Checkpoint.Seq)
+				}
+				if r.Restart || (seq != 0 && r.Err == nil) {
+					res.Rebuilt = &rebuiltCheckpoint{Manifest: e.Manifest, ID: e.ID, Level: e.Level}
+				}
+				res.Rebuilds = append(res.Rebuilds, e)
+			}
+			v := a.verifyRun(cfg, rs, jsonOut, ok...)
+			v.Rebuilt, v.Rebuilds = res.Rebuilt, res.Rebuilds
+			v.OK = v.OK && len(failed) == 0
+			return a.finishVerify(cfg, v, jsonOut)
 		})
+	c.Flags().StringVar(&only, "ckpt", "", "rebuild only this checkpoint: its manifest name as inspect lists it (ckpt00000002.manifest) or its sequence number")
+	return c
+}
+
+// ckptArg reads --ckpt: a manifest name or a sequence number (0: every
+// checkpoint).
+func ckptArg(s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	num := strings.TrimSuffix(strings.TrimPrefix(s, "ckpt"), ".manifest")
+	n, err := strconv.ParseUint(num, 10, 64)
+	if err != nil || n == 0 || (num != s && levels.ManifestName(n) != s) {
+		return 0, usagef("--ckpt %q: want a manifest name as inspect lists it (%s) or a sequence number", s, levels.ManifestName(1))
+	}
+	return n, nil
+}
+
+// shellWord returns s as one word of a POSIX shell command line.
+func shellWord(s string) string {
+	safe := s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:=@%") == ""
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // writeJSON prints v as indented JSON.

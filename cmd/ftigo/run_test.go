@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -114,7 +115,7 @@ func TestInspectVerifyRebuildOnARunDirectory(t *testing.T) {
 	code, out, _ = ftigo("inspect", dir)
 	assert.Equal(t, 1, code, "inspect shows an error")
 	assert.Contains(t, out, "6/8")
-	assert.Contains(t, out, "damaged: 2 of 8 files bad; try ftigo rebuild")
+	assert.Contains(t, out, "damaged: 2 of 8 files bad; repair: ftigo rebuild --ckpt ckpt00000002.manifest "+dir+"\n")
 	code, out, errs = ftigo("rebuild", dir)
 	require.Equal(t, 0, code, out+errs)
 	code, out, _ = ftigo("verify", "--json", dir)
@@ -261,4 +262,93 @@ func TestRunCommandsUsage(t *testing.T) {
 	code, _, errs := ftigo("inspect", t.TempDir())
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errs, "is not a run directory")
+}
+
+// TestRebuildTwoDamagedCheckpoints: an L3 checkpoint and a newer L2 one
+// (which does not supersede it) both lose node 2's files. inspect names
+// the command that repairs each; run as printed, it repairs that one
+// only; ftigo rebuild without --ckpt repairs both, and verify then passes
+// on both, not only on the newest.
+func TestRebuildTwoDamagedCheckpoints(t *testing.T) {
+	dir := makeRunAt(t, 3, 2)
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "local", "node0002")))
+	code, out, _ := ftigo("inspect", dir)
+	require.Equal(t, 1, code, out)
+	hint := func(name string) []string {
+		want := "repair: ftigo rebuild --ckpt " + name + " " + dir + "\n"
+		require.Contains(t, out, want)
+		return strings.Fields(strings.TrimPrefix(strings.TrimSuffix(want, "\n"), "repair: ftigo "))
+	}
+	l3 := hint("ckpt00000001.manifest")
+	hint("ckpt00000002.manifest")
+
+	// The command inspect printed for the L3 checkpoint repairs it alone.
+	code, out, errs := ftigo(l3...)
+	require.Equal(t, 0, code, out+errs)
+	assert.Contains(t, out, "rebuilt checkpoint 1 (L3, ckpt00000001.manifest)\n")
+	assert.Contains(t, out, "ckpt00000001.manifest id 1 L3: 8/8 files verified")
+	assert.NotContains(t, out, "ckpt00000002.manifest id 2")
+	code, out, _ = ftigo("inspect", dir)
+	assert.Equal(t, 1, code, "the L2 checkpoint is still damaged:\n"+out)
+	assert.Regexp(t, `ckpt00000001\.manifest\s+1\s+L3.*8/8\s+complete`, out)
+	assert.Regexp(t, `ckpt00000002\.manifest\s+2\s+L2.*6/8\s+damaged`, out)
+
+	// Both damaged again; one rebuild repairs both.
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "local", "node0002")))
+	code, out, errs = ftigo("rebuild", dir)
+	require.Equal(t, 0, code, out+errs)
+	assert.Contains(t, out, "rebuilt checkpoint 2 (L2, ckpt00000002.manifest): a restart would use it\n")
+	assert.Contains(t, out, "rebuilt checkpoint 1 (L3, ckpt00000001.manifest)\n")
+	assert.Contains(t, out, "ckpt00000001.manifest id 1 L3: 8/8 files verified")
+	assert.Contains(t, out, "ckpt00000002.manifest id 2 L2: 8/8 files verified")
+	code, out, _ = ftigo("verify", dir)
+	require.Equal(t, 0, code, out)
+	code, _, _ = ftigo("inspect", dir)
+	require.Equal(t, 0, code)
+
+	// A bad --ckpt is a usage error; an unknown one names the manifest.
+	code, _, errs = ftigo("rebuild", "--ckpt", "ckpt2", dir)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, `--ckpt "ckpt2": want a manifest name as inspect lists it`)
+	code, _, errs = ftigo("rebuild", "--ckpt", "7", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "ckpt00000007.manifest is not a committed checkpoint")
+}
+
+// TestRebuildExitsNonZeroWhenOneStaysDamaged: an L3 checkpoint and a
+// newer L1 one lose node 2's files. The L1 one has no redundancy: rebuild
+// repairs the L3 one (the one a restart uses), says the L1 one is not
+// rebuilt and why, and exits 1; the --json result lists both.
+func TestRebuildExitsNonZeroWhenOneStaysDamaged(t *testing.T) {
+	dir := makeRunAt(t, 3, 1)
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "local", "node0002")))
+	code, out, _ := ftigo("inspect", dir)
+	require.Equal(t, 1, code, out)
+	assert.Regexp(t, `ckpt00000002\.manifest\s+2\s+L1.*damaged: L1 has no redundancy`, out)
+	code, out, errs := ftigo("rebuild", dir)
+	assert.Equal(t, 1, code, out+errs)
+	assert.Contains(t, out, "NOT REBUILT checkpoint 2 (L1, ckpt00000002.manifest): ")
+	assert.Contains(t, out, "checkpoint file missing")
+	assert.Contains(t, out, "rebuilt checkpoint 1 (L3, ckpt00000001.manifest): a restart would use it\n")
+	assert.Contains(t, out, "ckpt00000001.manifest id 1 L3: 8/8 files verified")
+
+	code, out, _ = ftigo("rebuild", "--json", dir)
+	assert.Equal(t, 1, code)
+	var res struct {
+		OK       bool `json:"ok"`
+		Rebuilds []struct {
+			Manifest string `json:"manifest"`
+			OK       bool   `json:"ok"`
+			Restart  bool   `json:"restart"`
+			Error    string `json:"error"`
+		} `json:"rebuilds"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	assert.False(t, res.OK)
+	require.Len(t, res.Rebuilds, 2)
+	assert.Equal(t, "ckpt00000002.manifest", res.Rebuilds[0].Manifest)
+	assert.False(t, res.Rebuilds[0].OK)
+	assert.NotEmpty(t, res.Rebuilds[0].Error)
+	assert.True(t, res.Rebuilds[1].OK)
+	assert.True(t, res.Rebuilds[1].Restart)
 }

@@ -1,8 +1,8 @@
 //go:build mpi
 
 // Package mpi is ftigo's thin cgo binding of MPI: a [Comm] that implements
-// comm.Comm, comm.Aborter and the typed capabilities comm.Reducer,
-// comm.Gatherer and comm.NonBlocker on an MPI communicator, for jobs that
+// comm.Comm, comm.Aborter, comm.Counter and the typed capabilities
+// comm.Reducer, comm.Gatherer and comm.NonBlocker on an MPI communicator, for jobs that
 // outgrow one machine. Every file carries the build tag mpi, so a build
 // without the tag needs neither cgo nor an MPI installation.
 //
@@ -62,14 +62,21 @@
 //   - Typed operations (comm.Reducer, comm.Gatherer, comm.NonBlocker):
 //     Allreduce is MPI_Allreduce on MPI_INT64_T or MPI_DOUBLE whose first
 //     call also carries a length check, so lengths that differ between
-//     ranks fail on every rank instead of being undefined; Gatherv,
-//     Allgatherv and Scatterv exchange the lengths with one MPI_Allgather,
-//     then call MPI_Gatherv, MPI_Allgatherv or MPI_Scatterv, and return
+//     ranks fail on every rank instead of being undefined. Gatherv and
+//     Scatterv agree on the root with one fixed-size MPI_Allreduce, gather
+//     the lengths to root with MPI_Gather (8 bytes a rank), and root
+//     broadcasts its verdict (24 bytes): a rank other than root receives a
+//     fixed number of bytes whatever the number of ranks. Allgatherv
+//     exchanges the lengths with one MPI_Allgather. They then call
+//     MPI_Gatherv, MPI_Allgatherv or MPI_Scatterv, or return
 //     errors.ErrUnsupported (comm's bounded fallback takes over) when the
 //     total exceeds [MaxCount]; a non-blocking message above [MaxCount]
 //     travels as one message of a derived datatype (blocks of MaxCount
 //     bytes and the rest), matched by a receive of plain bytes or of the
 //     same kind, its length read with MPI_Get_elements_x.
+//   - Counts ([Comm.Counts], comm.Counter) are kept per process, over the
+//     world and every communicator split from it, counted at the binding:
+//     every MPI call with its payload, as comm.Counts says.
 //   - Set GOMAXPROCS to the cores per rank (-x GOMAXPROCS=1 when
 //     oversubscribed); avoid os/exec in ranks after Init.
 //

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -67,28 +70,63 @@ func TestDemoKeepsLastCheckpointForCLI(t *testing.T) {
 // TestPrepareRunDir: a fresh or empty directory is marked as the
 // demonstration's; a marked one is emptied for the next demonstration; a
 // foreign non-empty one is refused with its name, its files untouched.
+// While a demonstration holds the directory, a second one is refused,
+// naming the holder, and nothing in it changes (its lock included).
 func TestPrepareRunDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
-	cleared, err := prepareRunDir(dir)
+	cleared, unlock, err := prepareRunDir(dir)
 	require.NoError(t, err)
 	assert.False(t, cleared)
 	require.FileExists(t, filepath.Join(dir, demoMarker))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "meta", "x"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "final.f64"), []byte{1}, 0o644))
-	cleared, err = prepareRunDir(dir)
+
+	// A second demonstration while the first runs.
+	_, _, err = prepareRunDir(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "run directory "+dir+" is in use by another demonstration (pid "+strconv.Itoa(os.Getpid())+" on ")
+	require.FileExists(t, filepath.Join(dir, "final.f64"), "the refused demonstration deleted nothing")
+	require.FileExists(t, filepath.Join(dir, demoLock))
+	unlock()
+
+	cleared, unlock, err = prepareRunDir(dir)
 	require.NoError(t, err)
+	defer unlock()
 	assert.True(t, cleared)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	require.Len(t, entries, 1)
-	assert.Equal(t, demoMarker, entries[0].Name())
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.ElementsMatch(t, []string{demoMarker, demoLock, demoHolder}, names)
 
 	foreign := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(foreign, "thesis.tex"), []byte("x"), 0o644))
-	_, err = prepareRunDir(foreign)
+	_, _, err = prepareRunDir(foreign)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), foreign)
 	assert.FileExists(t, filepath.Join(foreign, "thesis.tex"))
+	assert.NoFileExists(t, filepath.Join(foreign, demoLock), "nothing created in a foreign directory")
+}
+
+// TestDemoRefusesABusyDir: a demonstration started in the directory
+// another one holds fails at once, naming it, and the first one's files
+// stay.
+func TestDemoRefusesABusyDir(t *testing.T) {
+	o := smallOptions(t)
+	_, unlock, err := prepareRunDir(o.dir)
+	require.NoError(t, err)
+	defer unlock()
+	require.NoError(t, os.WriteFile(filepath.Join(o.dir, "job.log"), []byte("running"), 0o644))
+	var out bytes.Buffer
+	err = demo(o, &out)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "is in use by another demonstration (pid ")
+	assert.Empty(t, out.String(), "nothing was started")
+	b, err := os.ReadFile(filepath.Join(o.dir, "job.log"))
+	require.NoError(t, err)
+	assert.Equal(t, "running", string(b))
 }
 
 func TestShellQuote(t *testing.T) {
@@ -107,4 +145,53 @@ func goTool(t *testing.T) string {
 	p, err := exec.LookPath("go")
 	require.NoError(t, err, "the go command (go test puts it on PATH)")
 	return p
+}
+
+// TestDemoWithFTIConfig runs the demonstration with FTI's example
+// config.fti (its keys and values: node_size 2, group_size 4, Ckpt_dir =
+// ./Local, keep_last_ckpt = 0), from a working directory of its own. The
+// run has 8 ranks on 4 nodes, as the file says; the node directory it
+// deletes after the kill is the file's ./Local/node0002, which it names;
+// the restart rebuilds that node's files from L3; and, keep_last_ckpt
+// being 0, Finalize deletes the checkpoints and the report says so. With
+// -keep-last the last one is kept, and the report says why.
+func TestDemoWithFTIConfig(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "ckpt", "testdata", "config", "fti16_examples_config.fti"))
+	require.NoError(t, err)
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keep-last=%v", keep), func(t *testing.T) {
+			work := t.TempDir()
+			t.Chdir(work)
+			cfgPath := filepath.Join(work, "config.fti")
+			require.NoError(t, os.WriteFile(cfgPath, raw, 0o644))
+			args := []string{"-config", cfgPath, "-io-latency", "30ms"}
+			if keep {
+				args = append(args, "-keep-last")
+			}
+			o := smallOptions(t, args...)
+			require.Equal(t, 8, o.ranks, "node_size 2 × group_size 4")
+			require.Equal(t, 4, o.nodes)
+			var out bytes.Buffer
+			require.NoError(t, demo(o, &out), out.String())
+			report := out.String()
+			local := filepath.Join(work, "Local")
+			assert.Contains(t, report, "8 ranks on 4 simulated nodes (node_size 2 and group_size 4 from "+cfgPath+": 1 group of 4 nodes)")
+			assert.Contains(t, report, "node-local storage: "+local+" (ckpt_dir of "+cfgPath+")")
+			assert.Regexp(t, `lost node: deleted node0002's local storage \([1-9]\d* files\) `+regexp.QuoteMeta(filepath.Join(local, "node0002"))+`\n`, report)
+			assert.Contains(t, report, "restarted (restart) from checkpoint 3 (L3)")
+			assert.Contains(t, report, "rebuilt 4 files onto node0002's empty storage from the L3 redundancy")
+			assert.NotContains(t, report, filepath.Join(o.dir, "local"), "the run never uses -dir/local")
+			assert.Contains(t, report, "\nOK\n")
+			manifests, err := filepath.Glob(filepath.Join(work, "Meta", "*.manifest"))
+			require.NoError(t, err)
+			if keep {
+				assert.Contains(t, report, "is kept at L4 (keep_last_ckpt = 1, set by -keep-last); the command line shows and re-hashes it:\n  go run ./cmd/ftigo inspect "+cfgPath+"\n")
+				assert.Len(t, manifests, 1, "the kept checkpoint")
+			} else {
+				assert.Contains(t, report, "\nkeep_last_ckpt = 0 (in "+cfgPath+"): Finalize deleted the checkpoints, as FTI does")
+				assert.NotContains(t, report, "is kept at L4")
+				assert.Empty(t, manifests, "Finalize deleted every checkpoint")
+			}
+		})
+	}
 }

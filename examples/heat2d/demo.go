@@ -210,10 +210,11 @@ func runLaunch(o *options, plan killPlan, out io.Writer) *launch {
 // demo is the default run: reference, launch, kill, lose a node,
 // relaunch, compare, report.
 func demo(o *options, out io.Writer) error {
-	cleared, err := prepareRunDir(o.dir)
+	cleared, unlock, err := prepareRunDir(o.dir)
 	if err != nil {
 		return err
 	}
+	defer unlock()
 	plan, err := planKill(o)
 	if err != nil {
 		return err
@@ -222,8 +223,16 @@ func demo(o *options, out io.Writer) error {
 		// A slow parallel file system, so the kill lands while the L4 container is being written.
 		o.globalLatency = 2 * time.Millisecond
 	}
-	fmt.Fprintf(out, "heat2d: %d×%d grid, %d iterations, %d ranks on %d simulated nodes (one group), levels %v\n",
-		o.nx, o.ny, o.iters, o.ranks, o.nodes, o.levels)
+	shape := "one group"
+	if o.config != "" {
+		shape = fmt.Sprintf("node_size %d and group_size %d from %s: %s of %s", o.cfgNodeSize, o.cfgGroupSize, o.config,
+			plural(o.nodes/max(o.cfgGroupSize, 1), "group"), plural(o.cfgGroupSize, "node"))
+	}
+	fmt.Fprintf(out, "heat2d: %d×%d grid, %d iterations, %d ranks on %d simulated nodes (%s), levels %v\n",
+		o.nx, o.ny, o.iters, o.ranks, o.nodes, shape, o.levels)
+	if o.config != "" {
+		fmt.Fprintf(out, "node-local storage: %s (ckpt_dir of %s)\n", o.localArea(), o.config)
+	}
 	if o.heads {
 		fmt.Fprintf(out, "heads: each node's first rank is a head that post-processes the node's L2-L4 checkpoints (head = 1, inline_lN = 0); the solver runs on the other %d ranks\n",
 			o.appRanks(o.ranks, o.nodes))
@@ -311,41 +320,75 @@ func demo(o *options, out io.Writer) error {
 	fmt.Fprintln(out, "OK")
 	if o.keepLast {
 		printCLI(out, o, final)
+	} else {
+		fmt.Fprintf(out, "\nkeep_last_ckpt = 0 (%s): Finalize deleted the checkpoints, as FTI does; -keep-last keeps the last one for ftigo inspect and verify\n",
+			o.keepLastSource())
 	}
 	return nil
 }
 
 // demoMarker marks a run directory as the demonstration's own: a later
 // demonstration in it removes what the previous one left, whose kept
-// checkpoint would otherwise make launch 1 a restart.
-const demoMarker = ".heat2d-demo"
+// checkpoint would otherwise make launch 1 a restart. demoLock is locked
+// by the demonstration running in the directory, and demoHolder says
+// who that is.
+const (
+	demoMarker = ".heat2d-demo"
+	demoLock   = ".heat2d-demo.lock"
+	demoHolder = ".heat2d-demo.holder"
+)
 
 // prepareRunDir creates dir, or empties it when a previous demonstration
-// made it (cleared is then true). A non-empty directory without the
-// marker is refused: its files are not the demonstration's to delete.
-func prepareRunDir(dir string) (cleared bool, err error) {
+// made it (cleared is then true), and locks it until unlock is called. A
+// non-empty directory without the marker is refused: its files are not
+// the demonstration's to delete. A directory another demonstration holds
+// is refused, naming it, before anything in it changes.
+func prepareRunDir(dir string) (cleared bool, unlock func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	marker := filepath.Join(dir, demoMarker)
-	if len(entries) == 0 {
-		return false, os.WriteFile(marker, []byte("made by go run ./examples/heat2d; the next demonstration in this directory empties it\n"), 0o644)
+	if _, err := os.Stat(marker); err != nil && len(entries) > 0 {
+		return false, nil, fmt.Errorf("run directory %s is not empty and was not made by the demonstration (no %s): choose another -dir or empty it", dir, demoMarker)
 	}
-	if _, err := os.Stat(marker); err != nil {
-		return false, fmt.Errorf("run directory %s is not empty and was not made by the demonstration (no %s): choose another -dir or empty it", dir, demoMarker)
+	lock, err := vfd.Lock(vfd.Sec2{}, filepath.Join(dir, demoLock))
+	if errors.Is(err, vfd.ErrLocked) {
+		who, _ := os.ReadFile(filepath.Join(dir, demoHolder))
+		return false, nil, fmt.Errorf("run directory %s is in use by another demonstration (%s): wait for it to end or choose another -dir",
+			dir, strings.TrimSpace(string(who)))
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	unlock = func() { _ = lock.Close() }
+	host, _ := os.Hostname()
+	who := fmt.Sprintf("pid %d on %s, started %s", os.Getpid(), host, time.Now().Format(time.RFC3339))
+	if err := vfd.WriteFileAtomic(vfd.Sec2{}, filepath.Join(dir, demoHolder), []byte(who+"\n")); err != nil {
+		unlock()
+		return false, nil, err
+	}
+	if len(entries) == 0 {
+		if err := os.WriteFile(marker, []byte("made by go run ./examples/heat2d; the next demonstration in this directory empties it\n"), 0o644); err != nil {
+			unlock()
+			return false, nil, err
+		}
+		return false, unlock, nil
 	}
 	for _, e := range entries {
-		if e.Name() != demoMarker {
-			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-				return false, err
-			}
+		switch e.Name() {
+		case demoMarker, demoLock, demoHolder:
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			unlock()
+			return false, nil, err
 		}
 	}
-	return true, nil
+	return true, unlock, nil
 }
 
 // printCLI ends the report with the command lines that show the
@@ -360,7 +403,11 @@ func printCLI(out io.Writer, o *options, final *launch) {
 		e := final.checkpoints[n-1]
 		what = fmt.Sprintf("the last checkpoint (%s, taken at L%s)", e.kv["id"], e.kv["level"])
 	}
-	fmt.Fprintf(out, "\n%s is kept at L4 (keep_last_ckpt = 1); the command line shows and re-hashes it:\n", what)
+	src := ""
+	if o.keepLastSet || o.config != "" {
+		src = ", " + o.keepLastSource()
+	}
+	fmt.Fprintf(out, "\n%s is kept at L4 (keep_last_ckpt = 1%s); the command line shows and re-hashes it:\n", what, src)
 	fmt.Fprintf(out, "  go run ./cmd/ftigo inspect %s\n", shellQuote(run))
 	fmt.Fprintf(out, "  go run ./cmd/ftigo verify %s\n", shellQuote(run))
 }
@@ -383,12 +430,16 @@ func relaunchAfterKill(o, relaunch *options, reshaped bool, l1 *launch, out io.W
 	fmt.Fprintf(out, "  killed with SIGKILL %s\n", l1.killedAt)
 	lostFiles := 0
 	if o.loseNode >= 0 {
-		nodeDir := filepath.Join(o.dir, "local", fmt.Sprintf("node%04d", o.loseNode))
+		nodeDir := filepath.Join(o.localArea(), fmt.Sprintf("node%04d", o.loseNode))
 		lostFiles = countFiles(nodeDir)
 		if err := os.RemoveAll(nodeDir); err != nil {
 			return nil, false, err
 		}
-		fmt.Fprintf(out, "lost node: deleted node%04d's local storage (%d files) %s\n", o.loseNode, lostFiles, nodeDir)
+		if lostFiles == 0 {
+			fmt.Fprintf(out, "lost node: node%04d had no local files to delete in %s\n", o.loseNode, nodeDir)
+		} else {
+			fmt.Fprintf(out, "lost node: deleted node%04d's local storage (%d files) %s\n", o.loseNode, lostFiles, nodeDir)
+		}
 	}
 	if reshaped {
 		fmt.Fprintf(out, "\nlaunch 2 (restart on %d ranks, %s; launch 1 had %d ranks, %s):\n", relaunch.ranks, plural(relaunch.nodes, "node"), o.ranks, plural(o.nodes, "node"))
@@ -421,7 +472,12 @@ func relaunchAfterKill(o, relaunch *options, reshaped bool, l1 *launch, out io.W
 		}
 		if o.loseNode >= 0 && (s.kv["oldranks"] == s.kv["ranks"] || s.kv["level"] == "3") {
 			counts := strings.Split(s.kv["nodefiles"], ",")
-			if o.loseNode < len(counts) {
+			switch {
+			case o.loseNode >= len(counts):
+			case lostFiles == 0:
+			case counts[o.loseNode] == "0":
+				fmt.Fprintf(out, "  node%04d's storage stays empty: the restart from L%s read nothing from it\n", o.loseNode, s.kv["level"])
+			default:
 				fmt.Fprintf(out, "  rebuilt %s files onto node%04d's empty storage from the L%s redundancy before the solver resumed\n", counts[o.loseNode], o.loseNode, s.kv["level"])
 			}
 		}

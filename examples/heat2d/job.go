@@ -105,7 +105,10 @@ func jobConfig(o *options) (ckpt.Config, error) {
 	if o.async || o.heads {
 		cfg.Async = [5]bool{2: true, 3: true, 4: true}
 	}
-	if o.keepLast {
+	switch {
+	case o.keepLastSet:
+		cfg.KeepLastCkpt = o.keepLast
+	case o.config == "":
 		// Finalize keeps the last checkpoint, at L4, instead of deleting
 		// every one: ftigo inspect and verify have something to show.
 		cfg.KeepLastCkpt = true
@@ -206,10 +209,10 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 	if c.Rank() == 0 {
 		// Files per node right after recovery: a lost node's count shows
 		// what Init rebuilt onto it.
-		local, _, _ := areas(o.dir)
+		// The node directories of the configuration's ckpt_dir.
 		counts := make([]string, o.nodes)
 		for n := range counts {
-			counts[n] = strconv.Itoa(countFiles(filepath.Join(local, fmt.Sprintf("node%04d", n))))
+			counts[n] = strconv.Itoa(countFiles(filepath.Join(cfg.CkptDir, fmt.Sprintf("node%04d", n))))
 		}
 		ev.emit("start status=%s id=%d level=%d iter=%d oldranks=%d ranks=%d nodefiles=%s", res.Status, res.RestartID, res.RestartLvl, iter,
 			res.OldRanks, c.Size(), strings.Join(counts, ","))

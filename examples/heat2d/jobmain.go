@@ -42,7 +42,7 @@ func runJobMain(o *options, out, stderr io.Writer) error {
 		_ = logger.Sync()
 	}
 	err = runWorld(o.ranks, func(c comm.Comm) error {
-		res, err := runJob(c, o, ev, logger.With(zap.Int("rank", c.Rank())))
+		res, err := runJob(c, o, ev, logger) // the runtime adds the rank fields
 		if err != nil {
 			return err
 		}

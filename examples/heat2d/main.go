@@ -12,11 +12,18 @@
 // simulated node's local storage; relaunches the job, which restarts from
 // the newest recoverable checkpoint; and compares the final field with an
 // uninterrupted run. It exits 0 only if everything held. The job keeps
-// its last checkpoint at L4 when it finishes (keep_last_ckpt = 1;
-// -keep-last=false leaves that to the configuration), and the report ends
-// with the ftigo inspect and verify command lines that show it. The run
+// its last checkpoint at L4 when it finishes (keep_last_ckpt = 1, unless
+// -config says otherwise or -keep-last=false), and the report ends with
+// the ftigo inspect and verify command lines that show it. The run
 // directory is marked as the demonstration's: a later demonstration in it
-// empties it first; another non-empty directory is refused.
+// empties it first; another non-empty directory is refused, and so is one
+// another demonstration is running in (it holds a lock there, and the
+// refusal names it).
+//
+// With -config (an FTI config.fti) the run takes its shape from the file:
+// node_size ranks per node and, by default, group_size nodes; the lost
+// node's directory is under the file's ckpt_dir (relative paths are
+// relative to the working directory, as for FTI).
 //
 // -async post-processes the L2-L4 checkpoints in the background
 // (inline_l2/l3/l4 = 0): each commits at L1 when Checkpoint returns, then
@@ -48,6 +55,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ftigo/ftigo/ckpt"
+	"github.com/ftigo/ftigo/vfd"
 )
 
 // options are the command-line settings of a run.
@@ -71,10 +81,18 @@ type options struct {
 	async                        bool
 	heads                        bool
 	keepLast                     bool
-	globalLatency                time.Duration
-	ioLatency                    time.Duration
-	role                         string
-	seed                         uint64
+	// keepLastSet says -keep-last was given; otherwise keepLast is the
+	// configuration's keep_last_ckpt (1 for the demonstration's own).
+	keepLastSet bool
+	// From -config: its node_size, group_size, head and ckpt_dir (made
+	// absolute: the jobs run in this directory too).
+	cfgNodeSize, cfgGroupSize int
+	cfgHead                   bool
+	cfgLocal                  string
+	globalLatency             time.Duration
+	ioLatency                 time.Duration
+	role                      string
+	seed                      uint64
 }
 
 const usageText = `heat2d: a 2-D heat solver that checkpoints with ftigo, is killed, restarts
@@ -116,7 +134,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.noKill, "no-kill", false, "run the job once without killing it")
 	fs.BoolVar(&o.async, "async", false, "post-process L2-L4 checkpoints in the background (inline_l2/l3/l4 = 0): each commits at L1, then at its level")
 	fs.BoolVar(&o.heads, "heads", false, "one head per simulated node (head = 1, inline_l2/l3/l4 = 0): node-local rank 0 post-processes the node's L2-L4 checkpoints; -ranks counts the heads too (default: 2 per node, a head and an application rank) and the solver runs on the others")
-	fs.BoolVar(&o.keepLast, "keep-last", true, "keep the last checkpoint at L4 when the job finishes (keep_last_ckpt = 1), for ftigo inspect/verify; false: as the configuration says (FTI's default deletes them all)")
+	fs.BoolVar(&o.keepLast, "keep-last", true, "keep the last checkpoint at L4 when the job finishes (keep_last_ckpt = 1), for ftigo inspect/verify; false: delete them all (FTI's default); not given: what -config says, else true")
 	fs.DurationVar(&o.globalLatency, "global-latency", 0, "added latency per write to global storage (a slow parallel file system); the demonstration sets it so the L4 kill lands mid-write")
 	fs.DurationVar(&o.ioLatency, "io-latency", 0, "added latency per write and sync on every storage area (slow disks; widens the window a kill lands in)")
 	fs.StringVar(&o.role, "role", "", "internal: job runs one launch of the solver")
@@ -127,9 +145,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	ranksSet := false
-	fs.Visit(func(f *flag.Flag) { ranksSet = ranksSet || f.Name == "ranks" })
-	if o.heads && !ranksSet {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.keepLastSet = set["keep-last"]
+	if o.config != "" {
+		if err := o.applyConfig(set); err != nil {
+			return nil, err
+		}
+	} else if o.heads && !set["ranks"] {
 		o.ranks = 2 * o.nodes // a head and an application rank per node
 	}
 	switch {
@@ -141,7 +164,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-alpha %v is outside (0, 0.25]: the explicit scheme would be unstable", o.alpha)
 	case o.iters < 0 || o.ckptEvery < 0 || o.frameEvery < 0:
 		return nil, fmt.Errorf("-iters, -ckpt-every and -frame-every must not be negative")
-	case o.heads && o.ranks/o.nodes < 2:
+	case (o.heads || o.cfgHead) && o.ranks/o.nodes < 2:
 		return nil, fmt.Errorf("-heads: -ranks (%d) on -nodes (%d) leaves no application rank beside each node's head; give at least 2 ranks per node", o.ranks, o.nodes)
 	case o.appRanks(o.ranks, o.nodes) > o.ny:
 		return nil, fmt.Errorf("-ranks (%d) exceeds the grid rows (%d)", o.appRanks(o.ranks, o.nodes), o.ny)
@@ -163,7 +186,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	switch {
 	case o.relaunchRanks%o.relaunchNodes != 0:
 		return nil, fmt.Errorf("-relaunch-ranks (%d) must be a multiple of -relaunch-nodes (%d)", o.relaunchRanks, o.relaunchNodes)
-	case o.heads && o.relaunchRanks/o.relaunchNodes < 2:
+	case o.config != "" && o.relaunchRanks != o.relaunchNodes*o.cfgNodeSize:
+		return nil, fmt.Errorf("-relaunch-ranks (%d) on -relaunch-nodes (%d) does not give node_size %d ranks per node, as -config %s says", o.relaunchRanks, o.relaunchNodes, o.cfgNodeSize, o.config)
+	case (o.heads || o.cfgHead) && o.relaunchRanks/o.relaunchNodes < 2:
 		return nil, fmt.Errorf("-heads: -relaunch-ranks (%d) on -relaunch-nodes (%d) leaves no application rank beside each node's head", o.relaunchRanks, o.relaunchNodes)
 	case o.appRanks(o.relaunchRanks, o.relaunchNodes) > o.ny:
 		return nil, fmt.Errorf("-relaunch-ranks (%d) exceeds the grid rows (%d)", o.appRanks(o.relaunchRanks, o.relaunchNodes), o.ny)
@@ -189,10 +214,67 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 // ranks processes on nodes nodes: all of them, or with -heads all but one
 // per node.
 func (o *options) appRanks(ranks, nodes int) int {
-	if o.heads {
+	if o.heads || o.cfgHead {
 		return ranks - nodes
 	}
 	return ranks
+}
+
+// applyConfig takes the shape of the run from -config: node_size ranks
+// per node (a head included), and by default group_size nodes (one
+// group). -ranks and -nodes may pick another multiple, not another
+// node_size. Without -keep-last, keep_last_ckpt is the configuration's.
+func (o *options) applyConfig(set map[string]bool) error {
+	cfg, err := ckpt.LoadConfig(vfd.Sec2{}, o.config)
+	if err != nil {
+		return fmt.Errorf("-config: %w", err)
+	}
+	ns := cfg.NodeSize
+	o.cfgNodeSize, o.cfgGroupSize, o.cfgHead = ns, cfg.GroupSize, cfg.Head
+	switch {
+	case !set["ranks"] && !set["nodes"]:
+		o.nodes = max(cfg.GroupSize, 1)
+		o.ranks = ns * o.nodes
+	case set["ranks"] && !set["nodes"]:
+		if o.ranks%ns != 0 {
+			return fmt.Errorf("-ranks %d is not a multiple of node_size %d (-config %s)", o.ranks, ns, o.config)
+		}
+		o.nodes = o.ranks / ns
+	case !set["ranks"]:
+		o.ranks = ns * o.nodes
+	case o.ranks != ns*o.nodes:
+		return fmt.Errorf("-ranks %d on -nodes %d is not node_size %d ranks per node (-config %s)", o.ranks, o.nodes, ns, o.config)
+	}
+	if cfg.CkptDir != "" {
+		if o.cfgLocal, err = filepath.Abs(cfg.CkptDir); err != nil {
+			return fmt.Errorf("-config %s: ckpt_dir %s: %w", o.config, cfg.CkptDir, err)
+		}
+	}
+	if !o.keepLastSet {
+		o.keepLast = cfg.KeepLastCkpt
+	}
+	return nil
+}
+
+// localArea is the node-local directory of the run: the configuration's
+// ckpt_dir, or -dir/local.
+func (o *options) localArea() string {
+	if o.cfgLocal != "" {
+		return o.cfgLocal
+	}
+	local, _, _ := areas(o.dir)
+	return local
+}
+
+// keepLastSource says where the run's keep_last_ckpt comes from.
+func (o *options) keepLastSource() string {
+	switch {
+	case o.keepLastSet:
+		return "set by -keep-last"
+	case o.config != "":
+		return "in " + o.config
+	}
+	return "the demonstration's default"
 }
 
 // parseLevels reads the -levels list; "auto" is L1 plus every level

@@ -145,7 +145,7 @@ func (c *Code) ReconstructSome(shards [][]byte, lost, want []bool) error {
 		err = c.enc.ReconstructSome(work, required)
 	}
 	if err != nil {
-		return fmt.Errorf("encode: reconstruct: %w", err)
+		return fmt.Errorf("reconstruct: %w", err)
 	}
 	for _, i := range out {
 		if &work[i][0] != &shards[i][0] {

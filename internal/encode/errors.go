@@ -5,21 +5,22 @@ import (
 	"fmt"
 )
 
-// Errors returned by the encode package.
+// Errors returned by the encode package. Their texts carry no package
+// prefix: they reach users inside ckpt's errors.
 var (
 	// ErrTooManyErasures is returned when more shards are lost than the
 	// code tolerates; the *ErasureError wrapping it names the lost shards.
 	// No data is ever returned in that case.
-	ErrTooManyErasures = errors.New("encode: too many erasures")
+	ErrTooManyErasures = errors.New("too many erasures")
 	// ErrBadShape is returned for shard counts out of range, shards of
 	// unequal length and similar misuse.
-	ErrBadShape = errors.New("encode: bad shard shape")
+	ErrBadShape = errors.New("bad shard shape")
 	// ErrBadHeader is wrapped by a *CorruptionError for a parity file
 	// header that cannot be decoded.
-	ErrBadHeader = errors.New("encode: bad parity header")
+	ErrBadHeader = errors.New("bad parity header")
 	// ErrHashMismatch is wrapped by a *CorruptionError when a shard or a
 	// parity payload does not match its recorded BLAKE3 hash.
-	ErrHashMismatch = errors.New("encode: hash mismatch")
+	ErrHashMismatch = errors.New("hash mismatch")
 )
 
 // ErasureError reports an unrecoverable erasure pattern. It unwraps to
@@ -32,7 +33,7 @@ type ErasureError struct {
 
 // Error names the lost shards.
 func (e *ErasureError) Error() string {
-	return fmt.Sprintf("encode: too many erasures: %d of %d shards lost (data+parity, %d data), at most %d tolerated; lost shards %v",
+	return fmt.Sprintf("too many erasures: %d of %d shards lost (data+parity, %d data), at most %d tolerated; lost shards %v",
 		len(e.Lost), e.K+e.M, e.K, e.M, e.Lost)
 }
 
@@ -47,9 +48,9 @@ type CorruptionError struct {
 	Err    error
 }
 
-// Error returns "encode: corrupt PATH at offset O: CAUSE".
+// Error returns "corrupt PATH at offset O: CAUSE".
 func (e *CorruptionError) Error() string {
-	return fmt.Sprintf("encode: corrupt %s at offset %d: %v", e.Path, e.Offset, e.Err)
+	return fmt.Sprintf("corrupt %s at offset %d: %v", e.Path, e.Offset, e.Err)
 }
 
 // Unwrap returns the cause.

@@ -221,7 +221,7 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 		return func() error {
 			err := runAll(append([]func() error{func() error { return errors.Join(f.Sync(), f.Close()) }}, dirs...))
 			if err != nil {
-				return fmt.Errorf("sync %s: %w", full, err)
+				return vfd.WrapPath(err, "sync", full)
 			}
 			return nil
 		}, nil
@@ -247,7 +247,7 @@ func (e *Engine) writeData(p *Pending, area Where, write WriteFunc, st *Stats, r
 		err = cerr
 	}
 	if err != nil {
-		return nil, fmt.Errorf("write %s: %w", full, err)
+		return nil, vfd.WrapPath(err, "write", full)
 	}
 	st.Bytes = size
 	record(File{Role: RoleData, Where: area, Name: name, Size: size, Digest: d, Of: e.env.Rank, Attrs: attrs})
@@ -268,7 +268,7 @@ func (e *Engine) prename(p *Pending) error {
 		}
 		p.WroteFinal(Local, name) // removed by abort, even when not created
 		if err := createEmpty(s.Driver, s.Path(name)); err != nil {
-			return fmt.Errorf("create %s: %w", s.Path(name), err)
+			return vfd.WrapPath(err, "create", s.Path(name))
 		}
 	}
 	return nil
@@ -347,7 +347,7 @@ func (e *Engine) writeDirect(p *Pending, opener DataOpener, area Where, write Wr
 		err = cerr
 	}
 	if err != nil {
-		return f, fmt.Errorf("write %s: %w", f.Name(), err)
+		return f, vfd.WrapPath(err, "write", f.Name())
 	}
 	st.Bytes = size
 	p.Files = append(p.Files, File{Role: RoleData, Where: area, Name: RankFileName(p.Dir, RoleData, e.env.Rank),

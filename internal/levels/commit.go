@@ -183,7 +183,7 @@ func writeSynced(d vfd.Driver, name string, raw []byte, dir bool) error {
 		syncs = append(syncs, func() error { return d.SyncDir(path.Dir(name)) })
 	}
 	if err := errors.Join(runAll(syncs), f.Close()); err != nil {
-		return fmt.Errorf("sync %s: %w", name, err)
+		return vfd.WrapPath(err, "sync", name)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -483,7 +484,7 @@ func ImageWrite(src Source) WriteFunc {
 		defer in.Close()
 		r, err := fileformat.Open(in)
 		if err != nil {
-			return 0, Digest{}, false, fmt.Errorf("image of %s: %w", src.Name, err)
+			return 0, Digest{}, false, vfd.WrapPath(err, "image of", src.Name)
 		}
 		n, err := r.CopyTo(f)
 		return n, Digest{}, false, err
@@ -491,16 +492,23 @@ func ImageWrite(src Source) WriteFunc {
 }
 
 // Compact writes committed checkpoint m's image as a new full checkpoint
-// at m's level with m's id ([ImageWrite]); once it is committed,
+// at level lvl with m's id ([ImageWrite]); once it is committed,
 // retention drops m and its chain as it would any superseded checkpoint.
-// Collective. It is what a background post-processing runs when a chain
-// reaches its length limit; the runtime, synchronously, writes the next
-// checkpoint full instead.
-func (e *Engine) Compact(m *Manifest, opts ...CheckpointOption) (*Manifest, Stats, error) {
+// lvl is m's level, or L1 with [RaiseLater] (m's level) in opts, for a
+// caller that raises it afterwards. c, when not nil, replaces the
+// environment's communicator, as for [Engine.Raise]: a background
+// post-processing compacts a chain that reached its length limit this
+// way, over its private communicator, while no other method of the
+// engine is called. Collective over c.
+func (e *Engine) Compact(m *Manifest, lvl ID, c comm.Comm, opts ...CheckpointOption) (*Manifest, Stats, error) {
+	if c != nil {
+		e.Wait()
+		defer e.useComm(c)()
+	}
 	src, serr := e.Source(m)
 	write := ImageWrite(src)
 	if serr != nil {
 		write = func(vfd.File) (int64, Digest, bool, error) { return 0, Digest{}, false, serr }
 	}
-	return e.Checkpoint(m.ID, m.Level, write, opts...)
+	return e.Checkpoint(m.ID, lvl, write, opts...)
 }

@@ -352,7 +352,7 @@ func TestCompactChain(t *testing.T) {
 			}
 		}
 		last := e.Committed()[len(e.Committed())-1]
-		m, _, err := e.Compact(last)
+		m, _, err := e.Compact(last, last.Level, nil)
 		if err != nil {
 			return err
 		}

@@ -1,8 +1,6 @@
 package levels
 
 import (
-	"fmt"
-
 	"github.com/ftigo/ftigo/internal/b3"
 	"github.com/ftigo/ftigo/internal/encode"
 	"github.com/ftigo/ftigo/vfd"
@@ -18,7 +16,7 @@ func FileDigest(f vfd.File) (Digest, error) {
 	// Read ahead in 4 MiB pieces while hashing (encode.HashReader).
 	d, err := encode.HashReader(f, size, 4<<20)
 	if err != nil {
-		return Digest{}, fmt.Errorf("read %s: %w", f.Name(), err)
+		return Digest{}, vfd.WrapPath(err, "read", f.Name())
 	}
 	return Digest(d), nil
 }

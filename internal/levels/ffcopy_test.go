@@ -206,7 +206,8 @@ func TestL2RecoverFTIFF(t *testing.T) {
 				// restored file was refused, nothing is published.
 				for r := range 4 {
 					require.ErrorIs(t, errs[r], ErrUnrecoverable, "rank %d", r)
-					assert.Contains(t, errs[r].Error(), "data000001.fti.tmp (rank 1) at offset 0: partner: hash mismatch: after receiving", "rank %d", r)
+					assert.Contains(t, errs[r].Error(), "corrupt file of rank 1 at offset 0: hash mismatch: after receiving", "rank %d", r)
+					assert.Contains(t, errs[r].Error(), "data000001.fti.tmp: rank 1: ", "rank %d", r)
 				}
 				_, err := os.Stat(dataOf1)
 				require.ErrorIs(t, err, fs.ErrNotExist)
@@ -330,7 +331,7 @@ func TestRefusesDamagedSource(t *testing.T) {
 		names   string // the file that error names
 		is      []error
 	}{
-		{L2, "partner*", 2, "partner000001.fti (rank 1)", []error{partner.ErrHashMismatch, fileformat.ErrHashMismatch}},
+		{L2, "partner*", 2, "corrupt file of rank 1 at offset 0: hash mismatch: after receiving: fileformat: ", []error{partner.ErrHashMismatch, fileformat.ErrHashMismatch}},
 		{L3, "parity*", 1, "data000001.fti", []error{fileformat.ErrHashMismatch}},
 	} {
 		t.Run(tc.level.String(), func(t *testing.T) {

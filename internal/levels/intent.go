@@ -35,7 +35,7 @@ func createPending(meta Store, seq uint64) error {
 		err = errors.Join(err, f.Close())
 	}
 	if err != nil {
-		return fmt.Errorf("write intent marker %s: %w", name, err)
+		return vfd.WrapPath(err, "write intent marker", name)
 	}
 	return nil
 }

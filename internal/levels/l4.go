@@ -177,7 +177,7 @@ func copyIntoTask(env *Env, src string, size int64, tw *sion.TaskWriter, tap io.
 	for off := int64(0); off < size; {
 		n := min(int64(len(buf)), size-off)
 		if err := vfd.ReadFull(f, buf[:n], off); err != nil {
-			return fmt.Errorf("read %s at %d: %w", src, off, err)
+			return vfd.WrapPathAt(err, "read", src, off)
 		}
 		tapped := showTap(tap, buf[:n])
 		_, err := tw.Write(buf[:n])
@@ -238,10 +238,10 @@ func (l Global4) Recover(env *Env, m *Manifest) (Source, error) {
 			// may be the other copy's checkpoint (an L1 file of this
 			// run under a manifest from another), which recovery tries
 			// next. Leave it.
-			env.Logger.Warn("L4: the local file does not match this manifest copy, which disagrees with the other copy; left in place; reading the container", zap.Int("rank", env.Rank), zap.Error(lerr))
+			env.Logger.Warn("L4: the local file does not match this manifest copy, which disagrees with the other copy; left in place; reading the container", zap.Error(lerr))
 		default:
 			// A damaged cache: not the checkpoint's, not worth keeping.
-			env.Logger.Warn("L4: removing a damaged local copy of the rank's task; reading the container", zap.Int("rank", env.Rank), zap.Error(lerr))
+			env.Logger.Warn("L4: removing a damaged local copy of the rank's task; reading the container", zap.Error(lerr))
 			if err := removeIfExists(local.Driver, local.Path(f.Name)); err != nil {
 				env.Logger.Warn("L4: removing the damaged local copy", zap.Error(err))
 			}
@@ -259,7 +259,7 @@ func (l Global4) Recover(env *Env, m *Manifest) (Source, error) {
 	if err := l.extract(env, m, f, local); err != nil {
 		return Source{}, fmt.Errorf("L4: the local data file is %s (%v), and the container is %s: %w", Damage(lerr), lerr, Damage(err), err)
 	}
-	env.Logger.Info("L4: data file rebuilt from the container", zap.Int("rank", env.Rank), zap.String("path", local.Path(f.Name)))
+	env.Logger.Info("L4: data file rebuilt from the container", zap.String("path", local.Path(f.Name)))
 	return Source{Store: local, Name: f.Name, Size: f.Size, Digest: f.Digest}, nil
 }
 
@@ -388,7 +388,7 @@ func CopyWrite(src Source) WriteFunc {
 	return func(f vfd.File) (int64, Digest, bool, error) {
 		in, err := vfd.OpenRead(src.Store.Driver, src.Store.Path(src.Name))
 		if err != nil {
-			return 0, Digest{}, false, fmt.Errorf("open %s: %w", src.Name, err)
+			return 0, Digest{}, false, vfd.WrapPath(err, "open", src.Name)
 		}
 		defer in.Close()
 		h := b3.New()
@@ -396,7 +396,7 @@ func CopyWrite(src Source) WriteFunc {
 		for off := int64(0); off < src.Size; {
 			n := min(int64(len(buf)), src.Size-off)
 			if err := vfd.ReadFull(in, buf[:n], off); err != nil {
-				return off, Digest{}, false, fmt.Errorf("read %s at %d: %w", src.Name, off, err)
+				return off, Digest{}, false, vfd.WrapPathAt(err, "read", src.Name, off)
 			}
 			h.Write(buf[:n])
 			if _, err := f.WriteAt(buf[:n], off); err != nil {

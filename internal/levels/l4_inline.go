@@ -80,7 +80,7 @@ func (l Global4) OpenData(env *Env, p *Pending, hint int64) (vfd.File, error) {
 		}
 		cs, perr := strconv.ParseInt(string(chunks[r]), 10, 64)
 		if perr != nil {
-			return nil, fmt.Errorf("levels: chunk size of rank %d: %w", r, perr)
+			return nil, fmt.Errorf("chunk size of rank %d: %w", r, perr)
 		}
 		if r < rank {
 			tf.start += cs

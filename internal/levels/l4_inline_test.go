@@ -162,7 +162,8 @@ func TestL4InlineFTIFF(t *testing.T) {
 	corruptTask(t, root, 1, 1)
 	_, _, err = recoverAll(t, cl, n, l4)
 	require.ErrorIs(t, err, ErrUnrecoverable)
-	assert.Contains(t, err.Error(), "l4.sion (rank 1)")
+	assert.Contains(t, err.Error(), "rank 1's file at offset 10: ")
+	assert.Contains(t, err.Error(), "l4.sion (task of rank 1)")
 	assert.Contains(t, err.Error(), ErrDigestMismatch.Error())
 }
 

@@ -143,7 +143,7 @@ func TestL4Disruption(t *testing.T) {
 			want string // in the container part of the error every rank shares
 		}{
 			{"container corrupted", "l4.sion (rank 2) at offset 0: " + ErrDigestMismatch.Error()},
-			{"container deleted", "l4.sion (rank 0) at offset 0: " + ErrMissingFile.Error()},
+			{"container deleted", "rank 0's file: " + ErrMissingFile.Error() + ": sion: open "},
 			{"container truncated", sion.ErrTruncated.Error()},
 		}
 		for _, tc := range tests {

@@ -164,7 +164,7 @@ type ScannedManifest struct {
 func ScanManifests(meta Store) ([]ScannedManifest, error) {
 	ents, err := meta.Driver.ReadDir(meta.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", meta.Dir, err)
+		return nil, vfd.WrapPath(err, "list", meta.Dir)
 	}
 	return scanManifests(meta, ents), nil
 }

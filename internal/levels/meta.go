@@ -358,7 +358,7 @@ func ScanArea(s Store) ([]AreaSeq, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("list %s: %w", s.Dir, err)
+		return nil, vfd.WrapPath(err, "list", s.Dir)
 	}
 	bySeq := map[uint64]*AreaSeq{}
 	get := func(seq uint64) *AreaSeq {
@@ -387,7 +387,7 @@ func ScanArea(s Store) ([]AreaSeq, error) {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
 				}
-				return nil, fmt.Errorf("list %s: %w", full, err)
+				return nil, vfd.WrapPath(err, "list", full)
 			}
 			for _, f := range sub {
 				p := path.Join(full, f.Name())
@@ -513,12 +513,12 @@ func scanMeta(meta, global Store) (*metaScan, error) {
 	sc := &metaScan{bySeq: map[uint64]*SeqScan{}, meta: meta, repl: replicaStore(global)}
 	ents, err := meta.Driver.ReadDir(meta.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", meta.Dir, err)
+		return nil, vfd.WrapPath(err, "list", meta.Dir)
 	}
 	sc.scanDir(meta, ents, true)
 	rents, err := sc.repl.Driver.ReadDir(sc.repl.Dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("list %s: %w", sc.repl.Dir, err)
+		return nil, vfd.WrapPath(err, "list", sc.repl.Dir)
 	}
 	sc.scanDir(sc.repl, rents, false)
 	return sc, nil

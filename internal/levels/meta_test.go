@@ -73,12 +73,13 @@ func TestOpenUncommittedVsLost(t *testing.T) {
 			"global/ckpt00000002/l4.sion.tmp", "global/manifests/ckpt00000002.manifest.tmp"}, "", false, nil},
 		{"empty directories, no marker", []string{"local/node0000/ckpt00000002/", "global/ckpt00000002/"}, "", false, nil},
 		{"published local file, no marker", []string{"local/node0000/ckpt00000002/data000001.fti"}, "", true,
-			[]string{"checkpoint ckpt00000002 has no valid manifest copy", "local/node0000/ckpt00000002/data000001.fti",
-				"meta/ckpt00000002.manifest is missing", "global/manifests/ckpt00000002.manifest is missing", "(the newest is ckpt00000001)"}},
+			[]string{"checkpoint ckpt00000002 has no valid manifest and no marker: both copies are missing (ckpt_root/meta/ckpt00000002.manifest, ckpt_root/global/manifests/ckpt00000002.manifest); ",
+				"1 of its files survives, such as ckpt_root/local/node0000/ckpt00000002/data000001.fti, but cannot be verified; ", "to restart from ckpt00000001, move the directories ckpt00000002"}},
 		{"published global file, no marker", []string{"global/ckpt00000002/l4.sion"}, "", true, []string{"global/ckpt00000002/l4.sion"}},
-		{"many files, no marker", manyFiles(12), "", true, []string{"12 of its files survive: ", " and 4 more"}},
+		{"many files, no marker", manyFiles(12), "", true, []string{"12 of its files survive, such as ckpt_root/local/node0000/ckpt00000002/f00, but cannot be verified; "}},
 		{"damaged manifest alone, no marker", []string{"meta/ckpt00000002.manifest"}, "", true,
-			[]string{"meta/ckpt00000002.manifest is damaged", "no magic line"}},
+			[]string{"a copy is damaged (ckpt_root/meta/ckpt00000002.manifest at offset 0: bad manifest: no magic line), ckpt_root/global/manifests/ckpt00000002.manifest is missing; ",
+				"move the damaged manifest copies and the directories ckpt00000002 out of meta_dir, glbl_dir and every node's ckpt_dir"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,7 +135,9 @@ func TestOpenUncommittedVsLost(t *testing.T) {
 					for _, s := range tt.inError {
 						assert.Contains(t, err.Error(), strings.ReplaceAll(s, "ckpt_root/", cl.root+"/"))
 					}
-					assert.Contains(t, err.Error(), "move the damaged manifests and the checkpoint's directories")
+					assert.Contains(t, err.Error(), "glbl_dir and every node's ckpt_dir")
+					assert.NotContains(t, err.Error(), "\n")
+					assert.NotContains(t, err.Error(), "%")
 				}
 				assert.Equal(t, before, cl.listTree(t), "a refused start-up changes nothing")
 				return
@@ -372,8 +375,9 @@ func TestScanCheckpoints(t *testing.T) {
 	assert.Same(t, &scan[2].Replica, scan[2].Valid())
 	err = LostError(scan)
 	require.ErrorIs(t, err, ErrMetadataLost)
-	assert.Contains(t, err.Error(), "ckpt00000005")
-	assert.Contains(t, err.Error(), meta.Path(ManifestName(6))+" is foreign")
+	assert.Contains(t, err.Error(), "checkpoint ckpt00000006 has no valid manifest and no marker: a copy is foreign ("+meta.Path(ManifestName(6))+" at offset 0: ")
+	assert.Contains(t, err.Error(), "2 checkpoints are in this state")
+	assert.Contains(t, err.Error(), "move the damaged manifest copies and the directories ckpt00000005, ckpt00000006 out of meta_dir")
 	assert.NoError(t, LostError(scan[:4]))
 
 	// Both copies valid but different: the kept one wins.

@@ -272,39 +272,65 @@ func LostError(scan []SeqScan) error {
 	return fmt.Errorf("%w: %s", ErrMetadataLost, describeLost(lost, valid))
 }
 
-// describeLost says which checkpoints lost their metadata, what is
-// left of them and how to proceed.
+// describeLost says, in one line, which checkpoints lost their
+// metadata, what is left of the newest, and how to proceed. Each path
+// appears once.
 func describeLost(lost []*SeqScan, valid []uint64) string {
 	var b strings.Builder
-	for i, s := range lost {
+	s := lost[len(lost)-1] // the newest, which a restart would want
+	fmt.Fprintf(&b, "checkpoint %s has no valid manifest and no marker: ", CheckpointDir(s.Seq))
+	damaged := false
+	for i, c := range []ManifestCopy{s.Primary, s.Replica} {
+		if s.Primary.State == CopyMissing && s.Replica.State == CopyMissing {
+			fmt.Fprintf(&b, "both copies are missing (%s, %s)", s.Primary.Path, s.Replica.Path)
+			break
+		}
 		if i > 0 {
-			b.WriteString("; ")
+			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "checkpoint %s has no valid manifest copy and no marker saying it was being written or deleted", CheckpointDir(s.Seq))
-		for _, c := range []ManifestCopy{s.Primary, s.Replica} {
-			switch c.State {
-			case CopyMissing:
-				fmt.Fprintf(&b, "; %s is missing", c.Path)
-			default:
-				fmt.Fprintf(&b, "; %s is %s (%v)", c.Path, c.State, c.Err)
-			}
-		}
-		if n := len(s.Files) + s.MoreFiles; n > 0 {
-			files := slices.Clone(s.Files)
-			sort.Strings(files)
-			shown := files[:min(len(files), lostFilesShown)]
-			fmt.Fprintf(&b, "; %d of its files survive: %s", n, strings.Join(shown, ", "))
-			if n > len(shown) {
-				fmt.Fprintf(&b, " and %d more", n-len(shown))
-			}
+		switch {
+		case c.State == CopyMissing:
+			fmt.Fprintf(&b, "%s is missing", c.Path)
+		case vfd.ErrorNames(c.Err, c.Path):
+			damaged = true
+			fmt.Fprintf(&b, "a copy is %s (%v)", c.State, c.Err)
+		default:
+			damaged = true
+			fmt.Fprintf(&b, "%s is %s (%v)", c.Path, c.State, c.Err)
 		}
 	}
-	b.WriteString(". Its data may be intact, but without a manifest it cannot be verified or restored (a job of a version of ftigo without markers that died while committing leaves the same picture). ")
-	older := ""
+	if n := len(s.Files) + s.MoreFiles; n > 0 {
+		files := slices.Clone(s.Files)
+		sort.Strings(files)
+		verb := "survive"
+		if n == 1 {
+			verb = "survives"
+		}
+		fmt.Fprintf(&b, "; %d of its files %s, such as %s, but cannot be verified", n, verb, files[0])
+	}
+	names := make([]string, 0, min(len(lost), lostFilesShown))
+	for _, l := range lost[:min(len(lost), lostFilesShown)] {
+		names = append(names, CheckpointDir(l.Seq))
+		damaged = damaged || l.Primary.bad() || l.Replica.bad()
+	}
+	dirs := strings.Join(names, ", ")
+	if len(lost) > 1 {
+		fmt.Fprintf(&b, "; %d checkpoints are in this state", len(lost))
+		if len(lost) > len(names) {
+			dirs += fmt.Sprintf(" and %d more", len(lost)-len(names))
+		}
+	}
+	b.WriteString("; to ")
 	if len(valid) > 0 {
-		older = fmt.Sprintf(" (the newest is %s)", CheckpointDir(valid[len(valid)-1]))
+		fmt.Fprintf(&b, "restart from %s", CheckpointDir(valid[len(valid)-1]))
+	} else {
+		b.WriteString("start afresh")
 	}
-	fmt.Fprintf(&b, "To restart from an older committed checkpoint%s, or afresh when there is none, move the damaged manifests and the checkpoint's directories (ckpt%%08d in every node's directory of ckpt_dir and in glbl_dir) out of the run's directories", older)
+	if damaged {
+		fmt.Fprintf(&b, ", move the damaged manifest copies and the directories %s out of meta_dir, glbl_dir and every node's ckpt_dir", dirs)
+	} else {
+		fmt.Fprintf(&b, ", move the directories %s out of glbl_dir and every node's ckpt_dir", dirs)
+	}
 	return b.String()
 }
 

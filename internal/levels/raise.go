@@ -20,7 +20,7 @@ import (
 // ErrNotRaisable is returned by [Engine.Raise] for a checkpoint not
 // committed at L1. It is returned too for a target level that no
 // post-processing of a committed L1 checkpoint reaches.
-var ErrNotRaisable = errors.New("levels: checkpoint cannot be raised")
+var ErrNotRaisable = errors.New("checkpoint cannot be raised")
 
 // Raise raises committed L1 checkpoint m to level lvl (2, 3 or 4). It
 // runs that level's post-processing on m's published data files:
@@ -107,10 +107,14 @@ func (e *Engine) useComm(c comm.Comm) (restore func()) {
 // AdoptRaised records up in place of its L1 commit. up is a checkpoint
 // raised elsewhere by [Engine.RaiseFor]. Retention runs as after
 // [Engine.Raise]: the checkpoints up supersedes are dropped. Their files
-// are removed in the background (see [Engine.Wait]). Collective: every
-// rank adopts the same manifest at the same point.
-func (e *Engine) AdoptRaised(up *Manifest) error {
+// are removed in the background (see [Engine.Wait]). c, when not nil,
+// replaces the environment's communicator, as for Raise. Collective:
+// every rank adopts the same manifest at the same point.
+func (e *Engine) AdoptRaised(up *Manifest, c comm.Comm) error {
 	e.Wait()
+	if c != nil {
+		defer e.useComm(c)()
+	}
 	if e.committedSeq(up.Seq) == nil {
 		return fmt.Errorf("%w: checkpoint %s is not committed here", ErrNotRaisable, up.Dir())
 	}
@@ -375,13 +379,13 @@ func copyFileInto(dst vfd.File, d vfd.Driver, name string, size int64, piece int
 	for off := int64(0); off < size; {
 		n := min(int64(len(buf)), size-off)
 		if err := vfd.ReadFull(in, buf[:n], off); err != nil {
-			return fmt.Errorf("read %s at %d: %w", name, off, err)
+			return vfd.WrapPathAt(err, "read", name, off)
 		}
 		tapped := showTap(tap, buf[:n])
 		_, werr := dst.WriteAt(buf[:n], off)
 		<-tapped
 		if werr != nil {
-			return fmt.Errorf("write %s at %d: %w", dst.Name(), off, werr)
+			return vfd.WrapPathAt(werr, "write", dst.Name(), off)
 		}
 		off += n
 	}

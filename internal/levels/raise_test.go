@@ -154,7 +154,7 @@ func TestRaiseChecksTheL1File(t *testing.T) {
 	}))
 	for r, err := range errs {
 		require.ErrorIs(t, err, ErrVoteFailed, "rank %d", r)
-		assert.Contains(t, err.Error(), "ranks [1 2]")
+		assert.Contains(t, err.Error(), "2 ranks (1, 2)")
 		assert.Contains(t, err.Error(), "data000001.fti")
 	}
 	require.ErrorIs(t, errs[1], ErrDigestMismatch)
@@ -189,7 +189,7 @@ func TestRaiseForAdoptRaised(t *testing.T) {
 			if _, _, err := other.RaiseFor(up, L3, nil); !errors.Is(err, ErrNotRaisable) {
 				return errors.New("raising a checkpoint that is not at L1 not refused")
 			}
-			if err := e.AdoptRaised(up); err != nil {
+			if err := e.AdoptRaised(up, nil); err != nil {
 				return err
 			}
 			cm := e.Committed()
@@ -201,7 +201,7 @@ func TestRaiseForAdoptRaised(t *testing.T) {
 	}
 	require.NoError(t, w.run(func(e *Engine) error {
 		stranger := &Manifest{Seq: 99, Level: L2}
-		if err := e.AdoptRaised(stranger); !errors.Is(err, ErrNotRaisable) {
+		if err := e.AdoptRaised(stranger, nil); !errors.Is(err, ErrNotRaisable) {
 			return errors.New("adopting an unknown checkpoint not refused")
 		}
 		return nil

@@ -63,7 +63,7 @@ func (e *Engine) Recover() (*Manifest, Source, error) {
 		e.skipped = append(e.skipped, Skipped{Manifest: m, Err: err})
 		if e.env.Rank == 0 { // the error is the same everywhere: log it once
 			e.env.Logger.Warn("checkpoint not recoverable, trying an older one",
-				zap.Uint64("seq", m.Seq), zap.Int64("ckpt-id", m.ID), zap.Stringer("level", m.Level), zap.Error(err))
+				zap.Uint64("seq", m.Seq), zap.Int64("ckpt-id", m.ID), zap.Stringer("ckpt-level", m.Level), zap.Error(err))
 		}
 		errs = append(errs, err)
 	}

@@ -147,7 +147,7 @@ func (s *spreadRun) listers() ([]int, error) {
 	}
 	in, err := exchange.Sparse(env.Comm, tagReshapeReg, exchange.ByPeer(out))
 	if err != nil {
-		return nil, fmt.Errorf("levels: register host names: %w", err)
+		return nil, fmt.Errorf("register host names: %w", err)
 	}
 	leaders := map[string]int{}
 	var dirs []regMsg
@@ -164,7 +164,7 @@ func (s *spreadRun) listers() ([]int, error) {
 			}
 			return nil
 		}); err != nil && lerr == nil {
-			lerr = fmt.Errorf("levels: decode rank %d's registrations: %w", msg.Peer, err)
+			lerr = fmt.Errorf("decode rank %d's registrations: %w", msg.Peer, err)
 		}
 	}
 	out = map[int][]byte{}
@@ -178,7 +178,7 @@ func (s *spreadRun) listers() ([]int, error) {
 	}
 	in, err = exchange.Sparse(env.Comm, tagReshapeList, exchange.ByPeer(out))
 	if err != nil {
-		return nil, fmt.Errorf("levels: hand out old node directories: %w", err)
+		return nil, fmt.Errorf("hand out old node directories: %w", err)
 	}
 	var mine []int
 	for _, msg := range in {
@@ -189,7 +189,7 @@ func (s *spreadRun) listers() ([]int, error) {
 			}
 			return err
 		}); err != nil && lerr == nil {
-			lerr = fmt.Errorf("levels: decode rank %d's listing orders: %w", msg.Peer, err)
+			lerr = fmt.Errorf("decode rank %d's listing orders: %w", msg.Peer, err)
 		}
 	}
 	slices.Sort(mine)
@@ -314,7 +314,7 @@ func (s *spreadRun) list(dirs []int) (int, error) {
 	s.cands = map[int][]candMsg{}
 	in, err := exchange.Sparse(env.Comm, tagReshapeCand, exchange.ByPeer(out))
 	if err != nil {
-		return 0, fmt.Errorf("levels: send the old files found: %w", err)
+		return 0, fmt.Errorf("send the old files found: %w", err)
 	}
 	for _, msg := range in {
 		if err := eachLine(msg.Data, func(b []byte) error {
@@ -328,7 +328,7 @@ func (s *spreadRun) list(dirs []int) (int, error) {
 			s.cands[c.Of] = append(s.cands[c.Of], c)
 			return nil
 		}); err != nil && lerr == nil {
-			lerr = fmt.Errorf("levels: decode rank %d's candidates: %w", msg.Peer, err)
+			lerr = fmt.Errorf("decode rank %d's candidates: %w", msg.Peer, err)
 		}
 	}
 	return nonEmpty, e.agree(lerr, "list the old node directories of "+m.Dir())
@@ -420,14 +420,14 @@ func (s *spreadRun) verify() (verified, home map[int]ReshapeSource, missing map[
 		}
 		total, err := env.Comm.AllreduceInt64(jobs, comm.Sum)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("levels: count verification jobs: %w", err)
+			return nil, nil, nil, fmt.Errorf("count verification jobs: %w", err)
 		}
 		if total == 0 {
 			break
 		}
 		in, err := exchange.Sparse(env.Comm, tagReshapeJob, exchange.ByPeer(out))
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("levels: send verification jobs: %w", err)
+			return nil, nil, nil, fmt.Errorf("send verification jobs: %w", err)
 		}
 		out = map[int][]byte{}
 		for _, msg := range in {
@@ -456,12 +456,12 @@ func (s *spreadRun) verify() (verified, home map[int]ReshapeSource, missing map[
 				return nil
 			})
 			if derr != nil {
-				return nil, nil, nil, fmt.Errorf("levels: decode rank %d's verification jobs: %w", msg.Peer, derr)
+				return nil, nil, nil, fmt.Errorf("decode rank %d's verification jobs: %w", msg.Peer, derr)
 			}
 		}
 		answers, err := exchange.Reply(env.Comm, tagReshapeRes, sortedRanks(asked), out)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("levels: send verification results: %w", err)
+			return nil, nil, nil, fmt.Errorf("send verification results: %w", err)
 		}
 		got := map[int]resMsg{}
 		for peer, b := range answers {
@@ -471,7 +471,7 @@ func (s *spreadRun) verify() (verified, home map[int]ReshapeSource, missing map[
 				got[r.Of] = r
 				return err
 			}); derr != nil {
-				return nil, nil, nil, fmt.Errorf("levels: decode rank %d's verification results: %w", peer, derr)
+				return nil, nil, nil, fmt.Errorf("decode rank %d's verification results: %w", peer, derr)
 			}
 		}
 		for _, o := range mine {
@@ -551,11 +551,11 @@ func (s *spreadRun) agreeMissing(missing map[int][]string) (missingReport, error
 		return out
 	})
 	if err != nil {
-		return missingReport{}, fmt.Errorf("levels: agree on the old ranks without a source: %w", err)
+		return missingReport{}, fmt.Errorf("agree on the old ranks without a source: %w", err)
 	}
 	var all missingReport
 	if err := json.Unmarshal(raw, &all); err != nil {
-		return missingReport{}, fmt.Errorf("levels: decode the old ranks without a source: %w", err)
+		return missingReport{}, fmt.Errorf("decode the old ranks without a source: %w", err)
 	}
 	return all, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -95,7 +96,8 @@ func TestVerifyFileInlineL4(t *testing.T) {
 				require.True(t, errors.As(err, &ce), "rank %d: %T", r, err)
 				assert.Equal(t, cpath, ce.Path)
 				assert.Equal(t, r, ce.Rank)
-				assert.Contains(t, err.Error(), fmt.Sprintf("l4.sion (rank %d)", r))
+				assert.Regexp(t, fmt.Sprintf(`rank %d's file|l4\.sion \(rank %d\)`, r, r), err.Error())
+				assert.Equal(t, 1, strings.Count(err.Error(), cpath), "the path once: %v", err)
 			}
 			c := m.Files[0][1]
 			require.Equal(t, RoleContainer, c.Role)

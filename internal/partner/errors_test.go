@@ -17,7 +17,7 @@ func TestCorruptionErrorWording(t *testing.T) {
 	f := FileInfo{Ref: Ref{Driver: vfd.Sec2{}, Path: dir + "/absent"}, Size: 3, Hash: encode.Hash{}}
 	err := f.Check(2, 1<<10)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
-	assert.Contains(t, err.Error(), "partner: missing "+dir+"/absent (rank 2): ")
+	assert.Equal(t, "missing file of rank 2: open "+dir+"/absent: no such file or directory", err.Error())
 	assert.NotContains(t, err.Error(), "corrupt")
 
 	p := dir + "/bad"
@@ -25,7 +25,7 @@ func TestCorruptionErrorWording(t *testing.T) {
 	f.Path = p
 	err = f.Check(2, 1<<10)
 	assert.ErrorIs(t, err, ErrHashMismatch)
-	assert.Contains(t, err.Error(), "partner: corrupt "+p+" (rank 2) at offset 0: ")
+	assert.Contains(t, err.Error(), "corrupt "+p+" (rank 2) at offset 0: hash mismatch: ")
 }
 
 // TestCheckImage: CheckImage reports what Check reports, for the same

@@ -41,7 +41,7 @@ type Copy struct {
 func CopyToPartner(c comm.Comm, t *Topology, o Options, own FileInfo, copyTo Ref) (Copy, error) {
 	me := c.Rank()
 	right, left := t.Right(me), t.Left(me)
-	o.log().Debug("partner copy", zap.Int("rank", me), zap.Int("right", right), zap.Int("left", left), zap.Int64("size", own.Size))
+	o.log().Debug("partner copy", zap.Int("right", right), zap.Int("left", left), zap.Int64("size", own.Size))
 	r, err := stream(c, right, left, tagCopy, o, streamEnd{out: &own, in: &copyTo, inOwner: left, learn: true})
 	if err != nil {
 		return Copy{}, fmt.Errorf("partner copy (rank %d -> %d, from %d): %w", me, right, left, err)

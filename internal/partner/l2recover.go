@@ -350,10 +350,10 @@ func (r *l2Recover) restoredOwn(err, pubErr error, need, send bool, img *[]byte)
 	case err != nil:
 		r.errs = append(r.errs, fmt.Errorf("send the copy of rank %d's data back to it: %w", r.left, err))
 	case need && pubErr != nil:
-		r.errs = append(r.errs, fmt.Errorf("publish restored %s: %w", r.own.Path, pubErr))
+		r.errs = append(r.errs, vfd.WrapPath(pubErr, "publish restored", r.own.Path))
 	case need:
 		r.res.OwnRebuilt, r.res.OwnImage, r.ownErr = true, *img, nil
-		r.log.Info("restored data file from partner copy", zap.Int("rank", r.me), zap.Int("from", r.right))
+		r.log.Info("restored data file from partner copy", zap.Int("from", r.right))
 	}
 }
 
@@ -396,7 +396,7 @@ func (r *l2Recover) resendHeldAfter(err error, need bool, optional *bool, tmp Re
 			r.errs = append(r.errs, fmt.Errorf("publish re-sent copy %s: %w", r.held.Path, err))
 		} else {
 			r.res.HeldRebuilt = true
-			r.log.Info("re-sent partner copy", zap.Int("rank", r.me), zap.Int("of", r.left))
+			r.log.Info("re-sent partner copy", zap.Int("of", r.left))
 			return true
 		}
 	}

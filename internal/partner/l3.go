@@ -10,6 +10,7 @@ import (
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/internal/encode"
+	"github.com/ftigo/ftigo/vfd"
 )
 
 // Parity describes the parity file a group member holds after L3 encoding.
@@ -221,7 +222,7 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	}
 	shifts, used := encodePlan(lay, g)
 	log := o.log()
-	log.Debug("L3 encode", zap.Int("rank", c.Rank()), zap.Int("group-rank", g), zap.Int("k", k), zap.Int("m", m),
+	log.Debug("L3 encode", zap.Int("group-rank", g), zap.Int("k", k), zap.Int("m", m),
 		zap.Int64("padded", padded), zap.Int("unit", lay.Unit), zap.Bool("rotated", lay.Rotated()))
 
 	var errs []error
@@ -237,7 +238,7 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	// [FileInfo.Format]), write-behind hashing the parity
 	src, err := openSource(data, dataRow, data.Format == nil, pool, o.hashed)
 	if err != nil {
-		fail(fmt.Errorf("open data %s: %w", data.Path, err))
+		fail(vfd.WrapPath(err, "open data", data.Path))
 		src = nil
 	}
 	var piece int64
@@ -246,7 +247,7 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	}
 	out, err := createSink(parityTo, parRow, lay.ParitySize(), pool, piece)
 	if err != nil {
-		fail(fmt.Errorf("create parity %s: %w", parityTo.Path, err))
+		fail(vfd.WrapPath(err, "create parity", parityTo.Path))
 		out = nil
 	} else {
 		out.hashed = o.hashed
@@ -317,7 +318,7 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 			return hdr.Marshal()
 		})
 		if err != nil {
-			fail(fmt.Errorf("finish parity %s: %w", parityTo.Path, err))
+			fail(vfd.WrapPath(err, "finish parity", parityTo.Path))
 			_ = parityTo.Driver.Remove(parityTo.Path)
 		}
 		res.Size, res.Hash = size, whole

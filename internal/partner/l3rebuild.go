@@ -140,11 +140,11 @@ func RebuildGroup(c comm.Comm, t *Topology, o Options, shape Shape, data, parity
 		flag |= lostData
 	} else if err := data.check(c.Rank(), bs); err != nil {
 		flag |= lostData
-		o.log().Info("L3: data file lost", zap.Int("rank", c.Rank()), zap.Error(err))
+		o.log().Info("L3: data file lost", zap.Error(err))
 	}
 	if err := checkParity(parity, c.Rank(), bs, k, m, g, shape.Unit); err != nil {
 		flag |= lostParity
-		o.log().Info("L3: parity file lost", zap.Int("rank", c.Rank()), zap.Error(err))
+		o.log().Info("L3: parity file lost", zap.Error(err))
 	}
 	sizes, hashes, flags, err := gatherInfo(gc, data.Size, data.Hash, flag)
 	if err != nil {
@@ -431,7 +431,7 @@ func (m *memberRebuild) exchange(r int64, n, a, pl int) error {
 			if src == nil {
 				clear(b)
 			} else if err := encode.ReadBlock(src, size, b, off); err != nil {
-				m.fail(fmt.Errorf("read %s: %w", src.Name(), err))
+				m.fail(vfd.WrapPath(err, "read", src.Name()))
 				clear(b)
 			}
 		}
@@ -481,7 +481,7 @@ func (m *memberRebuild) reconstruct(r int64, n, a, pl int) {
 				continue
 			}
 			if _, err := dst.WriteAt(shards[p][:min(int64(pl), size-off)], off); err != nil {
-				m.fail(fmt.Errorf("write %s at %d: %w", dst.Name(), off, err))
+				m.fail(vfd.WrapPathAt(err, "write", dst.Name(), off))
 			}
 		}
 	}
@@ -626,7 +626,7 @@ func hashBack(f vfd.File, size int64, bs int, hs ...*b3.Hasher) error {
 	for off := int64(0); off < size; {
 		n := int(min(int64(len(buf)), size-off))
 		if err := vfd.ReadFull(f, buf[:n], off); err != nil {
-			return fmt.Errorf("read back %s at %d: %w", f.Name(), off, err)
+			return vfd.WrapPathAt(err, "read back", f.Name(), off)
 		}
 		for _, h := range hs {
 			h.Write(buf[:n])

@@ -87,7 +87,7 @@ func copyVerified(src, dst FileInfo, bs int) error {
 		for off := int64(0); off < src.Size; off += int64(len(buf)) {
 			n := int(min(int64(len(buf)), src.Size-off))
 			if err := vfd.ReadFull(in, buf[:n], off); err != nil {
-				return fmt.Errorf("read %s at %d: %w", src.Path, off, err)
+				return vfd.WrapPathAt(err, "read", src.Path, off)
 			}
 			if _, err := out.WriteAt(buf[:n], off); err != nil {
 				return err

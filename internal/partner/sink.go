@@ -2,7 +2,6 @@ package partner
 
 import (
 	"errors"
-	"fmt"
 	"path"
 	"sync/atomic"
 
@@ -102,7 +101,7 @@ func (s *sink) run() {
 				checkIn <- b // read by both goroutines, written by neither
 			}
 			if _, err := s.f.WriteAt(b, s.off); err != nil {
-				s.err = fmt.Errorf("write %s at %d: %w", s.path, s.off, err)
+				s.err = vfd.WrapPathAt(err, "write", s.path, s.off)
 			}
 			// (Past the image's end nothing is copied: the file then
 			// has another size, and its image is not used.)

@@ -113,7 +113,7 @@ func (s *source) run() {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			s.err = fmt.Errorf("read %s at %d: %w", s.f.Name(), off, err)
+			s.err = vfd.WrapPathAt(err, "read", s.f.Name(), off)
 			return
 		}
 		if s.copied != nil {

@@ -106,7 +106,7 @@ type streamEnd struct {
 }
 
 // errNotOffered: the sender of an optional stream offered no file.
-var errNotOffered = errors.New("partner: no file offered")
+var errNotOffered = errors.New("no file offered")
 
 // headerLen is the length of a stream header: size u64, hash, flags,
 // preamble length u64.
@@ -390,7 +390,7 @@ func (x *xfer) open() bool {
 		if err != nil {
 			// Nothing is offered: the receiver gets the reason and
 			// reports it.
-			err = fmt.Errorf("read the preamble of %s: %w", e.out.Path, err)
+			err = vfd.WrapPath(err, "read the preamble of", e.out.Path)
 			x.errs = append(x.errs, err)
 			x.e.sentErr = err
 			why := []byte(err.Error())
@@ -431,7 +431,7 @@ func (x *xfer) open() bool {
 		hash := (!o.SkipSourceHash || e.out.HashUnknown || e.checkOut) && e.out.Format == nil
 		s, err := openSourceFrom(*e.out, bs, hash, o.Buffers, o.hashed, o.copied, true, e.loadInto)
 		if err != nil {
-			err = fmt.Errorf("open %s for sending: %w", e.out.Path, err)
+			err = vfd.WrapPath(err, "open for sending", e.out.Path)
 			x.errs = append(x.errs, err)
 			x.e.sentErr = err
 		} else {
@@ -448,7 +448,7 @@ func (x *xfer) open() bool {
 		}
 		s, err := createSink(*e.in, bs, e.inSize, o.Buffers, piece)
 		if err != nil {
-			x.errs = append(x.errs, fmt.Errorf("create %s: %w", e.in.Path, err))
+			x.errs = append(x.errs, vfd.WrapPath(err, "create", e.in.Path))
 		} else {
 			x.in = s
 			s.noDrop = e.keep
