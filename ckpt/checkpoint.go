@@ -272,9 +272,6 @@ func (r *Runtime) Finalize() error {
 	r.drainStaging()
 	bgErr := r.takePostError()
 	err := r.finalize()
-	if err == nil {
-		r.cleanStageDir()
-	}
 	if bgErr != nil {
 		return errors.Join(fmt.Errorf("ckpt: finalize: %w", bgErr), err)
 	}
@@ -373,6 +370,13 @@ func (r *Runtime) finalize() error {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("ckpt: finalize: %w", err)
+	}
+	if err := r.c.Barrier(); err != nil { // every rank is done with its areas
+		return fmt.Errorf("ckpt: finalize: %w", err)
+	}
+	r.cleanStageDir()
+	if err := r.retireRun(); err != nil {
 		return fmt.Errorf("ckpt: finalize: %w", err)
 	}
 	if r.c.Rank() == 0 {

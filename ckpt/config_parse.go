@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -167,9 +168,22 @@ func ParseConfig(name string, raw []byte) (Config, error) {
 		}
 		return Config{}, cfgErr("%s: no FTI configuration key found: %s", name, hint)
 	}
+	// [restart] failure = 1 or 2 with exec_id: FTI restarts that run.
+	run := ""
+	if id, ok := final[[2]string{"restart", "exec_id"}]; ok && id.value != "" {
+		if f, ok := final[[2]string{"restart", "failure"}]; ok {
+			if n, err := flagInt(f.value); err == nil && (n == 1 || n == 2) {
+				if err := levels.ValidRunID(id.value); err != nil {
+					return Config{}, cfgErr("%s:%d: [restart] exec_id = %s: %w", name, id.line, id.value, err)
+				}
+				run = id.value
+			}
+		}
+	}
+	c.Run = run
 	for _, f := range featureKeys {
 		st, ok := final[[2]string{f.section, f.key}]
-		if !ok {
+		if !ok || (run != "" && f.section == "restart") {
 			continue
 		}
 		on, err := f.requests(st.value)
@@ -307,6 +321,11 @@ func FormatConfig(c Config) ([]byte, error) {
 	kv("transfer_size", c.TransferSize>>20)
 	kv("local_test", b01(c.LocalTest))
 	kv("fast_forward", c.FastForward)
+	if c.Run != "" {
+		b.WriteString("\n[restart]\n")
+		kv("failure", 1)
+		kv("exec_id", c.Run)
+	}
 	return []byte(b.String()), nil
 }
 
