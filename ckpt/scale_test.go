@@ -15,6 +15,8 @@ import (
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/dataset"
+	"github.com/ftigo/ftigo/internal/partner"
+	"github.com/ftigo/ftigo/vfd"
 )
 
 // The counted-work tests: thousands of in-process ranks with a small
@@ -53,58 +55,94 @@ func scaleOldBlock(shape []int64, n, q int) (off, cnt []int64) {
 	return []int64{rows[i], cols[j]}, []int64{rows[i+1] - rows[i], cols[j+1] - cols[j]}
 }
 
-// scaleWorld runs fn on n ranks of a fresh runtime over cfg and returns
-// the largest counts a rank had in fn's measured part.
-func scaleWorld(t *testing.T, n int, cfg Config, fn func(r *Runtime, measure func(func() error) error) error) comm.Counts {
+// scaleCounts holds the largest counts a rank had in each measured step.
+type scaleCounts struct {
+	mu    sync.Mutex
+	worst map[string]comm.Counts
+}
+
+// add keeps, for step what, the largest of each count so far and d's.
+func (s *scaleCounts) add(what string, d comm.Counts) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.worst == nil {
+		s.worst = map[string]comm.Counts{}
+	}
+	w := s.worst[what]
+	s.worst[what] = comm.Counts{Received: max(w.Received, d.Received), BytesReceived: max(w.BytesReceived, d.BytesReceived),
+		Collectives: max(w.Collectives, d.Collectives)}
+}
+
+// scaleWorld runs fn on n ranks of a fresh runtime over cfg. It counts
+// Init under the step named init, and each step fn measures under its
+// name, into counts.
+func scaleWorld(t *testing.T, n int, cfg Config, counts *scaleCounts, init string, opts []Option,
+	fn func(r *Runtime, measure func(what string, step func() error) error) error) {
 	t.Helper()
-	var mu sync.Mutex
-	var worst comm.Counts
+	opts = append([]Option{WithLogger(zap.NewNop()), WithWarnings(nil)}, opts...)
 	require.NoError(t, comm.Run(n, func(c comm.Comm) error {
-		r, err := Init(cfg, c, WithLogger(zap.NewNop()), WithWarnings(nil))
+		before := comm.CountsOf(c)
+		r, err := Init(cfg, c, opts...)
+		counts.add(init, comm.CountsOf(c).Sub(before))
 		if err != nil {
 			return err
 		}
 		defer r.Close()
-		return fn(r, func(step func() error) error {
+		return fn(r, func(what string, step func() error) error {
 			before := comm.CountsOf(c)
 			err := step()
-			d := comm.CountsOf(c).Sub(before)
-			mu.Lock()
-			worst = comm.Counts{Received: max(worst.Received, d.Received), BytesReceived: max(worst.BytesReceived, d.BytesReceived),
-				Collectives: max(worst.Collectives, d.Collectives)}
-			mu.Unlock()
+			counts.add(what, comm.CountsOf(c).Sub(before))
 			return err
 		})
 	}, comm.WithTimeout(10*time.Minute)))
-	return worst
 }
+
+// The steps the scale tests count. Init and the restart's Init are
+// counted whole: they include levels.Engine.Open, whose listing and
+// manifest are internal/levels' to spread.
+const (
+	stepInit      = "Init"
+	stepTopology  = "the topology"
+	stepNamed     = "the topology of named nodes, ranks but 0"
+	stepNamedRoot = "the topology of named nodes, rank 0"
+	stepSameArgs  = "the same-arguments check"
+	stepCheck     = "the dataset check"
+	stepReinit    = "Init of the restart"
+	stepRecover   = "the redistributing Recover"
+)
 
 // scaleRun checkpoints the field at n ranks, restarts on m, and returns
-// the largest counts of the decomposition check and of the
-// redistributing Recover. Every element comes back bit for bit.
-func scaleRun(t *testing.T, n, m int) (check, recover comm.Counts) {
-	check, recover, _ = scaleRunLearned(t, n, m)
-	return check, recover
-}
-
-// scaleRunLearned is scaleRun, and it also returns the most old ranks
-// whose sources one new rank learned.
-func scaleRunLearned(t *testing.T, n, m int) (check, recover comm.Counts, learned int) {
+// the largest counts of each step: Init, the topology (again),
+// the same-arguments check, the
+// decomposition check, the restart's Init and the redistributing
+// Recover. Every element comes back bit for bit. It also returns the
+// most old ranks whose sources one new rank learned.
+func scaleRun(t *testing.T, n, m int) (counts map[string]comm.Counts, learned int) {
 	var mu sync.Mutex
+	var sc scaleCounts
 	cfg := testConfig(t.TempDir(), 1)
 	shape := scaleShape(n)
-	check = scaleWorld(t, n, cfg, func(r *Runtime, measure func(func() error) error) error {
+	scaleWorld(t, n, cfg, &sc, stepInit, nil, func(r *Runtime, measure func(string, func() error) error) error {
 		off, cnt := scaleOldBlock(shape, n, r.c.Rank())
 		field := slabValues(shape, off, cnt)
 		if err := errors.Join(Protect(r, 1, &field, "field"), DefineDataset[float64](r, 10, "field", shape), r.AddSubset(1, 10, off, cnt)); err != nil {
 			return err
 		}
-		if err := measure(r.checkDecomposition); err != nil {
+		if err := measure(stepTopology, func() error {
+			_, err := r.buildTopology(options{meta: vfd.Sec2{}})
+			return err
+		}); err != nil {
+			return err
+		}
+		if err := measure(stepSameArgs, func() error { return r.sameArgs(1, 1) }); err != nil {
+			return err
+		}
+		if err := measure(stepCheck, r.checkDecomposition); err != nil {
 			return err
 		}
 		return r.Checkpoint(1, 1)
 	})
-	recover = scaleWorld(t, m, cfg, func(r *Runtime, measure func(func() error) error) error {
+	scaleWorld(t, m, cfg, &sc, stepReinit, nil, func(r *Runtime, measure func(string, func() error) error) error {
 		g, _ := dataset.Dims(m, 2)
 		off, cnt, err := dataset.Block(shape, g, r.c.Rank())
 		if err != nil {
@@ -117,7 +155,7 @@ func scaleRunLearned(t *testing.T, n, m int) (check, recover comm.Counts, learne
 		if !r.Reshaped() || r.OldRanks() != n {
 			return fmt.Errorf("rank %d: reshaped %v, old ranks %d", r.c.Rank(), r.Reshaped(), r.OldRanks())
 		}
-		if err := measure(r.Recover); err != nil {
+		if err := measure(stepRecover, r.Recover); err != nil {
 			return err
 		}
 		mu.Lock()
@@ -131,7 +169,7 @@ func scaleRunLearned(t *testing.T, n, m int) (check, recover comm.Counts, learne
 		}
 		return nil
 	})
-	return check, recover, learned
+	return sc.worst, learned
 }
 
 // TestScaleReshapeSmall: the scale test's path on a handful of ranks
@@ -142,35 +180,95 @@ func TestScaleReshapeSmall(t *testing.T) {
 	for _, p := range [][2]int{{4, 3}, {3, 7}, {6, 1}} {
 		scaleRun(t, p[0], p[1])
 	}
-	_, _, learned := scaleRunLearned(t, 64, 48)
+	_, learned := scaleRun(t, 64, 48)
 	t.Logf("64 -> 48: a new rank learned the sources of at most %d old ranks", learned)
 	assert.LessOrEqual(t, learned, 16)
 }
 
-// TestScaleCountedWork: at 2,048 -> 1,536 ranks a rank receives, in the
-// check of the global datasets at a checkpoint and in the redistributing
-// Recover, what it receives at 256 -> 192, within the growth of log2 P
-// (8 to 11): never the 8-fold of the ranks.
+// TestScaleCountedWork: at 2,048 -> 1,536 ranks a rank receives, in
+// the topology, the same-arguments check,
+// the check of the global datasets at a checkpoint and the
+// redistributing Recover, what it receives at 64 -> 48, within the
+// growth of log2 P (6 to 11): never the 32-fold of the ranks. Init and
+// the restart's Init are only reported: their levels.Engine.Open is
+// internal/levels' to spread.
 func TestScaleCountedWork(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("thousands of in-process ranks")
 	}
-	c1, r1 := scaleRun(t, 256, 192)
-	c2, r2 := scaleRun(t, 2048, 1536)
-	t.Logf("check of the datasets, most one rank received: %d bytes in %d messages at 256 ranks, %d bytes in %d messages at 2048",
-		c1.BytesReceived, c1.Received, c2.BytesReceived, c2.Received)
-	t.Logf("redistributing Recover, most one rank received: %d bytes in %d messages at 256 -> 192, %d bytes in %d messages at 2048 -> 1536",
-		r1.BytesReceived, r1.Received, r2.BytesReceived, r2.Received)
-	const bound = 11.0 / 8 * 1.3 // log2 P from 8 to 11, and a margin
-	for _, x := range []struct {
-		what   string
-		lo, hi int64
-	}{
-		{"bytes received in the check", c1.BytesReceived, c2.BytesReceived},
-		{"messages received in the check", c1.Received, c2.Received},
-		{"bytes received in Recover", r1.BytesReceived, r2.BytesReceived},
-		{"messages received in Recover", r1.Received, r2.Received},
-	} {
-		assert.LessOrEqual(t, float64(x.hi), bound*float64(x.lo), "%s grow with the ranks: %d at the small scale, %d at 8 times the ranks", x.what, x.lo, x.hi)
+	small, _ := scaleRun(t, 64, 48)
+	large, _ := scaleRun(t, 2048, 1536)
+	const bound = 11.0 / 6 * 1.3 // log2 P from 6 to 11, and a margin
+	for _, step := range []string{stepInit, stepTopology, stepSameArgs, stepCheck, stepReinit, stepRecover} {
+		lo, hi := small[step], large[step]
+		t.Logf("%s, most one rank received: %d bytes in %d messages at 64 ranks, %d bytes in %d messages at 2048",
+			step, lo.BytesReceived, lo.Received, hi.BytesReceived, hi.Received)
+		if step == stepInit || step == stepReinit {
+			continue
+		}
+		require.NotZero(t, lo.Received, "%s: nothing counted", step)
+		assert.LessOrEqual(t, float64(hi.BytesReceived), bound*float64(lo.BytesReceived),
+			"bytes received in %s grow with the ranks: %d at 64 ranks, %d at 2048", step, lo.BytesReceived, hi.BytesReceived)
+		assert.LessOrEqual(t, float64(hi.Received), bound*float64(lo.Received),
+			"messages received in %s grow with the ranks: %d at 64 ranks, %d at 2048", step, lo.Received, hi.Received)
 	}
+}
+
+// scaleNamedTopology builds the topology of n ranks on n named nodes,
+// found by a node split, and returns the largest counts of rank 0 and
+// of the other ranks.
+func scaleNamedTopology(t *testing.T, n int) (root, others comm.Counts) {
+	var sc scaleCounts
+	named := testConfig(t.TempDir(), 1)
+	named.LocalTest = false
+	named = named.withDefaults()
+	host := func(rank int) string { return fmt.Sprintf("host-%05d", rank) }
+	require.NoError(t, comm.Run(n, func(c comm.Comm) error {
+		r := &Runtime{cfg: named, c: c, log: zap.NewNop()}
+		before := comm.CountsOf(c)
+		topo, err := r.buildTopology(options{meta: vfd.Sec2{}, nodeID: host})
+		step := stepNamed
+		if c.Rank() == 0 {
+			step = stepNamedRoot
+		}
+		sc.add(step, comm.CountsOf(c).Sub(before))
+		if err == nil && (topo.NodeOf(c.Rank()) != c.Rank() || topo.NumNodes() != n) {
+			err = fmt.Errorf("rank %d: on node %d of %d", c.Rank(), topo.NodeOf(c.Rank()), topo.NumNodes())
+		}
+		return err
+	}, comm.WithTimeout(10*time.Minute)))
+	return sc.worst[stepNamedRoot], sc.worst[stepNamed]
+}
+
+// TestScaleTopologyNamed: with nodes named by the launcher, at 2,048
+// ranks on as many nodes a rank other than 0 receives in the topology
+// what it receives at 64 in messages, and in bytes beyond the node
+// table, within the growth of log2 P. Every rank still receives the
+// table (a name per node), and rank 0 gathers it to save it: both are
+// reported, and left to spread with the manifest's parts.
+func TestScaleTopologyNamed(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("thousands of in-process ranks")
+	}
+	tableSize := func(n int) int64 {
+		hosts := make(partner.NodeTable, n)
+		for i := range hosts {
+			hosts[i] = fmt.Sprintf("host-%05d", i)
+		}
+		b, err := hosts.Marshal()
+		require.NoError(t, err)
+		return int64(len(b))
+	}
+	root1, lo := scaleNamedTopology(t, 64)
+	root2, hi := scaleNamedTopology(t, 2048)
+	t1, t2 := tableSize(64), tableSize(2048)
+	t.Logf("rank 0 received %d bytes in %d messages at 64 ranks, %d bytes in %d messages at 2048",
+		root1.BytesReceived, root1.Received, root2.BytesReceived, root2.Received)
+	t.Logf("another rank received at most %d bytes in %d messages at 64 ranks, %d bytes in %d messages at 2048; the node table is %d and %d bytes",
+		lo.BytesReceived, lo.Received, hi.BytesReceived, hi.Received, t1, t2)
+	const bound = 11.0 / 6 * 1.3
+	require.NotZero(t, lo.Received)
+	require.GreaterOrEqual(t, lo.BytesReceived, t1, "a rank gets the node table")
+	assert.LessOrEqual(t, float64(hi.BytesReceived-t2), bound*float64(lo.BytesReceived-t1), "bytes beyond the node table grow with the ranks")
+	assert.LessOrEqual(t, float64(hi.Received), bound*float64(lo.Received), "messages received grow with the ranks")
 }
