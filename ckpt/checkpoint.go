@@ -236,7 +236,8 @@ func (r *Runtime) fileVars() ([]fileformat.Var, error) {
 		if v.typ == fileformat.Struct {
 			es = uint32(v.elemSize)
 		}
-		out = append(out, fileformat.Var{ID: int32(id), Name: v.name, Type: v.typ, ElemSize: es, Data: b})
+		c := r.compression(id)
+		out = append(out, fileformat.Var{ID: int32(id), Name: v.name, Type: v.typ, ElemSize: es, Data: b, Codec: c.Codec, Lossy: c.Lossy})
 	}
 	return out, nil
 }
@@ -528,7 +529,7 @@ func readAllVars(src levels.Source) ([]fileformat.Var, dataset.View, error) {
 		if vi.Type == fileformat.Struct {
 			es = vi.ElemSize
 		}
-		vars = append(vars, fileformat.Var{ID: vi.ID, Name: vi.Name, Type: vi.Type, ElemSize: es, Data: b})
+		vars = append(vars, fileformat.Var{ID: vi.ID, Name: vi.Name, Type: vi.Type, ElemSize: es, Data: b, Codec: vi.Codec, Lossy: vi.Lossy})
 	}
 	return vars, dataset.View{Datasets: rd.Datasets(), Subsets: rd.Subsets()}, nil
 }

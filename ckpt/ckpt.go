@@ -222,6 +222,9 @@ type Runtime struct {
 
 	vars  map[int]*variable
 	order []int // protect order
+	// comp holds the compression set for a variable (SetCompression,
+	// ProtectWith); it outlives a new Protect of the same id.
+	comp map[int]Compression
 
 	// recovered is what Recover reads: the checkpoint Init restarted
 	// from, then the last checkpoint this run committed.
@@ -679,6 +682,7 @@ func (r *Runtime) Unprotect(id int) {
 		return
 	}
 	delete(r.vars, id)
+	delete(r.comp, id)
 	if _, ok := r.subsets[id]; ok {
 		delete(r.subsets, id)
 		r.dsVersion++

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/internal/levels"
 )
 
@@ -49,6 +50,11 @@ type Config struct {
 	// KeepLast, when > 1, keeps the newest KeepLast checkpoints in addition
 	// to FTI's rule ([basic] keep_last_n, an ftigo extension).
 	KeepLast int
+	// Compression is the lossless compression of every protected
+	// variable's dCP blocks unless [Runtime.SetCompression] or
+	// [ProtectWith] says otherwise for one ([basic] compression = zstd,
+	// an ftigo extension; none by default).
+	Compression fileformat.Codec
 	// Verbosity is 1 debug, 2 info, 3 warnings, 4 errors only ([basic] verbosity).
 	Verbosity int
 	// Head makes node-local rank 0 of the communicator passed to Init a
