@@ -117,17 +117,17 @@ func ProtectWith[T any](r *Runtime, id int, p *[]T, opts ...ProtectOption) error
 // (Size), the bytes it takes in the file (Stored: compressed blocks at
 // their compressed size), its codec, and for a lossy variable its mode
 // and the largest error the mode introduced (Bound). On a redistributing
-// restart it describes the old rank's copy this rank reads. Local.
+// restart it describes the copy of this rank's own old rank (q*N/M of
+// N old ranks, for rank q of M). Local.
 func (r *Runtime) StoredInfo(id int) (fileformat.VarInfo, error) {
 	if err := r.usable("StoredInfo"); err != nil {
 		return fileformat.VarInfo{}, err
 	}
 	if st := r.reshape; st != nil {
-		src, ok := plainSource(r.c.Rank(), r.c.Size(), st.oldRanks)
-		if !ok {
-			src = 0
-		}
-		for _, v := range st.meta[src].Vars {
+		// This rank knows what its own old rank (q*N/M) stored: the
+		// plain source when one count divides the other.
+		src := st.own
+		for _, v := range st.ownMeta.Vars {
 			if int(v.ID) == id {
 				return v, nil
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"slices"
@@ -174,7 +175,7 @@ func (r *Runtime) checkpointH5Single(id int64) error {
 	if err := comm.Agree(r.c, err, "collect protected variables"); err != nil {
 		return fmt.Errorf("ckpt: checkpoint %d (level 9): %w", id, err)
 	}
-	if _, err := r.checkDecomposition(); err != nil {
+	if err := r.checkDecomposition(); err != nil {
 		return fmt.Errorf("ckpt: checkpoint %d (level 9): %w", id, err)
 	}
 	dir, prefix := r.cfg.vprDirOf()
@@ -259,7 +260,7 @@ func (r *Runtime) dropVPR(recs []vprRecord, files bool) {
 }
 
 // restartVPR verifies level-9 file rec (every rank checks the blocks of
-// the old ranks o with o mod size = its rank) and prepares the
+// the old ranks it is home for, levels.HomeOf) and prepares the
 // redistributing Recover from it. Collective; the error is the same on
 // every rank.
 func (r *Runtime) restartVPR(rec vprRecord) error {
@@ -273,8 +274,10 @@ func (r *Runtime) restartVPR(rec vprRecord) error {
 		case hf.Ranks() != rec.Ranks:
 			err = fmt.Errorf("%w: %s was written by %d ranks, its record says %d", levels.ErrDigestMismatch, rec.Path, hf.Ranks(), rec.Ranks)
 		}
-		for o := me; err == nil && o < hf.Ranks(); o += n {
-			err = hf.VerifyRank(o)
+		for _, o := range levels.HomeRanks(hf.Ranks(), n, me) {
+			if err == nil {
+				err = hf.VerifyRank(o)
+			}
 		}
 	}
 	if aerr := comm.Agree(r.c, err, "verify level-9 file "+rec.Path); aerr != nil {
@@ -283,19 +286,17 @@ func (r *Runtime) restartVPR(rec vprRecord) error {
 		}
 		return aerr
 	}
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
+	// Every rank is home for, and reads, the old ranks levels.HomeOf
+	// gives it: it can open the file itself.
 	st := &reshapeState{what: fmt.Sprintf("level-9 HDF5 file %s (id %d, %d ranks)", rec.Path, rec.ID, rec.Ranks),
-		oldRanks: rec.Ranks, h5Path: rec.Path, h5Drv: r.vpr.drv, h5: hf, closers: nil}
-	st.closers = append(st.closers, hf)
-	for o := range rec.Ranks {
-		st.sources = append(st.sources, levels.ReshapeSource{Rank: o, Node: -1, Reader: o % n, Seen: all,
+		oldRanks: rec.Ranks, h5Path: rec.Path, h5Drv: r.vpr.drv, h5: hf, closers: []io.Closer{hf}}
+	mine := map[int]levels.ReshapeSource{}
+	for _, o := range levels.HomeRanks(rec.Ranks, n, me) {
+		mine[o] = levels.ReshapeSource{Rank: o, Node: -1, Reader: me,
 			Entry: levels.File{Role: levels.RoleData, Where: levels.Global, Name: rec.Path, Size: 0, Of: o,
-				Attrs: map[string]string{levels.AttrDigest: levels.DigestH5}}})
+				Attrs: map[string]string{levels.AttrDigest: levels.DigestH5}}}
 	}
-	if err := r.startReshape(st); err != nil {
+	if err := r.startReshape(st, mine, mine); err != nil {
 		st.close()
 		r.reshape = nil
 		return err

@@ -85,7 +85,7 @@ func (r *Runtime) BeginICP(id int64, level int, activate bool) error {
 	if err := comm.Agree(r.c, err, "collect protected variables"); err != nil {
 		return fmt.Errorf("ckpt: incremental checkpoint %d: %w", id, err)
 	}
-	if _, err := r.checkDecomposition(); err != nil {
+	if err := r.checkDecomposition(); err != nil {
 		return fmt.Errorf("ckpt: incremental checkpoint %d: %w", id, err)
 	}
 	st := &icpState{id: id, lvl: lvl, vars: map[int32]int{}, start: r.now()}
