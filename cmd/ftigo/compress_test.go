@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -95,4 +98,49 @@ func TestInspectCompressed(t *testing.T) {
 		assert.Nil(t, r.Compressed, r.Name)
 	}
 	assert.NotContains(t, out, "compressed")
+}
+
+// TestBenchCompression: --compression zstd writes the checkpoints
+// compressed; each checkpoint row carries the logical and stored bytes
+// (the ranks' files, as StoredInfo reads them) and their ratio, the
+// table a "compressed" column; the restart rows carry none. The JSON
+// keys are documented in docs/performance.md. A bad codec, or the flag
+// with a mode it does not apply to, is a usage error.
+func TestBenchCompression(t *testing.T) {
+	a, out, errb := testApp(false)
+	res := benchJSON(t, a, out, errb, "--levels", "1,3", "--compression", "zstd")
+	require.Len(t, res.Rows, 4)
+	assert.Contains(t, res.Description, "compressed with zstd")
+	for _, row := range res.Rows {
+		if row.Kind == "restart" {
+			assert.Empty(t, row.Compression, row.Case)
+			assert.Zero(t, row.StoredBytes, row.Case)
+			continue
+		}
+		assert.Equal(t, "zstd", row.Compression, row.Case)
+		assert.Equal(t, int64(4*256<<10), row.LogicalBytes, row.Case)
+		assert.Positive(t, row.StoredBytes, row.Case)
+		assert.Less(t, row.StoredBytes, row.LogicalBytes, row.Case)
+		assert.InDelta(t, float64(row.LogicalBytes)/float64(row.StoredBytes), row.CompressionRatio, 1e-9, row.Case)
+	}
+	assert.Contains(t, benchTable(res.Rows), "compressed")
+	assert.Contains(t, benchTable(res.Rows), fmt.Sprintf("%.2fx", res.Rows[0].CompressionRatio))
+	b, err := json.Marshal(res.Rows[0])
+	require.NoError(t, err)
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "performance.md"))
+	require.NoError(t, err)
+	for _, k := range []string{"compression", "logical_bytes", "stored_bytes", "compression_ratio"} {
+		assert.Contains(t, string(b), `"`+k+`"`)
+		assert.True(t, strings.Contains(string(doc), "`"+k+"`"), "docs/performance.md documents `%s`", k)
+	}
+	for _, args := range [][]string{{"bench", "--compression", "lz4"}, {"bench", "--compression", "zstd", "--dcp-dirty", "0.1"}} {
+		code, _, errs := ftigo(args...)
+		assert.Equal(t, 2, code, "%v", args)
+		assert.Contains(t, errs, "--compression", "%v", args)
+	}
+	// Without the flag the rows and the table say nothing of it.
+	a, out, errb = testApp(false)
+	res = benchJSON(t, a, out, errb, "--levels", "1")
+	assert.NotContains(t, out.String(), "compress")
+	assert.NotContains(t, benchTable(res.Rows), "compressed")
 }
