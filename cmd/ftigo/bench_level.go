@@ -102,6 +102,11 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 			row.Compression, row.LogicalBytes, row.StoredBytes = bc.codec.String(), logical, stored
 			row.CompressionRatio = float64(logical) / float64(max(stored, 1))
 		}
+		if bc.snapshot {
+			if err := snapRow(bc, data, dst, level, &row); err != nil {
+				return nil, err
+			}
+		}
 		if len(shared) > 0 {
 			s, c := summarize(shared), summarizeCPU(sharedC)
 			row.StrongShared, row.StrongSharedCPU, row.RatioStrongShared = &s, &c, row.Time.Median/s.Median
@@ -158,6 +163,7 @@ func benchLevel(bc benchConfig, data, dst [][]float64, level int, dir string) (l
 	}
 	cfg.Compression = bc.codec
 	var mu sync.Mutex
+	cfg.Snapshot = bc.snapshot
 	var t0 time.Time
 	var c0 cpuTimes
 	start := func(c comm.Comm) error {
