@@ -186,6 +186,10 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 			fields = append(fields, zap.Bool("dcp", m.DCP != nil), zap.Float64("dcp-share", share), zap.Int("dcp-layers", m.Layers()),
 				zap.Int64("dcp-written", st.TotalData.Written), zap.Int64("dcp-protected", st.TotalData.Protected))
 		}
+		if c := m.Compressed; c != nil {
+			kind += compressionNote(m)
+			fields = append(fields, zap.Int64("logical-bytes", c.Logical), zap.Int64("stored-bytes", c.Stored), zap.Float64("compression-ratio", c.Ratio()))
+		}
 		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) taken in %.3f sec., %.1f MiB/s (Wt %.3f, Wr %.3f, Ps %.3f, Cm %.3f)%s",
 			id, lvl, mib, wall.Seconds(), bw, waited.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds(), kind), fields...)
 		if r.cfg.EnableDCP {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -31,6 +32,8 @@ type benchConfig struct {
 	// async post-processes levels 2-4 in the background (inline_lL = 0)
 	// while the ranks run a solver-like CPU load.
 	async bool
+	// codec compresses the checkpoints ([basic] compression).
+	codec fileformat.Codec
 	// snapshot (with async) takes every level in ckpt_snapshot mode and
 	// also measures the inline checkpoint and a plain memcpy (bench_snap.go).
 	snapshot bool
@@ -175,6 +178,14 @@ type benchRow struct {
 	StrongShared      *stats    `json:"strong_shared_raw,omitempty"`
 	RatioStrongShared float64   `json:"ratio_strong_shared_median,omitempty"`
 	StrongSharedCPU   *cpuStats `json:"strong_shared_raw_cpu,omitempty"`
+	// Compression is the codec checkpoints were written with (--compression;
+	// empty for none); LogicalBytes and StoredBytes sum the variable's
+	// bytes and the bytes they took in the ranks' files (the last
+	// repeat's), CompressionRatio is their ratio. Checkpoints only.
+	Compression      string  `json:"compression,omitempty"`
+	LogicalBytes     int64   `json:"logical_bytes,omitempty"`
+	StoredBytes      int64   `json:"stored_bytes,omitempty"`
+	CompressionRatio float64 `json:"compression_ratio,omitempty"`
 }
 
 type benchResult struct {
@@ -277,6 +288,8 @@ func (l *levelsFlag) Set(v string) error {
 
 // benchFlags are the command line of ftigo bench.
 type benchFlags struct {
+	compression  string
+	codec        fileformat.Codec
 	size         sizeFlag
 	levels       levelsFlag
 	ranks        int
@@ -355,6 +368,11 @@ checkpoint time is then the time the ranks were blocked in Checkpoint,
 and the JSON rows also carry total_s, until the checkpoint was committed
 at its level while the ranks ran a solver-like CPU load.
 
+--compression zstd writes the checkpoints with [basic] compression =
+zstd; each checkpoint row then carries the variable's bytes, the bytes
+its files took and their ratio (a "compressed" column), while the raw
+references still write the data as it is.
+
 --sweep-ranks without --sweep is the scale sweep: what one rank pays
 for Init, a checkpoint and a restart (Init and Recover) as the ranks
 grow, in groups of --group-size, with 4 KiB and 64 KiB per rank unless
@@ -411,6 +429,7 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 	f.IntVar(&bf.groupSize, "group-size", 4, "ranks per group (L2 partners, L3 encoding) in the scale sweep")
 	f.StringVar(&bf.storage, "storage", storageFiles, "scale sweep: where the ranks' files are, files (in --dir) or memory (vfd's in-memory driver: no file descriptors, no system calls)")
 	f.DurationVar(&bf.timeLimit, "time-limit", 0, "scale sweep: skip the rank counts predicted to take longer than this per point (0: no limit)")
+	f.StringVar(&bf.compression, "compression", "none", "compress the checkpoints: none or zstd ([basic] compression); checkpoint rows then carry the stored bytes and the compression ratio")
 	f.BoolVar(&bf.async, "async", false, "post-process L2-L4 in the background (inline_lL = 0) while the ranks run a solver-like CPU load: time is the time blocked in Checkpoint, total_s until the level is durable")
 	return c
 }
@@ -469,6 +488,9 @@ func (a *app) runBench(cmd *cobra.Command, bf *benchFlags) error {
 
 // check checks the flags and returns the grid to measure.
 func (bf *benchFlags) check(cmd *cobra.Command) (rankCounts []int, sizes []int64, err error) {
+	if bf.codec, err = fileformat.ParseCodec(bf.compression); err != nil {
+		return nil, nil, usagef("--compression %q: use none or zstd", bf.compression)
+	}
 	if bf.size < 8 {
 		return nil, nil, usagef("--size %d: at least 8 bytes", int64(bf.size))
 	}
@@ -502,6 +524,9 @@ func (bf *benchFlags) check(cmd *cobra.Command) (rankCounts []int, sizes []int64
 		}
 	}
 	bf.scale = len(bf.from) == 0 && !bf.sweep && (cmd.Flags().Changed("sweep-ranks") || bf.mpi)
+	if bf.codec != fileformat.CodecNone && (bf.scale || bf.dcpDirty >= 0 || len(bf.from) > 0) {
+		return nil, nil, usagef("--compression measures the levels' checkpoints and restarts: it takes no --dcp-dirty, --from or scale sweep")
+	}
 	if bf.scale {
 		return bf.checkScale(cmd)
 	}
@@ -610,7 +635,8 @@ func measure(rankCounts []int, sizes []int64, bf *benchFlags, dir string, drop f
 				}
 				continue
 			}
-			bc := benchConfig{ranks: ranks, size: size, levels: bf.levels, repeats: bf.repeats, dir: dir, cold: bf.cold, drop: drop, async: bf.async, snapshot: bf.snapshot}
+			bc := benchConfig{ranks: ranks, size: size, levels: bf.levels, repeats: bf.repeats, dir: dir, cold: bf.cold, drop: drop, async: bf.async,
+				snapshot: bf.snapshot, codec: bf.codec}
 			res, err := bench(bc, tick)
 			if err != nil {
 				return nil, fmt.Errorf("%d ranks x %s: %w", ranks, humanBytes(size), err)
