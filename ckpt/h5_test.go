@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"os/exec"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
