@@ -14,6 +14,12 @@
 // bit 32 of the run's seed decides, so -seed with -async random replays
 // a run exactly (the other draws do not depend on it).
 //
+// With -variant (heads, dcp, reshape, hdf5, shared, or all in turn) the
+// runs also use heads, differential checkpoints (levels 5-8), relaunches
+// on another rank count, ckpt_io = 5, or two jobs at once on one
+// ckpt_dir and glbl_dir, none of whose files may change while only the
+// other job runs (variant.go; docs/robustness.md).
+//
 // Each run draws everything from its seed (printed for every failure):
 // the shape (ranks, simulated nodes), the checkpoint interval and level
 // order, the slow-storage latency, and 1-4 kills. Each kill is a SIGKILL
