@@ -29,7 +29,7 @@ func TestChaos(t *testing.T) {
 	// Each variant once, in the rotation's order (shared counts two runs).
 	t.Run("variants", func(t *testing.T) {
 		var out bytes.Buffer
-		st, err := Run(Config{Mode: "corrupt", Runs: 6, WorkDir: t.TempDir(), Timeout: time.Minute, Async: "random", Variant: "all"}, &out)
+		st, err := Run(Config{Mode: "corrupt", Runs: 6, Duration: 10 * time.Minute, WorkDir: t.TempDir(), Timeout: time.Minute, Async: "random", Variant: "all"}, &out)
 		t.Log(out.String())
 		if err != nil {
 			t.Fatal(err)
