@@ -75,6 +75,7 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	if r.icp != nil {
 		return nil, fmt.Errorf("%w: checkpoint %d while incremental checkpoint %d is open (FinalizeICP first)", ErrICP, id, r.icp.id)
 	}
+	callStart := r.now()
 	waited, err := r.awaitPost()
 	if err != nil {
 		return nil, err
@@ -99,6 +100,9 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	}
 	if _, err := r.checkDecomposition(); err != nil {
 		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
+	}
+	if ok, err := r.snapshotCheckpoint(id, lvl, diff, vars, waited, callStart); ok || err != nil {
+		return nil, err
 	}
 	meta := fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: r.now().UnixNano()}
 	start := r.now()
@@ -237,7 +241,8 @@ func (r *Runtime) fileVars() ([]fileformat.Var, error) {
 		if v.typ == fileformat.Struct {
 			es = uint32(v.elemSize)
 		}
-		out = append(out, fileformat.Var{ID: int32(id), Name: v.name, Type: v.typ, ElemSize: es, Data: b})
+		c := r.compression(id)
+		out = append(out, fileformat.Var{ID: int32(id), Name: v.name, Type: v.typ, ElemSize: es, Data: b, Codec: c.Codec, Lossy: c.Lossy})
 	}
 	return out, nil
 }
@@ -529,7 +534,7 @@ func readAllVars(src levels.Source) ([]fileformat.Var, dataset.View, error) {
 		if vi.Type == fileformat.Struct {
 			es = vi.ElemSize
 		}
-		vars = append(vars, fileformat.Var{ID: vi.ID, Name: vi.Name, Type: vi.Type, ElemSize: es, Data: b})
+		vars = append(vars, fileformat.Var{ID: vi.ID, Name: vi.Name, Type: vi.Type, ElemSize: es, Data: b, Codec: vi.Codec, Lossy: vi.Lossy})
 	}
 	return vars, dataset.View{Datasets: rd.Datasets(), Subsets: rd.Subsets()}, nil
 }

@@ -224,6 +224,9 @@ type Runtime struct {
 
 	vars  map[int]*variable
 	order []int // protect order
+	// comp holds the compression set for a variable (SetCompression,
+	// ProtectWith); it outlives a new Protect of the same id.
+	comp map[int]Compression
 
 	// recovered is what Recover reads: the checkpoint Init restarted
 	// from, then the last checkpoint this run committed.
@@ -265,6 +268,8 @@ type Runtime struct {
 	vpr vprState
 	// post is the asynchronous post-processing state (async.go).
 	post postState
+	// scopy is the snapshot mode's state (ckpt_snapshot, snapcopy.go).
+	scopy copyState
 	// icp is the incremental checkpoint open on this rank (icp.go).
 	icp *icpState
 	// icpInactive: the last BeginICP had activate = false, so AddVarICP
@@ -782,6 +787,7 @@ func (r *Runtime) Unprotect(id int) {
 		return
 	}
 	delete(r.vars, id)
+	delete(r.comp, id)
 	if _, ok := r.subsets[id]; ok {
 		delete(r.subsets, id)
 		r.dsVersion++
