@@ -212,7 +212,7 @@ func (r *Runtime) startSnap(w *dcpWrite, id int64, lvl, wlvl, raiseTo levels.ID,
 		res := postResult{m: m, snap: d}
 		if raiseTo != 0 {
 			req, rerr := p.reqOf(m, raiseTo)
-			up, err := p.headRaise(m, raiseTo, req, rerr)
+			up, err := p.headRaise(m, raiseTo, req, rerr, false)
 			if err != nil {
 				d.raiseErr = backgroundFailed(p.log, p.rank, m, raiseTo, err)
 			} else {
