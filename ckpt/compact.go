@@ -58,7 +58,7 @@ func (r *Runtime) compactJobFor(m *levels.Manifest, raiseTo levels.ID) *compactJ
 			}
 			return lvl
 		},
-		stats: levels.DataStats{Written: img.Summary.DataSize, Protected: img.Summary.DataSize},
+		stats: fullStats(img.Summary, img.Summary.Stored != img.Summary.Logical || m.Compressed != nil),
 	}
 }
 
@@ -87,7 +87,7 @@ func (w *poster) compact(job *compactJob, m *levels.Manifest, adopt bool) (*leve
 		var up *levels.Manifest
 		if w.node != nil {
 			req, rerr := w.reqOf(nm, lvl)
-			if up, err = w.headRaise(nm, lvl, req, rerr); err == nil {
+			if up, err = w.headRaise(nm, lvl, req, rerr, false); err == nil {
 				err = w.eng.AdoptRaised(up, w.pc)
 			}
 		} else {

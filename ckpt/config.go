@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/internal/levels"
 )
 
@@ -49,6 +50,11 @@ type Config struct {
 	// KeepLast, when > 1, keeps the newest KeepLast checkpoints in addition
 	// to FTI's rule ([basic] keep_last_n, an ftigo extension).
 	KeepLast int
+	// Compression is the lossless compression of every protected
+	// variable's dCP blocks unless [Runtime.SetCompression] or
+	// [ProtectWith] says otherwise for one ([basic] compression = zstd,
+	// an ftigo extension; none by default).
+	Compression fileformat.Codec
 	// Verbosity is 1 debug, 2 info, 3 warnings, 4 errors only ([basic] verbosity).
 	Verbosity int
 	// Head makes node-local rank 0 of the communicator passed to Init a
@@ -68,6 +74,15 @@ type Config struct {
 	// it at L (see the package documentation). FTI needs head = 1 for
 	// this; ftigo does not. Indexes 0 and 1 are unused.
 	Async [5]bool
+	// Snapshot makes Checkpoint block only for a copy of every protected
+	// variable into the rank's staging memory ([basic] ckpt_snapshot = 1,
+	// an ftigo extension): the checkpoint is then written, protected and
+	// committed from that copy in the background (snapcopy.go).
+	Snapshot bool
+	// SnapshotBudget is the staging memory of a rank in bytes ([basic]
+	// snapshot_budget, an ftigo extension); 0 takes a quarter of the
+	// node's memory shared by its node_size ranks.
+	SnapshotBudget int64
 	// EnableStaging enables the staging calls ([basic] enable_staging):
 	// [Runtime.SendFile] copies node-local files to global storage in the
 	// background.
@@ -245,6 +260,8 @@ func (c Config) checkKeys() error {
 		return cfgErr("fast_forward %d: use 1..10", c.FastForward)
 	case c.MaxVarID < 0:
 		return cfgErr("max_var_id %d: must not be negative", c.MaxVarID)
+	case c.SnapshotBudget < 0:
+		return cfgErr("snapshot_budget %d: must not be negative (0 takes the default)", c.SnapshotBudget)
 	case c.KeepLast < 0:
 		return cfgErr("keep_last_n %d: must not be negative", c.KeepLast)
 	case c.L3Parity < 0:

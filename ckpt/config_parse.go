@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -268,6 +269,13 @@ func FormatConfig(c Config) ([]byte, error) {
 	kv("keep_last_ckpt", b01(c.KeepLastCkpt))
 	kv("keep_l4_ckpt", b01(c.KeepL4Ckpt))
 	kv("keep_last_n", c.KeepLast)
+	if c.Compression != fileformat.CodecNone {
+		kv("compression", c.Compression.String())
+	}
+	if c.Snapshot || c.SnapshotBudget != 0 {
+		kv("ckpt_snapshot", b01(c.Snapshot))
+		kv("snapshot_budget", c.SnapshotBudget)
+	}
 	kv("l3_parity", c.L3Parity)
 	kv("verbosity", c.Verbosity)
 	kv("head", b01(c.Head))

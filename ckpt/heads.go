@@ -57,6 +57,10 @@ type headRequest struct {
 	Ranks    int      `json:"ranks,omitempty"`
 	NodeIDs  []string `json:"node_ids,omitempty"`
 	Table    []byte   `json:"table,omitempty"`
+	// Blocks: ranks placed on nodes in blocks, node Slots[b] holding
+	// block b (nil: node b); NodeIDs is then empty.
+	Blocks bool  `json:"blocks,omitempty"`
+	Slots  []int `json:"slots,omitempty"`
 }
 
 // headReply is the head's answer to a raise request.
@@ -108,48 +112,39 @@ type headSplit struct {
 // splits it into heads, application ranks and per-node communicators.
 // Collective over c.
 func splitHeads(c comm.Comm, cfg Config, o options) (*headSplit, error) {
-	if tl, ok := c.(interface{ ThreadLevel() (int, bool) }); ok {
-		if _, serialised := tl.ThreadLevel(); serialised {
-			err := fmt.Errorf("%w: head = 1 needs MPI_THREAD_MULTIPLE (a head runs one goroutine per application rank of its node), MPI granted less", ErrConfig)
-			return nil, comm.Agree(c, err, "start head ranks")
-		}
-	}
 	id := nodeIDOf(c, cfg, o)
-	nodes, mine, err := comm.NodeMap(c, func() string { return id })
+	node, mine, _, err := comm.SplitNode(c, func() string { return id })
 	if err != nil {
 		return nil, err
 	}
-	var berr error
-	for n, rs := range nodes {
-		if len(rs) != cfg.NodeSize {
-			berr = fmt.Errorf("%w: head = 1: node %d (rank %d's) has %d ranks, node_size is %d", ErrConfig, n, rs[0], len(rs), cfg.NodeSize)
-			break
+	// Every node holds node_size ranks: the largest and the smallest.
+	sizes := []int64{int64(node.Size()), -int64(node.Size())}
+	if err := comm.AllreduceInt64s(c, sizes, comm.Max); err != nil {
+		_ = node.Close()
+		return nil, err
+	}
+	if sizes[0] != int64(cfg.NodeSize) || -sizes[1] != int64(cfg.NodeSize) {
+		var berr error
+		if node.Size() != cfg.NodeSize && node.Rank() == 0 {
+			berr = fmt.Errorf("%w: head = 1: node %d (rank %d's) has %d ranks, node_size is %d", ErrConfig, mine, c.Rank(), node.Size(), cfg.NodeSize)
 		}
+		_ = node.Close()
+		return nil, agreeFirst(c, int64(mine), berr)
 	}
-	if berr != nil {
-		return nil, berr // every rank saw the same node map
-	}
-	s := &headSplit{head: nodes[mine][0] == c.Rank(), nodeID: id}
+	s := &headSplit{head: node.Rank() == 0, nodeID: id, node: node}
 	color := 0
 	if s.head {
 		color = 1
 	}
 	sub, err := c.Split(color, c.Rank())
 	if err != nil {
+		_ = node.Close()
 		return nil, fmt.Errorf("ckpt: head = 1: split heads from application ranks: %w", err)
 	}
 	if s.head {
 		s.heads = sub
 	} else {
 		s.app = sub
-	}
-	key := c.Rank() + 1
-	if s.head {
-		key = 0
-	}
-	if s.node, err = c.Split(mine, key); err != nil {
-		_ = sub.Close()
-		return nil, fmt.Errorf("ckpt: head = 1: node communicator: %w", err)
 	}
 	return s, nil
 }
@@ -209,7 +204,7 @@ func runHead(cfg Config, o options, s *headSplit, log *zap.Logger) error {
 			vcs[i], errs[i] = vc.Split(0, appRank[i])
 		}()
 	}
-	wg.Wait()
+	comm.WaitGroup(s.heads, &wg) // serving their calls below MPI_THREAD_MULTIPLE
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("ckpt: head: virtual world: %w", err)
 	}
@@ -248,7 +243,7 @@ func runHead(cfg Config, o options, s *headSplit, log *zap.Logger) error {
 				}
 			}()
 		}
-		wg.Wait()
+		comm.WaitGroup(s.heads, &wg)
 		for i := range v {
 			b, err := json.Marshal(replies[i])
 			if err == nil {
@@ -278,7 +273,11 @@ func (h *headServer) raise(c comm.Comm, rank int, req headRequest) ([]byte, erro
 	if perr == nil {
 		var table partner.NodeTable
 		if table, perr = partner.UnmarshalTable(req.Table); perr == nil {
-			topo, perr = partner.NewTopologyTable(req.Ranks, h.cfg.NodeSize-1, h.cfg.GroupSize, req.NodeIDs, table)
+			if req.Blocks {
+				topo, perr = partner.NewBlockTopology(req.Ranks, h.cfg.NodeSize-1, h.cfg.GroupSize, table, nil, req.Slots)
+			} else {
+				topo, perr = partner.NewTopologyTable(req.Ranks, h.cfg.NodeSize-1, h.cfg.GroupSize, req.NodeIDs, table)
+			}
 		}
 	}
 	if perr != nil {
@@ -326,18 +325,25 @@ func (r *Runtime) announceHead() error {
 	return sendMsg(r.post.node, 0, binary.LittleEndian.AppendUint64(nil, uint64(r.c.Rank())))
 }
 
-// headRaise asks the head to raise m to lvl and waits for its reply. It
-// runs in the poster goroutine, which alone uses the node communicator
-// while a job is in flight.
-func headRaise(node comm.Comm, req headRequest) (*levels.Manifest, error) {
+// askHead sends the head the request to raise m to lvl. It runs on the
+// rank's goroutine, so that the head starts at once even where only that
+// goroutine's thread may call MPI.
+func askHead(node comm.Comm, req headRequest) error {
 	b, err := json.Marshal(req)
 	if err == nil {
 		err = sendMsg(node, 0, b)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("request to the node's head: %w", err)
+		return fmt.Errorf("request to the node's head: %w", err)
 	}
-	b, err = recvMsg(node, 0)
+	return nil
+}
+
+// headReplied waits for the head's reply to askHead. It runs in the
+// poster goroutine, which alone uses the node communicator while a job is
+// in flight.
+func headReplied(node comm.Comm) (*levels.Manifest, error) {
+	b, err := recvMsg(node, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reply of the node's head: %w", err)
 	}
@@ -361,7 +367,13 @@ func (r *Runtime) headRequestFor(m *levels.Manifest, lvl levels.ID) (headRequest
 	if err != nil {
 		return headRequest{}, err
 	}
-	return headRequest{Kind: headRaiseReq, Level: int(lvl), Manifest: raw, Ranks: r.c.Size(), NodeIDs: r.topoIDs, Table: table}, nil
+	req := headRequest{Kind: headRaiseReq, Level: int(lvl), Manifest: raw, Ranks: r.c.Size(), Table: table}
+	if r.topo.Blocks() {
+		req.Blocks, req.Slots = true, r.topo.Slots()
+	} else {
+		req.NodeIDs = r.topoIDs
+	}
+	return req, nil
 }
 
 // stopHead tells the node's head this rank is done (Finalize, Close).

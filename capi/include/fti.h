@@ -17,7 +17,11 @@
 #ifndef FTIGO_FTI_H
 #define FTIGO_FTI_H
 
+/* FTIGO_SERIAL is defined by ftigo's serial build (no MPI): the calls
+ * that take or give an MPI communicator are then absent. */
+#ifndef FTIGO_SERIAL
 #include <mpi.h>
+#endif
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -193,8 +197,10 @@ typedef struct FTIT_allConfiguration {
 
 /* ---- Globals (valid after FTI_Init) -------------------------------------- */
 
+#ifndef FTIGO_SERIAL
 /** The application's communicator: use it instead of MPI_COMM_WORLD. */
 extern MPI_Comm FTI_COMM_WORLD;
+#endif
 
 /** Predefined data types: char, short, int, long, their unsigned forms, float, double, long double. */
 extern fti_id_t FTI_CHAR;
@@ -211,7 +217,9 @@ extern fti_id_t FTI_LDBE;
 
 /* ---- Lifecycle ------------------------------------------------------------ */
 
+#ifndef FTIGO_SERIAL
 int FTI_Init(const char *configFile, MPI_Comm globalComm);
+#endif
 int FTI_Status(void);
 int FTI_Finalize(void);
 
@@ -246,6 +254,28 @@ int FTI_RecoverVar(int id);
 int FTI_RecoverVarFinalize(void);
 int64_t FTI_GetStoredSize(int id);
 void *FTI_Realloc(int id, void *ptr);
+
+/* ---- Compression (FTI's compression branch; ftigo adds FTI_CPC_ZSTD) ----- */
+
+/** How FTI_SetCompression stores a variable. */
+typedef enum FTIT_CPC_MODE {
+    FTI_CPC_NONE = 0,   /* as it is */
+    FTI_CPC_FPZIP = 1,  /* not offered by ftigo */
+    FTI_CPC_ZFP = 2,    /* not offered by ftigo */
+    FTI_CPC_SINGLE = 3, /* double stored as float (lossy) */
+    FTI_CPC_HALF = 4,   /* double or float stored as half (lossy) */
+    FTI_CPC_STRIP = 5,  /* mantissa cut to `parameter` bits (lossy) */
+    FTI_CPC_ZSTD = 16   /* zstd per dCP block (lossless, ftigo) */
+} FTIT_CPC_MODE;
+
+/** What FTI_SetCompression's parameter means. */
+typedef enum FTIT_CPC_TYPE {
+    FTI_CPC_TYPE_NONE = 0,
+    FTI_CPC_ACCURACY = 1, /* not offered by ftigo */
+    FTI_CPC_PRECISION = 2 /* parameter counts mantissa bits */
+} FTIT_CPC_TYPE;
+
+int FTI_SetCompression(int id, FTIT_CPC_MODE mode, int parameter, FTIT_CPC_TYPE type);
 
 /* ---- Incremental checkpoints (not implemented by ftigo yet) --------------- */
 
@@ -282,7 +312,9 @@ int FTI_RecoverDatasetDimension(int datasetId);
 /* ---- Miscellaneous -------------------------------------------------------- */
 
 int FTI_BitFlip(int datasetId);
+#ifndef FTIGO_SERIAL
 FTIT_allConfiguration FTI_GetConfig(const char *configFile, MPI_Comm globalComm);
+#endif
 void FTI_Print(const char *msg, int priority);
 
 #ifdef __cplusplus

@@ -127,5 +127,6 @@ func TestL2DamagedCopyUnderMPI(t *testing.T) {
 	require.Error(t, err, "rank %d", c.Rank())
 	require.ErrorIs(t, err, ckpt.ErrUnrecoverable, "rank %d", c.Rank())
 	require.Contains(t, err.Error(), "its data file and its partner copy on rank 2 (node 2) are both lost", "rank %d", c.Rank())
-	require.Contains(t, err.Error(), string(name)+" (rank 2) at offset ", "rank %d", c.Rank())
+	require.Contains(t, err.Error(), "corrupt file of rank 2 at offset ", "rank %d", c.Rank())
+	require.Contains(t, err.Error(), string(name)+": ", "rank %d", c.Rank())
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/fileformat"
 )
 
 // bench measures every level in bc at one point (ranks, size).
@@ -32,6 +33,9 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 	if bc.async {
 		cache += ", L2-L4 post-processed in the background (inline_lL = 0) under a solver-like CPU load"
 	}
+	if bc.codec != fileformat.CodecNone {
+		cache += fmt.Sprintf(", checkpoints compressed with %v (the raw references write the data as it is)", bc.codec)
+	}
 	res := &benchResult{Rows: []benchRow{}, Skipped: []string{}, Description: fmt.Sprintf("%d ranks on %d simulated nodes, %s per rank, %d repeats, %s, scratch %s",
 		bc.ranks, bc.ranks, humanBytes(bc.size), bc.repeats, cache, bc.dir)}
 	data := make([][]float64, bc.ranks)
@@ -45,6 +49,7 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 	}
 	for _, level := range bc.levels {
 		var ck, total, rs, plain, strong, read, restartRef, shared []time.Duration
+		var logical, stored int64
 		var ckC, rsC, plainC, strongC, readC, refC, sharedC []cpuTimes
 		steps := 3
 		if level == 4 {
@@ -61,6 +66,7 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 						return nil, fmt.Errorf("level %d: %w", level, err)
 					}
 					ck, rs, total = append(ck, m.ckpt), append(rs, m.restart), append(total, m.total)
+					logical, stored = m.logical, m.stored
 					ckC, rsC = append(ckC, m.ckptCPU), append(rsC, m.restartCPU)
 				case 1:
 					w, c, err := rawWrite(bc, data, filepath.Join(bc.dir, fmt.Sprintf("raw-%d", rep)), persistFactor[level])
@@ -92,6 +98,15 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 			CPU: summarizeCPU(ckC), RawCPU: summarizeCPU(plainC), StrongCPU: summarizeCPU(strongC)}
 		row.Ratio, row.RatioStrong = row.Time.Median/row.Raw.Median, row.Time.Median/row.Strong.Median
 		row.Async, row.BlockedS, row.TotalS = bc.async && level > 1, row.Time.Median, summarize(total).Median
+		if bc.codec != fileformat.CodecNone {
+			row.Compression, row.LogicalBytes, row.StoredBytes = bc.codec.String(), logical, stored
+			row.CompressionRatio = float64(logical) / float64(max(stored, 1))
+		}
+		if bc.snapshot {
+			if err := snapRow(bc, data, dst, level, &row); err != nil {
+				return nil, err
+			}
+		}
 		if len(shared) > 0 {
 			s, c := summarize(shared), summarizeCPU(sharedC)
 			row.StrongShared, row.StrongSharedCPU, row.RatioStrongShared = &s, &c, row.Time.Median/s.Median
@@ -130,6 +145,9 @@ type levelTimes struct {
 	// total is the time until the checkpoint is durable at its level
 	// (ckpt unless it is post-processed in the background).
 	total time.Duration
+	// logical and stored sum the variable's bytes and the bytes its
+	// files hold (with compression only).
+	logical, stored int64
 }
 
 // benchLevel takes one checkpoint at level in a fresh run directory,
@@ -143,6 +161,9 @@ func benchLevel(bc benchConfig, data, dst [][]float64, level int, dir string) (l
 	if bc.async && level > 1 {
 		cfg.Async[level] = true
 	}
+	cfg.Compression = bc.codec
+	var mu sync.Mutex
+	cfg.Snapshot = bc.snapshot
 	var t0 time.Time
 	var c0 cpuTimes
 	start := func(c comm.Comm) error {
@@ -182,6 +203,15 @@ func benchLevel(bc benchConfig, data, dst [][]float64, level int, dir string) (l
 			}
 			if err := stop(c, &m.ckpt, &m.ckptCPU); err != nil {
 				return err
+			}
+			if bc.codec != fileformat.CodecNone {
+				info, err := rt.StoredInfo(1)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				m.logical, m.stored = m.logical+info.Size, m.stored+info.Stored
+				mu.Unlock()
 			}
 			if err := solveUntilDone(rt); err != nil {
 				return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -34,6 +35,19 @@ func benchTable(rows []benchRow) string {
 			fmt.Sprintf("%.2fx", r.RatioStrong),
 			cpu(r.CPU) + "/" + cpu(r.RawCPU) + "/" + cpu(r.StrongCPU),
 			cache,
+		}
+	}
+	if slices.ContainsFunc(rows, func(r benchRow) bool { return r.Compression != "" }) {
+		// The compression ratio, before the last column.
+		n := len(header) - 1
+		header = slices.Insert(header, n, "compressed")
+		right = slices.Insert(right, n, true)
+		for i, r := range rows {
+			ratio := "-"
+			if r.Compression != "" {
+				ratio = fmt.Sprintf("%.2fx", r.CompressionRatio)
+			}
+			cells[i] = slices.Insert(cells[i], n, ratio)
 		}
 	}
 	return renderTable(header, cells, right)

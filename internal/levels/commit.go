@@ -37,6 +37,7 @@ func (e *Engine) commit(p *Pending) (*Manifest, []*Manifest, error) {
 	tot := make([]int64, totalsFixed+len(e.dropped))
 	tot[totUnpublished] = int64(unpublished(p))
 	tot[totWritten], tot[totProtected] = p.stats.Written, p.stats.Protected
+	tot[totLogical], tot[totStored] = p.stats.Logical, p.stats.Stored
 	for _, f := range p.Files {
 		if f.Role == RoleData {
 			tot[totBytes] += f.Size
@@ -53,8 +54,10 @@ func (e *Engine) commit(p *Pending) (*Manifest, []*Manifest, error) {
 	if err := comm.AllreduceInt64s(env.Comm, tot, comm.Sum); err != nil {
 		return nil, nil, err
 	}
-	p.total = DataStats{Written: tot[totWritten], Protected: tot[totProtected]}
+	p.total = DataStats{Written: tot[totWritten], Protected: tot[totProtected],
+		Logical: tot[totLogical], Stored: tot[totStored]}
 	m := e.newManifest(p.Seq, p.ID, p.Level, tot[totTime], tot[totBytes])
+	m.Compressed = compressedOf(p.total)
 	if p.chain != nil {
 		m.DCP = &DCP{Chain: p.chain, BlockSize: p.opts.blockSize, Written: p.total.Written, Protected: p.total.Protected}
 	}
@@ -114,6 +117,8 @@ const (
 	totUnpublished = iota
 	totWritten
 	totProtected
+	totLogical
+	totStored
 	totBytes
 	totTime
 	totalsFixed

@@ -61,6 +61,11 @@ type Manifest struct {
 	// depends on and what it wrote (docs/format/dcp.md). Such a manifest
 	// is version 2, or a version 3 root with a dcp field.
 	DCP *DCP `json:"dcp,omitempty"`
+	// Compressed is set when the checkpoint's writers stored some
+	// variable compressed or at reduced precision: the bytes of variable
+	// data it wrote and the bytes they take (optional: older manifests
+	// and uncompressed checkpoints have none).
+	Compressed *Compressed `json:"compressed,omitempty"`
 
 	// The fields below are version 3's and an engine's (see parts.go).
 	// Files and Nodes are nil in a root and in an engine's view: the
@@ -90,6 +95,40 @@ type Manifest struct {
 	whole *Manifest
 	// view holds the parts this rank loaded and loads the others.
 	view *view
+}
+
+// Compressed sums, over the ranks, the variable data a checkpoint wrote
+// (its dirty blocks for a differential one): Logical bytes as the
+// program holds them, Stored bytes as the files hold them.
+type Compressed struct {
+	Logical int64 `json:"logical_bytes"`
+	Stored  int64 `json:"stored_bytes"`
+}
+
+// Ratio is Logical / Stored, the compression ratio (1 when nothing was
+// stored).
+func (c *Compressed) Ratio() float64 {
+	if c == nil || c.Stored <= 0 {
+		return 1
+	}
+	return float64(c.Logical) / float64(c.Stored)
+}
+
+// check refuses totals no commit writes (nil is fine).
+func (c *Compressed) check() error {
+	if c != nil && (c.Logical <= 0 || c.Stored < 0 || c.Stored > c.Logical) {
+		return fmt.Errorf("compressed: %d stored bytes for %d logical bytes", c.Stored, c.Logical)
+	}
+	return nil
+}
+
+// compressedOf returns the manifest field for the totals d, nil when no
+// rank reported compressed data.
+func compressedOf(d DataStats) *Compressed {
+	if d.Logical <= 0 {
+		return nil
+	}
+	return &Compressed{Logical: d.Logical, Stored: d.Stored}
 }
 
 // Dir returns the checkpoint's directory name in every area.
@@ -314,28 +353,29 @@ func (m *Manifest) Marshal() ([]byte, error) {
 
 // rootBody is the JSON body of a version 3 root.
 type rootBody struct {
-	Run        string    `json:"run,omitempty"`
-	Seq        uint64    `json:"seq"`
-	ID         int64     `json:"id"`
-	Level      ID        `json:"level"`
-	Ranks      int       `json:"ranks"`
-	NodeSize   int       `json:"node_size"`
-	GroupSize  int       `json:"group_size"`
-	Nodes      Digest    `json:"nodes_blake3"`
-	Time       int64     `json:"time"`
-	Bytes      int64     `json:"bytes"`
-	PartRanks  int       `json:"part_ranks"`
-	Parts      []PartRef `json:"parts"`
-	Kept       bool      `json:"kept,omitempty"`
-	DCP        *DCP      `json:"dcp,omitempty"`
-	RaisedFrom *Digest   `json:"raised_from,omitempty"`
+	Run        string      `json:"run,omitempty"`
+	Seq        uint64      `json:"seq"`
+	ID         int64       `json:"id"`
+	Level      ID          `json:"level"`
+	Ranks      int         `json:"ranks"`
+	NodeSize   int         `json:"node_size"`
+	GroupSize  int         `json:"group_size"`
+	Nodes      Digest      `json:"nodes_blake3"`
+	Time       int64       `json:"time"`
+	Bytes      int64       `json:"bytes"`
+	PartRanks  int         `json:"part_ranks"`
+	Parts      []PartRef   `json:"parts"`
+	Kept       bool        `json:"kept,omitempty"`
+	DCP        *DCP        `json:"dcp,omitempty"`
+	Compressed *Compressed `json:"compressed,omitempty"`
+	RaisedFrom *Digest     `json:"raised_from,omitempty"`
 }
 
 // rootBody returns m's root body; refs must be set.
 func (m *Manifest) rootBody() rootBody {
 	return rootBody{Run: m.Run, Seq: m.Seq, ID: m.ID, Level: m.Level, Ranks: m.Ranks, NodeSize: m.NodeSize, GroupSize: m.GroupSize,
 		Nodes: m.nodes, Time: m.Time, Bytes: m.bytes, PartRanks: m.PartRanks(), Parts: m.refs, Kept: m.Kept, DCP: m.DCP,
-		RaisedFrom: m.raisedFrom}
+		Compressed: m.Compressed, RaisedFrom: m.raisedFrom}
 }
 
 // marshalRoot encodes m's root.
@@ -416,7 +456,7 @@ func parseRoot(body []byte, bad func(int, string, ...any) error, off int) (*Mani
 		return nil, bad(off, "decode: %v", err)
 	}
 	m := &Manifest{Run: rb.Run, Seq: rb.Seq, ID: rb.ID, Level: rb.Level, Ranks: rb.Ranks, NodeSize: rb.NodeSize, GroupSize: rb.GroupSize,
-		Time: rb.Time, Kept: rb.Kept, DCP: rb.DCP, version: ManifestVersionParts, bytes: rb.Bytes, hasBytes: true,
+		Time: rb.Time, Kept: rb.Kept, DCP: rb.DCP, Compressed: rb.Compressed, version: ManifestVersionParts, bytes: rb.Bytes, hasBytes: true,
 		nodes: rb.Nodes, partRanks: rb.PartRanks, raisedFrom: rb.RaisedFrom, refs: rb.Parts}
 	if err := m.validateRoot(); err != nil {
 		return nil, bad(off, "%v", err)
@@ -450,6 +490,9 @@ func (m *Manifest) validateRoot() error {
 		return fmt.Errorf("%d parts for %d ranks of %d per part", len(m.refs), m.Ranks, m.partRanks)
 	case m.bytes < 0:
 		return fmt.Errorf("bytes %d", m.bytes)
+	}
+	if err := m.Compressed.check(); err != nil {
+		return err
 	}
 	for i, r := range m.refs {
 		if r.Size <= 0 || r.Size > MaxManifestSize {
@@ -495,6 +538,9 @@ func (m *Manifest) validate() error {
 		if _, ok := m.DataFile(r); !ok {
 			return fmt.Errorf("no data file for rank %d", r)
 		}
+	}
+	if err := m.Compressed.check(); err != nil {
+		return err
 	}
 	return m.validateDCP()
 }

@@ -317,7 +317,7 @@ func (e *Engine) commitRaised(cur *Manifest, p *Pending, st *Stats) (*Manifest, 
 	env := e.env
 	t := env.Now()
 	up := e.newManifest(cur.Seq, cur.ID, p.Level, cur.Time, cur.Bytes())
-	up.DCP = cur.DCP
+	up.DCP, up.Compressed = cur.DCP, cur.Compressed
 	if from := cur.ident(); from != (Digest{}) {
 		up.raisedFrom = &from
 	}

@@ -17,29 +17,30 @@ import (
 // lists. It moves in start-up's broadcast and between an application
 // rank and its head.
 type viewHeader struct {
-	Version    int     `json:"v"`
-	Run        string  `json:"run,omitempty"`
-	Seq        uint64  `json:"seq"`
-	ID         int64   `json:"id"`
-	Level      ID      `json:"level"`
-	Ranks      int     `json:"ranks"`
-	NodeSize   int     `json:"node_size"`
-	GroupSize  int     `json:"group_size"`
-	Time       int64   `json:"time"`
-	Kept       bool    `json:"kept,omitempty"`
-	DCP        *DCP    `json:"dcp,omitempty"`
-	Bytes      int64   `json:"bytes"`
-	Nodes      Digest  `json:"nodes"`
-	PartRanks  int     `json:"part_ranks"`
-	RaisedFrom *Digest `json:"raised_from,omitempty"`
-	Identity   Digest  `json:"identity"`
+	Version    int         `json:"v"`
+	Run        string      `json:"run,omitempty"`
+	Seq        uint64      `json:"seq"`
+	ID         int64       `json:"id"`
+	Level      ID          `json:"level"`
+	Ranks      int         `json:"ranks"`
+	NodeSize   int         `json:"node_size"`
+	GroupSize  int         `json:"group_size"`
+	Time       int64       `json:"time"`
+	Kept       bool        `json:"kept,omitempty"`
+	DCP        *DCP        `json:"dcp,omitempty"`
+	Compressed *Compressed `json:"compressed,omitempty"`
+	Bytes      int64       `json:"bytes"`
+	Nodes      Digest      `json:"nodes"`
+	PartRanks  int         `json:"part_ranks"`
+	RaisedFrom *Digest     `json:"raised_from,omitempty"`
+	Identity   Digest      `json:"identity"`
 }
 
 // header returns m's shared fields. For a whole manifest it computes
 // what a view keeps of it (O(ranks): rank 0 only).
 func (m *Manifest) header() viewHeader {
 	h := viewHeader{Version: m.version, Run: m.Run, Seq: m.Seq, ID: m.ID, Level: m.Level, Ranks: m.Ranks, NodeSize: m.NodeSize,
-		GroupSize: m.GroupSize, Time: m.Time, Kept: m.Kept, DCP: m.DCP, Bytes: m.Bytes(), Nodes: m.nodes,
+		GroupSize: m.GroupSize, Time: m.Time, Kept: m.Kept, DCP: m.DCP, Compressed: m.Compressed, Bytes: m.Bytes(), Nodes: m.nodes,
 		PartRanks: m.PartRanks(), RaisedFrom: m.raisedFrom, Identity: m.ident()}
 	if m.Nodes != nil {
 		h.Nodes = nodesSum(m.Nodes)
@@ -50,7 +51,7 @@ func (m *Manifest) header() viewHeader {
 // manifest returns a manifest of the header's fields, with no view.
 func (h viewHeader) manifest() *Manifest {
 	return &Manifest{Run: h.Run, Seq: h.Seq, ID: h.ID, Level: h.Level, Ranks: h.Ranks, NodeSize: h.NodeSize, GroupSize: h.GroupSize,
-		Time: h.Time, Kept: h.Kept, DCP: h.DCP, version: h.Version, bytes: h.Bytes, hasBytes: true, nodes: h.Nodes,
+		Time: h.Time, Kept: h.Kept, DCP: h.DCP, Compressed: h.Compressed, version: h.Version, bytes: h.Bytes, hasBytes: true, nodes: h.Nodes,
 		partRanks: h.PartRanks, raisedFrom: h.RaisedFrom, identity: h.Identity}
 }
 
@@ -61,6 +62,9 @@ func (h viewHeader) check() error {
 	case !m.Level.Valid() || m.Ranks <= 0 || m.NodeSize <= 0 || m.Ranks%m.NodeSize != 0 || m.partRanks <= 0:
 		return fmt.Errorf("%w: checkpoint header seq %d: level %d, %d ranks, node size %d, %d ranks per part",
 			ErrBadManifest, h.Seq, int(h.Level), h.Ranks, h.NodeSize, h.PartRanks)
+	}
+	if err := m.Compressed.check(); err != nil {
+		return fmt.Errorf("%w: checkpoint header seq %d: %w", ErrBadManifest, h.Seq, err)
 	}
 	return m.validateChain()
 }
