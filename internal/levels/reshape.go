@@ -195,17 +195,22 @@ func (e *Engine) verifyCand(r int, c reshapeCand, image bool) (Digest, []byte, e
 }
 
 // oldTopology returns the topology of m's run, with ranks placed on
-// nodes in blocks of NodeSize as FTI does.
+// nodes in blocks of NodeSize as FTI does. It names every old node:
+// rank 0's work on the failure path, or offline.
 func oldTopology(m *Manifest) (*partner.Topology, error) {
+	old := partEntries{m}
+	nodes := make([]string, m.NumNodes())
+	for k := range nodes {
+		var err error
+		if nodes[k], err = old.nodeName(k); err != nil {
+			return nil, err
+		}
+	}
 	ids := make([]string, m.Ranks)
 	for r := range ids {
-		n := r / max(m.NodeSize, 1)
-		if n >= len(m.Nodes) {
-			return nil, fmt.Errorf("%w: rank %d on node %d of %d", ErrTopologyMismatch, r, n, len(m.Nodes))
-		}
-		ids[r] = m.Nodes[n]
+		ids[r] = nodes[r/max(m.NodeSize, 1)]
 	}
-	return partner.NewTopologyTable(m.Ranks, m.NodeSize, m.GroupSize, ids, partner.NodeTable(m.Nodes))
+	return partner.NewTopologyTable(m.Ranks, m.NodeSize, m.GroupSize, ids, partner.NodeTable(nodes))
 }
 
 // reshapeRebuild has rank 0 rebuild the lost files of m offline (L2,
@@ -230,10 +235,16 @@ func (e *Engine) reshapeRebuild(m *Manifest, l Level, nonEmpty int) error {
 		if seen < nonEmpty {
 			lerr = fmt.Errorf("no rank of this run sees every surviving node directory of %s, so its lost files cannot be rebuilt here (rank 0 sees %d of the %d that hold files)", m.Dir(), seen, nonEmpty)
 		} else {
-			topo, err := oldTopology(m)
+			// Every old rank's entries, on rank 0 alone: the rebuild
+			// reads every lost group.
+			full, err := LoadFull(m)
+			var topo *partner.Topology
+			if err == nil {
+				topo, err = oldTopology(full)
+			}
 			if err == nil {
 				var paths []string
-				paths, err = rb.RebuildOffline(m, topo, e.cfg.NodeStore, partnerOptions(env))
+				paths, err = rb.RebuildOffline(full, topo, e.cfg.NodeStore, partnerOptions(env))
 				if len(paths) > 0 {
 					env.Logger.Info(fmt.Sprintf("rebuilt %d lost files of %s (written by %d ranks) for this run of %d", len(paths), m.Dir(), m.Ranks, env.Comm.Size()),
 						zap.Strings("paths", paths))
@@ -258,13 +269,8 @@ func (e *Engine) recoverReshaped(m *Manifest, what string) error {
 	if !ok {
 		return fmt.Errorf("%s: %w", what, ErrLevelUnavailable)
 	}
-	// Every old rank's files: O(old ranks) on every rank, for now.
-	m, err := LoadFull(m)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if len(m.Files) != m.Ranks {
-		return fmt.Errorf("%s: %w: manifest lists files of %d ranks, says %d", what, ErrTopologyMismatch, len(m.Files), m.Ranks)
+	if m.NumNodes()*max(m.NodeSize, 1) != m.Ranks {
+		return fmt.Errorf("%s: %w: %d ranks on nodes of %d", what, ErrTopologyMismatch, m.Ranks, m.NodeSize)
 	}
 	if m.DCP != nil {
 		// Its data files are deltas: an old rank's data is the image of its
@@ -272,7 +278,7 @@ func (e *Engine) recoverReshaped(m *Manifest, what string) error {
 		return fmt.Errorf("%s: %w: a differential checkpoint (on %v) is restored by the %d ranks that wrote it only; a restart of another shape uses a full checkpoint",
 			what, ErrTopologyMismatch, m.DCP.Chain, m.Ranks)
 	}
-	run := &spreadRun{e: e, m: m, old: wholeManifest{m}}
+	run := &spreadRun{e: e, m: m, old: partEntries{m}}
 	rebuilt := false
 	for {
 		dirs, err := run.listers()
