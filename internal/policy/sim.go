@@ -197,7 +197,7 @@ func (s *PlanScheduler) Next(_, since float64) (float64, int) {
 	}
 	return max(s.cur.Plan.Segment()-since, 0), s.cur.Plan.LevelAt(s.cur.Next)
 }
-func (s *PlanScheduler) Committed(float64, int, float64) { s.cur.Advance() }
+func (s *PlanScheduler) Committed(float64, int, float64)   { s.cur.Advance() }
 func (s *PlanScheduler) Failed(float64, int, int, float64) {}
 
 // FixedScheduler is FTI's rule: level l every Intervals[l-1] seconds of
