@@ -49,6 +49,8 @@ type postResult struct {
 	// adopted says the engine already holds m (the poster adopted the
 	// heads' result itself before compacting).
 	adopted bool
+	// done is when the job finished (the poster's clock).
+	done time.Time
 }
 
 // asyncLevel reports whether a checkpoint at lvl is post-processed in the
@@ -163,6 +165,7 @@ func (r *Runtime) startPost(m *levels.Manifest, raiseTo levels.ID, compact bool)
 		if cj != nil {
 			res.m, res.adopted = w.compact(cj, res.m, raiseTo != 0 && w.node != nil)
 		}
+		res.done = w.now()
 		ch <- res
 	}()
 }
@@ -241,6 +244,7 @@ func (r *Runtime) drainPost() time.Duration {
 func (r *Runtime) applyPost(res postResult) {
 	job := r.post.job
 	r.post.running, r.post.job = nil, nil
+	r.observePost(job, res)
 	if res.err != nil {
 		r.post.err = res.err
 		return

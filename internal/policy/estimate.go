@@ -49,6 +49,8 @@ type Inputs struct {
 //     checkpoints; an unmeasured level costs twice the level below it
 //     (measured or estimated), else half the measured level above it,
 //     else GuessCost;
+//   - its total (background work included) is the median of the same
+//     checkpoints' totals, else its cost;
 //   - its recovery is the median of its newest restarts' Init time,
 //     else its cost;
 //   - its rate is (n + a)/(T + a·M): n failures seen over T seconds of
@@ -58,11 +60,12 @@ type Inputs struct {
 func Estimate(h *History, avail []int, nodes int, p Priors) Inputs {
 	var in Inputs
 	// The newest Samples costs and recoveries of each level.
-	var costs, recov [MaxLevels + 1][]float64
+	var costs, totals, recov [MaxLevels + 1][]float64
 	for i := len(h.Checkpoints) - 1; i >= 0; i-- {
 		c := h.Checkpoints[i]
 		if c.Level >= 1 && c.Level <= MaxLevels && len(costs[c.Level]) < Samples {
 			costs[c.Level] = append(costs[c.Level], float64(c.Blocked)/1e9)
+			totals[c.Level] = append(totals[c.Level], float64(max(c.Total, c.Blocked))/1e9)
 		}
 	}
 	exposure := h.DroppedExposure
@@ -86,7 +89,7 @@ func Estimate(h *History, avail []int, nodes int, p Priors) Inputs {
 		}
 		lv := Level{ID: id, Cost: -1}
 		if s := costs[id]; len(s) > 0 {
-			lv.Cost = median(s)
+			lv.Cost, lv.Total = median(s), median(totals[id])
 			in.Measured[id-1] = true
 		}
 		in.Levels = append(in.Levels, lv)
@@ -95,6 +98,7 @@ func Estimate(h *History, avail []int, nodes int, p Priors) Inputs {
 		lv := &in.Levels[i]
 		if lv.Cost < 0 {
 			lv.Cost = guessCost(in.Levels, i)
+			lv.Total = lv.Cost
 		}
 		lv.Recovery = lv.Cost
 		if s := recov[lv.ID]; len(s) > 0 {

@@ -62,6 +62,10 @@ type Launch struct {
 	// this one (0: it ended normally or there was none). It is known
 	// when this launch starts.
 	Failure int `json:"failure,omitempty"`
+	// LostWork is the work that failure undid, in nanoseconds: from the
+	// checkpoint this launch restarts from (or the failed launch's
+	// start) to when the failed launch was last seen.
+	LostWork int64 `json:"lost_work_ns,omitempty"`
 }
 
 // How a launch ended.
@@ -87,9 +91,6 @@ type Restart struct {
 	// SkippedLevel is the highest level among them.
 	Skipped      int `json:"skipped,omitempty"`
 	SkippedLevel int `json:"skipped_level,omitempty"`
-	// LostWork is the time between the checkpoint and the failure, in
-	// nanoseconds: the work the failure cost (0 after a clean end).
-	LostWork int64 `json:"lost_work_ns,omitempty"`
 }
 
 // Checkpoint is one committed checkpoint.
@@ -214,7 +215,7 @@ func (h *History) AddLaunch(l Launch) {
 		t := &h.Totals[r.Level-1]
 		t.Restarts++
 		t.Recover += r.Recover
-		t.LostWork += r.LostWork
+		t.LostWork += l.LostWork
 	}
 	h.Launches = append(h.Launches, l)
 	if n := len(h.Launches) - MaxLaunches; n > 0 {
@@ -320,8 +321,11 @@ func (h *History) check() error {
 		if l.Failure < 0 || l.Failure > MaxLevels || l.Ranks < 0 || l.Nodes < 0 {
 			return fmt.Errorf("launch record %d: failure level %d, %d ranks, %d nodes", i, l.Failure, l.Ranks, l.Nodes)
 		}
-		if r := l.Restart; r != nil && (r.Level < 1 || r.Level > MaxLevels || r.Recover < 0 || r.LostWork < 0) {
-			return fmt.Errorf("launch record %d: restart level %d, recover %d, lost work %d", i, r.Level, r.Recover, r.LostWork)
+		if l.LostWork < 0 {
+			return fmt.Errorf("launch record %d: lost work %d", i, l.LostWork)
+		}
+		if r := l.Restart; r != nil && (r.Level < 1 || r.Level > MaxLevels || r.Recover < 0) {
+			return fmt.Errorf("launch record %d: restart level %d, recover %d", i, r.Level, r.Recover)
 		}
 	}
 	return nil

@@ -18,7 +18,7 @@ func sampleHistory() *History {
 	h.AddCheckpoint(Checkpoint{Seq: 2, ID: 2, Level: 1, Time: 20e9, Blocked: 3e8, Total: 3e8, Bytes: 4096, Async: true})
 	h.SetTotal(2, 2, 9e8) // raised to L2 in the background
 	h.AddLaunch(Launch{Start: 60e9, Seen: 70e9, End: 80e9, Ending: EndStop, StopReason: "signal terminated", Ranks: 4, Nodes: 2,
-		Failure: 2, Restart: &Restart{Level: 2, ID: 2, Seq: 2, Written: 20e9, Recover: 4e9, LostNodes: 1, LostWork: 30e9}})
+		Failure: 2, LostWork: 30e9, Restart: &Restart{Level: 2, ID: 2, Seq: 2, Written: 20e9, Recover: 4e9, LostNodes: 1}})
 	return h
 }
 

@@ -17,6 +17,10 @@ type Level struct {
 	// It includes the level's own write: an L3 checkpoint's cost is its
 	// data file and its parity.
 	Cost float64
+	// Total is the time until a checkpoint at this level is complete,
+	// its background post-processing included (Cost for a synchronous
+	// level). The final checkpoint of a stop must fit in the time left.
+	Total float64
 	// Recovery is the time a restart from this level takes.
 	Recovery float64
 	// Rate is the rate of failures that need this level: they destroy
