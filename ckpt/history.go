@@ -69,19 +69,20 @@ func (k *historyKeeper) save() {
 	k.pending = b
 	if k.wake == nil {
 		k.wake, k.done = make(chan struct{}, 1), make(chan struct{})
-		go k.writer()
+		go k.writer(k.wake, k.done)
 	}
-	k.mu.Unlock()
 	select {
 	case k.wake <- struct{}{}:
 	default:
 	}
+	k.mu.Unlock()
 }
 
-// writer writes the newest encoding each time it is woken.
-func (k *historyKeeper) writer() {
-	defer close(k.done)
-	for range k.wake {
+// writer writes the newest encoding each time it is woken, until wake
+// is closed; then it closes done.
+func (k *historyKeeper) writer(wake <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for range wake {
 		k.flush()
 	}
 }
@@ -114,12 +115,12 @@ func (k *historyKeeper) warn(err error) {
 // close writes what is pending and stops the writer.
 func (k *historyKeeper) close() {
 	k.mu.Lock()
-	wake := k.wake
-	k.wake = nil
+	wake, done := k.wake, k.done
+	k.wake, k.done = nil, nil
 	k.mu.Unlock()
 	if wake != nil {
 		close(wake)
-		<-k.done
+		<-done
 	}
 	k.flush()
 }

@@ -306,19 +306,6 @@ func (r *Runtime) agree(elapsed time.Duration) (check, error) {
 	return c, nil
 }
 
-// samePattern reports whether two plans have the same levels and counts.
-func samePattern(a, b policy.Plan) bool {
-	if len(a.Counts) != len(b.Counts) {
-		return false
-	}
-	for i := range a.Counts {
-		if a.Counts[i] != b.Counts[i] || a.Levels[i] != b.Levels[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // rank0Slots fills rank 0's part of the check vector.
 func (r *Runtime) rank0Slots(v []int64, now time.Time) {
 	p := &r.pol
