@@ -69,7 +69,7 @@ mpirun.openmpi -np 4 -x GOMAXPROCS=1 "$work/heat2d-mpi" "${args[@]}" -dir "$work
 mpipid=$!
 kill_when "EVENT ckpt-end id=3 level=3" "$work/rot1.log" "$mpipid"
 test ! -e "$work/rot/final.f64"
-ls "$work/rot/local/node0001"/ckpt*/parity* > /dev/null  # every member holds parity
+ls "$work/rot/local/node0001"/*/ckpt*/parity* > /dev/null  # every member holds parity (in its run directory)
 rm -rf "$work/rot/local/node0001" "$work/rot/local/node0003"
 echo "rotated parity: killed after checkpoint 3, deleted nodes 1 and 3"
 mpirun.openmpi -np 4 -x GOMAXPROCS=1 "$work/heat2d-mpi" "${args[@]}" -dir "$work/rot" -config "$work/rotated.fti" \

@@ -231,6 +231,13 @@ func ftigo_capi_recover_var_finalize() C.int {
 	return C.int(lib.recoverVarFinalize())
 }
 
+//export ftigo_capi_set_compression
+func ftigo_capi_set_compression(id, mode, parameter, typ C.int) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.setCompression(int(id), int(mode), int(parameter), int(typ)))
+}
+
 //export ftigo_capi_stored_size
 func ftigo_capi_stored_size(id C.int) C.int64_t {
 	mu.Lock()

@@ -271,6 +271,9 @@ int FTI_RecoverVarInit(void) { return ftigo_capi_recover_var_init(); }
 int FTI_RecoverVar(int id) { return ftigo_capi_recover_var(id); }
 int FTI_RecoverVarFinalize(void) { return ftigo_capi_recover_var_finalize(); }
 int64_t FTI_GetStoredSize(int id) { return ftigo_capi_stored_size(id); }
+int FTI_SetCompression(int id, FTIT_CPC_MODE mode, int parameter, FTIT_CPC_TYPE type) {
+    return ftigo_capi_set_compression(id, (int)mode, parameter, (int)type);
+}
 void *FTI_Realloc(int id, void *ptr) { return ftigo_capi_realloc(id, ptr); }
 
 int FTI_InitICP(int id, int level, bool activate) { return ftigo_capi_init_icp(id, level, activate ? 1 : 0); }

@@ -170,6 +170,15 @@ func ftigoCLI(t testing.TB) string {
 // simulated node, every node in one group.
 func writeConfig(t testing.TB, dir string, np int, extra string) string {
 	t.Helper()
+	return writeConfigAt(t, filepath.Join(dir, "config.fti"), np, [3]string{filepath.Join(dir, "local"), filepath.Join(dir, "global"), filepath.Join(dir, "meta")},
+		extra, "failure = 0\nexec_id = 2024-01-01_00-00-00")
+}
+
+// writeConfigAt writes config file p for np ranks with the directories
+// ckpt_dir, glbl_dir and meta_dir of dirs, extra in [basic] and restart
+// as the [restart] section.
+func writeConfigAt(t testing.TB, p string, np int, dirs [3]string, extra, restart string) string {
+	t.Helper()
 	cfg := fmt.Sprintf(`[basic]
 head = 0
 node_size = 1
@@ -180,15 +189,13 @@ meta_dir = %s
 verbosity = 2
 %s
 [restart]
-failure = 0
-exec_id = 2024-01-01_00-00-00
+%s
 
 [advanced]
 local_test = 1
 block_size = 64
-`, np, filepath.Join(dir, "local"), filepath.Join(dir, "global"), filepath.Join(dir, "meta"), extra)
-	p := filepath.Join(dir, "config.fti")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
+`, np, dirs[0], dirs[1], dirs[2], extra, restart)
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 	require.NoError(t, os.WriteFile(p, []byte(cfg), 0o644))
 	return p
 }

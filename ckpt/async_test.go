@@ -511,7 +511,7 @@ func TestAsyncDamagedL1(t *testing.T) {
 				if c.Rank() == 1 {
 					r.post.hook = func() { // in the poster, before the raise
 						df, _ := r.post.job.DataFile(1)
-						name := filepath.Join(cfg.CkptDir, r.topo.NodeDir(r.topo.NodeOf(1)), df.Name)
+						name := filepath.Join(cfg.NodeDir(r.topo.NodeOf(1), r.Run()), df.Name)
 						b, err := os.ReadFile(name)
 						if err == nil {
 							b[100] ^= 1 // in variable 0's chunk (the header is 64 bytes)

@@ -247,7 +247,8 @@ func (r *Runtime) fileVars() ([]fileformat.Var, error) {
 		if v.typ == fileformat.Struct {
 			es = uint32(v.elemSize)
 		}
-		out = append(out, fileformat.Var{ID: int32(id), Name: v.name, Type: v.typ, ElemSize: es, Data: b})
+		c := r.compression(id)
+		out = append(out, fileformat.Var{ID: int32(id), Name: v.name, Type: v.typ, ElemSize: es, Data: b, Codec: c.Codec, Lossy: c.Lossy})
 	}
 	return out, nil
 }
@@ -283,9 +284,6 @@ func (r *Runtime) Finalize() error {
 	r.drainStaging()
 	bgErr := r.takePostError()
 	err := r.finalize()
-	if err == nil {
-		r.cleanStageDir()
-	}
 	if bgErr != nil {
 		return errors.Join(fmt.Errorf("ckpt: finalize: %w", bgErr), err)
 	}
@@ -385,6 +383,13 @@ func (r *Runtime) finalize() error {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("ckpt: finalize: %w", err)
+	}
+	if err := r.c.Barrier(); err != nil { // every rank is done with its areas
+		return fmt.Errorf("ckpt: finalize: %w", err)
+	}
+	r.cleanStageDir()
+	if err := r.retireRun(); err != nil {
 		return fmt.Errorf("ckpt: finalize: %w", err)
 	}
 	if r.c.Rank() == 0 {
@@ -536,7 +541,7 @@ func readAllVars(src levels.Source) ([]fileformat.Var, dataset.View, error) {
 		if vi.Type == fileformat.Struct {
 			es = vi.ElemSize
 		}
-		vars = append(vars, fileformat.Var{ID: vi.ID, Name: vi.Name, Type: vi.Type, ElemSize: es, Data: b})
+		vars = append(vars, fileformat.Var{ID: vi.ID, Name: vi.Name, Type: vi.Type, ElemSize: es, Data: b, Codec: vi.Codec, Lossy: vi.Lossy})
 	}
 	return vars, dataset.View{Datasets: rd.Datasets(), Subsets: rd.Subsets()}, nil
 }

@@ -77,8 +77,10 @@ type options struct {
 	// variables (WithPageHandover; default: comm.IsInProcess).
 	pageHandover    bool
 	pageHandoverSet bool
-	// lockHeld says the caller (RebuildOffline) holds meta_dir's lock.
+	// lockHeld says the caller (RebuildOffline) holds the run's locks;
+	// run is then the run's id.
 	lockHeld bool
+	run      string
 	// offline makes Init open the checkpoints without restarting from one
 	// (RebuildCheckpointsOffline recovers each itself).
 	offline bool
@@ -222,10 +224,14 @@ type Runtime struct {
 	env    *levels.Env
 	eng    *levels.Engine
 	status Status
-	lock   io.Closer // meta_dir's lock (rank 0)
+	claim  *runClaim // the run's locks (rank 0)
+	run    string    // the run's id (run.go)
 
 	vars  map[int]*variable
 	order []int // protect order
+	// comp holds the compression set for a variable (SetCompression,
+	// ProtectWith); it outlives a new Protect of the same id.
+	comp map[int]Compression
 
 	// recovered is what Recover reads: the checkpoint Init restarted
 	// from, then the last checkpoint this run committed.
@@ -294,7 +300,9 @@ func (r *Runtime) usable(call string) error {
 }
 
 // Init starts the runtime on this rank: it validates cfg for the
-// communicator's size, locks meta_dir against other jobs, builds the
+// communicator's size, locks meta_dir against other jobs, finds the
+// job's run (the one meta_dir names, the one cfg.Run names, or a new
+// one; see the package documentation) and locks its directory, builds the
 // topology (remapped onto replacement nodes on a restart), creates the
 // directories, puts the checkpoint metadata in order (repairing a damaged
 // or missing manifest copy from the other one), removes what a crashed
@@ -315,8 +323,8 @@ func (r *Runtime) usable(call string) error {
 // checkpoints are all unrecoverable returns an error wrapping
 // [ErrUnrecoverable], one whose checkpoint metadata is lost (files or
 // damaged manifests, no valid manifest copy) an error wrapping
-// [ErrMetadataLost] naming them, and meta_dir in use by another job or
-// runtime an error wrapping [ErrLocked].
+// [ErrMetadataLost] naming them, and meta_dir or the run in use by
+// another job or runtime an error wrapping [ErrLocked] naming it.
 func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: Init needs a communicator, got a nil comm.Comm", ErrNilArgument)
@@ -395,16 +403,14 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 			}
 		}()
 	}
-	if !o.lockHeld {
-		if err := r.takeLock(o.meta); err != nil {
-			return nil, err
-		}
-		defer func() {
-			if err != nil {
-				r.releaseLock()
-			}
-		}()
+	if err := r.takeRun(o); err != nil {
+		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			r.releaseLock()
+		}
+	}()
 	topo, err := r.buildTopology(o)
 	if err != nil {
 		return nil, err
@@ -420,9 +426,10 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	}
 	r.env = &levels.Env{
 		Comm: c, Topo: topo, Rank: c.Rank(),
-		Local:        levels.Store{Driver: o.local, Dir: path.Join(cfg.CkptDir, topo.NodeDir(node))},
-		Global:       levels.Store{Driver: o.global, Dir: cfg.GlblDir},
+		Local:        levels.Store{Driver: o.local, Dir: cfg.NodeDir(node, r.run)},
+		Global:       levels.Store{Driver: o.global, Dir: cfg.GlobalDir(r.run)},
 		Meta:         levels.Store{Driver: o.meta, Dir: cfg.MetaDir},
+		Run:          r.run,
 		BlockSize:    cfg.BlockSize,
 		TransferSize: cfg.TransferSize,
 		Logger:       r.log,
@@ -432,8 +439,9 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	ls := cfg.levelList(&partner.Buffers{}, o)
 	policy := levels.FTIPolicy{KeepL4: cfg.KeepL4Ckpt, KeepLast: cfg.KeepLast}
 	localDrv := o.local
+	run := r.run
 	r.nodeStore = func(n int) levels.Store {
-		return levels.Store{Driver: localDrv, Dir: path.Join(cfg.CkptDir, topo.NodeDir(n))}
+		return levels.Store{Driver: localDrv, Dir: cfg.NodeDir(n, run)}
 	}
 	r.eng, err = levels.NewEngine(r.env, levels.Config{Levels: ls, Policy: policy, NodeStore: r.nodeStore})
 	if err != nil {
@@ -584,54 +592,10 @@ func (r *Runtime) warnSkipped(w io.Writer, from *levels.Manifest) {
 		from.ID, from.Level, strings.Join(ids, ", ")), zap.Int64("ckpt-id", from.ID), zap.Strings("skipped", ids))
 }
 
-// takeLock takes meta_dir's lock on rank 0 for the runtime's life. A
-// driver without locks is warned about once and the run goes on.
-// Collective: when the lock is held elsewhere, every rank returns an
-// error wrapping [ErrLocked].
-func (r *Runtime) takeLock(d vfd.Driver) error {
-	c, dir := r.c, r.cfg.MetaDir
-	name := path.Join(dir, levels.LockName)
-	var lerr error
-	state := int64(0)
-	if c.Rank() == 0 {
-		lerr = d.MkdirAll(dir, 0o755)
-		if lerr == nil {
-			r.lock, lerr = vfd.Lock(d, name)
-		}
-		switch {
-		case lerr == nil:
-		case errors.Is(lerr, vfd.ErrUnsupported):
-			r.log.Warn("meta_dir cannot be locked through this driver: nothing stops another job from using it at the same time",
-				zap.String("meta_dir", dir), zap.Error(lerr))
-			lerr = nil
-		case errors.Is(lerr, vfd.ErrLocked):
-			state = 1
-		default:
-			state = 2
-		}
-	}
-	v, err := c.AllreduceInt64(state, comm.Max)
-	if err != nil {
-		r.releaseLock()
-		return fmt.Errorf("ckpt: lock meta_dir: %w", err)
-	}
-	switch v {
-	case 1:
-		return fmt.Errorf("ckpt: meta_dir %s is in use by another job or runtime (it holds %s): %w; wait for it to end (Finalize or Close), or give this job its own meta_dir",
-			dir, name, ErrLocked)
-	case 2:
-		return fmt.Errorf("ckpt: %w", comm.Agree(c, lerr, "lock meta_dir "+dir))
-	}
-	return nil
-}
-
-// releaseLock releases meta_dir's lock if this rank holds it.
+// releaseLock releases the run's locks if this rank holds them.
 func (r *Runtime) releaseLock() error {
-	if r.lock == nil {
-		return nil
-	}
-	err := r.lock.Close()
-	r.lock = nil
+	err := r.claim.Close()
+	r.claim = nil
 	return err
 }
 
@@ -835,6 +799,7 @@ func (r *Runtime) Unprotect(id int) {
 		return
 	}
 	delete(r.vars, id)
+	delete(r.comp, id)
 	if _, ok := r.subsets[id]; ok {
 		delete(r.subsets, id)
 		r.dsVersion++

@@ -389,7 +389,7 @@ func TestUnrecoverableRestartIsAnError(t *testing.T) {
 		return r.Checkpoint(1, 1)
 	}))
 	// Corrupt rank 2's file (node 1).
-	p := filepath.Join(root, "local", "node0001", levels.RankFileName(levels.CheckpointDir(1), levels.RoleData, 2))
+	p := filepath.Join(cfg.NodeDir(1, runOf(t, cfg)), levels.RankFileName(levels.CheckpointDir(1), levels.RoleData, 2))
 	f, err := vfd.Sec2{}.Open(p, vfd.ReadWrite)
 	require.NoError(t, err)
 	_, err = f.WriteAt([]byte("TextForCorruption"), 0)

@@ -3,6 +3,9 @@ package ckpt
 import (
 	"fmt"
 	"time"
+
+	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/internal/levels"
 )
 
 // Config is the runtime configuration, with the meanings of FTI's
@@ -19,8 +22,15 @@ type Config struct {
 	// GlblDir is the global directory on the parallel file system ([basic] glbl_dir).
 	GlblDir string
 	// MetaDir is the metadata directory that must survive node loss
-	// ([basic] meta_dir). The restart state lives here.
+	// ([basic] meta_dir). The restart state lives here, and the id of
+	// the run that owns it (see the package documentation).
 	MetaDir string
+	// Run names the run to restart: FTI's exec_id ([restart] exec_id,
+	// read when [restart] failure is 1 or 2, as FTI reads it). Empty:
+	// the run meta_dir names, or a new one. A run given must be the one
+	// meta_dir names, or meta_dir must name none: the job then takes the
+	// run over from its directories in glbl_dir and ckpt_dir.
+	Run string
 	// Interval[L] is the Snapshot interval of level L (1..4); 0 disables
 	// it ([basic] ckpt_l1..ckpt_l4: minutes as in FTI, or a Go duration such
 	// as "30s" as an ftigo extension). Index 0 is unused.
@@ -40,6 +50,11 @@ type Config struct {
 	// KeepLast, when > 1, keeps the newest KeepLast checkpoints in addition
 	// to FTI's rule ([basic] keep_last_n, an ftigo extension).
 	KeepLast int
+	// Compression is the lossless compression of every protected
+	// variable's dCP blocks unless [Runtime.SetCompression] or
+	// [ProtectWith] says otherwise for one ([basic] compression = zstd,
+	// an ftigo extension; none by default).
+	Compression fileformat.Codec
 	// Verbosity is 1 debug, 2 info, 3 warnings, 4 errors only ([basic] verbosity).
 	Verbosity int
 	// Head makes node-local rank 0 of the communicator passed to Init a
@@ -221,6 +236,8 @@ func (c Config) checkKeys() error {
 		return cfgErr("glbl_dir is empty: set it to a directory on global storage")
 	case c.MetaDir == "":
 		return cfgErr("meta_dir is empty: set it to a directory that survives node loss")
+	case c.Run != "" && levels.ValidRunID(c.Run) != nil:
+		return cfgErr("run (exec_id): %v", levels.ValidRunID(c.Run))
 	case c.NodeSize < 1:
 		return cfgErr("node_size %d: set it to the number of ranks per node (>= 1)", c.NodeSize)
 	case c.Head && c.NodeSize < 2:

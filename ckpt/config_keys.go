@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ftigo/ftigo/fileformat"
 )
 
 // maxMinutes is the largest interval in minutes that a time.Duration
@@ -257,12 +259,20 @@ var sections = map[string]map[string]setter{
 		"keep_last_ckpt": boolKey(func(c *Config) *bool { return &c.KeepLastCkpt }),
 		"keep_l4_ckpt":   iniBoolKey(func(c *Config) *bool { return &c.KeepL4Ckpt }),
 		"keep_last_n":    intKey(func(c *Config) *int { return &c.KeepLast }, 0, math.MaxInt32),
-		"l3_parity":      intKey(func(c *Config) *int { return &c.L3Parity }, 0, math.MaxInt32),
-		"verbosity":      intKey(func(c *Config) *int { return &c.Verbosity }, 1, 4),
-		"head":           boolKey(func(c *Config) *bool { return &c.Head }),
-		"max_var_id":     intKey(func(c *Config) *int { return &c.MaxVarID }, 1, math.MaxInt32),
-		"max_sync_intv":  intKey(func(c *Config) *int { return &c.MaxSyncIntv }, math.MinInt32, 1<<30),
-		"enable_dcp":     iniBoolKey(func(c *Config) *bool { return &c.EnableDCP }),
+		"compression": func(c *Config, v string) error {
+			codec, err := fileformat.ParseCodec(v)
+			if err != nil {
+				return fmt.Errorf("want none or zstd, got %q", v)
+			}
+			c.Compression = codec
+			return nil
+		},
+		"l3_parity":     intKey(func(c *Config) *int { return &c.L3Parity }, 0, math.MaxInt32),
+		"verbosity":     intKey(func(c *Config) *int { return &c.Verbosity }, 1, 4),
+		"head":          boolKey(func(c *Config) *bool { return &c.Head }),
+		"max_var_id":    intKey(func(c *Config) *int { return &c.MaxVarID }, 1, math.MaxInt32),
+		"max_sync_intv": intKey(func(c *Config) *int { return &c.MaxSyncIntv }, math.MinInt32, 1<<30),
+		"enable_dcp":    iniBoolKey(func(c *Config) *bool { return &c.EnableDCP }),
 		// FTI reads the dCP settings only with enable_dcp: ParseConfig
 		// reads them once the whole file is known (dcpKeys).
 		"dcp_mode":       ignoreKey,

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -167,9 +169,22 @@ func ParseConfig(name string, raw []byte) (Config, error) {
 		}
 		return Config{}, cfgErr("%s: no FTI configuration key found: %s", name, hint)
 	}
+	// [restart] failure = 1 or 2 with exec_id: FTI restarts that run.
+	run := ""
+	if id, ok := final[[2]string{"restart", "exec_id"}]; ok && id.value != "" {
+		if f, ok := final[[2]string{"restart", "failure"}]; ok {
+			if n, err := flagInt(f.value); err == nil && (n == 1 || n == 2) {
+				if err := levels.ValidRunID(id.value); err != nil {
+					return Config{}, cfgErr("%s:%d: [restart] exec_id = %s: %w", name, id.line, id.value, err)
+				}
+				run = id.value
+			}
+		}
+	}
+	c.Run = run
 	for _, f := range featureKeys {
 		st, ok := final[[2]string{f.section, f.key}]
-		if !ok {
+		if !ok || (run != "" && f.section == "restart") {
 			continue
 		}
 		on, err := f.requests(st.value)
@@ -254,6 +269,9 @@ func FormatConfig(c Config) ([]byte, error) {
 	kv("keep_last_ckpt", b01(c.KeepLastCkpt))
 	kv("keep_l4_ckpt", b01(c.KeepL4Ckpt))
 	kv("keep_last_n", c.KeepLast)
+	if c.Compression != fileformat.CodecNone {
+		kv("compression", c.Compression.String())
+	}
 	kv("l3_parity", c.L3Parity)
 	kv("verbosity", c.Verbosity)
 	kv("head", b01(c.Head))
@@ -308,6 +326,11 @@ func FormatConfig(c Config) ([]byte, error) {
 	kv("transfer_size", c.TransferSize>>20)
 	kv("local_test", b01(c.LocalTest))
 	kv("fast_forward", c.FastForward)
+	if c.Run != "" {
+		b.WriteString("\n[restart]\n")
+		kv("failure", 1)
+		kv("exec_id", c.Run)
+	}
 	return []byte(b.String()), nil
 }
 

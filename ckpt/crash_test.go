@@ -403,7 +403,7 @@ func TestCrashWhileRepairing(t *testing.T) {
 				commitVersion1(t, n, cfg, core, 1)
 				p := path.Join(cfg.MetaDir, levels.ManifestName(1))
 				if target == "replica" {
-					p = path.Join(cfg.GlblDir, levels.ReplicaName(1))
+					p = path.Join(cfg.GlobalDir(runOf(t, cfg, core)), levels.ReplicaName(1))
 				}
 				require.NoError(t, vfd.WriteFileAtomic(core, p, []byte("ftigo-manifest 1\ngarbage\n")))
 				require.NoError(t, vfd.WriteFileAtomic(core, path.Join(cfg.MetaDir, levels.PendingName(1)), nil))

@@ -100,9 +100,9 @@ func flipByte(t *testing.T, p string) {
 // heldPath is where rank holder keeps file f of m.
 func heldPath(cfg Config, m *levels.Manifest, holder int, f levels.File) string {
 	if f.Where == levels.Global {
-		return filepath.Join(cfg.GlblDir, f.Name)
+		return filepath.Join(cfg.GlobalDir(m.Run), f.Name)
 	}
-	return filepath.Join(cfg.CkptDir, fmt.Sprintf("node%04d", holder/cfg.NodeSize), f.Name)
+	return filepath.Join(cfg.NodeDir(holder/cfg.NodeSize, m.Run), f.Name)
 }
 
 // fileOf returns the path of the file of role held by holder in m.

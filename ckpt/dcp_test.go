@@ -119,7 +119,7 @@ func TestDCPShareEveryLevel(t *testing.T) {
 					if got < share-1e-9 || got > share+0.02 {
 						return fmt.Errorf("share %.4f: written share %.4f (FTI accepts +2 points)", share, got)
 					}
-					if err := checkDeltaFiles(root, m, r.c.Rank(), want, size, bs); err != nil {
+					if err := checkDeltaFiles(cfg, m, r.c.Rank(), want, size, bs); err != nil {
 						return fmt.Errorf("share %.2f: %w", share, err)
 					}
 				}
@@ -183,7 +183,7 @@ func cloneBufs(b [][]byte) [][]byte {
 // checkDeltaFiles checks the files of differential checkpoint m on rank
 // rank: its delta holds exactly want bytes of blocks, and the redundancy
 // its level adds is sized by the delta, not by the data.
-func checkDeltaFiles(root string, m *levels.Manifest, rank int, want int64, size, bs int) error {
+func checkDeltaFiles(cfg Config, m *levels.Manifest, rank int, want int64, size, bs int) error {
 	f, ok := m.DataFile(rank)
 	if !ok {
 		return errors.New("no data entry")
@@ -191,9 +191,9 @@ func checkDeltaFiles(root string, m *levels.Manifest, rank int, want int64, size
 	var delta vfd.File
 	var err error
 	if f.Attrs[levels.AttrInContainer] != "" {
-		delta, err = levels.OpenTask(levels.Store{Driver: vfd.Sec2{}, Dir: filepath.Join(root, "global")}, f)
+		delta, err = levels.OpenTask(levels.Store{Driver: vfd.Sec2{}, Dir: cfg.GlobalDir(m.Run)}, f)
 	} else {
-		delta, err = vfd.OpenRead(vfd.Sec2{}, filepath.Join(root, "local", fmt.Sprintf("node%04d", rank), f.Name))
+		delta, err = vfd.OpenRead(vfd.Sec2{}, filepath.Join(cfg.NodeDir(rank, m.Run), f.Name))
 	}
 	if err != nil {
 		return err

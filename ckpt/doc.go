@@ -23,8 +23,9 @@
 //
 // # Lifecycle, in call order
 //
-//  1. [Init] (collective) validates the configuration and locks meta_dir
-//     ([ErrLocked] for a second job). It repairs the checkpoint metadata
+//  1. [Init] (collective) validates the configuration, locks meta_dir
+//     and finds the job's run (below; [ErrLocked] for a second job,
+//     naming the one that holds it). It repairs the checkpoint metadata
 //     and removes what a crashed run left. On a restart it verifies every
 //     byte of the newest checkpoint every rank can read, rebuilding from
 //     redundancy. Init never starts fresh while a checkpoint exists:
@@ -79,6 +80,34 @@
 // checkpoint of a job that is not running, under the same lock;
 // [RebuildCheckpointsOffline] (ftigo rebuild) every committed one, or the
 // one named.
+//
+// # Runs
+//
+// A run is a job and its relaunches: FTI's execution, named by its
+// exec_id ([Runtime.Run]). The id has FTI's form, the start time and a
+// random part. The run owns glbl_dir/<run> and ckpt_dir/node%04d/<run>.
+// Its meta_dir names it in a file (ftigo.run), and every manifest
+// records it. So jobs that share glbl_dir and ckpt_dir, each with its
+// own meta_dir, never restore, adopt or delete each other's files, even
+// at the same time. Two jobs on one meta_dir are one too many: the
+// second gets [ErrLocked], "in use by" the holder's program, pid, host
+// and start time.
+//
+// ftigo differs from FTI on purpose in where the id is kept. FTI writes
+// it back into config.fti ([restart] exec_id, with failure = 1) for the
+// relaunch. ftigo keeps it in meta_dir and never writes the user's
+// configuration. [Config.Run] ([restart] exec_id with failure = 1 or 2,
+// as FTI reads it) names a run explicitly. On the run's own meta_dir that
+// is a plain relaunch. A meta_dir that names no run takes the run over
+// from its directories in glbl_dir, but only once the meta_dir that held
+// it is lost: a run has one meta_dir. Finalize without a kept checkpoint
+// ends the run, so the next start begins a new one, as FTI's next
+// execution gets a new exec_id.
+//
+// A meta_dir written before runs existed holds checkpoints and no run
+// file. It keeps the flat directories, glbl_dir and ckpt_dir/node%04d,
+// and its manifests record no run, until it has no checkpoint left
+// (docs/format/manifest.md#runs).
 //
 // # Concurrency
 //

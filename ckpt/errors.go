@@ -74,7 +74,10 @@ var (
 	// surviving files, and says how to proceed; nothing is changed.
 	ErrMetadataLost = levels.ErrMetadataLost
 	// ErrLocked is returned by Init (on every rank) and RebuildOffline
-	// when another job, runtime or offline tool holds meta_dir's lock.
+	// when another job, runtime or offline tool holds meta_dir's lock,
+	// or the lock of the run's directory in glbl_dir. The message names
+	// the holder as its lock file records it: program, pid, host and
+	// start time.
 	ErrLocked = vfd.ErrLocked
 	// ErrNilArgument is returned by Init for a nil communicator and by
 	// every method of a nil *Runtime (what a failed Init returns), and by

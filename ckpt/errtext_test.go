@@ -92,30 +92,31 @@ func TestErrorTextENOSPC(t *testing.T) {
 	tests := []struct {
 		name               string
 		level, rank        int
-		area, glob, file   string // file: under root
+		area, glob, file   string // file: under root, <run> the run's id
 		want               string // the error, with %P for the file
 		failedOn, atOffset string
 	}{
-		{"data file", 2, 3, "local", "data*", "local/node0003/ckpt00000001/data000003.fti",
+		{"data file", 2, 3, "local", "data*", "local/node0003/<run>/ckpt00000001/data000003.fti",
 			`ckpt: checkpoint 1 at L2: checkpoint rejected: write checkpoint data failed on rank 3: write header: write %P: no space left on device \(injected fault, op #\d+\)`, "", ""},
-		{"partner copy", 2, 2, "local", "partner*", "local/node0002/ckpt00000001/partner000001.fti",
+		{"partner copy", 2, 2, "local", "partner*", "local/node0002/<run>/ckpt00000001/partner000001.fti",
 			`ckpt: checkpoint 1 at L2: checkpoint rejected: protect checkpoint at L2 failed on rank 2: L2: partner copy \(rank 2 -> 3, from 1\): write %P: no space left on device \(injected fault, op #\d+\) \(at offset 0\)`, "", ""},
-		{"parity", 3, 1, "local", "parity*", "local/node0001/ckpt00000001/parity000001.fti",
+		{"parity", 3, 1, "local", "parity*", "local/node0001/<run>/ckpt00000001/parity000001.fti",
 			`ckpt: checkpoint 1 at L3: checkpoint rejected: protect checkpoint at L3 failed on rank 1: L3: finish parity: write %P: no space left on device \(injected fault, op #\d+\) \(at offset 0\)`, "", ""},
-		{"container", 4, 2, "global", "l4.sion", "global/ckpt00000001/l4.sion",
+		{"container", 4, 2, "global", "l4.sion", "global/<run>/ckpt00000001/l4.sion",
 			`ckpt: checkpoint 1 at L4: checkpoint rejected: write checkpoint data failed on rank 2: write header: sion: write task 2 block 0: write %P: no space left on device \(injected fault, op #\d+\) \(at offset \d+\)`, "", ""},
 		{"manifest", 1, 0, "meta", "*.manifest*", "meta/ckpt00000001.manifest",
 			`ckpt: checkpoint 1 at L1: checkpoint rejected: write manifest failed on rank 0: manifest: write %P: no space left on device \(injected fault, op #\d+\)`, "", ""},
-		{"manifest replica", 1, 0, "global", "*.manifest*", "global/manifests/ckpt00000001.manifest",
+		{"manifest replica", 1, 0, "global", "*.manifest*", "global/<run>/manifests/ckpt00000001.manifest",
 			`ckpt: checkpoint 1 at L1: checkpoint rejected: write manifest failed on rank 0: manifest replica: write %P: no space left on device \(injected fault, op #\d+\)`, "", ""},
-		{"every rank", 1, -1, "local", "data*", "local/node0000/ckpt00000001/data000000.fti",
+		{"every rank", 1, -1, "local", "data*", "local/node0000/<run>/ckpt00000001/data000000.fti",
 			`ckpt: checkpoint 1 at L1: checkpoint rejected: write checkpoint data failed on 4 ranks \(0, 1, 2, 3\); rank 0: write header: write %P: no space left on device \(injected fault, op #\d+\)`, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			errs := checkpointWithFault(t, root, tt.level, tt.rank, tt.area, tt.glob)
-			re := "^" + strings.ReplaceAll(tt.want, "%P", q(filepath.Join(root, tt.file))) + "$"
+			file := strings.ReplaceAll(tt.file, "<run>", runOf(t, testConfig(root, 1)))
+			re := "^" + strings.ReplaceAll(tt.want, "%P", q(filepath.Join(root, file))) + "$"
 			for r, err := range errs {
 				require.Error(t, err, "rank %d", r)
 				assert.Regexp(t, re, err.Error(), "rank %d", r)
@@ -173,11 +174,11 @@ func TestErrorTextMetadataLost(t *testing.T) {
 		return errors.Join(Protect(r, 0, &x), r.Checkpoint(1, 4), r.Checkpoint(2, 1))
 	}))
 	primary := filepath.Join(root, "meta", levels.ManifestName(2))
-	replica := filepath.Join(root, "global", levels.ReplicaName(2))
+	replica := filepath.Join(cfg.GlobalDir(runOf(t, cfg)), levels.ReplicaName(2))
 	require.NoError(t, os.Remove(primary))
 	require.NoError(t, os.Remove(replica))
 	want := "ckpt: checkpoint metadata lost: checkpoint ckpt00000002 has no valid manifest and no marker: both copies are missing (" +
-		primary + ", " + replica + "); 2 of its files survive, such as " + filepath.Join(root, "local/node0000/ckpt00000002/data000000.fti") +
+		primary + ", " + replica + "); 2 of its files survive, such as " + filepath.Join(cfg.NodeDir(0, runOf(t, cfg)), "ckpt00000002/data000000.fti") +
 		", but cannot be verified; to restart from ckpt00000001, move the directories ckpt00000002 out of glbl_dir and every node's ckpt_dir"
 	for r, err := range initErrors(t, 2, cfg) {
 		require.ErrorIs(t, err, ErrMetadataLost, "rank %d", r)
@@ -212,7 +213,7 @@ func TestErrorTextUnrecoverable(t *testing.T) {
 		x := make([]float64, 1000)
 		return errors.Join(Protect(r, 0, &x), r.Checkpoint(1, 1))
 	}))
-	lost := filepath.Join(root, "local/node0001/ckpt00000001/data000001.fti")
+	lost := filepath.Join(cfg.NodeDir(1, runOf(t, cfg)), "ckpt00000001/data000001.fti")
 	require.NoError(t, os.Remove(lost))
 	for r, err := range initErrors(t, 2, cfg) {
 		require.ErrorIs(t, err, ErrUnrecoverable, "rank %d", r)

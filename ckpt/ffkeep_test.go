@@ -59,9 +59,9 @@ func TestKeepLastAfterRestoringL2L3(t *testing.T) {
 					}
 					return nil // no Finalize
 				}))
-				require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(root, "local", fmt.Sprintf("node%04d", tc.lost))))
+				require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(cfg.NodeDir(tc.lost, runOf(t, cfg)))))
 				// The flipped rank's copy is on the next node, not lost.
-				files, err := filepath.Glob(filepath.Join(root, "local", fmt.Sprintf("node%04d", tc.flip), "ckpt*", "data*.fti"))
+				files, err := filepath.Glob(filepath.Join(cfg.NodeDir(tc.flip, runOf(t, cfg)), "ckpt*", "data*.fti"))
 				require.NoError(t, err)
 				require.Len(t, files, 1)
 				require.NoError(t, flipData(files[0], 2))

@@ -28,8 +28,8 @@ func TestReshapeL2L3LostNodeAndFlippedByte(t *testing.T) {
 					}
 					return r.Checkpoint(7, lvl)
 				}))
-				require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(root, "local", "node0001")))
-				files, err := filepath.Glob(filepath.Join(root, "local", "node0003", "ckpt*", "data*.fti"))
+				require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(cfg.NodeDir(1, runOf(t, cfg)))))
+				files, err := filepath.Glob(filepath.Join(cfg.NodeDir(3, runOf(t, cfg)), "ckpt*", "data*.fti"))
 				require.NoError(t, err)
 				require.Len(t, files, 1)
 				require.NoError(t, flipData(files[0], 1))

@@ -59,7 +59,7 @@ func TestL4AsHDF5(t *testing.T) {
 		}
 		return r.Checkpoint(3, 4)
 	}))
-	h5 := filepath.Join(root, "global", "ckpt00000001", levels.H5Name)
+	h5 := filepath.Join(cfg.GlobalDir(runOf(t, cfg)), "ckpt00000001", levels.H5Name)
 	h5pyCheck(t, h5, 2, 4)
 	// h5dump parses the whole file.
 	h5dump := testutil.NeedTool(t, "h5dump", "check that libhdf5 reads the HDF5 L4 checkpoint")

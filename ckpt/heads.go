@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"sync"
 
 	"go.uber.org/zap"
@@ -292,9 +291,10 @@ func (h *headServer) raise(c comm.Comm, rank int, req headRequest) ([]byte, erro
 	}
 	env := &levels.Env{
 		Comm: c, Topo: topo, Rank: rank,
-		Local:        levels.Store{Driver: h.o.local, Dir: path.Join(h.cfg.CkptDir, topo.NodeDir(topo.NodeOf(rank)))},
-		Global:       levels.Store{Driver: h.o.global, Dir: h.cfg.GlblDir},
+		Local:        levels.Store{Driver: h.o.local, Dir: h.cfg.NodeDir(topo.NodeOf(rank), m.Run)},
+		Global:       levels.Store{Driver: h.o.global, Dir: h.cfg.GlobalDir(m.Run)},
 		Meta:         levels.Store{Driver: h.o.meta, Dir: h.cfg.MetaDir},
+		Run:          m.Run, // the application's run, named by its manifest
 		BlockSize:    h.cfg.BlockSize,
 		TransferSize: h.cfg.TransferSize,
 		Logger:       h.log.With(zap.Int("for-rank", rank)),

@@ -139,7 +139,7 @@ func TestHeadsDisruptionMatrix(t *testing.T) {
 			require.NoError(t, sm.Err)
 			for _, nd := range nodes {
 				for _, f := range sm.M.Files[nd] { // one application rank per node
-					p := path.Join(cfg.CkptDir, fmt.Sprintf("node%04d", nd), f.Name)
+					p := path.Join(cfg.NodeDir(nd, sm.M.Run), f.Name)
 					if f.Role != role || f.Where != levels.Local {
 						continue
 					}

@@ -220,7 +220,7 @@ func TestICPErrors(t *testing.T) {
 	icpRecover(t, cfg, core, 1, levels.L2)
 	// Nothing of checkpoints 2 and 4 is left on any node.
 	for n := range 4 {
-		ents, err := core.ReadDir(fmt.Sprintf("/local/node%04d", n))
+		ents, err := core.ReadDir(cfg.NodeDir(n, runOf(t, cfg, core)))
 		require.NoError(t, err)
 		for _, e := range ents {
 			assert.Equal(t, "ckpt00000001", e.Name(), "node %d", n)

@@ -74,7 +74,7 @@ func TestKeepLastFlushesToL4(t *testing.T) {
 				if !ok || df.Attrs[levels.AttrInContainer] != "1" {
 					return fmt.Errorf("rank %d: data entry %+v is not sion-only", r.c.Rank(), df)
 				}
-				if _, err := (vfd.Sec2{}).Stat(filepath.Join(cfg.CkptDir, r.topo.NodeDir(r.topo.NodeOf(r.c.Rank())), df.Name)); !errors.Is(err, fs.ErrNotExist) {
+				if _, err := (vfd.Sec2{}).Stat(filepath.Join(r.env.Local.Dir, df.Name)); !errors.Is(err, fs.ErrNotExist) {
 					return fmt.Errorf("rank %d: local data file of an inline L4 checkpoint: %v", r.c.Rank(), err)
 				}
 				return nil
@@ -135,7 +135,7 @@ func TestKeepLastFlushFailureKeepsStorage(t *testing.T) {
 		if r.c.Rank() == 1 {
 			c := r.eng.Committed()
 			df, _ := c[len(c)-1].DataFile(1)
-			corruptFile(t, filepath.Join(cfg.CkptDir, r.topo.NodeDir(r.topo.NodeOf(1)), df.Name))
+			corruptFile(t, filepath.Join(cfg.NodeDir(r.topo.NodeOf(1), r.Run()), df.Name))
 		}
 		if err := r.c.Barrier(); err != nil {
 			return err
@@ -194,6 +194,8 @@ func withoutIntent(tr map[string]string) map[string]string {
 	return out
 }
 
+// tree maps every path under root to its size and digest ("dir" for a
+// directory, "lock" for a lock file).
 func tree(t testing.TB, root string) map[string]string {
 	out := map[string]string{}
 	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -201,8 +203,14 @@ func tree(t testing.TB, root string) map[string]string {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
-		if d.IsDir() {
+		switch {
+		case d.IsDir():
 			out[rel] = "dir"
+			return nil
+		case d.Name() == levels.LockName:
+			// A lock's content is its holder's record, rewritten by
+			// every job that takes it: not checkpoint state.
+			out[rel] = "lock"
 			return nil
 		}
 		b, err := vfd.ReadFile(vfd.Sec2{}, p)
@@ -242,7 +250,7 @@ func TestKeepLastAfterFallback(t *testing.T) {
 				}
 				return nil // no Finalize
 			}))
-			files, err := filepath.Glob(filepath.Join(root, "local", "node*", levels.CheckpointDir(4), "data*.fti"))
+			files, err := filepath.Glob(filepath.Join(cfg.CkptDir, "node*", runOf(t, cfg), levels.CheckpointDir(4), "data*.fti"))
 			require.NoError(t, err)
 			require.Len(t, files, n)
 			if how == "erase" {
@@ -320,7 +328,7 @@ func TestRetentionSkipsUnrecoverable(t *testing.T) {
 	}
 	run(func(r *Runtime) error { return errors.Join(take(r, 1), take(r, 2)) })
 	damage := func(seq uint64) {
-		require.NoError(t, flipData(filepath.Join(root, "local", "node0001", levels.RankFileName(levels.CheckpointDir(seq), levels.RoleData, 1)), 0))
+		require.NoError(t, flipData(filepath.Join(cfg.NodeDir(1, runOf(t, cfg)), levels.RankFileName(levels.CheckpointDir(seq), levels.RoleData, 1)), 0))
 	}
 	damage(2)
 	run(func(r *Runtime) error {

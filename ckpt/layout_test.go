@@ -59,9 +59,9 @@ func TestLayoutChaining(t *testing.T) {
 		if df.Attrs[levels.AttrInContainer] != "" {
 			// The inline L4 writes the data only as the rank's task of
 			// the global container: read it there.
-			f, err = levels.OpenTask(levels.Store{Driver: vfd.Sec2{}, Dir: cfg.GlblDir}, df)
+			f, err = levels.OpenTask(r.env.Global, df)
 		} else {
-			f, err = vfd.OpenRead(vfd.Sec2{}, filepath.Join(cfg.CkptDir, r.topo.NodeDir(r.topo.NodeOf(r.c.Rank())), df.Name))
+			f, err = vfd.OpenRead(vfd.Sec2{}, filepath.Join(r.env.Local.Dir, df.Name))
 		}
 		if err != nil {
 			return nil, err

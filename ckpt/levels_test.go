@@ -100,7 +100,7 @@ func TestBadL1FallsBackToOlderLevel(t *testing.T) {
 						seq = 2
 					}
 					victim := n - 1
-					p := filepath.Join(root, "local", fmt.Sprintf("node%04d", victim),
+					p := filepath.Join(cfg.NodeDir(victim, runOf(t, cfg)),
 						levels.RankFileName(levels.CheckpointDir(seq), levels.RoleData, victim))
 					if how == "erase" {
 						require.NoError(t, vfd.Sec2{}.Remove(p))
@@ -153,7 +153,7 @@ func TestReplacementNode(t *testing.T) {
 		}
 		return r.Checkpoint(1, 2)
 	}))
-	require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(root, "local", "node0002")))
+	require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(cfg.NodeDir(2, runOf(t, cfg)))))
 	// gamma is gone; epsilon starts in its place.
 	newHosts := []string{"alpha", "beta", "epsilon", "delta"}
 	var mu sync.Mutex

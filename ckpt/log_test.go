@@ -169,7 +169,7 @@ func TestL4ContainerDamageWording(t *testing.T) {
 				x := make([]float64, 1000)
 				return errors.Join(Protect(r, 0, &x), r.Checkpoint(1, 4))
 			}))
-			p := filepath.Join(root, "global", levels.CheckpointDir(1), levels.ContainerName)
+			p := filepath.Join(cfg.GlobalDir(runOf(t, cfg)), levels.CheckpointDir(1), levels.ContainerName)
 			if how == "missing" {
 				require.NoError(t, vfd.Sec2{}.Remove(p))
 			} else {

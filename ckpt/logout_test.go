@@ -138,7 +138,7 @@ func TestDefaultLoggerChild(t *testing.T) {
 		}
 		return nil
 	})
-	require.NoError(t, os.Remove(filepath.Join(dir, "local/node0001/ckpt00000002/data000001.fti")))
+	require.NoError(t, os.Remove(filepath.Join(cfg.NodeDir(1, runOf(t, cfg)), "ckpt00000002/data000001.fti")))
 	launch(func(r *Runtime, _ *[]float64) error { return r.Recover() })
 }
 

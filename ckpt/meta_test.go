@@ -2,6 +2,7 @@ package ckpt
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -60,7 +61,7 @@ func TestDamagedManifests(t *testing.T) {
 						newest = 2
 					}
 					primary := func(seq uint64) string { return filepath.Join(root, "meta", levels.ManifestName(seq)) }
-					replica := func(seq uint64) string { return filepath.Join(root, "global", levels.ReplicaName(seq)) }
+					replica := func(seq uint64) string { return filepath.Join(cfg.GlobalDir(runOf(t, cfg)), levels.ReplicaName(seq)) }
 					var paths []string
 					if target != "replica" {
 						paths = append(paths, primary(newest))
@@ -117,7 +118,7 @@ func TestDamagedManifests(t *testing.T) {
 							}
 							if how != "swap" {
 								assert.Contains(t, err.Error(), fmt.Sprintf("%d of its files survive, such as %s", n,
-									filepath.Join(root, "local", "node0000", levels.CheckpointDir(newest), "data000000.fti")))
+									filepath.Join(cfg.NodeDir(0, runOf(t, cfg)), levels.CheckpointDir(newest), "data000000.fti")))
 							}
 							if how == "delete" {
 								assert.Contains(t, err.Error(), "both copies are missing ("+primary(newest)+", "+replica(newest)+")")
@@ -201,11 +202,13 @@ func TestFallbackWarnsOnStandardError(t *testing.T) {
 				return r.Checkpoint(2, 2)
 			}))
 			// Nodes 0 and 1 form a group: rank 1's file and its copy (on node 0) are gone.
-			for _, p := range []string{"local/node0001/ckpt00000002/data000001.fti", "local/node0000/ckpt00000002/partner000001.fti"} {
+			run := runOf(t, cfg)
+			partner := filepath.Join(cfg.NodeDir(0, run), "ckpt00000002/partner000001.fti")
+			for _, p := range []string{filepath.Join(cfg.NodeDir(1, run), "ckpt00000002/data000001.fti"), partner} {
 				if how == "erase" {
-					require.NoError(t, vfd.Sec2{}.Remove(filepath.Join(root, p)))
+					require.NoError(t, vfd.Sec2{}.Remove(p))
 				} else {
-					corruptFile(t, filepath.Join(root, p))
+					corruptFile(t, p)
 				}
 			}
 			core, logs := observer.New(zapcore.WarnLevel)
@@ -225,7 +228,7 @@ func TestFallbackWarnsOnStandardError(t *testing.T) {
 			if how == "corrupt" {
 				word, not = not, word
 			}
-			p := filepath.Join(root, "local/node0000/ckpt00000002/partner000001.fti")
+			p := partner
 			assert.Regexp(t, regexp.QuoteMeta(word)+` (file of rank 1|`+regexp.QuoteMeta(p)+` \(rank 1\))`, lines[0])
 			assert.Equal(t, 1, strings.Count(lines[0], p), "the path once")
 			assert.NotContains(t, lines[0], not+" ")
@@ -238,10 +241,12 @@ func TestFallbackWarnsOnStandardError(t *testing.T) {
 
 // TestManifestCopyFromAnotherRun: one manifest copy replaced by the copy
 // of the same name from another run (valid, same sequence number, other
-// files and digests) costs nothing either. Start-up cannot tell which
-// copy is this run's, so it rewrites neither; recovery tries the chosen
-// copy, then the other, restores this run's data bit for bit, and keeps
-// the other run's copy as .broken.
+// files and digests) costs nothing either. It records the other run, so
+// start-up takes it as foreign: the restart uses this run's copy,
+// restores this run's data bit for bit, and keeps the other run's copy as
+// .broken. (Between manifests without run ids, which start-up cannot
+// tell apart, recovery decides: levels'
+// TestForeignManifestKeepsTheOtherCopysFiles.)
 func TestManifestCopyFromAnotherRun(t *testing.T) {
 	const n = 2
 	cfg := testConfig("/", 1)
@@ -262,11 +267,12 @@ func TestManifestCopyFromAnotherRun(t *testing.T) {
 			mine, other := vfd.NewCore(), vfd.NewCore()
 			commit(mine, 1)
 			commit(other, 5)
-			name := filepath.Join(cfg.MetaDir, levels.ManifestName(1))
+			name, from := filepath.Join(cfg.MetaDir, levels.ManifestName(1)), ""
 			if which == "replica" {
-				name = filepath.Join(cfg.GlblDir, levels.ReplicaName(1))
+				name = filepath.Join(cfg.GlobalDir(runOf(t, cfg, mine)), levels.ReplicaName(1))
+				from = filepath.Join(cfg.GlobalDir(runOf(t, cfg, other)), levels.ReplicaName(1))
 			}
-			foreign, err := vfd.ReadFileLimit(other, name, levels.MaxManifestSize)
+			foreign, err := vfd.ReadFileLimit(other, cmp.Or(from, name), levels.MaxManifestSize)
 			require.NoError(t, err)
 			require.NoError(t, vfd.WriteFileAtomic(mine, name, foreign))
 

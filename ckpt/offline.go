@@ -1,10 +1,11 @@
 package ckpt
 
 import (
-	"errors"
 	"fmt"
-	"path"
 	"slices"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/internal/levels"
@@ -12,9 +13,12 @@ import (
 )
 
 // RebuildOffline checks and rebuilds the newest recoverable checkpoint
-// of a job that is not running (ftigo rebuild). It takes meta_dir's lock:
-// while a job uses the directories it fails with [ErrLocked]. It reads
-// the checkpoint metadata in cfg.MetaDir and cfg.GlblDir. It starts an
+// of a job that is not running (ftigo rebuild). It takes the run's locks
+// (meta_dir's and the run directory's): while a job uses them it fails
+// with [ErrLocked]. The run is the one meta_dir names (cfg.Run, when set,
+// must be it, or meta_dir names none: see [Config.Run]). It reads the
+// checkpoint metadata in cfg.MetaDir and the run's directory of
+// cfg.GlblDir. It starts an
 // in-process world with as many ranks as that checkpoint had, each on the
 // node its manifest names. Init runs on every rank, exactly as on a
 // restart: it repairs the metadata, verifies every file and rebuilds lost
@@ -37,7 +41,7 @@ func rebuildOffline(cfg Config, opts ...Option) (*levels.Manifest, error) {
 	return got, err
 }
 
-// offlineWorld takes meta_dir's lock and runs fn on every rank of an
+// offlineWorld takes the run's locks and runs fn on every rank of an
 // in-process world shaped like the newest committed checkpoint (seq 0)
 // or checkpoint seq, each rank on the node its manifest names, after
 // Init: a restart, or with offline only the opening of the checkpoints.
@@ -48,14 +52,17 @@ func offlineWorld(cfg Config, seq uint64, offline bool, opts []Option, fn func(r
 	for _, opt := range opts {
 		opt(&o)
 	}
-	unlock, err := lockOffline(o.meta, cfg)
-	if err != nil {
-		return err
+	if o.logger == nil {
+		o.logger = zap.NewNop()
 	}
-	defer unlock()
-	shape, err := newestManifest(o.meta, o.global, cfg)
+	cl, err := claimRun(cfg, o, time.Now(), o.logger)
+	if err != nil {
+		return fmt.Errorf("ckpt: offline rebuild: %w", err)
+	}
+	defer cl.Close()
+	shape, err := newestManifest(o.meta, o.global, cfg, cl.run)
 	if err == nil && seq != 0 {
-		shape, err = committedManifest(o.meta, o.global, cfg, seq)
+		shape, err = committedManifest(o.meta, o.global, cfg, cl.run, seq)
 	}
 	if err != nil {
 		return err
@@ -66,7 +73,7 @@ func offlineWorld(cfg Config, seq uint64, offline bool, opts []Option, fn func(r
 	}
 	nodes := shape.Nodes
 	opts = append(slices.Clone(opts), WithNodeID(func(rank int) string { return nodes[rank/cfg.NodeSize] }),
-		func(o *options) { o.lockHeld, o.offline = true, offline }, WithRestartImage(0))
+		func(o *options) { o.lockHeld, o.run, o.offline = true, cl.run, offline }, WithRestartImage(0))
 	err = comm.Run(shape.Ranks, func(c comm.Comm) error {
 		r, err := Init(cfg, c, opts...)
 		if err != nil {
@@ -86,8 +93,8 @@ func offlineWorld(cfg Config, seq uint64, offline bool, opts []Option, fn func(r
 // by the rules of the runtime's start-up (levels.ScanCheckpoints and
 // SeqScan.State), so the world is shaped like the checkpoint Init will
 // find. Lost metadata is refused here already.
-func newestManifest(meta, global vfd.Driver, cfg Config) (*levels.Manifest, error) {
-	scan, err := levels.ScanCheckpoints(levels.Store{Driver: meta, Dir: cfg.MetaDir}, levels.Store{Driver: global, Dir: cfg.GlblDir})
+func newestManifest(meta, global vfd.Driver, cfg Config, run string) (*levels.Manifest, error) {
+	scan, err := levels.ScanRun(run, levels.Store{Driver: meta, Dir: cfg.MetaDir}, levels.Store{Driver: global, Dir: cfg.GlobalDir(run)})
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: %w", err)
 	}
@@ -117,7 +124,7 @@ type RebuildReport struct {
 // RebuildCheckpointsOffline checks and rebuilds every committed
 // checkpoint of a job that is not running (ftigo rebuild), newest first,
 // or with seq not 0 only the checkpoint of that sequence number. It takes
-// meta_dir's lock, as [RebuildOffline] does. It starts an in-process
+// the run's locks, as [RebuildOffline] does. It starts an in-process
 // world shaped like the newest checkpoint (or the one named), each rank
 // on the node its manifest names. Every rank opens the checkpoints as a
 // restart does, which repairs the metadata. Then each checkpoint is
@@ -173,25 +180,10 @@ func (r *Runtime) rebuildAll(seq uint64) []RebuildReport {
 	return reps
 }
 
-// lockOffline takes meta_dir's lock for an offline tool and returns its
-// release.
-func lockOffline(d vfd.Driver, cfg Config) (func(), error) {
-	lock, err := vfd.Lock(d, path.Join(cfg.MetaDir, levels.LockName))
-	switch {
-	case err == nil:
-		return func() { lock.Close() }, nil
-	case errors.Is(err, vfd.ErrUnsupported):
-		return func() {}, nil
-	case errors.Is(err, vfd.ErrLocked):
-		return nil, fmt.Errorf("ckpt: offline rebuild: meta_dir %s is in use by a running job or tool: %w", cfg.MetaDir, ErrLocked)
-	}
-	return nil, fmt.Errorf("ckpt: offline rebuild: %w", err)
-}
-
 // committedManifest returns the manifest of committed checkpoint seq, by
 // the rules of the runtime's start-up.
-func committedManifest(meta, global vfd.Driver, cfg Config, seq uint64) (*levels.Manifest, error) {
-	scan, err := levels.ScanCheckpoints(levels.Store{Driver: meta, Dir: cfg.MetaDir}, levels.Store{Driver: global, Dir: cfg.GlblDir})
+func committedManifest(meta, global vfd.Driver, cfg Config, run string, seq uint64) (*levels.Manifest, error) {
+	scan, err := levels.ScanRun(run, levels.Store{Driver: meta, Dir: cfg.MetaDir}, levels.Store{Driver: global, Dir: cfg.GlobalDir(run)})
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: %w", err)
 	}

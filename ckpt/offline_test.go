@@ -27,7 +27,7 @@ func TestRebuildOffline(t *testing.T) {
 		return r.Checkpoint(3, 2)
 	}))
 	// Node 1 dies with its disk.
-	node1 := filepath.Join(root, "local", "node0001")
+	node1 := filepath.Join(cfg.NodeDir(1, runOf(t, cfg)))
 	require.NoError(t, vfd.Sec2{}.RemoveAll(node1))
 
 	off := cfg
@@ -80,7 +80,7 @@ func TestOfflineChoosesWhatRestartChooses(t *testing.T) {
 	bad := filepath.Join(meta, levels.ManifestName(5))
 	require.NoError(t, vfd.WriteFileAtomic(vfd.Sec2{}, bad, b))
 
-	_, err = newestManifest(vfd.Sec2{}, vfd.Sec2{}, cfg)
+	_, err = newestManifest(vfd.Sec2{}, vfd.Sec2{}, cfg, runOf(t, cfg))
 	require.ErrorIs(t, err, ErrMetadataLost)
 	assert.Contains(t, err.Error(), "a copy is foreign ("+bad+" at offset 0: ")
 
@@ -98,7 +98,7 @@ func TestOfflineChoosesWhatRestartChooses(t *testing.T) {
 
 	// Moved aside by the user: both choose checkpoint 1 again.
 	require.NoError(t, vfd.Sec2{}.Rename(bad, bad+".aside"))
-	m, err := newestManifest(vfd.Sec2{}, vfd.Sec2{}, cfg)
+	m, err := newestManifest(vfd.Sec2{}, vfd.Sec2{}, cfg, runOf(t, cfg))
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), m.Seq)
 	assert.Equal(t, 2, m.Ranks)
@@ -142,7 +142,7 @@ func TestRebuildOfflineReadsTheData(t *testing.T) {
 	off.NodeSize, off.GroupSize, off.LocalTest = 0, 0, false
 	_, err := RebuildOffline(off, WithLogger(zaptest.NewLogger(t)))
 	require.NoError(t, err)
-	p := filepath.Join(root, "local", "node0001", levels.RankFileName(levels.CheckpointDir(1), levels.RoleData, 1))
+	p := filepath.Join(cfg.NodeDir(1, runOf(t, cfg)), levels.RankFileName(levels.CheckpointDir(1), levels.RoleData, 1))
 	require.NoError(t, flipData(p, 0))
 	_, err = RebuildOffline(off, WithLogger(zaptest.NewLogger(t)))
 	require.ErrorIs(t, err, ErrUnrecoverable)
@@ -171,7 +171,7 @@ func TestRebuildEveryDamagedCheckpoint(t *testing.T) {
 	}))
 	d := vfd.Sec2{}
 	data := func(seq uint64, rank int) string {
-		return filepath.Join(root, "local", fmt.Sprintf("node%04d", rank), levels.RankFileName(levels.CheckpointDir(seq), levels.RoleData, rank))
+		return filepath.Join(cfg.NodeDir(rank, runOf(t, cfg)), levels.RankFileName(levels.CheckpointDir(seq), levels.RoleData, rank))
 	}
 	lose := func(seq uint64, rank int) []byte {
 		b, err := vfd.ReadFile(d, data(seq, rank))

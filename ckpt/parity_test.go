@@ -103,7 +103,7 @@ func TestL3ParityKey(t *testing.T) {
 		}
 	}
 	pathOf := func(f file) string {
-		return filepath.Join(base.CkptDir, topo.NodeDir(topo.NodeOf(f.rank)), levels.RankFileName(m.Dir(), f.role, f.rank))
+		return filepath.Join(base.NodeDir(topo.NodeOf(f.rank), m.Run), levels.RankFileName(m.Dir(), f.role, f.rank))
 	}
 	restart := func(t *testing.T) []error {
 		return initErrors(t, 8, cfg)

@@ -91,7 +91,7 @@ func TestProtectRawInPlace(t *testing.T) {
 	}))
 	for rank, vars := range seen {
 		require.Len(t, vars, 2, "rank %d", rank)
-		assert.Equal(t, fileformat.VarInfo{ID: 0, Name: "field", Type: fileformat.Float64, ElemSize: 8, Count: n, Size: 8 * n, Chunks: 1}, vars[0])
+		assert.Equal(t, fileformat.VarInfo{ID: 0, Name: "field", Type: fileformat.Float64, ElemSize: 8, Count: n, Size: 8 * n, Chunks: 1, Stored: 8 * n}, vars[0])
 		assert.Equal(t, fileformat.Struct, vars[1].Type)
 		assert.Equal(t, uint32(6), vars[1].ElemSize)
 		assert.Equal(t, int64(2), vars[1].Count)

@@ -219,10 +219,19 @@ func (r *Runtime) Recover() error {
 // recoverAll restores every protected variable (Recover).
 func (r *Runtime) recoverAll() error {
 	if r.reshape != nil {
+		var lossy []fileformat.VarInfo
+		for _, id := range r.order {
+			if info, err := r.StoredInfo(id); err == nil && !info.Exact() {
+				lossy = append(lossy, info)
+			}
+		}
 		if err := r.recoverReshaped(slices.Clone(r.order), false); err != nil {
 			return err
 		}
 		r.reshape.dropImages()
+		for _, info := range lossy {
+			r.warnLossy(info)
+		}
 		return nil
 	}
 	for _, id := range r.order {
@@ -272,6 +281,7 @@ func (r *Runtime) recoverVar(id int) error {
 			return fmt.Errorf("ckpt: recover variable %d: %w", id, err)
 		}
 	}
+	r.warnLossy(info)
 	r.imageVarRead(id, st)
 	return nil
 }

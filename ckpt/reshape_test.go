@@ -229,7 +229,7 @@ func TestReshapeMatrix(t *testing.T) {
 					}))
 					if lvl == 2 || lvl == 3 {
 						// A node is lost with everything on it.
-						require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(root, "local", "node0001")))
+						require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(cfg.NodeDir(1, runOf(t, cfg)))))
 					}
 					cfg.GroupSize = 1
 					plain := n%m == 0 || m%n == 0
@@ -260,7 +260,7 @@ func TestReshapeThenCheckpoint(t *testing.T) {
 		}
 		return r.Checkpoint(2, 1) // supersedes checkpoint 1 (FTI's rule)
 	}))
-	_, err := vfd.Sec2{}.Stat(filepath.Join(root, "local", "node0003", "ckpt00000001"))
+	_, err := vfd.Sec2{}.Stat(filepath.Join(cfg.NodeDir(3, runOf(t, cfg)), "ckpt00000001"))
 	assert.Error(t, err, "the old checkpoint's directory on a node this run does not have is removed")
 	require.NoError(t, world(t, 3, cfg, nil, func(r *Runtime) error {
 		if r.Reshaped() || r.OldRanks() != 3 || r.Status() != Restart {
@@ -513,7 +513,7 @@ func TestDatasetsRecordedInFiles(t *testing.T) {
 	}))
 	grid, _ := dataset.Dims(3, 3)
 	for q := range 3 {
-		p := filepath.Join(root, "local", fmt.Sprintf("node%04d", q), "ckpt00000001", fmt.Sprintf("data%06d.fti", q))
+		p := filepath.Join(cfg.NodeDir(q, runOf(t, cfg)), "ckpt00000001", fmt.Sprintf("data%06d.fti", q))
 		f, err := vfd.OpenRead(vfd.Sec2{}, p)
 		require.NoError(t, err)
 		rd, err := fileformat.Open(f)
@@ -652,7 +652,7 @@ func TestReshapeShipsOverComm(t *testing.T) {
 				return r.Checkpoint(3, tc.lvl)
 			}))
 			if tc.lose {
-				require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(root, "local", "node0001")))
+				require.NoError(t, vfd.Sec2{}.RemoveAll(filepath.Join(cfg.NodeDir(1, runOf(t, cfg)))))
 			}
 			cfg.GroupSize, cfg.NodeSize = 1, tc.nodeSize
 			plain := tc.n%tc.m == 0 || tc.m%tc.n == 0
@@ -819,7 +819,7 @@ func TestReshapeImageFlippedByte(t *testing.T) {
 				}
 				return r.Checkpoint(3, lvl)
 			}))
-			files, err := filepath.Glob(filepath.Join(root, "local", "node0001", "ckpt*", "*"))
+			files, err := filepath.Glob(filepath.Join(cfg.NodeDir(1, runOf(t, cfg)), "ckpt*", "*"))
 			require.NoError(t, err)
 			var data string
 			for _, f := range files {

@@ -67,8 +67,8 @@ type stageReq struct {
 	err      error
 }
 
-// StageDir returns this rank's staging directory, ckpt_dir/node%04d/stage
-// (FTI_GetStageDir), creating it: files put there are removed at
+// StageDir returns this rank's staging directory,
+// ckpt_dir/node%04d/<run>/stage (FTI_GetStageDir), creating it: files put there are removed at
 // Finalize. Local; without enable_staging it returns an error wrapping
 // [ErrStaging].
 func (r *Runtime) StageDir() (string, error) {
@@ -110,7 +110,7 @@ func (r *Runtime) SendFile(local, remote string) (int, error) {
 		return -1, fmt.Errorf("%w: SendFile(%q, %q): empty path", ErrStaging, local, remote)
 	}
 	if !path.IsAbs(remote) {
-		remote = r.env.Global.Path(remote)
+		remote = path.Join(r.cfg.GlblDir, remote) // glbl_dir itself: staged files are outputs, not the run's
 	}
 	s := &r.stage
 	s.mu.Lock()
@@ -230,7 +230,7 @@ func (r *Runtime) drainStaging() {
 	}
 }
 
-// cleanStageDir removes the staging directory (Finalize, after its last
+// cleanStageDir removes the staging directory (Finalize, after a
 // barrier), as FTI does: the node's first rank, once every rank's copies
 // are done.
 func (r *Runtime) cleanStageDir() {

@@ -49,7 +49,7 @@ func TestStaging(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if want := fmt.Sprintf("/local/node%04d/stage", c.Rank()/2); dir != want {
+		if want := path.Join(cfg.NodeDir(c.Rank()/2, r.Run()), "stage"); dir != want {
 			return fmt.Errorf("stage dir %s, want %s", dir, want)
 		}
 		var ids []int
@@ -114,8 +114,11 @@ func TestStaging(t *testing.T) {
 		assert.ErrorIs(t, err, fs.ErrNotExist)
 	}
 	for node := range 2 {
-		_, err := core.Stat(fmt.Sprintf("/local/node%04d/stage", node))
-		assert.ErrorIs(t, err, fs.ErrNotExist, "stage dir removed at Finalize")
+		// The run kept no checkpoint: its directory went at Finalize,
+		// and the stage directory inside it first.
+		ents, err := core.ReadDir(fmt.Sprintf("/local/node%04d", node))
+		require.NoError(t, err)
+		assert.Empty(t, ents, "stage dir and run dir removed at Finalize")
 	}
 
 	cfg.EnableStaging = false

@@ -32,7 +32,7 @@ func TestWaitEndsBackgroundRemoval(t *testing.T) {
 			return err
 		}
 		r.Wait()
-		old := filepath.Join(cfg.CkptDir, r.topo.NodeDir(r.topo.NodeOf(r.c.Rank())), levels.CheckpointDir(1))
+		old := filepath.Join(r.env.Local.Dir, levels.CheckpointDir(1))
 		if _, err := (vfd.Sec2{}).Stat(old); !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("rank %d: %s after Wait: %v", r.c.Rank(), old, err)
 		}

@@ -155,11 +155,11 @@ func TestOpenNotFTIFF(t *testing.T) {
 func TestOpenVersion(t *testing.T) {
 	good, _ := smallFile(t)
 	b := append([]byte(nil), good...)
-	le.PutUint16(b[8:], VersionExt+1)
-	le.PutUint16(b[len(b)-FBSize+8:], VersionExt+1)
+	le.PutUint16(b[8:], VersionCodec+1)
+	le.PutUint16(b[len(b)-FBSize+8:], VersionCodec+1)
 	_, err := Open(&memFile{name: "x", b: b})
 	assert.ErrorIs(t, err, ErrVersion)
-	assert.Contains(t, err.Error(), "version 3")
+	assert.Contains(t, err.Error(), "version 4")
 }
 
 // TestReadErrorPropagates checks that an I/O error that is not about the

@@ -401,7 +401,7 @@ func ExtLength(trailer []byte, metaSize int64) (n int64, ok bool) {
 // hash, checked later, vouches for it). A version-1 file has none.
 func (r *Reader) readExtTrailer() error {
 	r.extLen = 0
-	if r.hdr.version == Version {
+	if !r.hasExt() {
 		return nil
 	}
 	fb := &r.fb
@@ -425,7 +425,7 @@ func (r *Reader) readExtTrailer() error {
 // metadata block after the block hashes), found at file offset off
 // (version 2 files only; readExtTrailer read its size).
 func (r *Reader) parseExt(b []byte, off int64) error {
-	if r.hdr.version == Version {
+	if !r.hasExt() {
 		return nil
 	}
 	bad := func(p int64, format string, args ...any) error {

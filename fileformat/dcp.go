@@ -5,6 +5,8 @@ import "fmt"
 // Plan returns the layout and the file size Write would use for vars
 // after prev, without writing anything: what a level needs before writing
 // to agree on the group's largest file (Meta.MaxFs) or to reserve space.
+// For compressed variables the size is an upper bound: the file's size
+// with every block stored raw (lossy variables at their stored size).
 // It takes the same options as Write (the block size changes the size of
 // the block hash table).
 func Plan(vars []Var, prev *Layout, opts ...Option) (*Layout, int64, error) {
@@ -16,14 +18,16 @@ func Plan(vars []Var, prev *Layout, opts ...Option) (*Layout, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	lay, err := plan(vars, prev)
-	if err != nil {
-		return nil, 0, err
-	}
 	ext, err := buildExt(&o, vars, idx)
 	if err != nil {
 		return nil, 0, err
 	}
+	vars, _ = storeVars(vars)
+	lay, err := plan(vars, prev)
+	if err != nil {
+		return nil, 0, err
+	}
+	var nbh uint64
 	data, meta := int64(0), int64(len(ext))
 	for _, b := range lay.Blocks {
 		meta += BMDSize
@@ -31,10 +35,14 @@ func Plan(vars []Var, prev *Layout, opts ...Option) (*Layout, int64, error) {
 			n := min(max(int64(len(vars[idx[c.VarID]].Data))-c.Dptr, 0), c.Size)
 			data += c.Size
 			meta += VMDSize + numBlocks(n, o.blockSize)*HashSize
+			nbh += uint64(numBlocks(n, o.blockSize))
 		}
 	}
 	for i := range vars {
 		meta += varRecordLen(len(vars[i].Name))
+	}
+	if codecVersion(vars) {
+		meta += codecTablesSize(nbh, len(vars))
 	}
 	if err := checkMetaSize(meta, o.blockSize); err != nil {
 		return nil, 0, err

@@ -177,6 +177,9 @@ type Parent struct {
 type DeltaStats struct {
 	// Written is the number of variable bytes stored (the dirty blocks).
 	Written int64
+	// Stored is the number of bytes those blocks take in the delta file
+	// (compressed blocks at their compressed size; Written otherwise).
+	Stored int64
 	// Blocks and Runs count the dirty blocks and the runs they form.
 	Blocks, Runs int
 	// FileSize is the delta file's size.
@@ -232,14 +235,16 @@ func PlanDelta(meta Meta, vars []Var, parent Parent, opts ...Option) (*DeltaPlan
 	if err != nil {
 		return nil, err
 	}
-	w.hashAll()
+	if err := w.hashAll(); err != nil {
+		return nil, err
+	}
 	return &DeltaPlan{w: w}, nil
 }
 
 // Size returns the size of the delta file the plan writes.
 func (p *DeltaPlan) Size() int64 {
 	w := p.w
-	return DeltaHeaderSize + w.st.Written + HeaderSize + w.im.metaSize + FBSize + RunSize*int64(len(w.runs)) + DeltaTrailerSize
+	return DeltaHeaderSize + w.st.Stored + HeaderSize + w.im.metaSize + FBSize + RunSize*int64(len(w.runs)) + DeltaTrailerSize
 }
 
 // Stats returns what the plan writes (Digest is known after Write).
@@ -279,11 +284,12 @@ func newDeltaWriter(meta Meta, vars []Var, parent Parent, opts []Option) (*delta
 	if err != nil {
 		return nil, err
 	}
-	lay, err := plan(vars, parent.Layout)
+	ext, err := buildExt(&o, vars, idx)
 	if err != nil {
 		return nil, err
 	}
-	ext, err := buildExt(&o, vars, idx)
+	vars, extra := storeVars(vars)
+	lay, err := plan(vars, parent.Layout)
 	if err != nil {
 		return nil, err
 	}
@@ -291,11 +297,13 @@ func newDeltaWriter(meta Meta, vars []Var, parent Parent, opts []Option) (*delta
 	if err != nil {
 		return nil, err
 	}
+	im.extra = extra
 	if meta.Timestamp == 0 {
 		meta.Timestamp = o.clock().UnixNano()
 	}
 	w := &deltaWriter{o: o, meta: meta, vars: vars, idx: idx, lay: lay, im: im, parentSum: parent.Summary.Checksum, open: -1}
 	w.indexParent(parent.Summary)
+	w.segs = w.segments()
 	return w, nil
 }
 
@@ -315,6 +323,8 @@ type deltaWriter struct {
 	im        *image
 	parentSum [HashSize]byte
 	parent    map[chunkKey]*ChunkInfo
+	segs      []segment
+	segOf     []int // index in segs of each chunk's first segment
 	runs      []Run
 	open      int // index in runs of the run still growing, -1 for none
 	st        DeltaStats
@@ -328,7 +338,7 @@ type deltaWriter struct {
 
 // image returns the layout and summary of the image (after hashing).
 func (w *deltaWriter) image() (*Layout, Summary) {
-	return w.lay, Summary{FileSize: w.im.fs, DataSize: w.im.dataSize, Checksum: fileChecksum(w.im.chunks), BlockSize: w.o.blockSize, Chunks: w.im.chunks}
+	return w.lay, w.im.summary(w.vars, fileChecksum(w.im.chunks))
 }
 
 func (w *deltaWriter) indexParent(s Summary) {
@@ -354,6 +364,9 @@ func (w *deltaWriter) clean(c *ChunkInfo, j int) bool {
 		return false
 	}
 	bs := w.im.bs
+	if !c.Compressed && p.storedLen(j, bs) != blockLen(p.Size, bs, j) {
+		return false // a compressed block in a variable now stored raw
+	}
 	return blockLen(p.Size, bs, j) == blockLen(c.Size, bs, j) && p.BlockHashes[j] == c.BlockHashes[j]
 }
 
@@ -408,20 +421,26 @@ func (w *deltaWriter) flush() error {
 	return nil
 }
 
-// segment is a range of blocks of one chunk hashed as one piece.
+// segment is a range of blocks of one chunk hashed as one piece. For a
+// compressed chunk, out holds the stored forms of its dirty blocks back
+// to back, block lo+k's at out[soff[k]:soff[k+1]] (empty for a clean one).
 type segment struct {
 	chunk  int
 	lo, hi int // blocks
+	out    []byte
+	soff   []int64
 }
 
 func (w *deltaWriter) segments() []segment {
 	bs := int64(w.im.bs)
 	per := max(1, int(deltaSegment/bs))
 	var out []segment
+	w.segOf = make([]int, len(w.im.chunks))
 	for ci := range w.im.chunks {
+		w.segOf[ci] = len(out)
 		n := len(w.im.chunks[ci].BlockHashes)
 		for lo := 0; lo < n; lo += per {
-			out = append(out, segment{ci, lo, min(lo+per, n)})
+			out = append(out, segment{chunk: ci, lo: lo, hi: min(lo+per, n)})
 		}
 	}
 	return out
@@ -433,19 +452,74 @@ func (w *deltaWriter) data(c *ChunkInfo, lo, hi int) []byte {
 	return v[int64(lo)*bs : min(int64(hi)*bs, c.Size)]
 }
 
-// hashSegment hashes the blocks of segment s.
-func (w *deltaWriter) hashSegment(s segment) {
+// hashSegment hashes the blocks of segment i; in a compressed chunk it
+// then compresses the dirty ones (on the hash workers) and takes the
+// stored size of each clean one from the parent.
+func (w *deltaWriter) hashSegment(i int) error {
+	s := &w.segs[i]
 	c := &w.im.chunks[s.chunk]
 	hashBlocks(w.data(c, s.lo, s.hi), w.im.bs, c.BlockHashes[s.lo:s.hi], w.o.workers)
+	if !c.Compressed {
+		return nil
+	}
+	enc, _, err := zstdCoders()
+	if err != nil {
+		return err
+	}
+	bs := w.im.bs
+	data := w.vars[w.idx[c.VarID]].Data[c.Dptr : c.Dptr+c.Size]
+	// Compress the dirty blocks in up to workers contiguous ranges, each
+	// into a buffer of its own, then put the buffers end to end.
+	n := s.hi - s.lo
+	nw := max(1, min(w.o.workers, n))
+	per := (n + nw - 1) / nw
+	outs := make([][]byte, nw)
+	var wg sync.WaitGroup
+	for k := 0; k < nw; k++ {
+		lo, hi := s.lo+k*per, min(s.lo+(k+1)*per, s.hi)
+		if lo >= hi {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out []byte
+			for j := lo; j < hi; j++ {
+				if p := w.parent[chunkKey{c.VarID, c.Dptr}]; w.clean(c, j) {
+					c.Stored[j] = uint32(p.storedLen(j, bs))
+					continue
+				}
+				var sz uint32
+				out, sz = compressBlock(enc, out, blockOf(data, j, bs))
+				c.Stored[j] = sz
+			}
+			outs[k] = out
+		}()
+	}
+	wg.Wait()
+	s.soff = make([]int64, n+1)
+	for k := 0; k < n; k++ {
+		j := s.lo + k
+		s.soff[k+1] = s.soff[k]
+		if !w.clean(c, j) {
+			s.soff[k+1] += int64(c.Stored[j])
+		}
+	}
+	s.out = make([]byte, 0, s.soff[n])
+	for _, o := range outs {
+		s.out = append(s.out, o...)
+	}
+	return nil
 }
 
 // span is a range of dirty blocks [lo, hi) of one chunk to write.
 type span struct{ chunk, lo, hi int }
 
-// dirty appends to the run table the dirty blocks of hashed segment s
+// dirty appends to the run table the dirty blocks of hashed segment i
 // (merging with the run before when they follow it) and returns them as
 // spans to write, in order.
-func (w *deltaWriter) dirty(s segment) []span {
+func (w *deltaWriter) dirty(i int) []span {
+	s := &w.segs[i]
 	c := &w.im.chunks[s.chunk]
 	var out []span
 	for j := s.lo; j < s.hi; {
@@ -461,6 +535,11 @@ func (w *deltaWriter) dirty(s segment) []span {
 		out = append(out, span{s.chunk, j, k})
 		w.st.Blocks += k - j
 		w.st.Written += min(int64(k)*int64(w.im.bs), c.Size) - int64(j)*int64(w.im.bs)
+		if c.Compressed {
+			w.st.Stored += s.soff[k-s.lo] - s.soff[j-s.lo]
+		} else {
+			w.st.Stored += min(int64(k)*int64(w.im.bs), c.Size) - int64(j)*int64(w.im.bs)
+		}
 		if o := w.open; o >= 0 && w.runs[o].Chunk == s.chunk && w.runs[o].First+w.runs[o].Count == j {
 			w.runs[o].Count += k - j
 		} else {
@@ -479,26 +558,53 @@ func (w *deltaWriter) dirty(s segment) []span {
 }
 
 // hashAll hashes every block and builds the run table (PlanDelta).
-func (w *deltaWriter) hashAll() {
-	for _, s := range w.segments() {
-		w.hashSegment(s)
-		w.dirty(s)
+func (w *deltaWriter) hashAll() error {
+	for i := range w.segs {
+		if err := w.hashSegment(i); err != nil {
+			return err
+		}
+		w.dirty(i)
 	}
 	w.chunkHashes()
+	return nil
 }
 
+// chunkHashes computes the chunk hashes and places the image's
+// containers at their extents, once every block is hashed (and stored).
 func (w *deltaWriter) chunkHashes() {
 	for i := range w.im.chunks {
 		c := &w.im.chunks[i]
 		c.Hash = chunkHash(c.Size, w.im.bs, c.BlockHashes)
+		if c.Compressed {
+			c.StoredSize = 0
+			for _, n := range c.Stored {
+				c.StoredSize += int64(n)
+			}
+		}
 	}
+	w.im.relocate()
 }
 
-// emitSpan writes the bytes of a span.
+// emitSpan writes the bytes of a span: the variable's bytes, or for a
+// compressed chunk the stored forms its segments hold.
 func (w *deltaWriter) emitSpan(sp span) error {
 	c := &w.im.chunks[sp.chunk]
-	if err := w.emit(vfd.MemDraw, w.data(c, sp.lo, sp.hi)); err != nil {
+	fail := func(err error) error {
 		return fmt.Errorf("write var %d chunk %d blocks %d-%d: %w", c.VarID, sp.chunk, sp.lo, sp.hi-1, err)
+	}
+	if !c.Compressed {
+		if err := w.emit(vfd.MemDraw, w.data(c, sp.lo, sp.hi)); err != nil {
+			return fail(err)
+		}
+		return nil
+	}
+	for j := sp.lo; j < sp.hi; {
+		s := &w.segs[w.segOf[sp.chunk]+j/max(1, int(deltaSegment/int64(w.im.bs)))]
+		k := min(sp.hi, s.hi)
+		if err := w.emit(vfd.MemDraw, s.out[s.soff[j-s.lo]:s.soff[k-s.lo]]); err != nil {
+			return fail(err)
+		}
+		j = k
 	}
 	return nil
 }
@@ -525,16 +631,18 @@ func (w *deltaWriter) write(f vfd.File, hash bool) (DeltaStats, error) {
 
 	var werr error
 	if hash {
-		segs := w.segments()
 		hashed := make(chan int, 4)
 		stop := make(chan struct{})
+		var herr error
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer close(hashed)
-			for i, s := range segs {
-				w.hashSegment(s)
+			for i := range w.segs {
+				if herr = w.hashSegment(i); herr != nil {
+					return
+				}
 				select {
 				case hashed <- i:
 				case <-stop:
@@ -546,14 +654,18 @@ func (w *deltaWriter) write(f vfd.File, hash bool) (DeltaStats, error) {
 			if werr != nil {
 				continue
 			}
-			for _, sp := range w.dirty(segs[i]) {
+			for _, sp := range w.dirty(i) {
 				if werr = w.emitSpan(sp); werr != nil {
 					close(stop)
 					break
 				}
 			}
+			w.segs[i].out = nil // written: its stored forms are not needed again
 		}
 		wg.Wait()
+		if werr == nil {
+			werr = herr
+		}
 		w.chunkHashes()
 	} else {
 		for _, r := range w.runs {

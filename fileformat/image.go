@@ -274,7 +274,8 @@ func (d *Delta) readRuns(off int64) error {
 					i+k, r.Chunk, r.First, prev.Chunk, prev.First, prev.Count)
 			}
 			c := &chunks[r.Chunk]
-			n := min(int64(r.First+r.Count)*bs, c.Size) - int64(r.First)*bs
+			so := d.img.soffOf(r.Chunk)
+			n := blockStart(c, so, r.First+r.Count, bs) - blockStart(c, so, r.First, bs)
 			d.runs = append(d.runs, deltaRun{Run: r, off: data})
 			data += n
 			if data > d.tr.dmOff {
@@ -375,6 +376,18 @@ func (d *Delta) verifyRuns() error {
 				return d.corrupt(c.VarID, run.Chunk, run.off+(j-first)*bs, fmt.Errorf("%w: block %d of chunk", ErrHashMismatch, j))
 			},
 		}
+		if c.Compressed {
+			soff := d.img.soffOf(run.Chunk)
+			at := func(j int64) int64 { return run.off + soff[j] - soff[first] }
+			b.Mismatch = func(j int64) error {
+				return d.corrupt(c.VarID, run.Chunk, at(j), fmt.Errorf("%w: block %d of chunk (compressed)", ErrHashMismatch, j))
+			}
+			b.ReadAt = decodingReadAt(c, soff, bs, d.o.workers, func(p []byte, off int64) error {
+				return d.readAt(vfd.MemDraw, p, run.off+off-soff[first])
+			}, func(j int64, err error) error {
+				return d.corrupt(c.VarID, run.Chunk, at(j), fmt.Errorf("%w: block %d of chunk: %v", ErrHashMismatch, j, err))
+			})
+		}
 		end := min(int64(run.First+run.Count)*bs, c.Size)
 		for off := first * bs; off < end; off += seg {
 			n := min(seg, end-off)
@@ -468,6 +481,7 @@ type Image struct {
 	metaFile          vfd.File // holds the metadata block ...
 	metaAt            int64    // ... at this offset
 	chunks            []ChunkInfo
+	soff              [][]int64    // per compressed chunk, its blocks' stored offsets
 	locs              [][]blockLoc // per chunk, where each block's bytes are
 	checksum          [HashSize]byte
 	closed            bool
@@ -477,6 +491,15 @@ type Image struct {
 type blockLoc struct {
 	layer int32
 	off   int64
+}
+
+// blockStart returns the offset of block j's stored form from the start
+// of chunk c's data (j up to the number of blocks).
+func blockStart(c *ChunkInfo, soff []int64, j int, bs int64) int64 {
+	if c.Compressed {
+		return soff[j]
+	}
+	return min(int64(j)*bs, c.Size)
 }
 
 // OpenImage opens the chain layers[0] (a full FTI-FF file), layers[1:]
@@ -506,8 +529,12 @@ func OpenImage(layers []vfd.File, opts ...Option) (*Image, error) {
 		c := &chunks[ci]
 		locs[ci] = make([]blockLoc, len(c.BlockHashes))
 		for j := range locs[ci] {
-			locs[ci][j] = blockLoc{0, c.Fptr + int64(j)*im.bs}
+			locs[ci][j] = blockLoc{0, c.Fptr + blockStart(c, base.soffOf(ci), j, im.bs)}
 		}
+	}
+	soffs := make([][]int64, len(chunks))
+	for ci := range chunks {
+		soffs[ci] = base.soffOf(ci)
 	}
 	sum := base.fb.checksum
 	im.hb, im.fbb, im.fs, im.metaOff, im.metaSize = base.hb, base.fbb, base.fb.fs, base.fb.metaOff, base.fb.metaSize
@@ -540,17 +567,19 @@ func OpenImage(layers []vfd.File, opts ...Option) (*Image, error) {
 				for ri < len(d.runs) && (d.runs[ri].Chunk < ci || (d.runs[ri].Chunk == ci && d.runs[ri].First+d.runs[ri].Count <= j)) {
 					ri++
 				}
+				nsoff := d.img.soffOf(ci)
 				if ri < len(d.runs) && d.runs[ri].Chunk == ci && d.runs[ri].First <= j {
 					r := d.runs[ri]
-					nlocs[ci][j] = blockLoc{int32(k), r.off + int64(j-r.First)*im.bs}
+					nlocs[ci][j] = blockLoc{int32(k), r.off + blockStart(c, nsoff, j, im.bs) - blockStart(c, nsoff, r.First, im.bs)}
 					continue
 				}
 				var p *ChunkInfo
 				if hasPrev {
 					p = &chunks[pi]
 				}
-				if p == nil || j >= len(p.BlockHashes) || blockLen(p.Size, uint32(im.bs), j) != blockLen(c.Size, uint32(im.bs), j) ||
-					p.BlockHashes[j] != c.BlockHashes[j] {
+				bs := uint32(im.bs)
+				if p == nil || j >= len(p.BlockHashes) || blockLen(p.Size, bs, j) != blockLen(c.Size, bs, j) ||
+					p.BlockHashes[j] != c.BlockHashes[j] || p.storedLen(j, bs) != c.storedLen(j, bs) {
 					return nil, d.corrupt(c.VarID, ci, -1, fmt.Errorf("%w: delta does not match its parent: block %d of the chunk at offset %d of variable %d is neither stored nor held by the layer before it",
 						ErrCorrupt, j, c.Dptr, c.VarID))
 				}
@@ -558,11 +587,15 @@ func OpenImage(layers []vfd.File, opts ...Option) (*Image, error) {
 			}
 		}
 		chunks, locs, sum = next, nlocs, d.img.fb.checksum
+		soffs = make([][]int64, len(chunks))
+		for ci := range chunks {
+			soffs[ci] = d.img.soffOf(ci)
+		}
 		v := d.view
 		im.hb, im.fbb, im.fs, im.metaOff, im.metaSize = v.hb, v.fbb, v.fs, v.metaOff, v.metaSize
 		im.metaFile, im.metaAt = layers[k], d.tr.dmOff+HeaderSize
 	}
-	im.chunks, im.locs, im.checksum = chunks, locs, sum
+	im.chunks, im.locs, im.checksum, im.soff = chunks, locs, sum, soffs
 	return im, nil
 }
 
@@ -619,21 +652,26 @@ func (im *Image) ReadAtType(t vfd.MemType, p []byte, off int64) (int, error) {
 // the end of the block run that lies contiguously in one layer, or of a
 // container's zero tail.
 func (im *Image) readData(t vfd.MemType, p []byte, o int64) (int, error) {
-	ci := sort.Search(len(im.chunks), func(i int) bool { return im.chunks[i].Fptr+im.chunks[i].ContainerSize > o })
+	ci := sort.Search(len(im.chunks), func(i int) bool { return im.chunks[i].Fptr+im.chunks[i].extent() > o })
 	if ci == len(im.chunks) {
 		return 0, fmt.Errorf("%s: offset %d outside the image's containers", im.name, o)
 	}
 	c := &im.chunks[ci]
 	rel := o - c.Fptr
-	if rel >= c.Size {
+	if !c.Compressed && rel >= c.Size {
 		k := int(min(int64(len(p)), c.ContainerSize-rel))
 		clear(p[:k])
 		return k, nil
 	}
+	bs := uint32(im.bs)
+	soff := im.soff[ci]
 	j := int(rel / im.bs)
+	if c.Compressed {
+		j = sort.Search(len(c.Stored), func(b int) bool { return soff[b+1] > rel })
+	}
 	loc := im.locs[ci][j]
-	start := loc.off + rel - int64(j)*im.bs
-	end := loc.off + blockLen(c.Size, uint32(im.bs), j)
+	start := loc.off + rel - blockStart(c, soff, j, im.bs)
+	end := loc.off + c.storedLen(j, bs)
 	// Extend over the following blocks stored right after in the same layer.
 	for j+1 < len(im.locs[ci]) && end-start < int64(len(p)) {
 		nl := im.locs[ci][j+1]
@@ -641,7 +679,7 @@ func (im *Image) readData(t vfd.MemType, p []byte, o int64) (int, error) {
 			break
 		}
 		j++
-		end += blockLen(c.Size, uint32(im.bs), j)
+		end += c.storedLen(j, bs)
 	}
 	k := int(min(int64(len(p)), end-start))
 	if err := readFull(im.layers[loc.layer], t, p[:k], start); err != nil {
@@ -749,16 +787,20 @@ func (r *Reader) copyData(copyOut func(t vfd.MemType, p []byte, off int64) error
 	var buf []byte
 	for ci := range r.chunk {
 		c := &r.chunk[ci]
-		for off := int64(0); off < c.ContainerSize; {
-			n := min(seg, c.ContainerSize-off)
+		data := c.Size // bytes to read; the rest of the extent is zero
+		if c.Compressed {
+			data = c.StoredSize
+		}
+		for off := int64(0); off < c.extent(); {
+			n := min(seg, c.extent()-off)
 			if int64(cap(buf)) < n {
 				buf = make([]byte, n)
 			}
 			p := buf[:n]
-			if off >= c.Size {
+			if off >= data {
 				clear(p)
 			} else {
-				p = p[:min(n, c.Size-off)]
+				p = p[:min(n, data-off)]
 				if err := r.readAt(vfd.MemDraw, p, c.Fptr+off); err != nil {
 					return err
 				}

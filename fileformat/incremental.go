@@ -44,22 +44,30 @@ func NewIncremental(f vfd.File, meta Meta, vars []Var, prev *Layout, opts ...Opt
 	if err != nil {
 		return nil, err
 	}
-	lay, err := plan(vars, prev)
+	ext, err := buildExt(&o, vars, idx)
 	if err != nil {
 		return nil, err
 	}
-	ext, err := buildExt(&o, vars, idx)
+	// Each variable is written at a place fixed here, before its bytes
+	// are known: an incremental file stores no block compressed (a lossy
+	// variable is still reduced, to a size known beforehand).
+	for i := range vars {
+		vars[i].Codec = CodecNone
+	}
+	vars, extra := storeVars(vars)
+	lay, err := plan(vars, prev)
 	if err != nil {
 		return nil, err
 	}
 	if meta.Timestamp == 0 {
 		meta.Timestamp = o.clock().UnixNano()
 	}
-	w := &writer{f: f, o: o, vars: vars, idx: idx, ext: ext}
+	w := &writer{f: f, o: o, vars: vars, idx: idx, ext: ext, extra: extra}
 	im, err := placeImage(lay, vars, idx, o.blockSize, ext)
 	if err != nil {
 		return nil, err
 	}
+	im.extra = extra
 	if err := f.Truncate(0); err != nil {
 		return nil, vfd.WrapPath(err, "write", f.Name())
 	}
@@ -79,8 +87,11 @@ func (x *Incremental) Add(id int32, data []byte) error {
 		return fmt.Errorf("%w: variable %d added after Finish", ErrInvalid, id)
 	case !ok:
 		return fmt.Errorf("%w: variable %d is not in this file", ErrInvalid, id)
-	case len(data) != len(x.w.vars[i].Data):
-		return fmt.Errorf("%w: variable %d has %d bytes, the file was laid out for %d", ErrInvalid, id, len(data), len(x.w.vars[i].Data))
+	case int64(len(data)) != x.im.logical(x.w.vars, i) || len(data)%max(int(x.w.vars[i].ElemSize), 1) != 0:
+		return fmt.Errorf("%w: variable %d has %d bytes, the file was laid out for %d", ErrInvalid, id, len(data), x.im.logical(x.w.vars, i))
+	}
+	if v := &x.w.vars[i]; v.Lossy.Mode != Exact {
+		data, x.w.extra[i].bound = lossyEncode(v.Lossy, v.Type, data)
 	}
 	x.w.vars[i].Data = data
 	bs := x.w.o.blockSize
@@ -143,5 +154,5 @@ func (x *Incremental) Finish() (*Layout, Summary, error) {
 	if _, err := vfd.WriteAtType(w.f, vfd.MemSuper, fbb[:], im.fs-FBSize); err != nil {
 		return nil, Summary{}, vfd.WrapPath(fmt.Errorf("file block at %d: %w", im.fs-FBSize, err), "write", w.f.Name())
 	}
-	return x.lay, Summary{FileSize: im.fs, DataSize: im.dataSize, Checksum: checksum, BlockSize: im.bs, Chunks: im.chunks}, nil
+	return x.lay, im.summary(w.vars, checksum), nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sync/atomic"
 
@@ -42,6 +43,14 @@ type Reader struct {
 	// moved marks the chunks handed over by ReadVar ([WithMoveOut]); nil
 	// when bytes are never moved.
 	moved []atomic.Bool
+	// dbsize is each data block's size as its BMD states it.
+	dbsize []int64
+	// stSize is each variable's size as stored (a lossy variable's
+	// reduced values), the bytes its chunks tile.
+	stSize []int64
+	// soff holds, for each compressed chunk, the offset of each block's
+	// stored form from the chunk's Fptr (one more entry: StoredSize).
+	soff [][]int64
 }
 
 // Open reads and checks the metadata of the FTI-FF file f. It reads only
@@ -183,14 +192,14 @@ func (r *Reader) openHeader(size int64) error {
 		return fmt.Errorf("%s: %w", r.path, ErrNotFTIFF)
 	}
 	hdr := decodeHeader(r.hb[:])
-	if hdr.version != Version && hdr.version != VersionExt {
+	if hdr.version != Version && hdr.version != VersionExt && hdr.version != VersionCodec {
 		if trailerOK {
 			var v [2]byte
 			if err := r.readAt(vfd.MemSuper, v[:], size-FBSize+8); err != nil {
 				return err
 			}
 			if le.Uint16(v[:]) == hdr.version {
-				return r.corrupt(-1, -1, 8, fmt.Errorf("%w: version %d (this reader knows %d and %d)", ErrVersion, hdr.version, Version, VersionExt))
+				return r.corrupt(-1, -1, 8, fmt.Errorf("%w: version %d (this reader knows %d to %d)", ErrVersion, hdr.version, Version, VersionCodec))
 			}
 		}
 		return r.fileErr(8, ErrCorrupt, "header version %d does not match the file block", hdr.version)
@@ -227,16 +236,35 @@ func (r *Reader) openFileBlock(size int64) error {
 		return r.fileErr(size, ErrTruncated, "file is %d bytes, file block says %d", size, fb.fs)
 	case fb.fs != size:
 		return r.fileErr(fbOff+40, ErrCorrupt, "file is %d bytes, file block says %d", size, fb.fs)
-	case fb.flags&^knownFlags != 0:
+	case fb.flags&^r.knownFlags() != 0:
 		return r.fileErr(fbOff+12, ErrCorrupt, "unknown flags %#x", fb.flags)
 	case fb.blockSize < MinBlockSize || fb.blockSize > MaxBlockSize:
 		return r.fileErr(fbOff+16, ErrCorrupt, "block size %d", fb.blockSize)
 	case fb.metaOff < HeaderSize || fb.metaSize < 0 || fb.metaOff > fbOff || fb.metaSize != fbOff-fb.metaOff:
 		return r.fileErr(fbOff+72, ErrCorrupt, "metadata at %d size %d", fb.metaOff, fb.metaSize)
-	case fb.ckptSize < 0 || fb.ckptSize > fb.metaOff-HeaderSize:
+	case fb.ckptSize < 0 || (fb.ckptSize > fb.metaOff-HeaderSize && hdr.version != VersionCodec):
 		return r.fileErr(fbOff+32, ErrCorrupt, "data size %d", fb.ckptSize)
 	}
 	return nil
+}
+
+// knownFlags are the file block flags the file's version may set.
+func (r *Reader) knownFlags() uint32 {
+	if r.hdr.version == VersionCodec {
+		return knownFlags | flagExt
+	}
+	return knownFlags
+}
+
+// hasExt reports whether the metadata block ends with an extension area.
+func (r *Reader) hasExt() bool {
+	switch r.hdr.version {
+	case VersionExt:
+		return true
+	case VersionCodec:
+		return r.fb.flags&flagExt != 0
+	}
+	return false
 }
 
 // checkCounts checks the file block's counts against each other, against
@@ -256,7 +284,7 @@ func (r *Reader) checkCounts(fbOff int64) error {
 	switch {
 	case fb.metaSize > MaxMetaSize:
 		return bad(80, "metadata block of %d bytes, more than the %d bytes a writer produces", fb.metaSize, int64(MaxMetaSize))
-	case int64(fb.numChunks) > data:
+	case int64(fb.numChunks) > data && r.hdr.version != VersionCodec:
 		return bad(28, "%d chunks in %d bytes of data", fb.numChunks, data)
 	case fb.numBlocks > fb.numChunks:
 		return bad(24, "%d blocks holding %d chunks", fb.numBlocks, fb.numChunks)
@@ -265,6 +293,9 @@ func (r *Reader) checkCounts(fbOff int64) error {
 			fb.numBHashes, fb.ckptSize, fb.numChunks, bs, minBH, maxBH)
 	}
 	fixed := int64(fb.numBlocks)*BMDSize + int64(fb.numChunks)*VMDSize + int64(fb.numBHashes)*HashSize
+	if r.hdr.version == VersionCodec {
+		fixed += codecTablesSize(fb.numBHashes, int(fb.numVars))
+	}
 	recs := fb.metaSize - r.extLen - fixed
 	if recs < int64(fb.numVars)*VarRecordSize || recs > int64(fb.numVars)*varRecordLen(0xffff) || recs%8 != 0 {
 		return bad(80, "metadata block of %d bytes does not fit %d variables, %d blocks, %d chunks and %d block hashes",
@@ -347,7 +378,10 @@ func (m *metaStream) take(n int) ([]byte, error) {
 func (r *Reader) parseMeta(whole []byte) error {
 	fb := &r.fb
 	ms := r.newMetaStream(whole)
-	n := fb.metaSize - r.extLen // the version-1 part; the extension area follows
+	n := fb.metaSize - r.extLen // the version-1 part (and version 3's tables); the extension area follows
+	if r.hdr.version == VersionCodec {
+		n -= codecTablesSize(fb.numBHashes, int(fb.numVars))
+	}
 	if int64(fb.numVars)*VarRecordSize > n {
 		return r.badMeta(0, "%d variables do not fit in %d metadata bytes", fb.numVars, n)
 	}
@@ -361,6 +395,12 @@ func (r *Reader) parseMeta(whole []byte) error {
 	if err := r.readBlockHashes(ms); err != nil {
 		return err
 	}
+	if err := r.readCodecTables(ms); err != nil {
+		return err
+	}
+	if err := r.checkPlacement(); err != nil {
+		return err
+	}
 	if err := r.tileVariables(); err != nil {
 		return err
 	}
@@ -371,7 +411,116 @@ func (r *Reader) parseMeta(whole []byte) error {
 	if err != nil {
 		return err
 	}
-	return r.parseExt(ext, fb.metaOff+n)
+	return r.parseExt(ext, fb.metaOff+fb.metaSize-r.extLen)
+}
+
+// maxCompressedContainer bounds the container size of a compressed
+// chunk, whose container takes no room of its own in the file (1 TiB; an
+// implementation limit that keeps the sums of container sizes far from
+// overflowing).
+const maxCompressedContainer = 1 << 40
+
+// readCodecTables reads a version-3 file's stored-size table (checking
+// each block's stored size against its length: equal for a block of an
+// uncompressed variable, between 1 and its length for a compressed one)
+// and the error-bound table (zero for an exact variable; otherwise not
+// negative and not NaN).
+func (r *Reader) readCodecTables(ms *metaStream) error {
+	fb := &r.fb
+	if r.hdr.version != VersionCodec {
+		return nil
+	}
+	bs := fb.blockSize
+	p := fb.metaSize - r.extLen - codecTablesSize(fb.numBHashes, int(fb.numVars))
+	start := p
+	for ci := range r.chunk {
+		c := &r.chunk[ci]
+		nb := len(c.BlockHashes)
+		if c.Compressed {
+			c.Stored = make([]uint32, nb)
+		}
+		var soff []int64
+		if c.Compressed {
+			soff = make([]int64, nb+1)
+		}
+		var sum int64
+		for j := 0; j < nb; j++ {
+			b, err := ms.take(4)
+			if err != nil {
+				return err
+			}
+			n, want := int64(le.Uint32(b)), blockLen(c.Size, bs, j)
+			if n > want || n < 1 || (!c.Compressed && n != want) || (n < want && n*MaxZstdRatio < want) {
+				return r.corrupt(c.VarID, ci, fb.metaOff+p, fmt.Errorf("%w: block %d of chunk: %d bytes stored for %d", ErrCorrupt, j, n, want))
+			}
+			if c.Compressed {
+				c.Stored[j] = uint32(n)
+				soff[j] = sum
+			}
+			sum += n
+			p += 4
+		}
+		if c.Compressed {
+			soff[nb] = sum
+			c.StoredSize = sum
+		}
+		if r.soff == nil {
+			r.soff = make([][]int64, len(r.chunk))
+		}
+		r.soff[ci] = soff
+	}
+	if pad := pad8(p-start) - (p - start); pad > 0 {
+		b, err := ms.take(int(pad))
+		if err != nil {
+			return err
+		}
+		if !allZero(b) {
+			return r.badMeta(p, "non-zero padding after the stored sizes")
+		}
+		p += pad
+	}
+	for vi := range r.vars {
+		b, err := ms.take(16)
+		if err != nil {
+			return err
+		}
+		v := &r.vars[vi]
+		v.Bound = ErrorBound{Abs: math.Float64frombits(le.Uint64(b)), Rel: math.Float64frombits(le.Uint64(b[8:]))}
+		exact := v.Lossy.Mode == Exact
+		if (exact && (v.Bound != ErrorBound{})) || !(v.Bound.Abs >= 0) || !(v.Bound.Rel >= 0) {
+			return r.badMeta(p, "variable %d: error bound %g / %g for lossy mode %v", v.ID, v.Bound.Abs, v.Bound.Rel, v.Lossy)
+		}
+		p += 16
+	}
+	return nil
+}
+
+// checkPlacement checks that the containers follow each other from the
+// header to the metadata block, each taking its extent (a compressed
+// chunk its stored size), and that every data block's size is the sum of
+// its containers' extents.
+func (r *Reader) checkPlacement() error {
+	fb := &r.fb
+	fptr := int64(HeaderSize)
+	var sum int64
+	for ci := range r.chunk {
+		c := &r.chunk[ci]
+		if c.Fptr != fptr || fptr+c.extent() > fb.metaOff {
+			return r.badMeta(int64(r.vmdOff(ci))+24, "chunk %d: fptr %d, want %d", ci, c.Fptr, fptr)
+		}
+		fptr += c.extent()
+		sum += c.extent()
+		if ci+1 == len(r.chunk) || r.chunk[ci+1].Block != c.Block {
+			if sum != r.dbsize[c.Block] {
+				return r.badMeta(int64(r.vmdOff(ci))+VMDSize, "block %d: size %d, containers sum to %d", c.Block, r.dbsize[c.Block], sum)
+			}
+			sum = 0
+		}
+	}
+	if fptr != fb.metaOff {
+		return r.badMeta(int64(r.vmdOff(len(r.chunk))), "data ends at %d, metadata starts at %d", fptr, fb.metaOff)
+	}
+	return nil
 }
 
 // badMeta is a corruption error at offset p of the metadata block.
@@ -384,6 +533,7 @@ func (r *Reader) badMeta(p int64, format string, args ...any) error {
 func (r *Reader) parseVarRecords(ms *metaStream, n int64) (int64, error) {
 	fb := &r.fb
 	r.vars = make([]VarInfo, 0, min(fb.numVars, 1024))
+	r.stSize = make([]int64, 0, min(fb.numVars, 1024))
 	r.byID = make(map[int32]int, min(fb.numVars, 1024))
 	p := int64(0)
 	for i := 0; i < int(fb.numVars); i++ {
@@ -400,6 +550,10 @@ func (r *Reader) parseVarRecords(ms *metaStream, n int64) (int64, error) {
 		es := le.Uint32(b[8:])
 		sz := int64(le.Uint64(b[16:]))
 		resv := b[5] != 0 || le.Uint32(b[12:]) != 0
+		codec, lossy := Codec(b[5]), Lossy{Mode: LossyMode(b[12]), Bits: b[13]}
+		if r.hdr.version == VersionCodec {
+			resv = le.Uint16(b[14:]) != 0
+		}
 		rl := varRecordLen(nl)
 		if p+rl > n {
 			return 0, r.badMeta(p, "variable record %d past the metadata end", i)
@@ -420,12 +574,24 @@ func (r *Reader) parseVarRecords(ms *metaStream, n int64) (int64, error) {
 		if res, ok := elemSize(t, es); !ok || res != es {
 			return 0, r.badMeta(p+4, "variable %d: element type %d size %d", id, t, es)
 		}
-		if sz < 0 || sz > fb.ckptSize || sz%int64(es) != 0 {
+		if codec >= numCodecs {
+			return 0, r.badMeta(p+5, "variable %d: codec %d", id, codec)
+		}
+		ses, ok := lossy.storedElem(t)
+		if !ok {
+			return 0, r.badMeta(p+12, "variable %d: lossy mode %d with %d bits for %v", id, lossy.Mode, lossy.Bits, t)
+		}
+		st := sz
+		if sz >= 0 && ses != 0 && sz%int64(es) == 0 {
+			st = sz / int64(es) * int64(ses)
+		}
+		if sz < 0 || st > fb.ckptSize || sz%int64(es) != 0 {
 			return 0, r.badMeta(p+16, "variable %d: size %d", id, sz)
 		}
 		r.byID[id] = i
 		r.vars = append(r.vars, VarInfo{ID: id, Name: string(name[:nl]), Type: t, ElemSize: es,
-			Count: sz / int64(es), Size: sz})
+			Count: sz / int64(es), Size: sz, Codec: codec, Lossy: lossy})
+		r.stSize = append(r.stSize, st)
 		p += rl
 	}
 	return p, nil
@@ -441,9 +607,10 @@ func (r *Reader) parseBlocks(ms *metaStream, n, p int64) error {
 	}
 	r.chunk = make([]ChunkInfo, 0, min(fb.numChunks, 4096))
 	bs := fb.blockSize
-	fptr := int64(HeaderSize)
+	fptr := int64(HeaderSize) // the raw containers' end, a lower bound of the data's
 	var bh uint64
 	var dataSize int64
+	r.dbsize = make([]int64, 0, min(fb.numBlocks, 4096))
 	for bi := 0; bi < int(fb.numBlocks); bi++ {
 		if p+BMDSize > n {
 			return r.badMeta(p, "block %d past the metadata end", bi)
@@ -461,7 +628,6 @@ func (r *Reader) parseBlocks(ms *metaStream, n, p int64) error {
 			return r.badMeta(p, "block %d: %d chunks past the metadata end", bi, nc)
 		}
 		p += BMDSize
-		var sum int64
 		for j := int64(0); j < nc; j++ {
 			b, err := ms.take(VMDSize)
 			if err != nil {
@@ -469,36 +635,43 @@ func (r *Reader) parseBlocks(ms *metaStream, n, p int64) error {
 			}
 			v, resOK := decodeVMD(b)
 			ci := len(r.chunk)
+			compressed := v.idx < fb.numVars && r.vars[v.idx].Codec != CodecNone
+			maxCont := fb.metaOff
+			if compressed {
+				maxCont = maxCompressedContainer
+			}
 			switch {
 			case !resOK:
 				return r.badMeta(p+13, "chunk %d: non-zero reserved bytes", ci)
 			case v.idx >= fb.numVars || r.vars[v.idx].ID != v.id:
 				return r.badMeta(p, "chunk %d: variable %d at index %d", ci, v.id, v.idx)
-			case v.contSize <= 0 || v.contSize > fb.metaOff || v.chunkSize < 0 || v.chunkSize > v.contSize:
+			case v.contSize <= 0 || v.contSize > maxCont || v.chunkSize < 0 || v.chunkSize > v.contSize:
 				return r.badMeta(p+32, "chunk %d: chunk size %d container size %d", ci, v.chunkSize, v.contSize)
 			case (v.hasContent == 1) != (v.chunkSize > 0) || v.hasContent > 1:
 				return r.badMeta(p+12, "chunk %d: hascontent %d with %d bytes", ci, v.hasContent, v.chunkSize)
-			case v.fptr != fptr || fptr+v.contSize > fb.metaOff:
+			case v.fptr < HeaderSize || v.fptr > fb.metaOff:
 				return r.badMeta(p+24, "chunk %d: fptr %d, want %d", ci, v.fptr, fptr)
 			case v.firstBHash != bh:
 				return r.badMeta(p+48, "chunk %d: first block hash %d, want %d", ci, v.firstBHash, bh)
 			}
-			fptr += v.contSize
-			sum += v.contSize
+			if !compressed {
+				fptr += v.contSize
+			}
 			dataSize += v.chunkSize
 			bh += uint64(numBlocks(v.chunkSize, bs))
 			r.chunk = append(r.chunk, ChunkInfo{VarID: v.id, Block: bi, Container: v.container, Dptr: v.dptr,
-				Fptr: v.fptr, Size: v.chunkSize, ContainerSize: v.contSize, Hash: v.hash})
+				Fptr: v.fptr, Size: v.chunkSize, ContainerSize: v.contSize, Hash: v.hash, Compressed: compressed})
+			if dataSize < 0 {
+				return r.badMeta(p+32, "chunk %d: the chunks' sizes overflow", ci)
+			}
 			p += VMDSize
 		}
-		if sum != dbsize {
-			return r.badMeta(p, "block %d: size %d, containers sum to %d", bi, dbsize, sum)
-		}
+		r.dbsize = append(r.dbsize, dbsize)
 	}
 	switch {
 	case len(r.chunk) != int(fb.numChunks):
 		return r.badMeta(p, "%d chunks, file block says %d", len(r.chunk), fb.numChunks)
-	case fptr != fb.metaOff:
+	case fptr > fb.metaOff:
 		return r.badMeta(p, "data ends at %d, metadata starts at %d", fptr, fb.metaOff)
 	case dataSize != fb.ckptSize:
 		return r.badMeta(p, "chunks hold %d bytes, file block says %d", dataSize, fb.ckptSize)
@@ -544,22 +717,40 @@ func (r *Reader) tileVariables() error {
 	for vi, cs := range r.perV {
 		sortByDptr(cs, r.chunk)
 		v := &r.vars[vi]
+		size := r.stSize[vi]
 		var next int64
 		for k, ci := range cs {
 			c := &r.chunk[ci]
-			want := min(max(v.Size-c.Dptr, 0), c.ContainerSize)
+			want := min(max(size-c.Dptr, 0), c.ContainerSize)
 			if c.Dptr != next || c.Container != uint32(k) || c.Size != want {
 				return r.corrupt(v.ID, ci, moff+int64(r.vmdOff(ci)), fmt.Errorf("%w: container %d at dptr %d holding %d bytes does not fit variable of %d bytes",
-					ErrCorrupt, c.Container, c.Dptr, c.Size, v.Size))
+					ErrCorrupt, c.Container, c.Dptr, c.Size, size))
 			}
 			next += c.ContainerSize
+			if next < 0 {
+				return r.corrupt(v.ID, ci, moff+int64(r.vmdOff(ci))+40, fmt.Errorf("%w: container sizes overflow", ErrCorrupt))
+			}
+			if c.Compressed {
+				v.Stored += c.StoredSize
+			} else {
+				v.Stored += c.Size
+			}
 		}
-		if next < v.Size {
-			return r.badMeta(0, "variable %d: %d bytes but containers hold %d", v.ID, v.Size, next)
+		if next < size {
+			return r.badMeta(0, "variable %d: %d bytes but containers hold %d", v.ID, size, next)
 		}
 		v.Chunks = len(cs)
 	}
 	return nil
+}
+
+// soffOf returns the stored offsets of chunk ci's blocks (nil for a
+// chunk that is not compressed).
+func (r *Reader) soffOf(ci int) []int64 {
+	if r.soff == nil {
+		return nil
+	}
+	return r.soff[ci]
 }
 
 // vmdOff returns the offset of chunk i's VMD record inside the metadata block.
@@ -627,7 +818,12 @@ func (r *Reader) Summary() Summary {
 		Chunks: make([]ChunkInfo, len(r.chunk))}
 	for i, c := range r.chunk {
 		c.BlockHashes = slices.Clone(c.BlockHashes)
+		c.Stored = slices.Clone(c.Stored)
 		s.Chunks[i] = c
+	}
+	for _, v := range r.vars {
+		s.Logical += v.Size
+		s.Stored += v.Stored
 	}
 	return s
 }
@@ -657,15 +853,24 @@ func (r *Reader) ReadVar(id int32, dst []byte) error {
 	if int64(len(dst)) != v.Size {
 		return fmt.Errorf("%s: variable %d: %w (%d bytes, stored %d)", r.path, id, ErrSize, len(dst), v.Size)
 	}
+	st := dst
+	if r.stSize[vi] != v.Size {
+		// A lossy variable stored in a smaller type: its stored values
+		// (no more bytes than the variable) are read, then widened.
+		st = make([]byte, r.stSize[vi])
+	}
 	for _, ci := range r.perV[vi] {
 		c := &r.chunk[ci]
 		if c.Size == 0 {
 			continue
 		}
-		if err := r.readChunk(ci, dst[c.Dptr:c.Dptr+c.Size]); err != nil {
+		if err := r.readChunk(ci, st[c.Dptr:c.Dptr+c.Size]); err != nil {
 			clear(dst)
 			return err
 		}
+	}
+	if v.Lossy.Mode != Exact {
+		lossyDecode(v.Lossy, v.Type, st, dst)
 	}
 	return nil
 }
@@ -821,7 +1026,7 @@ func segSize(bs uint32) int64 {
 // Reading and hashing overlap: segments are read in order while workers
 // hash the ones before.
 func (r *Reader) readChunk(ci int, dst []byte) error {
-	if r.moved == nil {
+	if r.moved == nil || r.chunk[ci].Compressed {
 		return r.blocks(ci).Read(0, dst)
 	}
 	// WithMoveOut: hand the verified bytes over, once.

@@ -47,7 +47,7 @@ func TestRoundTripElemTypes(t *testing.T) {
 			require.NoError(t, err)
 			es, _ := elemSize(tc.typ, tc.es)
 			want := VarInfo{ID: 3, Name: "v-" + tc.name, Type: tc.typ, ElemSize: es,
-				Count: int64(len(tc.data)) / int64(es), Size: int64(len(tc.data)), Chunks: 1}
+				Count: int64(len(tc.data)) / int64(es), Size: int64(len(tc.data)), Chunks: 1, Stored: int64(len(tc.data))}
 			if len(tc.data) == 0 {
 				want.Chunks = 0
 			}

@@ -2,6 +2,7 @@ package fileformat
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/ftigo/ftigo/internal/b3"
 )
@@ -35,6 +36,10 @@ type Verifier struct {
 	mh      *b3.Hasher // the metadata block
 	metaOK  bool       // the metadata hash was checked
 	err     error
+	// cchunk and cj are the compressed chunk being streamed and the block
+	// of it the stream is in; dec receives a block's decompressed bytes.
+	cchunk, cj int
+	dec        []byte
 }
 
 // NewVerifier returns a [Verifier] of r's file. A file written without
@@ -51,12 +56,12 @@ func (r *Reader) NewVerifier() (*Verifier, error) {
 		if r.chunk[i].Fptr != end {
 			return nil, r.fileErr(r.chunk[i].Fptr, ErrCorrupt, "container %d does not follow the one before", i)
 		}
-		end += r.chunk[i].ContainerSize
+		end += r.chunk[i].extent()
 	}
 	if end != r.fb.metaOff {
 		return nil, r.fileErr(end, ErrCorrupt, "containers end at %d, metadata starts at %d", end, r.fb.metaOff)
 	}
-	return &Verifier{r: r, mh: b3.New(), workers: r.o.workers}, nil
+	return &Verifier{r: r, mh: b3.New(), workers: r.o.workers, cchunk: -1}, nil
 }
 
 // Write checks the next len(p) bytes of the file.
@@ -108,10 +113,13 @@ func (v *Verifier) step(p []byte) (int, error) {
 		}
 		return int(n), nil
 	case off < r.fb.metaOff:
-		for r.chunk[v.ci].Fptr+r.chunk[v.ci].ContainerSize <= off {
+		for r.chunk[v.ci].Fptr+r.chunk[v.ci].extent() <= off {
 			v.ci++
 		}
 		c := &r.chunk[v.ci]
+		if c.Compressed {
+			return v.cdata(c, p)
+		}
 		if off < c.Fptr+c.Size {
 			return v.data(c, p)
 		}
@@ -208,3 +216,104 @@ func (v *Verifier) checkBlock(c *ChunkInfo, k, start int64, got [HashSize]byte) 
 	}
 	return nil
 }
+
+// cdata checks a prefix of p inside compressed chunk c: the stored form
+// of each block is gathered whole (or taken where it lies in p),
+// decompressed and hashed. A run of whole blocks in a large write is
+// decompressed and hashed by up to workers goroutines.
+func (v *Verifier) cdata(c *ChunkInfo, p []byte) (int, error) {
+	r := v.r
+	bs := r.fb.blockSize
+	soff := r.soff[v.ci]
+	if v.cchunk != v.ci {
+		v.cchunk, v.cj = v.ci, 0
+	}
+	rel := v.off - c.Fptr
+	j := v.cj
+	start, end := soff[j], soff[j+1]
+	if rel == start && len(v.part) == 0 {
+		// Whole blocks where they lie in p.
+		k := j
+		for k < len(c.Stored) && soff[k+1]-start <= int64(len(p)) {
+			k++
+		}
+		if k > j {
+			n := soff[k] - start
+			var err error
+			if v.workers > 1 && n >= parallelMin && k-j > 1 {
+				err = parallelBlocks(int64(j), int64(k), v.workers, func(b int64) error {
+					buf := getBlockBuf(bs)
+					defer putBlockBuf(buf)
+					return v.checkStored(c, int(b), p[soff[b]-start:soff[b+1]-start], buf)
+				})
+			} else {
+				for b := j; b < k && err == nil; b++ {
+					err = v.checkStored(c, b, p[soff[b]-start:soff[b+1]-start], nil)
+				}
+			}
+			if err != nil {
+				return 0, err
+			}
+			v.cj = k
+			return int(n), nil
+		}
+	}
+	// Part of a block: gather it.
+	if rel == start {
+		if int64(cap(v.part)) < end-start {
+			v.part = make([]byte, 0, bs)
+		}
+		v.part = v.part[:0]
+	}
+	n := min(int64(len(p)), end-rel)
+	v.part = append(v.part, p[:n]...)
+	if rel+n < end {
+		return int(n), nil
+	}
+	err := v.checkStored(c, j, v.part, nil)
+	v.part = v.part[:0]
+	if err != nil {
+		return 0, err
+	}
+	v.cj++
+	return int(n), nil
+}
+
+// checkStored decompresses the stored form src of block j of compressed
+// chunk c (into buf, or the Verifier's own buffer when buf is nil) and
+// checks its hash.
+func (v *Verifier) checkStored(c *ChunkInfo, j int, src, buf []byte) error {
+	r := v.r
+	bs := r.fb.blockSize
+	at := c.Fptr + r.soff[v.ci][j]
+	n := blockLen(c.Size, bs, j)
+	if buf == nil {
+		if int64(cap(v.dec)) < n {
+			v.dec = make([]byte, bs)
+		}
+		buf = v.dec
+	}
+	d := buf[:n]
+	_, dec, err := zstdCoders()
+	if err != nil {
+		return err
+	}
+	if err := decompressBlock(dec, d, src); err != nil {
+		return r.corrupt(c.VarID, v.ci, at, fmt.Errorf("%w: block %d of chunk: %v", ErrHashMismatch, j, err))
+	}
+	if BlockHash(d) != c.BlockHashes[j] {
+		return r.corrupt(c.VarID, v.ci, at, fmt.Errorf("%w: block %d of chunk (compressed)", ErrHashMismatch, j))
+	}
+	return nil
+}
+
+var blockBufs sync.Pool
+
+func getBlockBuf(bs uint32) []byte {
+	if b, ok := blockBufs.Get().(*[]byte); ok && cap(*b) >= int(bs) {
+		return (*b)[:bs]
+	}
+	return make([]byte, bs)
+}
+
+func putBlockBuf(b []byte) { blockBufs.Put(&b) }

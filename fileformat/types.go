@@ -95,6 +95,12 @@ type Var struct {
 	// Data is the variable's bytes; its length must be a multiple of the
 	// element size.
 	Data []byte
+	// Codec compresses the variable's blocks losslessly ([CodecZstd]);
+	// the zero value stores them as they are.
+	Codec Codec
+	// Lossy reduces a floating-point variable's precision before it is
+	// stored; the zero value ([Exact]) keeps every bit. Never a default.
+	Lossy Lossy
 }
 
 // Meta is the per-file metadata: who wrote the file and when.
@@ -128,7 +134,19 @@ type VarInfo struct {
 	Size int64
 	// Chunks is the number of fragments (containers) the variable uses.
 	Chunks int
+	// Codec is the lossless compression the writer applied to its blocks.
+	Codec Codec
+	// Lossy is the lossy mode its values were stored with ([Exact] for
+	// none), and Bound the largest error that introduced.
+	Lossy Lossy
+	Bound ErrorBound
+	// Stored is the number of bytes its chunks take in the file's data
+	// area (compressed blocks at their compressed size).
+	Stored int64
 }
+
+// Exact reports whether the variable restores bit for bit.
+func (v VarInfo) Exact() bool { return v.Lossy.Mode == Exact }
 
 // ChunkInfo describes one chunk (VMD record) of a file, in file order.
 type ChunkInfo struct {
@@ -149,6 +167,30 @@ type ChunkInfo struct {
 	Hash [HashSize]byte
 	// BlockHashes are the BLAKE3 hashes of the chunk's dCP blocks.
 	BlockHashes [][HashSize]byte
+	// Compressed is set for a chunk of a compressed variable: its blocks
+	// are stored back to back at their Stored sizes (a block stored at its
+	// own length is raw, a shorter one a zstd frame), StoredSize bytes in
+	// all, with no empty tail. Otherwise the container takes
+	// ContainerSize bytes and Stored is nil.
+	Compressed bool
+	Stored     []uint32
+	StoredSize int64
+}
+
+// extent is the number of bytes the container takes in the file.
+func (c *ChunkInfo) extent() int64 {
+	if c.Compressed {
+		return c.StoredSize
+	}
+	return c.ContainerSize
+}
+
+// storedLen is the stored length of block j.
+func (c *ChunkInfo) storedLen(j int, bs uint32) int64 {
+	if c.Compressed {
+		return int64(c.Stored[j])
+	}
+	return blockLen(c.Size, bs, j)
 }
 
 // Summary describes a written file: what a level puts in its manifest.
@@ -163,6 +205,20 @@ type Summary struct {
 	BlockSize uint32
 	// Chunks lists every chunk in file order.
 	Chunks []ChunkInfo
+	// Logical is the number of bytes of the variables as the program
+	// holds them (DataSize counts lossy variables at their stored
+	// precision); Stored is the number of bytes the chunks take in the
+	// data area, compressed blocks at their compressed size. Their ratio
+	// is the compression ratio.
+	Logical, Stored int64
+}
+
+// Ratio is the compression ratio Logical / Stored (1 for an empty file).
+func (s Summary) Ratio() float64 {
+	if s.Stored == 0 {
+		return 1
+	}
+	return float64(s.Logical) / float64(s.Stored)
 }
 
 // Option configures [Write] and [Open].

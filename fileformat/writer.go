@@ -2,6 +2,8 @@ package fileformat
 
 import (
 	"fmt"
+	"math"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -31,18 +33,19 @@ func Write(f vfd.File, meta Meta, vars []Var, prev *Layout, opts ...Option) (*La
 	if err != nil {
 		return nil, Summary{}, err
 	}
-	lay, err := plan(vars, prev)
+	ext, err := buildExt(&o, vars, idx)
 	if err != nil {
 		return nil, Summary{}, err
 	}
-	ext, err := buildExt(&o, vars, idx)
+	vars, extra := storeVars(vars)
+	lay, err := plan(vars, prev)
 	if err != nil {
 		return nil, Summary{}, err
 	}
 	if meta.Timestamp == 0 {
 		meta.Timestamp = o.clock().UnixNano()
 	}
-	w := &writer{f: f, o: o, vars: vars, idx: idx, ext: ext}
+	w := &writer{f: f, o: o, vars: vars, idx: idx, ext: ext, extra: extra}
 	sum, err := w.write(meta, lay)
 	if err != nil {
 		return nil, Summary{}, vfd.WrapPath(err, "write", f.Name())
@@ -76,16 +79,63 @@ func checkVars(vars []Var) (map[int32]int, error) {
 		if len(v.Name) > 0xffff {
 			return nil, fmt.Errorf("%w: variable %d: name of %d bytes (max 65535)", ErrInvalid, v.ID, len(v.Name))
 		}
+		if v.Codec >= numCodecs {
+			return nil, fmt.Errorf("%w: variable %d: codec %d", ErrInvalid, v.ID, v.Codec)
+		}
+		if err := checkLossy(v.Lossy, v.Type); err != nil {
+			return nil, fmt.Errorf("variable %d: %w", v.ID, err)
+		}
 	}
 	return idx, nil
 }
 
+// varExtra is what the file records of a variable beyond its stored
+// bytes: its size in the program's memory and, for a lossy one, its
+// mode's error.
+type varExtra struct {
+	logical int64
+	bound   ErrorBound
+}
+
+// storeVars returns the variables as they are stored: a lossy one's Data
+// replaced by its reduced values. extra is nil when none is lossy.
+func storeVars(vars []Var) ([]Var, []varExtra) {
+	lossy := false
+	for i := range vars {
+		lossy = lossy || vars[i].Lossy.Mode != Exact
+	}
+	if !lossy {
+		return vars, nil
+	}
+	out := make([]Var, len(vars))
+	extra := make([]varExtra, len(vars))
+	for i, v := range vars {
+		extra[i].logical = int64(len(v.Data))
+		if v.Lossy.Mode != Exact {
+			v.Data, extra[i].bound = lossyEncode(v.Lossy, v.Type, v.Data)
+		}
+		out[i] = v
+	}
+	return out, extra
+}
+
+// codecVersion reports whether vars need format version 3.
+func codecVersion(vars []Var) bool {
+	for i := range vars {
+		if vars[i].Codec != CodecNone || vars[i].Lossy.Mode != Exact {
+			return true
+		}
+	}
+	return false
+}
+
 type writer struct {
-	f    vfd.File
-	o    options
-	vars []Var
-	idx  map[int32]int
-	ext  []byte // extension area (version 2), nil for none
+	f     vfd.File
+	o     options
+	vars  []Var // as stored (lossy ones reduced)
+	idx   map[int32]int
+	ext   []byte     // extension area (version 2), nil for none
+	extra []varExtra // nil when no variable is lossy
 }
 
 func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
@@ -94,6 +144,7 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	im.extra = w.extra
 	chunks := im.chunks
 
 	if err := w.f.Truncate(0); err != nil {
@@ -107,6 +158,7 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 	if err := w.writeData(chunks, bs); err != nil {
 		return Summary{}, err
 	}
+	im.relocate()
 	var checksum [HashSize]byte
 	if !w.o.noHash {
 		checksum = fileChecksum(chunks)
@@ -131,7 +183,45 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 			return Summary{}, fmt.Errorf("sync: %w", err)
 		}
 	}
-	return Summary{FileSize: im.fs, DataSize: im.dataSize, Checksum: checksum, BlockSize: bs, Chunks: chunks}, nil
+	return im.summary(w.vars, checksum), nil
+}
+
+// summary describes the written image.
+func (im *image) summary(vars []Var, checksum [HashSize]byte) Summary {
+	s := Summary{FileSize: im.fs, DataSize: im.dataSize, Checksum: checksum, BlockSize: im.bs, Chunks: im.chunks}
+	for i := range vars {
+		s.Logical += im.logical(vars, i)
+	}
+	for i := range im.chunks {
+		c := &im.chunks[i]
+		if c.Compressed {
+			s.Stored += c.StoredSize
+		} else {
+			s.Stored += c.Size
+		}
+	}
+	return s
+}
+
+// logical is variable i's size in the program's memory.
+func (im *image) logical(vars []Var, i int) int64 {
+	if im.extra != nil {
+		return im.extra[i].logical
+	}
+	return int64(len(vars[i].Data))
+}
+
+// relocate places the containers back to back at their extents (a
+// compressed chunk takes its stored size) once every stored size is
+// known, and the metadata block and the file block after them.
+func (im *image) relocate() {
+	fptr := int64(HeaderSize)
+	for i := range im.chunks {
+		im.chunks[i].Fptr = fptr
+		fptr += im.chunks[i].extent()
+	}
+	im.metaOff = fptr
+	im.fs = im.metaOff + im.metaSize + FBSize
 }
 
 // image is the placement of an FTI-FF file's parts: every chunk with its
@@ -141,7 +231,9 @@ func (w *writer) write(meta Meta, lay *Layout) (Summary, error) {
 type image struct {
 	bs       uint32
 	version  uint16
-	ext      []byte // extension area (version 2), nil for none
+	ext      []byte     // extension area (version 2), nil for none
+	extra    []varExtra // logical sizes and bounds (nil: none lossy)
+	codec    []Codec    // per variable
 	chunks   []ChunkInfo
 	metaOff  int64
 	metaSize int64
@@ -156,16 +248,29 @@ func placeImage(lay *Layout, vars []Var, idx map[int32]int, bs uint32, ext []byt
 	if ext != nil {
 		im.version = VersionExt
 	}
+	if codecVersion(vars) {
+		im.version = VersionCodec
+		im.codec = make([]Codec, len(vars))
+		for i := range vars {
+			im.codec[i] = vars[i].Codec
+		}
+	}
 	fptr := int64(HeaderSize)
 	for bi, b := range lay.Blocks {
 		for _, c := range b.Containers {
-			v := &vars[idx[c.VarID]]
+			vi := idx[c.VarID]
+			v := &vars[vi]
 			n := min(max(int64(len(v.Data))-c.Dptr, 0), c.Size)
-			im.chunks = append(im.chunks, ChunkInfo{
+			ci := ChunkInfo{
 				VarID: c.VarID, Block: bi, Container: c.ID, Dptr: c.Dptr, Fptr: fptr,
 				Size: n, ContainerSize: c.Size,
 				BlockHashes: make([][HashSize]byte, numBlocks(n, bs)),
-			})
+			}
+			if v.Codec != CodecNone {
+				ci.Compressed = true
+				ci.Stored = make([]uint32, numBlocks(n, bs))
+			}
+			im.chunks = append(im.chunks, ci)
 			fptr += c.Size
 			im.dataSize += n
 			im.nbh += uint64(numBlocks(n, bs))
@@ -176,6 +281,9 @@ func placeImage(lay *Layout, vars []Var, idx map[int32]int, bs uint32, ext []byt
 		im.metaSize += varRecordLen(len(vars[i].Name))
 	}
 	im.metaSize += int64(len(lay.Blocks))*BMDSize + int64(len(im.chunks))*VMDSize + int64(im.nbh)*HashSize + int64(len(ext))
+	if im.version == VersionCodec {
+		im.metaSize += codecTablesSize(im.nbh, len(vars))
+	}
 	if err := checkMetaSize(im.metaSize, bs); err != nil {
 		return nil, err
 	}
@@ -203,7 +311,12 @@ func (im *image) encodeMeta(vars []Var, idx map[int32]int, lay *Layout) []byte {
 		mb[p+4] = uint8(v.Type)
 		le.PutUint16(mb[p+6:], uint16(len(v.Name)))
 		le.PutUint32(mb[p+8:], es)
-		le.PutUint64(mb[p+16:], uint64(len(v.Data)))
+		le.PutUint64(mb[p+16:], uint64(im.logical(vars, i)))
+		if im.version == VersionCodec {
+			mb[p+5] = uint8(v.Codec)
+			mb[p+12] = uint8(v.Lossy.Mode)
+			mb[p+13] = v.Lossy.Bits
+		}
 		copy(mb[p+VarRecordSize:], v.Name)
 		p += int(varRecordLen(len(v.Name)))
 	}
@@ -212,8 +325,8 @@ func (im *image) encodeMeta(vars []Var, idx map[int32]int, lay *Layout) []byte {
 	for _, b := range lay.Blocks {
 		le.PutUint32(mb[p:], uint32(len(b.Containers)))
 		var dbsize int64
-		for _, c := range b.Containers {
-			dbsize += c.Size
+		for k := range b.Containers {
+			dbsize += im.chunks[ci+k].extent()
 		}
 		le.PutUint64(mb[p+8:], uint64(dbsize))
 		p += BMDSize
@@ -237,13 +350,50 @@ func (im *image) encodeMeta(vars []Var, idx map[int32]int, lay *Layout) []byte {
 			p += HashSize
 		}
 	}
+	if im.version == VersionCodec {
+		p = im.encodeCodecTables(mb, p, vars)
+	}
 	copy(mb[p:], im.ext)
 	return mb
+}
+
+// codecTablesSize is the size of a version-3 file's stored-size table
+// (nbh u32, padded to 8 bytes) and error-bound table (16 bytes a variable).
+func codecTablesSize(nbh uint64, nvars int) int64 {
+	return pad8(4*int64(nbh)) + 16*int64(nvars)
+}
+
+// encodeCodecTables writes the stored size of every block (raw blocks at
+// their length) and every variable's error bound at p; it returns the
+// offset after them.
+func (im *image) encodeCodecTables(mb []byte, p int, vars []Var) int {
+	start := p
+	for i := range im.chunks {
+		c := &im.chunks[i]
+		for j := range c.BlockHashes {
+			le.PutUint32(mb[p:], uint32(c.storedLen(j, im.bs)))
+			p += 4
+		}
+	}
+	p = start + int(pad8(int64(p-start)))
+	for i := range vars {
+		var eb ErrorBound
+		if im.extra != nil {
+			eb = im.extra[i].bound
+		}
+		le.PutUint64(mb[p:], math.Float64bits(eb.Abs))
+		le.PutUint64(mb[p+8:], math.Float64bits(eb.Rel))
+		p += 16
+	}
+	return p
 }
 
 // encodeFB encodes the file block, its own hash included, for the header
 // hb and metadata block mb.
 func (im *image) encodeFB(meta Meta, hb [HeaderSize]byte, mb []byte, checksum [HashSize]byte, flags uint32, nvars, nblocks int) [FBSize]byte {
+	if im.version == VersionCodec && im.ext != nil {
+		flags |= flagExt
+	}
 	fb := fileBlock{
 		version: im.version, fbSize: FBSize, flags: flags, blockSize: im.bs,
 		numVars: uint32(nvars), numBlocks: uint32(nblocks), numChunks: uint32(len(im.chunks)),
@@ -290,7 +440,10 @@ func writeStarting(f vfd.File, b []byte, off int64) error {
 // every MiB so that the writer gets one as soon as a write returns). With WithSync it then syncs
 // the data while the hashing finishes, so the device's flush time hides
 // the hashing time; the caller writes the metadata and the file block
-// afterwards, so they become durable only after the data.
+// afterwards, so they become durable only after the data. A compressed
+// chunk is compressed and hashed by the workers in groups of blocks and
+// written group after group at the end of what is written so far
+// (writeCompressed); every chunk's Fptr is set here.
 func (w *writer) writeData(chunks []ChunkInfo, bs uint32) error {
 	var hashed chan struct{}
 	if !w.o.noHash {
@@ -299,14 +452,28 @@ func (w *writer) writeData(chunks []ChunkInfo, bs uint32) error {
 			defer close(hashed)
 			for i := range chunks {
 				c := &chunks[i]
+				if c.Compressed {
+					continue
+				}
 				hashBlocksYield(w.chunkData(c), bs, c.BlockHashes, w.o.workers, true)
 				c.Hash = chunkHash(c.Size, bs, c.BlockHashes)
 			}
 		}()
 	}
 	var err error
+	off := int64(HeaderSize)
 	for i := range chunks {
 		c := &chunks[i]
+		c.Fptr = off
+		if c.Compressed {
+			if werr := w.writeCompressed(c, bs); werr != nil {
+				err = fmt.Errorf("write var %d chunk %d: %w", c.VarID, i, werr)
+				break
+			}
+			off += c.StoredSize
+			continue
+		}
+		off += c.ContainerSize
 		if c.Size == 0 {
 			continue
 		}
@@ -324,6 +491,139 @@ func (w *writer) writeData(chunks []ChunkInfo, bs uint32) error {
 		<-hashed
 	}
 	return err
+}
+
+// compressGroup is how many bytes of a chunk one worker compresses and
+// hashes as one piece, and the writer writes as one piece.
+const compressGroup = 4 << 20
+
+// probeEvery is how often a block is tried again after one that did not
+// shrink: the blocks in between are stored raw without an attempt, so
+// incompressible data costs a compression of one block in probeEvery.
+const probeEvery = 16
+
+// group is a range of blocks of a compressed chunk, compressed and hashed
+// on a worker; out holds their stored forms back to back (nil when all
+// are raw: the writer writes them from the variable's memory).
+type group struct {
+	lo, hi int
+	out    []byte
+	done   chan struct{}
+}
+
+// writeCompressed compresses, hashes and writes the compressed chunk c
+// at c.Fptr and sets its stored sizes, its chunk hash and StoredSize.
+// Groups are compressed by up to w.o.workers goroutines, at most twice
+// that many in flight, and written in order as they complete.
+func (w *writer) writeCompressed(c *ChunkInfo, bs uint32) error {
+	enc, _, err := zstdCoders()
+	if err != nil {
+		return err
+	}
+	data := w.chunkData(c)
+	groups := compressGroups(c, bs)
+	sem := make(chan struct{}, 2*w.o.workers)
+	stop := make(chan struct{})
+	go func() {
+		for i := range groups {
+			select {
+			case sem <- struct{}{}:
+			case <-stop:
+				return
+			}
+			go w.compressOne(enc, c, data, bs, &groups[i])
+		}
+	}()
+	defer close(stop)
+	off := c.Fptr
+	for i := range groups {
+		g := &groups[i]
+		<-g.done
+		b := g.out
+		if b == nil {
+			b = data[int64(g.lo)*int64(bs) : min(int64(g.hi)*int64(bs), c.Size)]
+		}
+		werr := writeStarting(w.f, b, off)
+		putGroupBuf(g.out)
+		<-sem
+		if werr != nil {
+			// Groups still being compressed finish on their own; their
+			// buffers are left to the collector.
+			return werr
+		}
+		off += int64(len(b))
+	}
+	c.StoredSize = off - c.Fptr
+	if !w.o.noHash {
+		c.Hash = chunkHash(c.Size, bs, c.BlockHashes)
+	}
+	return nil
+}
+
+// compressGroups cuts chunk c into groups of about compressGroup bytes.
+func compressGroups(c *ChunkInfo, bs uint32) []group {
+	per := max(1, compressGroup/int(bs))
+	n := len(c.BlockHashes)
+	out := make([]group, 0, (n+per-1)/per)
+	for lo := 0; lo < n; lo += per {
+		out = append(out, group{lo: lo, hi: min(lo+per, n), done: make(chan struct{})})
+	}
+	return out
+}
+
+// compressOne compresses and hashes the blocks of g.
+func (w *writer) compressOne(enc compressor, c *ChunkInfo, data []byte, bs uint32, g *group) {
+	defer close(g.done)
+	g.out = compressBlocks(enc, data, bs, g.lo, g.hi, c.Stored, c.BlockHashes, !w.o.noHash)
+}
+
+var groupBufs sync.Pool
+
+func getGroupBuf() []byte {
+	if b, ok := groupBufs.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, compressGroup+compressGroup/8)
+}
+
+func putGroupBuf(b []byte) {
+	if b != nil {
+		groupBufs.Put(&b)
+	}
+}
+
+// compressBlocks compresses blocks [lo, hi) of data into one buffer,
+// setting their stored sizes and, with hash, their hashes (of the bytes
+// given). It returns nil when every block is stored raw.
+func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored []uint32, hashes [][HashSize]byte, hash bool) []byte {
+	out := getGroupBuf()
+	skip := 0
+	compressed := false
+	for j := lo; j < hi; j++ {
+		b := blockOf(data, j, bs)
+		if hash {
+			hashes[j] = BlockHash(b)
+		}
+		if skip > 0 {
+			skip--
+			out = append(out, b...)
+			stored[j] = uint32(len(b))
+			continue
+		}
+		var n uint32
+		out, n = compressBlock(enc, out, b)
+		stored[j] = n
+		if n == uint32(len(b)) {
+			skip = probeEvery - 1
+		} else {
+			compressed = true
+		}
+	}
+	if !compressed {
+		putGroupBuf(out)
+		return nil
+	}
+	return out
 }
 
 // checkMetaSize refuses a metadata block larger than readers accept.

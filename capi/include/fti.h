@@ -247,6 +247,28 @@ int FTI_RecoverVarFinalize(void);
 int64_t FTI_GetStoredSize(int id);
 void *FTI_Realloc(int id, void *ptr);
 
+/* ---- Compression (FTI's compression branch; ftigo adds FTI_CPC_ZSTD) ----- */
+
+/** How FTI_SetCompression stores a variable. */
+typedef enum FTIT_CPC_MODE {
+    FTI_CPC_NONE = 0,   /* as it is */
+    FTI_CPC_FPZIP = 1,  /* not offered by ftigo */
+    FTI_CPC_ZFP = 2,    /* not offered by ftigo */
+    FTI_CPC_SINGLE = 3, /* double stored as float (lossy) */
+    FTI_CPC_HALF = 4,   /* double or float stored as half (lossy) */
+    FTI_CPC_STRIP = 5,  /* mantissa cut to `parameter` bits (lossy) */
+    FTI_CPC_ZSTD = 16   /* zstd per dCP block (lossless, ftigo) */
+} FTIT_CPC_MODE;
+
+/** What FTI_SetCompression's parameter means. */
+typedef enum FTIT_CPC_TYPE {
+    FTI_CPC_TYPE_NONE = 0,
+    FTI_CPC_ACCURACY = 1, /* not offered by ftigo */
+    FTI_CPC_PRECISION = 2 /* parameter counts mantissa bits */
+} FTIT_CPC_TYPE;
+
+int FTI_SetCompression(int id, FTIT_CPC_MODE mode, int parameter, FTIT_CPC_TYPE type);
+
 /* ---- Incremental checkpoints (not implemented by ftigo yet) --------------- */
 
 int FTI_InitICP(int id, int level, bool activate);

@@ -48,12 +48,12 @@ func TestL2L3DamageUnderMPI(t *testing.T) {
 			require.NoError(t, r.Close())
 			require.NoError(t, c.Barrier())
 			if c.Rank() == 0 {
-				m, err := filepath.Glob(filepath.Join(cfg.CkptDir, "node0001", "ckpt*", "*"))
+				m, err := filepath.Glob(filepath.Join(cfg.CkptDir, "node0001", "*", "ckpt*", "*")) // node, run, checkpoint
 				require.NoError(t, err)
 				require.NotEmpty(t, m)
 				require.NoError(t, os.RemoveAll(filepath.Join(cfg.CkptDir, "node0001")))
 				// Rank 3's data file (its copy is on node 3+1, its parity on node 3).
-				d, err := filepath.Glob(filepath.Join(cfg.CkptDir, "node0003", "ckpt*", "data*.fti"))
+				d, err := filepath.Glob(filepath.Join(cfg.CkptDir, "node0003", "*", "ckpt*", "data*.fti"))
 				require.NoError(t, err)
 				require.Len(t, d, 1)
 				b, err := os.ReadFile(d[0])
@@ -105,7 +105,7 @@ func TestL2DamagedCopyUnderMPI(t *testing.T) {
 	var damaged string
 	if c.Rank() == 0 {
 		require.NoError(t, os.RemoveAll(filepath.Join(cfg.CkptDir, "node0001")))
-		p, err := filepath.Glob(filepath.Join(cfg.CkptDir, "node0002", "ckpt*", "partner000001.fti"))
+		p, err := filepath.Glob(filepath.Join(cfg.CkptDir, "node0002", "*", "ckpt*", "partner000001.fti"))
 		require.NoError(t, err)
 		require.Len(t, p, 1)
 		b, err := os.ReadFile(p[0])
@@ -127,5 +127,6 @@ func TestL2DamagedCopyUnderMPI(t *testing.T) {
 	require.Error(t, err, "rank %d", c.Rank())
 	require.ErrorIs(t, err, ckpt.ErrUnrecoverable, "rank %d", c.Rank())
 	require.Contains(t, err.Error(), "its data file and its partner copy on rank 2 (node 2) are both lost", "rank %d", c.Rank())
-	require.Contains(t, err.Error(), string(name)+" (rank 2) at offset ", "rank %d", c.Rank())
+	require.Contains(t, err.Error(), "corrupt file of rank 2 at offset ", "rank %d", c.Rank())
+	require.Contains(t, err.Error(), string(name)+": ", "rank %d", c.Rank())
 }

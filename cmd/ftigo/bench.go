@@ -280,10 +280,17 @@ type benchFlags struct {
 	sweepRanks   intsFlag
 	from         []string
 	cpuProfile   string
+	memProfile   string
 	maxMemFactor float64
 	dcpDirty     float64 // with --dcp-dirty (>= 0): the differential checkpoint bench
 	dcpBlock     int
 	async        bool
+	// the scale sweep (--sweep-ranks without --sweep, or --mpi)
+	scale     bool
+	mpi       bool
+	groupSize int
+	timeLimit time.Duration
+	storage   string
 }
 
 func (a *app) benchCmd() *cobra.Command {
@@ -337,6 +344,20 @@ checkpoint time is then the time the ranks were blocked in Checkpoint,
 and the JSON rows also carry total_s, until the checkpoint was committed
 at its level while the ranks ran a solver-like CPU load.
 
+--sweep-ranks without --sweep is the scale sweep: what one rank pays
+for Init, a checkpoint and a restart (Init and Recover) as the ranks
+grow, in groups of --group-size, with 4 KiB and 64 KiB per rank unless
+--size or --sweep-sizes say otherwise. Each row has rank 0's wall time,
+the process CPU per rank, the messages and bytes a rank received and
+sent (mean and most over the ranks, from comm's counters), the metadata
+a rank decoded where the engine counts it, and the memory allocated and
+at its peak. A goal table follows: each per-rank figure at the largest
+count over the one at the smallest (PASS: CPU and bytes received per
+rank at most 1.5x for checkpoints and restarts, 2x for Init). Use tmpfs
+(--dir /dev/shm/...) so that storage costs next to nothing. --mpi
+measures the same figures over the processes of an MPI job instead,
+one rank each (ftigo built with -tags mpi, under mpirun); rank 0 prints.
+
 --sweep measures every combination of --sweep-sizes and --sweep-ranks
 (points needing more than half of the available memory are skipped and
 listed); --plot draws the result: a bar chart per level for one point, the
@@ -349,7 +370,9 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
   ftigo bench --size 64MiB --repeats 5 --json
   ftigo bench --levels 1,4 --dir /scratch/me --plot levels.svg
   ftigo bench --sweep --levels 1 --repeats 1 --json > l1.json
-  ftigo bench --from l1.json,l2.json --plot scaling.png`,
+  ftigo bench --from l1.json,l2.json --plot scaling.png
+  ftigo bench --sweep-ranks 64,256,1024 --dir /dev/shm/scale --repeats 1 --plot scale.svg
+  mpirun -np 16 ftigo bench --mpi --dir /dev/shm/scale --json   # ftigo built with -tags mpi`,
 		Args: argNames(false),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.runBench(cmd, bf) },
 	}
@@ -366,11 +389,16 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 	f.Var(&bf.sweepSizes, "sweep-sizes", "bytes per rank of a sweep")
 	f.Var(&bf.sweepRanks, "sweep-ranks", "rank counts of a sweep")
 	f.StringSliceVar(&bf.from, "from", nil, "read results saved with --json instead of measuring (comma-separated files are merged)")
-	f.StringVar(&bf.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements to this file (samples labelled phase=checkpoint or restart and level=N: go tool pprof -tagfocus phase=restart)")
+	f.StringVar(&bf.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements to this file (samples labelled phase=checkpoint or restart, or init in the scale sweep, and level=N: go tool pprof -tagfocus phase=restart)")
+	f.StringVar(&bf.memProfile, "memprofile", "", "scale sweep: write a profile of the memory allocated, by call site, to this file at the end (go tool pprof -sample_index=alloc_space)")
 	f.Float64Var(&bf.maxMemFactor, "max-mem", 0.5, "fraction of the available memory a sweep point may need")
 	_ = f.MarkHidden("max-mem")
 	f.Float64Var(&bf.dcpDirty, "dcp-dirty", -1, "measure differential checkpoints instead: per level a full checkpoint, then this fraction (0..1) of the dCP blocks changed and a differential one, beside the time to hash the data and an empty checkpoint")
 	f.IntVar(&bf.dcpBlock, "dcp-block-size", 16384, "dCP block size in bytes with --dcp-dirty (FTI's dcp_block_size)")
+	f.BoolVar(&bf.mpi, "mpi", false, "scale figures of the processes of an MPI job, one rank each (an ftigo built with -tags mpi, started by mpirun; needs --dir)")
+	f.IntVar(&bf.groupSize, "group-size", 4, "ranks per group (L2 partners, L3 encoding) in the scale sweep")
+	f.StringVar(&bf.storage, "storage", storageFiles, "scale sweep: where the ranks' files are, files (in --dir) or memory (vfd's in-memory driver: no file descriptors, no system calls)")
+	f.DurationVar(&bf.timeLimit, "time-limit", 0, "scale sweep: skip the rank counts predicted to take longer than this per point (0: no limit)")
 	f.BoolVar(&bf.async, "async", false, "post-process L2-L4 in the background (inline_lL = 0) while the ranks run a solver-like CPU load: time is the time blocked in Checkpoint, total_s until the level is durable")
 	return c
 }
@@ -381,6 +409,16 @@ func (a *app) runBench(cmd *cobra.Command, bf *benchFlags) error {
 	rankCounts, sizes, err := bf.check(cmd)
 	if err != nil {
 		return err
+	}
+	if len(bf.from) > 0 && isScaleResult(bf.from[0]) {
+		res, err := readScaleResults(bf.from)
+		if err != nil {
+			return err
+		}
+		return a.reportScale(bf, res)
+	}
+	if bf.scale {
+		return a.runScaleBench(bf, rankCounts, sizes)
 	}
 	if len(bf.from) > 0 {
 		res, err := readResults(bf.from)
@@ -440,12 +478,23 @@ func (bf *benchFlags) check(cmd *cobra.Command) (rankCounts []int, sizes []int64
 	if bf.sweep && (cmd.Flags().Changed("size") || cmd.Flags().Changed("ranks")) {
 		return nil, nil, usagef("--sweep measures --sweep-sizes and --sweep-ranks: drop --size and --ranks")
 	}
-	if len(bf.from) > 0 && (bf.sweep || cmd.Flags().Changed("dir") || bf.cold || bf.cpuProfile != "") {
-		return nil, nil, usagef("--from reads saved results: it takes no measurement flags (--sweep, --dir, --cold, --cpuprofile)")
+	if len(bf.from) > 0 && (bf.sweep || cmd.Flags().Changed("dir") || bf.cold || bf.cpuProfile != "" || bf.memProfile != "" || bf.mpi) {
+		return nil, nil, usagef("--from reads saved results: it takes no measurement flags (--sweep, --dir, --cold, --cpuprofile, --memprofile, --mpi)")
 	}
 	if bf.plot != "" {
 		if _, err := plotFormat(bf.plot); err != nil {
 			return nil, nil, usagef("--plot %s: %v", bf.plot, err)
+		}
+	}
+	bf.scale = len(bf.from) == 0 && !bf.sweep && (cmd.Flags().Changed("sweep-ranks") || bf.mpi)
+	if bf.scale {
+		return bf.checkScale(cmd)
+	}
+	if len(bf.from) == 0 {
+		for _, f := range []string{"group-size", "time-limit", "memprofile", "storage"} {
+			if cmd.Flags().Changed(f) {
+				return nil, nil, usagef("--%s belongs to the scale sweep (--sweep-ranks without --sweep, or --mpi)", f)
+			}
 		}
 	}
 	rankCounts = []int{bf.ranks}
@@ -507,15 +556,21 @@ func startCPUProfile(file string) (stop func(), err error) {
 
 // reportBench draws, prints or writes res as the flags ask.
 func (a *app) reportBench(bf *benchFlags, res *benchResult) error {
+	return a.report(bf, res, func(name string) error { return writePlot(name, res) }, func(w io.Writer) { printBench(w, res) })
+}
+
+// report draws res (plot) into --plot, then writes it as JSON with
+// --json, else prints it as text (print).
+func (a *app) report(bf *benchFlags, res any, plot func(name string) error, print func(w io.Writer)) error {
 	if bf.plot != "" {
-		if err := writePlot(bf.plot, res); err != nil {
+		if err := plot(bf.plot); err != nil {
 			return err
 		}
 	}
 	if bf.jsonOut {
 		return writeJSON(a.stdout, res)
 	}
-	printBench(a.stdout, res)
+	print(a.stdout)
 	if bf.plot != "" {
 		fmt.Fprintf(a.stdout, "plot: %s\n", bf.plot)
 	}

@@ -86,7 +86,7 @@ func manifests(es []runEntry) map[uint64]*levels.Manifest {
 func openData(cfg ckpt.Config, m *levels.Manifest, holder int, f levels.File) (vfd.File, error) {
 	s, p := filePath(cfg, m, holder, f)
 	if f.Attrs[levels.AttrInContainer] != "" {
-		s.Dir = cfg.GlblDir
+		s.Dir = cfg.GlobalDir(m.Run)
 		return levels.OpenTask(s, f)
 	}
 	return vfd.OpenRead(s.Driver, p)

@@ -76,7 +76,7 @@ func TestInspectVerifyRebuildDCP(t *testing.T) {
 
 	// A byte of the base that no delta rewrote, on rank 1: the base and
 	// both deltas (whose images read that block from it) fail.
-	base := filepath.Join(dir, "local", "node0001", "ckpt00000001", "data000001.fti")
+	base := filepath.Join(nodeRunDir(t, dir, 1), "ckpt00000001", "data000001.fti")
 	b, err := os.ReadFile(base)
 	require.NoError(t, err)
 	b[fileformat.HeaderSize+100] ^= 0xff
@@ -87,7 +87,7 @@ func TestInspectVerifyRebuildDCP(t *testing.T) {
 		assert.Contains(t, out, m+".manifest id", m)
 	}
 	assert.Contains(t, out, "FAIL "+base+" (data of rank 1)")
-	assert.Contains(t, out, fmt.Sprintf("FAIL %s (data of rank 1)", filepath.Join(dir, "local", "node0001", "ckpt00000003", "data000001.fti")))
+	assert.Contains(t, out, fmt.Sprintf("FAIL %s (data of rank 1)", filepath.Join(nodeRunDir(t, dir, 1), "ckpt00000003", "data000001.fti")))
 
 	// Rebuild restores the base from its partner copy; every layer verifies.
 	code, out, errs = ftigo("rebuild", dir)
@@ -110,7 +110,7 @@ func TestInspectVerifyRebuildDCP(t *testing.T) {
 
 	// The base's manifest moved away, both copies: the chain cannot be restored.
 	require.NoError(t, os.Rename(filepath.Join(dir, "meta", "ckpt00000001.manifest"), filepath.Join(t.TempDir(), "m")))
-	require.NoError(t, os.Rename(filepath.Join(dir, "global", "manifests", "ckpt00000001.manifest"), filepath.Join(t.TempDir(), "m")))
+	require.NoError(t, os.Rename(filepath.Join(globalRunDir(t, dir), "manifests", "ckpt00000001.manifest"), filepath.Join(t.TempDir(), "m")))
 	code, out, _ = ftigo("inspect", dir)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "METADATA "+filepath.Join(dir, "meta", "ckpt00000001.manifest")+": checkpoint metadata lost")

@@ -231,7 +231,7 @@ func TestRebuildMixedManifest(t *testing.T) {
 			}
 			ms, err := filepath.Glob(filepath.Join(dir, "meta", "*.manifest"))
 			require.NoError(t, err)
-			reps, err := filepath.Glob(filepath.Join(dir, "global", levels.ReplicaDir, "*.manifest"))
+			reps, err := filepath.Glob(filepath.Join(globalRunDir(t, dir), levels.ReplicaDir, "*.manifest"))
 			require.NoError(t, err)
 			require.Len(t, ms, 1)
 			require.Len(t, reps, 1)

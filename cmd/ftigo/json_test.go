@@ -38,8 +38,12 @@ func TestInspectVerifyRebuildJSON(t *testing.T) {
 	var ir inspectResult
 	jsonOut(t, 0, &ir, "inspect", dir, "--json") // the flag after the argument
 	assert.True(t, ir.OK)
-	assert.Equal(t, runDirs{Meta: filepath.Join(dir, "meta"), Global: filepath.Join(dir, "global"), Replicas: filepath.Join(dir, "global", "manifests"),
-		Local: filepath.Join(dir, "local"), Nodes: []string{"node0000", "node0001", "node0002", "node0003"}}, ir.Dirs)
+	run := runIn(t, dir)
+	require.NotEmpty(t, run)
+	require.Len(t, ir.Dirs.Runs, 1)
+	assert.Equal(t, runInfo{ID: run, Checkpoints: 1, Newest: ir.Checkpoints[0].Time}, ir.Dirs.Runs[0])
+	assert.Equal(t, runDirs{Meta: filepath.Join(dir, "meta"), Run: run, MetaRun: run, Global: globalRunDir(t, dir), Replicas: filepath.Join(globalRunDir(t, dir), "manifests"),
+		Local: filepath.Join(dir, "local"), Nodes: []string{"node0000", "node0001", "node0002", "node0003"}, Runs: ir.Dirs.Runs}, ir.Dirs)
 	assert.Empty(t, ir.Metadata)
 	reps := ir.Checkpoints
 	require.Len(t, reps, 1)
@@ -103,7 +107,7 @@ func TestInspectVerifyRebuildJSON(t *testing.T) {
 func TestRunJSONEmpty(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "meta"), 0o755))
-	dirs := fmt.Sprintf(`{"meta_dir": %q, "glbl_dir": %q, "replicas": %q, "ckpt_dir": %q, "nodes": []}`,
+	dirs := fmt.Sprintf(`{"meta_dir": %q, "run": "", "meta_dir_run": "", "glbl_dir": %q, "replicas": %q, "ckpt_dir": %q, "nodes": [], "runs": []}`,
 		filepath.Join(dir, "meta"), filepath.Join(dir, "global"), filepath.Join(dir, "global", "manifests"), filepath.Join(dir, "local"))
 	code, out, errs := ftigo("inspect", dir, "--json")
 	require.Equal(t, 0, code, errs)

@@ -17,7 +17,9 @@ import (
 func TestVerifyInspectMetadata(t *testing.T) {
 	other := makeRun(t) // another run of the same job: its files are "foreign"
 	primary := func(dir string) string { return filepath.Join(dir, "meta", "ckpt00000002.manifest") }
-	replica := func(dir string) string { return filepath.Join(dir, "global", "manifests", "ckpt00000002.manifest") }
+	replica := func(dir string) string {
+		return filepath.Join(globalRunDir(t, dir), "manifests", "ckpt00000002.manifest")
+	}
 	topology := func(dir string) string { return filepath.Join(dir, "meta", "topology") }
 	flip := func(name string) {
 		b, err := os.ReadFile(name)
@@ -66,7 +68,7 @@ func TestVerifyInspectMetadata(t *testing.T) {
 			return a
 		}, "foreign"},
 		{"replica of another checkpoint", true, func(d string) string {
-			copyFile(filepath.Join(d, "global", "manifests", "ckpt00000003.manifest"), replica(d))
+			copyFile(filepath.Join(globalRunDir(t, d), "manifests", "ckpt00000003.manifest"), replica(d))
 			return replica(d)
 		}, "holds seq 3"},
 		{"node table damaged", false, func(d string) string {
@@ -148,7 +150,8 @@ func TestVerifyConfigRedirect(t *testing.T) {
 	for _, cmd := range []string{"verify", "inspect"} {
 		code, out, errs := ftigo(cmd, dir)
 		require.Equal(t, 0, code, out+errs)
-		assert.True(t, strings.HasPrefix(out, "directories named by "+cfg+"\nchecked: meta_dir "+filepath.Join(run, "meta")+", glbl_dir "+filepath.Join(run, "global")), out)
+		id := runIn(t, run)
+		assert.True(t, strings.HasPrefix(out, "directories named by "+cfg+"\nrun "+id+" (named by meta_dir)\nchecked: meta_dir "+filepath.Join(run, "meta")+", glbl_dir "+globalRunDir(t, run)+" "), out)
 		var res struct {
 			Dirs runDirs `json:"dirs"`
 		}

@@ -70,11 +70,17 @@ func plotFormat(name string) (string, error) {
 // writePlot draws r into name: the per-level chart when all rows are of
 // one point (ranks, bytes per rank), else the scaling curves.
 func writePlot(name string, r *benchResult) error {
+	return writePicture(name, func(format string) ([]byte, error) { return drawResult(r, format) })
+}
+
+// writePicture writes what draw draws in the format of name's extension
+// into name.
+func writePicture(name string, draw func(format string) ([]byte, error)) error {
 	format, err := plotFormat(name)
 	if err != nil {
 		return err
 	}
-	b, err := drawResult(r, format)
+	b, err := draw(format)
 	if err != nil {
 		return err
 	}
@@ -92,13 +98,18 @@ func drawResult(r *benchResult, format string) ([]byte, error) {
 		draw = drawScaling
 		w, h = scalingSize(r.Rows)
 	}
+	return render(format, w, h, func(c canvas) { draw(c, r, float64(w), float64(h)) })
+}
+
+// render draws a w x h picture in format ("png" or "svg").
+func render(format string, w, h int, draw func(c canvas)) ([]byte, error) {
 	if format == "svg" {
 		s := newSVG(w, h)
-		draw(s, r, float64(w), float64(h))
+		draw(s)
 		return s.bytes(), nil
 	}
 	p := newRaster(w, h)
-	draw(p, r, float64(w), float64(h))
+	draw(p)
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, p.img); err != nil {
 		return nil, err
@@ -316,19 +327,45 @@ func drawScaling(c canvas, r *benchResult, w, h float64) {
 				series{name + "-restart-ratio", colorOf(n), true, get("restart", func(b benchRow) float64 { return b.Ratio })})
 		}
 		x := 20.0
-		panel(c, x, top, panelW-20, 220, fmt.Sprintf("L%d checkpoint, seconds", level), sizes, ck, true, false)
-		panel(c, x+panelW, top, panelW-20, 220, fmt.Sprintf("L%d restart, seconds", level), sizes, rs, true, false)
-		panel(c, x+2*panelW, top, panelW-20, 220, fmt.Sprintf("L%d ratios to the references", level), sizes, ratios, true, true)
+		xs := make([]float64, len(sizes))
+		for i, s := range sizes {
+			xs[i] = float64(s)
+		}
+		sizeLabel := func(v float64) string { return strings.ReplaceAll(humanBytes(int64(v)), " ", "") }
+		spec := func(title string, one bool) panelSpec {
+			return panelSpec{title: title, xs: xs, xLabel: sizeLabel, logY: true, one: one}
+		}
+		panel(c, x, top, panelW-20, 220, spec(fmt.Sprintf("L%d checkpoint, seconds", level), false), ck)
+		panel(c, x+panelW, top, panelW-20, 220, spec(fmt.Sprintf("L%d restart, seconds", level), false), rs)
+		panel(c, x+2*panelW, top, panelW-20, 220, spec(fmt.Sprintf("L%d ratios to the references", level), true), ratios)
 	}
 }
 
-// panel draws one scaling panel at (x, y) of size w x h: x is the bytes
-// per rank (log scale, a tick per size), y is logarithmic (logY) or
-// linear from 0; one draws a dashed line at y = 1 (ratios).
-func panel(c canvas, x, y, w, h float64, title string, sizes []int64, ss []series, logY, one bool) {
+// panelSpec is what a panel shows besides its curves.
+type panelSpec struct {
+	title string
+	// xs are the x values with a tick each (a log2 axis), xLabel their
+	// labels.
+	xs     []float64
+	xLabel func(float64) string
+	// yLabel formats the y ticks (nil: seconds).
+	yLabel func(float64) string
+	// logY makes y logarithmic, else linear from 0; one draws a dashed
+	// line at y = 1 (ratios).
+	logY, one bool
+}
+
+// panel draws one scaling panel at (x, y) of size w x h: x logarithmic
+// (base 2, a tick per value of spec.xs), y as spec says.
+func panel(c canvas, x, y, w, h float64, spec panelSpec, ss []series) {
 	left, bottom, top := 50.0, 30.0, 20.0
 	px, py, pw, ph := x+left, y+top, w-left-10, h-top-bottom
-	c.text(x+w/2, y+10, title, 8, colBlack, anchorMiddle, false)
+	yLabel := spec.yLabel
+	if yLabel == nil {
+		yLabel = fmtSeconds
+	}
+	logY, one := spec.logY, spec.one
+	c.text(x+w/2, y+10, spec.title, 8, colBlack, anchorMiddle, false)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, s := range ss {
 		for _, p := range s.pts {
@@ -365,20 +402,20 @@ func panel(c canvas, x, y, w, h float64, title string, sizes []int64, ss []serie
 	}
 	for _, t := range ticks {
 		c.polyline([][2]float64{{px, yOf(t)}, {px + pw, yOf(t)}}, colGrid, 1, false, "grid")
-		c.text(px-5, yOf(t)+4, fmtSeconds(t), 7, colAxis, anchorEnd, false)
+		c.text(px-5, yOf(t)+4, yLabel(t), 7, colAxis, anchorEnd, false)
 	}
 	if one {
 		c.polyline([][2]float64{{px, yOf(1)}, {px + pw, yOf(1)}}, colAxis, 1, true, "one")
 	}
-	// x: log2 of the size, one tick per size of the sweep
-	l0, l1 := math.Log2(float64(sizes[0])), math.Log2(float64(sizes[len(sizes)-1]))
+	// x: log2 of the value, one tick per value
+	l0, l1 := math.Log2(spec.xs[0]), math.Log2(spec.xs[len(spec.xs)-1])
 	if l1 == l0 {
 		l0, l1 = l0-1, l1+1
 	}
 	xOf := func(v float64) float64 { return px + 10 + (math.Log2(v)-l0)/(l1-l0)*(pw-20) }
-	for _, s := range sizes {
-		c.polyline([][2]float64{{xOf(float64(s)), py + ph}, {xOf(float64(s)), py + ph + 4}}, colAxis, 1, false, "tick")
-		c.text(xOf(float64(s)), py+ph+16, strings.ReplaceAll(humanBytes(s), " ", ""), 7, colAxis, anchorMiddle, false)
+	for _, v := range spec.xs {
+		c.polyline([][2]float64{{xOf(v), py + ph}, {xOf(v), py + ph + 4}}, colAxis, 1, false, "tick")
+		c.text(xOf(v), py+ph+16, spec.xLabel(v), 7, colAxis, anchorMiddle, false)
 	}
 	c.polyline([][2]float64{{px, py}, {px, py + ph}, {px + pw, py + ph}}, colAxis, 1, false, "axis")
 	for _, s := range ss {

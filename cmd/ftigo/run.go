@@ -19,6 +19,12 @@ import (
 	"github.com/ftigo/ftigo/vfd"
 )
 
+const runFlagHelp = `A glbl_dir (and ckpt_dir) may hold the directories of several runs, each
+named by its id (FTI's exec_id): the command lists them. It reads the run
+meta_dir names, or with --run another one, from its manifest replicas in
+glbl_dir/<run>/manifests (that run's markers are in its own meta_dir).
+rebuild repairs only the run of the meta_dir it is given.`
+
 const runArgHelp = `RUN is a run directory holding local/, global/ and meta/ (as heat2d -dir
 writes it; a config.fti inside it takes precedence), or an FTI-style
 config.fti naming ckpt_dir, glbl_dir and meta_dir. The command first prints
@@ -118,21 +124,22 @@ type runEntry struct {
 	Err       string           `json:"error,omitempty"`
 }
 
-// filePath is where a manifest file held by rank holder lives.
+// filePath is where a manifest file held by rank holder lives: in the
+// directories of the run that committed m.
 func filePath(cfg ckpt.Config, m *levels.Manifest, holder int, f levels.File) (levels.Store, string) {
 	var dir string
 	switch f.Where {
 	case levels.Local:
-		dir = filepath.Join(cfg.CkptDir, fmt.Sprintf("node%04d", holder/max(m.NodeSize, 1)))
+		dir = cfg.NodeDir(holder/max(m.NodeSize, 1), m.Run)
 	case levels.Global:
-		dir = cfg.GlblDir
+		dir = cfg.GlobalDir(m.Run)
 	default:
 		dir = cfg.MetaDir
 	}
 	s := levels.Store{Driver: vfd.Sec2{}, Dir: dir}
 	if cname, _, ok := levels.ContainerPath(f); ok && f.Attrs[levels.AttrInContainer] != "" {
 		// The data exists only as the rank's task of the L4 container.
-		s.Dir = cfg.GlblDir
+		s.Dir = cfg.GlobalDir(m.Run)
 		return s, s.Path(cname)
 	}
 	return s, s.Path(f.Name)
@@ -259,12 +266,14 @@ func countFiles(es []runEntry) int {
 	return n
 }
 
-// runCommand builds inspect, verify or rebuild: one RUN argument and --json.
+// runCommand builds inspect, verify or rebuild: one RUN argument, --run
+// and --json.
 func runCommand(name, short, long, example string, jsonOut *bool, do func(cmd *cobra.Command, cfg ckpt.Config, cfgFile string) error) *cobra.Command {
+	var run string
 	c := &cobra.Command{
 		Use:     name + " RUN",
 		Short:   short,
-		Long:    long + "\n\n" + runArgHelp,
+		Long:    long + "\n\n" + runArgHelp + "\n\n" + runFlagHelp,
 		Example: example,
 		Args:    argNames(false, "RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -272,10 +281,17 @@ func runCommand(name, short, long, example string, jsonOut *bool, do func(cmd *c
 			if err != nil {
 				return err
 			}
+			if run != "" {
+				if err := levels.ValidRunID(run); err != nil {
+					return usagef("--run: %v", err)
+				}
+				cfg.Run = run
+			}
 			return do(cmd, cfg, cfgFile)
 		},
 	}
 	c.Flags().BoolVar(jsonOut, "json", false, "print the result as JSON")
+	c.Flags().StringVar(&run, "run", "", "the run to read (an id listed under \"runs in glbl_dir\"); default: the run meta_dir names")
 	return c
 }
 
@@ -528,6 +544,9 @@ Exit codes: 0 every checkpoint is rebuilt and verifies, 1 one stays damaged
   ftigo rebuild --ckpt ckpt00000002.manifest run
   ftigo rebuild config.fti --json`, &jsonOut,
 		func(cmd *cobra.Command, cfg ckpt.Config, cfgFile string) error {
+			if err := rebuildRunCheck(cfg); err != nil {
+				return err
+			}
 			seq, err := ckptArg(only)
 			if err != nil {
 				return err
@@ -601,6 +620,20 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// rebuildRunCheck refuses rebuild --run for a run other than the one
+// meta_dir names: a rebuild repairs a run's metadata in its meta_dir.
+func rebuildRunCheck(cfg ckpt.Config) error {
+	if cfg.Run == "" {
+		return nil
+	}
+	own, ok, err := levels.ReadRun(levels.Store{Driver: vfd.Sec2{}, Dir: cfg.MetaDir})
+	if err != nil || !ok || own == cfg.Run {
+		return err
+	}
+	return fmt.Errorf("rebuild --run %s: meta_dir %s belongs to run %s; rebuild repairs the run of the meta_dir it is given: give it the configuration of the job that owns run %s (inspect and verify read any run)",
+		cfg.Run, cfg.MetaDir, own, cfg.Run)
 }
 
 // writeJSON prints v as indented JSON.

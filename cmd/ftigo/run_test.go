@@ -75,7 +75,7 @@ func ftigo(args ...string) (code int, stdout, stderr string) {
 
 func dataFile(t *testing.T, dir string, node int) string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(dir, "local", "node000"+string(rune('0'+node)), "ckpt*", "data*.fti"))
+	m, err := filepath.Glob(filepath.Join(nodeRunDir(t, dir, node), "ckpt*", "data*.fti"))
 	require.NoError(t, err)
 	require.Len(t, m, 1)
 	return m[0]
@@ -151,7 +151,7 @@ func TestRebuildRotatedParity(t *testing.T) {
 	dir := makeRunWith(t, 1, 3, 1)
 	files := map[string][]byte{}
 	for n := range 4 {
-		ms, err := filepath.Glob(filepath.Join(dir, "local", fmt.Sprintf("node%04d", n), "ckpt*", "*.fti"))
+		ms, err := filepath.Glob(filepath.Join(nodeRunDir(t, dir, n), "ckpt*", "*.fti"))
 		require.NoError(t, err)
 		require.Len(t, ms, 2, "node %d: a data file and a parity file", n)
 		for _, m := range ms {
@@ -186,7 +186,7 @@ func TestRebuildRotatedParity(t *testing.T) {
 // storage is lost.
 func TestInspectVerifyRebuildL4(t *testing.T) {
 	dir := makeRunAt(t, 1, 4)
-	container := filepath.Join(dir, "global", "ckpt00000002", levels.ContainerName)
+	container := filepath.Join(globalRunDir(t, dir), "ckpt00000002", levels.ContainerName)
 
 	code, out, errs := ftigo("inspect", dir)
 	require.Equal(t, 0, code, errs)
@@ -230,7 +230,7 @@ func TestInspectVerifyRebuildL4(t *testing.T) {
 	require.Equal(t, 0, code, out+errs)
 	assert.Contains(t, out, "rebuilt checkpoint 2 (L4")
 	assert.Contains(t, out, "5/5 files verified")
-	staged, err := filepath.Glob(filepath.Join(dir, "local", "node*", "ckpt*", "data*.fti"))
+	staged, err := filepath.Glob(filepath.Join(dir, "local", "node*", runIn(t, dir), "ckpt*", "data*.fti"))
 	require.NoError(t, err)
 	assert.Empty(t, staged, "an inline L4 recovery writes nothing locally")
 

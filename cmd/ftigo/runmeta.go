@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/internal/levels"
@@ -20,12 +22,30 @@ type runDirs struct {
 	// directory's local/, global/ and meta/).
 	Config string `json:"config,omitempty"`
 	Meta   string `json:"meta_dir"`
+	// Run is the run read ("" for one from before run ids); MetaRun the
+	// one meta_dir names ("" for none).
+	Run     string `json:"run"`
+	MetaRun string `json:"meta_dir_run"`
+	// Global is the run's directory in glbl_dir.
 	Global string `json:"glbl_dir"`
 	// Replicas is the directory of the manifest replicas.
 	Replicas string `json:"replicas"`
 	Local    string `json:"ckpt_dir"`
 	// Nodes are the node directories found under Local.
 	Nodes []string `json:"nodes"`
+	// Runs are the runs found in glbl_dir.
+	Runs []runInfo `json:"runs"`
+}
+
+// runInfo is a run found in glbl_dir.
+type runInfo struct {
+	// ID is the run's id, "" for the checkpoints of a run from before
+	// run ids (glbl_dir/manifests).
+	ID string `json:"id"`
+	// Checkpoints counts its manifest replicas; Newest is the commit time
+	// of the newest one.
+	Checkpoints int    `json:"checkpoints"`
+	Newest      string `json:"newest,omitempty"`
 }
 
 func (d runDirs) String() string {
@@ -33,13 +53,71 @@ func (d runDirs) String() string {
 	if d.Config != "" {
 		fmt.Fprintf(&b, "directories named by %s\n", d.Config)
 	}
+	switch {
+	case d.Run == "":
+		b.WriteString("run: from before run ids (flat directories)\n")
+	case d.Run == d.MetaRun:
+		fmt.Fprintf(&b, "run %s (named by meta_dir)\n", d.Run)
+	case d.MetaRun == "":
+		fmt.Fprintf(&b, "run %s (read from its manifest replicas; meta_dir names no run)\n", d.Run)
+	default:
+		fmt.Fprintf(&b, "run %s (read from its manifest replicas; meta_dir names run %s)\n", d.Run, d.MetaRun)
+	}
 	fmt.Fprintf(&b, "checked: meta_dir %s, glbl_dir %s (manifest replicas in %s), ckpt_dir %s", d.Meta, d.Global, d.Replicas, d.Local)
 	if len(d.Nodes) == 0 {
 		b.WriteString(" (no node directories)")
 	} else {
 		fmt.Fprintf(&b, " (%d node directories: %s)", len(d.Nodes), strings.Join(d.Nodes, ", "))
 	}
+	if len(d.Runs) > 0 {
+		b.WriteString("\nruns in glbl_dir:")
+		for _, r := range d.Runs {
+			id := r.ID
+			if id == "" {
+				id = "(from before run ids)"
+			}
+			mark := ""
+			if r.ID == d.Run {
+				mark = ", listed below"
+			}
+			fmt.Fprintf(&b, "\n  %s: %d checkpoint(s)", id, r.Checkpoints)
+			if r.Newest != "" {
+				fmt.Fprintf(&b, ", newest committed %s", r.Newest)
+			}
+			b.WriteString(mark)
+		}
+	}
 	return b.String()
+}
+
+// listRuns returns the runs found in glbl_dir: the run directories, and
+// the replicas of a run from before run ids.
+func listRuns(d vfd.Driver, glbl string) ([]runInfo, error) {
+	g := levels.Store{Driver: d, Dir: glbl}
+	ids, err := levels.ListRuns(g)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := d.Stat(g.Path(levels.ReplicaDir)); err == nil && st.IsDir() {
+		ids = append([]string{""}, ids...)
+	}
+	var out []runInfo
+	for _, id := range ids {
+		ri := runInfo{ID: id}
+		ms, err := levels.ScanManifests(levels.Store{Driver: d, Dir: filepath.Join(levels.RunDir(glbl, id), levels.ReplicaDir)})
+		if err != nil {
+			return nil, err
+		}
+		ri.Checkpoints = len(ms)
+		for i := len(ms) - 1; i >= 0; i-- {
+			if ms[i].M != nil {
+				ri.Newest = time.Unix(0, ms[i].M.Time).UTC().Format(time.RFC3339)
+				break
+			}
+		}
+		out = append(out, ri)
+	}
+	return out, nil
 }
 
 // metaProblem is a metadata file that is not as a restart needs it: a
@@ -65,10 +143,34 @@ const maxTopologySize = 16 << 20
 // (levels.ScanCheckpoints over the meta area, the global area with its
 // manifest replicas, and every node directory of the local area) and
 // lists its checkpoints and its metadata problems.
+//
+// The run is the one meta_dir names, or cfg.Run. Another run than
+// meta_dir's is read from its manifest replicas alone.
 func scanRun(cfg ckpt.Config, cfgFile string) (*runScan, error) {
 	d := vfd.Sec2{}
-	rs := &runScan{dirs: runDirs{Config: cfgFile, Meta: cfg.MetaDir, Global: cfg.GlblDir,
-		Replicas: filepath.Join(cfg.GlblDir, levels.ReplicaDir), Local: cfg.CkptDir, Nodes: []string{}}}
+	meta := levels.Store{Driver: d, Dir: cfg.MetaDir}
+	own, _, err := levels.ReadRun(meta)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := listRuns(d, cfg.GlblDir)
+	if err != nil {
+		return nil, err
+	}
+	run := own
+	if cfg.Run != "" && cfg.Run != own {
+		run = cfg.Run
+		if !slices.ContainsFunc(runs, func(r runInfo) bool { return r.ID == run }) {
+			ids := make([]string, 0, len(runs))
+			for _, r := range runs {
+				ids = append(ids, cmp.Or(r.ID, "(from before run ids)"))
+			}
+			return nil, fmt.Errorf("glbl_dir %s holds no run %s (runs found: %s)", cfg.GlblDir, run, cmp.Or(strings.Join(ids, ", "), "none"))
+		}
+		meta = levels.Store{Driver: d, Dir: filepath.Join(cfg.GlobalDir(run), levels.ReplicaDir)}
+	}
+	rs := &runScan{dirs: runDirs{Config: cfgFile, Meta: cfg.MetaDir, Run: run, MetaRun: own, Global: cfg.GlobalDir(run),
+		Replicas: filepath.Join(cfg.GlobalDir(run), levels.ReplicaDir), Local: cfg.CkptDir, Nodes: []string{}, Runs: nonNil(runs)}}
 	var locals []levels.Store
 	ents, err := d.ReadDir(cfg.CkptDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -77,11 +179,10 @@ func scanRun(cfg ckpt.Config, cfgFile string) (*runScan, error) {
 	for _, e := range ents {
 		if e.IsDir() {
 			rs.dirs.Nodes = append(rs.dirs.Nodes, e.Name())
-			locals = append(locals, levels.Store{Driver: d, Dir: filepath.Join(cfg.CkptDir, e.Name())})
+			locals = append(locals, levels.Store{Driver: d, Dir: levels.RunDir(filepath.Join(cfg.CkptDir, e.Name()), run)})
 		}
 	}
-	meta := levels.Store{Driver: d, Dir: cfg.MetaDir}
-	scan, err := levels.ScanCheckpoints(meta, levels.Store{Driver: d, Dir: cfg.GlblDir}, locals...)
+	scan, err := levels.ScanRun(run, meta, levels.Store{Driver: d, Dir: cfg.GlobalDir(run)}, locals...)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +243,7 @@ func scanRun(cfg ckpt.Config, cfgFile string) (*runScan, error) {
 			}
 		}
 	}
-	if p := checkTopology(d, cfg.MetaDir, newest); p != nil {
+	if p := checkTopology(d, cfg.MetaDir, newest); run == own && p != nil {
 		rs.problems = append(rs.problems, *p)
 	}
 	slices.SortStableFunc(rs.entries, func(a, b runEntry) int { return strings.Compare(a.Name, b.Name) })

@@ -82,7 +82,7 @@ func TestMPIFailureIsPrintedBeforeAbort(t *testing.T) {
 		l1 := runLaunch(o, killPlan{mode: "after", n: 1}, &bytes.Buffer{})
 		require.NoError(t, l1.err)
 		require.True(t, l1.killed, "launch 1 was not killed: %s", l1.stderr)
-		files, err := filepath.Glob(filepath.Join(o.dir, "local", "node*", "ckpt00000001", "data*.fti"))
+		files, err := filepath.Glob(filepath.Join(o.dir, "local", "node*", "*", "ckpt00000001", "data*.fti")) // node, run
 		require.NoError(t, err)
 		require.Len(t, files, 2)
 		for _, f := range files {

@@ -39,7 +39,7 @@ func (e *Engine) commit(p *Pending) (*Manifest, []*Manifest, error) {
 		return nil, nil, err
 	}
 	m := &Manifest{
-		Seq: p.Seq, ID: p.ID, Level: p.Level, Ranks: env.Comm.Size(),
+		Run: env.Run, Seq: p.Seq, ID: p.ID, Level: p.Level, Ranks: env.Comm.Size(),
 		NodeSize: env.Topo.NodeSize(), GroupSize: env.Topo.GroupSize(),
 		Nodes: env.Topo.Table(),
 		Time:  env.Now().UnixNano(),

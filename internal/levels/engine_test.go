@@ -32,6 +32,9 @@ type cluster struct {
 	// engines' levels (nil: L1 only).
 	groupSize int
 	levels    []Level
+	// runID is the run the engines belong to ("": one from before run
+	// ids, in the flat directories).
+	runID string
 }
 
 func newCluster(t testing.TB, d vfd.Driver, root string, nodeSize int) *cluster {
@@ -42,9 +45,9 @@ func (cl *cluster) env(c comm.Comm) *Env {
 	topo, err := partner.NewTopology(c.Size(), cl.nodeSize, max(cl.groupSize, 1), nil)
 	require.NoError(cl.t, err)
 	return &Env{
-		Comm: c, Topo: topo, Rank: c.Rank(),
-		Local:      Store{cl.d, filepath.Join(cl.root, "local", topo.NodeDir(topo.NodeOf(c.Rank())))},
-		Global:     Store{cl.d, filepath.Join(cl.root, "global")},
+		Comm: c, Topo: topo, Rank: c.Rank(), Run: cl.runID,
+		Local:      Store{cl.d, RunDir(filepath.Join(cl.root, "local", topo.NodeDir(topo.NodeOf(c.Rank()))), cl.runID)},
+		Global:     Store{cl.d, RunDir(filepath.Join(cl.root, "global"), cl.runID)},
 		Meta:       Store{cl.d, filepath.Join(cl.root, "meta")},
 		Logger:     zaptest.NewLogger(cl.t),
 		ImageLimit: cl.imageLimit,

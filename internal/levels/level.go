@@ -85,6 +85,11 @@ type Env struct {
 	Global Store
 	// Meta is the metadata directory, shared by every rank; manifests live here.
 	Meta Store
+	// Run is the run that owns Local, Global and Meta ([RunFile]):
+	// every manifest the engine commits records it, and a manifest
+	// copy that records another run is not this run's. Empty for a
+	// run from before run ids.
+	Run string
 	// BlockSize is the message size in bytes for transfers between ranks
 	// (FTI's block_size, in bytes here).
 	BlockSize int

@@ -33,6 +33,9 @@ const (
 // 0, in two copies (meta area and global area); a checkpoint is committed
 // when a valid copy exists (docs/format/manifest.md).
 type Manifest struct {
+	// Run is the run that committed the checkpoint and owns its files
+	// (see [RunFile]); empty for a run from before run ids.
+	Run string `json:"run,omitempty"`
 	// Seq is the commit sequence number (strictly increasing over a run
 	// and its restarts); it names the checkpoint's directories.
 	Seq uint64 `json:"seq"`
@@ -313,6 +316,11 @@ func truncate(s string) string {
 }
 
 func (m *Manifest) validate() error {
+	if m.Run != "" {
+		if err := ValidRunID(m.Run); err != nil {
+			return err
+		}
+	}
 	if !m.Level.Valid() {
 		return fmt.Errorf("level %d out of range", int(m.Level))
 	}

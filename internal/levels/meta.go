@@ -19,7 +19,7 @@ import (
 const (
 	// ReplicaDir is the directory of the global area that holds the
 	// replica of every manifest, under the manifest's own name
-	// (glbl_dir/manifests/ckpt%08d.manifest). Being a subdirectory, the
+	// (glbl_dir/<run>/manifests/ckpt%08d.manifest). Being a subdirectory, the
 	// replica never collides with the primary, even when meta_dir is
 	// glbl_dir.
 	ReplicaDir = "manifests"
@@ -179,7 +179,7 @@ func (s SeqState) String() string {
 type SeqScan struct {
 	Seq uint64
 	// Primary is meta_dir/ckpt%08d.manifest, Replica
-	// glbl_dir/manifests/ckpt%08d.manifest.
+	// glbl_dir/<run>/manifests/ckpt%08d.manifest.
 	Primary, Replica ManifestCopy
 	// Pending is the path of the intent marker, "" when absent.
 	Pending string
@@ -429,20 +429,14 @@ func cmpSeq(a, b uint64) int {
 // [Engine.Open] applies the same scan and rules ([SeqScan.State]) and
 // then repairs and cleans. Offline tools (ftigo verify, inspect) use it
 // to check the metadata itself. A missing area holds nothing; the meta
-// area must exist.
+// area must exist. The checkpoints are those of the run meta names
+// ([ReadRun]; [ScanRun] scans a run given).
 func ScanCheckpoints(meta, global Store, locals ...Store) ([]SeqScan, error) {
-	sc, err := scanMeta(meta, global)
+	run, _, err := ReadRun(meta)
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range append([]Store{global}, locals...) {
-		as, err := ScanArea(s)
-		if err != nil {
-			return nil, err
-		}
-		sc.addArea(as)
-	}
-	return sc.list(), nil
+	return ScanRun(run, meta, global, locals...)
 }
 
 // metaScan accumulates a scan by checkpoint number.
@@ -450,6 +444,9 @@ type metaScan struct {
 	bySeq map[uint64]*SeqScan
 	meta  Store
 	repl  Store
+	// run is the run the areas belong to: a copy recording another is
+	// foreign.
+	run string
 	// Other tmp files of the meta and replica directories (not named
 	// after a checkpoint), removed at start-up.
 	tmp []string
@@ -508,9 +505,9 @@ func replicaStore(global Store) Store {
 	return Store{Driver: global.Driver, Dir: global.Path(ReplicaDir)}
 }
 
-// scanMeta reads the meta area and the replica directory.
-func scanMeta(meta, global Store) (*metaScan, error) {
-	sc := &metaScan{bySeq: map[uint64]*SeqScan{}, meta: meta, repl: replicaStore(global)}
+// scanMeta reads the meta area and the replica directory of run.
+func scanMeta(meta, global Store, run string) (*metaScan, error) {
+	sc := &metaScan{bySeq: map[uint64]*SeqScan{}, meta: meta, repl: replicaStore(global), run: run}
 	ents, err := meta.Driver.ReadDir(meta.Dir)
 	if err != nil {
 		return nil, vfd.WrapPath(err, "list", meta.Dir)
@@ -531,7 +528,7 @@ func (m *metaScan) scanDir(s Store, ents []fs.DirEntry, meta bool) {
 		name := de.Name()
 		full := s.Path(name)
 		if seq, ok := parseSeq(name, manifestSuffix); ok {
-			c := readCopy(s, name, seq)
+			c := readCopy(s, name, seq, m.run)
 			if meta {
 				m.get(seq).Primary = c
 			} else {
@@ -578,8 +575,8 @@ func (m *metaScan) scanDir(s Store, ents []fs.DirEntry, meta bool) {
 	}
 }
 
-// readCopy reads and checks one manifest copy.
-func readCopy(s Store, name string, seq uint64) ManifestCopy {
+// readCopy reads and checks one manifest copy of run's.
+func readCopy(s Store, name string, seq uint64, run string) ManifestCopy {
 	p := s.Path(name)
 	c := ManifestCopy{Path: p}
 	raw, err := vfd.ReadFileLimit(s.Driver, p, MaxManifestSize)
@@ -597,6 +594,8 @@ func readCopy(s Store, name string, seq uint64) ManifestCopy {
 	case m.Seq != seq:
 		c.State, c.M = CopyForeign, m
 		c.Err = &CorruptionError{Path: p, Rank: -1, Err: fmt.Errorf("%w: holds seq %d (another checkpoint's manifest)", ErrBadManifest, m.Seq)}
+	case foreignRun(p, m.Run, run) != nil:
+		c.State, c.M, c.Err = CopyForeign, m, foreignRun(p, m.Run, run)
 	default:
 		c.State, c.Raw, c.M = CopyValid, raw, m
 	}

@@ -194,7 +194,7 @@ func (e *Engine) Open() error {
 // metadata is lost, repairs the committed ones.
 func (e *Engine) plan(areas [][]byte) (openPlan, []SeqScan, []string, error) {
 	env := e.env
-	sc, err := scanMeta(env.Meta, env.Global)
+	sc, err := scanMeta(env.Meta, env.Global, env.Run)
 	if err != nil {
 		return openPlan{}, nil, nil, err
 	}

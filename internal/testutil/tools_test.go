@@ -186,3 +186,18 @@ func TestNeedPythonOneProcess(t *testing.T) {
 		})
 	}
 }
+
+// TestTreeDigests: files by content, directories as "dir", a missing
+// root as nothing; a change of one byte changes the picture.
+func TestTreeDigests(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "a", "b"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a", "f"), []byte("x"), 0o644))
+	got := TreeDigests(t, root, filepath.Join(root, "missing"))
+	assert.Equal(t, map[string]string{
+		root: "dir", filepath.Join(root, "a"): "dir", filepath.Join(root, "a", "b"): "dir",
+		filepath.Join(root, "a", "f"): "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881",
+	}, got)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a", "f"), []byte("y"), 0o644))
+	assert.NotEqual(t, got, TreeDigests(t, root))
+}

@@ -66,6 +66,18 @@ func (ch *chaos) verify(dir string) (*verifyOutcome, error) {
 	return out, nil
 }
 
+// runOf returns the run the meta directory of run directory dir names
+// ("" for none): its checkpoints are in global/<run> and
+// local/node%04d/<run>.
+func runOf(dir string) string {
+	b, _ := os.ReadFile(filepath.Join(dir, "meta", "ftigo.run"))
+	id, _ := strings.CutPrefix(strings.TrimSpace(string(b)), "ftigo-run ")
+	return id
+}
+
+// globalOf is the directory of dir's run in dir/global.
+func globalOf(dir string) string { return filepath.Join(dir, "global", runOf(dir)) }
+
 // artefacts lists the checkpoint artefacts of run directory dir, as the
 // silent-fresh-start rule defines them (package comment).
 func artefacts(dir string) []string {
@@ -84,7 +96,7 @@ func artefacts(dir string) []string {
 		for _, p := range sup {
 			by := "ckpt" + strings.TrimPrefix(filepath.Base(p), seqDir+".superseded-")
 			if depth < 64 && (exists(filepath.Join(meta, by+".manifest")) ||
-				exists(filepath.Join(dir, "global", "manifests", by+".manifest")) || marked(by, depth+1)) {
+				exists(filepath.Join(globalOf(dir), "manifests", by+".manifest")) || marked(by, depth+1)) {
 				return true
 			}
 		}
@@ -96,7 +108,7 @@ func artefacts(dir string) []string {
 			out = append(out, p)
 		}
 	}
-	for _, d := range []string{meta, filepath.Join(dir, "global", "manifests")} {
+	for _, d := range []string{meta, filepath.Join(globalOf(dir), "manifests")} {
 		ents, _ := os.ReadDir(d)
 		for _, e := range ents {
 			if seqDir, ok := strings.CutSuffix(e.Name(), ".manifest"); ok && strings.HasPrefix(seqDir, "ckpt") {
@@ -104,9 +116,11 @@ func artefacts(dir string) []string {
 			}
 		}
 	}
-	areas := []string{filepath.Join(dir, "global")}
+	areas := []string{globalOf(dir)}
 	nodes, _ := filepath.Glob(filepath.Join(dir, "local", "node*"))
-	areas = append(areas, nodes...)
+	for _, n := range nodes {
+		areas = append(areas, filepath.Join(n, runOf(dir)))
+	}
 	for _, a := range areas {
 		ents, _ := os.ReadDir(a)
 		for _, e := range ents {

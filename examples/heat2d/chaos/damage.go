@@ -30,8 +30,8 @@ func damage(rng *rand.Rand, dir, work string) (string, bool) {
 		switch {
 		case strings.HasPrefix(rel, "meta"+string(filepath.Separator)) && (strings.HasSuffix(rel, ".manifest") || filepath.Base(rel) == "topology"):
 		case strings.HasPrefix(rel, "global"+string(filepath.Separator)) || strings.HasPrefix(rel, "local"+string(filepath.Separator)):
-			if strings.HasSuffix(rel, ".tmp") {
-				return nil
+			if strings.HasSuffix(rel, ".tmp") || filepath.Base(rel) == "ftigo.lock" {
+				return nil // the lock's content only names its holder
 			}
 		default:
 			return nil
@@ -122,8 +122,15 @@ func damage(rng *rand.Rand, dir, work string) (string, bool) {
 }
 
 // foreignName is the name of rel's copy in the pool of metadata from
-// earlier runs.
-func foreignName(rel string) string { return strings.ReplaceAll(rel, string(filepath.Separator), "_") }
+// earlier runs: the run's id left out, so that the copies of another
+// run stand in for this one's.
+func foreignName(rel string) string {
+	parts := strings.Split(rel, string(filepath.Separator))
+	if len(parts) == 4 && parts[0] == "global" && parts[2] == "manifests" {
+		parts = append(parts[:1], parts[2:]...)
+	}
+	return strings.Join(parts, "_")
+}
 
 // snapshotMeta copies the metadata of run directory dir (manifest copies,
 // node table) into work/foreign-next; at the end of the run that becomes
@@ -131,7 +138,7 @@ func foreignName(rel string) string { return strings.ReplaceAll(rel, string(file
 func snapshotMeta(dir, work string) {
 	next := filepath.Join(work, "foreign-next")
 	_ = os.MkdirAll(next, 0o755)
-	for _, pat := range []string{filepath.Join("meta", "ckpt*.manifest"), filepath.Join("global", "manifests", "ckpt*.manifest"), filepath.Join("meta", "topology")} {
+	for _, pat := range []string{filepath.Join("meta", "ckpt*.manifest"), filepath.Join("global", "*", "manifests", "ckpt*.manifest"), filepath.Join("meta", "topology")} {
 		ms, _ := filepath.Glob(filepath.Join(dir, pat))
 		for _, m := range ms {
 			rel, _ := filepath.Rel(dir, m)
@@ -173,9 +180,9 @@ func manifestCopy(rel string) (string, bool) {
 	if !ok || !strings.HasPrefix(seq, "ckpt") {
 		return "", false
 	}
-	switch filepath.Dir(rel) {
-	case "meta", filepath.Join("global", "manifests"):
-		return seq, true
+	d := filepath.Dir(rel)
+	if d == "meta" || filepath.Base(d) == "manifests" && filepath.Dir(filepath.Dir(d)) == "global" {
+		return seq, true // meta/ or global/<run>/manifests/
 	}
 	return "", false
 }

@@ -39,7 +39,7 @@
 //     any other exit, or no exit within the launch timeout: a failure;
 //   - a silent fresh start: a relaunch whose start EVENT says
 //     status=fresh while a checkpoint artefact exists, that is a manifest
-//     copy (meta/ckpt*.manifest or global/manifests/ckpt*.manifest) or a
+//     copy (meta/ckpt*.manifest or global/<run>/manifests/ckpt*.manifest) or a
 //     published file (not *.tmp) in a ckpt%08d directory of any area, of
 //     a checkpoint number with neither an intent (.pending) nor a deletion
 //     (.deleting) marker in meta, nor a superseded marker

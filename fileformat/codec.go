@@ -1,0 +1,412 @@
+package fileformat
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// VersionCodec is the format version of a file holding a compressed or
+// lossy variable (docs/format/ftiff.md, "Version 3"). Such a file adds a
+// table of stored block sizes and a table of error bounds to the
+// metadata block. Wire format: never change.
+const VersionCodec = 3
+
+// flagExt marks a version-3 file whose metadata block ends with an
+// extension area (version 2 always has one).
+const flagExt = 1 << 1
+
+// Codec is the lossless compression of a variable's dCP blocks. Each
+// block is compressed on its own, and kept raw when that does not make
+// it smaller. The numeric values are stored in files. Wire format: never
+// change.
+type Codec uint8
+
+// The codecs.
+const (
+	// CodecNone stores every block as it is.
+	CodecNone Codec = 0
+	// CodecZstd stores each block as one Zstandard frame (RFC 8878) when
+	// the frame is smaller than the block.
+	CodecZstd Codec = 1
+
+	numCodecs Codec = 2
+)
+
+// String names c as the configuration does ("none", "zstd").
+func (c Codec) String() string {
+	switch c {
+	case CodecNone:
+		return "none"
+	case CodecZstd:
+		return "zstd"
+	}
+	return fmt.Sprintf("codec(%d)", uint8(c))
+}
+
+// ParseCodec reads a codec name: "none" (or "" and "0") or "zstd".
+func ParseCodec(s string) (Codec, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "none", "0", "off", "false":
+		return CodecNone, nil
+	case "zstd":
+		return CodecZstd, nil
+	}
+	return 0, fmt.Errorf("%w: compression %q (use none or zstd)", ErrInvalid, s)
+}
+
+// LossyMode is a lossy reduction of a floating-point variable before it
+// is stored. The numeric values are stored in files. Wire format: never
+// change.
+type LossyMode uint8
+
+// The lossy modes. None is ever the default.
+const (
+	// Exact stores the values as they are.
+	Exact LossyMode = 0
+	// ToFloat32 stores a float64 variable as float32, rounded to nearest
+	// (FTI's FTI_CPC_SINGLE).
+	ToFloat32 LossyMode = 1
+	// ToFloat16 stores a float64 or float32 variable as IEEE 754 binary16,
+	// rounded to nearest (FTI's FTI_CPC_HALF). Values beyond ±65504
+	// become infinite.
+	ToFloat16 LossyMode = 2
+	// Mantissa keeps the first Bits bits of each float64 or float32
+	// mantissa and zeroes the rest (truncation toward zero; FTI's
+	// FTI_CPC_STRIP, the precision-based dCP idea).
+	Mantissa LossyMode = 3
+)
+
+// String names m ("exact", "float32", "float16", "mantissa").
+func (m LossyMode) String() string {
+	switch m {
+	case Exact:
+		return "exact"
+	case ToFloat32:
+		return "float32"
+	case ToFloat16:
+		return "float16"
+	case Mantissa:
+		return "mantissa"
+	}
+	return fmt.Sprintf("lossy(%d)", uint8(m))
+}
+
+// Lossy is a variable's lossy mode and its parameter.
+type Lossy struct {
+	Mode LossyMode
+	// Bits is the number of mantissa bits kept by [Mantissa] (0..52 for
+	// float64, 0..23 for float32); 0 for the other modes.
+	Bits uint8
+}
+
+// String describes l ("exact", "float32", "mantissa:20").
+func (l Lossy) String() string {
+	if l.Mode == Mantissa {
+		return fmt.Sprintf("mantissa:%d", l.Bits)
+	}
+	return l.Mode.String()
+}
+
+// storedElem returns the element size of t's values as l stores them, or
+// false when l does not apply to t.
+func (l Lossy) storedElem(t ElemType) (uint32, bool) {
+	switch l.Mode {
+	case Exact:
+		return 0, l.Bits == 0
+	case ToFloat32:
+		return 4, t == Float64 && l.Bits == 0
+	case ToFloat16:
+		return 2, (t == Float64 || t == Float32) && l.Bits == 0
+	case Mantissa:
+		switch t {
+		case Float64:
+			return 8, l.Bits <= 52
+		case Float32:
+			return 4, l.Bits <= 23
+		}
+	}
+	return 0, false
+}
+
+// Check reports whether l applies to a variable of type t (an error
+// wrapping [ErrInvalid] when it does not).
+func (l Lossy) Check(t ElemType) error { return checkLossy(l, t) }
+
+// checkLossy checks that l applies to a variable of type t.
+func checkLossy(l Lossy, t ElemType) error {
+	if _, ok := l.storedElem(t); !ok {
+		return fmt.Errorf("%w: lossy mode %v does not apply to %v (float32 and float16 take float64; float16 and mantissa take float64 or float32, mantissa up to 52 or 23 bits)",
+			ErrInvalid, l, t)
+	}
+	return nil
+}
+
+// ErrorBound is the largest error a lossy variable's stored values have,
+// measured when they were written: absolute and relative to each value
+// (0 for an exact variable; +Inf when a value overflowed the stored type).
+type ErrorBound struct {
+	Abs, Rel float64
+}
+
+// lossyEncode returns the stored representation of data (type t) under l
+// and the error it introduced.
+func lossyEncode(l Lossy, t ElemType, data []byte) ([]byte, ErrorBound) {
+	var eb ErrorBound
+	note := func(x, y float64) {
+		if x == y || (math.IsNaN(x) && math.IsNaN(y)) {
+			return
+		}
+		d := math.Abs(x - y)
+		if math.IsNaN(d) {
+			d = math.Inf(1)
+		}
+		eb.Abs = max(eb.Abs, d)
+		if x != 0 {
+			eb.Rel = max(eb.Rel, d/math.Abs(x))
+		} else {
+			eb.Rel = math.Inf(1)
+		}
+	}
+	switch {
+	case t == Float64:
+		n := len(data) / 8
+		es, _ := l.storedElem(t)
+		out := make([]byte, n*int(es))
+		for i := 0; i < n; i++ {
+			x := math.Float64frombits(le.Uint64(data[8*i:]))
+			var y float64
+			switch l.Mode {
+			case ToFloat32:
+				f := float32(x)
+				le.PutUint32(out[4*i:], math.Float32bits(f))
+				y = float64(f)
+			case ToFloat16:
+				h := f64ToF16(x)
+				le.PutUint16(out[2*i:], h)
+				y = f16ToF64(h)
+			case Mantissa:
+				b := truncMantissa64(math.Float64bits(x), l.Bits)
+				le.PutUint64(out[8*i:], b)
+				y = math.Float64frombits(b)
+			}
+			note(x, y)
+		}
+		return out, eb
+	case t == Float32:
+		n := len(data) / 4
+		es, _ := l.storedElem(t)
+		out := make([]byte, n*int(es))
+		for i := 0; i < n; i++ {
+			xb := le.Uint32(data[4*i:])
+			x := float64(math.Float32frombits(xb))
+			var y float64
+			switch l.Mode {
+			case ToFloat16:
+				h := f64ToF16(x)
+				le.PutUint16(out[2*i:], h)
+				y = float64(float32(f16ToF64(h)))
+			case Mantissa:
+				b := xb
+				if l.Bits < 23 {
+					b &^= 1<<(23-l.Bits) - 1
+				}
+				le.PutUint32(out[4*i:], b)
+				y = float64(math.Float32frombits(b))
+			}
+			note(x, y)
+		}
+		return out, eb
+	}
+	return data, eb
+}
+
+// lossyDecode expands stored values (type t under l) into dst, whose
+// length is the variable's bytes for those elements.
+func lossyDecode(l Lossy, t ElemType, stored, dst []byte) {
+	switch {
+	case l.Mode == Mantissa:
+		copy(dst, stored)
+	case t == Float64 && l.Mode == ToFloat32:
+		for i := 0; i < len(dst)/8; i++ {
+			le.PutUint64(dst[8*i:], math.Float64bits(float64(math.Float32frombits(le.Uint32(stored[4*i:])))))
+		}
+	case t == Float64 && l.Mode == ToFloat16:
+		for i := 0; i < len(dst)/8; i++ {
+			le.PutUint64(dst[8*i:], math.Float64bits(f16ToF64(le.Uint16(stored[2*i:]))))
+		}
+	case t == Float32 && l.Mode == ToFloat16:
+		for i := 0; i < len(dst)/4; i++ {
+			le.PutUint32(dst[4*i:], math.Float32bits(float32(f16ToF64(le.Uint16(stored[2*i:])))))
+		}
+	default:
+		copy(dst, stored)
+	}
+}
+
+// truncMantissa64 keeps the first bits bits of the mantissa of the
+// float64 with bit pattern b (infinities and NaNs unchanged).
+func truncMantissa64(b uint64, bits uint8) uint64 {
+	if bits >= 52 || (b>>52)&0x7ff == 0x7ff {
+		return b
+	}
+	return b &^ (1<<(52-bits) - 1)
+}
+
+// f64ToF16 converts x to IEEE 754 binary16, rounding to nearest even.
+func f64ToF16(x float64) uint16 {
+	b := math.Float64bits(x)
+	sign := uint16(b>>48) & 0x8000
+	exp := int((b >> 52) & 0x7ff)
+	man := b & (1<<52 - 1)
+	switch {
+	case exp == 0x7ff:
+		if man != 0 {
+			return sign | 0x7e00 // NaN
+		}
+		return sign | 0x7c00
+	case exp == 0 && man == 0:
+		return sign
+	}
+	e := exp - 1023 + 15
+	if e >= 0x1f {
+		return sign | 0x7c00
+	}
+	full := man | 1<<52 // 53 significant bits
+	var shift uint
+	if e <= 0 {
+		// Subnormal half: the value is full * 2^(exp-1075); a subnormal
+		// half's unit is 2^-24.
+		shift = uint(43 - e)
+		e = 0
+	} else {
+		shift = 42
+	}
+	if shift >= 64 {
+		return sign
+	}
+	m := full >> shift
+	rem := full & (1<<shift - 1)
+	half := uint64(1) << (shift - 1)
+	if rem > half || (rem == half && m&1 == 1) {
+		m++
+	}
+	if e == 0 {
+		// m holds the subnormal mantissa; a carry into bit 10 makes it
+		// the smallest normal, which the same bits encode.
+		return sign | uint16(m)
+	}
+	// m holds 11 bits (implicit 1 included); a carry may make it 12.
+	if m>>11 != 0 {
+		m >>= 1
+		e++
+		if e >= 0x1f {
+			return sign | 0x7c00
+		}
+	}
+	return sign | uint16(e)<<10 | uint16(m&0x3ff)
+}
+
+// f16ToF64 converts the binary16 value h to float64 (exactly).
+func f16ToF64(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	e := int(h>>10) & 0x1f
+	m := float64(h & 0x3ff)
+	switch e {
+	case 0:
+		return sign * math.Ldexp(m, -24)
+	case 0x1f:
+		if m != 0 {
+			return math.NaN()
+		}
+		return sign * math.Inf(1)
+	}
+	return sign * math.Ldexp(1024+m, e-25)
+}
+
+// compressor is the encoder the writers use.
+type compressor = *zstd.Encoder
+
+// The zstd coder is shared: its EncodeAll and DecodeAll may be called by
+// several goroutines at once, each call on one goroutine.
+var (
+	zOnce sync.Once
+	zEnc  *zstd.Encoder
+	zDec  *zstd.Decoder
+	zErr  error
+)
+
+func zstdCoders() (*zstd.Encoder, *zstd.Decoder, error) {
+	zOnce.Do(func() {
+		n := max(runtime.GOMAXPROCS(0), 2)
+		zEnc, zErr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
+			zstd.WithEncoderConcurrency(n), zstd.WithSingleSegment(true), zstd.WithZeroFrames(true))
+		if zErr != nil {
+			return
+		}
+		zDec, zErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(n), zstd.WithDecodeAllCapLimit(true),
+			zstd.WithDecoderMaxMemory(MaxBlockSize), zstd.WithDecoderMaxWindow(MaxBlockSize))
+	})
+	return zEnc, zDec, zErr
+}
+
+// compressBlock appends the stored form of block b to dst and returns it
+// with the stored length: a zstd frame when it is smaller than b, b
+// itself otherwise.
+func compressBlock(enc *zstd.Encoder, dst, b []byte) ([]byte, uint32) {
+	start := len(dst)
+	dst = enc.EncodeAll(b, dst)
+	if n := len(dst) - start; n < len(b) {
+		return dst, uint32(n)
+	}
+	dst = append(dst[:start], b...)
+	return dst, uint32(len(b))
+}
+
+// MaxZstdRatio bounds a compressed block's length over its stored
+// length. A zstd frame needs at least 4 bytes (an RLE block) for each
+// 128 KiB of content, so no frame expands further. Open refuses a block
+// whose stored length claims more, so a small file never makes its
+// reader allocate much more than the file's size times this ratio.
+const MaxZstdRatio = 1 << 15
+
+// errDecode is the reason a stored block does not decode to its length.
+var errDecode = errors.New("stored block does not decompress to its recorded length")
+
+// decompressBlock decodes the stored form src of a block into dst, whose
+// length is the block's. src as long as dst is the raw block. Otherwise
+// src must be one zstd frame that states exactly len(dst) bytes of
+// content in its header: a frame claiming more is refused before
+// anything is allocated, and the decoder never writes past dst.
+func decompressBlock(dec *zstd.Decoder, dst, src []byte) error {
+	if len(src) == len(dst) {
+		copy(dst, src)
+		return nil
+	}
+	if len(src) > len(dst) || len(src) == 0 {
+		return fmt.Errorf("%w: %d stored bytes for %d", errDecode, len(src), len(dst))
+	}
+	var h zstd.Header
+	if err := h.Decode(src); err != nil {
+		return fmt.Errorf("%w: %v", errDecode, err)
+	}
+	if h.Skippable || !h.SingleSegment || !h.HasFCS || h.FrameContentSize != uint64(len(dst)) || h.DictionaryID != 0 {
+		return fmt.Errorf("%w: the frame claims %d bytes (single segment %v), the block has %d", errDecode, h.FrameContentSize, h.SingleSegment, len(dst))
+	}
+	out, err := dec.DecodeAll(src, dst[:0:len(dst)])
+	if err != nil {
+		return fmt.Errorf("%w: %v", errDecode, err)
+	}
+	if len(out) != len(dst) || (len(out) > 0 && &out[0] != &dst[0]) {
+		return fmt.Errorf("%w: decoded %d bytes", errDecode, len(out))
+	}
+	return nil
+}
