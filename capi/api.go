@@ -14,6 +14,7 @@ import (
 
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -63,6 +64,9 @@ type library struct {
 	realloc func(p unsafe.Pointer, n uintptr) unsafe.Pointer
 	// opts are extra ckpt options (tests).
 	opts []ckpt.Option
+	// wrongThread, when set, says why the calling thread may not make
+	// the session's MPI calls ("" when it may).
+	wrongThread func(c comm.Comm) string
 
 	state     state
 	finalized bool // FTI_Finalize has ended a session
@@ -83,6 +87,11 @@ type library struct {
 	dsGroup   map[int]int   // global dataset id -> its group
 	subsetOf  map[int]int   // variable id -> the global dataset it is a subset of
 
+	// lastMsg is the newest warning or error logged (ftigo_last_error).
+	lastMsg string
+	// extTypes are the handles of ftigo_elem_type, by element type.
+	extTypes map[fileformat.ElemType]int
+
 	reallocID  int // FTI_Realloc in progress (-1: none)
 	reallocPtr unsafe.Pointer
 }
@@ -101,7 +110,7 @@ func (l *library) logger() *zap.Logger {
 	if l.worldRank != nil {
 		rank = l.worldRank()
 	}
-	return ckpt.NewFTILogger(2, l.out, l.errOut).With(zap.Int("rank", rank))
+	return l.recorded(ckpt.NewFTILogger(2, l.out, l.errOut).With(zap.Int("rank", rank)))
 }
 
 // ready reports whether a session is running; if not it logs why fn
@@ -109,6 +118,12 @@ func (l *library) logger() *zap.Logger {
 func (l *library) ready(fn string) bool {
 	switch l.state {
 	case stateReady:
+		if l.wrongThread != nil {
+			if why := l.wrongThread(l.comm); why != "" {
+				l.logger().Warn(fn + ": " + why)
+				return false
+			}
+		}
 		return true
 	case stateFailed:
 		l.logger().Warn(fn+": FTI_Init returned FTI_NREC (no checkpoint could be recovered on every rank); "+
@@ -165,10 +180,14 @@ func (l *library) init(path string, c comm.Comm) int {
 		l.logger().Error(fn+": cannot load the configuration file", zap.String("file", path), zap.Error(err))
 		return codeFailure
 	}
-	// The runtime prints through its default logger, as a Go program's
-	// does; the library's own lines go through the runtime's logger.
-	log := ckpt.NewFTILogger(cfg.Verbosity, l.out, l.errOut).With(zap.Int("rank", c.Rank()))
-	opts := append([]ckpt.Option{ckpt.WithOutput(l.out, l.errOut)}, l.opts...)
+	// The runtime prints the lines of its default logger, as a Go
+	// program's does, and keeps its warnings and errors as the last
+	// message (ftigo_last_error). The default logger prints the
+	// warnings, so they go nowhere else. The library's own lines go
+	// through the runtime's logger.
+	log := l.recorded(ckpt.NewFTILogger(cfg.Verbosity, l.out, l.errOut))
+	opts := append([]ckpt.Option{ckpt.WithLogger(log), ckpt.WithWarnings(nil)}, l.opts...)
+	log = log.With(zap.Int("rank", c.Rank()))
 	if !cfg.LocalTest {
 		// FTI groups ranks into nodes by host name unless local_test = 1.
 		if host, herr := os.Hostname(); herr == nil {
@@ -220,6 +239,7 @@ func (l *library) release() {
 	l.state, l.finalized = stateNone, true
 	l.rt, l.comm, l.log, l.initErr = nil, nil, nil, nil
 	l.vars, l.names, l.idNames, l.stored, l.types = nil, nil, nil, nil, nil
+	l.extTypes = nil
 	l.groups, l.dsGroup, l.subsetOf = nil, nil, nil
 	l.status = 0
 }

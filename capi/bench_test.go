@@ -47,6 +47,22 @@ func ckptTimes(tb testing.TB, out string, levels int) map[int][]float64 {
 	return times
 }
 
+// benchRun runs a heat solver prog once on np ranks in a fresh run
+// directory dir and appends its checkpoint times to times, per level.
+func benchRun(b *testing.B, f flavour, np int, prog, dir string, times map[int][]float64, nx, rows, iters, every int, levels string) {
+	b.Helper()
+	require.NoError(b, os.RemoveAll(dir))
+	cfg := writeConfig(b, dir, np, "")
+	outDir := filepath.Join(dir, "out")
+	require.NoError(b, os.MkdirAll(outDir, 0o755))
+	out, err := mpirun(b, f, np, prog, cfg, outDir, strconv.Itoa(nx), strconv.Itoa(rows),
+		strconv.Itoa(iters), strconv.Itoa(every), levels)
+	require.NoError(b, err, "%s: %s", filepath.Base(prog), out)
+	for l, ts := range ckptTimes(b, out, (iters-1)/every) {
+		times[l] = append(times[l], ts...)
+	}
+}
+
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
@@ -95,17 +111,7 @@ func BenchmarkCheckpointCvsGo(b *testing.B) {
 					order = []string{"go", "c"}
 				}
 				for _, lang := range order {
-					dir := filepath.Join(root, lang)
-					require.NoError(b, os.RemoveAll(dir))
-					cfg := writeConfig(b, dir, np, "")
-					outDir := filepath.Join(dir, "out")
-					require.NoError(b, os.MkdirAll(outDir, 0o755))
-					out, err := mpirun(b, f, np, progs[lang], cfg, outDir, strconv.Itoa(nx), strconv.Itoa(rows),
-						strconv.Itoa(iters), strconv.Itoa(every), levels)
-					require.NoError(b, err, "%s", out)
-					for l, ts := range ckptTimes(b, out, (iters-1)/every) {
-						times[lang][l] = append(times[lang][l], ts...)
-					}
+					benchRun(b, f, np, progs[lang], filepath.Join(root, lang), times[lang], nx, rows, iters, every, levels)
 				}
 			}
 			b.StopTimer()

@@ -1,9 +1,10 @@
-//go:build mpi
+//go:build mpi || serial
 
 package main
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/include
+#cgo serial,!mpi CFLAGS: -DFTIGO_SERIAL
 #cgo LDFLAGS: -ldl
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +14,6 @@ static int ftigo_sizeof_short(void) { return (int)sizeof(short); }
 static int ftigo_sizeof_int(void) { return (int)sizeof(int); }
 static int ftigo_sizeof_long(void) { return (int)sizeof(long); }
 static int ftigo_sizeof_ldbl(void) { return (int)sizeof(long double); }
-
-// ftigo_world_rank names the process in messages logged outside a session.
-static int ftigo_world_rank(void) {
-	int flag = 0, rank = 0;
-	if (MPI_Initialized(&flag) != MPI_SUCCESS || !flag) return 0;
-	if (MPI_Finalized(&flag) != MPI_SUCCESS || flag) return 0;
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	return rank;
-}
 
 static void ftigo_set_bool(bool *p, int v) { *p = v != 0; }
 */
@@ -33,8 +25,6 @@ import (
 	"os"
 	"sync"
 	"unsafe"
-
-	"github.com/ftigo/ftigo/comm/mpi"
 )
 
 // The process's session. C calls are serialised: FTI is not thread-safe
@@ -48,8 +38,8 @@ var (
 			Short: int(C.ftigo_sizeof_short()), Int: int(C.ftigo_sizeof_int()),
 			Long: int(C.ftigo_sizeof_long()), LongDouble: int(C.ftigo_sizeof_ldbl()),
 		})
-		l.worldRank = func() int { return int(C.ftigo_world_rank()) }
 		l.realloc = func(p unsafe.Pointer, n uintptr) unsafe.Pointer { return C.realloc(p, C.size_t(n)) }
+		setupComm(l)
 		return l
 	}()
 )
@@ -59,37 +49,6 @@ func goString(s *C.char) (string, bool) {
 		return "", true
 	}
 	return C.GoString(s), false
-}
-
-//export ftigo_capi_init
-func ftigo_capi_init(cfg *C.char, libComm C.int) C.int {
-	mu.Lock()
-	defer mu.Unlock()
-	path, _ := goString(cfg)
-	c, err := mpi.FromHandle(int(libComm))
-	if err != nil {
-		lib.logger().Error("FTI_Init: cannot use the communicator: " + err.Error())
-		return codeFailure
-	}
-	return C.int(lib.init(path, c))
-}
-
-// ftigo_capi_app_comm returns the Fortran handle of the application
-// ranks' communicator of the session (the communicator FTI_Init was given
-// without the heads, with head = 1), or -1 when there is none or it is
-// not an MPI communicator.
-//
-//export ftigo_capi_app_comm
-func ftigo_capi_app_comm() C.int {
-	mu.Lock()
-	defer mu.Unlock()
-	if lib.rt == nil {
-		return -1
-	}
-	if mc, ok := lib.rt.Comm().(*mpi.Comm); ok {
-		return C.int(mc.Handle())
-	}
-	return -1
 }
 
 //export ftigo_capi_active

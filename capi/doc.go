@@ -2,8 +2,8 @@
 // -buildmode=c-shared it is libftigo.so. include/fti.h declares FTI 1.6's
 // public interface with FTI's names, types, constants and return codes.
 // C and C++ codes written for FTI switch to ftigo by compiling against
-// fti.h and linking -lftigo; Fortran codes do so through their C
-// bindings.
+// fti.h and linking -lftigo; Fortran codes keep use fti, the module
+// capi/fortran builds into the same library (capi/build.sh).
 //
 // How each call maps onto package ckpt, where ftigo differs from FTI on
 // purpose, and the state of every function are in docs/capi.md.
@@ -22,6 +22,21 @@
 // The go build also writes libftigo.h, cgo's own header, which
 // applications do not need.
 //
+// capi/build.sh does it all for one MPI (openmpi, mpich, or none: the
+// serial library). It puts libftigo.so and a pkg-config file in OUT/lib,
+// fti.h, ftigo.h and the compiled Fortran module fti.mod in
+// OUT/include:
+//
+//	capi/build.sh --mpi openmpi out
+//	mpicc   prog.c   -I out/include -L out/lib -lftigo -Wl,-rpath,$PWD/out/lib
+//	mpifort prog.f90 -I out/include -L out/lib -lftigo -Wl,-rpath,$PWD/out/lib
+//	PKG_CONFIG_PATH=out/lib/pkgconfig pkg-config --cflags --libs ftigo
+//
+// Python's package ftigo (python/) loads the same library through
+// ctypes. pip builds it with build.sh for the MPI mpi4py uses:
+//
+//	pip install --no-build-isolation ./python
+//
 // # Lifecycle
 //
 // The application calls MPI_Init, then FTI_Init(config, comm) with
@@ -37,8 +52,10 @@
 // One session per process, as in FTI. C calls are serialised by a lock:
 // FTI is not thread-safe either. The collective calls (FTI_Init,
 // FTI_Checkpoint, FTI_Snapshot, FTI_Recover, FTI_Finalize) return the
-// same code on every rank. With head = 1 the library needs
-// MPI_THREAD_MULTIPLE (MPI_Init_thread).
+// same code on every rank. Every thread level works, plain MPI_Init
+// included: below MPI_THREAD_MULTIPLE the library's MPI calls, those of
+// heads and background post-processing too, are made by the thread that
+// called FTI_Init (comm/mpi's funnel).
 //
 // # Files
 //

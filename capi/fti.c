@@ -1,4 +1,4 @@
-//go:build mpi
+//go:build mpi || serial
 
 // FTI's C entry points. Each one checks what only C can check (MPI's
 // state, communicators, C structs) and calls the Go implementation
@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fti.h"
+#include "ftigo.h"
 #include "_cgo_export.h"
 
 // FTIGO_HEAD_EXIT is ftigo_capi_init's code for a head rank without
 // keep_heads_alive (capi/api.go codeHeadExit).
 #define FTIGO_HEAD_EXIT 3
 
-MPI_Comm FTI_COMM_WORLD = MPI_COMM_NULL;
 
 // The predefined type handles are invalid until FTI_Init sets them.
 fti_id_t FTI_CHAR = -1;
@@ -32,10 +32,6 @@ fti_id_t FTI_SFLT = -1;
 fti_id_t FTI_DBLE = -1;
 fti_id_t FTI_LDBE = -1;
 
-// ftigo's own duplicate of the application's communicator: its messages
-// never meet the application's, even with MPI_ANY_TAG receives pending on
-// FTI_COMM_WORLD.
-static MPI_Comm ftigo_comm = MPI_COMM_NULL;
 
 // publish sets a global both here and in the copy a program may hold. Go
 // links c-shared libraries with -Bsymbolic, so this library's code binds
@@ -58,9 +54,33 @@ static void *program_symbol(const char *name) {
         if (p_ != NULL && p_ != &(var)) *p_ = v_;                   \
     } while (0)
 
+// publish_types sets the predefined type handles, in FTI's order.
+static void publish_types(void) {
+    PUBLISH(FTI_CHAR, 0);
+    PUBLISH(FTI_SHRT, 1);
+    PUBLISH(FTI_INTG, 2);
+    PUBLISH(FTI_LONG, 3);
+    PUBLISH(FTI_UCHR, 4);
+    PUBLISH(FTI_USHT, 5);
+    PUBLISH(FTI_UINT, 6);
+    PUBLISH(FTI_ULNG, 7);
+    PUBLISH(FTI_SFLT, 8);
+    PUBLISH(FTI_DBLE, 9);
+    PUBLISH(FTI_LDBE, 10);
+}
+
 static int fail(const char *fn, const char *msg) {
     return ftigo_capi_fail((char *)fn, (char *)msg);
 }
+
+#ifndef FTIGO_SERIAL
+
+MPI_Comm FTI_COMM_WORLD = MPI_COMM_NULL;
+
+// ftigo's own duplicate of the application's communicator: its messages
+// never meet the application's, even with MPI_ANY_TAG receives pending on
+// FTI_COMM_WORLD.
+static MPI_Comm ftigo_comm = MPI_COMM_NULL;
 
 // mpi_usable refuses calls that need MPI before MPI_Init or after MPI_Finalize.
 static int mpi_usable(const char *fn) {
@@ -127,21 +147,9 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm) {
     // FTI_COMM_WORLD stays valid after FTI_Finalize (codes use it until
     // MPI_Finalize); a new session gets a new one.
     PUBLISH(FTI_COMM_WORLD, app);
-    PUBLISH(FTI_CHAR, 0);
-    PUBLISH(FTI_SHRT, 1);
-    PUBLISH(FTI_INTG, 2);
-    PUBLISH(FTI_LONG, 3);
-    PUBLISH(FTI_UCHR, 4);
-    PUBLISH(FTI_USHT, 5);
-    PUBLISH(FTI_UINT, 6);
-    PUBLISH(FTI_ULNG, 7);
-    PUBLISH(FTI_SFLT, 8);
-    PUBLISH(FTI_DBLE, 9);
-    PUBLISH(FTI_LDBE, 10);
+    publish_types();
     return rc;
 }
-
-int FTI_Status(void) { return ftigo_capi_status(); }
 
 int FTI_Finalize(void) {
     if (!mpi_usable("FTI_Finalize")) return FTI_NSCS;
@@ -151,6 +159,68 @@ int FTI_Finalize(void) {
     }
     return rc;
 }
+
+int ftigo_init_f(const char *configFile, int comm, int *appComm) {
+    if (appComm == NULL) return fail("ftigo_init_f", "appComm is NULL");
+    int rc = FTI_Init(configFile, MPI_Comm_f2c((MPI_Fint)comm));
+    *appComm = rc == FTI_SCES || rc == FTI_NREC ? (int)MPI_Comm_c2f(FTI_COMM_WORLD) : comm;
+    return rc;
+}
+
+int ftigo_serial(void) { return 0; }
+
+static int initialised_mpi = 0;
+
+int ftigo_init_world(const char *configFile, int *appComm) {
+    int flag = 0;
+    MPI_Initialized(&flag);
+    if (!flag) {
+        if (MPI_Init(NULL, NULL) != MPI_SUCCESS) return fail("FTI_Init", "MPI_Init failed");
+        initialised_mpi = 1;
+    }
+    return ftigo_init_f(configFile, (int)MPI_Comm_c2f(MPI_COMM_WORLD), appComm);
+}
+
+int ftigo_finalize_world(void) {
+    int rc = FTI_Finalize();
+    int flag = 0;
+    MPI_Finalized(&flag);
+    if (initialised_mpi && !flag) MPI_Finalize();
+    initialised_mpi = 0;
+    return rc;
+}
+
+FTIT_allConfiguration FTI_GetConfig(const char *configFile, MPI_Comm globalComm) {
+    (void)configFile; (void)globalComm; // as in FTI: the running session's configuration
+    FTIT_allConfiguration c;
+    ftigo_capi_config(&c);
+    return c;
+}
+
+#else /* FTIGO_SERIAL: one rank, no MPI */
+
+static int mpi_usable(const char *fn) { (void)fn; return 1; }
+
+int ftigo_init_f(const char *configFile, int comm, int *appComm) {
+    if (appComm == NULL) return fail("ftigo_init_f", "appComm is NULL");
+    if (configFile == NULL) return fail("FTI_Init", "configFile is NULL");
+    *appComm = comm;
+    int rc = ftigo_capi_init((char *)configFile, comm);
+    if (rc == FTI_SCES || rc == FTI_NREC) publish_types();
+    return rc;
+}
+
+int ftigo_serial(void) { return 1; }
+
+int ftigo_init_world(const char *configFile, int *appComm) { return ftigo_init_f(configFile, 0, appComm); }
+
+int ftigo_finalize_world(void) { return ftigo_capi_finalize(); }
+
+int FTI_Finalize(void) { return ftigo_capi_finalize(); }
+
+#endif
+
+int FTI_Status(void) { return ftigo_capi_status(); }
 
 int FTI_InitType(fti_id_t *type, int size) {
     if (type == NULL) return fail("FTI_InitType", "type is NULL");
@@ -364,11 +434,48 @@ int FTI_BitFlip(int datasetId) {
     return ftigo_capi_unsupported((char *)"FTI_BitFlip", (char *)"bit-flip injection ([injection]) does not exist in ftigo; corrupt files with the vfd fault driver instead");
 }
 
-FTIT_allConfiguration FTI_GetConfig(const char *configFile, MPI_Comm globalComm) {
-    (void)configFile; (void)globalComm; // as in FTI: the running session's configuration
-    FTIT_allConfiguration c;
-    ftigo_capi_config(&c);
-    return c;
+void FTI_Print(const char *msg, int priority) { ftigo_capi_print((char *)msg, priority); }
+
+// ftigo's extensions (ftigo.h).
+
+int ftigo_elem_type(int elemType) { return ftigo_capi_elem_type(elemType); }
+
+const char *ftigo_last_error(void) {
+    static char buf[4096];
+    ftigo_capi_last_error(buf, (int)sizeof buf);
+    return buf;
 }
 
-void FTI_Print(const char *msg, int priority) { ftigo_capi_print((char *)msg, priority); }
+char *ftigo_offline_list(const char *run) { return ftigo_capi_offline_list((char *)run); }
+
+char *ftigo_offline_vars(const char *run, int64_t seq, int rank) {
+    return ftigo_capi_offline_vars((char *)run, seq, rank);
+}
+
+int ftigo_offline_read(const char *run, int64_t seq, int rank, int id, void *dst, int64_t n) {
+    if (dst == NULL && n > 0) return fail("ftigo_offline_read", "dst is NULL");
+    return ftigo_capi_offline_read((char *)run, seq, rank, id, dst, n);
+}
+
+void ftigo_free(void *p) { free(p); }
+
+int ftigo_set_name(int id, const char *name) {
+    if (name == NULL) return fail("FTI_SetAttribute", "name is NULL");
+    FTIT_attribute a;
+    memset(&a, 0, sizeof a);
+    snprintf(a.name, FTI_BUFS, "%s", name);
+    return FTI_SetAttribute(id, a, FTI_ATTRIBUTE_NAME);
+}
+
+int ftigo_set_dims(int id, int ndims, const int64_t *dims) {
+    if (ndims < 1 || ndims > 32 || dims == NULL) return fail("FTI_SetAttribute", "dimensions: 1..32 of them");
+    FTIT_attribute a;
+    memset(&a, 0, sizeof a);
+    a.dim.ndims = ndims;
+    for (int i = 0; i < ndims; i++) a.dim.count[i] = dims[i];
+    return FTI_SetAttribute(id, a, FTI_ATTRIBUTE_DIM);
+}
+
+int ftigo_init_icp(int id, int level, int activate) { return FTI_InitICP(id, level, activate != 0); }
+
+int ftigo_fail(const char *fn, const char *msg) { return fail(fn == NULL ? "?" : fn, msg == NULL ? "" : msg); }

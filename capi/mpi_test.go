@@ -36,15 +36,16 @@ type flavour struct {
 	name    string
 	tags    string // go build -tags
 	cc, cxx string // compiler wrappers
+	fc      string // Fortran compiler wrapper
 	run     string // launcher
 	np      int    // ranks: MPICH busy-polls, so no more than the cores
 	runArgs []string
 }
 
 var flavours = []flavour{
-	{name: "openmpi", tags: "mpi", cc: "mpicc.openmpi", cxx: "mpicxx.openmpi", run: "mpirun.openmpi", np: 4,
+	{name: "openmpi", tags: "mpi", cc: "mpicc.openmpi", cxx: "mpicxx.openmpi", fc: "mpifort.openmpi", run: "mpirun.openmpi", np: 4,
 		runArgs: []string{"-x", "GOMAXPROCS=1"}},
-	{name: "mpich", tags: "mpi mpich", cc: "mpicc.mpich", cxx: "mpicxx.mpich", run: "mpirun.mpich", np: 2},
+	{name: "mpich", tags: "mpi mpich", cc: "mpicc.mpich", cxx: "mpicxx.mpich", fc: "mpifort.mpich", run: "mpirun.mpich", np: 2},
 }
 
 // mpiEnv lets Open MPI run as root and oversubscribe the cores, and
@@ -127,13 +128,24 @@ func needTools(t testing.TB, f flavour, cxx bool) {
 	}
 }
 
-// libDir builds libftigo.so for f with the README's command and returns
-// its directory.
+// libDir builds libftigo.so for f with the README's command
+// (capi/build.sh, with the Fortran module when the compilers are there)
+// and returns its directory. The C, Fortran and Python tests share it.
 func libDir(t testing.TB, f flavour) string {
-	return cached(t, "lib/"+f.name, func() (string, error) {
-		dir := filepath.Join(buildDir, f.name)
-		err := run(goTool(), "build", "-buildmode=c-shared", "-tags", f.tags, "-o", filepath.Join(dir, "libftigo.so"), ".")
-		return dir, err
+	return filepath.Join(buildOut(t, f), "lib")
+}
+
+// buildOut runs build.sh for f once and returns its output directory.
+func buildOut(t testing.TB, f flavour) string {
+	return cached(t, "build.sh/"+f.name, func() (string, error) {
+		out := filepath.Join(buildDir, "out-"+f.name)
+		cmd := exec.Command("bash", "build.sh", "--mpi", f.name, out)
+		cmd.Env = append(os.Environ(), "GO="+goTool())
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("build.sh: %w\n%s", err, b)
+		}
+		return out, nil
 	})
 }
 
@@ -149,6 +161,9 @@ func program(t testing.TB, f flavour, src string) string {
 			cc, std = f.cxx, []string{"-std=c++11", "-Wno-cast-function-type"}
 		}
 		inc, err := filepath.Abs("include")
+		if err == nil {
+			err = os.MkdirAll(filepath.Dir(out), 0o755)
+		}
 		if err != nil {
 			return "", err
 		}
@@ -370,12 +385,19 @@ func readAll(t *testing.T, dir string, np int) [][]byte {
 	return out
 }
 
-// heat runs the C solver to the end and returns its output directory.
+// heat runs the C solver to the end and returns its output.
 func heat(t *testing.T, f flavour, np int, cfg, outDir string, nx, rows, iters, every int, levels string, extra ...string) string {
+	t.Helper()
+	return heatProg(t, f, program(t, f, "heatdis.c"), np, cfg, outDir, nx, rows, iters, every, levels, extra...)
+}
+
+// heatProg runs a heat solver (heatdis.c's arguments) to the end and
+// returns its output.
+func heatProg(t *testing.T, f flavour, prog string, np int, cfg, outDir string, nx, rows, iters, every int, levels string, extra ...string) string {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(outDir, 0o755))
 	args := append([]string{cfg, outDir, strconv.Itoa(nx), strconv.Itoa(rows), strconv.Itoa(iters), strconv.Itoa(every), levels}, extra...)
-	out, err := mpirun(t, f, np, program(t, f, "heatdis.c"), args...)
+	out, err := mpirun(t, f, np, prog, args...)
 	require.NoError(t, err, "%s", out)
 	return out
 }
@@ -392,53 +414,60 @@ func heatSize(np int) (nx, rows int) { return 512, 1024 / np }
 // uninterrupted run.
 func TestHeatKillDuringCheckpointLoseNode(t *testing.T) {
 	forEachFlavour(t, false, func(t *testing.T, f flavour) {
-		np := f.np
-		nx, rows := heatSize(np)
-		// Four times the grid: an L4 checkpoint commits in two rounds of
-		// flushes, and at 1 MiB per rank it could commit before a kill
-		// sent by a loaded machine landed.
-		rows *= 4
-		const iters, every = 600, 100
-		root := t.TempDir()
-		ref := filepath.Join(root, "ref")
-		heat(t, f, np, writeConfig(t, ref, np, ""), filepath.Join(ref, "out"), nx, rows, iters, 0, "0")
-
-		dir := filepath.Join(root, "run")
-		cfg := writeConfig(t, dir, np, "")
-		cfgBefore, err := os.ReadFile(cfg)
-		require.NoError(t, err)
-		outDir := filepath.Join(dir, "out")
-		require.NoError(t, os.MkdirAll(outDir, 0o755))
-		args := []string{cfg, outDir, strconv.Itoa(nx), strconv.Itoa(rows), strconv.Itoa(iters), strconv.Itoa(every), "1234"}
-		j := launch(t, f, np, "ckpt-begin id=4 level=4", program(t, f, "heatdis.c"), args...)
-		out1, err := j.wait(t)
-		require.Error(t, err, "launch 1 must die:\n%s", out1)
-		require.True(t, j.killed, "launch 1 ended before the L4 checkpoint began:\n%s", out1)
-		for id := 1; id <= 3; id++ {
-			assert.Contains(t, out1, fmt.Sprintf("ckpt-end id=%d level=%d rc=1", id, id))
-		}
-		require.NotContains(t, out1, "ckpt-end id=4", "the L4 checkpoint finished before the kill")
-		require.NoFileExists(t, filepath.Join(outDir, "final-0000.bin"))
-
-		lost := filepath.Join(dir, "local", fmt.Sprintf("node%04d", np/2))
-		require.DirExists(t, lost)
-		require.NoError(t, os.RemoveAll(lost))
-
-		out2, err := mpirun(t, f, np, program(t, f, "heatdis.c"), args...)
-		require.NoError(t, err, "%s", out2)
-		assert.Contains(t, out2, "This is a restart. Recovering successfully from level 3 with Ckpt. 3 (ckpt")
-		for r := 0; r < np; r++ {
-			assert.Contains(t, out2, fmt.Sprintf("EVENT rank=%d start status=1 iter=300", r))
-			assert.Contains(t, out2, fmt.Sprintf("EVENT rank=%d done iter=%d", r, iters))
-		}
-		want, got := readAll(t, filepath.Join(ref, "out"), np), readAll(t, outDir, np)
-		for r := range want {
-			assert.True(t, bytes.Equal(want[r], got[r]), "rank %d's final field differs from the uninterrupted run", r)
-		}
-		cfgAfter, err := os.ReadFile(cfg)
-		require.NoError(t, err)
-		assert.Equal(t, string(cfgBefore), string(cfgAfter), "the restart state lives in meta_dir, never in the user's config.fti")
+		killLoseNode(t, f, program(t, f, "heatdis.c"))
 	})
+}
+
+// killLoseNode runs the kill-during-L4, lose-a-node, relaunch scenario
+// with solver prog (heatdis.c's arguments), against the C solver's
+// uninterrupted run.
+func killLoseNode(t *testing.T, f flavour, prog string) {
+	np := f.np
+	nx, rows := heatSize(np)
+	// Four times the grid: an L4 checkpoint commits in two rounds of
+	// flushes, and at 1 MiB per rank it could commit before a kill
+	// sent by a loaded machine landed.
+	rows *= 4
+	const iters, every = 600, 100
+	root := t.TempDir()
+	ref := filepath.Join(root, "ref")
+	heat(t, f, np, writeConfig(t, ref, np, ""), filepath.Join(ref, "out"), nx, rows, iters, 0, "0")
+
+	dir := filepath.Join(root, "run")
+	cfg := writeConfig(t, dir, np, "")
+	cfgBefore, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	outDir := filepath.Join(dir, "out")
+	require.NoError(t, os.MkdirAll(outDir, 0o755))
+	args := []string{cfg, outDir, strconv.Itoa(nx), strconv.Itoa(rows), strconv.Itoa(iters), strconv.Itoa(every), "1234"}
+	j := launch(t, f, np, "ckpt-begin id=4 level=4", prog, args...)
+	out1, err := j.wait(t)
+	require.Error(t, err, "launch 1 must die:\n%s", out1)
+	require.True(t, j.killed, "launch 1 ended before the L4 checkpoint began:\n%s", out1)
+	for id := 1; id <= 3; id++ {
+		assert.Contains(t, out1, fmt.Sprintf("ckpt-end id=%d level=%d rc=1", id, id))
+	}
+	require.NotContains(t, out1, "ckpt-end id=4", "the L4 checkpoint finished before the kill")
+	require.NoFileExists(t, filepath.Join(outDir, "final-0000.bin"))
+
+	lost := filepath.Join(dir, "local", fmt.Sprintf("node%04d", np/2))
+	require.DirExists(t, lost)
+	require.NoError(t, os.RemoveAll(lost))
+
+	out2, err := mpirun(t, f, np, prog, args...)
+	require.NoError(t, err, "%s", out2)
+	assert.Contains(t, out2, "This is a restart. Recovering successfully from level 3 with Ckpt. 3 (ckpt")
+	for r := 0; r < np; r++ {
+		assert.Contains(t, out2, fmt.Sprintf("EVENT rank=%d start status=1 iter=300", r))
+		assert.Contains(t, out2, fmt.Sprintf("EVENT rank=%d done iter=%d", r, iters))
+	}
+	want, got := readAll(t, filepath.Join(ref, "out"), np), readAll(t, outDir, np)
+	for r := range want {
+		assert.True(t, bytes.Equal(want[r], got[r]), "rank %d's final field differs from the uninterrupted run", r)
+	}
+	cfgAfter, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, string(cfgBefore), string(cfgAfter), "the restart state lives in meta_dir, never in the user's config.fti")
 }
 
 // TestErrorPaths runs every function's error paths from C: before
@@ -571,31 +600,75 @@ func TestStaging(t *testing.T) {
 // finalized, as FTI's do), the application ranks compute on
 // FTI_COMM_WORLD without them, their L2, L3 and L4 checkpoints are
 // post-processed by the heads, and the final field is bit-identical to an
-// uninterrupted run on the application ranks alone. The program asks
-// for MPI_THREAD_MULTIPLE (with less, head = 1 is refused by FTI_Init).
+// uninterrupted run on the application ranks alone. It runs after a plain
+// MPI_Init, as FTI's codes call it (MPI_THREAD_SINGLE: every MPI call of
+// the library is made by the thread that called FTI_Init), and after
+// MPI_Init_thread with MPI_THREAD_MULTIPLE.
 func TestHeatHeads(t *testing.T) {
 	forEachFlavour(t, false, func(t *testing.T, f flavour) {
-		t.Setenv("HEATDIS_THREAD_MULTIPLE", "1") // the heads need MPI_THREAD_MULTIPLE
-		const np, app = 4, 2
-		nx, rows := 256, 128
-		const iters, every = 400, 100
-		root := t.TempDir()
-		ref := filepath.Join(root, "ref")
-		heat(t, f, app, writeConfig(t, ref, app, ""), filepath.Join(ref, "out"), nx, rows, iters, 0, "0")
-		dir := filepath.Join(root, "run")
-		cfg := writeConfig(t, dir, np, "head = 1\nnode_size = 2\ngroup_size = 2\ninline_l2 = 0\ninline_l3 = 0\ninline_l4 = 0")
-		out := heat(t, f, np, cfg, filepath.Join(dir, "out"), nx, rows, iters, every, "234")
-		for id := 1; id <= 3; id++ {
-			assert.Contains(t, out, fmt.Sprintf("Ckpt. ID %d (L1 -> L%d) post-processed by the heads", id, id+1))
-			assert.Contains(t, out, fmt.Sprintf("ckpt-end id=%d level=%d rc=1", id, id+1))
-		}
-		for r := 0; r < app; r++ {
-			assert.Contains(t, out, fmt.Sprintf("EVENT rank=%d done iter=%d", r, iters))
-		}
-		assert.NotContains(t, out, "EVENT rank=2", "a head ran the solver")
-		want, got := readAll(t, filepath.Join(ref, "out"), app), readAll(t, filepath.Join(dir, "out"), app)
-		for r := range want {
-			assert.True(t, bytes.Equal(want[r], got[r]), "rank %d's final field differs from the run without heads", r)
+		for _, multiple := range []bool{false, true} {
+			name := "MPI_Init"
+			if multiple {
+				name = "thread_multiple"
+				t.Setenv("HEATDIS_THREAD_MULTIPLE", "1")
+			}
+			t.Run(name, func(t *testing.T) {
+				const np, app = 4, 2
+				out := heatBackground(t, f, program(t, f, "heatdis.c"), np, app, "head = 1\nnode_size = 2\ngroup_size = 2\ninline_l2 = 0\ninline_l3 = 0\ninline_l4 = 0", multiple)
+				for id := 1; id <= 3; id++ {
+					assert.Contains(t, out, fmt.Sprintf("Ckpt. ID %d (L1 -> L%d) post-processed by the heads", id, id+1))
+				}
+				assert.NotContains(t, out, "EVENT rank=2", "a head ran the solver")
+			})
 		}
 	})
+}
+
+// TestHeatAsync runs the C solver after a plain MPI_Init with
+// asynchronous post-processing on the application ranks (head = 0,
+// inline_l2/l3/l4 = 0): each rank's background goroutine raises the
+// checkpoints, its MPI calls funnelled to the thread that called FTI_Init,
+// and the final field is bit-identical to an uninterrupted run.
+func TestHeatAsync(t *testing.T) {
+	forEachFlavour(t, false, func(t *testing.T, f flavour) {
+		out := heatBackground(t, f, program(t, f, "heatdis.c"), 2, 2, "group_size = 2\ninline_l2 = 0\ninline_l3 = 0\ninline_l4 = 0", false)
+		for id := 1; id <= 3; id++ {
+			assert.Contains(t, out, fmt.Sprintf("Ckpt. ID %d (L1 -> L%d) post-processed in the background", id, id+1))
+		}
+		assert.NotContains(t, out, "inline_lN = 0 ignored")
+	})
+}
+
+// heatBackground runs the C solver with np processes (app of them
+// application ranks) and the configuration's extra keys, checkpointing at
+// L2, L3 and L4, and checks that every checkpoint ended FTI_DONE, that the
+// thread level is the one asked for and that the final field equals an
+// uninterrupted run's. It returns the output.
+func heatBackground(t *testing.T, f flavour, prog string, np, app int, extra string, multiple bool) string {
+	t.Helper()
+	nx, rows := 256, 128
+	const iters, every = 400, 100
+	root := t.TempDir()
+	ref := filepath.Join(root, "ref")
+	heat(t, f, app, writeConfig(t, ref, app, ""), filepath.Join(ref, "out"), nx, rows, iters, 0, "0")
+	dir := filepath.Join(root, "run")
+	cfg := writeConfig(t, dir, np, extra)
+	out := heatProg(t, f, prog, np, cfg, filepath.Join(dir, "out"), nx, rows, iters, every, "234")
+	level := "single"
+	if multiple {
+		level = "multiple"
+	}
+	for r := 0; r < app; r++ {
+		assert.Contains(t, out, fmt.Sprintf("EVENT rank=%d thread provided=%s", r, level))
+		assert.Contains(t, out, fmt.Sprintf("EVENT rank=%d done iter=%d", r, iters))
+	}
+	for id := 1; id <= 3; id++ {
+		assert.Contains(t, out, fmt.Sprintf("ckpt-end id=%d level=%d rc=1", id, id+1))
+	}
+	assert.NotContains(t, out, "needs MPI_THREAD_MULTIPLE")
+	want, got := readAll(t, filepath.Join(ref, "out"), app), readAll(t, filepath.Join(dir, "out"), app)
+	for r := range want {
+		assert.True(t, bytes.Equal(want[r], got[r]), "rank %d's final field differs from the uninterrupted run", r)
+	}
+	return out
 }

@@ -42,6 +42,35 @@ type postState struct {
 	adopt *levels.Manifest
 }
 
+// closed is a closed channel: comm.Wait on it serves once.
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// waitServing receives from ch; where c is a comm.Server the caller serves
+// meanwhile the calls of the goroutine it waits for (the poster's, below
+// MPI_THREAD_MULTIPLE).
+func waitServing(c comm.Comm, ch <-chan postResult) postResult {
+	if _, ok := c.(comm.Server); !ok {
+		return <-ch
+	}
+	select {
+	case res := <-ch:
+		return res
+	default:
+	}
+	done := make(chan struct{})
+	var res postResult
+	go func() {
+		res = <-ch
+		close(done)
+	}()
+	comm.Wait(c, done)
+	return res
+}
+
 // postResult is what the poster hands back.
 type postResult struct {
 	m   *levels.Manifest // the checkpoint as the job left it (nil on failure)
@@ -51,6 +80,8 @@ type postResult struct {
 	adopted bool
 	// done is when the job finished (the poster's clock).
 	done time.Time
+	// snap is set by a snapshot-mode job (snapcopy.go).
+	snap *snapDone
 }
 
 // asyncLevel reports whether a checkpoint at lvl is post-processed in the
@@ -72,28 +103,18 @@ func (c Config) anyAsync() bool { return c.Async[2] || c.Async[3] || c.Async[4] 
 // openPost splits the private communicator of the poster when some level
 // is asynchronous. Collective.
 func (r *Runtime) openPost() error {
-	if !r.cfg.anyAsync() {
+	if !r.cfg.anyAsync() && !r.cfg.Snapshot {
 		return nil
 	}
 	if r.post.node != nil {
 		if r.c.Rank() == 0 {
 			r.log.Info("head = 1: checkpoints at the asynchronous levels commit at L1 and are raised to their level by the heads")
 		}
-		if !r.cfg.EnableDCP {
+		if !r.cfg.EnableDCP && !r.cfg.Snapshot {
 			return nil
 		}
 		// dCP: the ranks' background goroutines compact full chains,
 		// over a private communicator (compact.go).
-	}
-	if tl, ok := r.c.(interface{ ThreadLevel() (int, bool) }); ok {
-		if _, serialised := tl.ThreadLevel(); serialised {
-			// Two goroutines of a rank blocked in MPI calls would deadlock
-			// on the serialising mutex (docs: MPI_THREAD_MULTIPLE needed).
-			if r.c.Rank() == 0 {
-				r.log.Warn("inline_lN = 0 ignored: MPI granted less than MPI_THREAD_MULTIPLE, so post-processing stays on the solver's path")
-			}
-			return nil
-		}
 	}
 	pc, err := r.c.Split(0, r.c.Rank())
 	if err != nil {
@@ -119,6 +140,7 @@ func (r *Runtime) openPost() error {
 // frees the poster's communicator.
 func (r *Runtime) closePost() {
 	r.drainPost()
+	r.scopy.buf = nil // the staging copy (snapcopy.go)
 	r.stopHead()
 	if r.post.c != nil {
 		_ = r.post.c.Close()
@@ -140,7 +162,12 @@ func (r *Runtime) startPost(m *levels.Manifest, raiseTo levels.ID, compact bool)
 	var req headRequest
 	var rerr error
 	if raiseTo != 0 && w.node != nil {
+		// The request leaves from the rank's goroutine, so that the head
+		// starts at once even where only its thread may call MPI.
 		req, rerr = r.headRequestFor(m, raiseTo)
+		if rerr == nil {
+			rerr = askHead(w.node, req)
+		}
 	}
 	hook := r.post.hook
 	go func() {
@@ -152,7 +179,7 @@ func (r *Runtime) startPost(m *levels.Manifest, raiseTo levels.ID, compact bool)
 			var up *levels.Manifest
 			var err error
 			if w.node != nil {
-				up, err = w.headRaise(m, raiseTo, req, rerr)
+				up, err = w.headRaise(m, raiseTo, req, rerr, true)
 			} else {
 				up, err = w.raise(m, raiseTo)
 			}
@@ -203,13 +230,17 @@ func (w *poster) raise(m *levels.Manifest, lvl levels.ID) (*levels.Manifest, err
 }
 
 // headRaise has the node's head raise m to lvl (head = 1) with request
-// req (rerr: the request could not be built) and logs it (rank 0).
-func (w *poster) headRaise(m *levels.Manifest, lvl levels.ID, req headRequest, rerr error) (*levels.Manifest, error) {
+// req (rerr: the request could not be built or sent) and logs it (rank
+// 0). With sent, req has already been sent (askHead).
+func (w *poster) headRaise(m *levels.Manifest, lvl levels.ID, req headRequest, rerr error, sent bool) (*levels.Manifest, error) {
 	start := w.now()
+	if rerr == nil && !sent {
+		rerr = askHead(w.node, req)
+	}
 	if rerr != nil {
 		return nil, rerr
 	}
-	up, err := headRaise(w.node, req)
+	up, err := headReplied(w.node)
 	if err == nil && w.rank == 0 {
 		wall := w.now().Sub(start)
 		w.log.Info(fmt.Sprintf("Ckpt. ID %d (L1 -> %v) post-processed by the heads in %.3f sec.", m.ID, lvl, wall.Seconds()),
@@ -236,7 +267,7 @@ func (r *Runtime) drainPost() time.Duration {
 		return 0
 	}
 	start := r.now()
-	r.applyPost(<-r.post.running)
+	r.applyPost(waitServing(r.c, r.post.running))
 	return r.now().Sub(start)
 }
 
@@ -245,6 +276,10 @@ func (r *Runtime) applyPost(res postResult) {
 	job := r.post.job
 	r.post.running, r.post.job = nil, nil
 	r.observePost(job, res)
+	if res.snap != nil {
+		r.applySnap(res)
+		return
+	}
 	if res.err != nil {
 		r.post.err = res.err
 		return
@@ -302,6 +337,9 @@ func (r *Runtime) CheckpointDone() (done bool, err error) {
 		return true, err
 	}
 	if r.post.running != nil {
+		// Below MPI_THREAD_MULTIPLE the poster's calls move only when
+		// this goroutine serves them: once per poll.
+		comm.Wait(r.c, closed)
 		select {
 		case res := <-r.post.running:
 			r.applyPost(res)

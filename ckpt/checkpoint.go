@@ -84,6 +84,7 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	if r.icp != nil {
 		return nil, fmt.Errorf("%w: checkpoint %d while incremental checkpoint %d is open (FinalizeICP first)", ErrICP, id, r.icp.id)
 	}
+	callStart := r.now()
 	waited, err := r.awaitPost()
 	if err != nil {
 		return nil, err
@@ -108,6 +109,9 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	}
 	if _, err := r.checkDecomposition(); err != nil {
 		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
+	}
+	if ok, err := r.snapshotCheckpoint(id, lvl, diff, vars, waited, callStart); ok || err != nil {
+		return nil, err
 	}
 	meta := fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: r.now().UnixNano()}
 	start := r.now()

@@ -273,6 +273,8 @@ type Runtime struct {
 	vpr vprState
 	// post is the asynchronous post-processing state (async.go).
 	post postState
+	// scopy is the snapshot mode's state (ckpt_snapshot, snapcopy.go).
+	scopy copyState
 	// icp is the incremental checkpoint open on this rank (icp.go).
 	icp *icpState
 	// icpInactive: the last BeginICP had activate = false, so AddVarICP

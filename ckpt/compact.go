@@ -87,7 +87,7 @@ func (w *poster) compact(job *compactJob, m *levels.Manifest, adopt bool) (*leve
 		var up *levels.Manifest
 		if w.node != nil {
 			req, rerr := w.reqOf(nm, lvl)
-			if up, err = w.headRaise(nm, lvl, req, rerr); err == nil {
+			if up, err = w.headRaise(nm, lvl, req, rerr, false); err == nil {
 				err = w.eng.AdoptRaised(up, w.pc)
 			}
 		} else {

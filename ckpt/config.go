@@ -74,6 +74,15 @@ type Config struct {
 	// it at L (see the package documentation). FTI needs head = 1 for
 	// this; ftigo does not. Indexes 0 and 1 are unused.
 	Async [5]bool
+	// Snapshot makes Checkpoint block only for a copy of every protected
+	// variable into the rank's staging memory ([basic] ckpt_snapshot = 1,
+	// an ftigo extension): the checkpoint is then written, protected and
+	// committed from that copy in the background (snapcopy.go).
+	Snapshot bool
+	// SnapshotBudget is the staging memory of a rank in bytes ([basic]
+	// snapshot_budget, an ftigo extension); 0 takes a quarter of the
+	// node's memory shared by its node_size ranks.
+	SnapshotBudget int64
 	// EnableStaging enables the staging calls ([basic] enable_staging):
 	// [Runtime.SendFile] copies node-local files to global storage in the
 	// background.
@@ -254,6 +263,8 @@ func (c Config) checkKeys() error {
 		return cfgErr("fast_forward %d: use 1..10", c.FastForward)
 	case c.MaxVarID < 0:
 		return cfgErr("max_var_id %d: must not be negative", c.MaxVarID)
+	case c.SnapshotBudget < 0:
+		return cfgErr("snapshot_budget %d: must not be negative (0 takes the default)", c.SnapshotBudget)
 	case c.KeepLast < 0:
 		return cfgErr("keep_last_n %d: must not be negative", c.KeepLast)
 	case c.L3Parity < 0:

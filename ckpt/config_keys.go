@@ -267,6 +267,12 @@ var sections = map[string]map[string]setter{
 			c.Compression = codec
 			return nil
 		},
+		"ckpt_snapshot": boolKey(func(c *Config) *bool { return &c.Snapshot }),
+		"snapshot_budget": func(c *Config, v string) error {
+			n, err := parseRange(v, 0, math.MaxInt64)
+			c.SnapshotBudget = n
+			return err
+		},
 		"l3_parity":     intKey(func(c *Config) *int { return &c.L3Parity }, 0, math.MaxInt32),
 		"verbosity":     intKey(func(c *Config) *int { return &c.Verbosity }, 1, 4),
 		"head":          boolKey(func(c *Config) *bool { return &c.Head }),

@@ -272,6 +272,10 @@ func FormatConfig(c Config) ([]byte, error) {
 	if c.Compression != fileformat.CodecNone {
 		kv("compression", c.Compression.String())
 	}
+	if c.Snapshot || c.SnapshotBudget != 0 {
+		kv("ckpt_snapshot", b01(c.Snapshot))
+		kv("snapshot_budget", c.SnapshotBudget)
+	}
 	kv("l3_parity", c.L3Parity)
 	kv("verbosity", c.Verbosity)
 	kv("head", b01(c.Head))

@@ -108,12 +108,6 @@ type headSplit struct {
 // splits it into heads, application ranks and per-node communicators.
 // Collective over c.
 func splitHeads(c comm.Comm, cfg Config, o options) (*headSplit, error) {
-	if tl, ok := c.(interface{ ThreadLevel() (int, bool) }); ok {
-		if _, serialised := tl.ThreadLevel(); serialised {
-			err := fmt.Errorf("%w: head = 1 needs MPI_THREAD_MULTIPLE (a head runs one goroutine per application rank of its node), MPI granted less", ErrConfig)
-			return nil, comm.Agree(c, err, "start head ranks")
-		}
-	}
 	id := nodeIDOf(c, cfg, o)
 	nodes, mine, err := comm.NodeMap(c, func() string { return id })
 	if err != nil {
@@ -209,7 +203,7 @@ func runHead(cfg Config, o options, s *headSplit, log *zap.Logger) error {
 			vcs[i], errs[i] = vc.Split(0, appRank[i])
 		}()
 	}
-	wg.Wait()
+	comm.WaitGroup(s.heads, &wg) // serving their calls below MPI_THREAD_MULTIPLE
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("ckpt: head: virtual world: %w", err)
 	}
@@ -248,7 +242,7 @@ func runHead(cfg Config, o options, s *headSplit, log *zap.Logger) error {
 				}
 			}()
 		}
-		wg.Wait()
+		comm.WaitGroup(s.heads, &wg)
 		for i := range v {
 			b, err := json.Marshal(replies[i])
 			if err == nil {
@@ -326,18 +320,25 @@ func (r *Runtime) announceHead() error {
 	return sendMsg(r.post.node, 0, binary.LittleEndian.AppendUint64(nil, uint64(r.c.Rank())))
 }
 
-// headRaise asks the head to raise m to lvl and waits for its reply. It
-// runs in the poster goroutine, which alone uses the node communicator
-// while a job is in flight.
-func headRaise(node comm.Comm, req headRequest) (*levels.Manifest, error) {
+// askHead sends the head the request to raise m to lvl. It runs on the
+// rank's goroutine, so that the head starts at once even where only that
+// goroutine's thread may call MPI.
+func askHead(node comm.Comm, req headRequest) error {
 	b, err := json.Marshal(req)
 	if err == nil {
 		err = sendMsg(node, 0, b)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("request to the node's head: %w", err)
+		return fmt.Errorf("request to the node's head: %w", err)
 	}
-	b, err = recvMsg(node, 0)
+	return nil
+}
+
+// headReplied waits for the head's reply to askHead. It runs in the
+// poster goroutine, which alone uses the node communicator while a job is
+// in flight.
+func headReplied(node comm.Comm) (*levels.Manifest, error) {
+	b, err := recvMsg(node, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reply of the node's head: %w", err)
 	}

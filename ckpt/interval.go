@@ -128,6 +128,14 @@ func (r *Runtime) startPolicy(o options, start time.Time) {
 		return
 	}
 	p.hist = openHistory(r.env.Meta.Driver, r.env.Meta.Dir, r.log)
+	// A history without a run id (written before run ids) is adopted.
+	if h := p.hist.h; h.Run != "" && h.Run != r.run {
+		if len(h.Launches) > 0 {
+			r.log.Info(fmt.Sprintf("run history of run %q left for run %q: starting a new one", h.Run, r.run))
+		}
+		p.hist.h = &policy.History{}
+	}
+	p.hist.h.Run = r.run
 	p.planner = &policy.Planner{Avail: p.avail, Nodes: r.topo.NumNodes(), Priors: r.priors(), Hist: p.hist.h}
 	r.recordLaunch(start)
 	r.replan()

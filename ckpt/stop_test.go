@@ -148,6 +148,7 @@ func TestStopSignal(t *testing.T) {
 			assert.Equal(t, 5.0, got, "the final checkpoint holds iteration 5")
 			assert.Equal(t, tc.want, lvl)
 			h := readHistory(t, cfg.MetaDir)
+			assert.NotEmpty(t, h.Run, "the history names its run")
 			final := h.Checkpoints[len(h.Checkpoints)-1]
 			assert.True(t, final.Final)
 			assert.Equal(t, int(tc.want), final.Level)

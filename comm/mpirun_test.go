@@ -21,8 +21,10 @@ import (
 //   - rank 1 of 3 fails while ranks 0 and 2 wait in a Barrier: the
 //     harness's MPI_Abort must end the job with a non-zero status within
 //     seconds, never leave it hanging;
-//   - the whole suite at np 2 with MPI initialised at THREAD_SERIALIZED,
-//     which exercises the binding's one-mutex path.
+//   - the whole suite at np 2 with MPI initialised at THREAD_SERIALIZED
+//     and at THREAD_FUNNELED, which exercise the binding's funnel (every
+//     call non-blocking, served by one goroutine; at FUNNELED only by the
+//     thread that initialised MPI).
 func TestMPIJobs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the MPI test binary; skipped with -short")
@@ -67,13 +69,15 @@ func TestMPIJobs(t *testing.T) {
 		assert.False(t, strings.Contains(out, "Barrier returned"), "a survivor left the Barrier:\n%s", out)
 		t.Logf("job ended %v after start (exit %d)", elapsed.Round(time.Millisecond), exit.ExitCode())
 	})
-	t.Run("suite at THREAD_SERIALIZED", func(t *testing.T) {
-		out, elapsed, err := run(t, "2", []string{"FTIGO_MPI_THREAD=serialized"}, "-test.count=1", "-test.v")
-		require.NoError(t, err, "output:\n%s", out)
-		for _, name := range []string{"TestConformance", "TestConformanceBytesOnly", "TestConformanceSmallCount"} {
-			assert.Equal(t, 2, strings.Count(out, "--- PASS: "+name+" ("), "%s; output:\n%s", name, out)
-		}
-		assert.Equal(t, 2, strings.Count(out, "--- PASS: TestThreadLevel"), "output:\n%s", out)
-		t.Logf("suite passed in %v", elapsed.Round(time.Millisecond))
-	})
+	for _, level := range []string{"serialized", "funneled"} {
+		t.Run("suite at THREAD_"+strings.ToUpper(level), func(t *testing.T) {
+			out, elapsed, err := run(t, "2", []string{"FTIGO_MPI_THREAD=" + level}, "-test.count=1", "-test.v")
+			require.NoError(t, err, "output:\n%s", out)
+			for _, name := range []string{"TestConformance", "TestConformanceBytesOnly", "TestConformanceSmallCount"} {
+				assert.Equal(t, 2, strings.Count(out, "--- PASS: "+name+" ("), "%s; output:\n%s", name, out)
+			}
+			assert.Equal(t, 2, strings.Count(out, "--- PASS: TestThreadLevel"), "output:\n%s", out)
+			t.Logf("suite passed in %v", elapsed.Round(time.Millisecond))
+		})
+	}
 }

@@ -177,7 +177,7 @@ func (m *Mux) Close() error {
 			}
 		}
 	}
-	m.wg.Wait()
+	WaitGroup(m.real, &m.wg) // the senders and receivers call m.real
 	var errs []error
 	for _, p := range m.pair {
 		errs = append(errs, p.Close())

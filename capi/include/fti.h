@@ -17,7 +17,11 @@
 #ifndef FTIGO_FTI_H
 #define FTIGO_FTI_H
 
+/* FTIGO_SERIAL is defined by ftigo's serial build (no MPI): the calls
+ * that take or give an MPI communicator are then absent. */
+#ifndef FTIGO_SERIAL
 #include <mpi.h>
+#endif
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -193,8 +197,10 @@ typedef struct FTIT_allConfiguration {
 
 /* ---- Globals (valid after FTI_Init) -------------------------------------- */
 
+#ifndef FTIGO_SERIAL
 /** The application's communicator: use it instead of MPI_COMM_WORLD. */
 extern MPI_Comm FTI_COMM_WORLD;
+#endif
 
 /** Predefined data types: char, short, int, long, their unsigned forms, float, double, long double. */
 extern fti_id_t FTI_CHAR;
@@ -211,7 +217,9 @@ extern fti_id_t FTI_LDBE;
 
 /* ---- Lifecycle ------------------------------------------------------------ */
 
+#ifndef FTIGO_SERIAL
 int FTI_Init(const char *configFile, MPI_Comm globalComm);
+#endif
 int FTI_Status(void);
 int FTI_Finalize(void);
 
@@ -304,7 +312,9 @@ int FTI_RecoverDatasetDimension(int datasetId);
 /* ---- Miscellaneous -------------------------------------------------------- */
 
 int FTI_BitFlip(int datasetId);
+#ifndef FTIGO_SERIAL
 FTIT_allConfiguration FTI_GetConfig(const char *configFile, MPI_Comm globalComm);
+#endif
 void FTI_Print(const char *msg, int priority);
 
 #ifdef __cplusplus

@@ -54,13 +54,14 @@ int main(int argc, char **argv) {
     const char *pause = getenv("HEATDIS_PAUSE_MS");
     int pauseMs = pause != NULL ? atoi(pause) : 0;
 
-    /* HEATDIS_THREAD_MULTIPLE: ask for MPI_THREAD_MULTIPLE, which ftigo's
-     * heads (head = 1) need. */
+    /* HEATDIS_THREAD_MULTIPLE: ask for MPI_THREAD_MULTIPLE; FTI's codes
+     * call plain MPI_Init, which grants MPI_THREAD_SINGLE. */
+    int provided = -1;
     if (getenv("HEATDIS_THREAD_MULTIPLE") != NULL) {
-        int provided = 0;
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     } else {
         MPI_Init(&argc, &argv);
+        MPI_Query_thread(&provided);
     }
     int rc = FTI_Init(config, MPI_COMM_WORLD);
     if (rc != FTI_SCES) {
@@ -71,6 +72,9 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(FTI_COMM_WORLD, &rank);
     MPI_Comm_size(FTI_COMM_WORLD, &size);
     event(rank, "pid pid=%d", (int)getpid());
+    event(rank, "thread provided=%s", provided == MPI_THREAD_MULTIPLE ? "multiple"
+                                      : provided == MPI_THREAD_SERIALIZED ? "serialized"
+                                      : provided == MPI_THREAD_FUNNELED ? "funneled" : "single");
 
     size_t cells = (size_t)(rows + 2) * nx;
     double *h = malloc(cells * sizeof(double));

@@ -20,29 +20,16 @@ import (
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/comm/mpi"
+	"github.com/ftigo/ftigo/comm/mpi/mpimain"
 	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/vfd"
 )
 
 var world *mpi.Comm
 
-func TestMain(m *testing.M) {
-	w, err := mpi.Init()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mpi.Init:", err)
-		os.Exit(2)
-	}
-	world = w
-	code := m.Run()
-	if code != 0 {
-		_ = w.Abort(code)
-		os.Exit(code)
-	}
-	if err := w.Finalize(); err != nil {
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
+// TestMain runs the tests under MPI at MPI_THREAD_MULTIPLE, or at the
+// level FTIGO_MPI_THREAD names (see mpimain.Main).
+func TestMain(m *testing.M) { mpimain.Main(m, &world) }
 
 var shape = []int64{61, 37}
 

@@ -31,6 +31,9 @@ type benchConfig struct {
 	// async post-processes levels 2-4 in the background (inline_lL = 0)
 	// while the ranks run a solver-like CPU load.
 	async bool
+	// snapshot (with async) takes every level in ckpt_snapshot mode and
+	// also measures the inline checkpoint and a plain memcpy (bench_snap.go).
+	snapshot bool
 }
 
 // persistFactor is how many times a level stores each byte of data: L2
@@ -148,9 +151,16 @@ type benchRow struct {
 	// the checkpoint was committed at its level, while the ranks ran a
 	// solver-like CPU load. Without --async both equal Time's median.
 	// Zero for restarts.
-	Async     bool     `json:"async"`
-	BlockedS  float64  `json:"blocked_s"`
-	TotalS    float64  `json:"total_s"`
+	Async    bool    `json:"async"`
+	BlockedS float64 `json:"blocked_s"`
+	TotalS   float64 `json:"total_s"`
+	// Snapshot (--async --snapshot): the level was taken in ckpt_snapshot
+	// mode; InlineS is the median synchronous checkpoint of the level and
+	// MemcpyS the median plain copy of the same bytes by the same ranks,
+	// both in the same run.
+	Snapshot  bool     `json:"snapshot,omitempty"`
+	InlineS   float64  `json:"inline_s,omitempty"`
+	MemcpyS   float64  `json:"memcpy_s,omitempty"`
 	CPU       cpuStats `json:"cpu"`
 	RawCPU    cpuStats `json:"raw_cpu"`
 	StrongCPU cpuStats `json:"strong_raw_cpu"`
@@ -285,6 +295,7 @@ type benchFlags struct {
 	dcpDirty     float64 // with --dcp-dirty (>= 0): the differential checkpoint bench
 	dcpBlock     int
 	async        bool
+	snapshot     bool
 	// the scale sweep (--sweep-ranks without --sweep, or --mpi)
 	scale     bool
 	mpi       bool
@@ -395,6 +406,7 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 	_ = f.MarkHidden("max-mem")
 	f.Float64Var(&bf.dcpDirty, "dcp-dirty", -1, "measure differential checkpoints instead: per level a full checkpoint, then this fraction (0..1) of the dCP blocks changed and a differential one, beside the time to hash the data and an empty checkpoint")
 	f.IntVar(&bf.dcpBlock, "dcp-block-size", 16384, "dCP block size in bytes with --dcp-dirty (FTI's dcp_block_size)")
+	f.BoolVar(&bf.snapshot, "snapshot", false, "with --async: take every level in ckpt_snapshot mode (Checkpoint blocks for a copy into memory); rows add inline_s and memcpy_s")
 	f.BoolVar(&bf.mpi, "mpi", false, "scale figures of the processes of an MPI job, one rank each (an ftigo built with -tags mpi, started by mpirun; needs --dir)")
 	f.IntVar(&bf.groupSize, "group-size", 4, "ranks per group (L2 partners, L3 encoding) in the scale sweep")
 	f.StringVar(&bf.storage, "storage", storageFiles, "scale sweep: where the ranks' files are, files (in --dir) or memory (vfd's in-memory driver: no file descriptors, no system calls)")
@@ -468,6 +480,9 @@ func (bf *benchFlags) check(cmd *cobra.Command) (rankCounts []int, sizes []int64
 	}
 	if bf.dcpBlock < 512 || bf.dcpBlock > 65535 {
 		return nil, nil, usagef("--dcp-block-size %d: use 512..65535 (FTI's dcp_block_size)", bf.dcpBlock)
+	}
+	if bf.snapshot && !bf.async {
+		return nil, nil, usagef("--snapshot goes with --async")
 	}
 	if bf.async && (bf.dcpDirty >= 0 || len(bf.from) > 0) {
 		return nil, nil, usagef("--async measures checkpoints: it takes no --dcp-dirty or --from")
@@ -595,7 +610,7 @@ func measure(rankCounts []int, sizes []int64, bf *benchFlags, dir string, drop f
 				}
 				continue
 			}
-			bc := benchConfig{ranks: ranks, size: size, levels: bf.levels, repeats: bf.repeats, dir: dir, cold: bf.cold, drop: drop, async: bf.async}
+			bc := benchConfig{ranks: ranks, size: size, levels: bf.levels, repeats: bf.repeats, dir: dir, cold: bf.cold, drop: drop, async: bf.async, snapshot: bf.snapshot}
 			res, err := bench(bc, tick)
 			if err != nil {
 				return nil, fmt.Errorf("%d ranks x %s: %w", ranks, humanBytes(size), err)

@@ -92,6 +92,11 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 			CPU: summarizeCPU(ckC), RawCPU: summarizeCPU(plainC), StrongCPU: summarizeCPU(strongC)}
 		row.Ratio, row.RatioStrong = row.Time.Median/row.Raw.Median, row.Time.Median/row.Strong.Median
 		row.Async, row.BlockedS, row.TotalS = bc.async && level > 1, row.Time.Median, summarize(total).Median
+		if bc.snapshot {
+			if err := snapRow(bc, data, dst, level, &row); err != nil {
+				return nil, err
+			}
+		}
 		if len(shared) > 0 {
 			s, c := summarize(shared), summarizeCPU(sharedC)
 			row.StrongShared, row.StrongSharedCPU, row.RatioStrongShared = &s, &c, row.Time.Median/s.Median
@@ -143,6 +148,7 @@ func benchLevel(bc benchConfig, data, dst [][]float64, level int, dir string) (l
 	if bc.async && level > 1 {
 		cfg.Async[level] = true
 	}
+	cfg.Snapshot = bc.snapshot
 	var t0 time.Time
 	var c0 cpuTimes
 	start := func(c comm.Comm) error {

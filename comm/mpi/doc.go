@@ -31,8 +31,8 @@
 //  1. [Init] on the goroutine that will also finalize: it locks that
 //     goroutine to its OS thread, calls MPI_Init_thread asking for
 //     MPI_THREAD_MULTIPLE and sets MPI_ERRORS_RETURN on the world.
-//     [InitThread] asks for another level (ThreadSerialized exercises the
-//     one-mutex path; the tests run the suite that way too).
+//     [InitThread] asks for another level (the tests run the suite at
+//     SERIALIZED and FUNNELED too).
 //  2. Communicate through the returned world and communicators split from
 //     it; Close the sub-communicators (MPI_Comm_free).
 //  3. On success, [Comm.Finalize] from the Init goroutine. On any failure,
@@ -48,10 +48,16 @@
 //     buffer sizes and counts above [MaxCount] (C int) are refused in Go
 //     before MPI is called; split large transfers with comm.SendChunked or
 //     comm.SendrecvChunked.
-//   - Concurrency: one goroutine per rank talks to MPI at a time. With
+//   - Concurrency: one goroutine per communicator at a time. With
 //     MULTIPLE granted (Open MPI and MPICH both grant it) calls go straight
-//     through; below MULTIPLE one mutex serialises every call, and then two
-//     goroutines of one rank blocked in calls deadlock.
+//     through. Below MULTIPLE every call goes through the funnel
+//     (funnel.go): it is queued, and one goroutine at a time posts the
+//     queued calls in their non-blocking form and tests them until they
+//     complete, so goroutines waiting on each other never deadlock. At
+//     SINGLE and FUNNELED only the thread that initialised MPI serves: the
+//     Init goroutine, or the application's thread that called
+//     [FromHandle]. Other goroutines' calls then wait until it makes a call
+//     or waits in [Comm.Serve].
 //   - Buffers: blocking calls take Go slices directly (legal under the cgo
 //     pointer rules: C keeps nothing after the call); Sendrecv's
 //     Isend/Recv/Wait also completes inside one C call. Isend and Irecv

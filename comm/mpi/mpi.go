@@ -185,7 +185,7 @@ func mpiErr(op string, rc C.int) error {
 // env is the state of one MPI initialisation, shared by the world and every
 // communicator split from it.
 type env struct {
-	serial    *sync.Mutex // non-nil when MPI granted less than MULTIPLE
+	fun       *funnel // non-nil when MPI granted less than MULTIPLE
 	level     int
 	initTid   int
 	finalized atomic.Bool
@@ -227,22 +227,13 @@ func (e *env) unpin() {
 	}
 }
 
-func (e *env) lock() {
-	if e.serial != nil {
-		e.serial.Lock()
-	}
-}
-
-func (e *env) unlock() {
-	if e.serial != nil {
-		e.serial.Unlock()
-	}
-}
+// initEnv is the initialisation made by [InitThread], if any.
+var initEnv atomic.Pointer[env]
 
 // Comm is one MPI communicator. It implements [comm.Comm],
-// [comm.Aborter], [comm.Reducer], [comm.Gatherer] and [comm.NonBlocker]. One goroutine per rank should use it at a time (with
-// a thread level below MULTIPLE, two goroutines blocked in calls of one
-// rank deadlock on the serialising mutex).
+// [comm.Aborter], [comm.Reducer], [comm.Gatherer] and [comm.NonBlocker].
+// One goroutine should use it at a time. Below MPI_THREAD_MULTIPLE the
+// calls of every goroutine go through the funnel (see the package doc).
 type Comm struct {
 	env    *env
 	handle C.MPI_Fint
@@ -277,14 +268,13 @@ const (
 func Init() (*Comm, error) { return InitThread(ThreadMultiple) }
 
 // InitThread initialises MPI asking for the given thread level
-// (ThreadSerialized or ThreadMultiple), sets MPI_ERRORS_RETURN on the world
+// (ThreadSingle .. ThreadMultiple), sets MPI_ERRORS_RETURN on the world
 // and returns it. It locks the calling goroutine to its OS thread for good:
 // call [Comm.Finalize] from the same goroutine. When MPI grants less than
-// MULTIPLE every call is serialised by one mutex (FUNNELED and SINGLE are
-// treated the same way, which is only correct as long as MPI is in fact
-// called from the Init goroutine). If MPI is already initialised, InitThread
-// only queries the thread level. Asking for less than MULTIPLE is mainly
-// for testing the serialised path.
+// MULTIPLE every call goes through the funnel; at SINGLE and FUNNELED the
+// Init goroutine alone calls MPI, and serves the other goroutines' calls
+// while it makes its own or waits in [Comm.Serve]. If MPI is already
+// initialised, InitThread only queries the thread level.
 func InitThread(level int) (*Comm, error) {
 	levels := [...]C.int{C.ftigo_thread_single(), C.ftigo_thread_funneled(), C.ftigo_thread_serialized(), C.ftigo_thread_multiple()}
 	if level < ThreadSingle || level > ThreadMultiple {
@@ -302,15 +292,26 @@ func InitThread(level int) (*Comm, error) {
 			granted = i
 		}
 	}
-	e := &env{level: granted, initTid: unix.Gettid(), maxCount: MaxCount}
-	if granted < ThreadMultiple {
-		e.serial = &sync.Mutex{}
-	}
+	e := newEnv(granted, unix.Gettid())
+	initEnv.Store(e)
 	w := &Comm{env: e, handle: C.ftigo_world(), world: true}
 	if err := w.query(); err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// newEnv is the state of an initialisation at thread level granted,
+// where tid is the thread that may call MPI below SERIALIZED.
+func newEnv(granted, tid int) *env {
+	e := &env{level: granted, initTid: tid, maxCount: MaxCount}
+	switch {
+	case granted <= ThreadFunneled:
+		e.fun = newFunnel(tid)
+	case granted < ThreadMultiple:
+		e.fun = newFunnel(0)
+	}
+	return e
 }
 
 func (c *Comm) query() error {
@@ -326,9 +327,29 @@ func (c *Comm) query() error {
 }
 
 // ThreadLevel reports the thread level MPI granted (ThreadSingle ..
-// ThreadMultiple) and whether calls are serialised by a mutex because it is below MULTIPLE.
+// ThreadMultiple) and whether calls go through the funnel because it is
+// below MULTIPLE.
 func (c *Comm) ThreadLevel() (level int, serialised bool) {
-	return c.env.level, c.env.serial != nil
+	return c.env.level, c.env.fun != nil
+}
+
+// MayCall reports whether the calling goroutine may call MPI: at
+// MPI_THREAD_SERIALIZED and above any goroutine may; below, only the
+// thread that initialised MPI. A call from another goroutine waits until
+// that thread serves it.
+func (c *Comm) MayCall() bool { return c.env.fun == nil || c.env.fun.mayServe() }
+
+// Serve makes the calls other goroutines queued until done is closed, or
+// at least once when it is closed already: below MPI_THREAD_MULTIPLE, when
+// the caller is the thread that may call MPI. Otherwise it waits for done.
+// A goroutine that may call MPI and waits for another goroutine that makes
+// MPI calls waits in Serve; its own calls serve the others too.
+func (c *Comm) Serve(done <-chan struct{}) {
+	if c.env.fun == nil {
+		<-done
+		return
+	}
+	c.env.fun.serveWhile(done)
 }
 
 // Finalize shuts MPI down. Call it on the world, from the goroutine that
@@ -345,9 +366,7 @@ func (c *Comm) Finalize() error {
 	if c.env.finalized.Swap(true) {
 		return comm.ErrClosed
 	}
-	c.env.lock()
 	err := mpiErr("MPI_Finalize", C.ftigo_finalize())
-	c.env.unlock()
 	runtime.UnlockOSThread()
 	return err
 }
@@ -369,8 +388,9 @@ func (c *Comm) Close() error {
 	if c.env.finalized.Load() {
 		return nil
 	}
-	c.env.lock()
-	defer c.env.unlock()
+	if f := c.env.fun; f != nil {
+		return f.blocking("MPI_Comm_free", func() C.int { return C.ftigo_free(c.handle) })
+	}
 	return mpiErr("MPI_Comm_free", C.ftigo_free(c.handle))
 }
 
@@ -418,8 +438,9 @@ func (c *Comm) Barrier() error {
 		return err
 	}
 	c.env.tally.Collective()
-	c.env.lock()
-	defer c.env.unlock()
+	if f := c.env.fun; f != nil {
+		return f.barrier(c.handle)
+	}
 	return mpiErr("MPI_Barrier", C.ftigo_barrier(c.handle))
 }
 
@@ -434,9 +455,12 @@ func (c *Comm) Bcast(root int, buf []byte) error {
 		return err
 	}
 	c.env.tally.Collective()
-	c.env.lock()
-	err := mpiErr("MPI_Bcast", C.ftigo_bcast(c.handle, ptr(buf), C.int(len(buf)), C.int(root)))
-	c.env.unlock()
+	var err error
+	if f := c.env.fun; f != nil {
+		err = f.bcast(c.handle, buf, root)
+	} else {
+		err = mpiErr("MPI_Bcast", C.ftigo_bcast(c.handle, ptr(buf), C.int(len(buf)), C.int(root)))
+	}
 	if err == nil && c.rank == root {
 		c.env.tally.Send(1, int64(len(buf)))
 	} else if err == nil {
@@ -456,9 +480,12 @@ func (c *Comm) Allgather(send, recv []byte) error {
 		return err
 	}
 	c.env.tally.Collective()
-	c.env.lock()
-	err := mpiErr("MPI_Allgather", C.ftigo_allgather(c.handle, ptr(send), C.int(len(send)), ptr(recv)))
-	c.env.unlock()
+	var err error
+	if f := c.env.fun; f != nil {
+		err = f.allgather(c.handle, send, recv)
+	} else {
+		err = mpiErr("MPI_Allgather", C.ftigo_allgather(c.handle, ptr(send), C.int(len(send)), ptr(recv)))
+	}
 	if err == nil {
 		c.env.tally.Send(1, int64(len(send)))
 		c.env.tally.Recv(int64(c.size-1), int64(len(recv)-len(send)))
@@ -473,16 +500,23 @@ func (c *Comm) AllreduceInt64(v int64, op comm.Op) (int64, error) {
 	if op != comm.Min && op != comm.Max && op != comm.Sum {
 		return 0, fmt.Errorf("%w: AllreduceInt64: unknown %v", comm.ErrBadArgument, op)
 	}
-	var out C.int64_t
 	c.env.tally.Collective()
-	c.env.lock()
-	err := mpiErr("MPI_Allreduce", C.ftigo_allreduce_int64(c.handle, C.int64_t(v), C.int(op), &out))
-	c.env.unlock()
+	var out int64
+	var err error
+	if f := c.env.fun; f != nil {
+		v := []int64{v, 0}
+		err = f.allreduce(c.handle, unsafe.Pointer(&v[0]), unsafe.Pointer(&v[1]), 1, 1, int(op))
+		out = v[1]
+	} else {
+		var o C.int64_t
+		err = mpiErr("MPI_Allreduce", C.ftigo_allreduce_int64(c.handle, C.int64_t(v), C.int(op), &o))
+		out = int64(o)
+	}
 	if err == nil {
 		c.env.tally.Send(1, 8)
 		c.env.tally.Recv(1, 8)
 	}
-	return int64(out), err
+	return out, err
 }
 
 func (c *Comm) Send(dst, tag int, buf []byte) error {
@@ -492,9 +526,12 @@ func (c *Comm) Send(dst, tag int, buf []byte) error {
 	if err := errors.Join(c.checkRank("Send: destination", dst), checkTag("Send", tag), checkCount("Send", len(buf))); err != nil {
 		return err
 	}
-	c.env.lock()
-	err := mpiErr("MPI_Send", C.ftigo_send(c.handle, ptr(buf), C.int(len(buf)), C.int(dst), C.int(tag)))
-	c.env.unlock()
+	var err error
+	if f := c.env.fun; f != nil {
+		err = f.send(c.handle, buf, dst, tag)
+	} else {
+		err = mpiErr("MPI_Send", C.ftigo_send(c.handle, ptr(buf), C.int(len(buf)), C.int(dst), C.int(tag)))
+	}
 	if err == nil {
 		c.env.tally.Send(1, int64(len(buf)))
 	}
@@ -508,14 +545,19 @@ func (c *Comm) Recv(src, tag int, buf []byte) (int, error) {
 	if err := errors.Join(c.checkRank("Recv: source", src), checkTag("Recv", tag), checkCount("Recv", len(buf))); err != nil {
 		return 0, err
 	}
-	var n C.int
-	c.env.lock()
-	err := mpiErr("MPI_Recv", C.ftigo_recv(c.handle, ptr(buf), C.int(len(buf)), C.int(src), C.int(tag), &n))
-	c.env.unlock()
+	var n int
+	var err error
+	if f := c.env.fun; f != nil {
+		n, err = f.recv(c.handle, buf, src, tag)
+	} else {
+		var cn C.int
+		err = mpiErr("MPI_Recv", C.ftigo_recv(c.handle, ptr(buf), C.int(len(buf)), C.int(src), C.int(tag), &cn))
+		n = int(cn)
+	}
 	if err == nil {
 		c.env.tally.Recv(1, int64(n))
 	}
-	return int(n), err
+	return n, err
 }
 
 func (c *Comm) Sendrecv(send []byte, dst, sendTag int, recv []byte, src, recvTag int) (int, error) {
@@ -529,17 +571,22 @@ func (c *Comm) Sendrecv(send []byte, dst, sendTag int, recv []byte, src, recvTag
 	); err != nil {
 		return 0, err
 	}
-	var n C.int
-	c.env.lock()
-	err := mpiErr("MPI_Sendrecv", C.ftigo_sendrecv(c.handle,
-		ptr(send), C.int(len(send)), C.int(dst), C.int(sendTag),
-		ptr(recv), C.int(len(recv)), C.int(src), C.int(recvTag), &n))
-	c.env.unlock()
+	var n int
+	var err error
+	if f := c.env.fun; f != nil {
+		n, err = f.sendrecv(c.handle, send, dst, sendTag, recv, src, recvTag)
+	} else {
+		var cn C.int
+		err = mpiErr("MPI_Sendrecv", C.ftigo_sendrecv(c.handle,
+			ptr(send), C.int(len(send)), C.int(dst), C.int(sendTag),
+			ptr(recv), C.int(len(recv)), C.int(src), C.int(recvTag), &cn))
+		n = int(cn)
+	}
 	if err == nil {
 		c.env.tally.Send(1, int64(len(send)))
 		c.env.tally.Recv(1, int64(n))
 	}
-	return int(n), err
+	return n, err
 }
 
 // Split returns a sub-communicator (MPI_Comm_split, MPI_UNDEFINED for a
@@ -552,10 +599,14 @@ func (c *Comm) Split(color, key int) (comm.Comm, error) {
 		return nil, fmt.Errorf("%w: Split: color %d or key %d does not fit a C int", comm.ErrBadArgument, color, key)
 	}
 	var h C.MPI_Fint
+	split := func() C.int { return C.ftigo_split(c.handle, C.int(max(color, -1)), C.int(key), &h) }
 	c.env.tally.Collective()
-	c.env.lock()
-	err := mpiErr("MPI_Comm_split", C.ftigo_split(c.handle, C.int(max(color, -1)), C.int(key), &h))
-	c.env.unlock()
+	var err error
+	if f := c.env.fun; f != nil {
+		err = f.blocking("MPI_Comm_split", split)
+	} else {
+		err = mpiErr("MPI_Comm_split", split())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -563,9 +614,17 @@ func (c *Comm) Split(color, key int) (comm.Comm, error) {
 		return nil, nil
 	}
 	sub := &Comm{env: c.env, handle: h}
-	c.env.lock()
-	err = sub.query()
-	c.env.unlock()
+	if f := c.env.fun; f != nil {
+		// Local calls, but MPI calls all the same.
+		err = f.blocking("MPI_Comm_size", func() C.int {
+			if e := sub.query(); e != nil {
+				return C.int(e.(*MPIError).Code)
+			}
+			return 0
+		})
+	} else {
+		err = sub.query()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -14,38 +14,16 @@ import (
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/comm/commtest"
 	"github.com/ftigo/ftigo/comm/mpi"
+	"github.com/ftigo/ftigo/comm/mpi/mpimain"
 )
 
 // world is this process's rank, set up by TestMain.
 var world *mpi.Comm
 
-// TestMain initialises MPI on its own (locked) goroutine, runs the tests and
-// then either finalizes (every test passed) or calls MPI_Abort, so that a
-// failing rank never leaves its peers waiting in a collective.
-func TestMain(m *testing.M) {
-	init := mpi.Init
-	if os.Getenv("FTIGO_MPI_THREAD") == "serialized" {
-		// Exercise the one-mutex path (both MPI libraries grant MULTIPLE).
-		init = func() (*mpi.Comm, error) { return mpi.InitThread(mpi.ThreadSerialized) }
-	}
-	w, err := init()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mpi.Init:", err)
-		os.Exit(2)
-	}
-	world = w
-	code := m.Run()
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "rank %d: tests failed, calling MPI_Abort(%d)\n", w.Rank(), code)
-		_ = w.Abort(code)
-		os.Exit(code)
-	}
-	if err := w.Finalize(); err != nil {
-		fmt.Fprintf(os.Stderr, "rank %d: MPI_Finalize: %v\n", w.Rank(), err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
+// TestMain runs the tests under MPI at the thread level FTIGO_MPI_THREAD
+// names (both MPI libraries grant MULTIPLE, so the levels below it run
+// the funnel's paths); see mpimain.Main.
+func TestMain(m *testing.M) { mpimain.Main(m, &world) }
 
 func TestConformance(t *testing.T) {
 	commtest.Run(t, world)
@@ -71,9 +49,9 @@ func TestConformanceSmallCount(t *testing.T) {
 func TestThreadLevel(t *testing.T) {
 	level, serialised := world.ThreadLevel()
 	t.Logf("rank %d of %d: thread level %d, serialised %v", world.Rank(), world.Size(), level, serialised)
-	if os.Getenv("FTIGO_MPI_THREAD") == "serialized" {
-		assert.Equal(t, mpi.ThreadSerialized, level)
-		assert.True(t, serialised)
+	if want := mpimain.Levels[os.Getenv("FTIGO_MPI_THREAD")]; want != mpi.ThreadMultiple {
+		assert.Equal(t, want, level)
+		assert.True(t, serialised, "calls go through the funnel")
 	} else {
 		assert.Equal(t, mpi.ThreadMultiple, level, "both Open MPI and MPICH grant MULTIPLE")
 		assert.False(t, serialised)

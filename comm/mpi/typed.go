@@ -175,9 +175,12 @@ func unword(t comm.Datatype, w uint64) int64 {
 
 func (c *Comm) allreduceCall(send, recv unsafe.Pointer, n int, t comm.Datatype, op comm.Op) error {
 	c.env.tally.Collective()
-	c.env.lock()
-	err := mpiErr("MPI_Allreduce", C.ftigo_allreduce_v(c.handle, send, recv, C.int(n), C.int(t), C.int(op)))
-	c.env.unlock()
+	var err error
+	if f := c.env.fun; f != nil {
+		err = f.allreduce(c.handle, send, recv, n, int(t), int(op))
+	} else {
+		err = mpiErr("MPI_Allreduce", C.ftigo_allreduce_v(c.handle, send, recv, C.int(n), C.int(t), C.int(op)))
+	}
 	if err == nil {
 		c.env.tally.Send(1, 8*int64(n))
 		c.env.tally.Recv(1, 8*int64(n))
@@ -364,9 +367,11 @@ func (c *Comm) rootPlan(name string, root int, n, want int64) (counts, displs []
 		lp = (*C.int64_t)(unsafe.Pointer(&lens[0]))
 	}
 	c.env.tally.Collective()
-	c.env.lock()
-	err = mpiErr("MPI_Gather", C.ftigo_gather_i64(c.handle, C.int64_t(n), lp, C.int(root)))
-	c.env.unlock()
+	if f := c.env.fun; f != nil {
+		err = f.gatherInt64(c.handle, n, lens, root)
+	} else {
+		err = mpiErr("MPI_Gather", C.ftigo_gather_i64(c.handle, C.int64_t(n), lp, C.int(root)))
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -434,9 +439,11 @@ func (c *Comm) Gatherv(root int, send, recv []byte) error {
 		rp, cp, dp = ptr(recv), &counts[0], &displs[0]
 	}
 	c.env.tally.Collective()
-	c.env.lock()
-	err = mpiErr("MPI_Gatherv", C.ftigo_gatherv(c.handle, ptr(send), C.int(len(send)), rp, cp, dp, C.int(root)))
-	c.env.unlock()
+	if f := c.env.fun; f != nil {
+		err = f.vcollective(0, c.handle, send, recv, nil, rp, cp, dp, root)
+	} else {
+		err = mpiErr("MPI_Gatherv", C.ftigo_gatherv(c.handle, ptr(send), C.int(len(send)), rp, cp, dp, C.int(root)))
+	}
 	if err == nil {
 		if c.rank == root {
 			c.env.tally.Recv(int64(c.size-1), int64(len(recv)-len(send)))
@@ -480,9 +487,11 @@ func (c *Comm) Allgatherv(send, recv []byte) error {
 		off += h.send
 	}
 	c.env.tally.Collective()
-	c.env.lock()
-	err = mpiErr("MPI_Allgatherv", C.ftigo_allgatherv(c.handle, ptr(send), C.int(len(send)), ptr(recv), &counts[0], &displs[0]))
-	c.env.unlock()
+	if f := c.env.fun; f != nil {
+		err = f.vcollective(1, c.handle, send, recv, nil, nil, &counts[0], &displs[0], 0)
+	} else {
+		err = mpiErr("MPI_Allgatherv", C.ftigo_allgatherv(c.handle, ptr(send), C.int(len(send)), ptr(recv), &counts[0], &displs[0]))
+	}
 	if err == nil {
 		c.env.tally.Send(1, int64(len(send)))
 		c.env.tally.Recv(int64(c.size-1), sum-int64(len(send)))
@@ -510,9 +519,11 @@ func (c *Comm) Scatterv(root int, send, recv []byte) error {
 		sp, cp, dp = ptr(send), &counts[0], &displs[0]
 	}
 	c.env.tally.Collective()
-	c.env.lock()
-	err = mpiErr("MPI_Scatterv", C.ftigo_scatterv(c.handle, sp, cp, dp, ptr(recv), C.int(len(recv)), C.int(root)))
-	c.env.unlock()
+	if f := c.env.fun; f != nil {
+		err = f.vcollective(2, c.handle, send, recv, sp, nil, cp, dp, root)
+	} else {
+		err = mpiErr("MPI_Scatterv", C.ftigo_scatterv(c.handle, sp, cp, dp, ptr(recv), C.int(len(recv)), C.int(root)))
+	}
 	if err == nil {
 		if c.rank == root {
 			c.env.tally.Send(int64(c.size-1), int64(len(send)-len(recv)))
@@ -564,9 +575,17 @@ func (c *Comm) ipost(send bool, peer, tag int, buf []byte) (comm.Request, error)
 	r := &request{c: c, send: send, size: len(buf)}
 	c.env.pin(buf)
 	var h C.MPI_Fint
-	c.env.lock()
-	rc := C.ftigo_ipost(C.int(b2i(send)), c.handle, ptr(buf), C.longlong(len(buf)), C.int(c.env.maxCount), C.int(peer), C.int(tag), &h)
-	c.env.unlock()
+	post := func() C.int {
+		return C.ftigo_ipost(C.int(b2i(send)), c.handle, ptr(buf), C.longlong(len(buf)), C.int(c.env.maxCount), C.int(peer), C.int(tag), &h)
+	}
+	var rc C.int
+	if f := c.env.fun; f != nil {
+		op := &fop{name: mpiName, post: func() ([]C.MPI_Fint, C.int) { return nil, post() }}
+		_ = f.exec(op)
+		rc = op.rc
+	} else {
+		rc = post()
+	}
 	if err := mpiErr(mpiName, rc); err != nil {
 		c.env.unpin()
 		return nil, err
@@ -596,9 +615,14 @@ func (r *request) Wait() (int, error) {
 	if !r.done {
 		h := r.h
 		var count C.longlong
-		r.c.env.lock()
-		rc := C.ftigo_wait(&h, &count)
-		r.c.env.unlock()
+		var rc C.int
+		if f := r.c.env.fun; f != nil {
+			var n int64
+			rc, n = f.wait(&h)
+			count = C.longlong(n)
+		} else {
+			rc = C.ftigo_wait(&h, &count)
+		}
 		r.h = h
 		r.finish(rc, count)
 	}
@@ -611,9 +635,16 @@ func (r *request) Test() (bool, int, error) {
 		h := r.h
 		var flag C.int
 		var count C.longlong
-		r.c.env.lock()
-		rc := C.ftigo_test(&h, &flag, &count)
-		r.c.env.unlock()
+		var rc C.int
+		if f := r.c.env.fun; f != nil {
+			done, frc, n := f.testOnce(&h)
+			rc, count = frc, C.longlong(n)
+			if done {
+				flag = 1
+			}
+		} else {
+			rc = C.ftigo_test(&h, &flag, &count)
+		}
 		r.h = h
 		if rc == 0 && flag == 0 {
 			return false, 0, nil

@@ -39,7 +39,8 @@ import "C"
 import (
 	"fmt"
 	"math"
-	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ftigo/ftigo/comm"
 )
@@ -56,9 +57,11 @@ import (
 // [Comm.Finalize] refuses with [ErrNotInitThread], since this package did
 // not initialise MPI, and [Comm.Abort] ends the whole job as for a world
 // from [Init]. The thread level is the one the application obtained;
-// below MULTIPLE every call is serialised by a mutex, as after
-// [InitThread], and with MPI_THREAD_SINGLE or FUNNELED the caller must
-// make every call from the thread that initialised MPI.
+// below MULTIPLE every call goes through the funnel, as after
+// [InitThread]. At MPI_THREAD_SINGLE or FUNNELED the thread that may call
+// MPI is the Init goroutine's when this package initialised MPI, else
+// the caller's: FromHandle must then be called from the thread that
+// initialised MPI, which alone serves the calls.
 func FromHandle(h int) (*Comm, error) {
 	if h < math.MinInt32 || h > math.MaxInt32 {
 		return nil, fmt.Errorf("%w: communicator handle %d does not fit an MPI_Fint", comm.ErrBadArgument, h)
@@ -84,14 +87,31 @@ func FromHandle(h int) (*Comm, error) {
 		return nil, fmt.Errorf("%w: an inter-communicator; pass an intra-communicator", comm.ErrBadArgument)
 	}
 	granted := int(C.ftigo_wrap_level(provided))
-	e := &env{level: granted, initTid: -1, maxCount: MaxCount} // no thread of this process may finalize
-	if granted < ThreadMultiple {
-		e.serial = &sync.Mutex{}
+	// Below SERIALIZED the thread that may call MPI is the one that
+	// initialised it: this package's Init goroutine's, else the caller's
+	// (a C program's thread calling into ftigo).
+	owner := unix.Gettid()
+	var shared *funnel
+	if ie := initEnv.Load(); ie != nil {
+		owner, shared = ie.initTid, ie.fun
 	}
+	e := newEnv(granted, owner)
+	if shared != nil && e.fun != nil {
+		e.fun = shared // one MPI, one funnel
+	}
+	e.initTid = -1 // no thread of this process may finalize
 	c := &Comm{env: e, handle: C.MPI_Fint(h), world: true}
-	e.lock()
-	err := c.query()
-	e.unlock()
+	var err error
+	if e.fun != nil {
+		err = e.fun.blocking("MPI_Comm_rank", func() C.int {
+			if qe := c.query(); qe != nil {
+				return C.int(qe.(*MPIError).Code)
+			}
+			return 0
+		})
+	} else {
+		err = c.query()
+	}
 	if err != nil {
 		return nil, err
 	}

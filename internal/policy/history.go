@@ -15,6 +15,10 @@ import (
 // Only the newest [MaxCheckpoints] checkpoints and [MaxLaunches]
 // launches are kept one by one; Totals count them all.
 type History struct {
+	// Run is the run the history belongs to (ckpt's run id, FTI's
+	// exec_id; empty for a run from before run ids). A meta_dir that
+	// starts another run starts another history.
+	Run string `json:"run,omitempty"`
 	// Launches are the run's launches, oldest first.
 	Launches []Launch `json:"launches"`
 	// Checkpoints are the newest checkpoints, oldest first.
