@@ -38,9 +38,9 @@ func (r *Runtime) Checkpoint(id int64, level int) error {
 	if err := r.usable("Checkpoint"); err != nil {
 		return err
 	}
-	level, final, err := r.stopAtCheckpoint(level)
+	level, final, err := r.stopAtCheckpoint(id, level)
 	if err != nil {
-		return err
+		return r.logFailed(id, level, err)
 	}
 	err = r.logFailed(id, level, r.checkpointAt(id, level))
 	if final {

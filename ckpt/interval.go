@@ -287,7 +287,7 @@ func (r *Runtime) agree(elapsed time.Duration) (check, error) {
 		r.rank0Slots(v, now)
 	}
 	if err := comm.AllreduceInt64s(r.c, v, comm.Max); err != nil {
-		return check{}, fmt.Errorf("ckpt: agree on the schedule: %w", err)
+		return check{}, err // the caller names the call
 	}
 	c := check{elapsed: time.Duration(v[vElapsed]), since: time.Duration(v[vSince]), signal: v[vSignal] > 0, halt: v[vHalt], now: v[vNow]}
 	if v[vDeadline] != math.MinInt64 {
@@ -449,7 +449,7 @@ func (r *Runtime) snapshotAuto() (int, error) {
 	}
 	c, err := r.agree(r.now().Sub(a.origin))
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("ckpt: snapshot: %w", err)
 	}
 	if a.iter > a.lastIter && c.elapsed > a.lastSync {
 		a.meanIter = (c.elapsed - a.lastSync) / time.Duration(a.iter-a.lastIter)

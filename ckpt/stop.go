@@ -106,7 +106,8 @@ func (r *Runtime) pollSignal() bool {
 	return st.signal != ""
 }
 
-// pollHalt reads the halt file, at most every pollEvery (rank 0).
+// pollHalt reads the halt file, at most every pollEvery (rank 0), and
+// at every Checkpoint call.
 func (r *Runtime) pollHalt(now time.Time) (*HaltRequest, bool) {
 	st := &r.pol.stop
 	if st.halt == nil && (st.lastPoll.IsZero() || now.Sub(st.lastPoll) >= pollEvery) {
@@ -271,7 +272,7 @@ func (r *Runtime) NeedCheckpoint() (bool, error) {
 	}
 	c, err := r.agree(r.now().Sub(a.origin))
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("ckpt: need checkpoint: %w", err)
 	}
 	if a.iter > a.lastIter && c.elapsed > a.lastSync {
 		a.meanIter = (c.elapsed - a.lastSync) / time.Duration(a.iter-a.lastIter)
@@ -286,7 +287,7 @@ func (r *Runtime) NeedCheckpoint() (bool, error) {
 // stopAtCheckpoint is Checkpoint's check: it returns the level to take
 // (the caller's, or the final level when the ranks agree to stop) and
 // whether this checkpoint is the final one. Collective.
-func (r *Runtime) stopAtCheckpoint(level int) (int, bool, error) {
+func (r *Runtime) stopAtCheckpoint(id int64, level int) (int, bool, error) {
 	st := &r.pol.stop
 	if !r.pol.started || st.final {
 		return level, false, nil
@@ -294,9 +295,12 @@ func (r *Runtime) stopAtCheckpoint(level int) (int, bool, error) {
 	if st.agreed {
 		return st.level, true, nil // NeedCheckpoint agreed already
 	}
+	// A checkpoint costs far more than reading the halt file: rank 0
+	// reads it at every Checkpoint call.
+	st.lastPoll = time.Time{}
 	c, err := r.agree(r.now().Sub(r.pol.start))
 	if err != nil {
-		return level, false, err
+		return level, false, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
 	if lvl, ok := r.stopLevel(c); ok {
 		return lvl, true, nil
