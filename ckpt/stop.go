@@ -11,6 +11,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -33,8 +34,10 @@ type stopState struct {
 	// sig receives the stop signals (nil: none configured); signal is
 	// the first one received.
 	sig    chan os.Signal
-	notify bool // sig is registered with signal.Notify
-	signal string
+	notify bool // sig is fed by watchSignal
+	// seen is closed once a call took the signal; quit stops the watch.
+	seen, quit chan struct{}
+	signal     string
 	// deadline is this rank's time limit: Init plus walltime, or Slurm's
 	// job end (zero: none); why says which.
 	deadline time.Time
@@ -60,12 +63,14 @@ func (r *Runtime) startStop(o options, start time.Time) {
 	if o.signals != nil {
 		st.sig = o.signals
 	} else if sigs := r.cfg.Policy.signals(); len(sigs) > 0 {
-		st.sig = make(chan os.Signal, 1)
 		ss := make([]os.Signal, len(sigs))
 		for i, s := range sigs {
 			ss[i] = s
 		}
-		signal.Notify(st.sig, ss...)
+		st.sig, st.seen, st.quit = make(chan os.Signal, 1), make(chan struct{}), make(chan struct{})
+		raw := make(chan os.Signal, 1)
+		signal.Notify(raw, ss...)
+		go watchSignal(raw, st.sig, st.seen, st.quit, r.cfg.Policy.grace())
 		st.notify = true
 	}
 	if w := r.cfg.Policy.Walltime; w > 0 {
@@ -84,11 +89,39 @@ func (r *Runtime) startStop(o options, start time.Time) {
 	}
 }
 
+// watchSignal catches the stop signals from raw and hands the first to
+// sig, for the next Checkpoint or Snapshot call. A program that makes
+// no such call within grace (it is blocked, or never checkpoints) gets
+// the signal back with its default action, as without ftigo: a caught
+// signal never keeps a process alive. quit, or a call that took the
+// signal (seen), ends the watch and the catching.
+func watchSignal(raw, sig chan os.Signal, seen, quit chan struct{}, grace time.Duration) {
+	defer signal.Stop(raw)
+	var s os.Signal
+	select {
+	case s = <-raw:
+	case <-quit:
+		return
+	}
+	sig <- s // sig is buffered and this is its only sender
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-seen:
+	case <-quit:
+	case <-t.C:
+		signal.Stop(raw)
+		if ss, ok := s.(syscall.Signal); ok {
+			_ = syscall.Kill(os.Getpid(), ss)
+		}
+	}
+}
+
 // stopSignals stops catching the stop signals.
 func (r *Runtime) stopSignals() {
 	st := &r.pol.stop
 	if st.notify {
-		signal.Stop(st.sig)
+		close(st.quit)
 		st.notify = false
 	}
 }
@@ -100,6 +133,9 @@ func (r *Runtime) pollSignal() bool {
 		select {
 		case s := <-st.sig:
 			st.signal = s.String()
+			if st.seen != nil {
+				close(st.seen)
+			}
 		default:
 		}
 	}
