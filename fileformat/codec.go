@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -442,4 +443,50 @@ func decompressBlock(dst, src []byte) error {
 		return fmt.Errorf("%w: decoded %d bytes", errDecode, len(out))
 	}
 	return nil
+}
+
+// CodecRate is what [MeasureCodec] measured: the time to compress and to
+// decompress a buffer block by block on one goroutine, and the bytes
+// its blocks took stored.
+type CodecRate struct {
+	Logical, Stored  int64
+	Compress, Decode time.Duration
+}
+
+// MeasureCodec compresses every block of data (bs bytes each, the last
+// one shorter) with c as a writer stores it, without probing, then
+// decodes every compressed block, all on the calling goroutine. It is a
+// microbenchmark: the rates per core of the codec on such data.
+func MeasureCodec(c Codec, data []byte, bs int) (CodecRate, error) {
+	if c != CodecZstd || bs < 1 {
+		return CodecRate{}, fmt.Errorf("%w: measure codec %v, block size %d", ErrInvalid, c, bs)
+	}
+	enc, err := getEncoder()
+	if err != nil {
+		return CodecRate{}, err
+	}
+	defer putEncoder(enc)
+	r := CodecRate{Logical: int64(len(data))}
+	n := (len(data) + bs - 1) / bs
+	sizes := make([]uint32, n)
+	out := make([]byte, 0, len(data))
+	t0 := time.Now()
+	for j := range n {
+		b := data[j*bs : min((j+1)*bs, len(data))]
+		out, sizes[j] = compressBlock(enc, out, b)
+	}
+	r.Compress = time.Since(t0)
+	r.Stored = int64(len(out))
+	dst := make([]byte, bs)
+	t0 = time.Now()
+	off := 0
+	for j := range n {
+		d := dst[:min(bs, len(data)-j*bs)]
+		if err := decompressBlock(d, out[off:off+int(sizes[j])]); err != nil {
+			return r, fmt.Errorf("measure codec: block %d: %w", j, err)
+		}
+		off += int(sizes[j])
+	}
+	r.Decode = time.Since(t0)
+	return r, nil
 }

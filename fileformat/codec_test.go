@@ -463,7 +463,7 @@ func layoutOf(t *testing.T, m *memFile) *Layout {
 }
 
 // TestCompressBlocksProbe checks the writer's decisions per block: on
-// random data the first block is tried whole and the later ones only on
+// random data every probed block is tried only on
 // a sample, all stored raw; after random blocks, compressible ones are
 // found again within probeEvery blocks and compressed.
 func TestCompressBlocksProbe(t *testing.T) {

@@ -495,7 +495,8 @@ func (w *writer) writeData(chunks []ChunkInfo, bs uint32) error {
 
 // compressGroup is how many bytes of a chunk one worker compresses and
 // hashes as one piece, and the writer writes as one piece.
-const compressGroup = 4 << 20
+// 1 MiB keeps the first write close to the start of the chunk.
+const compressGroup = 1 << 20
 
 // probeEvery is how often a block is tried again after one that did not
 // shrink: the blocks in between are stored raw without an attempt, so
@@ -601,15 +602,15 @@ func putGroupBuf(b []byte) {
 
 // compressBlocks compresses blocks [lo, hi) of data into one buffer,
 // setting their stored sizes and, with hash, their hashes (of the bytes
-// given). It returns nil when every block is stored raw. After a block
-// that did not shrink, the next probeEvery-1 are stored raw, and the
-// one after is probed on a sample (sampleShrinks) before it is
-// compressed whole: incompressible data costs a compression of a few
-// KiB in probeEvery blocks.
+// given). It returns nil when every block is stored raw. The first
+// block is probed on a sample (sampleShrinks) before it is compressed
+// whole. After a block that did not shrink, the next probeEvery-1 are
+// stored raw and the one after is probed again: incompressible data
+// costs a compression of a few KiB in probeEvery blocks.
 func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored []uint32, hashes [][HashSize]byte, hash bool) []byte {
 	out := getGroupBuf()
 	skip := 0
-	failing, compressed := false, false
+	failing, compressed := true, false
 	var scratch []byte
 	for j := lo; j < hi; j++ {
 		b := blockOf(data, j, bs)
