@@ -133,10 +133,7 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 			CacheDropped: bc.cold, CPU: summarizeCPU(rsC), RawCPU: summarizeCPU(readC), StrongCPU: summarizeCPU(refC)}
 		row.Ratio, row.RatioStrong = row.Time.Median/row.Raw.Median, row.Time.Median/row.Strong.Median
 		row.Data = bc.data
-		if bc.codec != fileformat.CodecNone {
-			row.Compression = bc.codec.String()
-			row.setUncompressed(rsNone)
-		}
+		row.setUncompressed(rsNone)
 		res.Rows = append(res.Rows, row)
 	}
 	return res, nil
