@@ -23,9 +23,10 @@ type PolicyConfig struct {
 	MTBFNode time.Duration
 	// StopSignals are the signals that ask the job to stop ([basic]
 	// stop_signals, names such as SIGTERM, comma-separated, or none).
-	// nil means SIGUSR1; an empty list means none. A signal no
-	// Checkpoint or Snapshot call takes within stop_grace gets its
-	// default action back.
+	// nil means SIGTERM and SIGUSR1; an empty list means none. A signal
+	// no Checkpoint or Snapshot call takes within stop_grace gets its
+	// default action back, and so does the next one after a call took
+	// it.
 	StopSignals []string
 	// Walltime is how long a launch may run, from Init ([basic]
 	// walltime; 0: no limit). Slurm's SLURM_JOB_END_TIME is used too.
@@ -38,12 +39,14 @@ type PolicyConfig struct {
 // defaultStopGrace is StopGrace's default: Slurm's default KillWait.
 const defaultStopGrace = 30 * time.Second
 
-// defaultStopSignals are the signals a job stops on by default. SIGUSR1
-// is Slurm's early warning (sbatch --signal=USR1@T). SIGTERM is opt-in
-// (stop_signals = SIGTERM,SIGUSR1): launchers (mpirun's daemons) send it
-// to tear a failed job down, and a rank blocked in a collective must
-// then die at once, not hold its locks for stop_grace.
-var defaultStopSignals = []string{"SIGUSR1"}
+// defaultStopSignals are the signals a job stops on by default. Slurm
+// sends SIGTERM at preemption and at the time limit, KillWait (30 s)
+// before SIGKILL; SIGUSR1 is its early warning (sbatch
+// --signal=USR1@T). A launcher tearing a failed job down sends SIGTERM
+// too: a rank that makes no Checkpoint or Snapshot call within
+// stop_grace (blocked in a collective, say) then gets SIGTERM's default
+// action back and dies, and so does a rank sent it a second time.
+var defaultStopSignals = []string{"SIGTERM", "SIGUSR1"}
 
 // stopSignalNames are the signals stop_signals accepts.
 var stopSignalNames = map[string]syscall.Signal{

@@ -34,7 +34,8 @@ type stopState struct {
 	// sig receives the stop signals (nil: none configured); signal is
 	// the first one received.
 	sig    chan os.Signal
-	notify bool // sig is fed by watchSignal
+	notify bool // sig is fed by watchSignal, from raw
+	raw    chan os.Signal
 	// seen is closed once a call took the signal; quit stops the watch.
 	seen, quit chan struct{}
 	signal     string
@@ -68,9 +69,9 @@ func (r *Runtime) startStop(o options, start time.Time) {
 			ss[i] = s
 		}
 		st.sig, st.seen, st.quit = make(chan os.Signal, 1), make(chan struct{}), make(chan struct{})
-		raw := make(chan os.Signal, 1)
-		signal.Notify(raw, ss...)
-		go watchSignal(raw, st.sig, st.seen, st.quit, r.cfg.Policy.grace())
+		st.raw = make(chan os.Signal, 1)
+		signal.Notify(st.raw, ss...)
+		go watchSignal(st.raw, st.sig, st.seen, st.quit, r.cfg.Policy.grace())
 		st.notify = true
 	}
 	if w := r.cfg.Policy.Walltime; w > 0 {
@@ -90,7 +91,7 @@ func (r *Runtime) startStop(o options, start time.Time) {
 }
 
 // watchSignal catches the stop signals from raw and hands the first to
-// sig, for the next Checkpoint or Snapshot call. A program that makes
+// sig (when not nil), for the next Checkpoint or Snapshot call. A program that makes
 // no such call within grace (it is blocked, or never checkpoints) gets
 // the signal back with its default action, as without ftigo: a caught
 // signal never keeps a process alive. quit, or a call that took the
@@ -103,7 +104,9 @@ func watchSignal(raw, sig chan os.Signal, seen, quit chan struct{}, grace time.D
 	case <-quit:
 		return
 	}
-	sig <- s // sig is buffered and this is its only sender
+	if sig != nil {
+		sig <- s // sig is buffered and this is its only sender
+	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
@@ -134,6 +137,8 @@ func (r *Runtime) pollSignal() bool {
 		case s := <-st.sig:
 			st.signal = s.String()
 			if st.seen != nil {
+				// The next signal acts by default from now on.
+				signal.Stop(st.raw)
 				close(st.seen)
 			}
 		default:
@@ -471,17 +476,21 @@ func ClearHalt(d vfd.Driver, metaDir string) error {
 
 // catchStopSignals holds the stop signals on a head rank while it
 // serves its node, so that the application ranks can take their final
-// checkpoint (the heads raise it); it returns the release.
+// checkpoint (the heads raise it); it returns the release. As on an
+// application rank, a signal still held after stop_grace gets its
+// default action back.
 func catchStopSignals(cfg Config) func() {
 	sigs := cfg.Policy.signals()
 	if len(sigs) == 0 {
 		return func() {}
 	}
-	ch := make(chan os.Signal, 1)
+	raw := make(chan os.Signal, 1)
 	ss := make([]os.Signal, len(sigs))
 	for i, s := range sigs {
 		ss[i] = s
 	}
-	signal.Notify(ch, ss...)
-	return func() { signal.Stop(ch) }
+	signal.Notify(raw, ss...)
+	quit := make(chan struct{})
+	go watchSignal(raw, nil, nil, quit, cfg.Policy.grace())
+	return func() { close(quit) }
 }

@@ -308,7 +308,7 @@ func TestStopSignalsConfig(t *testing.T) {
 		in   string
 		want []syscall.Signal
 	}{
-		{"", []syscall.Signal{syscall.SIGUSR1}},
+		{"", []syscall.Signal{syscall.SIGTERM, syscall.SIGUSR1}},
 		{"stop_signals = none\n", nil},
 		{"stop_signals = term, SIGUSR2\n", []syscall.Signal{syscall.SIGTERM, syscall.SIGUSR2}},
 	} {
