@@ -47,6 +47,7 @@ type stopState struct {
 	// said (nil: no halt file).
 	lastPoll time.Time
 	halt     *HaltRequest
+	haltErr  string // the last read's error, warned once
 	// agreed: the ranks agreed to stop, the final checkpoint is being
 	// taken; final: it was taken (or failed), ShouldExit is true.
 	agreed, final bool
@@ -148,17 +149,27 @@ func (r *Runtime) pollSignal() bool {
 }
 
 // pollHalt reads the halt file, at most every pollEvery (rank 0), and
-// at every Checkpoint call.
+// at every Checkpoint call. The file is read again each time: one
+// rewritten (a deadline changed or dropped) or removed (ftigo halt
+// --clear) before the ranks agreed to stop counts as it is now.
 func (r *Runtime) pollHalt(now time.Time) (*HaltRequest, bool) {
 	st := &r.pol.stop
-	if st.halt == nil && (st.lastPoll.IsZero() || now.Sub(st.lastPoll) >= pollEvery) {
+	if st.lastPoll.IsZero() || now.Sub(st.lastPoll) >= pollEvery {
 		st.lastPoll = now
 		h, err := ReadHalt(r.env.Meta.Driver, r.env.Meta.Dir)
 		switch {
 		case err == nil:
 			st.halt = &h
-		case !errors.Is(err, fs.ErrNotExist):
-			r.log.Warn("halt file unreadable: ignored", zap.Error(err))
+		case errors.Is(err, fs.ErrNotExist):
+			st.halt = nil
+		default:
+			if err.Error() != st.haltErr { // once per error, not every second
+				r.log.Warn("halt file unreadable: ignored", zap.Error(err))
+			}
+		}
+		st.haltErr = ""
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			st.haltErr = err.Error()
 		}
 	}
 	return st.halt, st.halt != nil
