@@ -104,6 +104,21 @@ func TestHaltRunningJob(t *testing.T) {
 		}
 		return nil
 	}))
+
+	// ftigo stats reads the same run from its history: four L1
+	// checkpoints and the final one at L4 (as the log says), two clean
+	// launches, the second restarted from L4.
+	code, out, errOut = ftigo("stats", dir, "--json")
+	require.Equal(t, 0, code, errOut)
+	var st statsResult
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	assert.Equal(t, int64(2), st.Launches)
+	assert.Equal(t, [4]int64{}, st.Failures)
+	require.Len(t, st.Levels, 2)
+	assert.Equal(t, []int{1, 4}, []int{st.Levels[0].Level, st.Levels[1].Level})
+	assert.Equal(t, []int64{haltAfter, 1}, []int64{st.Levels[0].Checkpoints, st.Levels[1].Checkpoints})
+	assert.Equal(t, int64(1), st.Levels[1].Restarts)
+	assert.Zero(t, st.LostWork)
 }
 
 // halt --clear removes the file; with none it says so; bad values are
