@@ -33,16 +33,7 @@ func TestHaltRunningJob(t *testing.T) {
 	stopped := make([]int, 2)
 	done := make(chan error, 1)
 	go func() {
-		done <- comm.Run(2, func(c comm.Comm) error {
-			rt, err := ckpt.Init(cfg, c)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			x := []float64{0}
-			if err := ckpt.Protect(rt, 0, &x); err != nil {
-				return err
-			}
+		done <- haltJob(cfg, func(rt *ckpt.Runtime, x []float64, c comm.Comm) error {
 			for it := 1; it <= 10; it++ {
 				x[0] = float64(it)
 				if err := rt.Checkpoint(int64(it), 1); err != nil {
@@ -58,7 +49,7 @@ func TestHaltRunningJob(t *testing.T) {
 				}
 			}
 			return errors.New("the job ran to its end")
-		}, comm.WithTimeout(60*time.Second))
+		})
 	}()
 	<-ready[haltAfter-1]
 	code, out, errOut := ftigo("halt", dir, "--reason", "maintenance", "--deadline", "2030-01-02T03:04:05Z", "--json")
@@ -86,16 +77,7 @@ func TestHaltRunningJob(t *testing.T) {
 	assert.ErrorIs(t, err, fs.ErrNotExist, "the job removes the halt file")
 
 	// The relaunch restores the final checkpoint.
-	require.NoError(t, comm.Run(2, func(c comm.Comm) error {
-		rt, err := ckpt.Init(cfg, c)
-		if err != nil {
-			return err
-		}
-		defer rt.Close()
-		x := []float64{0}
-		if err := ckpt.Protect(rt, 0, &x); err != nil {
-			return err
-		}
+	require.NoError(t, haltJob(cfg, func(rt *ckpt.Runtime, x []float64, _ comm.Comm) error {
 		if err := rt.Recover(); err != nil {
 			return err
 		}
@@ -119,6 +101,23 @@ func TestHaltRunningJob(t *testing.T) {
 	assert.Equal(t, []int64{haltAfter, 1}, []int64{st.Levels[0].Checkpoints, st.Levels[1].Checkpoints})
 	assert.Equal(t, int64(1), st.Levels[1].Restarts)
 	assert.Zero(t, st.LostWork)
+}
+
+// haltJob runs fn on 2 in-process ranks, each with a runtime of cfg and
+// one protected float64.
+func haltJob(cfg ckpt.Config, fn func(rt *ckpt.Runtime, x []float64, c comm.Comm) error) error {
+	return comm.Run(2, func(c comm.Comm) error {
+		rt, err := ckpt.Init(cfg, c)
+		if err != nil {
+			return err
+		}
+		defer rt.Close()
+		x := []float64{0}
+		if err := ckpt.Protect(rt, 0, &x); err != nil {
+			return err
+		}
+		return fn(rt, x, c)
+	}, comm.WithTimeout(60*time.Second))
 }
 
 // halt --clear removes the file; with none it says so; bad values are
