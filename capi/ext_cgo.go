@@ -24,6 +24,13 @@ func ftigo_capi_elem_type(t C.int) C.int {
 	return C.int(lib.elemTypeHandle(int(t)))
 }
 
+//export ftigo_capi_should_exit
+func ftigo_capi_should_exit() C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.shouldExit())
+}
+
 //export ftigo_capi_last_error
 func ftigo_capi_last_error(buf *C.char, n C.int) {
 	mu.Lock()

@@ -55,6 +55,15 @@ int ftigo_init_icp(int id, int level, int activate);
 int ftigo_fail(const char *fn, const char *msg);
 
 /*
+ * 1 when the job should end: a stop signal, the halt file (ftigo halt)
+ * or the allocation's end made the last FTI_Checkpoint or FTI_Snapshot
+ * take the final checkpoint. The job then exits with status 0 without
+ * FTI_Finalize, which would delete the checkpoints; the relaunch
+ * restarts from the final one. 0 otherwise, and before FTI_Init.
+ */
+int ftigo_should_exit(void);
+
+/*
  * ftigo_init_f on MPI_COMM_WORLD, for callers without MPI bindings of
  * their own: MPI_Init first when MPI is not initialised (plain MPI_Init:
  * MPI_THREAD_SINGLE). ftigo_finalize_world is FTI_Finalize, then
