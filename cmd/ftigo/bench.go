@@ -34,6 +34,9 @@ type benchConfig struct {
 	// snapshot (with async) takes every level in ckpt_snapshot mode and
 	// also measures the inline checkpoint and a plain memcpy (bench_snap.go).
 	snapshot bool
+	// steady (with snapshot, for the rows and their inline reference)
+	// takes several checkpoints per job, the first reported apart.
+	steady bool
 }
 
 // persistFactor is how many times a level stores each byte of data: L2
@@ -158,12 +161,19 @@ type benchRow struct {
 	// mode; InlineS is the median synchronous checkpoint of the level and
 	// MemcpyS the median plain copy of the same bytes by the same ranks,
 	// both in the same run.
-	Snapshot  bool     `json:"snapshot,omitempty"`
-	InlineS   float64  `json:"inline_s,omitempty"`
-	MemcpyS   float64  `json:"memcpy_s,omitempty"`
-	CPU       cpuStats `json:"cpu"`
-	RawCPU    cpuStats `json:"raw_cpu"`
-	StrongCPU cpuStats `json:"strong_raw_cpu"`
+	Snapshot bool    `json:"snapshot,omitempty"`
+	InlineS  float64 `json:"inline_s,omitempty"`
+	MemcpyS  float64 `json:"memcpy_s,omitempty"`
+	// FirstBlockedS and FirstTotalS (--snapshot) are the medians of each
+	// job's first checkpoint, which touches its staging memory and makes
+	// its directories. BlockedS, TotalS and InlineS are the medians of
+	// the later ones (steady state), MemcpyS of a copy into a buffer
+	// already touched.
+	FirstBlockedS float64  `json:"first_blocked_s,omitempty"`
+	FirstTotalS   float64  `json:"first_total_s,omitempty"`
+	CPU           cpuStats `json:"cpu"`
+	RawCPU        cpuStats `json:"raw_cpu"`
+	StrongCPU     cpuStats `json:"strong_raw_cpu"`
 	// StrongShared is, for the L4 checkpoint only (nil otherwise), the
 	// strong writer into one shared file, as the L4 container is
 	// written: every rank writes its data at its task's offset (after a
@@ -610,7 +620,7 @@ func measure(rankCounts []int, sizes []int64, bf *benchFlags, dir string, drop f
 				}
 				continue
 			}
-			bc := benchConfig{ranks: ranks, size: size, levels: bf.levels, repeats: bf.repeats, dir: dir, cold: bf.cold, drop: drop, async: bf.async, snapshot: bf.snapshot}
+			bc := benchConfig{ranks: ranks, size: size, levels: bf.levels, repeats: bf.repeats, dir: dir, cold: bf.cold, drop: drop, async: bf.async, snapshot: bf.snapshot, steady: bf.snapshot}
 			res, err := bench(bc, tick)
 			if err != nil {
 				return nil, fmt.Errorf("%d ranks x %s: %w", ranks, humanBytes(size), err)

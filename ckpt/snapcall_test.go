@@ -1,0 +1,148 @@
+package ckpt
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/internal/levels"
+	"github.com/ftigo/ftigo/vfd"
+)
+
+// TestSnapshotCallPath checks what a checkpoint in snapshot mode costs
+// the solver, at L1..L4, full and differential: one collective call on
+// its path (the poster is held, so only the call path is counted), and
+// the copy into the staging slot that Protect allocated, the same memory
+// at every checkpoint.
+func TestSnapshotCallPath(t *testing.T) {
+	for _, dcp := range []bool{false, true} {
+		for lvl := 1; lvl <= 4; lvl++ {
+			t.Run(fmt.Sprintf("L%d/dcp=%v", lvl, dcp), func(t *testing.T) {
+				cfg := snapConfig(dcp)
+				level := lvl
+				if dcp {
+					level += dcpLevelOffset
+				}
+				var gmu sync.Mutex
+				gate := make(chan struct{})
+				hold := func(o *options) {
+					o.postStart = func() {
+						gmu.Lock()
+						g := gate
+						gmu.Unlock()
+						<-g
+					}
+				}
+				colls := make([][]int64, 4)
+				core := vfd.NewCore()
+				require.NoError(t, comm.Run(4, func(c comm.Comm) error {
+					r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()), hold)
+					if err != nil {
+						return err
+					}
+					defer r.Close()
+					x := make([]uint64, 4096)
+					if err := Protect(r, 0, &x); err != nil {
+						return err
+					}
+					slot := r.scopy.slots[0]
+					if len(slot) != 8*len(x) || r.scopy.held != int64(8*len(x)) {
+						return fmt.Errorf("rank %d: after Protect the slot has %d bytes, %d held; want %d", c.Rank(), len(slot), r.scopy.held, 8*len(x))
+					}
+					for v := 1; v <= 3; v++ {
+						for i := range x {
+							x[i] = uint64(v)<<32 | uint64(c.Rank())<<16 | uint64(i)
+						}
+						if v == 3 {
+							x[7]++ // a dCP layer writes one block
+						}
+						if c.Rank() == 0 {
+							gmu.Lock()
+							gate = make(chan struct{})
+							gmu.Unlock()
+						}
+						if err := c.Barrier(); err != nil {
+							return err
+						}
+						before := comm.CountsOf(c)
+						if err := r.Checkpoint(int64(v), level); err != nil {
+							return err
+						}
+						colls[c.Rank()] = append(colls[c.Rank()], comm.CountsOf(c).Sub(before).Collectives)
+						if got := r.scopy.slots[0]; unsafe.SliceData(got) != unsafe.SliceData(slot) {
+							return fmt.Errorf("rank %d: checkpoint %d copied into new memory", c.Rank(), v)
+						}
+						if err := c.Barrier(); err != nil {
+							return err
+						}
+						if c.Rank() == 0 {
+							close(gate)
+						}
+						if err := r.CheckpointWait(); err != nil {
+							return err
+						}
+						cm := r.eng.Committed()
+						if m := cm[len(cm)-1]; m.ID != int64(v) || m.Level != levels.ID(lvl) || (dcp && v > 1 && m.DCP == nil) {
+							return fmt.Errorf("rank %d: newest committed %d at %v (dCP %v)", c.Rank(), m.ID, m.Level, m.DCP != nil)
+						}
+					}
+					return nil
+				}, comm.WithTimeout(60*time.Second)))
+				for rank, cs := range colls {
+					assert.Equal(t, []int64{1, 1, 1}, cs, "rank %d: collective calls on the path of each checkpoint", rank)
+				}
+			})
+		}
+	}
+}
+
+// TestSnapshotFallbackPaths checks that what the fast path only votes on
+// is reported by the full path: ids that differ between ranks fail on
+// every rank with ErrMismatchedCall and commit nothing; a checkpoint
+// over the budget is taken on the solver's path and committed.
+func TestSnapshotFallbackPaths(t *testing.T) {
+	cfg := snapConfig(false)
+	errs := make([]error, 4)
+	core := vfd.NewCore()
+	require.NoError(t, comm.Run(4, func(c comm.Comm) error {
+		r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()))
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		x := version(c.Rank(), 1)
+		if err := Protect(r, 0, &x); err != nil {
+			return err
+		}
+		id := int64(1)
+		if c.Rank() == 2 {
+			id = 5
+		}
+		errs[c.Rank()] = r.Checkpoint(id, 2)
+		if n := len(r.eng.Committed()); n != 0 {
+			return fmt.Errorf("rank %d: %d checkpoints committed after a mismatched call", c.Rank(), n)
+		}
+		r.scopy.budget = 8 // nothing fits
+		if err := r.Checkpoint(2, 2); err != nil {
+			return err
+		}
+		if r.post.running != nil {
+			return fmt.Errorf("rank %d: a checkpoint over the budget went to the background", c.Rank())
+		}
+		if cm := r.eng.Committed(); len(cm) != 1 || cm[0].ID != 2 || cm[0].Level != levels.L2 {
+			return fmt.Errorf("rank %d: committed %v", c.Rank(), cm)
+		}
+		return nil
+	}, comm.WithTimeout(30*time.Second)))
+	for rank, err := range errs {
+		assert.True(t, errors.Is(err, ErrMismatchedCall), "rank %d: %v", rank, err)
+	}
+}
