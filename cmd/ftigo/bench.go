@@ -37,6 +37,9 @@ type benchConfig struct {
 	// steady (with snapshot, for the rows and their inline reference)
 	// takes several checkpoints per job, the first reported apart.
 	steady bool
+	// localDir, when set, holds the checkpoints' node-local area
+	// (ckpt_dir) in place of dir (--ckpt-dir, with --snapshot).
+	localDir string
 }
 
 // persistFactor is how many times a level stores each byte of data: L2
@@ -292,6 +295,7 @@ type benchFlags struct {
 	ranks        int
 	repeats      int
 	dir          string
+	ckptDir      string
 	jsonOut      bool
 	cold         bool
 	plot         string
@@ -403,6 +407,7 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 	f.Var(&bf.levels, "levels", "comma-separated levels to measure")
 	f.IntVar(&bf.repeats, "repeats", 3, "repetitions of each measurement")
 	f.StringVar(&bf.dir, "dir", "", "scratch directory on the file system to measure (default: a temporary directory)")
+	f.StringVar(&bf.ckptDir, "ckpt-dir", "", "with --snapshot: the checkpoints' node-local area (ckpt_dir) under this directory, for example on tmpfs, while glbl_dir and meta_dir stay in --dir (as on clusters with node-local memory)")
 	f.BoolVar(&bf.jsonOut, "json", false, "print the result as JSON")
 	f.BoolVar(&bf.cold, "cold", false, "drop the machine's page cache before each restart and raw read (needs root)")
 	f.StringVar(&bf.plot, "plot", "", "draw the result into this .png or .svg file")
@@ -493,6 +498,9 @@ func (bf *benchFlags) check(cmd *cobra.Command) (rankCounts []int, sizes []int64
 	}
 	if bf.snapshot && !bf.async {
 		return nil, nil, usagef("--snapshot goes with --async")
+	}
+	if bf.ckptDir != "" && !bf.snapshot {
+		return nil, nil, usagef("--ckpt-dir goes with --snapshot")
 	}
 	if bf.async && (bf.dcpDirty >= 0 || len(bf.from) > 0) {
 		return nil, nil, usagef("--async measures checkpoints: it takes no --dcp-dirty or --from")
@@ -620,7 +628,7 @@ func measure(rankCounts []int, sizes []int64, bf *benchFlags, dir string, drop f
 				}
 				continue
 			}
-			bc := benchConfig{ranks: ranks, size: size, levels: bf.levels, repeats: bf.repeats, dir: dir, cold: bf.cold, drop: drop, async: bf.async, snapshot: bf.snapshot, steady: bf.snapshot}
+			bc := benchConfig{ranks: ranks, size: size, levels: bf.levels, repeats: bf.repeats, dir: dir, cold: bf.cold, drop: drop, async: bf.async, snapshot: bf.snapshot, steady: bf.snapshot, localDir: bf.ckptDir}
 			res, err := bench(bc, tick)
 			if err != nil {
 				return nil, fmt.Errorf("%d ranks x %s: %w", ranks, humanBytes(size), err)

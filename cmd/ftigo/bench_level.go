@@ -160,6 +160,10 @@ func benchLevel(bc benchConfig, data, dst [][]float64, level int, dir string) (l
 	cfg := ckpt.DefaultConfig()
 	cfg.NodeSize, cfg.GroupSize, cfg.LocalTest = 1, bc.ranks, true
 	cfg.CkptDir, cfg.GlblDir, cfg.MetaDir = filepath.Join(dir, "local"), filepath.Join(dir, "global"), filepath.Join(dir, "meta")
+	if bc.localDir != "" {
+		cfg.CkptDir = filepath.Join(bc.localDir, filepath.Base(dir), "local")
+		defer os.RemoveAll(filepath.Join(bc.localDir, filepath.Base(dir)))
+	}
 	if bc.async && level > 1 {
 		cfg.Async[level] = true
 	}
