@@ -421,7 +421,7 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 	_ = f.MarkHidden("max-mem")
 	f.Float64Var(&bf.dcpDirty, "dcp-dirty", -1, "measure differential checkpoints instead: per level a full checkpoint, then this fraction (0..1) of the dCP blocks changed and a differential one, beside the time to hash the data and an empty checkpoint")
 	f.IntVar(&bf.dcpBlock, "dcp-block-size", 16384, "dCP block size in bytes with --dcp-dirty (FTI's dcp_block_size)")
-	f.BoolVar(&bf.snapshot, "snapshot", false, "with --async: take every level in ckpt_snapshot mode (Checkpoint blocks for a copy into memory); rows add inline_s and memcpy_s")
+	f.BoolVar(&bf.snapshot, "snapshot", false, "with --async: take every level in ckpt_snapshot mode (Checkpoint blocks for a copy into memory); rows add inline_s, memcpy_s and the first checkpoint of each job apart (first_blocked_s, first_total_s; the others are steady state)")
 	f.BoolVar(&bf.mpi, "mpi", false, "scale figures of the processes of an MPI job, one rank each (an ftigo built with -tags mpi, started by mpirun; needs --dir)")
 	f.IntVar(&bf.groupSize, "group-size", 4, "ranks per group (L2 partners, L3 encoding) in the scale sweep")
 	f.StringVar(&bf.storage, "storage", storageFiles, "scale sweep: where the ranks' files are, files (in --dir) or memory (vfd's in-memory driver: no file descriptors, no system calls)")
