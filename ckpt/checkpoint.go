@@ -1,9 +1,9 @@
 package ckpt
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -102,7 +102,7 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	if err := comm.Agree(r.c, err, "collect protected variables"); err != nil {
 		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
-	if _, err := r.checkDecomposition(); err != nil {
+	if err := r.checkDecomposition(); err != nil {
 		return nil, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
 	if ok, err := r.snapshotCheckpoint(id, lvl, diff, vars, waited, callStart); ok || err != nil {
@@ -190,6 +190,10 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 			fields = append(fields, zap.Bool("dcp", m.DCP != nil), zap.Float64("dcp-share", share), zap.Int("dcp-layers", m.Layers()),
 				zap.Int64("dcp-written", st.TotalData.Written), zap.Int64("dcp-protected", st.TotalData.Protected))
 		}
+		if c := m.Compressed; c != nil {
+			kind += compressionNote(m)
+			fields = append(fields, zap.Int64("logical-bytes", c.Logical), zap.Int64("stored-bytes", c.Stored), zap.Float64("compression-ratio", c.Ratio()))
+		}
 		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) taken in %.3f sec., %.1f MiB/s (Wt %.3f, Wr %.3f, Ps %.3f, Cm %.3f)%s",
 			id, lvl, mib, wall.Seconds(), bw, waited.Seconds(), st.Write.Seconds(), st.Protect.Seconds(), st.Commit.Seconds(), kind), fields...)
 		if r.cfg.EnableDCP {
@@ -200,36 +204,35 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 }
 
 // sameArgs checks that every rank passed the same values: one
-// collective (an allgather of all of them), where a Min and a Max
-// reduction per value took four for a checkpoint's two.
+// reduction of fixed size (the minimum of each value and of its
+// complement, whose minimum gives the maximum). Only on a mismatch are
+// the messages of the ranks that differ from the minimum gathered.
 func (r *Runtime) sameArgs(vals ...int64) error {
-	mine := make([]byte, 0, 8*len(vals))
+	red := make([]int64, 0, 2*len(vals))
 	for _, v := range vals {
-		mine = binary.LittleEndian.AppendUint64(mine, uint64(v))
+		red = append(red, v, ^v)
 	}
-	all, err := comm.AllgatherBytes(r.c, mine)
+	red, err := allreduceInts(r.c, red, comm.Min)
 	if err != nil {
 		return err
 	}
+	lo := make([]int64, len(vals))
+	differ := -1
 	for i := range vals {
-		var lo, hi int64
-		for rk, b := range all {
-			if len(b) != len(mine) {
-				return fmt.Errorf("%w: rank %d passed %d values, not %d", ErrMismatchedCall, rk, len(b)/8, len(vals))
-			}
-			v := int64(binary.LittleEndian.Uint64(b[8*i:]))
-			if rk == 0 || v < lo {
-				lo = v
-			}
-			if rk == 0 || v > hi {
-				hi = v
-			}
-		}
-		if lo != hi {
-			return fmt.Errorf("%w: values %d..%d", ErrMismatchedCall, lo, hi)
+		lo[i] = red[2*i]
+		if hi := ^red[2*i+1]; lo[i] != hi && differ < 0 {
+			differ = i
 		}
 	}
-	return nil
+	if differ < 0 {
+		return nil
+	}
+	var local error
+	if !slices.Equal(vals, lo) {
+		local = fmt.Errorf("passed %v", vals)
+	}
+	agreed := comm.Agree(r.c, local, fmt.Sprintf("compare the arguments with their minimum %v", lo))
+	return fmt.Errorf("%w: value %d is %d..%d across ranks: %v", ErrMismatchedCall, differ, lo[differ], ^red[2*differ+1], agreed)
 }
 
 // fileVars builds the file's variable list in protect order.

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
-	"path"
 	"strings"
 	"time"
 
@@ -277,7 +275,8 @@ type Runtime struct {
 	icpInactive bool
 	// stage is the staging queue (staging.go).
 	stage stager
-	// topoIDs are the node ids the topology was built from (heads.go).
+	// topoIDs are every rank's node id, gathered only when the ranks are
+	// not placed on nodes in blocks (topology.go, heads.go).
 	topoIDs []string
 }
 
@@ -516,19 +515,14 @@ func (r *Runtime) restart(warn io.Writer, start time.Time) error {
 		m, src, err := r.eng.Recover()
 		if err == nil {
 			var st *reshapeState
-			if rs := r.eng.Reshaped(); rs != nil {
-				st = &reshapeState{what: fmt.Sprintf("checkpoint %s (id %d, %v, %d ranks)", m.Dir(), m.ID, m.Level, m.Ranks),
-					oldRanks: m.Ranks, sources: rs.Sources}
-				for _, s := range rs.Sources {
-					if s.IsH5() {
-						st.h5Path, st.h5Drv = r.env.Global.Path(s.Entry.Attrs[levels.AttrContainer]), r.env.Global.Driver
-					}
-				}
+			rs := r.eng.Reshaped()
+			if rs != nil {
+				st = &reshapeState{what: fmt.Sprintf("checkpoint %s (id %d, %v, %d ranks)", m.Dir(), m.ID, m.Level, m.Ranks), oldRanks: m.Ranks}
 				r.reshape = st // nothing of this rank's own to open
 			}
 			r.restartFrom(m, src)
 			if st != nil {
-				if err := r.startReshape(st); err != nil {
+				if err := r.startReshape(st, rs.Verified, rs.Home); err != nil {
 					return fmt.Errorf("ckpt: restart: %w", err)
 				}
 				r.layout = nil
@@ -609,103 +603,6 @@ func (r *Runtime) restartFrom(m *levels.Manifest, src levels.Source) {
 	if m.Kept {
 		r.status = RestartKept
 	}
-}
-
-// topologyFile is the node table's name in meta_dir.
-//
-// wire format: never change.
-const topologyFile = "topology"
-
-// nodeIDOf returns the node id of c's rank: the WithNodeID function's,
-// node%04d by rank and node_size when local_test is set, else the
-// communicator's (the host under MPI), else node%04d.
-func nodeIDOf(c comm.Comm, cfg Config, o options) string {
-	switch {
-	case o.nodeID != nil:
-		return o.nodeID(c.Rank())
-	case !cfg.LocalTest:
-		if n, ok := c.(comm.NodeIDer); ok {
-			return n.NodeID()
-		}
-	}
-	return fmt.Sprintf("node%04d", c.Rank()/cfg.NodeSize)
-}
-
-// buildTopology gathers every rank's node id, builds the topology and, on a
-// restart, remaps it onto the node table saved in meta_dir so a
-// replacement node takes a vanished node's place; rank 0 saves the table.
-func (r *Runtime) buildTopology(o options) (*partner.Topology, error) {
-	c, cfg := r.c, r.cfg
-	id := nodeIDOf(c, cfg, o)
-	all, err := comm.AllgatherBytes(c, []byte(id))
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(all))
-	for i, b := range all {
-		ids[i] = string(b)
-	}
-	r.topoIDs = ids
-	topo, err := partner.NewTopology(c.Size(), cfg.NodeSize, cfg.GroupSize, ids)
-	if err := comm.Agree(c, err, "build topology"); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	// The saved table, read by rank 0.
-	meta := o.meta
-	name := path.Join(cfg.MetaDir, topologyFile)
-	var saved []byte
-	var rerr error
-	if c.Rank() == 0 {
-		rerr = meta.MkdirAll(cfg.MetaDir, 0o755)
-		if rerr == nil {
-			saved, rerr = vfd.ReadFileLimit(meta, name, maxTopologySize)
-			if errors.Is(rerr, fs.ErrNotExist) {
-				saved, rerr = nil, nil
-			}
-		}
-	}
-	if err := comm.Agree(c, rerr, "read node table"); err != nil {
-		return nil, err
-	}
-	saved, err = comm.BcastBytes(c, 0, saved)
-	if err != nil {
-		return nil, err
-	}
-	if len(saved) > 0 {
-		table, err := partner.UnmarshalTable(saved)
-		parsed := err == nil
-		if err == nil {
-			var re *partner.Topology
-			re, err = topo.Remap(table)
-			if err == nil {
-				topo = re
-			}
-		}
-		if err != nil {
-			// A different machine layout: keep the fresh placement, the
-			// recovery ladder decides what is usable (a checkpoint of
-			// another shape is read where its files are).
-			if c.Rank() == 0 {
-				if parsed && len(table) != topo.NumNodes() {
-					r.log.Info(fmt.Sprintf("the previous run had %d nodes, this one has %d: nodes placed afresh", len(table), topo.NumNodes()))
-				} else {
-					r.log.Warn("saved node table does not fit this run; using a fresh placement", zap.Error(err))
-				}
-			}
-		}
-	}
-	var werr error
-	if c.Rank() == 0 {
-		b, err := topo.Table().Marshal()
-		if err == nil && string(b) != string(saved) {
-			err = vfd.WriteFileAtomic(meta, name, b)
-		}
-		werr = err
-	}
-	if err := comm.Agree(c, werr, "save node table"); err != nil {
-		return nil, err
-	}
-	return topo, nil
 }
 
 // Status reports whether there is data to recover, with FTI_Status's

@@ -58,7 +58,7 @@ func (r *Runtime) compactJobFor(m *levels.Manifest, raiseTo levels.ID) *compactJ
 			}
 			return lvl
 		},
-		stats: levels.DataStats{Written: img.Summary.DataSize, Protected: img.Summary.DataSize},
+		stats: fullStats(img.Summary, img.Summary.Stored != img.Summary.Logical || m.Compressed != nil),
 	}
 }
 

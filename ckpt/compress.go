@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/internal/levels"
 )
 
 // Compression is how a protected variable is stored: a lossless codec
@@ -117,17 +118,17 @@ func ProtectWith[T any](r *Runtime, id int, p *[]T, opts ...ProtectOption) error
 // (Size), the bytes it takes in the file (Stored: compressed blocks at
 // their compressed size), its codec, and for a lossy variable its mode
 // and the largest error the mode introduced (Bound). On a redistributing
-// restart it describes the old rank's copy this rank reads. Local.
+// restart it describes the copy of this rank's own old rank (q*N/M of
+// N old ranks, for rank q of M). Local.
 func (r *Runtime) StoredInfo(id int) (fileformat.VarInfo, error) {
 	if err := r.usable("StoredInfo"); err != nil {
 		return fileformat.VarInfo{}, err
 	}
 	if st := r.reshape; st != nil {
-		src, ok := plainSource(r.c.Rank(), r.c.Size(), st.oldRanks)
-		if !ok {
-			src = 0
-		}
-		for _, v := range st.meta[src].Vars {
+		// This rank knows what its own old rank (q*N/M) stored: the
+		// plain source when one count divides the other.
+		src := st.own
+		for _, v := range st.ownMeta.Vars {
 			if int(v.ID) == id {
 				return v, nil
 			}
@@ -155,4 +156,35 @@ func (r *Runtime) warnLossy(info fileformat.VarInfo) {
 		info.ID, info.Lossy, info.Bound.Abs, info.Bound.Rel),
 		zap.Int32("var-id", info.ID), zap.Stringer("lossy", info.Lossy), zap.Float64("max-abs-error", info.Bound.Abs),
 		zap.Float64("max-rel-error", info.Bound.Rel))
+}
+
+// compressing reports whether some variable of vars is stored
+// compressed or at reduced precision.
+func compressing(vars []fileformat.Var) bool {
+	for _, v := range vars {
+		if v.Codec != fileformat.CodecNone || v.Lossy.Mode != fileformat.Exact {
+			return true
+		}
+	}
+	return false
+}
+
+// fullStats are the data statistics of a full checkpoint whose file sum
+// describes, with its logical and stored bytes when comp says some
+// variable was compressed (the manifest's ratio).
+func fullStats(sum fileformat.Summary, comp bool) levels.DataStats {
+	d := levels.DataStats{Written: sum.DataSize, Protected: sum.DataSize}
+	if comp {
+		d.Logical, d.Stored = sum.Logical, sum.Stored
+	}
+	return d
+}
+
+// compressionNote is the info line's note on the ratio of m ("",
+// or ", compressed 3.1x").
+func compressionNote(m *levels.Manifest) string {
+	if m.Compressed == nil {
+		return ""
+	}
+	return fmt.Sprintf(", compressed %.1fx", m.Compressed.Ratio())
 }

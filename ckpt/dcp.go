@@ -194,8 +194,7 @@ func (w *dcpWrite) write(f vfd.File) (int64, levels.Digest, bool, error) {
 		st, err := w.plan.Write(f)
 		lay, sum := w.plan.Image()
 		w.image = fileformat.Parent{Layout: lay, Summary: sum}
-		w.info = levels.DeltaInfo{Image: levels.Digest(sum.Checksum), ImageSize: sum.FileSize,
-			DataStats: levels.DataStats{Written: st.Written, Protected: sum.DataSize}}
+		w.info = levels.DeltaInfo{Image: levels.Digest(sum.Checksum), ImageSize: sum.FileSize, DataStats: w.deltaStats(st, sum)}
 		return st.FileSize, levels.Digest(st.Digest), err == nil && !w.readBy, err
 	}
 	if w.parent == nil {
@@ -205,16 +204,25 @@ func (w *dcpWrite) write(f vfd.File) (int64, levels.Digest, bool, error) {
 		lay, sum, err := fileformat.Write(f, w.meta, w.vars, r.layout, opts...)
 		w.image = fileformat.Parent{Layout: lay, Summary: sum}
 		w.info = levels.DeltaInfo{Image: levels.Digest(sum.Checksum), ImageSize: sum.FileSize,
-			DataStats: levels.DataStats{Written: sum.DataSize, Protected: sum.DataSize}}
+			DataStats: fullStats(sum, compressing(w.vars))}
 		// The digest is computed by the engine while the file is synced.
 		return sum.FileSize, levels.Digest{}, false, err
 	}
 	lay, sum, st, err := fileformat.WriteDelta(f, w.meta, w.vars, w.par, opts...)
 	w.image = fileformat.Parent{Layout: lay, Summary: sum}
-	w.info = levels.DeltaInfo{Image: levels.Digest(sum.Checksum), ImageSize: sum.FileSize,
-		DataStats: levels.DataStats{Written: st.Written, Protected: sum.DataSize}}
+	w.info = levels.DeltaInfo{Image: levels.Digest(sum.Checksum), ImageSize: sum.FileSize, DataStats: w.deltaStats(st, sum)}
 	// ok=false at an L2/L3 level: the engine leaves the digest to the transfer.
 	return st.FileSize, levels.Digest(st.Digest), err == nil && !w.readBy, err
+}
+
+// deltaStats are the data statistics of a delta: its dirty blocks at
+// their stored precision (Logical) and at their stored size.
+func (w *dcpWrite) deltaStats(st fileformat.DeltaStats, sum fileformat.Summary) levels.DataStats {
+	d := levels.DataStats{Written: st.Written, Protected: sum.DataSize}
+	if compressing(w.vars) {
+		d.Logical, d.Stored = st.Written, st.Stored
+	}
+	return d
 }
 
 // options are the engine options of this write.

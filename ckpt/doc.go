@@ -71,6 +71,20 @@
 // writing the data (Wr), post-processing on the solver's path (Ps) and
 // the commit (Cm). The same values are log fields. With enable_dcp the
 // line ends with the dCP share, and FTI's dCP statistics line follows.
+// When some variable is compressed ([Runtime.SetCompression], [basic]
+// compression), the line ends with the ratio ("compressed 3.1x"): the
+// variable bytes written over the bytes they took, summed over the ranks
+// and recorded in the manifest.
+//
+// # Compression and HDF5
+//
+// Compression applies to FTI-FF files: L1-L4, their partner copies,
+// parity and SIONlib containers. HDF5 checkpoints (ckpt_io = 5 at L4,
+// level 9) are written uncompressed and exact, whatever the variables'
+// settings: h5ckpt writes each variable's values from memory, with no
+// filter and no lossy reduction. This is a deliberate difference: such
+// files are meant for h5py, h5dump and libhdf5 as they are. Their
+// checkpoints carry no ratio in the manifest.
 //
 // An error is one line: "ckpt: ", what failed, then the details. It
 // names each path once, and the ranks that failed (the first few and

@@ -73,6 +73,10 @@ var (
 	// The message names the checkpoint, the damaged copies and the
 	// surviving files, and says how to proceed; nothing is changed.
 	ErrMetadataLost = levels.ErrMetadataLost
+	// ErrOtherRun is returned when a file a run would overwrite or
+	// restore from was written by another run (a level-9 HDF5 file in a
+	// shared h5_single_file_dir): the message names the file and both runs.
+	ErrOtherRun = errors.New("ckpt: file of another run")
 	// ErrLocked is returned by Init (on every rank) and RebuildOffline
 	// when another job, runtime or offline tool holds meta_dir's lock,
 	// or the lock of the run's directory in glbl_dir. The message names

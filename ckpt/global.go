@@ -1,7 +1,6 @@
 package ckpt
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -149,56 +148,35 @@ func (r *Runtime) checkSubsetSizes(vars []fileformat.Var) error {
 // together (no id defined differently, no name used twice, no element
 // covered twice, no element of a dataset that is not Sparse left
 // uncovered) whenever some rank changed its own since the last check,
-// and returns the decomposition (nil when no rank changed anything).
-// Collective; the error is the same on every rank.
-func (r *Runtime) checkDecomposition() (*dataset.Decomposition, error) {
+// spread over the ranks (decomp.go). Collective; the error is the same
+// on every rank.
+func (r *Runtime) checkDecomposition() error {
 	changed := int64(0)
 	if r.dsVersion != r.dsChecked {
 		changed = 1
 	}
 	any, err := r.c.AllreduceInt64(changed, comm.Max)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if any == 0 {
-		return nil, nil
+		return nil
 	}
-	dec, err := r.gatherDecomposition(r.datasetView(), true)
-	if err != nil {
-		return nil, err
+	if _, err := r.checkOwn(); err != nil {
+		return err
 	}
 	r.dsChecked = r.dsVersion
-	return dec, nil
+	return nil
 }
 
-// gatherDecomposition exchanges every rank's view and validates them
-// together (complete: every element of a dataset that is not Sparse
-// covered). Collective; every rank gets the same result.
-func (r *Runtime) gatherDecomposition(mine dataset.View, complete bool) (*dataset.Decomposition, error) {
-	b, err := json.Marshal(mine)
-	if err != nil {
-		return nil, err
-	}
-	all, err := comm.AllgatherBytes(r.c, b)
-	if err != nil {
-		return nil, err
-	}
-	views := make([]dataset.View, len(all))
-	for q, raw := range all {
-		if err := json.Unmarshal(raw, &views[q]); err != nil {
-			return nil, fmt.Errorf("ckpt: decode rank %d's datasets: %w", q, err)
-		}
-	}
-	var dec *dataset.Decomposition
-	if complete {
-		dec, err = dataset.NewDecomposition(views)
-	} else {
-		dec, err = dataset.Partial(views)
-	}
+// checkOwn checks the decomposition of this run's declarations, spread
+// over the ranks. Collective.
+func (r *Runtime) checkOwn() (*spread, error) {
+	sp, err := checkSpread(r.c, []rankView{{rank: r.c.Rank(), view: r.datasetView()}}, true)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDataset, err)
 	}
-	return dec, nil
+	return sp, nil
 }
 
 // fileDatasets returns the option recording this rank's datasets and
@@ -257,7 +235,7 @@ func (r *Runtime) StoredDataset(id int) (Dataset, error) {
 	}
 	var all []Dataset
 	if r.reshape != nil {
-		all = r.reshape.old.Datasets()
+		all = r.reshape.old.defs
 	} else {
 		st, err := r.openStored()
 		if err != nil {
@@ -287,11 +265,7 @@ func (r *Runtime) StoredIDs() ([]int, error) {
 	}
 	var ids []int
 	if r.reshape != nil {
-		for _, m := range r.reshape.meta {
-			for _, v := range m.Vars {
-				ids = append(ids, int(v.ID))
-			}
-		}
+		ids = slices.Clone(r.reshape.storedIDs)
 	} else {
 		st, err := r.openStored()
 		if err != nil {

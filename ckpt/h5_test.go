@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -390,4 +391,50 @@ func TestCrashAtEveryOpHDF5(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestLevel9OtherRun: two runs sharing h5_single_file_dir (each its own
+// meta_dir, so its own run id): the second one's level-9 checkpoint of
+// the same id refuses to overwrite the first one's file, naming the file
+// and both runs, and the first run still restarts from its file.
+func TestLevel9OtherRun(t *testing.T) {
+	root := t.TempDir()
+	cfg := testConfig(root, 1)
+	cfg.H5SingleFileEnable, cfg.H5SingleFileDir = true, filepath.Join(root, "vpr")
+	a, b := cfg, cfg
+	a.MetaDir, b.MetaDir = filepath.Join(root, "meta-a"), filepath.Join(root, "meta-b")
+	var runA string
+	require.NoError(t, world(t, 2, a, nil, func(r *Runtime) error {
+		runA = r.run
+		if _, _, _, err := reshapeWriter(r, 1); err != nil {
+			return err
+		}
+		return r.Checkpoint(1, LevelH5Single)
+	}))
+	name := h5ckpt.Name(cfg.H5SingleFileDir, "VPR-h5", 1)
+	before, err := os.ReadFile(name)
+	require.NoError(t, err)
+	var runB string
+	err = world(t, 2, b, nil, func(r *Runtime) error {
+		runB = r.run
+		if _, _, _, err := reshapeWriter(r, 1); err != nil {
+			return err
+		}
+		return r.Checkpoint(1, LevelH5Single)
+	})
+	// (rank 0 found it; the world returns another rank's copy of the text)
+	require.Error(t, err)
+	require.NotEqual(t, runA, runB)
+	for _, s := range []string{ErrOtherRun.Error(), "will not overwrite " + name, "run " + runA, "run " + runB} {
+		assert.Contains(t, err.Error(), s)
+	}
+	after, rerr := os.ReadFile(name)
+	require.NoError(t, rerr)
+	assert.Equal(t, before, after, "run B changed run A's level-9 file")
+	require.NoError(t, world(t, 3, a, nil, func(r *Runtime) error {
+		if r.Status() != RestartVPR || r.Recovered().ID != 1 {
+			return fmt.Errorf("status %v, recovered %d", r.Status(), r.Recovered().ID)
+		}
+		return reshapeReader(r, 1, 2, false)
+	}))
 }

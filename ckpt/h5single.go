@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"slices"
@@ -150,7 +151,7 @@ func (r *Runtime) h5Write(id int64, level int, vars []fileformat.Var, view datas
 			size += int64(len(v.Data))
 		}
 		var res h5ckpt.Result
-		err := h5ckpt.Write(r.c, hf.Driver, hf.Path, h5ckpt.Meta{CkptID: id, Level: level}, vars, view.Datasets, view.Subsets,
+		err := h5ckpt.Write(r.c, hf.Driver, hf.Path, h5ckpt.Meta{CkptID: id, Level: level, Run: r.run}, vars, view.Datasets, view.Subsets,
 			h5ckpt.WithClock(r.now), h5ckpt.WithLogger(r.log), h5ckpt.WithResult(&res))
 		return size, levels.Digest(res.TablesHash), true, err
 	}
@@ -174,15 +175,22 @@ func (r *Runtime) checkpointH5Single(id int64) error {
 	if err := comm.Agree(r.c, err, "collect protected variables"); err != nil {
 		return fmt.Errorf("ckpt: checkpoint %d (level 9): %w", id, err)
 	}
-	if _, err := r.checkDecomposition(); err != nil {
+	if err := r.checkDecomposition(); err != nil {
 		return fmt.Errorf("ckpt: checkpoint %d (level 9): %w", id, err)
 	}
 	dir, prefix := r.cfg.vprDirOf()
 	name := h5ckpt.Name(dir, prefix, id)
+	var oerr error
+	if r.c.Rank() == 0 {
+		oerr = r.vprOwned(name)
+	}
+	if err := comm.Agree(r.c, oerr, "check the level-9 file's owner"); err != nil {
+		return fmt.Errorf("ckpt: checkpoint %d (level 9): %w", id, err)
+	}
 	start := r.now()
 	view := r.datasetView()
 	var res h5ckpt.Result
-	if err := h5ckpt.Write(r.c, r.vpr.drv, name, h5ckpt.Meta{CkptID: id, Level: LevelH5Single, Timestamp: start.UnixNano()},
+	if err := h5ckpt.Write(r.c, r.vpr.drv, name, h5ckpt.Meta{CkptID: id, Level: LevelH5Single, Timestamp: start.UnixNano(), Run: r.run},
 		vars, view.Datasets, view.Subsets, h5ckpt.WithClock(r.now), h5ckpt.WithLogger(r.log), h5ckpt.WithResult(&res)); err != nil {
 		return fmt.Errorf("ckpt: checkpoint %d (level 9): %w", id, err)
 	}
@@ -234,6 +242,37 @@ func (r *Runtime) checkpointH5Single(id int64) error {
 	return nil
 }
 
+// vprOwned checks that level-9 file name, if it exists, is this run's
+// (or records no run), so that writing it overwrites none of another
+// run's files. Rank 0.
+func (r *Runtime) vprOwned(name string) error {
+	if _, err := r.vpr.drv.Stat(name); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	hf, err := h5ckpt.Open(r.vpr.drv, name, h5ckpt.WithLogger(r.log))
+	if err != nil {
+		return nil // not a readable checkpoint file: replacing it is no loss
+	}
+	run := hf.Meta().Run
+	_ = hf.Close()
+	if r.foreignRun(run) {
+		return r.otherRunError(name, run, "overwrite")
+	}
+	return nil
+}
+
+// foreignRun reports whether a file recording run was written by
+// another run than this one (a file or a run without an id is nobody's).
+func (r *Runtime) foreignRun(run string) bool {
+	return run != "" && r.run != "" && run != r.run
+}
+
+// otherRunError is the one-line refusal to do what to file of run other.
+func (r *Runtime) otherRunError(file, other, what string) error {
+	return fmt.Errorf("%w: will not %s %s: it belongs to run %s, this is run %s (give each run its own h5_single_file_dir or h5_single_file_prefix)",
+		ErrOtherRun, what, file, other, r.run)
+}
+
 // dropVPR removes the records of recs (rank 0) and, with files, their
 // HDF5 files: the record first, so a crash in between leaves a file
 // that is no checkpoint, never a record without its file. Failures are
@@ -259,7 +298,7 @@ func (r *Runtime) dropVPR(recs []vprRecord, files bool) {
 }
 
 // restartVPR verifies level-9 file rec (every rank checks the blocks of
-// the old ranks o with o mod size = its rank) and prepares the
+// the old ranks it is home for, levels.HomeOf) and prepares the
 // redistributing Recover from it. Collective; the error is the same on
 // every rank.
 func (r *Runtime) restartVPR(rec vprRecord) error {
@@ -268,13 +307,17 @@ func (r *Runtime) restartVPR(rec vprRecord) error {
 	if err == nil {
 		th := hf.TablesHash()
 		switch {
+		case r.foreignRun(hf.Meta().Run):
+			err = r.otherRunError(rec.Path, hf.Meta().Run, "restore from")
 		case hex.EncodeToString(th[:]) != rec.Tables:
 			err = fmt.Errorf("%w: %s: tables hash %x, its record %s says %s", levels.ErrDigestMismatch, rec.Path, th, r.vpr.meta.Path(rec.Name), rec.Tables)
 		case hf.Ranks() != rec.Ranks:
 			err = fmt.Errorf("%w: %s was written by %d ranks, its record says %d", levels.ErrDigestMismatch, rec.Path, hf.Ranks(), rec.Ranks)
 		}
-		for o := me; err == nil && o < hf.Ranks(); o += n {
-			err = hf.VerifyRank(o)
+		for _, o := range levels.HomeRanks(hf.Ranks(), n, me) {
+			if err == nil {
+				err = hf.VerifyRank(o)
+			}
 		}
 	}
 	if aerr := comm.Agree(r.c, err, "verify level-9 file "+rec.Path); aerr != nil {
@@ -283,19 +326,17 @@ func (r *Runtime) restartVPR(rec vprRecord) error {
 		}
 		return aerr
 	}
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
+	// Every rank is home for, and reads, the old ranks levels.HomeOf
+	// gives it: it can open the file itself.
 	st := &reshapeState{what: fmt.Sprintf("level-9 HDF5 file %s (id %d, %d ranks)", rec.Path, rec.ID, rec.Ranks),
-		oldRanks: rec.Ranks, h5Path: rec.Path, h5Drv: r.vpr.drv, h5: hf, closers: nil}
-	st.closers = append(st.closers, hf)
-	for o := range rec.Ranks {
-		st.sources = append(st.sources, levels.ReshapeSource{Rank: o, Node: -1, Reader: o % n, Seen: all,
+		oldRanks: rec.Ranks, h5Path: rec.Path, h5Drv: r.vpr.drv, h5: hf, closers: []io.Closer{hf}}
+	mine := map[int]levels.ReshapeSource{}
+	for _, o := range levels.HomeRanks(rec.Ranks, n, me) {
+		mine[o] = levels.ReshapeSource{Rank: o, Node: -1, Reader: me,
 			Entry: levels.File{Role: levels.RoleData, Where: levels.Global, Name: rec.Path, Size: 0, Of: o,
-				Attrs: map[string]string{levels.AttrDigest: levels.DigestH5}}})
+				Attrs: map[string]string{levels.AttrDigest: levels.DigestH5}}}
 	}
-	if err := r.startReshape(st); err != nil {
+	if err := r.startReshape(st, mine, mine); err != nil {
 		st.close()
 		r.reshape = nil
 		return err

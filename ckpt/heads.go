@@ -57,6 +57,10 @@ type headRequest struct {
 	Ranks    int      `json:"ranks,omitempty"`
 	NodeIDs  []string `json:"node_ids,omitempty"`
 	Table    []byte   `json:"table,omitempty"`
+	// Blocks: ranks placed on nodes in blocks, node Slots[b] holding
+	// block b (nil: node b); NodeIDs is then empty.
+	Blocks bool  `json:"blocks,omitempty"`
+	Slots  []int `json:"slots,omitempty"`
 }
 
 // headReply is the head's answer to a raise request.
@@ -109,41 +113,38 @@ type headSplit struct {
 // Collective over c.
 func splitHeads(c comm.Comm, cfg Config, o options) (*headSplit, error) {
 	id := nodeIDOf(c, cfg, o)
-	nodes, mine, err := comm.NodeMap(c, func() string { return id })
+	node, mine, _, err := comm.SplitNode(c, func() string { return id })
 	if err != nil {
 		return nil, err
 	}
-	var berr error
-	for n, rs := range nodes {
-		if len(rs) != cfg.NodeSize {
-			berr = fmt.Errorf("%w: head = 1: node %d (rank %d's) has %d ranks, node_size is %d", ErrConfig, n, rs[0], len(rs), cfg.NodeSize)
-			break
+	// Every node holds node_size ranks: the largest and the smallest.
+	sizes := []int64{int64(node.Size()), -int64(node.Size())}
+	if err := comm.AllreduceInt64s(c, sizes, comm.Max); err != nil {
+		_ = node.Close()
+		return nil, err
+	}
+	if sizes[0] != int64(cfg.NodeSize) || -sizes[1] != int64(cfg.NodeSize) {
+		var berr error
+		if node.Size() != cfg.NodeSize && node.Rank() == 0 {
+			berr = fmt.Errorf("%w: head = 1: node %d (rank %d's) has %d ranks, node_size is %d", ErrConfig, mine, c.Rank(), node.Size(), cfg.NodeSize)
 		}
+		_ = node.Close()
+		return nil, agreeFirst(c, int64(mine), berr)
 	}
-	if berr != nil {
-		return nil, berr // every rank saw the same node map
-	}
-	s := &headSplit{head: nodes[mine][0] == c.Rank(), nodeID: id}
+	s := &headSplit{head: node.Rank() == 0, nodeID: id, node: node}
 	color := 0
 	if s.head {
 		color = 1
 	}
 	sub, err := c.Split(color, c.Rank())
 	if err != nil {
+		_ = node.Close()
 		return nil, fmt.Errorf("ckpt: head = 1: split heads from application ranks: %w", err)
 	}
 	if s.head {
 		s.heads = sub
 	} else {
 		s.app = sub
-	}
-	key := c.Rank() + 1
-	if s.head {
-		key = 0
-	}
-	if s.node, err = c.Split(mine, key); err != nil {
-		_ = sub.Close()
-		return nil, fmt.Errorf("ckpt: head = 1: node communicator: %w", err)
 	}
 	return s, nil
 }
@@ -272,7 +273,11 @@ func (h *headServer) raise(c comm.Comm, rank int, req headRequest) ([]byte, erro
 	if perr == nil {
 		var table partner.NodeTable
 		if table, perr = partner.UnmarshalTable(req.Table); perr == nil {
-			topo, perr = partner.NewTopologyTable(req.Ranks, h.cfg.NodeSize-1, h.cfg.GroupSize, req.NodeIDs, table)
+			if req.Blocks {
+				topo, perr = partner.NewBlockTopology(req.Ranks, h.cfg.NodeSize-1, h.cfg.GroupSize, table, nil, req.Slots)
+			} else {
+				topo, perr = partner.NewTopologyTable(req.Ranks, h.cfg.NodeSize-1, h.cfg.GroupSize, req.NodeIDs, table)
+			}
 		}
 	}
 	if perr != nil {
@@ -362,7 +367,13 @@ func (r *Runtime) headRequestFor(m *levels.Manifest, lvl levels.ID) (headRequest
 	if err != nil {
 		return headRequest{}, err
 	}
-	return headRequest{Kind: headRaiseReq, Level: int(lvl), Manifest: raw, Ranks: r.c.Size(), NodeIDs: r.topoIDs, Table: table}, nil
+	req := headRequest{Kind: headRaiseReq, Level: int(lvl), Manifest: raw, Ranks: r.c.Size(), Table: table}
+	if r.topo.Blocks() {
+		req.Blocks, req.Slots = true, r.topo.Slots()
+	} else {
+		req.NodeIDs = r.topoIDs
+	}
+	return req, nil
 }
 
 // stopHead tells the node's head this rank is done (Finalize, Close).

@@ -85,7 +85,7 @@ func (r *Runtime) BeginICP(id int64, level int, activate bool) error {
 	if err := comm.Agree(r.c, err, "collect protected variables"); err != nil {
 		return fmt.Errorf("ckpt: incremental checkpoint %d: %w", id, err)
 	}
-	if _, err := r.checkDecomposition(); err != nil {
+	if err := r.checkDecomposition(); err != nil {
 		return fmt.Errorf("ckpt: incremental checkpoint %d: %w", id, err)
 	}
 	st := &icpState{id: id, lvl: lvl, vars: map[int32]int{}, start: r.now()}
@@ -193,7 +193,7 @@ func (r *Runtime) FinalizeICP() error {
 			return 0, levels.Digest{}, false, err
 		}
 		img = fileformat.Parent{Layout: lay, Summary: sum}
-		data = levels.DataStats{Written: sum.DataSize, Protected: sum.DataSize}
+		data = fullStats(sum, sum.Stored != sum.Logical)
 		return sum.FileSize, levels.Digest{}, false, nil
 	}
 	// The inline L4 places the data itself: an incremental L4 is written
@@ -247,8 +247,9 @@ func (r *Runtime) FinalizeICP() error {
 	if r.c.Rank() == 0 {
 		wall := r.now().Sub(st.start)
 		mib := float64(m.Bytes()) / float64(m.Ranks) / (1 << 20)
-		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) taken incrementally in %.3f sec. since BeginICP (Wr %.3f in AddVarICP on rank 0; at FinalizeICP: Wr %.3f, Ps %.3f, Cm %.3f, %.3f sec.)",
-			st.id, st.lvl, mib, wall.Seconds(), st.write.Seconds(), cst.Write.Seconds(), cst.Protect.Seconds(), cst.Commit.Seconds(), r.now().Sub(t).Seconds()),
+		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) taken incrementally in %.3f sec. since BeginICP (Wr %.3f in AddVarICP on rank 0; at FinalizeICP: Wr %.3f, Ps %.3f, Cm %.3f, %.3f sec.)%s",
+			st.id, st.lvl, mib, wall.Seconds(), st.write.Seconds(), cst.Write.Seconds(), cst.Protect.Seconds(), cst.Commit.Seconds(), r.now().Sub(t).Seconds(),
+			compressionNote(m)),
 			zap.Int64("ckpt-id", st.id), zap.Stringer("ckpt-level", st.lvl), zap.Bool("icp", true), zap.Bool("async", async))
 	}
 	return r.logFailed(st.id, int(st.lvl), upErr)

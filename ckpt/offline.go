@@ -98,7 +98,7 @@ func newestManifest(meta, global vfd.Driver, cfg Config, run string) (*levels.Ma
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: %w", err)
 	}
-	if err := levels.LostError(scan); err != nil {
+	if err := levels.LostErrorIn(scan, levels.LostDirs{Meta: cfg.MetaDir, Global: cfg.GlobalDir(run), Local: cfg.NodeDir(0, run)}); err != nil {
 		return nil, fmt.Errorf("ckpt: %w", err)
 	}
 	for i := len(scan) - 1; i >= 0; i-- {

@@ -1,11 +1,12 @@
 package ckpt
 
 import (
-	"cmp"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sync"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/h5ckpt"
+	"github.com/ftigo/ftigo/internal/exchange"
 	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/vfd"
 )
@@ -24,17 +26,29 @@ import (
 var errReshaped = errors.New("ckpt: restart of another shape")
 
 // reshapeState is a restart from data another shape wrote (another rank
-// count, ranks moved between nodes, or a level-9 HDF5 file): where each
-// old rank's data is, what it stored, and the readers this rank opened.
+// count, ranks moved between nodes, or a level-9 HDF5 file), as one rank
+// sees it: the sources it knows, what its home old ranks stored, and the
+// readers this rank opened. No rank holds what every old rank stored.
 type reshapeState struct {
 	what     string // names the checkpoint in messages
 	oldRanks int
-	sources  []levels.ReshapeSource
+	// sources are the old ranks' sources this rank knows, by old rank:
+	// those it verified (with their images), those of the old ranks it
+	// is home for (levels.HomeOf), and those its redistributions need.
+	sources map[int]levels.ReshapeSource
 	// h5Path, h5Drv: the HDF5 file of sources with IsH5.
 	h5Path string
 	h5Drv  vfd.Driver
-	meta   []oldMeta
-	old    *dataset.Decomposition
+	// homeMeta is what each old rank this rank is home for stored.
+	homeMeta map[int]oldMeta
+	// own is the old rank whose variables outside the datasets this
+	// rank takes (q*N/M), and ownMeta what it stored.
+	own     int
+	ownMeta oldMeta
+	// old holds the checkpoint's datasets and the sums of their subsets.
+	old *spread
+	// storedIDs are the variable ids every old rank stored, together.
+	storedIDs []int
 
 	// sent and received count the bytes this rank's redistributions
 	// shipped over the communicator.
@@ -63,12 +77,15 @@ func (s *reshapeState) reader(o int, global levels.Store, nodes func(int) levels
 	if rd, ok := s.readers[o]; ok {
 		return rd, nil
 	}
-	if o < 0 || o >= len(s.sources) {
-		return nil, fmt.Errorf("ckpt: old rank %d of %d", o, len(s.sources))
+	src, ok := s.sources[o]
+	if !ok {
+		return nil, fmt.Errorf("ckpt: old rank %d of %d: no source known on this rank", o, s.oldRanks)
 	}
-	src := s.sources[o]
 	var rd varReader
 	if src.IsH5() {
+		if s.h5Path == "" {
+			s.h5Path, s.h5Drv = global.Path(src.Entry.Attrs[levels.AttrContainer]), global.Driver
+		}
 		if s.h5 == nil {
 			hf, err := h5ckpt.Open(s.h5Drv, s.h5Path, h5ckpt.WithLogger(log))
 			if err != nil {
@@ -115,9 +132,10 @@ func (s *reshapeState) reader(o int, global levels.Store, nodes func(int) levels
 func (s *reshapeState) dropImages() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for o := range s.sources {
-		if s.sources[o].Image != nil {
-			s.sources[o].Image = nil
+	for o, src := range s.sources {
+		if src.Image != nil {
+			src.Image = nil
+			s.sources[o] = src
 			delete(s.readers, o)
 		}
 	}
@@ -130,8 +148,9 @@ func (s *reshapeState) close() {
 		_ = c.Close()
 	}
 	s.closers, s.readers, s.h5 = nil, nil, nil
-	for o := range s.sources {
-		s.sources[o].Image = nil
+	for o, src := range s.sources {
+		src.Image = nil
+		s.sources[o] = src
 	}
 }
 
@@ -148,16 +167,38 @@ func (o oldSource) ReadVarAt(rank int, id int32, dst []byte, off int64) error {
 	return rd.ReadVarAt(id, dst, off)
 }
 
-// startReshape records the restart from rs and gathers what every old
-// rank stored from the rank that verified it. Collective.
-func (r *Runtime) startReshape(st *reshapeState) error {
+// Tags of the spread restart.
+const (
+	tagMeta    = 0x5243 // "RC": what the old ranks stored, to their homes
+	tagIDs     = 0x5244 // the stored variable ids, merged
+	tagOwnAsk  = 0x5245 // a rank asks for its own old rank's metadata
+	tagOwnTell = 0x5246 // and gets it
+)
+
+// metaMsg carries old rank O's metadata (and, to a rank that asked for
+// it, its source).
+type metaMsg struct {
+	O    int                   `json:"o"`
+	Meta oldMeta               `json:"m"`
+	Src  *levels.ReshapeSource `json:"s,omitempty"`
+}
+
+// startReshape records the restart from st: each rank that verified an
+// old rank's data reads what it stored and tells its home; the homes
+// check the old decomposition together, spread over the ranks; every
+// rank learns the metadata of its own old rank (q*N/M). Collective.
+func (r *Runtime) startReshape(st *reshapeState, verified, home map[int]levels.ReshapeSource) error {
 	r.reshape = st
-	var mine []oldMeta
-	var mineRanks []int
-	for o, src := range st.sources {
-		if src.Reader != r.c.Rank() {
-			continue
-		}
+	size := r.c.Size()
+	st.sources = map[int]levels.ReshapeSource{}
+	for o, src := range home {
+		st.sources[o] = src
+	}
+	for o, src := range verified {
+		st.sources[o] = src
+	}
+	out := map[int][]byte{}
+	for _, o := range sortedKeys(verified) {
 		var m oldMeta
 		rd, err := st.reader(o, r.env.Global, r.nodeStore, r.log)
 		if err == nil {
@@ -166,57 +207,159 @@ func (r *Runtime) startReshape(st *reshapeState) error {
 		} else {
 			m.Err = err.Error()
 		}
-		mine = append(mine, m)
-		mineRanks = append(mineRanks, o)
+		appendJSON(out, levels.HomeOf(o, st.oldRanks, size), metaMsg{O: o, Meta: m})
 	}
-	type msg struct {
-		Ranks []int     `json:"ranks"`
-		Meta  []oldMeta `json:"meta"`
-	}
-	b, err := json.Marshal(msg{Ranks: mineRanks, Meta: mine})
-	if err != nil {
-		return err
-	}
-	all, err := comm.AllgatherBytes(r.c, b)
+	in, err := exchange.Sparse(r.c, tagMeta, exchange.ByPeer(out))
 	if err != nil {
 		return fmt.Errorf("ckpt: exchange what the old ranks stored: %w", err)
 	}
-	st.meta = make([]oldMeta, st.oldRanks)
-	var errs []string
-	got := make([]bool, st.oldRanks)
-	for q, raw := range all {
-		var m msg
-		if err := json.Unmarshal(raw, &m); err != nil || len(m.Ranks) != len(m.Meta) {
-			return fmt.Errorf("ckpt: decode rank %d's old metadata: %v", q, err)
+	st.homeMeta = map[int]oldMeta{}
+	var lerr error
+	lkey := int64(math.MaxInt64)
+	fail := func(o int, err error) {
+		if int64(o) < lkey {
+			lkey, lerr = int64(o), err
 		}
-		for i, o := range m.Ranks {
-			if o < 0 || o >= st.oldRanks {
-				return fmt.Errorf("ckpt: rank %d sent the metadata of old rank %d of %d", q, o, st.oldRanks)
+	}
+	for _, m := range in {
+		if derr := eachJSON(m.Data, func(x metaMsg) {
+			st.homeMeta[x.O] = x.Meta
+			if x.Meta.Err != "" {
+				fail(x.O, fmt.Errorf("ckpt: restart from %s: old rank %d (read by rank %d): %s", st.what, x.O, m.Peer, x.Meta.Err))
 			}
-			st.meta[o], got[o] = m.Meta[i], true
-			if m.Meta[i].Err != "" {
-				errs = append(errs, fmt.Sprintf("old rank %d (read by rank %d): %s", o, q, m.Meta[i].Err))
-			}
+		}); derr != nil {
+			fail(-1, fmt.Errorf("ckpt: decode rank %d's old metadata: %w", m.Peer, derr))
 		}
 	}
-	for o, ok := range got {
-		if !ok {
-			errs = append(errs, fmt.Sprintf("old rank %d: no rank read its metadata", o))
+	homes := sortedKeys(home)
+	for _, o := range homes {
+		if _, ok := st.homeMeta[o]; !ok {
+			fail(o, fmt.Errorf("ckpt: restart from %s: old rank %d: no rank read its metadata", st.what, o))
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("ckpt: restart from %s: %s", st.what, errs[0])
+	if err := agreeFirst(r.c, lkey, lerr); err != nil {
+		return err
 	}
-	views := make([]dataset.View, st.oldRanks)
-	for o := range views {
-		views[o] = st.meta[o].View
+	views := make([]rankView, 0, len(homes))
+	var ids []int
+	for _, o := range homes {
+		views = append(views, rankView{rank: o, view: st.homeMeta[o].View})
+		for _, v := range st.homeMeta[o].Vars {
+			ids = append(ids, int(v.ID))
+		}
 	}
-	dec, err := dataset.NewDecomposition(views)
-	if err != nil {
+	if st.old, err = checkSpread(r.c, views, true); err != nil {
 		return fmt.Errorf("ckpt: restart from %s: the global datasets it recorded: %w", st.what, err)
 	}
-	st.old = dec
+	if st.storedIDs, err = mergeIDs(r.c, ids); err != nil {
+		return err
+	}
+	return r.fetchOwn(st)
+}
+
+// fetchOwn asks the home of this rank's own old rank for what it stored
+// and where its data is. Collective.
+func (r *Runtime) fetchOwn(st *reshapeState) error {
+	me, size := r.c.Rank(), r.c.Size()
+	st.own = int(int64(me) * int64(st.oldRanks) / int64(size))
+	out := map[int][]byte{}
+	appendJSON(out, levels.HomeOf(st.own, st.oldRanks, size), st.own)
+	in, err := exchange.Sparse(r.c, tagOwnAsk, exchange.ByPeer(out))
+	if err != nil {
+		return fmt.Errorf("ckpt: ask for the old ranks' metadata: %w", err)
+	}
+	answers := map[int][]byte{}
+	var lerr error
+	for _, m := range in {
+		answers[m.Peer] = nil
+		if derr := eachJSON(m.Data, func(o int) {
+			src := st.sources[o]
+			one := map[int][]byte{}
+			appendJSON(one, 0, metaMsg{O: o, Meta: st.homeMeta[o], Src: &src})
+			answers[m.Peer] = append(answers[m.Peer], one[0]...)
+		}); derr != nil && lerr == nil {
+			lerr = fmt.Errorf("ckpt: decode rank %d's question: %w", m.Peer, derr)
+		}
+	}
+	home := levels.HomeOf(st.own, st.oldRanks, size)
+	got := false
+	got2, err := exchange.Reply(r.c, tagOwnTell, []int{home}, answers)
+	if err != nil {
+		return fmt.Errorf("ckpt: send the old ranks' metadata: %w", err)
+	}
+	if derr := eachJSON(got2[home], func(x metaMsg) {
+		if x.O == st.own && x.Src != nil {
+			st.ownMeta, got = x.Meta, true
+			if _, ok := st.sources[x.O]; !ok {
+				st.sources[x.O] = *x.Src
+			}
+		}
+	}); derr != nil && lerr == nil {
+		lerr = fmt.Errorf("ckpt: decode rank %d's answer: %w", home, derr)
+	}
+	if !got && lerr == nil {
+		lerr = fmt.Errorf("ckpt: restart from %s: no answer about old rank %d", st.what, st.own)
+	}
+	return agreeFirst(r.c, int64(me), lerr)
+}
+
+// mergeIDs returns the union of every rank's ids, sorted. Collective.
+func mergeIDs(c comm.Comm, ids []int) ([]int, error) {
+	slices.Sort(ids)
+	raw, _ := json.Marshal(slices.Compact(ids))
+	raw, err := exchange.Merge(c, tagIDs, raw, func(lo, hi []byte) []byte {
+		var a, b []int
+		if json.Unmarshal(lo, &a) != nil || json.Unmarshal(hi, &b) != nil {
+			return lo
+		}
+		a = append(a, b...)
+		slices.Sort(a)
+		out, _ := json.Marshal(slices.Compact(a))
+		return out
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ckpt: merge the stored variable ids: %w", err)
+	}
+	var all []int
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return nil, fmt.Errorf("ckpt: decode the stored variable ids: %w", err)
+	}
+	return all, nil
+}
+
+// appendJSON appends v, one line of JSON, to the message for dst.
+func appendJSON(out map[int][]byte, dst int, v any) {
+	b, _ := json.Marshal(v) // the types of this package marshal
+	out[dst] = append(append(out[dst], b...), '\n')
+}
+
+// eachJSON decodes every line of b as a T.
+func eachJSON[T any](b []byte, fn func(T)) error {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			i = len(b)
+		}
+		if i > 0 {
+			var v T
+			if err := json.Unmarshal(b[:i], &v); err != nil {
+				return err
+			}
+			fn(v)
+		}
+		b = b[min(i+1, len(b)):]
+	}
 	return nil
+}
+
+// sortedKeys returns the keys of m, ascending.
+func sortedKeys[V any](m map[int]V) []int {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
 }
 
 // oldView returns the datasets and subsets a reader's file recorded.
@@ -286,9 +429,12 @@ func (r *Runtime) plainItem(v *variable, byName bool) (reshapeItem, error) {
 		return reshapeItem{}, fmt.Errorf("%w: %s maps onto no global dataset, and %s was written by %d ranks: with %d ranks now, neither count divides the other, so no old rank's copy of it is defined for rank %d; "+
 			"map it onto a global dataset (DefineDataset, AddSubset) to have it redistributed", ErrVarMismatch, what, st.what, st.oldRanks, r.c.Size(), r.c.Rank())
 	}
+	if src != st.own {
+		return reshapeItem{}, fmt.Errorf("ckpt: old rank %d is not this rank's own old rank %d", src, st.own)
+	}
 	var info fileformat.VarInfo
 	found := false
-	for _, x := range st.meta[src].Vars {
+	for _, x := range st.ownMeta.Vars {
 		if (byName && x.Name == v.name) || (!byName && x.ID == int32(v.id)) {
 			if found {
 				return reshapeItem{}, fmt.Errorf("%w: old rank %d stored two variables named %q", ErrVarMismatch, src, v.name)
@@ -303,9 +449,9 @@ func (r *Runtime) plainItem(v *variable, byName bool) (reshapeItem, error) {
 		return reshapeItem{}, fmt.Errorf("%w: %s is protected as %s (%v, %d bytes) but old rank %d stored it as %v with %d-byte elements",
 			ErrVarMismatch, what, v.goType, v.typ, v.elemSize, src, info.Type, info.ElemSize)
 	}
-	for _, s := range st.meta[src].View.Subsets {
+	for _, s := range st.ownMeta.View.Subsets {
 		if s.VarID == info.ID {
-			d, _ := st.old.Dataset(s.Dataset)
+			d, _ := st.old.dataset(s.Dataset)
 			return reshapeItem{}, fmt.Errorf("%w: %w: %s was part of global dataset %v in %s: map it onto that dataset with AddSubset so that Recover redistributes it",
 				ErrVarMismatch, ErrDataset, what, d, st.what)
 		}
@@ -313,325 +459,24 @@ func (r *Runtime) plainItem(v *variable, byName bool) (reshapeItem, error) {
 	return reshapeItem{ID: v.id, Src: src, OldID: info.ID, Size: info.Size, Named: byName}, nil
 }
 
-// reshapeRequest is what one rank asks for and how it maps its variables.
-type reshapeRequest struct {
-	View  dataset.View  `json:"view"`
-	Items []reshapeItem `json:"items"`
-	Err   string        `json:"err,omitempty"`
-}
-
-// request builds this rank's request for the variables ids (by name when
-// byName, ids then holding one variable).
-func (r *Runtime) request(ids []int, byName bool) (reshapeRequest, error) {
-	req := reshapeRequest{View: r.datasetView()}
+// request returns the items of the variables ids (by name when byName,
+// ids then holding one variable).
+func (r *Runtime) request(ids []int, byName bool) ([]reshapeItem, error) {
+	var items []reshapeItem
 	for _, id := range ids {
 		v := r.vars[id]
 		if s, ok := r.subsets[id]; ok {
 			d := r.datasets[s.Dataset]
-			req.Items = append(req.Items, reshapeItem{ID: id, Src: -1, OldID: int32(id), Size: s.Elements() * int64(d.Elem())})
+			items = append(items, reshapeItem{ID: id, Src: -1, OldID: int32(id), Size: s.Elements() * int64(d.Elem())})
 			continue
 		}
 		it, err := r.plainItem(v, byName)
 		if err != nil {
-			return req, err
+			return nil, err
 		}
-		req.Items = append(req.Items, it)
+		items = append(items, it)
 	}
-	return req, nil
-}
-
-// copiesFor returns the copies that fill new rank q's requested
-// variables, sorted by (Src, SrcVar, SrcOff).
-func copiesFor(q int, plan *dataset.Plan, items []reshapeItem) []dataset.Copy {
-	var out []dataset.Copy
-	if plan != nil {
-		out = plan.Copies(q)
-	}
-	for _, it := range items {
-		if it.Src >= 0 && it.Size > 0 {
-			out = append(out, dataset.Copy{Dst: q, DstVar: int32(it.ID), Src: it.Src, SrcVar: it.OldID, Len: it.Size})
-		}
-	}
-	slices.SortFunc(out, func(x, y dataset.Copy) int {
-		return cmp.Or(cmp.Compare(x.Src, y.Src), cmp.Compare(x.SrcVar, y.SrcVar), cmp.Compare(x.SrcOff, y.SrcOff))
-	})
-	return out
-}
-
-// recoverReshaped restores the variables ids (collective): every rank
-// says what it needs; the copies are computed from the old and new
-// decompositions (and, for variables outside the datasets, from
-// plainSource); each rank reads what it can see itself, and the ranks
-// that verified the other sources send the rest.
-func (r *Runtime) recoverReshaped(ids []int, byName bool) error {
-	st := r.reshape
-	req, lerr := r.request(ids, byName)
-	if lerr != nil {
-		req.Err = lerr.Error()
-	}
-	b, err := json.Marshal(req)
-	if err != nil {
-		return err
-	}
-	all, err := comm.AllgatherBytes(r.c, b)
-	if err != nil {
-		return fmt.Errorf("ckpt: recover: exchange requests: %w", err)
-	}
-	reqs := make([]reshapeRequest, len(all))
-	for q, raw := range all {
-		if err := json.Unmarshal(raw, &reqs[q]); err != nil {
-			return fmt.Errorf("ckpt: recover: decode rank %d's request: %w", q, err)
-		}
-	}
-	for q, x := range reqs {
-		if x.Err != "" {
-			msg := fmt.Sprintf("ckpt: recover from %s failed on rank %d: %s", st.what, q, x.Err)
-			if lerr != nil {
-				return &agreed{msg: msg, local: lerr}
-			}
-			return errors.New(msg)
-		}
-	}
-	// The new decomposition, checked as a checkpoint would check it, and
-	// the plan for the requested subsets.
-	views := make([]dataset.View, len(reqs))
-	wanted := make([]dataset.View, len(reqs))
-	for q, x := range reqs {
-		views[q] = x.View
-		wanted[q].Datasets = x.View.Datasets
-		for _, it := range x.Items {
-			if it.Src >= 0 {
-				continue
-			}
-			for _, s := range x.View.Subsets {
-				if int(s.VarID) == it.ID {
-					wanted[q].Subsets = append(wanted[q].Subsets, s)
-				}
-			}
-		}
-	}
-	if _, err := dataset.NewDecomposition(views); err != nil {
-		return fmt.Errorf("ckpt: recover from %s: %w: this run's subsets: %w", st.what, ErrDataset, err)
-	}
-	var plan *dataset.Plan
-	if req, err := dataset.Partial(wanted); err != nil {
-		return fmt.Errorf("ckpt: recover from %s: %w: %w", st.what, ErrDataset, err)
-	} else if plan, err = dataset.NewPlan(st.old, req); err != nil {
-		return fmt.Errorf("ckpt: recover from %s: %w: %w", st.what, ErrDataset, err)
-	}
-	me := r.c.Rank()
-	// Destination memory, sized as the subsets or the old variables say.
-	bufs := map[int32][]byte{}
-	var terr error
-	for _, it := range reqs[me].Items {
-		v := r.vars[it.ID]
-		buf, err := v.target(it.Size)
-		if err != nil {
-			terr = fmt.Errorf("ckpt: recover variable %d: %w", it.ID, err)
-			break
-		}
-		bufs[int32(it.ID)] = buf
-	}
-	var rerr error
-	if terr == nil {
-		for _, f := range plan.Fills(me) {
-			clear(bufs[f.DstVar][f.Off : f.Off+f.Len])
-		}
-		var local []dataset.Copy
-		for _, c := range copiesFor(me, plan, reqs[me].Items) {
-			if st.sources[c.Src].Sees(me) {
-				local = append(local, c)
-			}
-		}
-		rerr = dataset.Apply(local, oldSource{r}, bufs)
-	}
-	xerr := r.exchange(plan, reqs, bufs, terr != nil)
-	err = errors.Join(terr, rerr, xerr)
-	if err == nil {
-		for _, it := range reqs[me].Items {
-			if v := r.vars[it.ID]; v.loaded != nil {
-				if lerr := v.loaded(bufs[int32(it.ID)]); lerr != nil {
-					err = fmt.Errorf("ckpt: recover variable %d: %w", it.ID, lerr)
-					break
-				}
-			}
-		}
-	}
-	r.log.Debug("redistributed", zap.String("from", st.what), zap.Int("variables", len(reqs[me].Items)),
-		zap.Int64("sent-bytes", st.sent), zap.Int64("received-bytes", st.received))
-	if aerr := comm.Agree(r.c, err, "recover from "+st.what); aerr != nil {
-		for _, b := range bufs {
-			clear(b) // bad data never looks restored
-		}
-		return fmt.Errorf("ckpt: %w", aerr)
-	}
-	return nil
-}
-
-// recoverReshapedMissing takes part in a redistributing recovery that
-// fails on this rank before it could ask for anything (the other ranks
-// are waiting in it), and returns err agreed on every rank.
-func (r *Runtime) recoverReshapedMissing(err error) error {
-	b, merr := json.Marshal(reshapeRequest{View: r.datasetView(), Err: err.Error()})
-	if merr != nil {
-		return merr
-	}
-	if _, gerr := comm.AllgatherBytes(r.c, b); gerr != nil {
-		return errors.Join(err, gerr)
-	}
-	return &agreed{msg: fmt.Sprintf("ckpt: recover from %s failed on rank %d: %s", r.reshape.what, r.c.Rank(), err), local: err}
-}
-
-// agreed is an error every rank shares that also wraps this rank's own.
-type agreed struct {
-	msg   string
-	local error
-}
-
-func (a *agreed) Error() string { return a.msg }
-func (a *agreed) Unwrap() error { return a.local }
-
-// Exchange tuning: a message carries at most xchgChunk bytes.
-const (
-	xchgChunk = 8 << 20
-	xchgTag   = 0x5250 // "RP"
-)
-
-// piece is a copy (or part of one) placed in a message at off.
-type piece struct {
-	c   dataset.Copy
-	off int64
-}
-
-// messages splits the stream of copies into messages of at most
-// xchgChunk bytes, splitting copies larger than that.
-func messages(cs []dataset.Copy) [][]piece {
-	var out [][]piece
-	var cur []piece
-	fill := int64(0)
-	for _, c := range cs {
-		for c.Len > 0 {
-			n := min(c.Len, xchgChunk-fill)
-			p := c
-			p.Len = n
-			cur = append(cur, piece{c: p, off: fill})
-			fill += n
-			c.DstOff += n
-			c.SrcOff += n
-			c.Len -= n
-			if fill == xchgChunk {
-				out = append(out, cur)
-				cur, fill = nil, 0
-			}
-		}
-	}
-	if len(cur) > 0 {
-		out = append(out, cur)
-	}
-	return out
-}
-
-func msgLen(ps []piece) int64 {
-	if len(ps) == 0 {
-		return 0
-	}
-	l := ps[len(ps)-1]
-	return l.off + l.c.Len
-}
-
-// shipped returns the copies of new rank q that rank p sends it (q
-// cannot see their source and p verified it), in a fixed order.
-func (r *Runtime) shipped(p, q int, plan *dataset.Plan, reqs []reshapeRequest) []dataset.Copy {
-	var out []dataset.Copy
-	for _, c := range copiesFor(q, plan, reqs[q].Items) {
-		s := r.reshape.sources[c.Src]
-		if !s.Sees(q) && s.Reader == p {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// exchange sends the runs other ranks need from the sources this rank
-// verified and receives those it needs from sources it cannot see, in
-// rounds of pairwise transfers (round k: to rank+k, from rank-k), in
-// messages of at most xchgChunk bytes. A rank whose reads fail sends
-// zeros and reports the error afterwards, so no rank waits forever.
-// skipRecv: this rank has no destination memory (received bytes are
-// dropped). Collective.
-func (r *Runtime) exchange(plan *dataset.Plan, reqs []reshapeRequest, bufs map[int32][]byte, skipRecv bool) error {
-	me, n := r.c.Rank(), r.c.Size()
-	var errs []error
-	var sendBuf, recvBuf []byte
-	for k := 1; k < n; k++ {
-		dst, src := (me+k)%n, (me-k+n)%n
-		out := messages(r.shipped(me, dst, plan, reqs))
-		in := messages(r.shipped(src, me, plan, reqs))
-		for i := 0; i < max(len(out), len(in)); i++ {
-			var send, recv []byte
-			var direct bool
-			if i < len(out) {
-				ln := msgLen(out[i])
-				if int64(cap(sendBuf)) < ln {
-					sendBuf = make([]byte, ln)
-				}
-				send = sendBuf[:ln]
-				cs := make([]dataset.Copy, len(out[i]))
-				for j, p := range out[i] {
-					c := p.c
-					c.DstVar, c.DstOff = 0, p.off
-					cs[j] = c
-				}
-				slices.SortFunc(cs, func(x, y dataset.Copy) int {
-					return cmp.Or(cmp.Compare(x.Src, y.Src), cmp.Compare(x.SrcVar, y.SrcVar), cmp.Compare(x.SrcOff, y.SrcOff))
-				})
-				if err := dataset.Apply(cs, oldSource{r}, map[int32][]byte{0: send}); err != nil {
-					clear(send)
-					errs = append(errs, fmt.Errorf("read for rank %d: %w", dst, err))
-				}
-			}
-			if i < len(in) {
-				ln := msgLen(in[i])
-				if len(in[i]) == 1 && !skipRecv {
-					p := in[i][0].c
-					recv, direct = bufs[p.DstVar][p.DstOff:p.DstOff+p.Len], true
-				} else {
-					if int64(cap(recvBuf)) < ln {
-						recvBuf = make([]byte, ln)
-					}
-					recv = recvBuf[:ln]
-				}
-			}
-			var got int
-			var err error
-			switch {
-			case send != nil && recv != nil:
-				got, err = r.c.Sendrecv(send, dst, xchgTag, recv, src, xchgTag)
-			case send != nil:
-				err = r.c.Send(dst, xchgTag, send)
-			default:
-				got, err = r.c.Recv(src, xchgTag, recv)
-			}
-			if err != nil {
-				return errors.Join(append(errs, fmt.Errorf("exchange with ranks %d and %d: %w", dst, src, err))...)
-			}
-			r.reshape.sent += int64(len(send))
-			if recv == nil {
-				continue
-			}
-			r.reshape.received += int64(got)
-			if got != len(recv) {
-				errs = append(errs, fmt.Errorf("rank %d sent %d bytes, want %d", src, got, len(recv)))
-				continue
-			}
-			if !direct && !skipRecv {
-				for _, p := range in[i] {
-					copy(bufs[p.c.DstVar][p.c.DstOff:p.c.DstOff+p.c.Len], recv[p.off:p.off+p.c.Len])
-				}
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return items, nil
 }
 
 // reshapeStoredSize returns what variable id will hold after a
@@ -652,16 +497,14 @@ func (r *Runtime) reshapeStoredSize(id int) (int64, error) {
 	return it.Size, nil
 }
 
-// reshapeIDByName returns the id under which the old rank this rank
-// takes variables from stored the variable named name.
+// reshapeIDByName returns the id under which this rank's own old rank
+// (q*N/M) stored the variable named name: in FTI's model the ids are
+// the same on every rank, so any old rank answers.
 func (r *Runtime) reshapeIDByName(name string) (int, error) {
 	st := r.reshape
-	src, ok := plainSource(r.c.Rank(), r.c.Size(), st.oldRanks)
-	if !ok {
-		src = 0 // ids are the same on every rank in FTI's model; any old rank answers
-	}
+	src := st.own
 	found := -1
-	for _, v := range st.meta[src].Vars {
+	for _, v := range st.ownMeta.Vars {
 		if v.Name == name {
 			if found >= 0 {
 				return 0, fmt.Errorf("ckpt: %s: old rank %d stored variables %d and %d both named %q: %w", st.what, src, found, v.ID, name, fileformat.ErrNoVar)

@@ -239,6 +239,18 @@ func checkCoverage(ds Dataset, ps []piece, complete bool) error {
 			vol += n
 		}
 	}
+	if err := findOverlap(ds, live); err != nil {
+		return err
+	}
+	if !complete || ds.Sparse || vol == ds.Elements() {
+		return nil
+	}
+	return GapError(ds, countRanks(live), vol, uncovered(ds, live))
+}
+
+// findOverlap returns the error naming the first two pieces (in the
+// order given, along the sweep) that share an element.
+func findOverlap(ds Dataset, live []piece) error {
 	// Sweep along the dimension with the most distinct offsets, so that
 	// typical decompositions compare each subset with few others.
 	sweep := 0
@@ -252,6 +264,7 @@ func checkCoverage(ds Dataset, ps []piece, complete bool) error {
 			best, sweep = len(seen), k
 		}
 	}
+	live = slices.Clone(live)
 	sort.SliceStable(live, func(i, j int) bool { return live[i].sub.Offset[sweep] < live[j].sub.Offset[sweep] })
 	for i := range live {
 		a := live[i].sub
@@ -264,15 +277,7 @@ func checkCoverage(ds Dataset, ps []piece, complete bool) error {
 			}
 		}
 	}
-	if !complete || ds.Sparse || vol == ds.Elements() {
-		return nil
-	}
-	msg := fmt.Sprintf("%v: dataset %v: the subsets of %d ranks cover %d of its %d elements",
-		ErrGap, ds, countRanks(live), vol, ds.Elements())
-	if pt := uncovered(ds, live); pt != nil {
-		msg += fmt.Sprintf("; element %v is in no subset", pt)
-	}
-	return &gapError{msg: msg}
+	return nil
 }
 
 type gapError struct{ msg string }
@@ -288,19 +293,27 @@ func countRanks(ps []piece) int {
 	return len(seen)
 }
 
-// uncovered returns an element no piece covers, or nil when finding one
-// would cost too much. Some uncovered element has, in every dimension,
-// coordinate 0 or the end of some piece (move any uncovered element down
-// one dimension at a time until it meets a piece or 0), so those
-// candidates suffice.
+// uncovered returns an element of ds no piece covers, or nil when
+// finding one would cost too much.
 func uncovered(ds Dataset, ps []piece) []int64 {
+	return uncoveredIn(make([]int64, len(ds.Shape)), ds.Shape, ps)
+}
+
+// uncoveredIn returns an element of the box (off, cnt) no piece
+// covers, or nil when finding one would cost too much. Some uncovered
+// element has, in every dimension, the box's first coordinate or the
+// end of some piece (move any uncovered element down one dimension at a
+// time until it meets a piece or the box's edge), so those candidates
+// suffice.
+func uncoveredIn(off, cnt []int64, ps []piece) []int64 {
 	const budget = 1 << 22
-	cand := make([][]int64, len(ds.Shape))
+	d := len(off)
+	cand := make([][]int64, d)
 	work := int64(max(len(ps), 1))
-	for k := range ds.Shape {
-		set := map[int64]bool{0: true}
+	for k := range d {
+		set := map[int64]bool{off[k]: true}
 		for _, p := range ps {
-			if e := p.sub.Offset[k] + p.sub.Count[k]; e < ds.Shape[k] {
+			if e := p.sub.Offset[k] + p.sub.Count[k]; e > off[k] && e < off[k]+cnt[k] {
 				set[e] = true
 			}
 		}
@@ -313,9 +326,9 @@ func uncovered(ds Dataset, ps []piece) []int64 {
 			return nil
 		}
 	}
-	pt := make([]int64, len(ds.Shape))
-	idx := make([]int, len(ds.Shape))
-	one := make([]int64, len(ds.Shape))
+	pt := make([]int64, d)
+	idx := make([]int, d)
+	one := make([]int64, d)
 	for k := range one {
 		one[k] = 1
 	}

@@ -34,18 +34,28 @@
 // decomposition most applications use (MPI_Dims_create and an uneven
 // block split).
 //
+// A check or a plan spread over many ranks needs no rank to hold every
+// rank's subsets. [Bins] cuts a dataset's index space into boxes
+// ([BinsFor]: about one per subset); the subsets that meet a bin go to
+// the rank that holds it. There [CheckBox] finds two subsets sharing an
+// element and how much of the bin they cover; [GapError] reads as
+// NewDecomposition's. [Runs] gives the copies of one pair of old and new
+// subsets, as [Plan.Copies] does for a whole rank.
+//
 // # Lifecycle
 //
-//  1. Each rank declares its datasets and subsets; the runtime gathers
-//     them.
-//  2. [NewDecomposition] validates the whole, at a checkpoint and at a
-//     restart.
+//  1. Each rank declares its datasets and subsets.
+//  2. [NewDecomposition] validates the whole of them on one rank (a
+//     file's, a tool's); a run of many ranks checks them spread over the
+//     ranks with [Bins] and [CheckBox].
 //  3. On a restart of another shape, a [Plan] from the checkpoint's
-//     decomposition to the new one.
+//     decomposition to the new one, or [Runs] per pair of subsets that
+//     meet.
 //  4. [Plan.Execute] runs a new rank's copies against a [Source] of old
 //     data, such as [Files] (the old ranks' FTI-FF files, every block
-//     verified against its hash). Large runs are read straight into the
-//     destination; small ones go through a bounded window.
+//     verified against its hash). [Apply] runs any list of copies. Large
+//     runs are read straight into the destination; small ones go
+//     through a bounded window.
 //
 // # Concurrency
 //

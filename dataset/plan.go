@@ -45,15 +45,26 @@ func NewPlan(old, new *Decomposition) (*Plan, error) {
 		if len(new.pieces[nd.ID]) == 0 {
 			continue
 		}
-		od, ok := old.Dataset(nd.ID)
-		if !ok {
-			return nil, fmt.Errorf("%w: dataset %v is not in the checkpoint (it holds %s)", ErrUnknown, nd, listDatasets(old.datasets))
-		}
-		if od.Name != nd.Name || !slices.Equal(od.Shape, nd.Shape) || od.Type != nd.Type || od.Elem() != nd.Elem() {
-			return nil, fmt.Errorf("%w: dataset %d is %v in the checkpoint but %v in this run", ErrMismatch, nd.ID, od, nd)
+		if err := CheckStored(nd, old.datasets); err != nil {
+			return nil, err
 		}
 	}
 	return &Plan{old: old, new: new}, nil
+}
+
+// CheckStored checks dataset nd of a restart against stored, the
+// checkpoint's datasets: nd's id is there ([ErrUnknown]) with the same
+// name, shape, element type and size ([ErrMismatch]).
+func CheckStored(nd Dataset, stored []Dataset) error {
+	i := slices.IndexFunc(stored, func(d Dataset) bool { return d.ID == nd.ID })
+	if i < 0 {
+		return fmt.Errorf("%w: dataset %v is not in the checkpoint (it holds %s)", ErrUnknown, nd, listDatasets(stored))
+	}
+	od := stored[i]
+	if od.Name != nd.Name || !slices.Equal(od.Shape, nd.Shape) || od.Type != nd.Type || od.Elem() != nd.Elem() {
+		return fmt.Errorf("%w: dataset %d is %v in the checkpoint but %v in this run", ErrMismatch, nd.ID, od, nd)
+	}
+	return nil
 }
 
 func listDatasets(ds []Dataset) string {

@@ -31,6 +31,7 @@ const (
 	attrRanks      = "ftigo_ranks"
 	attrTimestamp  = "ftigo_timestamp"
 	attrBlockSize  = "ftigo_block_size"
+	attrRun        = "ftigo_run"
 	attrTablesHash = "ftigo_tables_blake3"
 	attrDatasetID  = "ftigo_dataset_id"
 	attrElemType   = "ftigo_element_type"
@@ -56,6 +57,10 @@ type Meta struct {
 	Ranks int
 	// BlockSize is the size of the hashed blocks (set by Write).
 	BlockSize int
+	// Run is the id of the run that wrote the file (FTI's exec_id,
+	// root attribute ftigo_run); empty when none was given. A run never
+	// overwrites or restores a file another run wrote.
+	Run string
 }
 
 // Name returns the file name of checkpoint id in dir, as FTI names its

@@ -170,6 +170,12 @@ func (f *File) parseRoot() (*h5.Object, int64, error) {
 		return nil, 0, f.corrupt(-1, -1, -1, ErrCorrupt, "ranks %d, block size %d, checkpoint id %d", ranks, bs, id)
 	}
 	f.meta = Meta{CkptID: id, Level: int(level), Timestamp: ts, Ranks: int(ranks), BlockSize: int(bs)}
+	if ra, ok := root.Attr(attrRun); ok {
+		if ra.Type.Class != h5.ClassString || ra.Dims != nil {
+			return nil, 0, f.corrupt(-1, -1, -1, ErrCorrupt, "attribute %s is not a string", attrRun)
+		}
+		f.meta.Run = string(bytes.TrimRight(ra.Data, "\x00"))
+	}
 	f.bs = bs
 	ml, ok := root.Link(MetaGroup)
 	if !ok || ml.External || ml.Object.Kind != h5.KindGroup {

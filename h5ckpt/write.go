@@ -673,6 +673,9 @@ func (w *writer) commit(hashes [][]byte) error {
 		h5.MustAttr(attrBlockSize, int64(w.meta.BlockSize)),
 		h5.MustAttr(attrTablesHash, th.Sum(nil)),
 	}
+	if w.meta.Run != "" {
+		attrs = append(attrs, h5.StringAttr(attrRun, w.meta.Run))
+	}
 	th.Sum(w.tablesHash[:0])
 	for _, a := range attrs {
 		if err := root.SetAttr(a); err != nil {

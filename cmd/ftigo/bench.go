@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -31,6 +32,11 @@ type benchConfig struct {
 	// async post-processes levels 2-4 in the background (inline_lL = 0)
 	// while the ranks run a solver-like CPU load.
 	async bool
+	// codec compresses the checkpoints ([basic] compression); the same
+	// run then also measures each level's uncompressed checkpoint.
+	codec fileformat.Codec
+	// data is the kind of data the ranks protect (benchDataKinds).
+	data string
 	// snapshot (with async) takes every level in ckpt_snapshot mode and
 	// also measures the inline checkpoint and a plain memcpy (bench_snap.go).
 	snapshot bool
@@ -188,15 +194,37 @@ type benchRow struct {
 	StrongShared      *stats    `json:"strong_shared_raw,omitempty"`
 	RatioStrongShared float64   `json:"ratio_strong_shared_median,omitempty"`
 	StrongSharedCPU   *cpuStats `json:"strong_shared_raw_cpu,omitempty"`
+	// Compression is the codec checkpoints were written with (--compression;
+	// empty for none); LogicalBytes and StoredBytes sum the variable's
+	// bytes and the bytes they took in the ranks' files (the last
+	// repeat's), CompressionRatio is their ratio. Checkpoints only.
+	Compression      string  `json:"compression,omitempty"`
+	LogicalBytes     int64   `json:"logical_bytes,omitempty"`
+	StoredBytes      int64   `json:"stored_bytes,omitempty"`
+	CompressionRatio float64 `json:"compression_ratio,omitempty"`
+	// Data is the kind of data protected (--data). Uncompressed is the
+	// same level's checkpoint or restart without compression, measured
+	// in the same run (with --compression only), and RatioUncompressed
+	// the compressed median over its median.
+	Data              string  `json:"data,omitempty"`
+	Uncompressed      *stats  `json:"uncompressed,omitempty"`
+	RatioUncompressed float64 `json:"ratio_uncompressed,omitempty"`
 }
 
 type benchResult struct {
-	Rows        []benchRow `json:"rows"`
-	Blake3MBps  float64    `json:"blake3_mb_per_s_per_core"`
-	RSEncMBps   float64    `json:"rs_encode_mb_per_s_per_core"`
-	RSDecMBps   float64    `json:"rs_decode_mb_per_s_per_core"`
-	MemcpyMBps  float64    `json:"memcpy_mb_per_s"`
-	Description string     `json:"description"`
+	Rows       []benchRow `json:"rows"`
+	Blake3MBps float64    `json:"blake3_mb_per_s_per_core"`
+	RSEncMBps  float64    `json:"rs_encode_mb_per_s_per_core"`
+	RSDecMBps  float64    `json:"rs_decode_mb_per_s_per_core"`
+	MemcpyMBps float64    `json:"memcpy_mb_per_s"`
+	// ZstdCompMBps and ZstdDecMBps are zstd's rates on one core on the
+	// data of the first ranks of the first point, up to 64 MiB
+	// (--compression zstd), block by block as the files store it, and
+	// ZstdRatio that data's logical over stored bytes.
+	ZstdCompMBps float64 `json:"zstd_compress_mb_per_s_per_core,omitempty"`
+	ZstdDecMBps  float64 `json:"zstd_decompress_mb_per_s_per_core,omitempty"`
+	ZstdRatio    float64 `json:"zstd_ratio,omitempty"`
+	Description  string  `json:"description"`
 	// LoadStart and LoadEnd are the 1, 5 and 15 minute load averages
 	// when the run started and ended (zeros where unknown).
 	LoadStart [3]float64 `json:"load_start"`
@@ -290,6 +318,9 @@ func (l *levelsFlag) Set(v string) error {
 
 // benchFlags are the command line of ftigo bench.
 type benchFlags struct {
+	compression  string
+	codec        fileformat.Codec
+	data         string
 	size         sizeFlag
 	levels       levelsFlag
 	ranks        int
@@ -369,6 +400,15 @@ checkpoint time is then the time the ranks were blocked in Checkpoint,
 and the JSON rows also carry total_s, until the checkpoint was committed
 at its level while the ranks ran a solver-like CPU load.
 
+--compression zstd writes the checkpoints with [basic] compression =
+zstd; each checkpoint row then carries the variable's bytes, the bytes
+its files took and their ratio (a "compressed" column), while the raw
+references still write the data as it is. The same run also takes each
+level's checkpoint and restart uncompressed: rows carry that time and
+ratio_uncompressed (a "vs none" column). The result adds zstd's
+compression and decompression rates on one core beside BLAKE3's.
+--data picks what the ranks protect: ramp, heat, random or sparse.
+
 --sweep-ranks without --sweep is the scale sweep: what one rank pays
 for Init, a checkpoint and a restart (Init and Recover) as the ranks
 grow, in groups of --group-size, with 4 KiB and 64 KiB per rank unless
@@ -426,6 +466,8 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 	f.IntVar(&bf.groupSize, "group-size", 4, "ranks per group (L2 partners, L3 encoding) in the scale sweep")
 	f.StringVar(&bf.storage, "storage", storageFiles, "scale sweep: where the ranks' files are, files (in --dir) or memory (vfd's in-memory driver: no file descriptors, no system calls)")
 	f.DurationVar(&bf.timeLimit, "time-limit", 0, "scale sweep: skip the rank counts predicted to take longer than this per point (0: no limit)")
+	f.StringVar(&bf.data, "data", "ramp", "the data the ranks protect: ramp (a linear ramp), heat (heat2d's field after 4,000 iterations, from the diffusion solution), random (uniform bits) or sparse (90% zeros)")
+	f.StringVar(&bf.compression, "compression", "none", "compress the checkpoints: none or zstd ([basic] compression); checkpoint rows then carry the stored bytes and the compression ratio")
 	f.BoolVar(&bf.async, "async", false, "post-process L2-L4 in the background (inline_lL = 0) while the ranks run a solver-like CPU load: time is the time blocked in Checkpoint, total_s until the level is durable")
 	return c
 }
@@ -484,6 +526,12 @@ func (a *app) runBench(cmd *cobra.Command, bf *benchFlags) error {
 
 // check checks the flags and returns the grid to measure.
 func (bf *benchFlags) check(cmd *cobra.Command) (rankCounts []int, sizes []int64, err error) {
+	if bf.codec, err = fileformat.ParseCodec(bf.compression); err != nil {
+		return nil, nil, usagef("--compression %q: use none or zstd", bf.compression)
+	}
+	if !slices.Contains(benchDataKinds, bf.data) {
+		return nil, nil, usagef("--data %q: use %s", bf.data, strings.Join(benchDataKinds, ", "))
+	}
 	if bf.size < 8 {
 		return nil, nil, usagef("--size %d: at least 8 bytes", int64(bf.size))
 	}
@@ -520,6 +568,9 @@ func (bf *benchFlags) check(cmd *cobra.Command) (rankCounts []int, sizes []int64
 		}
 	}
 	bf.scale = len(bf.from) == 0 && !bf.sweep && (cmd.Flags().Changed("sweep-ranks") || bf.mpi)
+	if bf.codec != fileformat.CodecNone && (bf.scale || bf.dcpDirty >= 0 || len(bf.from) > 0) {
+		return nil, nil, usagef("--compression measures the levels' checkpoints and restarts: it takes no --dcp-dirty, --from or scale sweep")
+	}
 	if bf.scale {
 		return bf.checkScale(cmd)
 	}
@@ -628,7 +679,8 @@ func measure(rankCounts []int, sizes []int64, bf *benchFlags, dir string, drop f
 				}
 				continue
 			}
-			bc := benchConfig{ranks: ranks, size: size, levels: bf.levels, repeats: bf.repeats, dir: dir, cold: bf.cold, drop: drop, async: bf.async, snapshot: bf.snapshot, steady: bf.snapshot, localDir: bf.ckptDir}
+			bc := benchConfig{ranks: ranks, size: size, levels: bf.levels, repeats: bf.repeats, dir: dir, cold: bf.cold, drop: drop, async: bf.async,
+				snapshot: bf.snapshot, steady: bf.snapshot, localDir: bf.ckptDir, codec: bf.codec, data: bf.data}
 			res, err := bench(bc, tick)
 			if err != nil {
 				return nil, fmt.Errorf("%d ranks x %s: %w", ranks, humanBytes(size), err)
@@ -639,6 +691,11 @@ func measure(rankCounts []int, sizes []int64, bf *benchFlags, dir string, drop f
 		}
 	}
 	all.Blake3MBps, all.RSEncMBps, all.RSDecMBps, all.MemcpyMBps = kernels()
+	if bf.codec != fileformat.CodecNone {
+		if err := codecKernel(all, bf.codec, bf.data, rankCounts[0], sizes[0], 64<<20); err != nil {
+			return nil, err
+		}
+	}
 	tick()
 	all.LoadEnd = loadAvg()
 	if len(descs) == 1 {
@@ -709,4 +766,8 @@ func printBench(w io.Writer, r *benchResult) {
 	}
 	fmt.Fprintf(w, "BLAKE3 %.0f MB/s per core; Reed-Solomon (k=m=4) encode %.0f MB/s, decode %.0f MB/s per core; memcpy %.0f MB/s\n",
 		r.Blake3MBps, r.RSEncMBps, r.RSDecMBps, r.MemcpyMBps)
+	if r.ZstdCompMBps > 0 {
+		fmt.Fprintf(w, "zstd on this data, one core: compress %.2f GB/s, decompress %.2f GB/s, ratio %.2fx; BLAKE3 %.2f GB/s\n",
+			r.ZstdCompMBps/1e3, r.ZstdDecMBps/1e3, r.ZstdRatio, r.Blake3MBps/1e3)
+	}
 }

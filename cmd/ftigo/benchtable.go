@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -34,6 +35,23 @@ func benchTable(rows []benchRow) string {
 			fmt.Sprintf("%.2fx", r.RatioStrong),
 			cpu(r.CPU) + "/" + cpu(r.RawCPU) + "/" + cpu(r.StrongCPU),
 			cache,
+		}
+	}
+	if slices.ContainsFunc(rows, func(r benchRow) bool { return r.Compression != "" }) {
+		// The compression ratio, before the last column.
+		n := len(header) - 1
+		header = slices.Insert(header, n, "compressed", "vs none")
+		right = slices.Insert(right, n, true, true)
+		for i, r := range rows {
+			ratio := "-"
+			if r.CompressionRatio > 0 {
+				ratio = fmt.Sprintf("%.2fx", r.CompressionRatio)
+			}
+			vs := "-"
+			if r.Uncompressed != nil {
+				vs = fmt.Sprintf("%.2fx", r.RatioUncompressed)
+			}
+			cells[i] = slices.Insert(cells[i], n, ratio, vs)
 		}
 	}
 	return renderTable(header, cells, right)

@@ -92,6 +92,34 @@ func openData(cfg ckpt.Config, m *levels.Manifest, holder int, f levels.File) (v
 	return vfd.OpenRead(s.Driver, p)
 }
 
+// openLayers opens rank of's data file in every layer of differential
+// checkpoint m's chain, the full base first (through byseq).
+func openLayers(cfg ckpt.Config, m *levels.Manifest, of int, byseq map[uint64]*levels.Manifest) ([]vfd.File, error) {
+	var layers []vfd.File
+	fail := func(err error) ([]vfd.File, error) {
+		for _, f := range layers {
+			f.Close()
+		}
+		return nil, err
+	}
+	for _, s := range append(append([]uint64(nil), m.DCP.Chain...), m.Seq) {
+		x := byseq[s]
+		if x == nil {
+			return fail(fmt.Errorf("%w: it depends on %s, which is not committed", levels.ErrMissingLayer, levels.ManifestName(s)))
+		}
+		xf, ok := x.DataFile(of)
+		if !ok {
+			return fail(fmt.Errorf("%s lists no data file for rank %d", levels.ManifestName(s), of))
+		}
+		f, err := openData(cfg, x, of, xf)
+		if err != nil {
+			return fail(fmt.Errorf("layer %s: %w", levels.ManifestName(s), err))
+		}
+		layers = append(layers, f)
+	}
+	return layers, nil
+}
+
 // verifyData re-reads a data file chunk by chunk and checks every block:
 // an FTI-FF file, or for a differential checkpoint its delta file and then
 // the image of its whole chain (every layer's data file of that rank,
@@ -110,27 +138,15 @@ func verifyData(cfg ckpt.Config, m *levels.Manifest, holder int, df levels.File,
 		}
 		return r.Verify()
 	}
-	var layers []vfd.File
+	layers, err := openLayers(cfg, m, df.Of, byseq)
+	if err != nil {
+		return err
+	}
 	defer func() {
 		for _, f := range layers {
 			f.Close()
 		}
 	}()
-	for _, s := range append(append([]uint64(nil), m.DCP.Chain...), m.Seq) {
-		x := byseq[s]
-		if x == nil {
-			return fmt.Errorf("%w: it depends on %s, which is not committed", levels.ErrMissingLayer, levels.ManifestName(s))
-		}
-		xf, ok := x.DataFile(df.Of)
-		if !ok {
-			return fmt.Errorf("%s lists no data file for rank %d", levels.ManifestName(s), df.Of)
-		}
-		f, err := openData(cfg, x, df.Of, xf)
-		if err != nil {
-			return fmt.Errorf("layer %s: %w", levels.ManifestName(s), err)
-		}
-		layers = append(layers, f)
-	}
 	d, err := fileformat.OpenDelta(layers[len(layers)-1])
 	if err == nil {
 		err = d.Verify()

@@ -171,8 +171,10 @@ type ckptReport struct {
 	Status    string `json:"status"`
 	Error     string `json:"error,omitempty"`
 	// DCP describes a differential checkpoint (absent for a full one).
-	DCP    *dcpReport  `json:"dcp,omitempty"`
-	Checks []fileCheck `json:"checks"`
+	DCP *dcpReport `json:"dcp,omitempty"`
+	// Compressed describes a compressed checkpoint (absent otherwise).
+	Compressed *compReport `json:"compressed,omitempty"`
+	Checks     []fileCheck `json:"checks"`
 }
 
 // check looks at every file of m: presence and size only, or (full) the
@@ -231,6 +233,9 @@ func report(cfg ckpt.Config, e runEntry, byseq map[uint64]*levels.Manifest, full
 	r.Seq, r.ID, r.Level, r.Ranks, r.Nodes, r.Bytes = m.Seq, m.ID, int(m.Level), m.Ranks, len(m.Nodes), m.Bytes()
 	r.Time = time.Unix(0, m.Time).UTC().Format(time.RFC3339)
 	r.DCP = dcpOf(m)
+	if e.Committed {
+		r.Compressed = compOf(cfg, m, byseq)
+	}
 	r.Checks = check(cfg, m, byseq, full, progress)
 	r.Files = len(r.Checks)
 	for _, c := range r.Checks {
@@ -305,6 +310,10 @@ with their recorded sizes (an L4 rank's data counts as present when the
 container holds its task with that size; inspect does not re-hash: use
 verify). A differential checkpoint is listed with the checkpoint it builds
 on, its chain (the full base first) and the share of the data it wrote.
+A compressed checkpoint is listed with its compression ratio (the
+variable bytes it wrote and the bytes they take, from its manifest) and
+each variable stored at reduced precision: its mode and the largest error
+any rank's copy holds (read from the data files' metadata).
 
 The metadata is checked as a restart reads it: both copies of every
 manifest (meta_dir and glbl_dir/manifests), the markers, and the node table
@@ -386,6 +395,7 @@ func printInspect(w io.Writer, cfg ckpt.Config, res inspectResult, jsonOut bool)
 		}
 		fmt.Fprintf(w, "%-26s %4d %5s %5d %5d %10d %-20s %4d/%-4d %s\n", r.Name, r.ID, fmt.Sprintf("L%d", r.Level), r.Ranks, r.Nodes, r.Bytes, r.Time, r.Present, r.Files, r.Status)
 		printDCP(w, r.DCP)
+		printComp(w, r.Compressed)
 		for _, c := range r.Checks {
 			if !c.OK {
 				fmt.Fprintf(w, "    missing or wrong size: %s (%s of rank %d): %s\n", c.Path, c.Role, c.Of, c.Error)
@@ -511,6 +521,7 @@ func (a *app) finishVerify(cfg ckpt.Config, res verifyResult, jsonOut bool) erro
 		for _, r := range res.Checkpoints {
 			fmt.Fprintf(w, "%s id %d L%d: %d/%d files verified\n", r.Name, r.ID, r.Level, r.Present, r.Files)
 			printDCP(w, r.DCP)
+			printComp(w, r.Compressed)
 			for _, c := range r.Checks {
 				if !c.OK {
 					fmt.Fprintf(w, "  FAIL %s (%s of rank %d): %s\n", c.Path, c.Role, c.Of, c.Error)

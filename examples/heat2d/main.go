@@ -126,7 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.alpha, "alpha", 0.24, "diffusion number of the explicit scheme (stable up to 0.25)")
 	fs.IntVar(&o.frameEvery, "frame-every", 200, "write a trajectory frame every K iterations (0: none)")
 	fs.IntVar(&o.ckptEvery, "ckpt-every", 500, "checkpoint every N iterations (0: none)")
-	fs.StringVar(&o.levelsFlag, "levels", "auto", `checkpoint levels taken in turn, e.g. "1,2,3,4"; auto: every available level`)
+	fs.StringVar(&o.levelsFlag, "levels", "auto", `checkpoint levels taken in turn, e.g. "1,2,3,4" (5-8: FTI's differential L1-L4, with enable_dcp = 1 in -config); auto: every available level`)
 	fs.StringVar(&o.config, "config", "", "FTI-style config.fti file (default: node_size = ranks/nodes, one group, dirs under -dir)")
 	fs.StringVar(&o.dir, "dir", "", "run directory (default: a fresh temporary directory)")
 	fs.StringVar(&o.kill, "kill", "auto", "when to SIGKILL the job: auto (during the first checkpoint at the highest level), ckpt:N (during checkpoint N), after:N (after checkpoint N), random, none")
@@ -295,8 +295,8 @@ func parseLevels(s string) ([]int, error) {
 			continue
 		}
 		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 || n > 4 {
-			return nil, fmt.Errorf("-levels: %q is not a level 1-4", f)
+		if err != nil || n < 1 || n > 8 {
+			return nil, fmt.Errorf("-levels: %q is not a level 1-8 (5-8: differential at L1-L4, with enable_dcp in -config)", f)
 		}
 		out = append(out, n)
 	}

@@ -127,7 +127,7 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"-ranks", "3", "-nodes", "2"},
 		{"-alpha", "0.3"},
-		{"-levels", "1,5"},
+		{"-levels", "1,9"},
 		{"-levels", ""},
 		{"-lose-node", "9"},
 		{"-ranks", "64", "-nodes", "4", "-ny", "32"},

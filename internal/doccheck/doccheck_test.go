@@ -170,7 +170,7 @@ type sketch struct {
 
 // notGo are the first words of doc-comment code blocks that are shell
 // commands, tables or log lines, not Go.
-var notGo = []string{"go", "mpicc", "mpicxx", "mpirun", "mpirun.openmpi", "mpirun.mpich", "ftigo", "function", "gobench", "Ckpt."}
+var notGo = []string{"go", "mpicc", "mpicxx", "mpifort", "pip", "capi/build.sh", "mpirun", "mpirun.openmpi", "mpirun.mpich", "ftigo", "function", "gobench", "Ckpt."}
 
 // docSketches returns the code blocks of every package doc comment in the
 // module, split into Go sketches and the rest.

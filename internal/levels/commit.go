@@ -58,11 +58,14 @@ func (e *Engine) commit(p *Pending) (*Manifest, []*Manifest, error) {
 		m.Files[r] = pl.Files
 		p.total.Written += pl.Data.Written
 		p.total.Protected += pl.Data.Protected
+		p.total.Logical += pl.Data.Logical
+		p.total.Stored += pl.Data.Stored
 		for _, seq := range pl.RmFailed {
 			failed[seq] = true
 		}
 		toPublish = toPublish || pl.Unpublished > 0
 	}
+	m.Compressed = compressedOf(p.total)
 	if p.chain != nil {
 		m.DCP = &DCP{Chain: p.chain, BlockSize: p.opts.blockSize, Written: p.total.Written, Protected: p.total.Protected}
 	}

@@ -125,9 +125,13 @@ func imageDigest(f File) (Digest, error) {
 }
 
 // DataStats are the variable bytes one rank wrote and protects in a
-// checkpoint (both the data size for a full one).
+// checkpoint (both the data size for a full one). Logical and Stored,
+// set by a writer that compressed or reduced some variable, are the
+// bytes it wrote as the program holds them and as the file holds them;
+// their sums go to the manifest ([Manifest.Compressed]).
 type DataStats struct {
 	Written, Protected int64
+	Logical, Stored    int64
 }
 
 // DeltaInfo is what the [WriteFunc] of a differential checkpoint reports

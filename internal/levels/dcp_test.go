@@ -149,7 +149,7 @@ func deltaWrite(data []byte, rs *dcpRank, id int64, rank int) (WriteFunc, func()
 			return 0, Digest{}, false, err
 		}
 		rs.parent = fileformat.Parent{Layout: lay, Summary: sum}
-		info = DeltaInfo{Image: Digest(sum.Checksum), ImageSize: sum.FileSize, DataStats: DataStats{st.Written, sum.DataSize}}
+		info = DeltaInfo{Image: Digest(sum.Checksum), ImageSize: sum.FileSize, DataStats: DataStats{Written: st.Written, Protected: sum.DataSize}}
 		return st.FileSize, Digest(st.Digest), true, nil
 	}
 	return w, func() DeltaInfo { return info }

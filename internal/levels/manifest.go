@@ -62,6 +62,37 @@ type Manifest struct {
 	// depends on and what it wrote (docs/format/dcp.md). Such a manifest
 	// is version 2.
 	DCP *DCP `json:"dcp,omitempty"`
+	// Compressed is set when the checkpoint's writers stored some
+	// variable compressed or at reduced precision: the bytes of variable
+	// data it wrote and the bytes they take (optional: older manifests
+	// and uncompressed checkpoints have none).
+	Compressed *Compressed `json:"compressed,omitempty"`
+}
+
+// Compressed sums, over the ranks, the variable data a checkpoint wrote
+// (its dirty blocks for a differential one): Logical bytes as the
+// program holds them, Stored bytes as the files hold them.
+type Compressed struct {
+	Logical int64 `json:"logical_bytes"`
+	Stored  int64 `json:"stored_bytes"`
+}
+
+// Ratio is Logical / Stored, the compression ratio (1 when nothing was
+// stored).
+func (c *Compressed) Ratio() float64 {
+	if c == nil || c.Stored <= 0 {
+		return 1
+	}
+	return float64(c.Logical) / float64(c.Stored)
+}
+
+// compressedOf returns the manifest field for the totals d, nil when no
+// rank reported compressed data.
+func compressedOf(d DataStats) *Compressed {
+	if d.Logical <= 0 {
+		return nil
+	}
+	return &Compressed{Logical: d.Logical, Stored: d.Stored}
 }
 
 // Dir returns the checkpoint's directory name in every area.
@@ -350,6 +381,9 @@ func (m *Manifest) validate() error {
 		if _, ok := m.DataFile(r); !ok {
 			return fmt.Errorf("no data file for rank %d", r)
 		}
+	}
+	if c := m.Compressed; c != nil && (c.Logical <= 0 || c.Stored < 0 || c.Stored > c.Logical) {
+		return fmt.Errorf("compressed: %d stored bytes for %d logical bytes", c.Stored, c.Logical)
 	}
 	return m.validateDCP()
 }

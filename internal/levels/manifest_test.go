@@ -110,6 +110,11 @@ func FuzzParseManifest(f *testing.F) {
 	if v2, err := sampleDCPManifest().Marshal(); err == nil {
 		f.Add(v2)
 	}
+	cm := sampleManifest()
+	cm.Compressed = &Compressed{Logical: 3000, Stored: 1000}
+	if b, err := cm.Marshal(); err == nil {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ParseManifest("fuzz", b)
 		if err != nil {
@@ -278,4 +283,35 @@ func TestSameCheckpoint(t *testing.T) {
 			assert.Equal(t, tc.want, SameCheckpoint(tc.a, tc.b))
 		})
 	}
+}
+
+// TestManifestCompressed: the optional compressed field round-trips,
+// its absence (every older manifest) reads as nil, and inconsistent
+// counts are refused.
+func TestManifestCompressed(t *testing.T) {
+	m := sampleManifest()
+	m.Compressed = &Compressed{Logical: 3000, Stored: 1000}
+	b, err := m.Marshal()
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"compressed":{"logical_bytes":3000,"stored_bytes":1000}`)
+	got, err := ParseManifest("m", b)
+	require.NoError(t, err)
+	assert.Equal(t, m, got)
+	assert.InDelta(t, 3.0, got.Compressed.Ratio(), 1e-12)
+	old, err := vfd.ReadFile(vfd.Sec2{}, filepath.Join("testdata", "v1.manifest"))
+	require.NoError(t, err)
+	got, err = ParseManifest("v1", old)
+	require.NoError(t, err)
+	assert.Nil(t, got.Compressed)
+	assert.Equal(t, 1.0, got.Compressed.Ratio())
+	for _, c := range []Compressed{{0, 0}, {100, -1}, {100, 101}, {-5, -10}} {
+		m.Compressed = &c
+		b, err := m.Marshal()
+		require.NoError(t, err)
+		_, err = ParseManifest("m", b)
+		require.ErrorIs(t, err, ErrBadManifest, "%+v", c)
+		assert.Contains(t, err.Error(), "compressed: ")
+	}
+	assert.Nil(t, compressedOf(DataStats{Written: 10, Protected: 10}))
+	assert.Equal(t, &Compressed{Logical: 10, Stored: 4}, compressedOf(DataStats{Written: 10, Protected: 10, Logical: 10, Stored: 4}))
 }

@@ -79,7 +79,7 @@ func TestOpenUncommittedVsLost(t *testing.T) {
 		{"many files, no marker", manyFiles(12), "", true, []string{"12 of its files survive, such as ckpt_root/local/node0000/ckpt00000002/f00, but cannot be verified; "}},
 		{"damaged manifest alone, no marker", []string{"meta/ckpt00000002.manifest"}, "", true,
 			[]string{"a copy is damaged (ckpt_root/meta/ckpt00000002.manifest at offset 0: bad manifest: no magic line), ckpt_root/global/manifests/ckpt00000002.manifest is missing; ",
-				"move the damaged manifest copies and the directories ckpt00000002 out of meta_dir, glbl_dir and every node's ckpt_dir"}},
+				"move the damaged manifest copies and the directories ckpt00000002 out of meta_dir (ckpt_root/meta), glbl_dir (ckpt_root/global) and every node's ckpt_dir (such as ckpt_root/local/node0000)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,7 +135,7 @@ func TestOpenUncommittedVsLost(t *testing.T) {
 					for _, s := range tt.inError {
 						assert.Contains(t, err.Error(), strings.ReplaceAll(s, "ckpt_root/", cl.root+"/"))
 					}
-					assert.Contains(t, err.Error(), "glbl_dir and every node's ckpt_dir")
+					assert.Contains(t, err.Error(), "glbl_dir ("+cl.root+"/global) and every node's ckpt_dir (such as "+cl.root+"/local/node0000)")
 					assert.NotContains(t, err.Error(), "\n")
 					assert.NotContains(t, err.Error(), "%")
 				}

@@ -227,7 +227,7 @@ func (e *Engine) plan(areas [][]byte) (openPlan, []SeqScan, []string, error) {
 		}
 	}
 	if len(lost) > 0 {
-		plan.Lost = describeLost(lost, valid)
+		plan.Lost = describeLost(lost, valid, LostDirs{Meta: env.Meta.Dir, Global: env.Global.Dir, Local: env.Local.Dir})
 		return plan, scan, sc.tmp, nil
 	}
 	for i := range scan {
@@ -255,7 +255,26 @@ func (e *Engine) plan(areas [][]byte) (openPlan, []SeqScan, []string, error) {
 // ([SeqLost]), and otherwise the error [Engine.Open] returns: it wraps
 // [ErrMetadataLost], names each such checkpoint with its manifest copies
 // and surviving files, and says how to proceed.
-func LostError(scan []SeqScan) error {
+func LostError(scan []SeqScan) error { return LostErrorIn(scan, LostDirs{}) }
+
+// LostDirs are the run's directories a lost-metadata error names as
+// where it looked (each may be empty: the error then names the key).
+type LostDirs struct {
+	Meta   string // meta_dir
+	Global string // the run's directory in glbl_dir
+	Local  string // one node's run directory in ckpt_dir (an example)
+}
+
+// where names the directory of key, with its path when known.
+func (d LostDirs) where(key, dir string) string {
+	if dir == "" {
+		return key
+	}
+	return key + " (" + dir + ")"
+}
+
+// LostErrorIn is [LostError] naming the run's directories dirs.
+func LostErrorIn(scan []SeqScan, dirs LostDirs) error {
 	var lost []*SeqScan
 	var valid []uint64
 	for i := range scan {
@@ -269,13 +288,13 @@ func LostError(scan []SeqScan) error {
 	if len(lost) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s", ErrMetadataLost, describeLost(lost, valid))
+	return fmt.Errorf("%w: %s", ErrMetadataLost, describeLost(lost, valid, dirs))
 }
 
 // describeLost says, in one line, which checkpoints lost their
 // metadata, what is left of the newest, and how to proceed. Each path
 // appears once.
-func describeLost(lost []*SeqScan, valid []uint64) string {
+func describeLost(lost []*SeqScan, valid []uint64, in LostDirs) string {
 	var b strings.Builder
 	s := lost[len(lost)-1] // the newest, which a restart would want
 	fmt.Fprintf(&b, "checkpoint %s has no valid manifest and no marker: ", CheckpointDir(s.Seq))
@@ -326,10 +345,15 @@ func describeLost(lost []*SeqScan, valid []uint64) string {
 	} else {
 		b.WriteString("start afresh")
 	}
+	local := "every node's ckpt_dir"
+	if in.Local != "" {
+		local += " (such as " + in.Local + ")"
+	}
+	areas := in.where("glbl_dir", in.Global) + " and " + local
 	if damaged {
-		fmt.Fprintf(&b, ", move the damaged manifest copies and the directories %s out of meta_dir, glbl_dir and every node's ckpt_dir", dirs)
+		fmt.Fprintf(&b, ", move the damaged manifest copies and the directories %s out of %s, %s", dirs, in.where("meta_dir", in.Meta), areas)
 	} else {
-		fmt.Fprintf(&b, ", move the directories %s out of glbl_dir and every node's ckpt_dir", dirs)
+		fmt.Fprintf(&b, ", move the directories %s out of %s", dirs, areas)
 	}
 	return b.String()
 }

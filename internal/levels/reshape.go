@@ -1,13 +1,11 @@
 package levels
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 
 	"go.uber.org/zap"
@@ -22,34 +20,38 @@ import (
 // ranks, or by the same number placed on nodes differently (ranks that
 // moved between hosts). The files of such a checkpoint are not where the
 // levels look for them in this run, so the engine recovers it in a way of
-// its own ([Engine.Recover] calls it when [Config.NodeStore] is set):
+// its own ([Engine.Recover] calls it when [Config.NodeStore] is set),
+// spread over the ranks (reshape_spread.go):
 //
-//  1. Listing: the lowest rank of every node of this run lists, in each
-//     old node directory it can see (Config.NodeStore(k), k over the
-//     checkpoint's nodes), the checkpoint's files; the lists are
-//     exchanged. Under MPI with node-local storage a node sees only the
-//     directories on its own disk; on a shared file system, or in an
+//  1. Listing: each old node directory (Config.NodeStore(k), k over the
+//     checkpoint's nodes) is listed by the lowest rank of one node of
+//     this run: the node on the host that wrote it, else node k mod the
+//     number of nodes. Under MPI with node-local storage a node sees only
+//     the directories on its own disk; on a shared file system, or in an
 //     in-process world, every node sees every directory.
 //  2. Sources: every old rank's data can be read from its data file, from
 //     its L2 partner copy, from its task of the L4 container, or from the
 //     L4 HDF5 file, in that order of preference; a source in the global
-//     area is seen by every rank.
+//     area is seen by every rank. The lister sends each file it finds to
+//     the old rank's home ([HomeOf]), naming a rank of its node to verify
+//     it.
 //  3. Verification pass: each old rank's preferred source is verified
-//     completely (as [VerifyFile] does) by one rank that sees it, the
-//     work spread by bytes; a source that fails gives way to the next one,
-//     in further rounds, until every old rank has a verified source or
-//     none is left. The outcome is agreed on every rank.
-//  4. L3: when some old rank has no readable copy and the level can
-//     rebuild offline ([OfflineRebuilder]), the lowest rank that sees
-//     every surviving node directory of the checkpoint rebuilds the lost
-//     files in place (an in-process decode of the old groups, as
-//     `ftigo rebuild` does) and the pass runs again.
+//     completely (as [VerifyFile] does) by that rank; a source that fails
+//     gives way to the next one, in further rounds, until every old rank
+//     has a verified source or none is left. The outcome is agreed on
+//     every rank.
+//  4. L2, L3: when some old rank has no readable copy and the level can
+//     rebuild offline ([OfflineRebuilder]), rank 0, if it sees every old
+//     node directory that holds a file, rebuilds the lost files in place
+//     (an in-process decode of the old groups, as `ftigo rebuild` does)
+//     and the pass runs again.
 //
 // Nothing is rebuilt for redundancy's sake: the run only needs to read
 // the data once; its own next checkpoint is written in its own shape.
-// The result, [Engine.Reshaped], says for every old rank where its data
-// is, which rank verified it and which ranks can read it themselves; the
-// runtime (package ckpt) reads or ships the bytes each rank needs.
+// The result, [Engine.Reshaped], gives each rank the sources it verified
+// and those of the old ranks it is home for: where the data is and which
+// rank verified it. The runtime (package ckpt) reads or ships the bytes
+// each rank needs.
 
 // ReshapeSource is where one old rank's data is read in a run of another
 // shape.
@@ -66,24 +68,19 @@ type ReshapeSource struct {
 	// Reader is the rank of this run that verified the source; it sends
 	// the bytes other ranks need and cannot read themselves.
 	Reader int
-	// Seen lists the ranks of this run that can read the source, ascending.
-	Seen []int
 	// Checksum is the FTI-FF file checksum of the verified bytes (another
 	// rank opening the same path checks it before trusting the file);
 	// zero for an HDF5 source.
 	Checksum Digest
-	// Image, on the Reader only, holds the source's bytes as they were
-	// verified, read into memory under [Env.ImageLimit] (the budget of
-	// all the sources a rank verifies); Seen is then the Reader alone, so
-	// that the other ranks get their bytes from it and every byte is read
-	// from storage once. The runtime lets go of it once restored.
-	Image []byte
-}
-
-// Sees reports whether rank can read the source itself.
-func (s ReshapeSource) Sees(rank int) bool {
-	_, ok := slices.BinarySearch(s.Seen, rank)
-	return ok
+	// Held says the Reader keeps the source's bytes in memory, read as
+	// they were verified under [Env.ImageLimit] (the budget of all the
+	// sources a rank verifies). The Reader is then the only rank that
+	// reads it: the others get their bytes from it, so every byte is read
+	// from storage once.
+	Held bool
+	// Image, on the Reader only, holds those bytes. The runtime lets go
+	// of it once restored.
+	Image []byte `json:"-"`
 }
 
 // IsH5 reports whether the source is an old rank's part of an HDF5
@@ -106,11 +103,15 @@ func (s ReshapeSource) Open(global Store, nodes func(int) Store) (vfd.File, erro
 }
 
 // Reshape is a checkpoint of another shape that [Engine.Recover] found
-// recoverable: where every old rank's data is read.
+// recoverable, as one rank sees it.
 type Reshape struct {
 	Manifest *Manifest
-	// Sources[r] is old rank r's source.
-	Sources []ReshapeSource
+	// Home holds the sources of the old ranks this rank is home for
+	// ([HomeOf]), by old rank.
+	Home map[int]ReshapeSource
+	// Verified holds the sources this rank verified, by old rank, with
+	// their Image when held.
+	Verified map[int]ReshapeSource
 }
 
 // Reshaped returns the checkpoint of another shape the last
@@ -140,126 +141,7 @@ func otherShape(t *partner.Topology, m *Manifest) bool {
 // reshapeCand is one possible source of an old rank's data.
 type reshapeCand struct {
 	entry File
-	node  int   // old node directory, -1 for the global area
-	seen  []int // ranks of this run that see it
-}
-
-// localEntries lists the manifest's entries that are files of their own
-// in a node's local area, in a fixed order (holder, then position).
-func localEntries(m *Manifest) []File {
-	var out []File
-	for _, fs := range m.Files {
-		for _, f := range fs {
-			if f.Where == Local && f.Attrs[AttrInContainer] == "" {
-				out = append(out, f)
-			}
-		}
-	}
-	return out
-}
-
-// reshapeListing lists, on the lowest rank of each node, the files of m
-// in every old node directory this node sees, and gives every rank
-// every node's list. seen[i][k] lists the ranks that see local entry i
-// in old node directory k. Collective.
-func (e *Engine) reshapeListing(m *Manifest, entries []File) ([]map[int][]int, error) {
-	env := e.env
-	idx := map[string][]int{}
-	for i, f := range entries {
-		idx[path.Base(f.Name)] = append(idx[path.Base(f.Name)], i)
-	}
-	var mine []byte
-	if e.nodeLeader() {
-		found := map[int][]int{} // old node -> entry indices
-		for k := range len(m.Nodes) {
-			s := e.cfg.NodeStore(k)
-			ents, err := s.Driver.ReadDir(s.Path(m.Dir()))
-			if err != nil {
-				if !errors.Is(err, fs.ErrNotExist) {
-					env.Logger.Debug("old node directory unreadable", zap.String("dir", s.Path(m.Dir())), zap.Error(err))
-				}
-				continue
-			}
-			for _, de := range ents {
-				for _, i := range idx[de.Name()] {
-					// Only files of the manifest's own directory.
-					if path.Dir(entries[i].Name) == m.Dir() && !de.IsDir() {
-						found[k] = append(found[k], i)
-					}
-				}
-			}
-		}
-		mine, _ = json.Marshal(found)
-	}
-	all, err := comm.AllgatherBytes(env.Comm, mine)
-	if err != nil {
-		return nil, fmt.Errorf("exchange old node listings: %w", err)
-	}
-	seen := make([]map[int][]int, len(entries))
-	for i := range seen {
-		seen[i] = map[int][]int{}
-	}
-	for r, b := range all {
-		if len(b) == 0 {
-			continue
-		}
-		var found map[int][]int
-		if err := json.Unmarshal(b, &found); err != nil {
-			return nil, fmt.Errorf("decode rank %d's listing: %w", r, err)
-		}
-		ranks := env.Topo.NodeRanks(env.Topo.NodeOf(r))
-		for k, is := range found {
-			for _, i := range is {
-				if i >= 0 && i < len(entries) {
-					seen[i][k] = append(seen[i][k], ranks...)
-				}
-			}
-		}
-	}
-	for i := range seen {
-		for k := range seen[i] {
-			slices.Sort(seen[i][k])
-			seen[i][k] = slices.Compact(seen[i][k])
-		}
-	}
-	return seen, nil
-}
-
-// reshapeCands lists every old rank's candidate sources in order of
-// preference.
-func (e *Engine) reshapeCands(m *Manifest, entries []File, seen []map[int][]int) [][]reshapeCand {
-	all := make([]int, e.env.Comm.Size())
-	for i := range all {
-		all[i] = i
-	}
-	cands := make([][]reshapeCand, m.Ranks)
-	add := func(i int) {
-		f := entries[i]
-		if f.Of < 0 || f.Of >= m.Ranks {
-			return
-		}
-		ks := make([]int, 0, len(seen[i]))
-		for k := range seen[i] {
-			ks = append(ks, k)
-		}
-		sort.Ints(ks)
-		for _, k := range ks {
-			cands[f.Of] = append(cands[f.Of], reshapeCand{entry: f, node: k, seen: seen[i][k]})
-		}
-	}
-	for _, role := range []string{RoleData, RolePartner} {
-		for i, f := range entries {
-			if f.Role == role {
-				add(i)
-			}
-		}
-	}
-	for r := range m.Ranks {
-		if f, ok := m.DataFile(r); ok && f.Attrs[AttrContainer] != "" {
-			cands[r] = append(cands[r], reshapeCand{entry: f, node: -1, seen: all})
-		}
-	}
-	return cands
+	node  int // old node directory, -1 for the global area
 }
 
 // verifyCand verifies candidate c of old rank r completely and returns
@@ -309,121 +191,6 @@ func (e *Engine) verifyCand(r int, c reshapeCand, image bool) (Digest, []byte, e
 	return Digest(rd.Summary().Checksum), img, nil
 }
 
-// reshapeResult is one rank's verdict on a source it verified.
-type reshapeResult struct {
-	Rank     int    `json:"r"`
-	Err      string `json:"e,omitempty"`
-	Checksum Digest `json:"c"`
-	// Held: the verifying rank keeps the bytes in memory and sends every
-	// other rank what it needs of them.
-	Held bool `json:"h,omitempty"`
-}
-
-// reshapeVerify runs the verification pass: rounds in which each old
-// rank without a verified source has its next candidate verified by the
-// least loaded rank that sees it. It returns the sources and, for the old
-// ranks left without one, why. Collective.
-func (e *Engine) reshapeVerify(m *Manifest, cands [][]reshapeCand) ([]ReshapeSource, map[int][]string, error) {
-	env := e.env
-	srcs := make([]ReshapeSource, m.Ranks)
-	done := make([]bool, m.Ranks)
-	next := make([]int, m.Ranks)
-	why := map[int][]string{}
-	load := make([]int64, env.Comm.Size())
-	imgs := map[int][]byte{} // the images this rank keeps, by old rank
-	var held int64
-	for {
-		type job struct {
-			r      int
-			c      reshapeCand
-			reader int
-		}
-		var jobs []job
-		for r := range m.Ranks {
-			if done[r] || next[r] >= len(cands[r]) {
-				continue
-			}
-			c := cands[r][next[r]]
-			reader := -1
-			for _, q := range c.seen {
-				if reader < 0 || load[q] < load[reader] {
-					reader = q
-				}
-			}
-			if reader < 0 {
-				next[r]++
-				continue
-			}
-			load[reader] += max(c.entry.Size, 1)
-			jobs = append(jobs, job{r: r, c: c, reader: reader})
-		}
-		if len(jobs) == 0 {
-			break
-		}
-		var mine []reshapeResult
-		for _, j := range jobs {
-			if j.reader != env.Rank {
-				continue
-			}
-			keep := env.ImageLimit > 0 && held+j.c.entry.Size <= env.ImageLimit
-			sum, img, err := e.verifyCand(j.r, j.c, keep)
-			res := reshapeResult{Rank: j.r, Checksum: sum}
-			if err != nil {
-				res.Err = err.Error()
-			} else if img != nil {
-				res.Held, imgs[j.r] = true, img
-				held += int64(len(img))
-			}
-			mine = append(mine, res)
-		}
-		b, err := json.Marshal(mine)
-		if err != nil {
-			return nil, nil, err
-		}
-		all, err := comm.AllgatherBytes(env.Comm, b)
-		if err != nil {
-			return nil, nil, fmt.Errorf("exchange verification results: %w", err)
-		}
-		got := map[int]reshapeResult{}
-		for q, raw := range all {
-			var rs []reshapeResult
-			if err := json.Unmarshal(raw, &rs); err != nil {
-				return nil, nil, fmt.Errorf("decode rank %d's verification results: %w", q, err)
-			}
-			for _, x := range rs {
-				got[x.Rank] = x
-			}
-		}
-		for _, j := range jobs {
-			x, ok := got[j.r]
-			switch {
-			case !ok:
-				why[j.r] = append(why[j.r], fmt.Sprintf("rank %d did not report on %s", j.reader, j.c.entry.Name))
-				next[j.r]++
-			case x.Err != "":
-				why[j.r] = append(why[j.r], x.Err)
-				next[j.r]++
-			default:
-				done[j.r] = true
-				srcs[j.r] = ReshapeSource{Rank: j.r, Entry: j.c.entry, Node: j.c.node, Reader: j.reader, Seen: j.c.seen, Checksum: x.Checksum}
-				if x.Held {
-					srcs[j.r].Seen, srcs[j.r].Image = []int{j.reader}, imgs[j.r]
-				}
-			}
-		}
-	}
-	missing := map[int][]string{}
-	for r := range m.Ranks {
-		if !done[r] {
-			missing[r] = why[r]
-			if len(cands[r]) == 0 {
-				missing[r] = append(missing[r], "no rank of this run sees any copy of its data (data file, partner copy or L4)")
-			}
-		}
-	}
-	return srcs, missing, nil
-}
-
 // oldTopology returns the topology of m's run, with ranks placed on
 // nodes in blocks of NodeSize as FTI does.
 func oldTopology(m *Manifest) (*partner.Topology, error) {
@@ -438,57 +205,41 @@ func oldTopology(m *Manifest) (*partner.Topology, error) {
 	return partner.NewTopologyTable(m.Ranks, m.NodeSize, m.GroupSize, ids, partner.NodeTable(m.Nodes))
 }
 
-// reshapeRebuild has the lowest rank that sees every old node directory
-// any rank sees rebuild the lost files of m offline (L2, L3). Collective.
-func (e *Engine) reshapeRebuild(m *Manifest, l Level, entries []File, seen []map[int][]int) error {
+// reshapeRebuild has rank 0 rebuild the lost files of m offline (L2,
+// L3), when it sees every old node directory in which the listing found
+// a file (nonEmpty of them). The rebuild decodes every lost group: it
+// is rank 0's work alone, on the failure path. Collective.
+func (e *Engine) reshapeRebuild(m *Manifest, l Level, nonEmpty int) error {
 	env := e.env
 	rb := offlineRebuilder(l)
 	if rb == nil {
 		return fmt.Errorf("%v keeps no redundancy to rebuild from", m.Level)
 	}
-	// Which ranks see each old node directory that holds anything.
-	dirs := map[int]map[int]bool{}
-	for i := range entries {
-		for k, rs := range seen[i] {
-			if dirs[k] == nil {
-				dirs[k] = map[int]bool{}
-			}
-			for _, q := range rs {
-				dirs[k][q] = true
-			}
-		}
-	}
-	rebuilder := -1
-	for q := range env.Comm.Size() {
-		all := true
-		for _, rs := range dirs {
-			if !rs[q] {
-				all = false
-				break
-			}
-		}
-		if all {
-			rebuilder = q
-			break
-		}
-	}
-	if rebuilder < 0 {
-		return fmt.Errorf("no rank of this run sees every surviving node directory of %s, so its lost files cannot be rebuilt here", m.Dir())
-	}
 	var lerr error
-	if env.Rank == rebuilder {
-		topo, err := oldTopology(m)
-		if err == nil {
-			var paths []string
-			paths, err = rb.RebuildOffline(m, topo, e.cfg.NodeStore, partnerOptions(env))
-			if len(paths) > 0 {
-				env.Logger.Info(fmt.Sprintf("rebuilt %d lost files of %s (written by %d ranks) for this run of %d", len(paths), m.Dir(), m.Ranks, env.Comm.Size()),
-					zap.Strings("paths", paths))
+	if env.Rank == 0 {
+		seen := 0
+		for k := range oldNodes(m) {
+			s := e.cfg.NodeStore(k)
+			if ents, err := s.Driver.ReadDir(s.Path(m.Dir())); err == nil && len(ents) > 0 {
+				seen++
 			}
 		}
-		lerr = err
+		if seen < nonEmpty {
+			lerr = fmt.Errorf("no rank of this run sees every surviving node directory of %s, so its lost files cannot be rebuilt here (rank 0 sees %d of the %d that hold files)", m.Dir(), seen, nonEmpty)
+		} else {
+			topo, err := oldTopology(m)
+			if err == nil {
+				var paths []string
+				paths, err = rb.RebuildOffline(m, topo, e.cfg.NodeStore, partnerOptions(env))
+				if len(paths) > 0 {
+					env.Logger.Info(fmt.Sprintf("rebuilt %d lost files of %s (written by %d ranks) for this run of %d", len(paths), m.Dir(), m.Ranks, env.Comm.Size()),
+						zap.Strings("paths", paths))
+				}
+			}
+			lerr = err
+		}
 	}
-	return comm.Agree(env.Comm, lerr, fmt.Sprintf("rebuild %s on rank %d", m.Dir(), rebuilder))
+	return comm.Agree(env.Comm, lerr, fmt.Sprintf("rebuild %s on rank 0", m.Dir()))
 }
 
 // recoverReshaped recovers committed checkpoint m of another shape (see
@@ -513,60 +264,73 @@ func (e *Engine) recoverReshaped(m *Manifest, what string) error {
 		return fmt.Errorf("%s: %w: a differential checkpoint (on %v) is restored by the %d ranks that wrote it only; a restart of another shape uses a full checkpoint",
 			what, ErrTopologyMismatch, m.DCP.Chain, m.Ranks)
 	}
-	entries := localEntries(m)
+	run := &spreadRun{e: e, m: m, old: wholeManifest{m}}
 	rebuilt := false
 	for {
-		seen, err := e.reshapeListing(m, entries)
+		dirs, err := run.listers()
 		if err != nil {
 			return err
 		}
-		srcs, missing, err := e.reshapeVerify(m, e.reshapeCands(m, entries, seen))
+		nonEmpty, err := run.list(dirs)
 		if err != nil {
 			return err
 		}
-		if len(missing) == 0 {
-			e.reshape = &Reshape{Manifest: m, Sources: srcs}
+		if err := run.orderCands(); err != nil {
+			return err
+		}
+		verified, home, missing, err := run.verify()
+		if err != nil {
+			return err
+		}
+		rep, err := run.agreeMissing(missing)
+		if err != nil {
+			return err
+		}
+		if rep.Count == 0 {
+			e.reshape = &Reshape{Manifest: m, Home: home, Verified: verified}
+			readers := int64(0)
+			if len(verified) > 0 {
+				readers = 1
+			}
+			if readers, err = env.Comm.AllreduceInt64(readers, comm.Sum); err != nil {
+				return err
+			}
 			if env.Rank == 0 {
-				readers := map[int]int{}
-				for _, s := range srcs {
-					readers[s.Reader]++
-				}
 				env.Logger.Info(fmt.Sprintf("%s, written by %d ranks, is recoverable by this run of %d ranks", what, m.Ranks, env.Comm.Size()),
-					zap.Int("old-ranks", m.Ranks), zap.Int("verifying-ranks", len(readers)))
+					zap.Int("old-ranks", m.Ranks), zap.Int64("verifying-ranks", readers))
 			}
 			return nil
 		}
 		if rebuilt || offlineRebuilder(l) == nil {
-			return reshapeMissing(what, m, env.Comm.Size(), missing)
+			return reshapeMissing(what, m, env.Comm.Size(), rep)
 		}
-		if err := e.reshapeRebuild(m, l, entries, seen); err != nil {
-			return fmt.Errorf("%s: %w: %w", what, ErrUnrecoverable, errors.Join(err, reshapeMissing(what, m, env.Comm.Size(), missing)))
+		total, err := env.Comm.AllreduceInt64(int64(nonEmpty), comm.Sum)
+		if err != nil {
+			return err
+		}
+		if err := e.reshapeRebuild(m, l, int(total)); err != nil {
+			return fmt.Errorf("%s: %w: %w", what, ErrUnrecoverable, errors.Join(err, reshapeMissing(what, m, env.Comm.Size(), rep)))
 		}
 		rebuilt = true
 	}
 }
 
-// reshapeMissing describes the old ranks without a readable copy.
-func reshapeMissing(what string, m *Manifest, size int, missing map[int][]string) error {
-	ranks := make([]int, 0, len(missing))
-	for r := range missing {
-		ranks = append(ranks, r)
-	}
-	sort.Ints(ranks)
+// reshapeMissing describes the old ranks without a readable copy: the
+// first [reportedMissing] of them, with why, and how many more.
+func reshapeMissing(what string, m *Manifest, size int, rep missingReport) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (written by %d ranks, recovering on %d): no readable copy of the data of old rank", what, m.Ranks, size)
-	if len(ranks) > 1 {
+	if rep.Count > 1 {
 		b.WriteString("s")
 	}
-	for i, r := range ranks {
-		if i == 6 {
-			fmt.Fprintf(&b, " and %d more", len(ranks)-i)
-			break
-		}
-		fmt.Fprintf(&b, " %d (%s)", r, strings.Join(missing[r], "; "))
-		if i < len(ranks)-1 {
+	for i, x := range rep.First {
+		fmt.Fprintf(&b, " %d (%s)", x.Rank, strings.Join(x.Why, "; "))
+		if i < len(rep.First)-1 || rep.Count > int64(len(rep.First)) {
 			b.WriteString(",")
 		}
+	}
+	if more := rep.Count - int64(len(rep.First)); more > 0 {
+		fmt.Fprintf(&b, " and %d more", more)
 	}
 	return &reshapeError{msg: b.String()}
 }

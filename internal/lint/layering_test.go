@@ -63,6 +63,7 @@ var plan = []component{
 	{path: "h5ckpt", floor: floorFormats, comm: true, public: true},
 
 	{path: "internal/encode", floor: floorEncode},
+	{path: "internal/exchange", floor: floorEncode},
 	{path: "internal/partner", floor: floorPartner},
 	{path: "internal/levels", floor: floorLevels},
 

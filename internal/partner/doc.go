@@ -14,7 +14,10 @@
 // Lifecycle:
 //
 //  1. [NewTopology] (or [NewTopologyTable]) from the host name of every
-//     rank.
+//     rank. When ranks are placed on nodes in blocks of node_size,
+//     [NewBlockTopology] keeps nothing per rank: the node table (made up
+//     names, or given) and the order of the nodes. Every rank of a large
+//     run holds one without learning every rank's host.
 //  2. [Topology.Validate] with the levels in use.
 //  3. On a fresh run, [NodeTable.Marshal] of [Topology.Table] into the
 //     meta directory.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,12 +23,22 @@ import (
 // neighbour j-1 (mod groupSize).
 //
 // A Topology is immutable and safe for concurrent use.
+//
+// A topology of ranks placed on nodes in blocks ([NewBlockTopology])
+// keeps no table per rank: rank r is on the node of block r/nodeSize.
+// Its memory is the node table, or nothing when host names are made up.
 type Topology struct {
 	nranks, nodeSize, groupSize int
-	nodes                       NodeTable // node index -> host name
-	nodeRanks                   [][]int   // node index -> ranks, ascending
+	numNodes                    int
+	nodes                       NodeTable // node index -> host name (nil: host)
+	host                        func(node int) string
+	nodeRanks                   [][]int // node index -> ranks, ascending
 	rankNode                    []int
 	rankLocal                   []int
+	// blocks: block b holds ranks b*nodeSize.. and is node slot[b];
+	// block is the inverse. Both nil for the identity.
+	blocks      bool
+	slot, block []int
 }
 
 // NodeTable lists host names by node index; it is what a run stores in its
@@ -63,6 +74,93 @@ func NewTopologyTable(nranks, nodeSize, groupSize int, nodeIDs []string, table N
 		return nil, err
 	}
 	return build(nranks, nodeSize, groupSize, ids, table)
+}
+
+// NewBlockTopology builds the topology of nranks ranks placed on nodes
+// in blocks of nodeSize: block b (ranks b*nodeSize to
+// (b+1)*nodeSize-1) is node slots[b], or node b when slots is nil.
+// host names node n; table, when not nil, is the node table instead.
+// It keeps nothing per rank, so every rank of a large run can hold it.
+func NewBlockTopology(nranks, nodeSize, groupSize int, table NodeTable, host func(node int) string, slots []int) (*Topology, error) {
+	if nodeSize <= 0 {
+		return nil, fmt.Errorf("%w: node_size %d must be positive", ErrBadNodeSize, nodeSize)
+	}
+	if nranks <= 0 || nranks%nodeSize != 0 {
+		return nil, fmt.Errorf("%w: %d ranks, node_size %d; use a number of ranks divisible by node_size", ErrBadRanks, nranks, nodeSize)
+	}
+	n := nranks / nodeSize
+	t := &Topology{nranks: nranks, nodeSize: nodeSize, groupSize: groupSize, numNodes: n, blocks: true, host: host}
+	switch {
+	case table != nil:
+		if len(table) != n {
+			return nil, fmt.Errorf("%w: %d nodes in the table, %d ranks of node_size %d make %d", ErrBadTable, len(table), nranks, nodeSize, n)
+		}
+		if err := table.check(); err != nil {
+			return nil, err
+		}
+		t.nodes, t.host = append(NodeTable(nil), table...), nil
+	case host == nil:
+		return nil, fmt.Errorf("%w: neither a node table nor host names", ErrBadArgument)
+	}
+	if slots != nil {
+		if len(slots) != n {
+			return nil, fmt.Errorf("%w: %d node slots for %d nodes", ErrBadTable, len(slots), n)
+		}
+		t.slot, t.block = append([]int(nil), slots...), make([]int, n)
+		for i := range t.block {
+			t.block[i] = -1
+		}
+		for b, s := range slots {
+			if s < 0 || s >= n || t.block[s] >= 0 {
+				return nil, fmt.Errorf("%w: node slot %d of block %d is not a permutation of 0..%d", ErrBadTable, s, b, n-1)
+			}
+			t.block[s] = b
+		}
+		if slices.IsSorted(slots) { // the identity
+			t.slot, t.block = nil, nil
+		}
+	}
+	if groupSize <= 0 || n%groupSize != 0 {
+		return nil, fmt.Errorf("%w: %d nodes, group_size %d; use a group_size that divides the number of nodes",
+			ErrBadGroupSize, n, groupSize)
+	}
+	return t, nil
+}
+
+// Blocks reports whether ranks are placed on nodes in blocks of
+// NodeSize in rank order, each block one node ([NewBlockTopology], or a
+// table that happens to place them so).
+func (t *Topology) Blocks() bool {
+	if t.blocks {
+		return true
+	}
+	for r := range t.nranks {
+		if t.rankLocal[r] != r%t.nodeSize || t.nodeRanks[t.rankNode[r]][0] != r-r%t.nodeSize {
+			return false
+		}
+	}
+	return true
+}
+
+// Slots returns the node of each block of a block placement (nil for
+// node b holding block b), or nil when ranks are not placed in blocks.
+func (t *Topology) Slots() []int {
+	if t.blocks {
+		return append([]int(nil), t.slot...)
+	}
+	if !t.Blocks() {
+		return nil
+	}
+	out := make([]int, t.numNodes)
+	ident := true
+	for b := range out {
+		out[b] = t.rankNode[b*t.nodeSize]
+		ident = ident && out[b] == b
+	}
+	if ident {
+		return nil
+	}
+	return out
 }
 
 // SimulatedHost is the host name [NewTopology] gives node i when nodeIDs is nil.
@@ -105,6 +203,7 @@ func build(nranks, nodeSize, groupSize int, ids []string, table NodeTable) (*Top
 		nranks:    nranks,
 		nodeSize:  nodeSize,
 		groupSize: groupSize,
+		numNodes:  len(table),
 		nodes:     append(NodeTable(nil), table...),
 		nodeRanks: make([][]int, len(table)),
 		rankNode:  make([]int, nranks),
@@ -154,44 +253,93 @@ func (t *Topology) NodeSize() int { return t.nodeSize }
 func (t *Topology) GroupSize() int { return t.groupSize }
 
 // NumNodes is the number of nodes.
-func (t *Topology) NumNodes() int { return len(t.nodes) }
+func (t *Topology) NumNodes() int { return t.numNodes }
 
 // NumSectors is the number of sectors.
-func (t *Topology) NumSectors() int { return len(t.nodes) / t.groupSize }
+func (t *Topology) NumSectors() int { return t.numNodes / t.groupSize }
 
 // NumGroups is the number of groups, NumSectors()*NodeSize().
 func (t *Topology) NumGroups() int { return t.NumSectors() * t.nodeSize }
 
 // Table returns a copy of the node table (node index -> host name).
-func (t *Topology) Table() NodeTable { return append(NodeTable(nil), t.nodes...) }
+func (t *Topology) Table() NodeTable {
+	if t.nodes == nil {
+		out := make(NodeTable, t.numNodes)
+		for n := range out {
+			out[n] = t.host(n)
+		}
+		return out
+	}
+	return append(NodeTable(nil), t.nodes...)
+}
 
 // Host is the host name of node.
-func (t *Topology) Host(node int) string { return t.nodes[node] }
+func (t *Topology) Host(node int) string {
+	if t.nodes == nil {
+		return t.host(node)
+	}
+	return t.nodes[node]
+}
 
 // NodeOf is the node index of rank.
-func (t *Topology) NodeOf(rank int) int { return t.rankNode[rank] }
+func (t *Topology) NodeOf(rank int) int {
+	if t.blocks {
+		b := rank / t.nodeSize
+		if t.slot != nil {
+			return t.slot[b]
+		}
+		return b
+	}
+	return t.rankNode[rank]
+}
+
+// rankAt returns the rank at local index local of node.
+func (t *Topology) rankAt(node, local int) int {
+	if t.blocks {
+		b := node
+		if t.block != nil {
+			b = t.block[node]
+		}
+		return b*t.nodeSize + local
+	}
+	return t.nodeRanks[node][local]
+}
 
 // NodeRanks returns the ranks of node in ascending order (a copy).
-func (t *Topology) NodeRanks(node int) []int { return append([]int(nil), t.nodeRanks[node]...) }
+func (t *Topology) NodeRanks(node int) []int {
+	if t.blocks {
+		out := make([]int, t.nodeSize)
+		for i := range out {
+			out[i] = t.rankAt(node, i)
+		}
+		return out
+	}
+	return append([]int(nil), t.nodeRanks[node]...)
+}
 
 // LocalIndex is rank's index among the ranks of its node.
-func (t *Topology) LocalIndex(rank int) int { return t.rankLocal[rank] }
+func (t *Topology) LocalIndex(rank int) int {
+	if t.blocks {
+		return rank % t.nodeSize
+	}
+	return t.rankLocal[rank]
+}
 
 // SectorOf is the sector of rank.
-func (t *Topology) SectorOf(rank int) int { return t.rankNode[rank] / t.groupSize }
+func (t *Topology) SectorOf(rank int) int { return t.NodeOf(rank) / t.groupSize }
 
 // GroupOf is the global group id of rank.
-func (t *Topology) GroupOf(rank int) int { return t.SectorOf(rank)*t.nodeSize + t.rankLocal[rank] }
+func (t *Topology) GroupOf(rank int) int { return t.SectorOf(rank)*t.nodeSize + t.LocalIndex(rank) }
 
 // GroupRank is rank's position in its group ring.
-func (t *Topology) GroupRank(rank int) int { return t.rankNode[rank] % t.groupSize }
+func (t *Topology) GroupRank(rank int) int { return t.NodeOf(rank) % t.groupSize }
 
 // GroupMembers returns the ranks of group in ring order (group rank 0 first).
 func (t *Topology) GroupMembers(group int) []int {
 	sector, local := group/t.nodeSize, group%t.nodeSize
 	m := make([]int, t.groupSize)
 	for j := range m {
-		m[j] = t.nodeRanks[sector*t.groupSize+j][local]
+		m[j] = t.rankAt(sector*t.groupSize+j, local)
 	}
 	return m
 }
@@ -199,7 +347,7 @@ func (t *Topology) GroupMembers(group int) []int {
 // Member returns the rank at group rank j of rank's group.
 func (t *Topology) Member(rank, j int) int {
 	node := t.SectorOf(rank)*t.groupSize + ((j%t.groupSize)+t.groupSize)%t.groupSize
-	return t.nodeRanks[node][t.rankLocal[rank]]
+	return t.rankAt(node, t.LocalIndex(rank))
 }
 
 // Right is rank's right neighbour in its group ring (the partner that keeps
@@ -212,11 +360,11 @@ func (t *Topology) Left(rank int) int { return t.Member(rank, t.GroupRank(rank)-
 // String describes the topology, one line per group.
 func (t *Topology) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ranks=%d nodes=%d node_size=%d group_size=%d\n", t.nranks, len(t.nodes), t.nodeSize, t.groupSize)
+	fmt.Fprintf(&b, "ranks=%d nodes=%d node_size=%d group_size=%d\n", t.nranks, t.numNodes, t.nodeSize, t.groupSize)
 	for g := 0; g < t.NumGroups(); g++ {
 		fmt.Fprintf(&b, "group %d:", g)
 		for _, r := range t.GroupMembers(g) {
-			fmt.Fprintf(&b, " %d@%s", r, t.nodes[t.rankNode[r]])
+			fmt.Fprintf(&b, " %d@%s", r, t.Host(t.NodeOf(r)))
 		}
 		b.WriteByte('\n')
 	}
@@ -359,13 +507,30 @@ func Remap(saved, current NodeTable) (NodeTable, error) {
 // Remap returns the topology of the same ranks with nodes placed by
 // [Remap] against a saved table.
 func (t *Topology) Remap(saved NodeTable) (*Topology, error) {
-	table, err := Remap(saved, t.nodes)
+	cur := t.Table()
+	table, err := Remap(saved, cur)
 	if err != nil {
 		return nil, err
 	}
+	if t.blocks {
+		at := make(map[string]int, len(table))
+		for i, h := range table {
+			at[h] = i
+		}
+		slots := make([]int, t.numNodes)
+		ident := true
+		for b := range slots {
+			slots[b] = at[cur[t.NodeOf(b*t.nodeSize)]]
+			ident = ident && slots[b] == b
+		}
+		if ident {
+			slots = nil
+		}
+		return NewBlockTopology(t.nranks, t.nodeSize, t.groupSize, table, nil, slots)
+	}
 	ids := make([]string, t.nranks)
 	for r := range ids {
-		ids[r] = t.nodes[t.rankNode[r]]
+		ids[r] = cur[t.rankNode[r]]
 	}
 	return build(t.nranks, t.nodeSize, t.groupSize, ids, table)
 }

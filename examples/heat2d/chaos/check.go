@@ -75,12 +75,13 @@ func runOf(dir string) string {
 	return id
 }
 
-// globalOf is the directory of dir's run in dir/global.
-func globalOf(dir string) string { return filepath.Join(dir, "global", runOf(dir)) }
+// globalOf is the directory of the run of lay.dir in the global root.
+func globalOf(lay layout) string { return filepath.Join(lay.global, runOf(lay.dir)) }
 
-// artefacts lists the checkpoint artefacts of run directory dir, as the
+// artefacts lists the checkpoint artefacts of the job of lay, as the
 // silent-fresh-start rule defines them (package comment).
-func artefacts(dir string) []string {
+func artefacts(lay layout) []string {
+	dir := lay.dir
 	meta := filepath.Join(dir, "meta")
 	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
 	var marked func(seqDir string, depth int) bool
@@ -96,7 +97,7 @@ func artefacts(dir string) []string {
 		for _, p := range sup {
 			by := "ckpt" + strings.TrimPrefix(filepath.Base(p), seqDir+".superseded-")
 			if depth < 64 && (exists(filepath.Join(meta, by+".manifest")) ||
-				exists(filepath.Join(globalOf(dir), "manifests", by+".manifest")) || marked(by, depth+1)) {
+				exists(filepath.Join(globalOf(lay), "manifests", by+".manifest")) || marked(by, depth+1)) {
 				return true
 			}
 		}
@@ -108,7 +109,7 @@ func artefacts(dir string) []string {
 			out = append(out, p)
 		}
 	}
-	for _, d := range []string{meta, filepath.Join(globalOf(dir), "manifests")} {
+	for _, d := range []string{meta, filepath.Join(globalOf(lay), "manifests")} {
 		ents, _ := os.ReadDir(d)
 		for _, e := range ents {
 			if seqDir, ok := strings.CutSuffix(e.Name(), ".manifest"); ok && strings.HasPrefix(seqDir, "ckpt") {
@@ -116,8 +117,8 @@ func artefacts(dir string) []string {
 			}
 		}
 	}
-	areas := []string{globalOf(dir)}
-	nodes, _ := filepath.Glob(filepath.Join(dir, "local", "node*"))
+	areas := []string{globalOf(lay)}
+	nodes, _ := filepath.Glob(filepath.Join(lay.local, "node*"))
 	for _, n := range nodes {
 		areas = append(areas, filepath.Join(n, runOf(dir)))
 	}

@@ -20,13 +20,13 @@ import (
 // checkpoint directories of every area (data files, partner copies,
 // parity, L4 containers), the manifest copies, the node table
 // (meta/topology); the metadata is picked four times in ten.
-func damage(rng *rand.Rand, dir, work string) (string, bool) {
+func damage(rng *rand.Rand, lay layout, work string) (string, bool) {
 	var files []string
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	walk := func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return nil
 		}
-		rel, _ := filepath.Rel(dir, p)
+		rel := lay.rel(p)
 		switch {
 		case strings.HasPrefix(rel, "meta"+string(filepath.Separator)) && (strings.HasSuffix(rel, ".manifest") || filepath.Base(rel) == "topology"):
 		case strings.HasPrefix(rel, "global"+string(filepath.Separator)) || strings.HasPrefix(rel, "local"+string(filepath.Separator)):
@@ -38,7 +38,10 @@ func damage(rng *rand.Rand, dir, work string) (string, bool) {
 		}
 		files = append(files, p)
 		return nil
-	})
+	}
+	for _, d := range lay.runDirs() {
+		_ = filepath.WalkDir(d, walk)
+	}
 	if len(files) == 0 {
 		return "", false
 	}
@@ -54,7 +57,7 @@ func damage(rng *rand.Rand, dir, work string) (string, bool) {
 		pick = meta // the metadata, four in ten times
 	}
 	f := pick[rng.IntN(len(pick))]
-	rel, _ := filepath.Rel(dir, f)
+	rel := lay.rel(f)
 	isMeta := strings.HasSuffix(f, ".manifest") || filepath.Base(f) == "topology"
 	b, err := os.ReadFile(f)
 	if err != nil {
@@ -103,7 +106,7 @@ func damage(rng *rand.Rand, dir, work string) (string, bool) {
 		if err != nil {
 			return "", false
 		}
-		orel, _ := filepath.Rel(dir, o)
+		orel := lay.rel(o)
 		if rng.IntN(2) == 0 {
 			// Exchange the two files.
 			if os.WriteFile(f, ob, 0o644) != nil || os.WriteFile(o, b, 0o644) != nil {
@@ -132,16 +135,17 @@ func foreignName(rel string) string {
 	return strings.Join(parts, "_")
 }
 
-// snapshotMeta copies the metadata of run directory dir (manifest copies,
+// snapshotMeta copies the metadata of the job of lay (manifest copies,
 // node table) into work/foreign-next; at the end of the run that becomes
 // the pool "foreign" damage draws from (another run's files).
-func snapshotMeta(dir, work string) {
+func snapshotMeta(lay layout, work string) {
 	next := filepath.Join(work, "foreign-next")
 	_ = os.MkdirAll(next, 0o755)
-	for _, pat := range []string{filepath.Join("meta", "ckpt*.manifest"), filepath.Join("global", "*", "manifests", "ckpt*.manifest"), filepath.Join("meta", "topology")} {
-		ms, _ := filepath.Glob(filepath.Join(dir, pat))
+	meta := filepath.Join(lay.dir, "meta")
+	for _, pat := range []string{filepath.Join(meta, "ckpt*.manifest"), filepath.Join(globalOf(lay), "manifests", "ckpt*.manifest"), filepath.Join(meta, "topology")} {
+		ms, _ := filepath.Glob(pat)
 		for _, m := range ms {
-			rel, _ := filepath.Rel(dir, m)
+			rel := lay.rel(m)
 			if b, err := os.ReadFile(m); err == nil {
 				_ = os.WriteFile(filepath.Join(next, foreignName(rel)), b, 0o644)
 			}

@@ -34,10 +34,16 @@ type params struct {
 	levels       string
 	ioLatency    time.Duration
 	async        bool
+	// The variant (variant.go) and its settings.
+	variant           string
+	heads, reshape    bool
+	config            bool // heat2d -config DIR/config.fti (written by writeConfig)
+	dcp               bool
+	dcpMode, dcpBlock int
+	dcpStack, ckptIO  int
 }
 
 func drawParams(rng *rand.Rand) params {
-	shapes := [][2]int{{4, 4}, {8, 4}, {6, 3}, {4, 2}}
 	sh := shapes[rng.IntN(len(shapes))]
 	orders := []string{"1,2,3,4", "4,3,2,1", "2,3,4,1", "3,1,4,2", "1,4", "2,3"}
 	lat := []time.Duration{0, time.Millisecond, 3 * time.Millisecond}
@@ -53,15 +59,22 @@ func drawParams(rng *rand.Rand) params {
 }
 
 func (p params) args(dir string) []string {
-	return []string{
+	a := []string{
 		"-role=job", "-dir=" + dir,
 		"-ranks=" + strconv.Itoa(p.ranks), "-nodes=" + strconv.Itoa(p.nodes),
 		"-nx=" + strconv.Itoa(p.n), "-ny=" + strconv.Itoa(p.n),
 		"-iters=" + strconv.Itoa(p.iters),
 		"-ckpt-every=" + strconv.Itoa(p.ckptEvery), "-frame-every=" + strconv.Itoa(p.frameEvery),
 		"-levels=" + p.levels, "-io-latency=" + p.ioLatency.String(),
-		"-async=" + strconv.FormatBool(p.async),
+		"-async=" + strconv.FormatBool(p.async && !p.config),
 	}
+	if p.heads {
+		a = append(a, "-heads")
+	}
+	if p.config {
+		a = append(a, "-config="+filepath.Join(dir, "config.fti"))
+	}
+	return a
 }
 
 // reference returns the final field of an uninterrupted run of p's grid
@@ -75,6 +88,7 @@ func (ch *chaos) reference(p params) ([]byte, error) {
 	_ = os.RemoveAll(dir)
 	rp := p
 	rp.ranks, rp.nodes, rp.ckptEvery, rp.frameEvery, rp.ioLatency, rp.async = 4, 4, 0, 0, 0, false
+	rp.heads, rp.config = false, false
 	cmd := exec.Command(ch.bin, rp.args(dir)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("reference run: %v\n%s", err, b)

@@ -14,6 +14,12 @@
 // bit 32 of the run's seed decides, so -seed with -async random replays
 // a run exactly (the other draws do not depend on it).
 //
+// With -variant (heads, dcp, reshape, hdf5, shared, or all in turn) the
+// runs also use heads, differential checkpoints (levels 5-8), relaunches
+// on another rank count, ckpt_io = 5, or two jobs at once on one
+// ckpt_dir and glbl_dir, none of whose files may change while only the
+// other job runs (variant.go; docs/robustness.md).
+//
 // Each run draws everything from its seed (printed for every failure):
 // the shape (ranks, simulated nodes), the checkpoint interval and level
 // order, the slow-storage latency, and 1-4 kills. Each kill is a SIGKILL
@@ -106,6 +112,7 @@ type Config struct {
 	Verbose  bool          // one line per run
 	Timeout  time.Duration // per launch
 	Async    string        // off, on or random: heat2d -async (background post-processing)
+	Variant  string        // plain, heads, dcp, reshape, hdf5, shared, or all (in turn)
 }
 
 func parseFlags(args []string) (Config, error) {
@@ -122,8 +129,12 @@ func parseFlags(args []string) (Config, error) {
 	fs.BoolVar(&c.Verbose, "v", false, "print one line per run")
 	fs.DurationVar(&c.Timeout, "timeout", 2*time.Minute, "a launch that has not exited after this long is a hang (a failure)")
 	fs.StringVar(&c.Async, "async", "off", "background post-processing of L2-L4 (heat2d -async): off, on, or random (bit 32 of each run's seed)")
+	fs.StringVar(&c.Variant, "variant", "plain", "what the runs exercise: "+strings.Join(variants, ", ")+", or all (each in turn, by bits 40-47 of the seed)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.Variant != "all" && !slices.Contains(variants, c.Variant) {
+		return c, fmt.Errorf("-variant %q: want %s or all", c.Variant, strings.Join(variants, ", "))
 	}
 	if *seed != "" {
 		s, err := strconv.ParseUint(*seed, 0, 64)
@@ -161,12 +172,22 @@ type Stats struct {
 	VerifyFails int            // of which exited 1
 	Failures    int
 	FailedSeeds []string
+	Variants    map[string]int // runs per variant (a shared run counts once here, as two runs above)
+	Wrong       int            // runs that finished with a wrong field
+	SilentFresh int            // launches that started fresh while a checkpoint existed
+	Touched     int            // shared runs: a job's files changed while only the other ran
 }
 
 func (s *Stats) print(w io.Writer) {
 	fmt.Fprintf(w, "chaos %s: %s, started %s\n", s.Mode, s.Elapsed.Round(time.Second), s.Start.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "  runs %d (bit-identical %d, refused %d, failed %d; with background post-processing %d)\n",
 		s.Runs, s.Completed, s.Refusals, s.Failures, s.AsyncRuns)
+	var vs []string
+	for _, v := range slices.Sorted(mapKeys(s.Variants)) {
+		vs = append(vs, fmt.Sprintf("%s %d", v, s.Variants[v]))
+	}
+	fmt.Fprintf(w, "  variants: %s\n", strings.Join(vs, ", "))
+	fmt.Fprintf(w, "  wrong fields %d, silent fresh starts %d, files touched by the other job %d\n", s.Wrong, s.SilentFresh, s.Touched)
 	fmt.Fprintf(w, "  launches %d, kills %d, relaunches %d, node dirs deleted %d\n", s.Launches, s.Kills, s.Relaunches, s.NodeLosses)
 	var lv []string
 	for _, l := range slices.Sorted(mapKeys(s.Restarts)) {
@@ -203,6 +224,9 @@ func Run(cfg Config, out io.Writer) (*Stats, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 2 * time.Minute
 	}
+	if cfg.Variant == "" {
+		cfg.Variant = "plain"
+	}
 	work := cfg.WorkDir
 	if work == "" {
 		d, err := os.MkdirTemp("", "ftigo-chaos-")
@@ -223,15 +247,15 @@ func Run(cfg Config, out io.Writer) (*Stats, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Stats{Mode: cfg.Mode, Start: time.Now(), Restarts: map[int]int{}, Damages: map[string]int{}}
+	st := &Stats{Mode: cfg.Mode, Start: time.Now(), Restarts: map[int]int{}, Damages: map[string]int{}, Variants: map[string]int{}}
 	refs := map[string][]byte{}
 	ch := &chaos{cfg: cfg, bin: bin, ftigo: ftigo, work: work, st: st, refs: refs, out: out}
 	master := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed))
 	deadline := st.Start.Add(cfg.Duration)
-	for {
+	for i := 0; ; i++ {
 		seed := cfg.Seed
 		if seed == 0 {
-			seed = master.Uint64() | 1
+			seed = withVariant(master.Uint64()|1, i)
 		}
 		if err := ch.run(seed); err != nil {
 			return st, err

@@ -5,16 +5,24 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
 // run is one run: launches with kills (and damage) until the job
-// finishes, refuses or fails.
+// finishes, refuses or fails. A run of variant shared is two jobs on
+// the same global and node-local roots, launched at the same time.
 func (ch *chaos) run(seed uint64) error {
-	rs, err := ch.newRun(seed)
+	v := variantOf(ch.cfg.Variant, seed)
+	ch.st.Variants[v]++
+	if v == "shared" {
+		return ch.runShared(seed)
+	}
+	rs, err := ch.newRun(seed, v, ownLayout(filepath.Join(ch.work, "run")), seed)
 	if err != nil {
 		return err
 	}
@@ -25,6 +33,150 @@ func (ch *chaos) run(seed uint64) error {
 	}
 }
 
+// runShared runs two jobs, a and b, whose config.fti name the same
+// ckpt_dir and glbl_dir (each its own meta_dir, so each its own run).
+// Their launches start together; each is killed on its own plan. While
+// one job is not running (killed or finished) and the other still is,
+// none of the first one's files may change.
+func (ch *chaos) runShared(seed uint64) error {
+	shared := filepath.Join(ch.work, "shared")
+	_ = os.RemoveAll(shared)
+	var rss [2]*runState
+	for i, name := range []string{"run-a", "run-b"} {
+		lay := layout{dir: filepath.Join(ch.work, name), local: filepath.Join(shared, "local"), global: filepath.Join(shared, "global")}
+		rs, err := ch.newRun(seed, "shared", lay, seed^uint64(i)*0x2545f4914f6cdd1d)
+		if err != nil {
+			return err
+		}
+		rs.name, rss[i] = " "+name, rs
+	}
+	next := [2]int{}
+	ended := [2]bool{}
+	var frozen [2]map[string][32]byte // an ended job's files
+	for !ended[0] || !ended[1] {
+		var pre [2]*preLaunch
+		for i, rs := range rss {
+			if !ended[i] {
+				if pre[i], ended[i] = rs.prepare(next[i]); ended[i] {
+					pre[i] = nil
+				}
+			}
+		}
+		var res [2]*launchResult
+		var after [2]map[string][32]byte
+		var wg sync.WaitGroup
+		for i, rs := range rss {
+			if pre[i] == nil {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res[i] = ch.launch(rs.launchParams(), rs.lay.dir, pre[i].plan)
+				after[i] = digestDirs(rs.lay.runDirs())
+			}()
+		}
+		wg.Wait()
+		for i, rs := range rss {
+			if pre[i] == nil {
+				continue
+			}
+			if moved := changed(after[i], digestDirs(rs.lay.runDirs())); len(moved) > 0 {
+				ch.st.Touched++
+				rs.fail("files of %s changed after its launch %d exited, while the other job ran: %s", rs.name, next[i], strings.Join(first(moved, 6), ", "))
+				ended[i] = true
+				continue
+			}
+			if ended[i] = rs.judge(next[i], pre[i], res[i]); ended[i] {
+				frozen[i] = after[i]
+			}
+			next[i]++
+		}
+		for i, rs := range rss {
+			if frozen[i] == nil || pre[i] != nil {
+				continue
+			}
+			// Ended before this step: the other job ran alone.
+			if moved := changed(frozen[i], digestDirs(rs.lay.runDirs())); len(moved) > 0 {
+				ch.st.Touched++
+				rs.fail("files of %s changed after it ended, while the other job ran: %s", rs.name, strings.Join(first(moved, 6), ", "))
+				frozen[i] = nil
+			}
+		}
+	}
+	_ = os.RemoveAll(shared)
+	return nil
+}
+
+// preLaunch is what is known before a launch.
+type preLaunch struct {
+	plan *killPlan
+	arte []string
+	vr   *verifyOutcome
+}
+
+// step is launch launchNo and what follows it. It reports whether the
+// run ended: finished, refused or failed.
+func (rs *runState) step(launchNo int) bool {
+	pre, done := rs.prepare(launchNo)
+	if done {
+		return true
+	}
+	return rs.judge(launchNo, pre, rs.ch.launch(rs.launchParams(), rs.lay.dir, pre.plan))
+}
+
+// prepare draws launch launchNo's kill and shape, lists the artefacts
+// and runs ftigo verify after damage. It reports whether that failed the run.
+func (rs *runState) prepare(launchNo int) (*preLaunch, bool) {
+	ch := rs.ch
+	pre := &preLaunch{plan: rs.killPlan(launchNo), arte: artefacts(rs.lay)}
+	if rs.p.reshape && launchNo > 0 {
+		sh := shapes[rs.rng.IntN(len(shapes))]
+		rs.shape = sh
+		rs.maxNodes = max(rs.maxNodes, sh[1])
+	}
+	if _, err := os.Stat(filepath.Join(rs.lay.dir, "meta")); err == nil && rs.damaged && launchNo > 0 {
+		// (A job killed before it made its directories leaves nothing
+		// to verify; ftigo verify rightly refuses such a RUN.)
+		vr, err := ch.verify(rs.lay.dir)
+		if err != nil {
+			rs.fail("before launch %d: %v", launchNo, err)
+			return nil, true
+		}
+		pre.vr = vr
+		rs.log = append(rs.log, fmt.Sprintf("verify ok=%v lost=%v", vr.ok, vr.lost))
+	}
+	return pre, false
+}
+
+// launchParams are the heat2d settings of the next launch: the run's,
+// on the launch's shape.
+func (rs *runState) launchParams() params {
+	p := rs.p
+	p.ranks, p.nodes = rs.shape[0], rs.shape[1]
+	return p
+}
+
+// judge counts and checks launch launchNo, which ran with pre and did r,
+// then damages after a kill. It reports whether the run ended.
+func (rs *runState) judge(launchNo int, pre *preLaunch, r *launchResult) bool {
+	st := rs.st
+	st.Launches++
+	if launchNo > 0 {
+		st.Relaunches++
+	}
+	status, startID := rs.record(launchNo, r)
+	if rs.badStart(launchNo, r, pre.vr, pre.arte, status, startID) {
+		return true
+	}
+	if !r.killed {
+		rs.ended(launchNo, r, pre.vr)
+		return true
+	}
+	rs.afterKill(r, startID)
+	return false
+}
+
 // runState is one run, from its seed, across its launches.
 type runState struct {
 	ch   *chaos
@@ -33,7 +185,12 @@ type runState struct {
 	rng  *rand.Rand
 	p    params
 	ref  []byte // the reference field
-	dir  string
+	lay  layout // where the job's files are
+	name string // which job of a shared run ("" for a run of one job)
+	// shape is the ranks and nodes of the next launch (another with
+	// variant reshape at each relaunch); maxNodes the most nodes so far.
+	shape    [2]int
+	maxNodes int
 	// nKills launches are killed; nCkpt checkpoints an uninterrupted launch takes.
 	nKills int
 	nCkpt  int64
@@ -49,12 +206,15 @@ type runState struct {
 	newest                 int64                      // newest checkpoint known committed (or recovered) by the previous launch
 }
 
-// newRun draws run seed's parameters and builds its reference field.
-func (ch *chaos) newRun(seed uint64) (*runState, error) {
+// newRun draws the parameters of run seed's job of variant v from
+// stream, writes its config.fti, if any, in lay.dir and builds its
+// reference field.
+func (ch *chaos) newRun(seed uint64, v string, lay layout, stream uint64) (*runState, error) {
 	st := ch.st
 	st.Runs++
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	rng := rand.New(rand.NewPCG(stream, stream^0x9e3779b97f4a7c15))
 	p := drawParams(rng)
+	drawVariant(rng, &p, v)
 	p.async = ch.cfg.Async == "on" || (ch.cfg.Async == "random" && seed>>32&1 == 1)
 	if p.async {
 		st.AsyncRuns++
@@ -63,9 +223,14 @@ func (ch *chaos) newRun(seed uint64) (*runState, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(ch.work, "run")
-	_ = os.RemoveAll(dir)
-	rs := &runState{ch: ch, st: st, seed: seed, rng: rng, p: p, ref: ref, dir: dir, copiesHit: map[string]map[string]bool{}}
+	_ = os.RemoveAll(lay.dir)
+	if p.config {
+		if err := writeConfig(p, lay); err != nil {
+			return nil, err
+		}
+	}
+	rs := &runState{ch: ch, st: st, seed: seed, rng: rng, p: p, ref: ref, lay: lay, copiesHit: map[string]map[string]bool{},
+		shape: [2]int{p.ranks, p.nodes}, maxNodes: p.nodes}
 	rs.nKills = 1 + rng.IntN(4)
 	rs.nCkpt = int64(p.iters / p.ckptEvery)
 	rs.est = time.Duration(p.iters)*200*time.Microsecond + time.Duration(rs.nCkpt)*(5*time.Millisecond+8*p.ioLatency)
@@ -77,49 +242,20 @@ func (rs *runState) fail(format string, args ...any) {
 	ch, seed := rs.ch, rs.seed
 	msg := fmt.Sprintf(format, args...)
 	rs.st.Failures++
-	rs.st.FailedSeeds = append(rs.st.FailedSeeds, fmt.Sprintf("%#x (%s): %s", seed, ch.cfg.Mode, msg))
-	fmt.Fprintf(ch.out, "FAILED seed %#x (%s): %s\n  params %+v\n  history: %s\n", seed, ch.cfg.Mode, msg, rs.p, strings.Join(rs.log, "; "))
+	rs.st.FailedSeeds = append(rs.st.FailedSeeds, fmt.Sprintf("%#x (%s, %s%s): %s", seed, ch.cfg.Mode, rs.p.variant, rs.name, msg))
+	fmt.Fprintf(ch.out, "FAILED seed %#x (%s, %s%s): %s\n  params %+v\n  history: %s\n", seed, ch.cfg.Mode, rs.p.describe(), rs.name, msg, rs.p, strings.Join(rs.log, "; "))
 	if ch.cfg.Keep {
-		keep := filepath.Join(ch.work, "failed", fmt.Sprintf("%#x", seed))
+		keep := filepath.Join(ch.work, "failed", fmt.Sprintf("%#x%s", seed, strings.ReplaceAll(rs.name, " ", "-")))
 		_ = os.MkdirAll(filepath.Dir(keep), 0o755)
 		_ = os.RemoveAll(keep)
-		if err := os.Rename(rs.dir, keep); err == nil {
+		if rs.name != "" {
+			// The shared roots too (a copy: the other job still runs).
+			_ = exec.Command("cp", "-a", filepath.Dir(rs.lay.global), keep+"-shared").Run()
+		}
+		if err := os.Rename(rs.lay.dir, keep); err == nil {
 			fmt.Fprintf(ch.out, "  run directory kept in %s\n", keep)
 		}
 	}
-}
-
-// step is launch launchNo and what follows it. It reports whether the
-// run ended: finished, refused or failed.
-func (rs *runState) step(launchNo int) bool {
-	ch, st := rs.ch, rs.st
-	plan := rs.killPlan(launchNo)
-	arte := artefacts(rs.dir)
-	var vr *verifyOutcome
-	if _, err := os.Stat(filepath.Join(rs.dir, "meta")); err == nil && rs.damaged && launchNo > 0 {
-		// (A job killed before it made its directories leaves nothing
-		// to verify; ftigo verify rightly refuses such a RUN.)
-		if vr, err = ch.verify(rs.dir); err != nil {
-			rs.fail("before launch %d: %v", launchNo, err)
-			return true
-		}
-		rs.log = append(rs.log, fmt.Sprintf("verify ok=%v lost=%v", vr.ok, vr.lost))
-	}
-	st.Launches++
-	if launchNo > 0 {
-		st.Relaunches++
-	}
-	r := ch.launch(rs.p, rs.dir, plan)
-	status, startID := rs.record(launchNo, r)
-	if rs.badStart(launchNo, r, vr, arte, status, startID) {
-		return true
-	}
-	if !r.killed {
-		rs.ended(launchNo, r, vr)
-		return true
-	}
-	rs.afterKill(r, startID)
-	return false
 }
 
 // killPlan draws how launch launchNo is killed (nil: it is not).
@@ -171,6 +307,7 @@ func (rs *runState) badStart(launchNo int, r *launchResult, vr *verifyOutcome, a
 	case vr != nil && len(vr.lost) > 0 && r.start != nil:
 		rs.fail("ftigo verify reported lost metadata (%s) but launch %d started (status %s)", strings.Join(vr.lost, ", "), launchNo, status)
 	case status == "fresh" && len(arte) > 0:
+		rs.st.SilentFresh++
 		rs.fail("launch %d started fresh while checkpoint artefacts existed: %s", launchNo, strings.Join(first(arte, 6), ", "))
 	case r.start != nil && status != "fresh" && !rs.hard && launchNo > 0 && startID < rs.newest:
 		rs.fail("launch %d restarted from checkpoint %d, but checkpoint %d was committed and nothing but single manifest copies was damaged (damaged=%v)", launchNo, startID, rs.newest, rs.damaged)
@@ -197,7 +334,7 @@ func (rs *runState) ended(launchNo int, r *launchResult, vr *verifyOutcome) {
 		default:
 			st.Refusals++
 			if ch.cfg.Verbose {
-				fmt.Fprintf(ch.out, "run %#x: refused after %d launches: %s\n  history: %s\n", rs.seed, launchNo+1, firstLine(r.stderr), strings.Join(rs.log, "; "))
+				fmt.Fprintf(ch.out, "run %#x (%s%s): refused after %d launches: %s\n  history: %s\n", rs.seed, rs.p.describe(), rs.name, launchNo+1, firstLine(r.stderr), strings.Join(rs.log, "; "))
 			}
 		}
 		return
@@ -206,16 +343,19 @@ func (rs *runState) ended(launchNo int, r *launchResult, vr *verifyOutcome) {
 		rs.fail("launch %d exited 0 without finishing", launchNo)
 		return
 	}
-	got, err := os.ReadFile(filepath.Join(rs.dir, "final.f64"))
+	got, err := os.ReadFile(filepath.Join(rs.lay.dir, "final.f64"))
 	if err != nil || !bytes.Equal(got, rs.ref) {
+		st.Wrong++
 		rs.fail("launch %d finished with a field that differs from the reference (read error %v)", launchNo, err)
 		return
 	}
 	st.Completed++
 	if ch.cfg.Verbose {
-		fmt.Fprintf(ch.out, "run %#x: bit-identical after %d launches\n", rs.seed, launchNo+1)
+		fmt.Fprintf(ch.out, "run %#x (%s%s): bit-identical after %d launches\n", rs.seed, rs.p.describe(), rs.name, launchNo+1)
 	}
-	_ = os.RemoveAll(rs.dir)
+	if rs.name == "" {
+		_ = os.RemoveAll(rs.lay.dir)
+	}
 }
 
 // afterKill updates what is known after a killed launch that started
@@ -230,8 +370,12 @@ func (rs *runState) afterKill(r *launchResult, startID int64) {
 	}
 	rng := rs.rng
 	if rng.Float64() < 0.3 {
-		node := rng.IntN(rs.p.nodes)
-		nodeDir := filepath.Join(rs.dir, "local", fmt.Sprintf("node%04d", node))
+		node := rng.IntN(rs.maxNodes)
+		nodeDir := filepath.Join(rs.lay.local, fmt.Sprintf("node%04d", node))
+		if rs.name != "" {
+			// Of a shared node-local root, only this job's run directory.
+			nodeDir = filepath.Join(nodeDir, runOf(rs.lay.dir))
+		}
 		if _, err := os.Stat(nodeDir); err == nil && os.RemoveAll(nodeDir) == nil {
 			rs.st.NodeLosses++
 			rs.damaged, rs.hard, rs.runHard = true, true, true
@@ -239,7 +383,7 @@ func (rs *runState) afterKill(r *launchResult, startID int64) {
 		}
 	}
 	if rs.ch.cfg.Mode == "corrupt" {
-		snapshotMeta(rs.dir, rs.ch.work)
+		snapshotMeta(rs.lay, rs.ch.work)
 	}
 	if rs.ch.cfg.Mode == "corrupt" && rng.Float64() < 0.7 {
 		for range 1 + rng.IntN(3) {
@@ -250,7 +394,7 @@ func (rs *runState) afterKill(r *launchResult, startID int64) {
 
 // damageOnce damages one artefact and notes how hard the damage is.
 func (rs *runState) damageOnce() {
-	what, ok := damage(rs.rng, rs.dir, rs.ch.work)
+	what, ok := damage(rs.rng, rs.lay, rs.ch.work)
 	if !ok {
 		return
 	}
