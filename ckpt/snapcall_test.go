@@ -146,3 +146,81 @@ func TestSnapshotFallbackPaths(t *testing.T) {
 		assert.True(t, errors.Is(err, ErrMismatchedCall), "rank %d: %v", rank, err)
 	}
 }
+
+// TestSnapshotDatasets takes checkpoints of variables in global datasets
+// in snapshot mode at L1 and L4. The first (the datasets just defined)
+// takes the full path, which checks the decomposition; the second the
+// one-reduction path. The poster is held until every rank overwrote its
+// variables after the call. A restart on another rank count
+// redistributes checkpoint 2, every element as at the call.
+func TestSnapshotDatasets(t *testing.T) {
+	for _, lvl := range []int{1, 4} {
+		t.Run(fmt.Sprintf("L%d", lvl), func(t *testing.T) {
+			cfg := testConfig(t.TempDir(), 1)
+			cfg.Snapshot = true
+			var gmu sync.Mutex
+			gate := make(chan struct{})
+			close(gate)
+			hold := func(o *options) {
+				o.postStart = func() {
+					gmu.Lock()
+					g := gate
+					gmu.Unlock()
+					<-g
+				}
+			}
+			require.NoError(t, world(t, 4, cfg, []Option{hold}, func(r *Runtime) error {
+				field, ids, owner, err := reshapeWriter(r, 2)
+				if err != nil {
+					return err
+				}
+				if err := r.Checkpoint(1, lvl); err != nil {
+					return err
+				}
+				if err := r.CheckpointWait(); err != nil {
+					return err
+				}
+				if r.c.Rank() == 0 {
+					gmu.Lock()
+					gate = make(chan struct{})
+					gmu.Unlock()
+				}
+				if err := r.c.Barrier(); err != nil {
+					return err
+				}
+				before := comm.CountsOf(r.c)
+				if err := r.Checkpoint(2, lvl); err != nil {
+					return err
+				}
+				if n := comm.CountsOf(r.c).Sub(before).Collectives; n != 1 {
+					return fmt.Errorf("rank %d: checkpoint 2 made %d collective calls on its path, want 1", r.c.Rank(), n)
+				}
+				if tm := r.CheckpointTimes(); tm.ID != 2 {
+					return fmt.Errorf("rank %d: checkpoint 2 was not taken in snapshot mode (times %+v)", r.c.Rank(), tm)
+				}
+				for i := range field {
+					field[i] = -1
+				}
+				for i := range ids {
+					ids[i] = -1
+				}
+				for i := range owner {
+					owner[i] = -1
+				}
+				if err := r.c.Barrier(); err != nil {
+					return err
+				}
+				if r.c.Rank() == 0 {
+					close(gate)
+				}
+				return r.CheckpointWait()
+			}))
+			require.NoError(t, world(t, 3, cfg, nil, func(r *Runtime) error {
+				if m := r.Recovered(); m == nil || m.ID != 2 || int(m.Level) != lvl {
+					return fmt.Errorf("rank %d restarted from %v, want checkpoint 2 at L%d", r.c.Rank(), m, lvl)
+				}
+				return reshapeReader(r, 2, 4, false)
+			}))
+		})
+	}
+}
