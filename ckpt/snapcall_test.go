@@ -31,20 +31,11 @@ func TestSnapshotCallPath(t *testing.T) {
 				if dcp {
 					level += dcpLevelOffset
 				}
-				var gmu sync.Mutex
-				gate := make(chan struct{})
-				hold := func(o *options) {
-					o.postStart = func() {
-						gmu.Lock()
-						g := gate
-						gmu.Unlock()
-						<-g
-					}
-				}
+				gate := newPosterGate()
 				colls := make([][]int64, 4)
 				core := vfd.NewCore()
 				require.NoError(t, comm.Run(4, func(c comm.Comm) error {
-					r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()), hold)
+					r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()), gate.option())
 					if err != nil {
 						return err
 					}
@@ -65,9 +56,7 @@ func TestSnapshotCallPath(t *testing.T) {
 							x[7]++ // a dCP layer writes one block
 						}
 						if c.Rank() == 0 {
-							gmu.Lock()
-							gate = make(chan struct{})
-							gmu.Unlock()
+							gate.shut()
 						}
 						if err := c.Barrier(); err != nil {
 							return err
@@ -84,7 +73,7 @@ func TestSnapshotCallPath(t *testing.T) {
 							return err
 						}
 						if c.Rank() == 0 {
-							close(gate)
+							gate.open()
 						}
 						if err := r.CheckpointWait(); err != nil {
 							return err
@@ -158,18 +147,9 @@ func TestSnapshotDatasets(t *testing.T) {
 		t.Run(fmt.Sprintf("L%d", lvl), func(t *testing.T) {
 			cfg := testConfig(t.TempDir(), 1)
 			cfg.Snapshot = true
-			var gmu sync.Mutex
-			gate := make(chan struct{})
-			close(gate)
-			hold := func(o *options) {
-				o.postStart = func() {
-					gmu.Lock()
-					g := gate
-					gmu.Unlock()
-					<-g
-				}
-			}
-			require.NoError(t, world(t, 4, cfg, []Option{hold}, func(r *Runtime) error {
+			gate := newPosterGate()
+			gate.open()
+			require.NoError(t, world(t, 4, cfg, []Option{gate.option()}, func(r *Runtime) error {
 				field, ids, owner, err := reshapeWriter(r, 2)
 				if err != nil {
 					return err
@@ -181,9 +161,7 @@ func TestSnapshotDatasets(t *testing.T) {
 					return err
 				}
 				if r.c.Rank() == 0 {
-					gmu.Lock()
-					gate = make(chan struct{})
-					gmu.Unlock()
+					gate.shut()
 				}
 				if err := r.c.Barrier(); err != nil {
 					return err
@@ -211,7 +189,7 @@ func TestSnapshotDatasets(t *testing.T) {
 					return err
 				}
 				if r.c.Rank() == 0 {
-					close(gate)
+					gate.open()
 				}
 				return r.CheckpointWait()
 			}))
@@ -223,4 +201,40 @@ func TestSnapshotDatasets(t *testing.T) {
 			}))
 		})
 	}
+}
+
+// posterGate holds the background posters of every rank of a test: a
+// poster that starts while the gate is shut waits until it opens. It
+// starts shut.
+type posterGate struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newPosterGate() *posterGate { return &posterGate{ch: make(chan struct{})} }
+
+// option makes a runtime's posters wait at the gate.
+func (g *posterGate) option() Option {
+	return func(o *options) {
+		o.postStart = func() {
+			g.mu.Lock()
+			ch := g.ch
+			g.mu.Unlock()
+			<-ch
+		}
+	}
+}
+
+// shut makes the posters that start from now on wait.
+func (g *posterGate) shut() {
+	g.mu.Lock()
+	g.ch = make(chan struct{})
+	g.mu.Unlock()
+}
+
+// open lets every waiting poster go.
+func (g *posterGate) open() {
+	g.mu.Lock()
+	close(g.ch)
+	g.mu.Unlock()
 }
