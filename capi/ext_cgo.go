@@ -31,6 +31,13 @@ func ftigo_capi_should_exit() C.int {
 	return C.int(lib.shouldExit())
 }
 
+//export ftigo_capi_set_snapshot
+func ftigo_capi_set_snapshot(on C.int, budget C.int64_t) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.setSnapshot(on != 0, int64(budget)))
+}
+
 //export ftigo_capi_last_error
 func ftigo_capi_last_error(buf *C.char, n C.int) {
 	mu.Lock()

@@ -140,7 +140,7 @@ func (r *Runtime) openPost() error {
 // frees the poster's communicator.
 func (r *Runtime) closePost() {
 	r.drainPost()
-	r.scopy.buf = nil // the staging copy (snapcopy.go)
+	r.scopy.release() // the staging copy (snapcopy.go)
 	r.stopHead()
 	if r.post.c != nil {
 		_ = r.post.c.Close()

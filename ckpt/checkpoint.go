@@ -57,6 +57,9 @@ func (r *Runtime) checkpointAt(id int64, level int) error {
 		}
 		return r.checkpointH5Single(id)
 	}
+	if ok, err := r.snapCheckpointAt(id, level); ok {
+		return err
+	}
 	if err := r.sameArgs(id, int64(level)); err != nil {
 		return fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
@@ -86,6 +89,7 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	}
 	callStart := r.now()
 	waited, err := r.awaitPost()
+	waited, r.scopy.waited = waited+r.scopy.waited, 0 // the fast path's (snapcopy.go)
 	if err != nil {
 		return nil, err
 	}

@@ -685,6 +685,7 @@ func (r *Runtime) protect(v *variable) error {
 		r.order = append(r.order, v.id)
 	}
 	r.vars[v.id] = v
+	r.snapReserve(v)
 	return nil
 }
 
@@ -699,6 +700,7 @@ func (r *Runtime) Unprotect(id int) {
 	}
 	delete(r.vars, id)
 	delete(r.comp, id)
+	r.scopy.drop(id)
 	if _, ok := r.subsets[id]; ok {
 		delete(r.subsets, id)
 		r.dsVersion++
