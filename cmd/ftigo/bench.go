@@ -32,11 +32,20 @@ type benchConfig struct {
 	// async post-processes levels 2-4 in the background (inline_lL = 0)
 	// while the ranks run a solver-like CPU load.
 	async bool
-	// codec compresses the checkpoints ([basic] compression).
+	// codec compresses the checkpoints ([basic] compression); the same
+	// run then also measures each level's uncompressed checkpoint.
 	codec fileformat.Codec
+	// data is the kind of data the ranks protect (benchDataKinds).
+	data string
 	// snapshot (with async) takes every level in ckpt_snapshot mode and
 	// also measures the inline checkpoint and a plain memcpy (bench_snap.go).
 	snapshot bool
+	// steady (with snapshot, for the rows and their inline reference)
+	// takes several checkpoints per job, the first reported apart.
+	steady bool
+	// localDir, when set, holds the checkpoints' node-local area
+	// (ckpt_dir) in place of dir (--ckpt-dir, with --snapshot).
+	localDir string
 }
 
 // persistFactor is how many times a level stores each byte of data: L2
@@ -161,12 +170,19 @@ type benchRow struct {
 	// mode; InlineS is the median synchronous checkpoint of the level and
 	// MemcpyS the median plain copy of the same bytes by the same ranks,
 	// both in the same run.
-	Snapshot  bool     `json:"snapshot,omitempty"`
-	InlineS   float64  `json:"inline_s,omitempty"`
-	MemcpyS   float64  `json:"memcpy_s,omitempty"`
-	CPU       cpuStats `json:"cpu"`
-	RawCPU    cpuStats `json:"raw_cpu"`
-	StrongCPU cpuStats `json:"strong_raw_cpu"`
+	Snapshot bool    `json:"snapshot,omitempty"`
+	InlineS  float64 `json:"inline_s,omitempty"`
+	MemcpyS  float64 `json:"memcpy_s,omitempty"`
+	// FirstBlockedS and FirstTotalS (--snapshot) are the medians of each
+	// job's first checkpoint, which touches its staging memory and makes
+	// its directories. BlockedS, TotalS and InlineS are the medians of
+	// the later ones (steady state), MemcpyS of a copy into a buffer
+	// already touched.
+	FirstBlockedS float64  `json:"first_blocked_s,omitempty"`
+	FirstTotalS   float64  `json:"first_total_s,omitempty"`
+	CPU           cpuStats `json:"cpu"`
+	RawCPU        cpuStats `json:"raw_cpu"`
+	StrongCPU     cpuStats `json:"strong_raw_cpu"`
 	// StrongShared is, for the L4 checkpoint only (nil otherwise), the
 	// strong writer into one shared file, as the L4 container is
 	// written: every rank writes its data at its task's offset (after a
@@ -186,15 +202,29 @@ type benchRow struct {
 	LogicalBytes     int64   `json:"logical_bytes,omitempty"`
 	StoredBytes      int64   `json:"stored_bytes,omitempty"`
 	CompressionRatio float64 `json:"compression_ratio,omitempty"`
+	// Data is the kind of data protected (--data). Uncompressed is the
+	// same level's checkpoint or restart without compression, measured
+	// in the same run (with --compression only), and RatioUncompressed
+	// the compressed median over its median.
+	Data              string  `json:"data,omitempty"`
+	Uncompressed      *stats  `json:"uncompressed,omitempty"`
+	RatioUncompressed float64 `json:"ratio_uncompressed,omitempty"`
 }
 
 type benchResult struct {
-	Rows        []benchRow `json:"rows"`
-	Blake3MBps  float64    `json:"blake3_mb_per_s_per_core"`
-	RSEncMBps   float64    `json:"rs_encode_mb_per_s_per_core"`
-	RSDecMBps   float64    `json:"rs_decode_mb_per_s_per_core"`
-	MemcpyMBps  float64    `json:"memcpy_mb_per_s"`
-	Description string     `json:"description"`
+	Rows       []benchRow `json:"rows"`
+	Blake3MBps float64    `json:"blake3_mb_per_s_per_core"`
+	RSEncMBps  float64    `json:"rs_encode_mb_per_s_per_core"`
+	RSDecMBps  float64    `json:"rs_decode_mb_per_s_per_core"`
+	MemcpyMBps float64    `json:"memcpy_mb_per_s"`
+	// ZstdCompMBps and ZstdDecMBps are zstd's rates on one core on the
+	// data of the first ranks of the first point, up to 64 MiB
+	// (--compression zstd), block by block as the files store it, and
+	// ZstdRatio that data's logical over stored bytes.
+	ZstdCompMBps float64 `json:"zstd_compress_mb_per_s_per_core,omitempty"`
+	ZstdDecMBps  float64 `json:"zstd_decompress_mb_per_s_per_core,omitempty"`
+	ZstdRatio    float64 `json:"zstd_ratio,omitempty"`
+	Description  string  `json:"description"`
 	// LoadStart and LoadEnd are the 1, 5 and 15 minute load averages
 	// when the run started and ended (zeros where unknown).
 	LoadStart [3]float64 `json:"load_start"`
@@ -290,11 +320,13 @@ func (l *levelsFlag) Set(v string) error {
 type benchFlags struct {
 	compression  string
 	codec        fileformat.Codec
+	data         string
 	size         sizeFlag
 	levels       levelsFlag
 	ranks        int
 	repeats      int
 	dir          string
+	ckptDir      string
 	jsonOut      bool
 	cold         bool
 	plot         string
@@ -371,7 +403,11 @@ at its level while the ranks ran a solver-like CPU load.
 --compression zstd writes the checkpoints with [basic] compression =
 zstd; each checkpoint row then carries the variable's bytes, the bytes
 its files took and their ratio (a "compressed" column), while the raw
-references still write the data as it is.
+references still write the data as it is. The same run also takes each
+level's checkpoint and restart uncompressed: rows carry that time and
+ratio_uncompressed (a "vs none" column). The result adds zstd's
+compression and decompression rates on one core beside BLAKE3's.
+--data picks what the ranks protect: ramp, heat, random or sparse.
 
 --sweep-ranks without --sweep is the scale sweep: what one rank pays
 for Init, a checkpoint and a restart (Init and Recover) as the ranks
@@ -411,6 +447,7 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 	f.Var(&bf.levels, "levels", "comma-separated levels to measure")
 	f.IntVar(&bf.repeats, "repeats", 3, "repetitions of each measurement")
 	f.StringVar(&bf.dir, "dir", "", "scratch directory on the file system to measure (default: a temporary directory)")
+	f.StringVar(&bf.ckptDir, "ckpt-dir", "", "with --snapshot: the checkpoints' node-local area (ckpt_dir) under this directory, for example on tmpfs, while glbl_dir and meta_dir stay in --dir (as on clusters with node-local memory)")
 	f.BoolVar(&bf.jsonOut, "json", false, "print the result as JSON")
 	f.BoolVar(&bf.cold, "cold", false, "drop the machine's page cache before each restart and raw read (needs root)")
 	f.StringVar(&bf.plot, "plot", "", "draw the result into this .png or .svg file")
@@ -424,11 +461,12 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 	_ = f.MarkHidden("max-mem")
 	f.Float64Var(&bf.dcpDirty, "dcp-dirty", -1, "measure differential checkpoints instead: per level a full checkpoint, then this fraction (0..1) of the dCP blocks changed and a differential one, beside the time to hash the data and an empty checkpoint")
 	f.IntVar(&bf.dcpBlock, "dcp-block-size", 16384, "dCP block size in bytes with --dcp-dirty (FTI's dcp_block_size)")
-	f.BoolVar(&bf.snapshot, "snapshot", false, "with --async: take every level in ckpt_snapshot mode (Checkpoint blocks for a copy into memory); rows add inline_s and memcpy_s")
+	f.BoolVar(&bf.snapshot, "snapshot", false, "with --async: take every level in ckpt_snapshot mode (Checkpoint blocks for a copy into memory); rows add inline_s, memcpy_s and the first checkpoint of each job apart (first_blocked_s, first_total_s; the others are steady state)")
 	f.BoolVar(&bf.mpi, "mpi", false, "scale figures of the processes of an MPI job, one rank each (an ftigo built with -tags mpi, started by mpirun; needs --dir)")
 	f.IntVar(&bf.groupSize, "group-size", 4, "ranks per group (L2 partners, L3 encoding) in the scale sweep")
 	f.StringVar(&bf.storage, "storage", storageFiles, "scale sweep: where the ranks' files are, files (in --dir) or memory (vfd's in-memory driver: no file descriptors, no system calls)")
 	f.DurationVar(&bf.timeLimit, "time-limit", 0, "scale sweep: skip the rank counts predicted to take longer than this per point (0: no limit)")
+	f.StringVar(&bf.data, "data", "ramp", "the data the ranks protect: ramp (a linear ramp), heat (heat2d's field after 4,000 iterations, from the diffusion solution), random (uniform bits) or sparse (90% zeros)")
 	f.StringVar(&bf.compression, "compression", "none", "compress the checkpoints: none or zstd ([basic] compression); checkpoint rows then carry the stored bytes and the compression ratio")
 	f.BoolVar(&bf.async, "async", false, "post-process L2-L4 in the background (inline_lL = 0) while the ranks run a solver-like CPU load: time is the time blocked in Checkpoint, total_s until the level is durable")
 	return c
@@ -491,6 +529,9 @@ func (bf *benchFlags) check(cmd *cobra.Command) (rankCounts []int, sizes []int64
 	if bf.codec, err = fileformat.ParseCodec(bf.compression); err != nil {
 		return nil, nil, usagef("--compression %q: use none or zstd", bf.compression)
 	}
+	if !slices.Contains(benchDataKinds, bf.data) {
+		return nil, nil, usagef("--data %q: use %s", bf.data, strings.Join(benchDataKinds, ", "))
+	}
 	if bf.size < 8 {
 		return nil, nil, usagef("--size %d: at least 8 bytes", int64(bf.size))
 	}
@@ -505,6 +546,9 @@ func (bf *benchFlags) check(cmd *cobra.Command) (rankCounts []int, sizes []int64
 	}
 	if bf.snapshot && !bf.async {
 		return nil, nil, usagef("--snapshot goes with --async")
+	}
+	if bf.ckptDir != "" && !bf.snapshot {
+		return nil, nil, usagef("--ckpt-dir goes with --snapshot")
 	}
 	if bf.async && (bf.dcpDirty >= 0 || len(bf.from) > 0) {
 		return nil, nil, usagef("--async measures checkpoints: it takes no --dcp-dirty or --from")
@@ -636,7 +680,7 @@ func measure(rankCounts []int, sizes []int64, bf *benchFlags, dir string, drop f
 				continue
 			}
 			bc := benchConfig{ranks: ranks, size: size, levels: bf.levels, repeats: bf.repeats, dir: dir, cold: bf.cold, drop: drop, async: bf.async,
-				snapshot: bf.snapshot, codec: bf.codec}
+				snapshot: bf.snapshot, steady: bf.snapshot, localDir: bf.ckptDir, codec: bf.codec, data: bf.data}
 			res, err := bench(bc, tick)
 			if err != nil {
 				return nil, fmt.Errorf("%d ranks x %s: %w", ranks, humanBytes(size), err)
@@ -647,6 +691,11 @@ func measure(rankCounts []int, sizes []int64, bf *benchFlags, dir string, drop f
 		}
 	}
 	all.Blake3MBps, all.RSEncMBps, all.RSDecMBps, all.MemcpyMBps = kernels()
+	if bf.codec != fileformat.CodecNone {
+		if err := codecKernel(all, bf.codec, bf.data, rankCounts[0], sizes[0], 64<<20); err != nil {
+			return nil, err
+		}
+	}
 	tick()
 	all.LoadEnd = loadAvg()
 	if len(descs) == 1 {
@@ -717,4 +766,8 @@ func printBench(w io.Writer, r *benchResult) {
 	}
 	fmt.Fprintf(w, "BLAKE3 %.0f MB/s per core; Reed-Solomon (k=m=4) encode %.0f MB/s, decode %.0f MB/s per core; memcpy %.0f MB/s\n",
 		r.Blake3MBps, r.RSEncMBps, r.RSDecMBps, r.MemcpyMBps)
+	if r.ZstdCompMBps > 0 {
+		fmt.Fprintf(w, "zstd on this data, one core: compress %.2f GB/s, decompress %.2f GB/s, ratio %.2fx; BLAKE3 %.2f GB/s\n",
+			r.ZstdCompMBps/1e3, r.ZstdDecMBps/1e3, r.ZstdRatio, r.Blake3MBps/1e3)
+	}
 }
