@@ -290,8 +290,8 @@ func TestFTITemplateRuns(t *testing.T) {
 			if err := r.Checkpoint(int64(l), l); err != nil {
 				return err
 			}
-			if r.last.Level != levels.ID(l) || r.last.NodeSize != 4 || len(r.last.Nodes) != 4 {
-				return fmt.Errorf("checkpoint %d: %v on %d nodes of %d", l, r.last.Level, len(r.last.Nodes), r.last.NodeSize)
+			if r.last.Level != levels.ID(l) || r.last.NodeSize != 4 || r.last.NumNodes() != 4 {
+				return fmt.Errorf("checkpoint %d: %v on %d nodes of %d", l, r.last.Level, r.last.NumNodes(), r.last.NodeSize)
 			}
 		}
 		return r.Finalize()

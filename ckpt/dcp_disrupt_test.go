@@ -105,10 +105,18 @@ func heldPath(cfg Config, m *levels.Manifest, holder int, f levels.File) string 
 	return filepath.Join(cfg.NodeDir(holder/cfg.NodeSize, m.Run), f.Name)
 }
 
+// heldBy returns the files rank holder holds in m (read from its part).
+func heldBy(t *testing.T, m *levels.Manifest, holder int) []levels.File {
+	t.Helper()
+	fs, err := m.RankFiles(holder)
+	require.NoError(t, err)
+	return fs
+}
+
 // fileOf returns the path of the file of role held by holder in m.
 func fileOf(t *testing.T, cfg Config, m *levels.Manifest, holder int, role string) string {
 	t.Helper()
-	for _, f := range m.Files[holder] {
+	for _, f := range heldBy(t, m, holder) {
 		if f.Role == role {
 			return heldPath(cfg, m, holder, f)
 		}
@@ -199,7 +207,7 @@ func TestDCPDisruptionMatrix(t *testing.T) {
 	eachFile := func(t *testing.T, cfg Config, ms []*levels.Manifest, nodes []int, role string, fn func(p string)) {
 		for _, m := range ms {
 			for _, nd := range nodes {
-				for _, f := range m.Files[nd] {
+				for _, f := range heldBy(t, m, nd) {
 					if f.Role == role {
 						fn(heldPath(cfg, m, nd, f))
 					}

@@ -218,7 +218,11 @@ func checkDeltaFiles(cfg Config, m *levels.Manifest, rank int, want int64, size,
 		largest = max(largest, df.Size)
 		sum += df.Size
 	}
-	for _, h := range m.Files[rank] {
+	held, err := m.RankFiles(rank)
+	if err != nil {
+		return err
+	}
+	for _, h := range held {
 		switch h.Role {
 		case levels.RolePartner:
 			// The copy of the left neighbour's delta: only its bytes travel.

@@ -179,7 +179,8 @@ func TestErrorTextMetadataLost(t *testing.T) {
 	require.NoError(t, os.Remove(replica))
 	want := "ckpt: checkpoint metadata lost: checkpoint ckpt00000002 has no valid manifest and no marker: both copies are missing (" +
 		primary + ", " + replica + "); 2 of its files survive, such as " + filepath.Join(cfg.NodeDir(0, runOf(t, cfg)), "ckpt00000002/data000000.fti") +
-		", but cannot be verified; to restart from ckpt00000001, move the directories ckpt00000002 out of glbl_dir (" + cfg.GlobalDir(runOf(t, cfg)) +
+		", but cannot be verified; to restart from ckpt00000001, move " + filepath.Join(root, "meta", "ckpt00000002.parts") + ", " + filepath.Join(cfg.GlobalDir(runOf(t, cfg)), levels.ReplicaDir, "ckpt00000002.parts") +
+		", and ckpt00000002 out of glbl_dir (" + cfg.GlobalDir(runOf(t, cfg)) +
 		") and every node's ckpt_dir (such as " + cfg.NodeDir(0, runOf(t, cfg)) + ")"
 	for r, err := range initErrors(t, 2, cfg) {
 		require.ErrorIs(t, err, ErrMetadataLost, "rank %d", r)

@@ -268,7 +268,7 @@ type headServer struct {
 func (h *headServer) raise(c comm.Comm, rank int, req headRequest) ([]byte, error) {
 	// Every virtual rank must reach the collective calls: a bad request
 	// fails the vote of RaiseFor, not before.
-	m, perr := levels.ParseManifest("head request", req.Manifest)
+	m, perr := levels.ParseView("head request", req.Manifest)
 	var topo *partner.Topology
 	if perr == nil {
 		var table partner.NodeTable
@@ -307,7 +307,7 @@ func (h *headServer) raise(c comm.Comm, rank int, req headRequest) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	return up.Marshal()
+	return up.MarshalView(rank)
 }
 
 // levelList is the levels an engine of this configuration implements.
@@ -354,12 +354,12 @@ func headReplied(node comm.Comm) (*levels.Manifest, error) {
 	if rep.Err != "" {
 		return nil, fmt.Errorf("by the heads: %s", rep.Err)
 	}
-	return levels.ParseManifest("head reply", rep.Manifest)
+	return levels.ParseView("head reply", rep.Manifest)
 }
 
 // headRequestFor builds the raise request of m at lvl.
 func (r *Runtime) headRequestFor(m *levels.Manifest, lvl levels.ID) (headRequest, error) {
-	raw, err := m.Marshal()
+	raw, err := m.MarshalView(r.c.Rank())
 	if err != nil {
 		return headRequest{}, err
 	}

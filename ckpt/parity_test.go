@@ -71,7 +71,7 @@ func TestL3ParityKey(t *testing.T) {
 		g := topo.GroupOf(r)
 		members[g] = append(members[g], r)
 		var par []levels.File
-		for _, f := range m.Files[r] {
+		for _, f := range heldBy(t, m, r) {
 			if f.Role == levels.RoleParity {
 				par = append(par, f)
 			}

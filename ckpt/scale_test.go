@@ -59,6 +59,18 @@ func scaleOldBlock(shape []int64, n, q int) (off, cnt []int64) {
 type scaleCounts struct {
 	mu    sync.Mutex
 	worst map[string]comm.Counts
+	// decoded is the most metadata bytes a rank's engine decoded in Init.
+	decoded map[string]int64
+}
+
+// addDecoded keeps, for step what, the largest of n and those so far.
+func (s *scaleCounts) addDecoded(what string, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.decoded == nil {
+		s.decoded = map[string]int64{}
+	}
+	s.decoded[what] = max(s.decoded[what], n)
 }
 
 // add keeps, for step what, the largest of each count so far and d's.
@@ -74,8 +86,9 @@ func (s *scaleCounts) add(what string, d comm.Counts) {
 }
 
 // scaleWorld runs fn on n ranks of a fresh runtime over cfg. It counts
-// Init under the step named init, and each step fn measures under its
-// name, into counts.
+// Init under the step named init (rank 0's under init+[rootSuffix]: it
+// holds the manifest's root), and each step fn measures under its name,
+// into counts.
 func scaleWorld(t *testing.T, n int, cfg Config, counts *scaleCounts, init string, opts []Option,
 	fn func(r *Runtime, measure func(what string, step func() error) error) error) {
 	t.Helper()
@@ -83,10 +96,15 @@ func scaleWorld(t *testing.T, n int, cfg Config, counts *scaleCounts, init strin
 	require.NoError(t, comm.Run(n, func(c comm.Comm) error {
 		before := comm.CountsOf(c)
 		r, err := Init(cfg, c, opts...)
-		counts.add(init, comm.CountsOf(c).Sub(before))
+		step := init
+		if c.Rank() == 0 {
+			step += rootSuffix
+		}
+		counts.add(step, comm.CountsOf(c).Sub(before))
 		if err != nil {
 			return err
 		}
+		counts.addDecoded(step, r.eng.Work().Decoded)
 		defer r.Close()
 		return fn(r, func(what string, step func() error) error {
 			before := comm.CountsOf(c)
@@ -98,9 +116,9 @@ func scaleWorld(t *testing.T, n int, cfg Config, counts *scaleCounts, init strin
 }
 
 // The steps the scale tests count. Init and the restart's Init are
-// counted whole: they include levels.Engine.Open, whose listing and
-// manifest are internal/levels' to spread.
+// counted whole, levels.Engine.Open included, rank 0 apart.
 const (
+	rootSuffix    = ", rank 0"
 	stepInit      = "Init"
 	stepTopology  = "the topology"
 	stepNamed     = "the topology of named nodes, ranks but 0"
@@ -118,11 +136,17 @@ const (
 // Recover. Every element comes back bit for bit. It also returns the
 // most old ranks whose sources one new rank learned.
 func scaleRun(t *testing.T, n, m int) (counts map[string]comm.Counts, learned int) {
+	sc, learned := scaleRunCounts(t, n, m)
+	return sc.worst, learned
+}
+
+// scaleRunCounts is [scaleRun] returning every count.
+func scaleRunCounts(t *testing.T, n, m int) (sc *scaleCounts, learned int) {
 	var mu sync.Mutex
-	var sc scaleCounts
+	sc = &scaleCounts{}
 	cfg := testConfig(t.TempDir(), 1)
 	shape := scaleShape(n)
-	scaleWorld(t, n, cfg, &sc, stepInit, nil, func(r *Runtime, measure func(string, func() error) error) error {
+	scaleWorld(t, n, cfg, sc, stepInit, nil, func(r *Runtime, measure func(string, func() error) error) error {
 		off, cnt := scaleOldBlock(shape, n, r.c.Rank())
 		field := slabValues(shape, off, cnt)
 		if err := errors.Join(Protect(r, 1, &field, "field"), DefineDataset[float64](r, 10, "field", shape), r.AddSubset(1, 10, off, cnt)); err != nil {
@@ -142,7 +166,7 @@ func scaleRun(t *testing.T, n, m int) (counts map[string]comm.Counts, learned in
 		}
 		return r.Checkpoint(1, 1)
 	})
-	scaleWorld(t, m, cfg, &sc, stepReinit, nil, func(r *Runtime, measure func(string, func() error) error) error {
+	scaleWorld(t, m, cfg, sc, stepReinit, nil, func(r *Runtime, measure func(string, func() error) error) error {
 		g, _ := dataset.Dims(m, 2)
 		off, cnt, err := dataset.Block(shape, g, r.c.Rank())
 		if err != nil {
@@ -169,7 +193,7 @@ func scaleRun(t *testing.T, n, m int) (counts map[string]comm.Counts, learned in
 		}
 		return nil
 	})
-	return sc.worst, learned
+	return sc, learned
 }
 
 // TestScaleReshapeSmall: the scale test's path on a handful of ranks
@@ -186,24 +210,41 @@ func TestScaleReshapeSmall(t *testing.T) {
 }
 
 // TestScaleCountedWork: at 2,048 -> 1,536 ranks a rank receives, in
-// the topology, the same-arguments check,
-// the check of the global datasets at a checkpoint and the
-// redistributing Recover, what it receives at 64 -> 48, within the
-// growth of log2 P (6 to 11): never the 32-fold of the ranks. Init and
-// the restart's Init are only reported: their levels.Engine.Open is
-// internal/levels' to spread.
+// Init, the topology, the same-arguments check, the check of the global
+// datasets at a checkpoint, the restart's Init (which reads the old
+// manifest's root and parts) and the redistributing Recover, what it
+// receives at 64 -> 48, within the growth of log2 P (6 to 11): never
+// the 32-fold of the ranks. Rank 0's Init rows are only reported: it
+// gathers the listing's summaries and holds the roots.
 func TestScaleCountedWork(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("thousands of in-process ranks")
 	}
-	small, _ := scaleRun(t, 64, 48)
-	large, _ := scaleRun(t, 2048, 1536)
+	smallRun, _ := scaleRunCounts(t, 64, 48)
+	largeRun, _ := scaleRunCounts(t, 2048, 1536)
+	small, large := smallRun.worst, largeRun.worst
 	const bound = 11.0 / 6 * 1.3 // log2 P from 6 to 11, and a margin
-	for _, step := range []string{stepInit, stepTopology, stepSameArgs, stepCheck, stepReinit, stepRecover} {
+	// The metadata an engine decodes in the restart's Init: at 64 ranks
+	// the old manifest is one part of 64 ranks, which a rank reads. At
+	// 2,048 a rank other than 0 reads the parts of the old ranks and
+	// nodes it handles (its node directories, their partner holders, its
+	// homes), a few of the 32: never all of them.
+	const partsRead = 8
+	for _, step := range []string{stepInit, stepInit + rootSuffix, stepReinit, stepReinit + rootSuffix} {
+		lo, hi := smallRun.decoded[step], largeRun.decoded[step]
+		t.Logf("%s, most one rank decoded: %d bytes at 64 ranks, %d at 2048", step, lo, hi)
+		if step == stepReinit {
+			require.NotZero(t, lo, "%s: nothing decoded", step)
+			assert.LessOrEqual(t, hi, partsRead*lo,
+				"metadata decoded in %s grows with the ranks: %d bytes at 64 ranks, %d at 2048", step, lo, hi)
+		}
+	}
+	for _, step := range []string{stepInit, stepInit + rootSuffix, stepTopology, stepSameArgs, stepCheck,
+		stepReinit, stepReinit + rootSuffix, stepRecover} {
 		lo, hi := small[step], large[step]
 		t.Logf("%s, most one rank received: %d bytes in %d messages at 64 ranks, %d bytes in %d messages at 2048",
 			step, lo.BytesReceived, lo.Received, hi.BytesReceived, hi.Received)
-		if step == stepInit || step == stepReinit {
+		if step == stepInit+rootSuffix || step == stepReinit+rootSuffix {
 			continue
 		}
 		require.NotZero(t, lo.Received, "%s: nothing counted", step)

@@ -118,6 +118,10 @@ type TaskWriter struct {
 	err    error // first write error; sticky
 }
 
+// Layout returns where the task's blocks lie in its physical file:
+// block b starts at start + b*skip and holds at most chunk bytes.
+func (tw *TaskWriter) Layout() (start, skip, chunk int64) { return tw.start, tw.skip, tw.chunk }
+
 // Write appends p to the task's stream as the writer's [Policy] says. It
 // writes all of p or returns an error. In a key-value container Write
 // appends raw stream bytes (the caller then owns the record framing, as

@@ -235,10 +235,11 @@ func TestRebuildMixedManifest(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, ms, 1)
 			require.Len(t, reps, 1)
-			raw, err := os.ReadFile(ms[0])
+			scanned, err := levels.ScanManifests(levels.Store{Driver: vfd.Sec2{}, Dir: filepath.Join(dir, "meta")})
 			require.NoError(t, err)
-			m, err := levels.ParseManifest(ms[0], raw)
-			require.NoError(t, err)
+			require.Len(t, scanned, 1)
+			m := scanned[0].M
+			require.NotNil(t, m, "%v", scanned[0].Err)
 			changed := 0
 			for r := range m.Files {
 				for i := range m.Files[r] {
@@ -254,10 +255,8 @@ func TestRebuildMixedManifest(t *testing.T) {
 				}
 			}
 			require.Equal(t, 4, changed)
-			raw, err = m.Marshal()
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(ms[0], raw, 0o644))
-			require.NoError(t, os.WriteFile(reps[0], raw, 0o644))
+			require.NoError(t, levels.RewriteManifest(levels.Store{Driver: vfd.Sec2{}, Dir: filepath.Join(dir, "meta")},
+				levels.Store{Driver: vfd.Sec2{}, Dir: globalRunDir(t, dir)}, m))
 
 			code, out, errs := ftigo("verify", dir)
 			require.Equal(t, 0, code, out+errs)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ftigo/ftigo/internal/levels"
 )
 
 // TestVerifyInspectMetadata: verify and inspect check a run's metadata as
@@ -32,6 +34,16 @@ func TestVerifyInspectMetadata(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(to, b, 0o644))
 	}
+	// copyManifest copies a manifest copy: its root and the parts beside it.
+	copyManifest := func(from, to string) {
+		copyFile(from, to)
+		parts := strings.TrimSuffix(from, ".manifest") + levels.PartsSuffix
+		ents, err := os.ReadDir(parts)
+		require.NoError(t, err)
+		for _, e := range ents {
+			copyFile(filepath.Join(parts, e.Name()), filepath.Join(strings.TrimSuffix(to, ".manifest")+levels.PartsSuffix, e.Name()))
+		}
+	}
 	cases := []struct {
 		name   string
 		dcp    bool                          // a run with three committed checkpoints (makeDCPRun)
@@ -52,8 +64,8 @@ func TestVerifyInspectMetadata(t *testing.T) {
 		}, "damaged"},
 		{"replica flipped", false, func(d string) string { flip(replica(d)); return replica(d) }, "damaged"},
 		{"replica missing", false, func(d string) string { require.NoError(t, os.Remove(replica(d))); return replica(d) }, "missing"},
-		{"primary from another run", false, func(d string) string { copyFile(primary(other), primary(d)); return primary(d) }, "another run's"},
-		{"replica from another run", false, func(d string) string { copyFile(replica(other), replica(d)); return replica(d) }, "another run's"},
+		{"primary from another run", false, func(d string) string { copyManifest(primary(other), primary(d)); return primary(d) }, "another run's"},
+		{"replica from another run", false, func(d string) string { copyManifest(replica(other), replica(d)); return replica(d) }, "another run's"},
 		{"both copies gone", false, func(d string) string {
 			require.NoError(t, os.Remove(primary(d)))
 			require.NoError(t, os.Remove(replica(d)))

@@ -429,7 +429,7 @@ func (e *Engine) abort(p *Pending, err error) error {
 			cerr = removeDir(env.Local, p.Dir)
 		}
 		if env.Rank == 0 {
-			cerr = errors.Join(cerr, removeDir(env.Global, p.Dir))
+			cerr = errors.Join(cerr, removeDir(env.Global, p.Dir), removePartsDirs(env, p.Seq))
 		}
 		if comm.Agree(env.Comm, cerr, "remove the directories of a failed checkpoint") == nil && env.Rank == 0 {
 			cerr = removeIfExists(env.Meta.Driver, env.Meta.Path(PendingName(p.Seq)))

@@ -88,7 +88,7 @@ func TestOpenSupersededMarker(t *testing.T) {
 			var committed []int64
 			errs := make([]error, 2)
 			require.NoError(t, runWorld(2, func(c comm.Comm) error {
-				e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}, Policy: keepAll{}})
+				e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}, Policy: keepAll{}, PartRanks: testPartRanks()})
 				if err != nil {
 					return err
 				}
@@ -171,8 +171,12 @@ func TestRetentionLeavesNoMarkers(t *testing.T) {
 		}
 	}
 	// The deletion marker of checkpoint 3 waits for the next commit (or
-	// Settle); nothing else but checkpoint 4's manifest.
-	assert.ElementsMatch(t, []string{"meta/" + DeletingName(3), "meta/" + ManifestName(4)}, meta)
+	// Settle); nothing else but checkpoint 4's manifest: its root and part.
+	want := []string{"meta/" + DeletingName(3), "meta/" + ManifestName(4), "meta/" + PartsDirName(4)}
+	for i := range (layout{ranks: 2, per: partRanksFor(1, 1, testPartRanks())}).parts() {
+		want = append(want, "meta/"+PartName(4, L1, i))
+	}
+	assert.ElementsMatch(t, want, meta)
 	assert.False(t, cl.exists(t, "global/"+ReplicaName(3)))
 	assert.False(t, cl.exists(t, "local/node0000/"+CheckpointDir(3)))
 }
@@ -479,8 +483,11 @@ func checkRestarted(t *testing.T, cl *cluster, n, size int, name string, want []
 	require.NoError(t, err)
 	listed := map[string]bool{}
 	bySeq := map[uint64]bool{}
+	roots := map[uint64]*Manifest{}
 	for _, m := range committed {
 		bySeq[m.Seq] = true
+		roots[m.Seq] = m
+		m = fullOf(t, m)
 		for r, fs := range m.Files {
 			for _, f := range fs {
 				if f.Attrs[AttrInContainer] != "" {
@@ -500,6 +507,16 @@ func checkRestarted(t *testing.T, cl *cluster, n, size int, name string, want []
 		base := parts[len(parts)-1]
 		assert.False(t, strings.HasSuffix(p, TmpSuffix), "%s: %s left by start-up", name, p)
 		switch {
+		case (parts[0] == "meta" && len(parts) == 3) || (parts[0] == "global" && len(parts) == 4 && parts[1] == ReplicaDir):
+			// A part: of a committed checkpoint, named by its root.
+			seq, ok := parseSeq(parts[len(parts)-2], PartsSuffix)
+			lvl, i, isPart := parsePartBase(base)
+			m := roots[seq]
+			assert.True(t, ok && isPart && m != nil && m.Level == lvl && i < m.NumParts(),
+				"%s: %s is not a part of a committed checkpoint's root", name, p)
+		case parts[0] == "meta" && len(parts) == 2 && strings.HasSuffix(base, PartsSuffix):
+			seq, ok := parseSeq(base, PartsSuffix)
+			assert.True(t, ok && bySeq[seq], "%s: %s is not a committed checkpoint's parts", name, p)
 		case parts[0] == "meta" && len(parts) == 2:
 			if seq, ok := parseSeq(base, manifestSuffix); ok {
 				assert.True(t, bySeq[seq], "%s: %s is not a committed checkpoint's", name, p)

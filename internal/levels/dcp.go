@@ -83,6 +83,20 @@ func (m *Manifest) DependsOn(seq uint64) bool {
 }
 
 func (m *Manifest) validateDCP() error {
+	if err := m.validateChain(); err != nil || m.DCP == nil {
+		return err
+	}
+	for r := 0; r < m.Ranks; r++ {
+		f, _ := m.DataFile(r)
+		if err := checkDelta(r, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateChain checks the dcp field alone.
+func (m *Manifest) validateChain() error {
 	d := m.DCP
 	if d == nil {
 		return nil
@@ -98,14 +112,16 @@ func (m *Manifest) validateDCP() error {
 	if d.BlockSize < fileformat.MinBlockSize || d.BlockSize > fileformat.MaxBlockSize || d.Written < 0 || d.Protected < 0 || d.Written > d.Protected {
 		return fmt.Errorf("dcp: block size %d, %d bytes written of %d protected", d.BlockSize, d.Written, d.Protected)
 	}
-	for r := 0; r < m.Ranks; r++ {
-		f, _ := m.DataFile(r)
-		if f.Attrs[AttrFormat] != FormatDelta {
-			return fmt.Errorf("dcp: rank %d's data file %q is not marked %s", r, f.Name, FormatDelta)
-		}
-		if _, err := imageDigest(f); err != nil {
-			return fmt.Errorf("dcp: rank %d: %v", r, err)
-		}
+	return nil
+}
+
+// checkDelta checks rank r's data entry f of a differential checkpoint.
+func checkDelta(r int, f File) error {
+	if f.Attrs[AttrFormat] != FormatDelta {
+		return fmt.Errorf("dcp: rank %d's data file %q is not marked %s", r, f.Name, FormatDelta)
+	}
+	if _, err := imageDigest(f); err != nil {
+		return fmt.Errorf("dcp: rank %d: %v", r, err)
 	}
 	return nil
 }

@@ -332,7 +332,7 @@ func TestCompactChain(t *testing.T) {
 	const n = 2
 	cl := newCluster(t, vfd.Sec2{}, t.TempDir(), 1)
 	require.NoError(t, runWorld(n, func(c comm.Comm) error {
-		e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}})
+		e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}, PartRanks: testPartRanks()})
 		if err != nil {
 			return err
 		}

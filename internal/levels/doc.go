@@ -11,8 +11,11 @@
 //   - The [Engine]: the commit protocol, retention by a [Policy], start-up
 //     and the recovery ladder, differential chains, and restarts from a
 //     checkpoint of another shape.
-//   - The [Manifest] and the metadata around it: two copies of each
-//     manifest and the markers (docs/format/manifest.md).
+//   - The [Manifest] and the metadata around it: a root naming parts,
+//     each part the files of a block of ranks, two copies of each, and
+//     the markers (docs/format/manifest.md). An engine's manifests are
+//     views: the shared fields and this rank's block, never every
+//     rank's files ([Manifest.Part], [LoadFull]).
 //   - The checks of every file a manifest lists ([VerifyFile]).
 //
 // The runtime writes each rank's data file through a [WriteFunc]. The
@@ -66,7 +69,9 @@
 //   - the background removal of superseded checkpoints;
 //   - the hashing of a data file during its fsync;
 //   - the directory syncs beside a data file's fsync and a publication;
-//   - on rank 0, the intent marker, the two manifest copies and their
+//   - on a part's leader, the two copies of its part and their
+//     directory syncs;
+//   - on rank 0, the intent marker, the two root copies and their
 //     directory syncs, and the turning of superseded markers into
 //     deletion markers;
 //   - at a restart, the loading of the rank's image ([vfd.Load]).

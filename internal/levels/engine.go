@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/ftigo/ftigo/comm"
+	"github.com/ftigo/ftigo/internal/partner"
 )
 
 // The engine: its configuration, state and lifecycle.
@@ -26,6 +28,17 @@ type Config struct {
 	// another shape (reshape.go); without it they are refused with
 	// [ErrTopologyMismatch].
 	NodeStore func(node int) Store
+	// PartRanks is the number of ranks a manifest part lists at least
+	// (0: [DefaultPartRanks]); it is rounded up to a multiple of
+	// node_size·group_size (docs/format/manifest.md).
+	PartRanks int
+}
+
+// Work is the metadata work one rank did: what scale tests count.
+type Work struct {
+	// Decoded is the metadata this rank decoded: root, part and header
+	// bytes (JSON), whoever sent or stored them.
+	Decoded int64
 }
 
 // Stats times one checkpoint on one rank.
@@ -81,6 +94,10 @@ type Engine struct {
 	// unconverted holds, on rank 0, the checkpoints dropped by a commit
 	// whose superseded markers are not yet deletion markers.
 	unconverted []*Manifest
+	// decoded counts the metadata bytes this rank decoded ([Work]).
+	decoded *atomic.Int64
+	// shape caches facts about the topology (see [Engine.shapeOf]).
+	shape *topoShape
 }
 
 // Skipped is a committed checkpoint that [Engine.Recover] found
@@ -107,14 +124,49 @@ func NewEngine(env *Env, cfg Config) (*Engine, error) {
 	if env.TransferSize <= 0 {
 		env.TransferSize = 16 << 20
 	}
-	e := &Engine{env: env, cfg: cfg, levels: map[ID]Level{}, policy: cfg.Policy, nextSeq: 1}
+	e := &Engine{env: env, cfg: cfg, levels: map[ID]Level{}, policy: cfg.Policy, nextSeq: 1, decoded: &atomic.Int64{}}
 	if e.policy == nil {
 		e.policy = FTIPolicy{}
 	}
 	for _, l := range cfg.Levels {
 		e.levels[l.ID()] = l
 	}
+	e.shape = e.shapeOf(env.Topo)
 	return e, nil
+}
+
+// Work returns the metadata work this rank did so far.
+func (e *Engine) Work() Work { return Work{Decoded: e.decoded.Load()} }
+
+// layout returns how this run's ranks fall into manifest parts.
+func (e *Engine) layout() layout {
+	t := e.env.Topo
+	return layout{ranks: e.env.Comm.Size(), per: partRanksFor(t.NodeSize(), t.GroupSize(), e.cfg.PartRanks)}
+}
+
+// topoShape is what the engine computes once about its topology: the
+// hash of its node table, and whether ranks sit on nodes in FTI's blocks.
+type topoShape struct {
+	topo    *partner.Topology
+	nodes   Digest
+	blocked bool
+}
+
+// shapeOf returns the facts about t: computed once for the engine's
+// topology (O(ranks) local work, like building the topology), and again
+// for another.
+func (e *Engine) shapeOf(t *partner.Topology) *topoShape {
+	if e.shape != nil && e.shape.topo == t {
+		return e.shape
+	}
+	s := &topoShape{topo: t, nodes: nodesSum(t.Table()), blocked: true}
+	for r := range t.NumRanks() {
+		if t.NodeOf(r) != r/t.NodeSize() {
+			s.blocked = false
+			break
+		}
+	}
+	return s
 }
 
 // Env returns the engine's environment.

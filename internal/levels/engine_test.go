@@ -75,7 +75,7 @@ func (cl *cluster) config() Config {
 	if lv == nil {
 		lv = []Level{Local1{}}
 	}
-	return Config{Levels: lv, Policy: cl.policy}
+	return Config{Levels: lv, Policy: cl.policy, PartRanks: testPartRanks()}
 }
 
 // payload is rank r's data for checkpoint id.
@@ -154,11 +154,13 @@ func TestCheckpointRecoverRoundTrip(t *testing.T) {
 			for r := 0; r < n; r++ {
 				assert.Equal(t, payload(r, 3, 1000), seen[r], "rank %d", r)
 			}
-			// Only the committed checkpoint's directory remains.
+			// Only the committed checkpoint's manifest remains: its root
+			// and its parts directory.
 			ents, err := vfd.Sec2{}.ReadDir(filepath.Join(cl.root, "meta"))
 			require.NoError(t, err)
-			require.Len(t, ents, 1)
+			require.Len(t, ents, 2)
 			assert.Equal(t, "ckpt00000003.manifest", ents[0].Name())
+			assert.Equal(t, PartsDirName(3), ents[1].Name())
 		})
 	}
 }

@@ -95,6 +95,7 @@ func TestL2L3MixedFileKinds(t *testing.T) {
 						return err
 					}))
 					require.Equal(t, lvl, m.Level)
+					m = fullOf(t, m)
 					for r := range 4 {
 						d, ok := m.DataFile(r)
 						require.True(t, ok)

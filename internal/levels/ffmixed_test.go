@@ -11,20 +11,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zeebo/blake3"
-
-	"github.com/ftigo/ftigo/vfd"
 )
 
 // rewriteManifest rewrites both copies of the last committed manifest
-// with edit applied to each of its entries; an error of edit fails the
-// run.
+// (its parts and its root) with edit applied to each of its entries; an
+// error of edit fails the run.
 func (w *ffWorld) rewriteManifest(edit func(r int, f *File) error) {
 	w.t.Helper()
 	require.NoError(w.t, w.run(func(e *Engine) error {
 		if e.env.Rank != 0 {
 			return nil
 		}
-		m := e.Committed()[0]
+		m := fullOf(w.t, e.Committed()[0])
 		for r := range m.Files {
 			for i := range m.Files[r] {
 				if err := edit(r, &m.Files[r][i]); err != nil {
@@ -32,17 +30,7 @@ func (w *ffWorld) rewriteManifest(edit func(r int, f *File) error) {
 				}
 			}
 		}
-		raw, err := m.Marshal()
-		if err != nil {
-			return err
-		}
-		ds, ps := e.copyPaths(m.Seq)
-		for i := range ds {
-			if err := vfd.WriteFileAtomic(ds[i], ps[i], raw); err != nil {
-				return err
-			}
-		}
-		return nil
+		return RewriteManifest(e.env.Meta, e.env.Global, m)
 	}))
 }
 

@@ -142,10 +142,11 @@ func (Partner2) Prenames(env *Env, p *Pending) []string {
 
 // heldFile returns the file of role held by rank r for rank of in m.
 func heldFile(m *Manifest, r int, role string, of int) (File, bool) {
-	if r < 0 || r >= len(m.Files) {
+	files, err := m.RankFiles(r)
+	if err != nil {
 		return File{}, false
 	}
-	for _, f := range m.Files[r] {
+	for _, f := range files {
 		if f.Role == role && f.Of == of {
 			return f, true
 		}

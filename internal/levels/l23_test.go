@@ -66,7 +66,7 @@ func (w *l23World) env(c comm.Comm) *Env {
 
 func (w *l23World) run(fn func(e *Engine) error) error {
 	return comm.Run(w.nranks, func(c comm.Comm) error {
-		e, err := NewEngine(w.env(c), Config{Levels: w.levels})
+		e, err := NewEngine(w.env(c), Config{Levels: w.levels, PartRanks: testPartRanks()})
 		if err != nil {
 			return err
 		}
@@ -400,6 +400,7 @@ func TestL2L3OfflineRebuild(t *testing.T) {
 				}
 				return err
 			}))
+			m = fullOf(t, m)
 			for r := range m.Ranks {
 				d, _ := m.DataFile(r)
 				if tc.ftiff {

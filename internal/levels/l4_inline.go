@@ -66,30 +66,7 @@ func (l Global4) OpenData(env *Env, p *Pending, hint int64) (vfd.File, error) {
 	if err := comm.Agree(c, merr, "create L4 directory"); err != nil {
 		return nil, err
 	}
-	// Every rank needs the chunk sizes of the ranks before it in its file
-	// to find its chunk; the layout rule is SIONlib's (docs/format/sion.md).
-	chunks, err := comm.AllgatherBytes(c, strconv.AppendInt(nil, chunk, 10))
-	if err != nil {
-		return nil, err
-	}
-	tf := &taskFile{cname: cname, file: file, lrank: lrank, nfiles: nf, chunk: chunk}
-	nInFile := 0
-	for r := range size {
-		if f, _ := fileOf(r); f != file {
-			continue
-		}
-		cs, perr := strconv.ParseInt(string(chunks[r]), 10, 64)
-		if perr != nil {
-			return nil, fmt.Errorf("chunk size of rank %d: %w", r, perr)
-		}
-		if r < rank {
-			tf.start += cs
-		}
-		tf.skip += cs
-		nInFile++
-	}
-	base := roundUpTo(sion.Meta1Size(nInFile), fsblk)
-	tf.start += base
+	tf := &taskFile{cname: cname, file: file, lrank: lrank, nfiles: nf}
 
 	// Under the final names once the intent marker is durable (the
 	// directories are synced in ProtectData); under tmp names, renamed
@@ -101,7 +78,10 @@ func (l Global4) OpenData(env *Env, p *Pending, hint int64) (vfd.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open L4 container: %w", err)
 	}
+	// Where the task's blocks lie: the container's plan (SIONlib's
+	// layout rule, docs/format/sion.md), which rank 0 made.
 	tf.pw, tf.tw = pw, pw.Task(0)
+	tf.start, tf.skip, tf.chunk = tf.tw.Layout()
 	tf.name = env.Global.Path(sion.SetMemberName(cname, file)) + tf.suffix()
 	side, oerr := env.Global.Driver.Open(tf.name, vfd.ReadWrite)
 	if err := comm.Agree(c, oerr, "open L4 container task"); err != nil {

@@ -76,7 +76,7 @@ func TestL4InlineLayout(t *testing.T) {
 				mu.Unlock()
 				return err
 			}))
-			m := manifests[0]
+			m := fullOf(t, manifests[0])
 			containers := 0
 			for r, files := range m.Files {
 				d := files[0]

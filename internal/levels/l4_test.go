@@ -19,7 +19,7 @@ import (
 // runL4 opens an engine with L1 and the given L4 on every rank and calls fn.
 func runL4(cl *cluster, n int, l4 Global4, fn func(e *Engine) error) error {
 	return runWorld(n, func(c comm.Comm) error {
-		e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}, l4}, Policy: cl.policy})
+		e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}, l4}, Policy: cl.policy, PartRanks: testPartRanks()})
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/ftigo/ftigo/internal/b3"
-
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -60,13 +59,42 @@ type Manifest struct {
 	Kept bool `json:"kept,omitempty"`
 	// DCP is set for a differential checkpoint: the checkpoints it
 	// depends on and what it wrote (docs/format/dcp.md). Such a manifest
-	// is version 2.
+	// is version 2, or a version 3 root with a dcp field.
 	DCP *DCP `json:"dcp,omitempty"`
 	// Compressed is set when the checkpoint's writers stored some
 	// variable compressed or at reduced precision: the bytes of variable
 	// data it wrote and the bytes they take (optional: older manifests
 	// and uncompressed checkpoints have none).
 	Compressed *Compressed `json:"compressed,omitempty"`
+
+	// The fields below are version 3's and an engine's (see parts.go).
+	// Files and Nodes are nil in a root and in an engine's view: the
+	// file lists live in parts, read with [Manifest.Part],
+	// [Manifest.RankFiles] and [Manifest.DataFile].
+
+	// version is 0 for a manifest built in memory (written as version 1
+	// or 2), else the version it was read or written as.
+	version int
+	// bytes is the total size of the data entries, when hasBytes.
+	bytes    int64
+	hasBytes bool
+	// nodes is the hash of the node table (when Nodes is nil).
+	nodes Digest
+	// partRanks is the number of ranks per part (0: the default layout).
+	partRanks int
+	// raisedFrom is a root's raised_from.
+	raisedFrom *Digest
+	// identity is the BLAKE3 of the body of the root (or whole manifest)
+	// with Kept false: what a raised root's raised_from names.
+	identity Digest
+	// refs is a root's part table (rank 0, and manifests read from
+	// storage).
+	refs []PartRef
+	// whole is, on rank 0, the whole manifest of versions 1 and 2 a view
+	// stands for (to rewrite it).
+	whole *Manifest
+	// view holds the parts this rank loaded and loads the others.
+	view *view
 }
 
 // Compressed sums, over the ranks, the variable data a checkpoint wrote
@@ -86,6 +114,14 @@ func (c *Compressed) Ratio() float64 {
 	return float64(c.Logical) / float64(c.Stored)
 }
 
+// check refuses totals no commit writes (nil is fine).
+func (c *Compressed) check() error {
+	if c != nil && (c.Logical <= 0 || c.Stored < 0 || c.Stored > c.Logical) {
+		return fmt.Errorf("compressed: %d stored bytes for %d logical bytes", c.Stored, c.Logical)
+	}
+	return nil
+}
+
 // compressedOf returns the manifest field for the totals d, nil when no
 // rank reported compressed data.
 func compressedOf(d DataStats) *Compressed {
@@ -99,8 +135,28 @@ func compressedOf(d DataStats) *Compressed {
 func (m *Manifest) Dir() string { return CheckpointDir(m.Seq) }
 
 // DataFile returns the file with role "data" protecting rank r, and false
-// when there is none.
+// when there is none (or its part cannot be loaded: see
+// [Manifest.RankFiles]).
 func (m *Manifest) DataFile(r int) (File, bool) {
+	if m.Files == nil {
+		if v := m.view; v != nil && v.own != nil && v.self == r {
+			// A rank's own list is where its data entry is.
+			for _, f := range v.own {
+				if f.Role == RoleData && f.Of == r {
+					return f, true
+				}
+			}
+			return File{}, false
+		}
+		if r < 0 || r >= m.Ranks {
+			return File{}, false
+		}
+		p, err := m.Part(m.PartOf(r))
+		if err != nil {
+			return File{}, false
+		}
+		return p.dataFile(r)
+	}
 	if r >= 0 && r < len(m.Files) {
 		for _, f := range m.Files[r] {
 			if f.Role == RoleData && f.Of == r {
@@ -120,6 +176,9 @@ func (m *Manifest) DataFile(r int) (File, bool) {
 
 // Bytes returns the total size of the data files.
 func (m *Manifest) Bytes() int64 {
+	if m.hasBytes {
+		return m.bytes
+	}
 	var n int64
 	for _, fs := range m.Files {
 		for _, f := range fs {
@@ -192,7 +251,9 @@ type ScannedManifest struct {
 // one directory — the meta area, or the replica directory of the global
 // area — and returns them in sequence order, with the check every copy
 // gets: the manifest parses ([ParseManifest]) and holds the sequence
-// number of its name. Reads are bounded by [MaxManifestSize]. It changes
+// number of its name; a version 3 root has every part it names valid in
+// the parts directory beside it, and M lists every rank's files. Reads
+// are bounded by [MaxManifestSize]. It changes
 // nothing on disk. [ScanCheckpoints] gives the whole picture start-up
 // acts on: both copies, the markers and the files of each checkpoint.
 func ScanManifests(meta Store) ([]ScannedManifest, error) {
@@ -220,6 +281,10 @@ func scanManifests(meta Store, ents []fs.DirEntry) []ScannedManifest {
 			m, err = ParseManifest(p, raw)
 			if err == nil && m.Seq != seq {
 				err = &CorruptionError{Path: p, Rank: -1, Err: fmt.Errorf("%w: holds seq %d", ErrBadManifest, m.Seq)}
+			}
+			if err == nil {
+				// A root's parts, from the parts directory beside it.
+				m, err = loadFullFrom(m, meta)
 			}
 			if err == nil {
 				sm.Raw, sm.M = raw, m
@@ -261,82 +326,180 @@ func (d *Digest) UnmarshalText(b []byte) error {
 func (d Digest) String() string { return hex.EncodeToString(d[:]) }
 
 // Marshal encodes the manifest: a magic line, one line of JSON, and a line
-// with the BLAKE3-256 of the JSON bytes.
+// with the BLAKE3-256 of the JSON bytes. A version 3 manifest encodes as
+// its root, which only rank 0 (and a manifest read from storage) holds;
+// elsewhere Marshal fails. Use [Manifest.MarshalView] to pass a rank's
+// view between processes.
 func (m *Manifest) Marshal() ([]byte, error) {
-	body, err := json.Marshal(m)
+	if m.version == ManifestVersionParts {
+		return m.marshalRoot()
+	}
+	w := m
+	if m.Files == nil && m.whole != nil {
+		x := *m.whole
+		x.Kept = m.Kept
+		w = &x
+	}
+	body, err := json.Marshal(w)
 	if err != nil {
 		return nil, fmt.Errorf("levels: encode manifest: %w", err)
 	}
-	sum := b3.Sum256(body)
-	var b bytes.Buffer
 	version := ManifestVersion
-	if m.DCP != nil {
+	if w.DCP != nil {
 		version = ManifestVersionDCP
 	}
-	fmt.Fprintf(&b, "%s %d\n", ManifestMagic, version)
-	b.Write(body)
-	b.WriteByte('\n')
-	b.WriteString(hashPrefix)
-	b.WriteString(hex.EncodeToString(sum[:]))
-	b.WriteByte('\n')
-	return b.Bytes(), nil
+	return frame(ManifestMagic, version, body), nil
+}
+
+// rootBody is the JSON body of a version 3 root.
+type rootBody struct {
+	Run        string      `json:"run,omitempty"`
+	Seq        uint64      `json:"seq"`
+	ID         int64       `json:"id"`
+	Level      ID          `json:"level"`
+	Ranks      int         `json:"ranks"`
+	NodeSize   int         `json:"node_size"`
+	GroupSize  int         `json:"group_size"`
+	Nodes      Digest      `json:"nodes_blake3"`
+	Time       int64       `json:"time"`
+	Bytes      int64       `json:"bytes"`
+	PartRanks  int         `json:"part_ranks"`
+	Parts      []PartRef   `json:"parts"`
+	Kept       bool        `json:"kept,omitempty"`
+	DCP        *DCP        `json:"dcp,omitempty"`
+	Compressed *Compressed `json:"compressed,omitempty"`
+	RaisedFrom *Digest     `json:"raised_from,omitempty"`
+}
+
+// rootBody returns m's root body; refs must be set.
+func (m *Manifest) rootBody() rootBody {
+	return rootBody{Run: m.Run, Seq: m.Seq, ID: m.ID, Level: m.Level, Ranks: m.Ranks, NodeSize: m.NodeSize, GroupSize: m.GroupSize,
+		Nodes: m.nodes, Time: m.Time, Bytes: m.bytes, PartRanks: m.PartRanks(), Parts: m.refs, Kept: m.Kept, DCP: m.DCP,
+		Compressed: m.Compressed, RaisedFrom: m.raisedFrom}
+}
+
+// marshalRoot encodes m's root.
+func (m *Manifest) marshalRoot() ([]byte, error) {
+	if len(m.refs) != m.layout().parts() {
+		return nil, fmt.Errorf("levels: checkpoint %s: this rank holds no root to write (only rank 0 does)", m.Dir())
+	}
+	body, err := json.Marshal(m.rootBody())
+	if err != nil {
+		return nil, fmt.Errorf("levels: encode root: %w", err)
+	}
+	return frame(ManifestMagic, ManifestVersionParts, body), nil
+}
+
+// ident returns m's identity: recorded, or computed from a whole
+// manifest's body.
+func (m *Manifest) ident() Digest {
+	if m.identity == (Digest{}) && m.version != ManifestVersionParts && m.Files != nil {
+		if d, err := m.computeIdentity(); err == nil {
+			return d
+		}
+	}
+	return m.identity
+}
+
+// computeIdentity returns the BLAKE3 of m's body with Kept false: a
+// root's (refs set) or a whole manifest's (Files set).
+func (m *Manifest) computeIdentity() (Digest, error) {
+	x := *m
+	x.Kept = false
+	var body []byte
+	var err error
+	if m.version == ManifestVersionParts {
+		body, err = json.Marshal(x.rootBody())
+	} else {
+		body, err = json.Marshal(&x)
+	}
+	if err != nil {
+		return Digest{}, err
+	}
+	return b3.Sum256(body), nil
 }
 
 // ParseManifest decodes and checks a manifest read from path (path is used
-// in errors only). Every failure is a *CorruptionError wrapping
-// [ErrBadManifest].
+// in errors only): a whole manifest of version 1 or 2, or a version 3
+// root (its parts are not read: see [LoadFull]). Every failure is a
+// *CorruptionError wrapping [ErrBadManifest].
 func ParseManifest(path string, b []byte) (*Manifest, error) {
 	bad := func(off int, format string, a ...any) error {
 		return &CorruptionError{Path: path, Rank: -1, Offset: int64(off), Err: fmt.Errorf("%w: "+format, append([]any{ErrBadManifest}, a...)...)}
 	}
-	nl := bytes.IndexByte(b, '\n')
-	if nl < 0 {
-		return nil, bad(0, "no magic line")
-	}
-	var version int
-	head := string(b[:nl])
-	if !strings.HasPrefix(head, ManifestMagic+" ") {
-		return nil, bad(0, "bad magic %q", truncate(head))
-	}
-	v, err := strconv.Atoi(head[len(ManifestMagic)+1:])
+	version, body, nl, err := unframe(path, ManifestMagic, b, ManifestVersion, ManifestVersionDCP, ManifestVersionParts)
 	if err != nil {
-		return nil, bad(len(ManifestMagic)+1, "bad version %q", truncate(head))
+		return nil, err
 	}
-	version = v
-	if version != ManifestVersion && version != ManifestVersionDCP {
-		return nil, bad(len(ManifestMagic)+1, "unsupported version %d", version)
-	}
-	rest := b[nl+1:]
-	nl2 := bytes.IndexByte(rest, '\n')
-	if nl2 < 0 {
-		return nil, bad(nl+1, "truncated body")
-	}
-	body := rest[:nl2]
-	tail := rest[nl2+1:]
-	hoff := nl + 1 + nl2 + 1
-	if !bytes.HasPrefix(tail, []byte(hashPrefix)) || len(tail) != len(hashPrefix)+64+1 || tail[len(tail)-1] != '\n' {
-		return nil, bad(hoff, "bad hash line")
-	}
-	var want Digest
-	if err := want.UnmarshalText(tail[len(hashPrefix) : len(tail)-1]); err != nil {
-		return nil, bad(hoff+len(hashPrefix), "bad hash: %v", err)
-	}
-	if got := b3.Sum256(body); got != want {
-		return nil, bad(nl+1, "hash mismatch")
+	if version == ManifestVersionParts {
+		return parseRoot(body, bad, nl)
 	}
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return nil, bad(nl+1, "decode: %v", err)
+		return nil, bad(nl, "decode: %v", err)
 	}
 	if err := m.validate(); err != nil {
-		return nil, bad(nl+1, "%v", err)
+		return nil, bad(nl, "%v", err)
 	}
 	if (m.DCP != nil) != (version == ManifestVersionDCP) {
 		return nil, bad(len(ManifestMagic)+1, "version %d with%s a dcp field", version, map[bool]string{true: "", false: "out"}[m.DCP != nil])
 	}
 	return &m, nil
+}
+
+// parseRoot decodes a version 3 root's body (at offset off).
+func parseRoot(body []byte, bad func(int, string, ...any) error, off int) (*Manifest, error) {
+	var rb rootBody
+	if err := decodeStrict(body, &rb); err != nil {
+		return nil, bad(off, "decode: %v", err)
+	}
+	m := &Manifest{Run: rb.Run, Seq: rb.Seq, ID: rb.ID, Level: rb.Level, Ranks: rb.Ranks, NodeSize: rb.NodeSize, GroupSize: rb.GroupSize,
+		Time: rb.Time, Kept: rb.Kept, DCP: rb.DCP, Compressed: rb.Compressed, version: ManifestVersionParts, bytes: rb.Bytes, hasBytes: true,
+		nodes: rb.Nodes, partRanks: rb.PartRanks, raisedFrom: rb.RaisedFrom, refs: rb.Parts}
+	if err := m.validateRoot(); err != nil {
+		return nil, bad(off, "%v", err)
+	}
+	var err error
+	if m.identity, err = m.computeIdentity(); err != nil {
+		return nil, bad(off, "%v", err)
+	}
+	return m, nil
+}
+
+// validateRoot checks what a root says on its own.
+func (m *Manifest) validateRoot() error {
+	if m.Run != "" {
+		if err := ValidRunID(m.Run); err != nil {
+			return err
+		}
+	}
+	switch {
+	case !m.Level.Valid():
+		return fmt.Errorf("level %d out of range", int(m.Level))
+	case m.Ranks <= 0:
+		return fmt.Errorf("ranks %d", m.Ranks)
+	case m.NodeSize <= 0 || m.Ranks%m.NodeSize != 0:
+		return fmt.Errorf("node size %d does not divide %d ranks", m.NodeSize, m.Ranks)
+	case m.GroupSize <= 0:
+		return fmt.Errorf("group size %d", m.GroupSize)
+	case m.partRanks <= 0 || m.partRanks%m.NodeSize != 0:
+		return fmt.Errorf("part_ranks %d is not a positive multiple of node size %d", m.partRanks, m.NodeSize)
+	case len(m.refs) != m.layout().parts():
+		return fmt.Errorf("%d parts for %d ranks of %d per part", len(m.refs), m.Ranks, m.partRanks)
+	case m.bytes < 0:
+		return fmt.Errorf("bytes %d", m.bytes)
+	}
+	if err := m.Compressed.check(); err != nil {
+		return err
+	}
+	for i, r := range m.refs {
+		if r.Size <= 0 || r.Size > MaxManifestSize {
+			return fmt.Errorf("part %d: size %d", i, r.Size)
+		}
+	}
+	return m.validateChain()
 }
 
 func truncate(s string) string {
@@ -366,14 +529,8 @@ func (m *Manifest) validate() error {
 	}
 	for r, fs := range m.Files {
 		for _, f := range fs {
-			if f.Where != Local && f.Where != Global && f.Where != Meta {
-				return fmt.Errorf("rank %d: file %q: bad area %d", r, f.Name, f.Where)
-			}
-			if f.Size < 0 || f.Of < 0 || f.Of >= m.Ranks {
-				return fmt.Errorf("rank %d: file %q: bad size or owner", r, f.Name)
-			}
-			if f.Name == "" || strings.HasPrefix(f.Name, "/") || strings.Contains(f.Name, "..") {
-				return fmt.Errorf("rank %d: bad file name %q", r, f.Name)
+			if err := checkEntry(m, r, f); err != nil {
+				return err
 			}
 		}
 	}
@@ -382,8 +539,8 @@ func (m *Manifest) validate() error {
 			return fmt.Errorf("no data file for rank %d", r)
 		}
 	}
-	if c := m.Compressed; c != nil && (c.Logical <= 0 || c.Stored < 0 || c.Stored > c.Logical) {
-		return fmt.Errorf("compressed: %d stored bytes for %d logical bytes", c.Stored, c.Logical)
+	if err := m.Compressed.check(); err != nil {
+		return err
 	}
 	return m.validateDCP()
 }

@@ -285,6 +285,186 @@ func TestSameCheckpoint(t *testing.T) {
 	}
 }
 
+// TestManifestV3Golden: the sample manifest as a version 3 root and its
+// one part, byte for byte; both parse back, the part checked against the
+// root, and the whole manifest read from them equals the sample.
+func TestManifestV3Golden(t *testing.T) {
+	m := sampleManifest()
+	root, parts, err := asParts(m)
+	require.NoError(t, err)
+	require.Len(t, parts, 1)
+	b, err := root.Marshal()
+	require.NoError(t, err)
+	goldenRoot := filepath.Join("testdata", "v3.manifest")
+	goldenPart := filepath.Join("testdata", "v3.parts", "L1-000000.part")
+	if *rewrite {
+		require.NoError(t, os.MkdirAll(filepath.Dir(goldenPart), 0o755))
+		require.NoError(t, os.WriteFile(goldenRoot, b, 0o644))
+		require.NoError(t, os.WriteFile(goldenPart, parts[0], 0o644))
+	}
+	wantRoot, err := vfd.ReadFile(vfd.Sec2{}, goldenRoot)
+	require.NoError(t, err)
+	wantPart, err := vfd.ReadFile(vfd.Sec2{}, goldenPart)
+	require.NoError(t, err)
+	assert.Equal(t, string(wantRoot), string(b), "root encoding changed: the format is frozen")
+	assert.Equal(t, string(wantPart), string(parts[0]), "part encoding changed: the format is frozen")
+
+	got, err := ParseManifest(goldenRoot, wantRoot)
+	require.NoError(t, err)
+	assert.Equal(t, ManifestVersionParts, got.version)
+	assert.Nil(t, got.Files)
+	assert.Equal(t, int64(8200), got.Bytes())
+	assert.Equal(t, 64, got.PartRanks())
+	assert.True(t, got.SameNodes(m.Nodes))
+	assert.False(t, got.SameNodes([]string{"node-000000", "other"}))
+	require.Equal(t, []PartRef{{Size: int64(len(wantPart)), Sum: blake3.Sum256(wantPart)}}, got.refs)
+	p, err := parsePart(goldenPart, wantPart, got, 0)
+	require.NoError(t, err)
+	assert.Equal(t, m.Files, p.Files)
+	assert.Equal(t, m.Nodes, p.Nodes)
+	got.view = &view{parts: map[int]*Part{0: p}}
+	full, err := LoadFull(got)
+	require.NoError(t, err)
+	assert.Equal(t, m.Files, full.Files)
+	assert.Equal(t, m.Nodes, full.Nodes)
+	f, ok := got.DataFile(1)
+	require.True(t, ok)
+	assert.Equal(t, int64(4104), f.Size)
+
+	// A part of another commit (another time, level, index) is refused.
+	for name, h := range map[string]func(*Manifest){
+		"time":  func(x *Manifest) { x.Time++ },
+		"level": func(x *Manifest) { x.Level = L2 },
+		"id":    func(x *Manifest) { x.ID++ },
+	} {
+		x := *got
+		h(&x)
+		_, err := parsePart(goldenPart, wantPart, &x, 0)
+		require.ErrorIs(t, err, ErrBadManifest, name)
+		assert.Contains(t, err.Error(), "the root says", name)
+	}
+	_, err = parsePart(goldenPart, wantPart, got, 1)
+	require.ErrorIs(t, err, ErrBadManifest)
+}
+
+// FuzzParsePart fuzzes a part's body under a valid magic line and hash,
+// checked against the sample root.
+func FuzzParsePart(f *testing.F) {
+	root, parts, err := asParts(sampleManifest())
+	require.NoError(f, err)
+	f.Add(bytes.Split(parts[0], []byte("\n"))[1])
+	f.Add([]byte(`{"seq":7,"id":42,"level":1,"time":1700000000123456789,"index":0,"first":0,"nodes":["a","b"],"files":[[],[]]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if bytes.IndexByte(body, '\n') >= 0 {
+			return
+		}
+		raw := frame(PartMagic, PartVersion, body)
+		p, err := parsePart("fuzz", raw, root, 0)
+		if err != nil {
+			require.ErrorIs(t, err, ErrBadManifest)
+			return
+		}
+		require.Len(t, p.Files, root.Ranks)
+		for r := range root.Ranks {
+			_, ok := p.dataFile(r)
+			require.True(t, ok, "rank %d", r)
+		}
+		again, err := marshalPart(root, 0, p.Nodes, p.Files)
+		require.NoError(t, err)
+		p2, err := parsePart("fuzz", again, root, 0)
+		require.NoError(t, err)
+		twice, err := marshalPart(root, 0, p2.Nodes, p2.Files)
+		require.NoError(t, err)
+		require.Equal(t, string(again), string(twice))
+	})
+}
+
+// FuzzRootBody fuzzes a version 3 root's body under a valid magic line
+// and hash.
+func FuzzRootBody(f *testing.F) {
+	root, _, err := asParts(sampleManifest())
+	require.NoError(f, err)
+	b, err := root.Marshal()
+	require.NoError(f, err)
+	f.Add(bytes.Split(b, []byte("\n"))[1])
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if bytes.IndexByte(body, '\n') >= 0 {
+			return
+		}
+		m, err := ParseManifest("fuzz", frame(ManifestMagic, ManifestVersionParts, body))
+		if err != nil {
+			require.ErrorIs(t, err, ErrBadManifest)
+			return
+		}
+		require.Equal(t, m.NumParts(), len(m.refs))
+		require.Zero(t, m.PartRanks()%m.NodeSize)
+		again, err := m.Marshal()
+		require.NoError(t, err)
+		m2, err := ParseManifest("fuzz", again)
+		require.NoError(t, err)
+		require.Equal(t, m, m2)
+	})
+}
+
+// FuzzParseView fuzzes the view a rank sends its head.
+func FuzzParseView(f *testing.F) {
+	root, parts, err := asParts(sampleManifest())
+	require.NoError(f, err)
+	p, err := parsePart("p", parts[0], root, 0)
+	require.NoError(f, err)
+	root.view = &view{parts: map[int]*Part{0: p}}
+	for r := range 2 {
+		b, err := root.MarshalView(r)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseView("fuzz", b)
+		if err != nil {
+			require.ErrorIs(t, err, ErrBadManifest)
+			return
+		}
+		require.NotNil(t, m.view)
+		again, err := m.MarshalView(m.view.self)
+		require.NoError(t, err)
+		m2, err := ParseView("fuzz", again)
+		require.NoError(t, err)
+		require.Equal(t, m.header(), m2.header())
+	})
+}
+
+// TestRootRecordsRun: a version 3 root records its run, which parses
+// back and travels in the view header; the parts stay as without a run
+// (the root's hash covers them); a root naming a bad run is damaged.
+func TestRootRecordsRun(t *testing.T) {
+	m := sampleManifest()
+	_, plain, err := asParts(m)
+	require.NoError(t, err)
+	m.Run = "2026-12-02_04-44-12_b6cd9753"
+	root, parts, err := asParts(m)
+	require.NoError(t, err)
+	assert.Equal(t, plain, parts, "a part records no run")
+	b, err := root.Marshal()
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `{"run":"2026-12-02_04-44-12_b6cd9753","seq":7,`)
+	got, err := ParseManifest("root", b)
+	require.NoError(t, err)
+	assert.Equal(t, m.Run, got.Run)
+	assert.Equal(t, m.Run, got.header().manifest().Run)
+
+	for _, bad := range []string{"manifests", "ckpt7", "a/b"} {
+		x := *root
+		x.Run = bad
+		raw, err := x.marshalRoot()
+		require.NoError(t, err)
+		_, err = ParseManifest("root", raw)
+		require.ErrorIs(t, err, ErrBadManifest, bad)
+		var ce *CorruptionError
+		require.ErrorAs(t, err, &ce, bad)
+		assert.Equal(t, "root", ce.Path)
+	}
+}
+
 // TestManifestCompressed: the optional compressed field round-trips,
 // its absence (every older manifest) reads as nil, and inconsistent
 // counts are refused.
@@ -314,4 +494,29 @@ func TestManifestCompressed(t *testing.T) {
 	}
 	assert.Nil(t, compressedOf(DataStats{Written: 10, Protected: 10}))
 	assert.Equal(t, &Compressed{Logical: 10, Stored: 4}, compressedOf(DataStats{Written: 10, Protected: 10, Logical: 10, Stored: 4}))
+
+	// A version 3 root records it too, and a view's header carries it.
+	m.Compressed = &Compressed{Logical: 3000, Stored: 1000}
+	root, _, err := asParts(m)
+	require.NoError(t, err)
+	b, err = root.Marshal()
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"compressed":{"logical_bytes":3000,"stored_bytes":1000}`)
+	got, err = ParseManifest("root", b)
+	require.NoError(t, err)
+	assert.Equal(t, m.Compressed, got.Compressed)
+	h := got.header()
+	require.NoError(t, h.check())
+	assert.Equal(t, m.Compressed, h.manifest().Compressed)
+	for _, c := range []Compressed{{0, 0}, {100, 101}} {
+		x := *root
+		x.Compressed = &c
+		raw, err := x.marshalRoot()
+		require.NoError(t, err)
+		_, err = ParseManifest("root", raw)
+		require.ErrorIs(t, err, ErrBadManifest, "%+v", c)
+		assert.Contains(t, err.Error(), "compressed: ")
+		h.Compressed = &c
+		require.ErrorIs(t, h.check(), ErrBadManifest, "%+v", c)
+	}
 }

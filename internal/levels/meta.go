@@ -98,7 +98,8 @@ const (
 	// CopyValid: the file parses, its hash checks and it holds the
 	// sequence number of its name.
 	CopyValid
-	// CopyDamaged: unreadable, too large, or bad content or hash.
+	// CopyDamaged: unreadable, too large, or bad content or hash; or a
+	// root some part of which has no valid copy.
 	CopyDamaged
 	// CopyForeign: a valid manifest of another checkpoint (swapped or
 	// copied from elsewhere); not valid under this name.
@@ -203,6 +204,11 @@ type SeqScan struct {
 	Leftovers []string
 	// Broken are copies moved aside earlier (*.broken), for forensics.
 	Broken []string
+	// PartsDirs are the checkpoint's parts directories found (version 3:
+	// beside the primary and the replica root), PartFiles the parts in
+	// them (any level; tmp files and empty directories are Leftovers).
+	PartsDirs []string
+	PartFiles []string
 }
 
 // State classifies the checkpoint by the rules of docs/format/manifest.md.
@@ -214,7 +220,7 @@ func (s *SeqScan) State() SeqState {
 		return SeqCommitted
 	case s.Pending != "":
 		return SeqUncommitted
-	case len(s.Files) > 0 || s.MoreFiles > 0 || s.Primary.bad() || s.Replica.bad():
+	case len(s.Files) > 0 || s.MoreFiles > 0 || len(s.PartFiles) > 0 || s.Primary.bad() || s.Replica.bad():
 		return SeqLost
 	}
 	return SeqUncommitted
@@ -260,6 +266,17 @@ func (s *SeqScan) disagreeing(good *ManifestCopy) *ManifestCopy {
 // raise rewrites the primary, then the replica: a crash in between
 // leaves the two.
 func SameCheckpoint(a, b *Manifest) bool {
+	if a.version == ManifestVersionParts || b.version == ManifestVersionParts {
+		lo, hi := a, b
+		if lo.Level > hi.Level {
+			lo, hi = hi, lo
+		}
+		if lo.Level != hi.Level {
+			// hi raised from lo: it names lo's body.
+			return lo.Level == L1 && hi.raisedFrom != nil && *hi.raisedFrom == lo.ident()
+		}
+		return a.version == b.version && a.ident() == b.ident()
+	}
 	x, y := *a, *b
 	x.Kept, y.Kept = false, false
 	if x.Level != y.Level {
@@ -421,8 +438,10 @@ func cmpSeq(a, b uint64) int {
 }
 
 // ScanCheckpoints reads the checkpoint metadata of a run — both copies of
-// every manifest (meta area and [ReplicaDir] of the global area), the
-// intent and deletion markers, moved-aside copies — and lists the
+// every manifest (meta area and [ReplicaDir] of the global area), every
+// part a valid root names (each copy's M then lists every rank's files;
+// a root a part of which has no valid copy is damaged), the intent and
+// deletion markers, moved-aside copies — and lists the
 // checkpoint directories of the global area and of every local area
 // given, and reports per checkpoint number what it found, in sequence
 // order. Every read is bounded by [MaxManifestSize]. It changes nothing;
@@ -536,6 +555,10 @@ func (m *metaScan) scanDir(s Store, ents []fs.DirEntry, meta bool) {
 			}
 			continue
 		}
+		if seq, ok := parseSeq(name, PartsSuffix); ok && de.IsDir() {
+			m.addPartsDir(s, m.get(seq), full)
+			continue
+		}
 		if seq, ok := parseSeq(name, manifestSuffix+BrokenSuffix); ok {
 			m.get(seq).Broken = append(m.get(seq).Broken, full)
 			continue
@@ -575,6 +598,28 @@ func (m *metaScan) scanDir(s Store, ents []fs.DirEntry, meta bool) {
 	}
 }
 
+// addPartsDir records parts directory dir of checkpoint s and its
+// entries: parts, and leftovers (tmp files, anything else, and the
+// directory itself when empty).
+func (m *metaScan) addPartsDir(st Store, s *SeqScan, dir string) {
+	s.PartsDirs = append(s.PartsDirs, dir)
+	ents, err := st.Driver.ReadDir(dir)
+	if err != nil {
+		return // gone since: nothing in it
+	}
+	for _, de := range ents {
+		p := path.Join(dir, de.Name())
+		if _, _, ok := parsePartBase(de.Name()); ok && !de.IsDir() {
+			s.PartFiles = append(s.PartFiles, p)
+		} else {
+			s.Leftovers = append(s.Leftovers, p)
+		}
+	}
+	if len(ents) == 0 {
+		s.Leftovers = append(s.Leftovers, dir)
+	}
+}
+
 // readCopy reads and checks one manifest copy of run's.
 func readCopy(s Store, name string, seq uint64, run string) ManifestCopy {
 	p := s.Path(name)
@@ -600,4 +645,28 @@ func readCopy(s Store, name string, seq uint64, run string) ManifestCopy {
 		c.State, c.Raw, c.M = CopyValid, raw, m
 	}
 	return c
+}
+
+// loadParts reads every part of every valid version 3 root copy (both
+// part copies, the first valid one used) and makes the copy's M a whole
+// manifest. A root some part of which has no valid copy counts as
+// damaged: beside an intent marker its checkpoint never committed (the
+// job died while the parts were written), without one its metadata is
+// lost. O(ranks): offline only.
+func (m *metaScan) loadParts(meta, global Store) {
+	for _, s := range m.bySeq {
+		for _, c := range []*ManifestCopy{&s.Primary, &s.Replica} {
+			if c.State != CopyValid || c.M.version != ManifestVersionParts {
+				continue
+			}
+			root := c.M
+			root.attachLoader(meta, global)
+			full, err := LoadFull(root)
+			if err != nil {
+				c.State, c.Raw, c.Err = CopyDamaged, nil, &CorruptionError{Path: c.Path, Rank: -1, Err: err}
+				continue
+			}
+			c.M = full
+		}
+	}
 }

@@ -114,7 +114,7 @@ func TestOpenUncommittedVsLost(t *testing.T) {
 			before := cl.listTree(t)
 			errs := make([]error, 2)
 			require.NoError(t, runWorld(2, func(c comm.Comm) error {
-				e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}})
+				e, err := NewEngine(cl.env(c), Config{Levels: []Level{Local1{}}, PartRanks: testPartRanks()})
 				if err != nil {
 					return err
 				}
@@ -220,7 +220,7 @@ func TestOpenRepairsCopies(t *testing.T) {
 			require.NoError(t, runWorld(2, func(c comm.Comm) error {
 				env := cl.env(c)
 				env.Logger = zap.New(core).With(zap.Int("rank", c.Rank()))
-				e, err := NewEngine(env, Config{Levels: []Level{Local1{}}, Policy: keepAll{}})
+				e, err := NewEngine(env, Config{Levels: []Level{Local1{}}, Policy: keepAll{}, PartRanks: testPartRanks()})
 				if err != nil {
 					return err
 				}
@@ -290,7 +290,7 @@ func TestOpenRefusesReplicaDirAsMetaDir(t *testing.T) {
 		err := runWorld(2, func(c comm.Comm) error {
 			env := cl.env(c)
 			env.Meta.Dir = tt.meta
-			e, err := NewEngine(env, Config{Levels: []Level{Local1{}}})
+			e, err := NewEngine(env, Config{Levels: []Level{Local1{}}, PartRanks: testPartRanks()})
 			if err != nil {
 				return err
 			}

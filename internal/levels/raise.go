@@ -1,7 +1,6 @@
 package levels
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -89,7 +88,7 @@ func (e *Engine) RaiseFor(m *Manifest, lvl ID, c comm.Comm) (*Manifest, Stats, e
 		defer e.useComm(c)()
 	}
 	start := e.env.Now()
-	up, st, err := e.raise(m, lvl)
+	up, st, err := e.raise(e.adopt(m, nil), lvl)
 	st.Total = e.env.Now().Sub(start)
 	return up, st, err
 }
@@ -118,6 +117,7 @@ func (e *Engine) AdoptRaised(up *Manifest, c comm.Comm) error {
 	if e.committedSeq(up.Seq) == nil {
 		return fmt.Errorf("%w: checkpoint %s is not committed here", ErrNotRaisable, up.Dir())
 	}
+	up = e.adopt(up, nil)
 	e.replaceCommitted(up)
 	e.retain(up)
 	return nil
@@ -194,7 +194,11 @@ func (e *Engine) raisePending(cur *Manifest, lvl ID) (*Pending, error) {
 	if hasData {
 		files = append(files, cloneFile(d))
 	}
-	for _, f := range cur.Files[rank] {
+	held, err := cur.RankFiles(rank)
+	if err != nil {
+		return &Pending{Seq: cur.Seq, ID: cur.ID, Level: lvl, Dir: cur.Dir(), raising: true}, err
+	}
+	for _, f := range held {
 		if !(f.Role == RoleData && f.Of == rank) {
 			files = append(files, cloneFile(f))
 		}
@@ -300,29 +304,42 @@ func (c *dataCheck) result(perr error) error {
 }
 
 // commitRaised publishes the new files of p and installs the manifest
-// copies of cur raised, and sets st.Commit. Every rank's files are known
-// now, under their final names. Rank 0 builds the raised manifest. It
-// writes both copies under tmp names and syncs them. Meanwhile every
-// rank renames its new files into place and syncs their directories. The
-// copies' flush thus overlaps the files'. One vote on both, then the
-// copies are renamed over the L1 ones. Collective.
+// of cur raised, and sets st.Commit. Every rank's files are known now,
+// under their final names. Each rank sends its list to its part's
+// leader, which writes both copies of the raised part (named after the
+// new level: the committed root does not name it) and sends rank 0 its
+// reference. Rank 0 writes both root copies under tmp names and syncs
+// them. Meanwhile every rank renames its new files into place and syncs
+// their directories. The flushes overlap. One vote on all of it, then
+// the root copies are renamed over the L1 ones, and the leaders remove
+// the L1 parts. Collective.
 func (e *Engine) commitRaised(cur *Manifest, p *Pending, st *Stats) (*Manifest, error) {
 	env := e.env
 	t := env.Now()
-	up, werr := e.gatherRaised(cur, p)
-	var copies *raisedCopies
-	if env.Rank == 0 && werr == nil {
-		var serr error
-		err := runAll([]func() error{
-			func() error { return e.publish(p) },
-			func() error { copies, serr = e.writeRaised(cur, up); return nil },
-		})
-		werr = errors.Join(err, serr)
-	} else {
-		werr = errors.Join(werr, e.publish(p))
+	up := e.newManifest(cur.Seq, cur.ID, p.Level, cur.Time, cur.Bytes())
+	up.DCP, up.Compressed = cur.DCP, cur.Compressed
+	if from := cur.ident(); from != (Digest{}) {
+		up.raisedFrom = &from
 	}
+	published := make(chan error, 1)
+	go func() { published <- e.publish(p) }()
+	pw := e.writeParts(up, p.Files)
+	var copies *raisedCopies
+	var werr error
+	if env.Rank == 0 {
+		if pw.refErr != nil || pw.refs == nil {
+			werr = errors.Join(errors.New("manifest: a part has no reference"), pw.refErr)
+		} else {
+			up.refs = pw.refs
+			copies, werr = e.writeRaised(cur, up)
+		}
+	}
+	werr = errors.Join(werr, pw.wait(), <-published)
 	if err := e.agree(werr, "publish the "+p.Level.String()+" files of "+cur.Dir()); err != nil {
 		copies.discard()
+		if pw.part != nil {
+			e.removeParts(up)
+		}
 		return nil, e.abortRaise(p, fmt.Errorf("%w: %w", ErrVoteFailed, err))
 	}
 	werr = nil
@@ -333,10 +350,32 @@ func (e *Engine) commitRaised(cur *Manifest, p *Pending, st *Stats) (*Manifest, 
 	if err := e.agree(werr, "rewrite the manifest of "+cur.Dir()+" at "+p.Level.String()); err != nil {
 		// The new files are published: they stay, unlisted, until the
 		// checkpoint's directories go (a copy that could not be restored
-		// lists them).
+		// lists them); so do the new parts, until start-up.
 		return nil, fmt.Errorf("%w: %w", ErrVoteFailed, err)
 	}
-	return up, nil
+	if cur.version == ManifestVersionParts && cur.Level != up.Level {
+		e.removeParts(cur)
+	}
+	return e.adopt(up, p.Files, pw.part), nil
+}
+
+// removeParts removes, on the leader of a part of m, both copies of
+// that part (the new parts of a failed raise, the L1 parts of a raised
+// checkpoint). No sync: a part that comes back is not one its root
+// names, and start-up removes it.
+func (e *Engine) removeParts(m *Manifest) {
+	env := e.env
+	lay := m.layout()
+	if !lay.isLeader(env.Rank) {
+		return
+	}
+	var errs []error
+	for _, d := range partsDirs(env, m.Seq) {
+		errs = append(errs, removeIfExists(d.Driver, d.Path(partBase(m.Level, lay.index(env.Rank)))))
+	}
+	if err := errors.Join(errs...); err != nil {
+		env.Logger.Warn("removing a manifest part; the next start-up removes it", zap.Uint64("seq", m.Seq), zap.Error(err))
+	}
 }
 
 // raiseDirect post-processes p for a level that places the data itself
@@ -510,30 +549,6 @@ func cloneFile(f File) File {
 	return f
 }
 
-// gatherRaised gathers every rank's files of the raised checkpoint
-// p and returns cur's manifest at p's level with them (every rank).
-// Collective.
-func (e *Engine) gatherRaised(cur *Manifest, p *Pending) (*Manifest, error) {
-	mine, err := json.Marshal(p.Files)
-	if err != nil {
-		return nil, err
-	}
-	all, err := comm.AllgatherBytes(e.env.Comm, mine)
-	if err != nil {
-		return nil, err
-	}
-	up := *cur
-	up.Level = p.Level
-	up.Kept = false
-	up.Files = make([][]File, len(all))
-	for r, b := range all {
-		if err := json.Unmarshal(b, &up.Files[r]); err != nil {
-			return nil, fmt.Errorf("decode rank %d files: %w", r, err)
-		}
-	}
-	return &up, nil
-}
-
 // raisedCopies are the raised manifest copies written and synced under
 // their tmp names (rank 0), ready to be renamed over the L1 copies.
 type raisedCopies struct {
@@ -549,10 +564,13 @@ type raisedCopies struct {
 // them.
 func (e *Engine) writeRaised(cur, up *Manifest) (*raisedCopies, error) {
 	raw, err := up.Marshal()
+	if err == nil {
+		up.identity, err = up.computeIdentity()
+	}
 	if err != nil {
 		return nil, err
 	}
-	old, err := cur.Marshal()
+	old, err := e.committedBytes(cur)
 	if err != nil {
 		return nil, err
 	}
@@ -572,6 +590,31 @@ func (e *Engine) writeRaised(cur, up *Manifest) (*raisedCopies, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// committedBytes returns the bytes of the root (or whole manifest) of
+// committed checkpoint m as they are stored: the primary's, or the
+// replica's when the primary does not hold m (rank 0).
+func (e *Engine) committedBytes(m *Manifest) ([]byte, error) {
+	var errs []error
+	ds, ps := e.copyPaths(m.Seq)
+	for i := range ds {
+		raw, err := vfd.ReadFileLimit(ds[i], ps[i], MaxManifestSize)
+		if err == nil {
+			var got *Manifest
+			if got, err = ParseManifest(ps[i], raw); err == nil && got.ident() == m.ident() {
+				return raw, nil
+			}
+			if err == nil {
+				err = fmt.Errorf("%s holds another checkpoint", ps[i])
+			}
+		}
+		errs = append(errs, err)
+	}
+	if raw, err := m.Marshal(); err == nil {
+		return raw, nil
+	}
+	return nil, fmt.Errorf("levels: read the manifest of %s: %w", m.Dir(), errors.Join(errs...))
 }
 
 // discard removes the tmp copies (nil: nothing written). A leftover is

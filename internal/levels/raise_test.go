@@ -2,6 +2,7 @@ package levels
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -172,7 +173,7 @@ func TestRaiseForAdoptRaised(t *testing.T) {
 				return err
 			}
 			// Another engine of the same rank, never opened, raises it.
-			other, err := NewEngine(e.env, Config{Levels: e.cfg.Levels})
+			other, err := NewEngine(e.env, Config{Levels: e.cfg.Levels, PartRanks: testPartRanks()})
 			if err != nil {
 				return err
 			}
@@ -273,16 +274,32 @@ func TestRaiseRefusesAManifestWithoutTheRanksData(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		bad := *m
-		bad.Files = slices.Clone(m.Files)
-		d, ok := m.DataFile(1)
-		if !ok {
-			return errors.New("rank 1 has no data file: the test does not test the check")
+		// The request a head gets: rank 1's own list holds no data file.
+		raw, err := m.MarshalView(e.env.Rank)
+		if err != nil {
+			return err
 		}
-		other := cloneFile(d)
-		other.Role, other.Of = RolePartner, 0 // an existing file, listed as something else
-		bad.Files[1] = []File{other}
-		_, _, errs[e.env.Rank] = e.RaiseFor(&bad, L2, nil) // as a head raises a manifest it was sent
+		var req viewWire
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return err
+		}
+		if e.env.Rank == 1 {
+			d, ok := m.DataFile(1)
+			if !ok {
+				return errors.New("rank 1 has no data file: the test does not test the check")
+			}
+			other := cloneFile(d)
+			other.Role, other.Of = RolePartner, 0 // an existing file, listed as something else
+			req.Own = []File{other}
+		}
+		if raw, err = json.Marshal(req); err != nil {
+			return err
+		}
+		bad, err := ParseView("head request", raw)
+		if err != nil {
+			return err
+		}
+		_, _, errs[e.env.Rank] = e.RaiseFor(bad, L2, nil) // as a head raises a manifest it was sent
 		if c := e.Committed(); len(c) != 1 || c[0].Level != L1 {
 			return errors.New("checkpoint not left at L1")
 		}
@@ -393,7 +410,7 @@ func TestRaiseVerifiesInItsReadPass(t *testing.T) {
 				// Only the L1 data files of checkpoint 2 are left.
 				var left []string
 				require.NoError(t, filepath.WalkDir(w.root, func(p string, d fs.DirEntry, err error) error {
-					if err == nil && !d.IsDir() && strings.Contains(p, dir2) && !strings.HasSuffix(p, ".manifest") { // the manifest copies stay
+					if err == nil && !d.IsDir() && strings.Contains(p, dir2) && !strings.HasSuffix(p, ".manifest") && !strings.HasSuffix(p, partExt) { // the manifest copies stay
 						left = append(left, filepath.Base(p))
 					}
 					return err

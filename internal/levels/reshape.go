@@ -121,21 +121,24 @@ func (e *Engine) Reshaped() *Reshape { return e.reshape }
 
 // OtherShape reports whether m was written by another number of ranks,
 // with another node layout or another group size than this run's.
-func (e *Engine) OtherShape(m *Manifest) bool { return otherShape(e.env.Topo, m) }
+func (e *Engine) OtherShape(m *Manifest) bool { return e.otherShape(e.env.Topo, m) }
 
 // otherShape is [Engine.OtherShape] against topology t.
-func otherShape(t *partner.Topology, m *Manifest) bool {
-	if m.Ranks != t.NumRanks() || m.NodeSize != t.NodeSize() || m.GroupSize != t.GroupSize() || !slices.Equal(m.Nodes, []string(t.Table())) {
+func (e *Engine) otherShape(t *partner.Topology, m *Manifest) bool {
+	if m.Ranks != t.NumRanks() || m.NodeSize != t.NodeSize() || m.GroupSize != t.GroupSize() {
+		return true
+	}
+	sh := e.shapeOf(t)
+	if m.Nodes != nil {
+		if !slices.Equal(m.Nodes, []string(t.Table())) {
+			return true
+		}
+	} else if m.nodes != sh.nodes {
 		return true
 	}
 	// Same table: FTI places ranks on nodes in blocks; a run launched
 	// with another placement moved ranks between nodes.
-	for r := range m.Ranks {
-		if t.NodeOf(r) != r/max(m.NodeSize, 1) {
-			return true
-		}
-	}
-	return false
+	return !sh.blocked
 }
 
 // reshapeCand is one possible source of an old rank's data.
@@ -192,17 +195,22 @@ func (e *Engine) verifyCand(r int, c reshapeCand, image bool) (Digest, []byte, e
 }
 
 // oldTopology returns the topology of m's run, with ranks placed on
-// nodes in blocks of NodeSize as FTI does.
+// nodes in blocks of NodeSize as FTI does. It names every old node:
+// rank 0's work on the failure path, or offline.
 func oldTopology(m *Manifest) (*partner.Topology, error) {
+	old := partEntries{m}
+	nodes := make([]string, m.NumNodes())
+	for k := range nodes {
+		var err error
+		if nodes[k], err = old.nodeName(k); err != nil {
+			return nil, err
+		}
+	}
 	ids := make([]string, m.Ranks)
 	for r := range ids {
-		n := r / max(m.NodeSize, 1)
-		if n >= len(m.Nodes) {
-			return nil, fmt.Errorf("%w: rank %d on node %d of %d", ErrTopologyMismatch, r, n, len(m.Nodes))
-		}
-		ids[r] = m.Nodes[n]
+		ids[r] = nodes[r/max(m.NodeSize, 1)]
 	}
-	return partner.NewTopologyTable(m.Ranks, m.NodeSize, m.GroupSize, ids, partner.NodeTable(m.Nodes))
+	return partner.NewTopologyTable(m.Ranks, m.NodeSize, m.GroupSize, ids, partner.NodeTable(nodes))
 }
 
 // reshapeRebuild has rank 0 rebuild the lost files of m offline (L2,
@@ -227,10 +235,16 @@ func (e *Engine) reshapeRebuild(m *Manifest, l Level, nonEmpty int) error {
 		if seen < nonEmpty {
 			lerr = fmt.Errorf("no rank of this run sees every surviving node directory of %s, so its lost files cannot be rebuilt here (rank 0 sees %d of the %d that hold files)", m.Dir(), seen, nonEmpty)
 		} else {
-			topo, err := oldTopology(m)
+			// Every old rank's entries, on rank 0 alone: the rebuild
+			// reads every lost group.
+			full, err := LoadFull(m)
+			var topo *partner.Topology
+			if err == nil {
+				topo, err = oldTopology(full)
+			}
 			if err == nil {
 				var paths []string
-				paths, err = rb.RebuildOffline(m, topo, e.cfg.NodeStore, partnerOptions(env))
+				paths, err = rb.RebuildOffline(full, topo, e.cfg.NodeStore, partnerOptions(env))
 				if len(paths) > 0 {
 					env.Logger.Info(fmt.Sprintf("rebuilt %d lost files of %s (written by %d ranks) for this run of %d", len(paths), m.Dir(), m.Ranks, env.Comm.Size()),
 						zap.Strings("paths", paths))
@@ -255,8 +269,8 @@ func (e *Engine) recoverReshaped(m *Manifest, what string) error {
 	if !ok {
 		return fmt.Errorf("%s: %w", what, ErrLevelUnavailable)
 	}
-	if len(m.Files) != m.Ranks {
-		return fmt.Errorf("%s: %w: manifest lists files of %d ranks, says %d", what, ErrTopologyMismatch, len(m.Files), m.Ranks)
+	if m.NumNodes()*max(m.NodeSize, 1) != m.Ranks {
+		return fmt.Errorf("%s: %w: %d ranks on nodes of %d", what, ErrTopologyMismatch, m.Ranks, m.NodeSize)
 	}
 	if m.DCP != nil {
 		// Its data files are deltas: an old rank's data is the image of its
@@ -264,7 +278,7 @@ func (e *Engine) recoverReshaped(m *Manifest, what string) error {
 		return fmt.Errorf("%s: %w: a differential checkpoint (on %v) is restored by the %d ranks that wrote it only; a restart of another shape uses a full checkpoint",
 			what, ErrTopologyMismatch, m.DCP.Chain, m.Ranks)
 	}
-	run := &spreadRun{e: e, m: m, old: wholeManifest{m}}
+	run := &spreadRun{e: e, m: m, old: partEntries{m}}
 	rebuilt := false
 	for {
 		dirs, err := run.listers()
@@ -345,11 +359,11 @@ func (e *reshapeError) Unwrap() error { return ErrMissingFile }
 // may have files in directories of nodes this run does not have). Called
 // by the lowest rank of each node; a directory already gone is no error.
 func (e *Engine) removeOtherNodes(env *Env, m *Manifest) error {
-	if e.cfg.NodeStore == nil || !otherShape(env.Topo, m) {
+	if e.cfg.NodeStore == nil || !e.otherShape(env.Topo, m) {
 		return nil
 	}
 	var errs []error
-	for k := range len(m.Nodes) {
+	for k := range m.NumNodes() {
 		s := e.cfg.NodeStore(k)
 		if path.Clean(s.Dir) == path.Clean(env.Local.Dir) {
 			continue

@@ -55,28 +55,49 @@ func HomeOf(o, oldRanks, newRanks int) int {
 }
 
 // oldEntries is what the spread recovery reads of the old manifest: the
-// files a rank holds, and the name of a node. Today the manifest holds
-// every rank's files; a manifest in parts loads a block at a time.
+// files a rank holds, and the name of a node.
 type oldEntries interface {
 	rankFiles(r int) ([]File, error)
 	nodeName(k int) (string, error)
 }
 
-// wholeManifest reads the old entries from a manifest that lists them all.
-type wholeManifest struct{ m *Manifest }
+// partEntries reads the old entries part by part: a rank loads only
+// the parts of the old ranks and nodes it asks for ([Manifest.Part]),
+// each once (the view caches it). A whole manifest (versions 1 and 2,
+// or one read offline) answers from its lists.
+type partEntries struct{ m *Manifest }
 
-func (w wholeManifest) rankFiles(r int) ([]File, error) {
-	if r < 0 || r >= len(w.m.Files) {
-		return nil, fmt.Errorf("%w: manifest lists files of %d ranks, not rank %d", ErrTopologyMismatch, len(w.m.Files), r)
+func (w partEntries) rankFiles(r int) ([]File, error) {
+	if r < 0 || r >= w.m.Ranks {
+		return nil, fmt.Errorf("%w: manifest lists files of %d ranks, not rank %d", ErrTopologyMismatch, w.m.Ranks, r)
 	}
-	return w.m.Files[r], nil
+	fs, err := w.m.RankFiles(r)
+	if err != nil {
+		return nil, fmt.Errorf("old rank %d's files: %w", r, err)
+	}
+	return fs, nil
 }
 
-func (w wholeManifest) nodeName(k int) (string, error) {
-	if k < 0 || k >= len(w.m.Nodes) {
-		return "", fmt.Errorf("%w: manifest names %d nodes, not node %d", ErrTopologyMismatch, len(w.m.Nodes), k)
+func (w partEntries) nodeName(k int) (string, error) {
+	m := w.m
+	ns := max(m.NodeSize, 1)
+	if k < 0 || k >= m.NumNodes() {
+		return "", fmt.Errorf("%w: manifest names %d nodes, not node %d", ErrTopologyMismatch, m.NumNodes(), k)
 	}
-	return w.m.Nodes[k], nil
+	if m.Nodes != nil { // a whole manifest
+		if k >= len(m.Nodes) {
+			return "", fmt.Errorf("%w: manifest names %d nodes, not node %d", ErrTopologyMismatch, len(m.Nodes), k)
+		}
+		return m.Nodes[k], nil
+	}
+	p, err := m.Part(m.PartOf(k * ns))
+	if err != nil {
+		return "", fmt.Errorf("old node %d's name: %w", k, err)
+	}
+	if j := k - p.First/ns; j >= 0 && j < len(p.Nodes) {
+		return p.Nodes[j], nil
+	}
+	return "", fmt.Errorf("%w: part %d of %s (ranks from %d) names %d nodes, not node %d", ErrTopologyMismatch, p.Index, m.Dir(), p.First, len(p.Nodes), k)
 }
 
 // spreadRun is the state of one spread recovery of checkpoint m.

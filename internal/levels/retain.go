@@ -305,8 +305,8 @@ func markDeleting(meta Store, m *Manifest) error {
 }
 
 // removeFiles removes the directories of uncommitted checkpoint m: the
-// node's lowest rank in the node-local area, rank 0 in the global area
-// and, with replica, m's manifest replica; a level with a [Remover]
+// node's lowest rank in the node-local area, rank 0 in the global area,
+// its parts directories and, with replica, m's manifest replica; a level with a [Remover]
 // removes what lies elsewhere. Local to the rank.
 func (e *Engine) removeFiles(env *Env, m *Manifest, replica bool) error {
 	err := removeElsewhere(e.levels[m.Level], env, m)
@@ -319,7 +319,8 @@ func (e *Engine) removeFiles(env *Env, m *Manifest, replica bool) error {
 		rm = append(rm, func() error { return errors.Join(removeDir(env.Local, m.Dir()), e.removeOtherNodes(env, m)) })
 	}
 	if env.Rank == 0 {
-		rm = append(rm, func() error { return removeDir(env.Global, m.Dir()) })
+		rm = append(rm, func() error { return removeDir(env.Global, m.Dir()) },
+			func() error { return removePartsDirs(env, m.Seq) })
 		if replica {
 			rm = append(rm, func() error {
 				repl := replicaStore(env.Global)

@@ -169,6 +169,7 @@ func ScanRun(run string, meta, global Store, locals ...Store) ([]SeqScan, error)
 	if err != nil {
 		return nil, err
 	}
+	sc.loadParts(meta, global)
 	for _, s := range append([]Store{global}, locals...) {
 		as, err := ScanArea(s)
 		if err != nil {

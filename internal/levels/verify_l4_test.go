@@ -72,7 +72,7 @@ func TestVerifyFileInlineL4(t *testing.T) {
 				ms[e.env.Rank] = m
 				return err
 			}))
-			m := ms[0]
+			m := fullOf(t, ms[0])
 			want := DigestFTIFF
 			if !tc.ftiff {
 				want = ""
@@ -129,7 +129,7 @@ func TestOpenTask(t *testing.T) {
 	}))
 	global := Store{Driver: vfd.Sec2{}, Dir: filepath.Join(root, "global")}
 	for r := range 3 {
-		f, err := OpenTask(global, ms[0].Files[r][0])
+		f, err := OpenTask(global, fullOf(t, ms[0]).Files[r][0])
 		require.NoError(t, err, "rank %d", r)
 		size, err := f.Size()
 		require.NoError(t, err)
