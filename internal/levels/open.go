@@ -33,6 +33,10 @@ type openPlan struct {
 	// Alternates holds, for a committed checkpoint whose two copies are
 	// valid but disagree (beyond Kept), the copy not in Committed.
 	Alternates [][]byte `json:"alternates,omitempty"`
+	// Above is the newest uncommitted checkpoint whose intent marker
+	// stays, naming nodes outside the job's (0: none). Its number is
+	// not reused: the next checkpoint is numbered above it.
+	Above uint64 `json:"above,omitempty"`
 }
 
 // Open creates the directories, reads the checkpoint metadata and puts
@@ -126,9 +130,9 @@ func (e *Engine) Open() error {
 		e.committed = append(e.committed, m)
 	}
 	sort.Slice(e.committed, func(i, j int) bool { return e.committed[i].Seq < e.committed[j].Seq })
-	e.nextSeq = 1
+	e.nextSeq = plan.Above + 1
 	if n := len(e.committed); n > 0 {
-		e.nextSeq = e.committed[n-1].Seq + 1
+		e.nextSeq = max(e.nextSeq, e.committed[n-1].Seq+1)
 	}
 	e.unrecoverable, e.skipped, e.alt, e.unconverted = nil, nil, nil, nil
 	for _, raw := range plan.Alternates {
@@ -166,7 +170,7 @@ func (e *Engine) Open() error {
 	var dirs []Store
 	var markErr error
 	if env.Rank == 0 {
-		markErr = createPending(env.Meta, e.nextSeq)
+		markErr = createPending(env.Meta, e.nextSeq, e.numNodes())
 		dirs = append(dirs, env.Meta, env.Global, replicaStore(env.Global))
 	}
 	if e.nodeLeader() {
@@ -245,6 +249,10 @@ func (e *Engine) plan(areas [][]byte) (openPlan, []SeqScan, []string, error) {
 				if raw, err := s.DeletingM.Marshal(); err == nil {
 					plan.Deleting = append(plan.Deleting, raw)
 				}
+			}
+		case SeqUncommitted:
+			if len(s.LeftOn(e.numNodes())) > 0 {
+				plan.Above = max(plan.Above, s.Seq)
 			}
 		}
 	}
@@ -432,6 +440,11 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 	meta, repl := env.Meta, replicaStore(env.Global)
 	var errs []error
 	var markers []string
+	type leftMarker struct {
+		path string
+		raw  []byte
+	}
+	var rewrites []leftMarker
 	changed := false
 	for i := range scan {
 		s := &scan[i]
@@ -474,7 +487,14 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 				changed = true
 			}
 		}
-		if s.Pending != "" {
+		if left := s.LeftOn(e.numNodes()); len(left) > 0 {
+			// Files may remain on nodes this job does not have: the marker
+			// stays, naming them, so that no scan takes those files for
+			// lost metadata and a job on those nodes removes them.
+			rewrites = append(rewrites, leftMarker{s.Pending, pendingContent(s.Seq, left)})
+			env.Logger.Warn(fmt.Sprintf("checkpoint %s was interrupted on nodes this job does not have (%s): its intent marker %s stays until a job on them removes their files",
+				CheckpointDir(s.Seq), joinRanges(left), s.Pending))
+		} else if s.Pending != "" {
 			markers = append(markers, s.Pending)
 		}
 		if s.Deleting != "" {
@@ -499,6 +519,11 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 	if err := errors.Join(errs...); err != nil {
 		return err // the markers stay: the next start-up finishes
 	}
+	// A marker rewritten names fewer nodes: those cleaned are gone for
+	// good (synced by the node leaders before this runs).
+	for _, w := range rewrites {
+		errs = append(errs, vfd.WriteFileAtomic(meta.Driver, w.path, w.raw))
+	}
 	for _, p := range markers {
 		errs = append(errs, removeIfExists(meta.Driver, p))
 	}
@@ -506,6 +531,15 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 		errs = append(errs, meta.Driver.SyncDir(meta.Dir))
 	}
 	return errors.Join(errs...)
+}
+
+// joinRanges names the nodes of span ("node0003, node0005-node0007").
+func joinRanges(span []NodeRange) string {
+	names := make([]string, len(span))
+	for i, r := range span {
+		names[i] = r.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // cleanOrphans removes, in the areas this rank is responsible for, every
