@@ -70,7 +70,7 @@ func TestStrayOnNodeOutsideTheJob(t *testing.T) {
 				}
 			}
 			x, v[0] = version(c.Rank(), ver), int64(ver) // x protected by pointer: the new slice is written
-			return r.Checkpoint(int64(ver), 1) // its id is the version
+			return r.Checkpoint(int64(ver), 1)           // its id is the version
 		}, comm.WithTimeout(30*time.Second))
 	}
 	fresh := func(r *Runtime, c comm.Comm, _ *[]uint64, _ *[]int64) error {
