@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -335,27 +335,42 @@ func f16ToF64(h uint16) float64 {
 // compressor is the encoder the writers use.
 type compressor = *zstd.Encoder
 
-// The zstd coder is shared: its EncodeAll and DecodeAll may be called by
-// several goroutines at once, each call on one goroutine.
+// Encoders and decoders are pooled: each serves one goroutine at a time,
+// with concurrency 1, so it starts no goroutines and holds one state.
+// A writer takes one per group of blocks and returns it afterwards.
 var (
-	zOnce sync.Once
-	zEnc  *zstd.Encoder
-	zDec  *zstd.Decoder
-	zErr  error
+	encPool, decPool sync.Pool
 )
 
-func zstdCoders() (*zstd.Encoder, *zstd.Decoder, error) {
-	zOnce.Do(func() {
-		n := max(runtime.GOMAXPROCS(0), 2)
-		zEnc, zErr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
-			zstd.WithEncoderConcurrency(n), zstd.WithSingleSegment(true), zstd.WithZeroFrames(true))
-		if zErr != nil {
-			return
-		}
-		zDec, zErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(n), zstd.WithDecodeAllCapLimit(true),
-			zstd.WithDecoderMaxMemory(MaxBlockSize), zstd.WithDecoderMaxWindow(MaxBlockSize))
-	})
-	return zEnc, zDec, zErr
+// getEncoder returns a pooled zstd encoder (fastest level, no checksum:
+// the block hashes check the data).
+func getEncoder() (*zstd.Encoder, error) {
+	if e, ok := encPool.Get().(*zstd.Encoder); ok {
+		return e, nil
+	}
+	return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
+		zstd.WithEncoderConcurrency(1), zstd.WithSingleSegment(true), zstd.WithZeroFrames(true))
+}
+
+func putEncoder(e *zstd.Encoder) {
+	if e != nil {
+		encPool.Put(e)
+	}
+}
+
+// getDecoder returns a pooled zstd decoder bounded to MaxBlockSize.
+func getDecoder() (*zstd.Decoder, error) {
+	if d, ok := decPool.Get().(*zstd.Decoder); ok {
+		return d, nil
+	}
+	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecodeAllCapLimit(true),
+		zstd.WithDecoderMaxMemory(MaxBlockSize), zstd.WithDecoderMaxWindow(MaxBlockSize))
+}
+
+func putDecoder(d *zstd.Decoder) {
+	if d != nil {
+		decPool.Put(d)
+	}
 }
 
 // compressBlock appends the stored form of block b to dst and returns it
@@ -369,6 +384,19 @@ func compressBlock(enc *zstd.Encoder, dst, b []byte) ([]byte, uint32) {
 	}
 	dst = append(dst[:start], b...)
 	return dst, uint32(len(b))
+}
+
+// probeSample is how much of a block the writer compresses to probe data
+// that did not shrink: when the sample does not shrink either, the block
+// is stored raw without compressing it whole.
+const probeSample = 4 << 10
+
+// sampleShrinks reports whether the first probeSample bytes of b shrink
+// under zstd (scratch is a buffer to compress into; it is returned).
+func sampleShrinks(enc *zstd.Encoder, scratch, b []byte) (bool, []byte) {
+	s := b[:min(len(b), probeSample)]
+	scratch = enc.EncodeAll(s, scratch[:0])
+	return len(scratch) < len(s), scratch
 }
 
 // MaxZstdRatio bounds a compressed block's length over its stored
@@ -385,8 +413,9 @@ var errDecode = errors.New("stored block does not decompress to its recorded len
 // length is the block's. src as long as dst is the raw block. Otherwise
 // src must be one zstd frame that states exactly len(dst) bytes of
 // content in its header: a frame claiming more is refused before
-// anything is allocated, and the decoder never writes past dst.
-func decompressBlock(dec *zstd.Decoder, dst, src []byte) error {
+// anything is allocated, and the decoder never writes past dst. The
+// decoder comes from the pool.
+func decompressBlock(dst, src []byte) error {
 	if len(src) == len(dst) {
 		copy(dst, src)
 		return nil
@@ -401,7 +430,12 @@ func decompressBlock(dec *zstd.Decoder, dst, src []byte) error {
 	if h.Skippable || !h.SingleSegment || !h.HasFCS || h.FrameContentSize != uint64(len(dst)) || h.DictionaryID != 0 {
 		return fmt.Errorf("%w: the frame claims %d bytes (single segment %v), the block has %d", errDecode, h.FrameContentSize, h.SingleSegment, len(dst))
 	}
+	dec, err := getDecoder()
+	if err != nil {
+		return err
+	}
 	out, err := dec.DecodeAll(src, dst[:0:len(dst)])
+	putDecoder(dec)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errDecode, err)
 	}
@@ -409,4 +443,50 @@ func decompressBlock(dec *zstd.Decoder, dst, src []byte) error {
 		return fmt.Errorf("%w: decoded %d bytes", errDecode, len(out))
 	}
 	return nil
+}
+
+// CodecRate is what [MeasureCodec] measured: the time to compress and to
+// decompress a buffer block by block on one goroutine, and the bytes
+// its blocks took stored.
+type CodecRate struct {
+	Logical, Stored  int64
+	Compress, Decode time.Duration
+}
+
+// MeasureCodec compresses every block of data (bs bytes each, the last
+// one shorter) with c as a writer stores it, without probing, then
+// decodes every compressed block, all on the calling goroutine. It is a
+// microbenchmark: the rates per core of the codec on such data.
+func MeasureCodec(c Codec, data []byte, bs int) (CodecRate, error) {
+	if c != CodecZstd || bs < 1 {
+		return CodecRate{}, fmt.Errorf("%w: measure codec %v, block size %d", ErrInvalid, c, bs)
+	}
+	enc, err := getEncoder()
+	if err != nil {
+		return CodecRate{}, err
+	}
+	defer putEncoder(enc)
+	r := CodecRate{Logical: int64(len(data))}
+	n := (len(data) + bs - 1) / bs
+	sizes := make([]uint32, n)
+	out := make([]byte, 0, len(data))
+	t0 := time.Now()
+	for j := range n {
+		b := data[j*bs : min((j+1)*bs, len(data))]
+		out, sizes[j] = compressBlock(enc, out, b)
+	}
+	r.Compress = time.Since(t0)
+	r.Stored = int64(len(out))
+	dst := make([]byte, bs)
+	t0 = time.Now()
+	off := 0
+	for j := range n {
+		d := dst[:min(bs, len(data)-j*bs)]
+		if err := decompressBlock(d, out[off:off+int(sizes[j])]); err != nil {
+			return r, fmt.Errorf("measure codec: block %d: %w", j, err)
+		}
+		off += int(sizes[j])
+	}
+	r.Decode = time.Since(t0)
+	return r, nil
 }

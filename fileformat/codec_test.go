@@ -322,11 +322,11 @@ func TestDecompressionBomb(t *testing.T) {
 	assert.ErrorIs(t, br.Verify(), ErrHashMismatch)
 
 	// The decoder never writes past the block either, whatever the frame.
-	_, dec, err := zstdCoders()
+	enc, err := getEncoder()
 	require.NoError(t, err)
-	enc, _, _ := zstdCoders()
 	big := enc.EncodeAll(make([]byte, 4096), nil)
-	err = decompressBlock(dec, make([]byte, 1024), big)
+	putEncoder(enc)
+	err = decompressBlock(make([]byte, 1024), big)
 	assert.ErrorIs(t, err, errDecode)
 }
 
@@ -460,4 +460,54 @@ func layoutOf(t *testing.T, m *memFile) *Layout {
 	r, err := Open(clone(m))
 	require.NoError(t, err)
 	return r.Layout()
+}
+
+// TestCompressBlocksProbe checks the writer's decisions per block: on
+// random data every probed block is tried only on
+// a sample, all stored raw; after random blocks, compressible ones are
+// found again within probeEvery blocks and compressed.
+func TestCompressBlocksProbe(t *testing.T) {
+	const bs = 16 << 10
+	const n = 64
+	kinds := dataKinds(n*bs, 3)
+	enc, err := getEncoder()
+	require.NoError(t, err)
+	defer putEncoder(enc)
+	for _, tc := range []struct {
+		kind string
+		raw  func(j int) bool
+	}{
+		{"random", func(int) bool { return true }},
+		{"sparse", func(int) bool { return false }},
+		// Block 0 fails and blocks 16 and 32 are probed. The random half
+		// ends at block 32, so block 32's sample shrinks and it and the
+		// rest are compressed.
+		{"mixed", func(j int) bool { return j < 32 }},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			data := kinds[tc.kind]
+			stored := make([]uint32, n)
+			hashes := make([][HashSize]byte, n)
+			out := compressBlocks(enc, data, bs, 0, n, stored, hashes, true)
+			var sum int
+			for j := range n {
+				b := blockOf(data, j, bs)
+				assert.Equal(t, BlockHash(b), hashes[j], "block %d hash", j)
+				assert.Equal(t, tc.raw(j), stored[j] == bs, "block %d stored raw (%d bytes)", j, stored[j])
+				if stored[j] < bs {
+					got := make([]byte, bs)
+					require.NoError(t, decompressBlock(got, out[sum:sum+int(stored[j])]), "block %d", j)
+					assert.Equal(t, b, got, "block %d", j)
+				} else if out != nil {
+					assert.Equal(t, b, out[sum:sum+bs], "raw block %d", j)
+				}
+				sum += int(stored[j])
+			}
+			if tc.kind == "random" {
+				assert.Nil(t, out, "all raw: the writer writes from memory")
+			} else {
+				assert.Len(t, out, sum)
+			}
+		})
+	}
 }

@@ -462,10 +462,6 @@ func (w *deltaWriter) hashSegment(i int) error {
 	if !c.Compressed {
 		return nil
 	}
-	enc, _, err := zstdCoders()
-	if err != nil {
-		return err
-	}
 	bs := w.im.bs
 	data := w.vars[w.idx[c.VarID]].Data[c.Dptr : c.Dptr+c.Size]
 	// Compress the dirty blocks in up to workers contiguous ranges, each
@@ -480,9 +476,15 @@ func (w *deltaWriter) hashSegment(i int) error {
 		if lo >= hi {
 			break
 		}
+		enc, err := getEncoder()
+		if err != nil {
+			wg.Wait()
+			return err
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer putEncoder(enc)
 			var out []byte
 			for j := lo; j < hi; j++ {
 				if p := w.parent[chunkKey{c.VarID, c.Dptr}]; w.clean(c, j) {

@@ -143,10 +143,6 @@ const decodeMin = 1 << 20
 func decodingReadAt(c *ChunkInfo, soff []int64, bs int64, workers int, read func(p []byte, off int64) error,
 	bad func(j int64, err error) error) func(p []byte, off int64) error {
 	return func(p []byte, off int64) error {
-		_, dec, err := zstdCoders()
-		if err != nil {
-			return err
-		}
 		j0 := off / bs
 		j1 := j0 + numBlocks(int64(len(p)), uint32(bs))
 		src := make([]byte, soff[j1]-soff[j0])
@@ -156,7 +152,7 @@ func decodingReadAt(c *ChunkInfo, soff []int64, bs int64, workers int, read func
 		one := func(j int64) error {
 			lo := (j - j0) * bs
 			d := p[lo : lo+blockLen(c.Size, uint32(bs), int(j))]
-			if err := decompressBlock(dec, d, src[soff[j]-soff[j0]:soff[j+1]-soff[j0]]); err != nil {
+			if err := decompressBlock(d, src[soff[j]-soff[j0]:soff[j+1]-soff[j0]]); err != nil {
 				return bad(j, err)
 			}
 			return nil

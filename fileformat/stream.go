@@ -294,11 +294,7 @@ func (v *Verifier) checkStored(c *ChunkInfo, j int, src, buf []byte) error {
 		buf = v.dec
 	}
 	d := buf[:n]
-	_, dec, err := zstdCoders()
-	if err != nil {
-		return err
-	}
-	if err := decompressBlock(dec, d, src); err != nil {
+	if err := decompressBlock(d, src); err != nil {
 		return r.corrupt(c.VarID, v.ci, at, fmt.Errorf("%w: block %d of chunk: %v", ErrHashMismatch, j, err))
 	}
 	if BlockHash(d) != c.BlockHashes[j] {

@@ -495,7 +495,8 @@ func (w *writer) writeData(chunks []ChunkInfo, bs uint32) error {
 
 // compressGroup is how many bytes of a chunk one worker compresses and
 // hashes as one piece, and the writer writes as one piece.
-const compressGroup = 4 << 20
+// 1 MiB keeps the first write close to the start of the chunk.
+const compressGroup = 1 << 20
 
 // probeEvery is how often a block is tried again after one that did not
 // shrink: the blocks in between are stored raw without an attempt, so
@@ -508,6 +509,7 @@ const probeEvery = 16
 type group struct {
 	lo, hi int
 	out    []byte
+	err    error
 	done   chan struct{}
 }
 
@@ -516,10 +518,6 @@ type group struct {
 // Groups are compressed by up to w.o.workers goroutines, at most twice
 // that many in flight, and written in order as they complete.
 func (w *writer) writeCompressed(c *ChunkInfo, bs uint32) error {
-	enc, _, err := zstdCoders()
-	if err != nil {
-		return err
-	}
 	data := w.chunkData(c)
 	groups := compressGroups(c, bs)
 	sem := make(chan struct{}, 2*w.o.workers)
@@ -531,7 +529,7 @@ func (w *writer) writeCompressed(c *ChunkInfo, bs uint32) error {
 			case <-stop:
 				return
 			}
-			go w.compressOne(enc, c, data, bs, &groups[i])
+			go w.compressOne(c, data, bs, &groups[i])
 		}
 	}()
 	defer close(stop)
@@ -539,6 +537,9 @@ func (w *writer) writeCompressed(c *ChunkInfo, bs uint32) error {
 	for i := range groups {
 		g := &groups[i]
 		<-g.done
+		if g.err != nil {
+			return g.err
+		}
 		b := g.out
 		if b == nil {
 			b = data[int64(g.lo)*int64(bs) : min(int64(g.hi)*int64(bs), c.Size)]
@@ -571,10 +572,17 @@ func compressGroups(c *ChunkInfo, bs uint32) []group {
 	return out
 }
 
-// compressOne compresses and hashes the blocks of g.
-func (w *writer) compressOne(enc compressor, c *ChunkInfo, data []byte, bs uint32, g *group) {
+// compressOne compresses and hashes the blocks of g with a pooled
+// encoder.
+func (w *writer) compressOne(c *ChunkInfo, data []byte, bs uint32, g *group) {
 	defer close(g.done)
+	enc, err := getEncoder()
+	if err != nil {
+		g.err = err
+		return
+	}
 	g.out = compressBlocks(enc, data, bs, g.lo, g.hi, c.Stored, c.BlockHashes, !w.o.noHash)
+	putEncoder(enc)
 }
 
 var groupBufs sync.Pool
@@ -594,18 +602,32 @@ func putGroupBuf(b []byte) {
 
 // compressBlocks compresses blocks [lo, hi) of data into one buffer,
 // setting their stored sizes and, with hash, their hashes (of the bytes
-// given). It returns nil when every block is stored raw.
+// given). It returns nil when every block is stored raw. The first
+// block is probed on a sample (sampleShrinks) before it is compressed
+// whole. After a block that did not shrink, the next probeEvery-1 are
+// stored raw and the one after is probed again: incompressible data
+// costs a compression of a few KiB in probeEvery blocks.
 func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored []uint32, hashes [][HashSize]byte, hash bool) []byte {
 	out := getGroupBuf()
 	skip := 0
-	compressed := false
+	failing, compressed := true, false
+	var scratch []byte
 	for j := lo; j < hi; j++ {
 		b := blockOf(data, j, bs)
 		if hash {
 			hashes[j] = BlockHash(b)
 		}
-		if skip > 0 {
+		raw := skip > 0
+		if raw {
 			skip--
+		} else if failing && len(b) > probeSample {
+			var ok bool
+			ok, scratch = sampleShrinks(enc, scratch, b)
+			if !ok {
+				raw, skip = true, probeEvery-1
+			}
+		}
+		if raw {
 			out = append(out, b...)
 			stored[j] = uint32(len(b))
 			continue
@@ -613,7 +635,8 @@ func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored [
 		var n uint32
 		out, n = compressBlock(enc, out, b)
 		stored[j] = n
-		if n == uint32(len(b)) {
+		failing = n == uint32(len(b))
+		if failing {
 			skip = probeEvery - 1
 		} else {
 			compressed = true

@@ -32,8 +32,11 @@ type benchConfig struct {
 	// async post-processes levels 2-4 in the background (inline_lL = 0)
 	// while the ranks run a solver-like CPU load.
 	async bool
-	// codec compresses the checkpoints ([basic] compression).
+	// codec compresses the checkpoints ([basic] compression); the same
+	// run then also measures each level's uncompressed checkpoint.
 	codec fileformat.Codec
+	// data is the kind of data the ranks protect (benchDataKinds).
+	data string
 	// snapshot (with async) takes every level in ckpt_snapshot mode and
 	// also measures the inline checkpoint and a plain memcpy (bench_snap.go).
 	snapshot bool
@@ -186,15 +189,29 @@ type benchRow struct {
 	LogicalBytes     int64   `json:"logical_bytes,omitempty"`
 	StoredBytes      int64   `json:"stored_bytes,omitempty"`
 	CompressionRatio float64 `json:"compression_ratio,omitempty"`
+	// Data is the kind of data protected (--data). Uncompressed is the
+	// same level's checkpoint or restart without compression, measured
+	// in the same run (with --compression only), and RatioUncompressed
+	// the compressed median over its median.
+	Data              string  `json:"data,omitempty"`
+	Uncompressed      *stats  `json:"uncompressed,omitempty"`
+	RatioUncompressed float64 `json:"ratio_uncompressed,omitempty"`
 }
 
 type benchResult struct {
-	Rows        []benchRow `json:"rows"`
-	Blake3MBps  float64    `json:"blake3_mb_per_s_per_core"`
-	RSEncMBps   float64    `json:"rs_encode_mb_per_s_per_core"`
-	RSDecMBps   float64    `json:"rs_decode_mb_per_s_per_core"`
-	MemcpyMBps  float64    `json:"memcpy_mb_per_s"`
-	Description string     `json:"description"`
+	Rows       []benchRow `json:"rows"`
+	Blake3MBps float64    `json:"blake3_mb_per_s_per_core"`
+	RSEncMBps  float64    `json:"rs_encode_mb_per_s_per_core"`
+	RSDecMBps  float64    `json:"rs_decode_mb_per_s_per_core"`
+	MemcpyMBps float64    `json:"memcpy_mb_per_s"`
+	// ZstdCompMBps and ZstdDecMBps are zstd's rates on one core on the
+	// data of the first ranks of the first point, up to 64 MiB
+	// (--compression zstd), block by block as the files store it, and
+	// ZstdRatio that data's logical over stored bytes.
+	ZstdCompMBps float64 `json:"zstd_compress_mb_per_s_per_core,omitempty"`
+	ZstdDecMBps  float64 `json:"zstd_decompress_mb_per_s_per_core,omitempty"`
+	ZstdRatio    float64 `json:"zstd_ratio,omitempty"`
+	Description  string  `json:"description"`
 	// LoadStart and LoadEnd are the 1, 5 and 15 minute load averages
 	// when the run started and ended (zeros where unknown).
 	LoadStart [3]float64 `json:"load_start"`
@@ -290,6 +307,7 @@ func (l *levelsFlag) Set(v string) error {
 type benchFlags struct {
 	compression  string
 	codec        fileformat.Codec
+	data         string
 	size         sizeFlag
 	levels       levelsFlag
 	ranks        int
@@ -371,7 +389,11 @@ at its level while the ranks ran a solver-like CPU load.
 --compression zstd writes the checkpoints with [basic] compression =
 zstd; each checkpoint row then carries the variable's bytes, the bytes
 its files took and their ratio (a "compressed" column), while the raw
-references still write the data as it is.
+references still write the data as it is. The same run also takes each
+level's checkpoint and restart uncompressed: rows carry that time and
+ratio_uncompressed (a "vs none" column). The result adds zstd's
+compression and decompression rates on one core beside BLAKE3's.
+--data picks what the ranks protect: ramp, heat, random or sparse.
 
 --sweep-ranks without --sweep is the scale sweep: what one rank pays
 for Init, a checkpoint and a restart (Init and Recover) as the ranks
@@ -429,6 +451,7 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 	f.IntVar(&bf.groupSize, "group-size", 4, "ranks per group (L2 partners, L3 encoding) in the scale sweep")
 	f.StringVar(&bf.storage, "storage", storageFiles, "scale sweep: where the ranks' files are, files (in --dir) or memory (vfd's in-memory driver: no file descriptors, no system calls)")
 	f.DurationVar(&bf.timeLimit, "time-limit", 0, "scale sweep: skip the rank counts predicted to take longer than this per point (0: no limit)")
+	f.StringVar(&bf.data, "data", "ramp", "the data the ranks protect: ramp (a linear ramp), heat (heat2d's field after 4,000 iterations, from the diffusion solution), random (uniform bits) or sparse (90% zeros)")
 	f.StringVar(&bf.compression, "compression", "none", "compress the checkpoints: none or zstd ([basic] compression); checkpoint rows then carry the stored bytes and the compression ratio")
 	f.BoolVar(&bf.async, "async", false, "post-process L2-L4 in the background (inline_lL = 0) while the ranks run a solver-like CPU load: time is the time blocked in Checkpoint, total_s until the level is durable")
 	return c
@@ -490,6 +513,9 @@ func (a *app) runBench(cmd *cobra.Command, bf *benchFlags) error {
 func (bf *benchFlags) check(cmd *cobra.Command) (rankCounts []int, sizes []int64, err error) {
 	if bf.codec, err = fileformat.ParseCodec(bf.compression); err != nil {
 		return nil, nil, usagef("--compression %q: use none or zstd", bf.compression)
+	}
+	if !slices.Contains(benchDataKinds, bf.data) {
+		return nil, nil, usagef("--data %q: use %s", bf.data, strings.Join(benchDataKinds, ", "))
 	}
 	if bf.size < 8 {
 		return nil, nil, usagef("--size %d: at least 8 bytes", int64(bf.size))
@@ -636,7 +662,7 @@ func measure(rankCounts []int, sizes []int64, bf *benchFlags, dir string, drop f
 				continue
 			}
 			bc := benchConfig{ranks: ranks, size: size, levels: bf.levels, repeats: bf.repeats, dir: dir, cold: bf.cold, drop: drop, async: bf.async,
-				snapshot: bf.snapshot, codec: bf.codec}
+				snapshot: bf.snapshot, codec: bf.codec, data: bf.data}
 			res, err := bench(bc, tick)
 			if err != nil {
 				return nil, fmt.Errorf("%d ranks x %s: %w", ranks, humanBytes(size), err)
@@ -647,6 +673,11 @@ func measure(rankCounts []int, sizes []int64, bf *benchFlags, dir string, drop f
 		}
 	}
 	all.Blake3MBps, all.RSEncMBps, all.RSDecMBps, all.MemcpyMBps = kernels()
+	if bf.codec != fileformat.CodecNone {
+		if err := codecKernel(all, bf.codec, bf.data, rankCounts[0], sizes[0], 64<<20); err != nil {
+			return nil, err
+		}
+	}
 	tick()
 	all.LoadEnd = loadAvg()
 	if len(descs) == 1 {
@@ -717,4 +748,8 @@ func printBench(w io.Writer, r *benchResult) {
 	}
 	fmt.Fprintf(w, "BLAKE3 %.0f MB/s per core; Reed-Solomon (k=m=4) encode %.0f MB/s, decode %.0f MB/s per core; memcpy %.0f MB/s\n",
 		r.Blake3MBps, r.RSEncMBps, r.RSDecMBps, r.MemcpyMBps)
+	if r.ZstdCompMBps > 0 {
+		fmt.Fprintf(w, "zstd on this data, one core: compress %.2f GB/s, decompress %.2f GB/s, ratio %.2fx; BLAKE3 %.2f GB/s\n",
+			r.ZstdCompMBps/1e3, r.ZstdDecMBps/1e3, r.ZstdRatio, r.Blake3MBps/1e3)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -36,28 +37,33 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 	if bc.codec != fileformat.CodecNone {
 		cache += fmt.Sprintf(", checkpoints compressed with %v (the raw references write the data as it is)", bc.codec)
 	}
-	res := &benchResult{Rows: []benchRow{}, Skipped: []string{}, Description: fmt.Sprintf("%d ranks on %d simulated nodes, %s per rank, %d repeats, %s, scratch %s",
-		bc.ranks, bc.ranks, humanBytes(bc.size), bc.repeats, cache, bc.dir)}
+	if bc.data == "" {
+		bc.data = "ramp"
+	}
+	res := &benchResult{Rows: []benchRow{}, Skipped: []string{}, Description: fmt.Sprintf("%d ranks on %d simulated nodes, %s per rank (%s data), %d repeats, %s, scratch %s",
+		bc.ranks, bc.ranks, humanBytes(bc.size), bc.data, bc.repeats, cache, bc.dir)}
 	data := make([][]float64, bc.ranks)
 	dst := make([][]float64, bc.ranks) // recovered into and read into, touched
 	for r := range data {
-		data[r] = make([]float64, bc.size/8)
-		for i := range data[r] {
-			data[r][i] = float64(r) + float64(i)*1e-3
-		}
+		data[r] = benchData(bc.data, r, bc.ranks, bc.size/8)
 		dst[r] = make([]float64, bc.size/8)
 	}
+	plainBC := bc
+	plainBC.codec = fileformat.CodecNone
 	for _, level := range bc.levels {
-		var ck, total, rs, plain, strong, read, restartRef, shared []time.Duration
+		var ck, total, rs, plain, strong, read, restartRef, shared, ckNone, rsNone []time.Duration
 		var logical, stored int64
 		var ckC, rsC, plainC, strongC, readC, refC, sharedC []cpuTimes
-		steps := 3
+		steps := []int{0, 1, 2}
 		if level == 4 {
-			steps = 4 // and the shared-file strong writer
+			steps = append(steps, 3) // and the shared-file strong writer
+		}
+		if bc.codec != fileformat.CodecNone {
+			steps = append(steps, 4) // and the uncompressed checkpoint
 		}
 		for rep := 0; rep < bc.repeats; rep++ {
 			for step := range steps {
-				switch (rep + step) % steps {
+				switch steps[(rep+step)%len(steps)] {
 				case 0:
 					run := filepath.Join(bc.dir, fmt.Sprintf("L%d-%d", level, rep))
 					m, err := benchLevel(bc, data, dst, level, run)
@@ -89,6 +95,14 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 						return nil, err
 					}
 					shared, sharedC = append(shared, w), append(sharedC, c)
+				case 4:
+					run := filepath.Join(bc.dir, fmt.Sprintf("L%d-none-%d", level, rep))
+					m, err := benchLevel(plainBC, data, dst, level, run)
+					os.RemoveAll(run)
+					if err != nil {
+						return nil, fmt.Errorf("level %d uncompressed: %w", level, err)
+					}
+					ckNone, rsNone = append(ckNone, m.ckpt), append(rsNone, m.restart)
 				}
 				tick()
 			}
@@ -101,7 +115,9 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 		if bc.codec != fileformat.CodecNone {
 			row.Compression, row.LogicalBytes, row.StoredBytes = bc.codec.String(), logical, stored
 			row.CompressionRatio = float64(logical) / float64(max(stored, 1))
+			row.setUncompressed(ckNone)
 		}
+		row.Data = bc.data
 		if bc.snapshot {
 			if err := snapRow(bc, data, dst, level, &row); err != nil {
 				return nil, err
@@ -116,9 +132,93 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 			Rebuilt: rebuiltBytes(level, bc.ranks, bc.size), Time: summarize(rs), Raw: summarize(read), Strong: summarize(restartRef),
 			CacheDropped: bc.cold, CPU: summarizeCPU(rsC), RawCPU: summarizeCPU(readC), StrongCPU: summarizeCPU(refC)}
 		row.Ratio, row.RatioStrong = row.Time.Median/row.Raw.Median, row.Time.Median/row.Strong.Median
+		row.Data = bc.data
+		row.setUncompressed(rsNone)
 		res.Rows = append(res.Rows, row)
 	}
 	return res, nil
+}
+
+// setUncompressed records the uncompressed times of the row's case and
+// the ratio of the row's median to theirs.
+func (row *benchRow) setUncompressed(ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	s := summarize(ds)
+	row.Uncompressed, row.RatioUncompressed = &s, row.Time.Median/s.Median
+}
+
+// benchDataKinds are the kinds of data --data accepts.
+var benchDataKinds = []string{"ramp", "heat", "random", "sparse"}
+
+// heatSteps and heatColumns shape the heat data: a field of heatColumns
+// columns whose rows are stacked over the ranks, heatSteps iterations
+// after its top edge was heated.
+const (
+	heatSteps   = 4000
+	heatColumns = 1024
+)
+
+// benchData returns rank's n values of kind (of ranks ranks):
+//   - ramp: rank + i/1000, a linear ramp;
+//   - heat: heat2d's field after heatSteps Jacobi iterations, from the
+//     diffusion solution instead of the iterations (cheap). The middle
+//     half of the top edge is held at 100; the rest starts at 0. The
+//     solution is the product of an erfc profile down the rows and an
+//     erf window across the columns, with diffusivity 1/4 per
+//     iteration. Values below the smallest double are 0, as heat2d's
+//     rows beyond the heat's reach are.
+//   - random: uniform bits;
+//   - sparse: 90% zeros, the rest uniform bits.
+func benchData(kind string, rank, ranks int, n int64) []float64 {
+	x := make([]float64, n)
+	switch kind {
+	case "heat":
+		w := 2 * math.Sqrt(heatSteps/4.0)
+		cols := make([]float64, heatColumns)
+		for j := range cols {
+			lo, hi := float64(heatColumns)/4, 3*float64(heatColumns)/4
+			cols[j] = 0.5 * (math.Erf((float64(j)-lo)/w) - math.Erf((float64(j)-hi)/w))
+		}
+		row0 := int64(rank) * n / heatColumns
+		for i := int64(0); i < n; i += heatColumns {
+			r := 100 * math.Erfc(float64(row0+i/heatColumns+1)/w)
+			for j := int64(0); j < heatColumns && i+j < n; j++ {
+				x[i+j] = r * cols[j]
+			}
+		}
+	case "random", "sparse":
+		rnd := rand.New(rand.NewPCG(uint64(rank), uint64(ranks)))
+		for i := range x {
+			if kind == "sparse" && rnd.IntN(10) != 0 {
+				continue
+			}
+			x[i] = math.Float64frombits(rnd.Uint64())
+		}
+	default:
+		for i := range x {
+			x[i] = float64(rank) + float64(i)*1e-3
+		}
+	}
+	return x
+}
+
+// codecKernel measures codec's rates on one core into res, on the data
+// of kind of the first ranks whose data fit in limit bytes (one at least).
+func codecKernel(res *benchResult, codec fileformat.Codec, kind string, ranks int, size, limit int64) error {
+	var x []float64
+	for r := 0; r < ranks && (r == 0 || int64(r+1)*size <= limit); r++ {
+		x = append(x, benchData(kind, r, ranks, size/8)...)
+	}
+	r, err := fileformat.MeasureCodec(codec, bytesOf(x), ckpt.DefaultConfig().DCPBlockSize)
+	if err != nil {
+		return err
+	}
+	mbps := func(d time.Duration) float64 { return float64(r.Logical) / 1e6 / max(d.Seconds(), 1e-9) }
+	res.ZstdCompMBps, res.ZstdDecMBps = mbps(r.Compress), mbps(r.Decode)
+	res.ZstdRatio = float64(r.Logical) / float64(max(r.Stored, 1))
+	return nil
 }
 
 // restartCase names a restart row: the level and the nodes it lost (L4

@@ -40,14 +40,18 @@ func benchTable(rows []benchRow) string {
 	if slices.ContainsFunc(rows, func(r benchRow) bool { return r.Compression != "" }) {
 		// The compression ratio, before the last column.
 		n := len(header) - 1
-		header = slices.Insert(header, n, "compressed")
-		right = slices.Insert(right, n, true)
+		header = slices.Insert(header, n, "compressed", "vs none")
+		right = slices.Insert(right, n, true, true)
 		for i, r := range rows {
 			ratio := "-"
-			if r.Compression != "" {
+			if r.CompressionRatio > 0 {
 				ratio = fmt.Sprintf("%.2fx", r.CompressionRatio)
 			}
-			cells[i] = slices.Insert(cells[i], n, ratio)
+			vs := "-"
+			if r.Uncompressed != nil {
+				vs = fmt.Sprintf("%.2fx", r.RatioUncompressed)
+			}
+			cells[i] = slices.Insert(cells[i], n, ratio, vs)
 		}
 	}
 	return renderTable(header, cells, right)

@@ -108,10 +108,18 @@ func TestInspectCompressed(t *testing.T) {
 // with a mode it does not apply to, is a usage error.
 func TestBenchCompression(t *testing.T) {
 	a, out, errb := testApp(false)
-	res := benchJSON(t, a, out, errb, "--levels", "1,3", "--compression", "zstd")
+	res := benchJSON(t, a, out, errb, "--levels", "1,3", "--compression", "zstd", "--data", "sparse")
 	require.Len(t, res.Rows, 4)
 	assert.Contains(t, res.Description, "compressed with zstd")
+	assert.Contains(t, res.Description, "(sparse data)")
+	assert.Positive(t, res.ZstdCompMBps)
+	assert.Positive(t, res.ZstdDecMBps)
+	assert.Greater(t, res.ZstdRatio, 2.0, "90% zeros compress")
 	for _, row := range res.Rows {
+		assert.Equal(t, "sparse", row.Data, row.Case)
+		require.NotNil(t, row.Uncompressed, "%s: the same run measures it uncompressed", row.Case)
+		assert.Positive(t, row.Uncompressed.Median, row.Case)
+		assert.InDelta(t, row.Time.Median/row.Uncompressed.Median, row.RatioUncompressed, 1e-9, row.Case)
 		if row.Kind == "restart" {
 			assert.Empty(t, row.Compression, row.Case)
 			assert.Zero(t, row.StoredBytes, row.Case)
@@ -129,18 +137,56 @@ func TestBenchCompression(t *testing.T) {
 	require.NoError(t, err)
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "performance.md"))
 	require.NoError(t, err)
-	for _, k := range []string{"compression", "logical_bytes", "stored_bytes", "compression_ratio"} {
+	var top map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &top))
+	for _, k := range []string{"zstd_compress_mb_per_s_per_core", "zstd_decompress_mb_per_s_per_core", "zstd_ratio"} {
+		assert.Contains(t, top, k)
+		assert.True(t, strings.Contains(string(doc), "`"+k+"`"), "docs/performance.md documents `%s`", k)
+	}
+	assert.Contains(t, benchTable(res.Rows), "vs none")
+	for _, k := range []string{"compression", "logical_bytes", "stored_bytes", "compression_ratio", "data", "uncompressed", "ratio_uncompressed"} {
 		assert.Contains(t, string(b), `"`+k+`"`)
 		assert.True(t, strings.Contains(string(doc), "`"+k+"`"), "docs/performance.md documents `%s`", k)
 	}
-	for _, args := range [][]string{{"bench", "--compression", "lz4"}, {"bench", "--compression", "zstd", "--dcp-dirty", "0.1"}} {
+	for _, args := range [][]string{{"bench", "--compression", "lz4"}, {"bench", "--compression", "zstd", "--dcp-dirty", "0.1"}, {"bench", "--data", "noise"}} {
 		code, _, errs := ftigo(args...)
 		assert.Equal(t, 2, code, "%v", args)
-		assert.Contains(t, errs, "--compression", "%v", args)
+		assert.Contains(t, errs, "--"+args[1][2:], "%v", args)
 	}
 	// Without the flag the rows and the table say nothing of it.
 	a, out, errb = testApp(false)
 	res = benchJSON(t, a, out, errb, "--levels", "1")
 	assert.NotContains(t, out.String(), "compress")
 	assert.NotContains(t, benchTable(res.Rows), "compressed")
+	assert.Nil(t, res.Rows[0].Uncompressed)
+	assert.Zero(t, res.ZstdCompMBps)
+}
+
+// TestBenchData checks the kinds of --data: heat is 100 near the heated
+// edge's middle, decays down the rows and is exactly 0 beyond the heat's
+// reach; sparse is about 90% zeros; random has no zeros; ramp is the
+// ramp; every kind differs between ranks.
+func TestBenchData(t *testing.T) {
+	const n = 4096 * heatColumns
+	zeros := func(x []float64) float64 {
+		z := 0
+		for _, v := range x {
+			if v == 0 {
+				z++
+			}
+		}
+		return float64(z) / float64(len(x))
+	}
+	heat := benchData("heat", 0, 1, n)
+	assert.InDelta(t, 100, heat[heatColumns/2], 5, "next to the heated edge")
+	assert.Less(t, heat[10*heatColumns+heatColumns/2], heat[heatColumns/2])
+	assert.Zero(t, heat[4000*heatColumns+heatColumns/2], "beyond the heat's reach")
+	assert.Less(t, heat[0], heat[heatColumns/2], "the edge's corners are cooler")
+	assert.InDelta(t, 0.55, zeros(heat), 0.1)
+	assert.InDelta(t, 0.9, zeros(benchData("sparse", 0, 4, 1<<16)), 0.01)
+	assert.Zero(t, zeros(benchData("random", 0, 4, 1<<16)))
+	assert.Equal(t, 1+5e-3, benchData("ramp", 1, 4, 8)[5])
+	for _, k := range benchDataKinds {
+		assert.NotEqual(t, benchData(k, 0, 4, 1<<16), benchData(k, 1, 4, 1<<16), k)
+	}
 }

@@ -34,7 +34,39 @@ def heat(cfg, out, np_, iters, every, levels, crash=False, kill_on=None, pause_m
             os.killpg(p.pid, signal.SIGKILL)
             break
     p.wait(timeout=300)
+    if kill_on:
+        # A launcher may start its ranks in sessions of their own, and a
+        # rank outliving the kill still holds the run's lock: kill every
+        # process of this job, found by its config path, and wait for them.
+        reap(cfg)
     return p.returncode, "".join(lines) + p.stdout.read()
+
+
+def reap(cfg, timeout=30):
+    """SIGKILLs every process whose command line names cfg, until none is left."""
+    import time
+    deadline = time.monotonic() + timeout
+    while True:
+        left = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if cfg.encode() in argv:
+                left.append(int(pid))
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError("processes %s of the killed job outlive it" % left)
+        time.sleep(0.1)
 
 
 def finals(out, np_):
