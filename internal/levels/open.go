@@ -151,6 +151,12 @@ func (e *Engine) Open() error {
 	for _, raw := range plan.Deleting {
 		if m, err := ParseManifest("manifest", raw); err == nil {
 			cerr = errors.Join(cerr, removeElsewhere(e.levels[m.Level], e.env, m))
+			if e.nodeLeader() {
+				// A checkpoint of another shape has directories on nodes
+				// this job may not have: removed where seen, as a
+				// retirement does ([Engine.removeFiles]).
+				cerr = errors.Join(cerr, e.removeOtherNodes(e.env, m))
+			}
 		}
 	}
 	if err := e.agree(cerr, "clean half-written checkpoints"); err != nil {
