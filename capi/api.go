@@ -92,6 +92,10 @@ type library struct {
 	// extTypes are the handles of ftigo_elem_type, by element type.
 	extTypes map[fileformat.ElemType]int
 
+	// snap is ftigo_set_snapshot's setting for the next FTI_Init (nil:
+	// config.fti's).
+	snap *snapSetting
+
 	reallocID  int // FTI_Realloc in progress (-1: none)
 	reallocPtr unsafe.Pointer
 }
@@ -171,6 +175,9 @@ func (l *library) init(path string, c comm.Comm) int {
 	}
 	l.rank = c.Rank()
 	cfg, err := ckpt.LoadConfig(vfd.Sec2{}, path)
+	if err == nil {
+		l.snap.apply(&cfg)
+	}
 	l.comm = c
 	if !l.agree(err == nil) {
 		l.comm = nil

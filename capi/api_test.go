@@ -24,6 +24,7 @@ import (
 	"github.com/ftigo/ftigo/ckpt"
 	"github.com/ftigo/ftigo/comm"
 	"github.com/ftigo/ftigo/fileformat"
+	"github.com/ftigo/ftigo/vfd"
 )
 
 // syncBuffer is a log sink shared by the ranks of a test.
@@ -729,4 +730,46 @@ func TestHeads(t *testing.T) {
 		}, comm.WithTimeout(60*time.Second)))
 	}
 	assert.Contains(t, log.String(), "post-processed by the heads")
+}
+
+// ftigo_should_exit: 0 before a stop; the halt file makes the next
+// FTI_Checkpoint the final one on every rank, then 1; the relaunch
+// restarts from it.
+func TestShouldExitHalt(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 2, "")
+	log := &syncBuffer{}
+	alloc := &goAllocator{}
+	assert.Equal(t, 0, (&library{}).shouldExit(), "before Init")
+	session(t, 2, cfg, log, alloc, func(l *library, c comm.Comm) error {
+		x := []int32{int32(c.Rank()) + 40}
+		errs := []error{
+			expect("protect", l.protect(0, ptr(x), 1, typeInt), codeSuccess),
+			expect("checkpoint 1", l.checkpoint(1, 1), codeCheckpoint),
+			expect("should exit before", l.shouldExit(), 0),
+		}
+		if err := c.Barrier(); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			if err := ckpt.WriteHalt(vfd.Sec2{}, filepath.Join(dir, "m"), ckpt.HaltRequest{Reason: "capi test"}); err != nil {
+				return err
+			}
+		}
+		x[0] += 100
+		errs = append(errs,
+			expect("checkpoint 2", l.checkpoint(2, 1), codeCheckpoint),
+			expect("should exit after", l.shouldExit(), 1))
+		return errors.Join(errs...)
+	})
+	assert.Contains(t, log.String(), "capi test")
+	session(t, 2, cfg, log, alloc, func(l *library, c comm.Comm) error {
+		x := []int32{0}
+		return errors.Join(
+			expect("status", l.statusCode(), 1),
+			expect("protect", l.protect(0, ptr(x), 1, typeInt), codeSuccess),
+			expect("recover", l.recover("FTI_Recover"), codeSuccess),
+			expect("final value", int(x[0]), c.Rank()+140),
+			expect("should exit on relaunch", l.shouldExit(), 0))
+	})
 }

@@ -244,3 +244,12 @@ func (o *offlineRun) read(seq uint64, rank int, id int32, dst []byte) error {
 	defer done()
 	return r.ReadVar(id, dst)
 }
+
+// shouldExit is ftigo_should_exit: 1 once a stop's final checkpoint was
+// taken (ckpt's ShouldExit), else 0, also before Init and after the end.
+func (l *library) shouldExit() int {
+	if l.state != stateReady || l.rt == nil || !l.rt.ShouldExit() {
+		return 0
+	}
+	return 1
+}

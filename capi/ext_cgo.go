@@ -24,6 +24,20 @@ func ftigo_capi_elem_type(t C.int) C.int {
 	return C.int(lib.elemTypeHandle(int(t)))
 }
 
+//export ftigo_capi_should_exit
+func ftigo_capi_should_exit() C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.shouldExit())
+}
+
+//export ftigo_capi_set_snapshot
+func ftigo_capi_set_snapshot(on C.int, budget C.int64_t) C.int {
+	mu.Lock()
+	defer mu.Unlock()
+	return C.int(lib.setSnapshot(on != 0, int64(budget)))
+}
+
 //export ftigo_capi_last_error
 func ftigo_capi_last_error(buf *C.char, n C.int) {
 	mu.Lock()

@@ -478,4 +478,7 @@ int ftigo_set_dims(int id, int ndims, const int64_t *dims) {
 
 int ftigo_init_icp(int id, int level, int activate) { return FTI_InitICP(id, level, activate != 0); }
 
+int ftigo_should_exit(void) { return ftigo_capi_should_exit(); }
+int ftigo_set_snapshot(int on, int64_t budget) { return ftigo_capi_set_snapshot(on, budget); }
+
 int ftigo_fail(const char *fn, const char *msg) { return fail(fn == NULL ? "?" : fn, msg == NULL ? "" : msg); }

@@ -78,6 +78,8 @@ type postResult struct {
 	// adopted says the engine already holds m (the poster adopted the
 	// heads' result itself before compacting).
 	adopted bool
+	// done is when the job finished (the poster's clock).
+	done time.Time
 	// snap is set by a snapshot-mode job (snapcopy.go).
 	snap *snapDone
 }
@@ -138,7 +140,7 @@ func (r *Runtime) openPost() error {
 // frees the poster's communicator.
 func (r *Runtime) closePost() {
 	r.drainPost()
-	r.scopy.buf = nil // the staging copy (snapcopy.go)
+	r.scopy.release() // the staging copy (snapcopy.go)
 	r.stopHead()
 	if r.post.c != nil {
 		_ = r.post.c.Close()
@@ -190,6 +192,7 @@ func (r *Runtime) startPost(m *levels.Manifest, raiseTo levels.ID, compact bool)
 		if cj != nil {
 			res.m, res.adopted = w.compact(cj, res.m, raiseTo != 0 && w.node != nil)
 		}
+		res.done = w.now()
 		ch <- res
 	}()
 }
@@ -272,6 +275,7 @@ func (r *Runtime) drainPost() time.Duration {
 func (r *Runtime) applyPost(res postResult) {
 	job := r.post.job
 	r.post.running, r.post.job = nil, nil
+	r.observePost(job, res)
 	if res.snap != nil {
 		r.applySnap(res)
 		return

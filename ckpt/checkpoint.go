@@ -11,6 +11,7 @@ import (
 	"github.com/ftigo/ftigo/dataset"
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/internal/levels"
+	"github.com/ftigo/ftigo/internal/policy"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -37,7 +38,15 @@ func (r *Runtime) Checkpoint(id int64, level int) error {
 	if err := r.usable("Checkpoint"); err != nil {
 		return err
 	}
-	return r.logFailed(id, level, r.checkpointAt(id, level))
+	level, final, err := r.stopAtCheckpoint(id, level)
+	if err != nil {
+		return r.logFailed(id, level, err)
+	}
+	err = r.logFailed(id, level, r.checkpointAt(id, level))
+	if final {
+		r.finishStop(level, err)
+	}
+	return err
 }
 
 // checkpointAt is Checkpoint on a usable runtime.
@@ -47,6 +56,9 @@ func (r *Runtime) checkpointAt(id int64, level int) error {
 			return err
 		}
 		return r.checkpointH5Single(id)
+	}
+	if ok, err := r.snapCheckpointAt(id, level); ok {
+		return err
 	}
 	if err := r.sameArgs(id, int64(level)); err != nil {
 		return fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
@@ -77,6 +89,7 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	}
 	callStart := r.now()
 	waited, err := r.awaitPost()
+	waited, r.scopy.waited = waited+r.scopy.waited, 0 // the fast path's (snapcopy.go)
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +209,7 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 			r.logDCP(m, st)
 		}
 	}
+	r.observeCheckpoint(m, lvl, async, wall, st)
 	return m, nil
 }
 
@@ -291,6 +305,7 @@ func (r *Runtime) Finalize() error {
 func (r *Runtime) finalize() error {
 	r.finalized = true
 	defer r.releaseLock()
+	defer r.endPolicy(policy.EndFinalize)
 	r.dropImage()
 	r.closeStored()
 	if r.reshape != nil {

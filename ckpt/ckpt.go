@@ -16,6 +16,7 @@ import (
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/internal/partner"
+	"github.com/ftigo/ftigo/internal/policy"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -84,6 +85,10 @@ type options struct {
 	// postStart, when set, is called by the background poster before it
 	// starts (tests hold it there).
 	postStart func()
+	// signals replaces the stop signals (tests); getenv reads the
+	// environment (Slurm's job end time; default os.Getenv).
+	signals chan os.Signal
+	getenv  func(string) string
 }
 
 // WithLogger sets the logger. Without it (or with nil) the runtime
@@ -278,6 +283,8 @@ type Runtime struct {
 	// topoIDs are every rank's node id, gathered only when the ranks are
 	// not placed on nodes in blocks (topology.go, heads.go).
 	topoIDs []string
+	// pol is the interval and stop state (interval.go, stop.go).
+	pol policyState
 }
 
 // usable returns nil when the runtime can take the call.
@@ -330,6 +337,9 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 	if o.now == nil {
 		o.now = time.Now
 	}
+	if o.getenv == nil {
+		o.getenv = os.Getenv
+	}
 	cfg = cfg.withDefaults()
 	if o.logger == nil {
 		o.logger = NewFTILogger(cfg.Verbosity, o.stdout, o.stderr)
@@ -374,6 +384,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 			return nil, serr
 		}
 		if s.head {
+			defer catchStopSignals(cfg)()
 			return nil, runHead(cfg, o, s, r.log.With(zap.Bool(fieldHead, true)))
 		}
 		// The application ranks run as a job of node_size-1 ranks per node,
@@ -462,6 +473,7 @@ func Init(cfg Config, c comm.Comm, opts ...Option) (rt *Runtime, err error) {
 			return nil, fmt.Errorf("ckpt: head = 1: %w", err)
 		}
 	}
+	r.startPolicy(o, start)
 	return r, nil
 }
 
@@ -512,6 +524,7 @@ func (r *Runtime) restart(warn io.Writer, start time.Time) error {
 	}
 	var merr error
 	if len(committed) > 0 {
+		r.countLostNodes(committed)
 		m, src, err := r.eng.Recover()
 		if err == nil {
 			var st *reshapeState
@@ -650,6 +663,7 @@ func (r *Runtime) Close() error {
 	r.closed = true
 	r.abortICP()
 	r.closePost() // a checkpoint in flight is finished, or left at L1
+	defer r.endPolicy(policy.EndClose)
 	r.drainStaging()
 	r.dropImage()
 	r.closeStored()
@@ -671,6 +685,7 @@ func (r *Runtime) protect(v *variable) error {
 		r.order = append(r.order, v.id)
 	}
 	r.vars[v.id] = v
+	r.snapReserve(v)
 	return nil
 }
 
@@ -685,6 +700,7 @@ func (r *Runtime) Unprotect(id int) {
 	}
 	delete(r.vars, id)
 	delete(r.comp, id)
+	r.scopy.drop(id)
 	if _, ok := r.subsets[id]; ok {
 		delete(r.subsets, id)
 		r.dsVersion++

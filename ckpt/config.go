@@ -154,6 +154,9 @@ type Config struct {
 	// head ranks ([basic] h5_single_file_inline = 0); ftigo writes it
 	// inline in the application ranks, with a warning.
 	H5SingleFileNotInline bool
+	// Policy is when to checkpoint (ckpt_interval = auto) and when to
+	// stop (signals, halt file, time left): see [PolicyConfig].
+	Policy PolicyConfig
 	// Warnings lists what the loader ignored (unknown keys, unsupported
 	// options); Init logs them.
 	Warnings []string
@@ -279,6 +282,9 @@ func (c Config) checkKeys() error {
 		if c.DCPInterval[l] < 0 {
 			return cfgErr("dcp_l%d is negative: use 0 to disable", l)
 		}
+	}
+	if err := c.Policy.check(); err != nil {
+		return err
 	}
 	return c.checkDCP()
 }

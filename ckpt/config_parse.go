@@ -321,6 +321,7 @@ func FormatConfig(c Config) ([]byte, error) {
 	}
 	kv("h5_single_file_keep", b01(c.H5SingleFileKeep))
 	kv("h5_single_file_inline", b01(!c.H5SingleFileNotInline))
+	formatPolicy(kv, c.Policy)
 	b.WriteString("\n[advanced]\n")
 	if c.BlockSize%(1<<10) != 0 || c.TransferSize%(1<<20) != 0 {
 		return nil, cfgErr("block_size %d bytes or transfer_size %d bytes is not a whole number of KiB or MiB", c.BlockSize, c.TransferSize)

@@ -55,16 +55,37 @@ func (r *Runtime) blockSize() int {
 // recovered) with the same block size, and whose layers' files every
 // rank still has. Collective (one vote when there is a candidate).
 func (r *Runtime) dcpParent(lvl levels.ID) (*levels.Manifest, fileformat.Parent, error) {
-	var cand *levels.Manifest
+	cand, par, ok := r.dcpCandidate(lvl)
+	if cand == nil {
+		return nil, fileformat.Parent{}, nil // the same on every rank: no vote
+	}
+	v := int64(0)
+	if ok {
+		v = 1
+	}
+	all, err := r.c.AllreduceInt64(v, comm.Min)
+	if err != nil {
+		return nil, fileformat.Parent{}, err
+	}
+	if all == 0 {
+		return nil, fileformat.Parent{}, nil
+	}
+	return cand, par, nil
+}
+
+// dcpCandidate is dcpParent's local part: the candidate parent at lvl
+// (nil, the same on every rank, when there is none) and whether this
+// rank can build on it. Local.
+func (r *Runtime) dcpCandidate(lvl levels.ID) (cand *levels.Manifest, par fileformat.Parent, ok bool) {
 	for _, m := range r.eng.Recoverable() {
 		if m.Level == lvl {
 			cand = m
 		}
 	}
 	if cand == nil || cand.Layers() >= r.cfg.DCPStackSize {
-		return nil, fileformat.Parent{}, nil // the same on every rank: no vote
+		return nil, fileformat.Parent{}, false
 	}
-	par, ok := r.images[cand.Seq]
+	par, ok = r.images[cand.Seq]
 	why := ""
 	switch {
 	case !ok:
@@ -76,19 +97,10 @@ func (r *Runtime) dcpParent(lvl levels.ID) (*levels.Manifest, fileformat.Parent,
 			why = err.Error()
 		}
 	}
-	v := int64(1)
 	if why != "" {
-		v = 0
 		r.log.Debug("dCP: the next checkpoint is full on this rank", zap.String("parent", cand.Dir()), zap.String("why", why))
 	}
-	all, err := r.c.AllreduceInt64(v, comm.Min)
-	if err != nil {
-		return nil, fileformat.Parent{}, err
-	}
-	if all == 0 {
-		return nil, fileformat.Parent{}, nil
-	}
-	return cand, par, nil
+	return cand, par, why == ""
 }
 
 // layersPresent checks that this rank's data files of every layer of m's

@@ -1,6 +1,8 @@
 package ckpt
 
 import (
+	"os"
+
 	"github.com/ftigo/ftigo/internal/levels"
 	"github.com/ftigo/ftigo/internal/partner"
 )
@@ -26,3 +28,10 @@ func (r *Runtime) recoveredManifest() *levels.Manifest {
 	}
 	return r.from
 }
+
+// WithSignals makes the runtime read its stop signals from ch instead of
+// catching them from the process.
+func WithSignals(ch chan os.Signal) Option { return func(o *options) { o.signals = ch } }
+
+// WithGetenv sets how the runtime reads the environment.
+func WithGetenv(f func(string) string) Option { return func(o *options) { o.getenv = f } }

@@ -31,6 +31,9 @@ type variable struct {
 	target func(n int64) ([]byte, error)
 	// loaded, when set, is called with the bytes read into target's memory.
 	loaded func(b []byte) error
+	// marshals says view serializes (ProtectValue): its size is known
+	// only then.
+	marshals bool
 }
 
 // Protect registers the slice *p under id (and optionally a name) so that
@@ -104,9 +107,10 @@ func ProtectValue(r *Runtime, id int, v Serializer, name ...string) error {
 	}
 	vr := &variable{
 		id: id, typ: fileformat.Bytes, elemSize: 1, goType: fmt.Sprintf("%T", v),
-		view:   func() ([]byte, error) { return v.MarshalBinary() },
-		target: func(n int64) ([]byte, error) { return make([]byte, n), nil },
-		loaded: func(b []byte) error { return v.UnmarshalBinary(b) },
+		view:     func() ([]byte, error) { return v.MarshalBinary() },
+		target:   func(n int64) ([]byte, error) { return make([]byte, n), nil },
+		loaded:   func(b []byte) error { return v.UnmarshalBinary(b) },
+		marshals: true,
 	}
 	if len(name) > 0 {
 		vr.name = name[0]

@@ -21,18 +21,32 @@ import (
 // from the copy and handed to the head, as today. Every other level,
 // L4 included, is written straight at its level: no L1 file is made.
 //
-// The buffer is reused from one checkpoint to the next. It is never
-// reused while being written: the next Checkpoint first waits for the
-// job in flight, as with inline_lN = 0. Its size never exceeds
-// snapshot_budget. A checkpoint whose data does not fit on some rank is
-// taken on the solver's path (today's, with inline_lN honoured); rank 0
-// says so once per run.
+// The staging memory is one slot per variable, allocated and touched
+// page by page when the variable is protected (or when it grew, at the
+// next Checkpoint), and reused from one checkpoint to the next. A slot
+// is never reused while being written: the next Checkpoint first waits
+// for the job in flight, as with inline_lN = 0. The slots together never
+// exceed snapshot_budget. A checkpoint whose data does not fit on some
+// rank is taken on the solver's path (today's, with inline_lN honoured);
+// rank 0 says so once per run.
+//
+// On the solver's path a checkpoint in this mode makes one fixed-size
+// reduction (snapVote): the same id and level on every rank, every
+// rank's local checks passed, its data fits, no dataset changed, and
+// whether a differential checkpoint has its parent everywhere. Anything
+// else (a mismatch, an error, a dataset to check, a budget overrun)
+// takes the full path, which says why.
 
 // copyState is a rank's snapshot-mode state.
 type copyState struct {
-	buf    []byte // the staging buffer, at most budget bytes
+	slots  map[int][]byte // per variable id, its staging memory
+	held   int64          // the slots' bytes, at most budget
+	vars   []fileformat.Var
 	budget int64
 	warned bool // the fallback was reported once
+	// waited is the wait for the previous job measured by the fast path
+	// before it handed the checkpoint to the full path.
+	waited time.Duration
 	times  CheckpointTimes
 }
 
@@ -92,9 +106,9 @@ func (r *Runtime) snapBudget() int64 {
 
 // snapFits says whether every rank's data fits its budget. Collective
 // (one reduction). Rank 0 says once per run when it does not.
-func (r *Runtime) snapFits(id int64, need int64) (bool, error) {
+func (r *Runtime) snapFits(id int64, vars []fileformat.Var) (bool, error) {
 	ok := int64(0)
-	if need <= r.scopy.budget {
+	if r.scopy.room(vars) {
 		ok = 1
 	}
 	all, err := r.c.AllreduceInt64(ok, comm.Min)
@@ -103,6 +117,7 @@ func (r *Runtime) snapFits(id int64, need int64) (bool, error) {
 	}
 	if !r.scopy.warned {
 		r.scopy.warned = true
+		need := dataBytes(vars)
 		if ok == 0 {
 			r.log.Warn(fmt.Sprintf("ckpt_snapshot: checkpoint %d needs %d bytes of staging memory on this rank, over snapshot_budget %d: it and every later checkpoint that does not fit are taken on the solver's path (this is said once)",
 				id, need, r.scopy.budget), zap.Int64("ckpt-id", id), zap.Int64("need", need), zap.Int64("budget", r.scopy.budget))
@@ -114,54 +129,240 @@ func (r *Runtime) snapFits(id int64, need int64) (bool, error) {
 	return false, nil
 }
 
-// snapCopy copies the variables' data into the staging buffer and
-// returns the variables pointing into it.
-func (r *Runtime) snapCopy(vars []fileformat.Var, need int64) []fileformat.Var {
-	if int64(cap(r.scopy.buf)) < need {
-		r.scopy.buf = nil // the old buffer goes before the new one comes
-		r.scopy.buf = make([]byte, need)
+// dataBytes is the size of the variables' data.
+func dataBytes(vars []fileformat.Var) int64 {
+	var n int64
+	for _, v := range vars {
+		n += int64(len(v.Data))
 	}
-	buf := r.scopy.buf[:need]
-	out := make([]fileformat.Var, len(vars))
-	off := 0
-	for i, v := range vars {
-		n := copy(buf[off:], v.Data)
-		out[i] = v
-		out[i].Data = buf[off : off+n : off+n]
-		off += n
+	return n
+}
+
+// pageSize is the stride at which a new slot is touched.
+const pageSize = 4096
+
+// room says whether the slots can hold vars within the budget, counting
+// the slots that must grow and not those of variables no longer
+// protected (freed at the copy). Local.
+func (st *copyState) room(vars []fileformat.Var) bool {
+	held := st.held
+	for id, b := range st.slots {
+		if !hasVar(vars, id) {
+			held -= int64(cap(b))
+		}
 	}
+	for _, v := range vars {
+		if b := st.slots[int(v.ID)]; len(v.Data) > cap(b) {
+			held += int64(len(v.Data) - cap(b))
+		}
+	}
+	return held <= st.budget
+}
+
+// hasVar says whether vars holds variable id.
+func hasVar(vars []fileformat.Var, id int) bool {
+	for _, v := range vars {
+		if int(v.ID) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// reserve makes variable id's slot hold at least n bytes, when the
+// budget allows, and reports whether it does. A new slot is touched page
+// by page, so that the copies into it fault no page. Local.
+func (st *copyState) reserve(id int, n int64) bool {
+	old := st.slots[id]
+	if int64(cap(old)) >= n {
+		return true
+	}
+	if st.held-int64(cap(old))+n > st.budget {
+		return false
+	}
+	if st.slots == nil {
+		st.slots = map[int][]byte{}
+	}
+	st.drop(id) // the old slot goes before the new one comes
+	b := make([]byte, n)
+	for i := 0; i < len(b); i += pageSize {
+		b[i] = 0
+	}
+	st.slots[id], st.held = b, st.held+n
+	return true
+}
+
+// drop frees variable id's slot.
+func (st *copyState) drop(id int) {
+	st.held -= int64(cap(st.slots[id]))
+	delete(st.slots, id)
+}
+
+// release frees every slot.
+func (st *copyState) release() {
+	st.slots, st.held, st.vars = nil, 0, nil
+}
+
+// snapReserve gives a variable just protected its staging slot in
+// snapshot mode, within the budget, so that the first checkpoint copies
+// into touched memory. A variable that does not fit gets its slot at a
+// Checkpoint that fits; a serialized one, whose size is known only then,
+// too. Local.
+func (r *Runtime) snapReserve(v *variable) {
+	if !r.cfg.Snapshot || v.marshals {
+		return
+	}
+	if r.scopy.budget == 0 {
+		r.scopy.budget = r.snapBudget()
+	}
+	if b, err := v.view(); err == nil {
+		r.scopy.reserve(v.id, int64(len(b)))
+	}
+}
+
+// snapCopy copies the variables' data into their slots (room said they
+// fit) and returns the variables pointing into them. The list is reused
+// from one checkpoint to the next, as the slots are.
+func (r *Runtime) snapCopy(vars []fileformat.Var) []fileformat.Var {
+	st := &r.scopy
+	for id := range st.slots {
+		if !hasVar(vars, id) {
+			st.drop(id)
+		}
+	}
+	out := st.vars[:0]
+	for _, v := range vars {
+		st.reserve(int(v.ID), int64(len(v.Data)))
+		b := st.slots[int(v.ID)][:len(v.Data):len(v.Data)]
+		copy(b, v.Data)
+		v.Data = b
+		out = append(out, v)
+	}
+	st.vars = out
 	return out
 }
 
 // snapshotCheckpoint takes checkpoint id at lvl in snapshot mode when the
 // mode is on and the data fits: it copies vars and starts the background
 // job. ok is false when the checkpoint is to be taken on today's path.
-// Collective.
+// Collective. It is the full path's; [Runtime.snapCheckpointAt] is the
+// usual one.
 func (r *Runtime) snapshotCheckpoint(id int64, lvl levels.ID, diff bool, vars []fileformat.Var, waited time.Duration, callStart time.Time) (ok bool, err error) {
-	if !r.cfg.Snapshot || r.post.c == nil || (lvl == levels.L4 && r.cfg.CkptIO == 5) {
+	if !r.snapMode(lvl) {
 		return false, nil
 	}
 	if r.scopy.budget == 0 {
 		r.scopy.budget = r.snapBudget()
 	}
-	var need int64
-	for _, v := range vars {
-		need += int64(len(v.Data))
-	}
-	fits, err := r.snapFits(id, need)
+	fits, err := r.snapFits(id, vars)
 	if err != nil || !fits {
 		return false, err
 	}
-	start := r.now()
-	copied := r.snapCopy(vars, need)
-	cp := r.now().Sub(start)
-	meta := fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: start.UnixNano()}
-	w := &dcpWrite{r: r, meta: meta, vars: copied, opts: r.fileDatasets()}
+	w := &dcpWrite{r: r, vars: vars}
 	if diff {
 		if w.parent, w.par, err = r.dcpParent(lvl); err != nil {
 			return true, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 		}
 	}
+	r.snapStart(w, id, lvl, waited, callStart)
+	return true, nil
+}
+
+// snapMode says whether a checkpoint at lvl is taken in snapshot mode
+// (the L4 of ckpt_io = 5 is one HDF5 file the ranks write themselves).
+func (r *Runtime) snapMode(lvl levels.ID) bool {
+	return r.cfg.Snapshot && r.post.c != nil && !(lvl == levels.L4 && r.cfg.CkptIO == 5)
+}
+
+// Indices of snapVote's reduction (a Max; minima are negated).
+const (
+	svID = iota
+	svNegID
+	svLevel
+	svNegLevel
+	svSlow      // some rank must take the full path
+	svNegParent // minus "this rank can build on the dCP parent"
+	svLen
+)
+
+// snapCheckpointAt is Checkpoint's path in snapshot mode: local checks,
+// one fixed-size reduction (snapVote), the copy and the start of the
+// background job. handled is false when the checkpoint is to take the
+// full path (checkpointAt's), which then reports what this one only
+// voted on: mismatched arguments, a local error, a dataset change to
+// check together, a checkpoint over the budget. Collective.
+func (r *Runtime) snapCheckpointAt(id int64, level int) (handled bool, err error) {
+	if !r.cfg.Snapshot || r.post.c == nil || r.icp != nil || level < 1 || level > dcpLevelOffset+4 || (level > dcpLevelOffset && !r.cfg.EnableDCP) {
+		return false, nil
+	}
+	lvl, diff, _ := r.requestLevel(level) // no warning: dCP is on
+	if !r.snapMode(lvl) {
+		return false, nil
+	}
+	callStart := r.now()
+	r.scopy.waited = 0
+	waited, err := r.awaitPost()
+	if err != nil {
+		return true, err // the same on every rank: the failure was voted
+	}
+	if r.scopy.budget == 0 {
+		r.scopy.budget = r.snapBudget()
+	}
+	vars, slow := r.snapLocal(lvl)
+	var cand *levels.Manifest
+	var par fileformat.Parent
+	parentOK := false
+	if diff && !slow {
+		cand, par, parentOK = r.dcpCandidate(lvl)
+	}
+	vote := make([]int64, svLen)
+	vote[svID], vote[svNegID], vote[svLevel], vote[svNegLevel] = id, -id, int64(level), -int64(level)
+	if slow {
+		vote[svSlow] = 1
+	}
+	if parentOK {
+		vote[svNegParent] = -1 // the Max is -1 only when every rank can build on it
+	}
+	if err := comm.AllreduceInt64s(r.c, vote, comm.Max); err != nil {
+		return true, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
+	}
+	if vote[svID] != -vote[svNegID] || vote[svLevel] != -vote[svNegLevel] || vote[svSlow] != 0 {
+		r.scopy.waited = waited
+		return false, nil
+	}
+	w := &dcpWrite{r: r, vars: vars}
+	if diff && vote[svNegParent] == -1 {
+		w.parent, w.par = cand, par
+	}
+	r.snapStart(w, id, lvl, waited, callStart)
+	return true, nil
+}
+
+// snapLocal collects the protected variables for a checkpoint at lvl
+// and runs, locally, the full path's checks; slow says one failed, or
+// the datasets changed, or the data does not fit the budget.
+func (r *Runtime) snapLocal(lvl levels.ID) (vars []fileformat.Var, slow bool) {
+	if _, err := r.eng.Level(lvl); err != nil {
+		return nil, true
+	}
+	if (lvl == levels.L2 || lvl == levels.L3) && r.topo.Validate(int(lvl)) != nil {
+		return nil, true
+	}
+	vars, err := r.fileVars()
+	if err == nil {
+		err = r.checkSubsetSizes(vars)
+	}
+	return vars, err != nil || r.dsVersion != r.dsChecked || !r.scopy.room(vars)
+}
+
+// snapStart copies w's variables into the staging slots and starts the
+// background job writing checkpoint id at lvl from them.
+func (r *Runtime) snapStart(w *dcpWrite, id int64, lvl levels.ID, waited time.Duration, callStart time.Time) {
+	start := r.now()
+	w.vars = r.snapCopy(w.vars)
+	cp := r.now().Sub(start)
+	w.meta = fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: start.UnixNano()}
+	w.opts = r.fileDatasets()
 	// A level the node's head raises is written at L1 and handed to it.
 	wlvl, raiseTo := lvl, levels.ID(0)
 	if r.post.node != nil && r.asyncLevel(lvl) {
@@ -172,13 +373,12 @@ func (r *Runtime) snapshotCheckpoint(id int64, lvl levels.ID, diff bool, vars []
 	r.scopy.times = CheckpointTimes{ID: id, Level: int(lvl), Wait: waited, Copy: cp, Blocked: blocked}
 	r.startSnap(w, id, lvl, wlvl, raiseTo, callStart)
 	if r.c.Rank() == 0 {
-		mib := float64(need) / (1 << 20)
+		mib := float64(dataBytes(w.vars)) / (1 << 20)
 		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) copied in %.3f sec. (Wt %.3f, Cp %.3f), written in the background",
 			id, lvl, mib, blocked.Seconds(), waited.Seconds(), cp.Seconds()),
 			zap.Int64("ckpt-id", id), zap.Stringer("ckpt-level", lvl), zap.Float64("mib-per-rank", mib),
 			zap.Duration("wall", blocked), zap.Duration("wait", waited), zap.Duration("copy", cp), zap.Bool("snapshot", true))
 	}
-	return true, nil
 }
 
 // startSnap starts the background job writing w at wlvl (then raised to

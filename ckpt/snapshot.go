@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/ftigo/ftigo/comm"
 )
 
 // snapState is Snapshot's schedule. Every rank updates it identically:
@@ -59,6 +57,12 @@ func (r *Runtime) Snapshot() (int, error) {
 	if r.recovered != nil && !r.restored {
 		return 0, r.Recover()
 	}
+	if r.cfg.Policy.Auto {
+		return r.snapshotAuto()
+	}
+	if r.pol.stop.final {
+		return 0, nil // the job should end (ShouldExit)
+	}
 	s := &r.snap
 	if !s.started {
 		// The first call starts the clock: nothing can be due at t = 0.
@@ -72,7 +76,7 @@ func (r *Runtime) Snapshot() (int, error) {
 	}
 	// A check: agree on the elapsed time (the slowest rank's clock).
 	mine := int64(r.now().Sub(s.origin))
-	agreed, err := r.c.AllreduceInt64(mine, comm.Max)
+	agreed, chk, err := r.agreeClock(mine)
 	if err != nil {
 		return 0, fmt.Errorf("ckpt: snapshot: %w", err)
 	}
@@ -92,7 +96,13 @@ func (r *Runtime) Snapshot() (int, error) {
 		r.log.Debug("snapshot: checking whether a level is due", zap.Int64("iteration", s.iter),
 			zap.Duration("clock", now), zap.Duration("mean-iteration", s.meanIter), zap.Int("ckpt-level", due))
 	}
-	s.nextSync = s.iter + r.itersToNext(now)
+	s.nextSync = s.iter + r.pollIters(r.itersToNext(now), s.meanIter)
+	if lvl, stop := r.stopLevel(chk); stop {
+		if err := r.finalCheckpoint(lvl); err != nil {
+			return 0, err
+		}
+		return lvl, nil
+	}
 	if due > 0 {
 		id := r.lastID + 1
 		lvl, diff, err := r.requestLevel(due)

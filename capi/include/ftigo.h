@@ -51,8 +51,28 @@ int ftigo_set_dims(int id, int ndims, const int64_t *dims);
 /* FTI_InitICP with an int for activate (0 false). */
 int ftigo_init_icp(int id, int level, int activate);
 
+/*
+ * Snapshot mode (config.fti's ckpt_snapshot) on (1) or off (0) for every
+ * later FTI_Init of the process, overriding config.fti: FTI_Checkpoint
+ * then blocks only for a copy of the protected variables into staging
+ * memory and the checkpoint is written, protected and committed in the
+ * background. budget is the staging memory per rank in bytes
+ * (snapshot_budget); 0 keeps config.fti's, or the default. FTI_NSCS
+ * after FTI_Init or for a negative budget.
+ */
+int ftigo_set_snapshot(int on, int64_t budget);
+
 /* Logs msg as fn's failure (ftigo_last_error) and returns FTI_NSCS. */
 int ftigo_fail(const char *fn, const char *msg);
+
+/*
+ * 1 when the job should end: a stop signal, the halt file (ftigo halt)
+ * or the allocation's end made the last FTI_Checkpoint or FTI_Snapshot
+ * take the final checkpoint. The job then exits with status 0 without
+ * FTI_Finalize, which would delete the checkpoints; the relaunch
+ * restarts from the final one. 0 otherwise, and before FTI_Init.
+ */
+int ftigo_should_exit(void);
 
 /*
  * ftigo_init_f on MPI_COMM_WORLD, for callers without MPI bindings of

@@ -40,6 +40,12 @@ type benchConfig struct {
 	// snapshot (with async) takes every level in ckpt_snapshot mode and
 	// also measures the inline checkpoint and a plain memcpy (bench_snap.go).
 	snapshot bool
+	// steady (with snapshot, for the rows and their inline reference)
+	// takes several checkpoints per job, the first reported apart.
+	steady bool
+	// localDir, when set, holds the checkpoints' node-local area
+	// (ckpt_dir) in place of dir (--ckpt-dir, with --snapshot).
+	localDir string
 }
 
 // persistFactor is how many times a level stores each byte of data: L2
@@ -164,12 +170,19 @@ type benchRow struct {
 	// mode; InlineS is the median synchronous checkpoint of the level and
 	// MemcpyS the median plain copy of the same bytes by the same ranks,
 	// both in the same run.
-	Snapshot  bool     `json:"snapshot,omitempty"`
-	InlineS   float64  `json:"inline_s,omitempty"`
-	MemcpyS   float64  `json:"memcpy_s,omitempty"`
-	CPU       cpuStats `json:"cpu"`
-	RawCPU    cpuStats `json:"raw_cpu"`
-	StrongCPU cpuStats `json:"strong_raw_cpu"`
+	Snapshot bool    `json:"snapshot,omitempty"`
+	InlineS  float64 `json:"inline_s,omitempty"`
+	MemcpyS  float64 `json:"memcpy_s,omitempty"`
+	// FirstBlockedS and FirstTotalS (--snapshot) are the medians of each
+	// job's first checkpoint, which touches its staging memory and makes
+	// its directories. BlockedS, TotalS and InlineS are the medians of
+	// the later ones (steady state), MemcpyS of a copy into a buffer
+	// already touched.
+	FirstBlockedS float64  `json:"first_blocked_s,omitempty"`
+	FirstTotalS   float64  `json:"first_total_s,omitempty"`
+	CPU           cpuStats `json:"cpu"`
+	RawCPU        cpuStats `json:"raw_cpu"`
+	StrongCPU     cpuStats `json:"strong_raw_cpu"`
 	// StrongShared is, for the L4 checkpoint only (nil otherwise), the
 	// strong writer into one shared file, as the L4 container is
 	// written: every rank writes its data at its task's offset (after a
@@ -313,6 +326,7 @@ type benchFlags struct {
 	ranks        int
 	repeats      int
 	dir          string
+	ckptDir      string
 	jsonOut      bool
 	cold         bool
 	plot         string
@@ -433,6 +447,7 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 	f.Var(&bf.levels, "levels", "comma-separated levels to measure")
 	f.IntVar(&bf.repeats, "repeats", 3, "repetitions of each measurement")
 	f.StringVar(&bf.dir, "dir", "", "scratch directory on the file system to measure (default: a temporary directory)")
+	f.StringVar(&bf.ckptDir, "ckpt-dir", "", "with --snapshot: the checkpoints' node-local area (ckpt_dir) under this directory, for example on tmpfs, while glbl_dir and meta_dir stay in --dir (as on clusters with node-local memory)")
 	f.BoolVar(&bf.jsonOut, "json", false, "print the result as JSON")
 	f.BoolVar(&bf.cold, "cold", false, "drop the machine's page cache before each restart and raw read (needs root)")
 	f.StringVar(&bf.plot, "plot", "", "draw the result into this .png or .svg file")
@@ -446,7 +461,7 @@ Exit codes: 0 the measurements completed, 1 one failed, 2 usage error.`,
 	_ = f.MarkHidden("max-mem")
 	f.Float64Var(&bf.dcpDirty, "dcp-dirty", -1, "measure differential checkpoints instead: per level a full checkpoint, then this fraction (0..1) of the dCP blocks changed and a differential one, beside the time to hash the data and an empty checkpoint")
 	f.IntVar(&bf.dcpBlock, "dcp-block-size", 16384, "dCP block size in bytes with --dcp-dirty (FTI's dcp_block_size)")
-	f.BoolVar(&bf.snapshot, "snapshot", false, "with --async: take every level in ckpt_snapshot mode (Checkpoint blocks for a copy into memory); rows add inline_s and memcpy_s")
+	f.BoolVar(&bf.snapshot, "snapshot", false, "with --async: take every level in ckpt_snapshot mode (Checkpoint blocks for a copy into memory); rows add inline_s, memcpy_s and the first checkpoint of each job apart (first_blocked_s, first_total_s; the others are steady state)")
 	f.BoolVar(&bf.mpi, "mpi", false, "scale figures of the processes of an MPI job, one rank each (an ftigo built with -tags mpi, started by mpirun; needs --dir)")
 	f.IntVar(&bf.groupSize, "group-size", 4, "ranks per group (L2 partners, L3 encoding) in the scale sweep")
 	f.StringVar(&bf.storage, "storage", storageFiles, "scale sweep: where the ranks' files are, files (in --dir) or memory (vfd's in-memory driver: no file descriptors, no system calls)")
@@ -531,6 +546,9 @@ func (bf *benchFlags) check(cmd *cobra.Command) (rankCounts []int, sizes []int64
 	}
 	if bf.snapshot && !bf.async {
 		return nil, nil, usagef("--snapshot goes with --async")
+	}
+	if bf.ckptDir != "" && !bf.snapshot {
+		return nil, nil, usagef("--ckpt-dir goes with --snapshot")
 	}
 	if bf.async && (bf.dcpDirty >= 0 || len(bf.from) > 0) {
 		return nil, nil, usagef("--async measures checkpoints: it takes no --dcp-dirty or --from")
@@ -662,7 +680,7 @@ func measure(rankCounts []int, sizes []int64, bf *benchFlags, dir string, drop f
 				continue
 			}
 			bc := benchConfig{ranks: ranks, size: size, levels: bf.levels, repeats: bf.repeats, dir: dir, cold: bf.cold, drop: drop, async: bf.async,
-				snapshot: bf.snapshot, codec: bf.codec, data: bf.data}
+				snapshot: bf.snapshot, steady: bf.snapshot, localDir: bf.ckptDir, codec: bf.codec, data: bf.data}
 			res, err := bench(bc, tick)
 			if err != nil {
 				return nil, fmt.Errorf("%d ranks x %s: %w", ranks, humanBytes(size), err)

@@ -35,11 +35,13 @@ func snapRow(bc benchConfig, data, dst [][]float64, level int, row *benchRow) er
 }
 
 // memcpyTime is the time for ranks ranks to copy data[rank] each into a
-// fresh buffer (a staging area's first use), between two barriers.
+// buffer already touched (as the staging memory is from the second
+// checkpoint on), between two barriers.
 func memcpyTime(ranks int, data [][]float64) (time.Duration, error) {
 	var d time.Duration
 	err := comm.Run(ranks, func(c comm.Comm) error {
 		buf := make([]float64, len(data[c.Rank()]))
+		copy(buf, data[c.Rank()]) // the first touch, not timed
 		if err := c.Barrier(); err != nil {
 			return err
 		}

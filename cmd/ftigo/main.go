@@ -4,6 +4,8 @@
 //	ftigo inspect RUN              the checkpoints of a run, its metadata checked
 //	ftigo verify RUN               check the metadata, re-hash every file of every committed checkpoint
 //	ftigo rebuild RUN              rebuild lost L2/L3/L4 files of every checkpoint offline, then verify
+//	ftigo halt RUN                 ask a running job to take a final checkpoint and end (the halt file)
+//	ftigo stats RUN                goodput from the run history: checkpoints, restarts, lost work, waste, ETTR
 //	ftigo bench                    checkpoint and restart time per level against raw I/O
 //	ftigo sion dump|split|pack|defrag ...
 //	ftigo gsd dump|verify|repair FILE
@@ -152,7 +154,7 @@ func (a *app) newRoot() *cobra.Command {
 	root.SetUsageTemplate(usageTemplate)
 	root.SetVersionTemplate("ftigo {{.Version}}\n")
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(a.inspectCmd(), a.verifyCmd(), a.rebuildCmd(), a.benchCmd(),
+	root.AddCommand(a.inspectCmd(), a.verifyCmd(), a.rebuildCmd(), a.haltCmd(), a.statsCmd(), a.benchCmd(),
 		a.sionCmd(), a.gsdCmd(), a.dhdfCmd(), a.versionCmd())
 	root.SetHelpCommand(helpCmd())
 	root.InitDefaultHelpCmd()

@@ -119,7 +119,7 @@ func TestHelpIsTheSameEverywhere(t *testing.T) {
 // TestResultCommandsTakeJSON: every command that prints results has --json.
 func TestResultCommandsTakeJSON(t *testing.T) {
 	a, _, _ := testApp(false)
-	want := []string{"inspect", "verify", "rebuild", "bench", "version", "sion dump", "sion split", "sion pack",
+	want := []string{"inspect", "verify", "rebuild", "halt", "stats", "bench", "version", "sion dump", "sion split", "sion pack",
 		"sion defrag", "gsd dump", "gsd verify", "gsd repair", "dhdf ls", "dhdf verify"}
 	got := map[string]bool{}
 	walk(a.newRoot(), func(c *cobra.Command) {

@@ -61,6 +61,7 @@ func parseEvent(line string) (event, bool) {
 type launch struct {
 	start       event
 	checkpoints []event
+	durable     []event // snapshot mode: ckpt-durable, with the copy and background times
 	killed      bool
 	killedAt    string
 	done        bool
@@ -133,6 +134,9 @@ func jobArgs(o *options) []string {
 	if o.async {
 		args = append(args, "-async")
 	}
+	if o.snapshot {
+		args = append(args, "-snapshot")
+	}
 	if o.heads {
 		args = append(args, "-heads")
 	}
@@ -186,6 +190,8 @@ func runLaunch(o *options, plan killPlan, out io.Writer) *launch {
 			if plan.mode == "after" && e.int("id") == plan.n {
 				kill(fmt.Sprintf("right after checkpoint %d (L%s) at iteration %s", plan.n, e.kv["level"], e.kv["iter"]))
 			}
+		case "ckpt-durable":
+			l.durable = append(l.durable, e)
 		case "done":
 			l.done = true
 		case "head":
@@ -279,6 +285,7 @@ func demo(o *options, out io.Writer) error {
 			s, l1.start.kv["id"], o.config)
 	}
 	printCheckpoints(out, l1.checkpoints)
+	printSnapshotTimes(out, l1.durable)
 	final := l1
 	if l1.killed {
 		l2, held, err := relaunchAfterKill(o, &relaunch, reshaped, l1, out)
@@ -483,6 +490,7 @@ func relaunchAfterKill(o, relaunch *options, reshaped bool, l1 *launch, out io.W
 		}
 	}
 	printCheckpoints(out, l2.checkpoints)
+	printSnapshotTimes(out, l2.durable)
 	return l2, held, nil
 }
 
@@ -500,6 +508,19 @@ func printCheckpoints(out io.Writer, cps []event) {
 		}
 		fmt.Fprintf(out, "  %-4s L%-4s %-6s %7.2f MiB %10v %8.1f MiB/s\n", e.kv["id"], e.kv["level"], e.kv["iter"],
 			float64(bytes)/(1<<20), d.Round(10*time.Microsecond), bw)
+	}
+}
+
+// printSnapshotTimes prints, in snapshot mode, each checkpoint's copy
+// into staging memory, its background work and its time to durable.
+func printSnapshotTimes(out io.Writer, ds []event) {
+	if len(ds) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "  snapshot mode: %-4s %10s %12s %12s\n", "id", "copy", "background", "to durable")
+	for _, e := range ds {
+		r := func(k string) time.Duration { return time.Duration(e.int(k)).Round(time.Microsecond) }
+		fmt.Fprintf(out, "                 %-4s %10v %12v %12v\n", e.kv["id"], r("copy_ns"), r("background_ns"), r("durable_ns"))
 	}
 }
 

@@ -105,6 +105,9 @@ func jobConfig(o *options) (ckpt.Config, error) {
 	if o.async || o.heads {
 		cfg.Async = [5]bool{2: true, 3: true, 4: true}
 	}
+	if o.snapshot {
+		cfg.Snapshot = true
+	}
 	switch {
 	case o.keepLastSet:
 		cfg.KeepLastCkpt = o.keepLast
@@ -224,7 +227,9 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 	defer traj.close()
 
 	protected := int64(len(interior)*8 + len(iterVar)*8)
+	var pending int64 // a snapshot-mode checkpoint not yet durable (0: none)
 	for iter < int64(o.iters) {
+		pending = snapshotDone(rt, c, ev, pending, false)
 		if err := b.Exchange(c); err != nil {
 			return nil, err
 		}
@@ -245,6 +250,9 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 			if c.Rank() == 0 {
 				ev.emit("ckpt-begin id=%d level=%d iter=%d", id, level, iter)
 			}
+			// The previous snapshot is reported before this Checkpoint,
+			// which would wait for it anyway.
+			pending = snapshotDone(rt, c, ev, pending, true)
 			t0 := time.Now()
 			if err := rt.Checkpoint(id, level); err != nil {
 				return nil, fmt.Errorf("checkpoint %d at L%d: %w", id, level, err)
@@ -259,8 +267,15 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 			if c.Rank() == 0 {
 				ev.emit("ckpt-end id=%d level=%d iter=%d bytes=%d ns=%d", id, level, iter, total, d.Nanoseconds())
 			}
+			if tm := rt.CheckpointTimes(); o.snapshot && tm.ID == id {
+				pending = id
+				if c.Rank() == 0 {
+					ev.emit("ckpt-copied id=%d copy_ns=%d blocked_ns=%d wait_ns=%d", id, tm.Copy.Nanoseconds(), tm.Blocked.Nanoseconds(), tm.Wait.Nanoseconds())
+				}
+			}
 		}
 	}
+	snapshotDone(rt, c, ev, pending, true)
 	field, err := GatherField(c, b)
 	if err != nil {
 		return nil, err
@@ -424,4 +439,24 @@ func fieldBytes(field []float64) []byte {
 		binary.LittleEndian.PutUint64(out[8*i:], math.Float64bits(v))
 	}
 	return out
+}
+
+// snapshotDone reports checkpoint pending (snapshot mode; 0: none) once
+// durable on this rank, with its copy, background and durable times
+// (rank 0: "EVENT ckpt-durable"), and returns what is still pending.
+// With wait it waits for it. Local.
+func snapshotDone(rt *ckpt.Runtime, c comm.Comm, ev *events, pending int64, wait bool) int64 {
+	if pending == 0 {
+		return 0
+	}
+	if wait {
+		_ = rt.CheckpointWait() // a failure is Finalize's to report
+	} else if done, _ := rt.CheckpointDone(); !done {
+		return pending
+	}
+	tm := rt.CheckpointTimes()
+	if c.Rank() == 0 && tm.ID == pending && tm.Durable {
+		ev.emit("ckpt-durable id=%d copy_ns=%d background_ns=%d durable_ns=%d", pending, tm.Copy.Nanoseconds(), tm.Background.Nanoseconds(), tm.ToDurable.Nanoseconds())
+	}
+	return 0
 }

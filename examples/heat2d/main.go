@@ -25,6 +25,13 @@
 // node's directory is under the file's ckpt_dir (relative paths are
 // relative to the working directory, as for FTI).
 //
+// -snapshot takes every checkpoint in snapshot mode (ckpt_snapshot = 1):
+// Checkpoint blocks only for a copy of the field into staging memory,
+// and the checkpoint is written, protected and committed at its level in
+// the background. The job prints the copy, blocked, background and
+// durable times of each checkpoint ("EVENT ckpt-copied", "EVENT
+// ckpt-durable").
+//
 // -async post-processes the L2-L4 checkpoints in the background
 // (inline_l2/l3/l4 = 0): each commits at L1 when Checkpoint returns, then
 // at its level. -heads does it with FTI's heads (head = 1, inline_lN = 0):
@@ -79,6 +86,7 @@ type options struct {
 	loseNode                     int
 	noKill                       bool
 	async                        bool
+	snapshot                     bool
 	heads                        bool
 	keepLast                     bool
 	// keepLastSet says -keep-last was given; otherwise keepLast is the
@@ -132,6 +140,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.kill, "kill", "auto", "when to SIGKILL the job: auto (during the first checkpoint at the highest level), ckpt:N (during checkpoint N), after:N (after checkpoint N), random, none")
 	fs.IntVar(&o.loseNode, "lose-node", -2, "simulated node whose local storage is deleted after the kill (-1: none; default: node 2 when L2 or L3 is used)")
 	fs.BoolVar(&o.noKill, "no-kill", false, "run the job once without killing it")
+	fs.BoolVar(&o.snapshot, "snapshot", false, "snapshot mode (ckpt_snapshot = 1): Checkpoint blocks only for a copy into memory, every level is written and committed in the background; prints the copy, background and durable times")
 	fs.BoolVar(&o.async, "async", false, "post-process L2-L4 checkpoints in the background (inline_l2/l3/l4 = 0): each commits at L1, then at its level")
 	fs.BoolVar(&o.heads, "heads", false, "one head per simulated node (head = 1, inline_l2/l3/l4 = 0): node-local rank 0 post-processes the node's L2-L4 checkpoints; -ranks counts the heads too (default: 2 per node, a head and an application rank) and the solver runs on the others")
 	fs.BoolVar(&o.keepLast, "keep-last", true, "keep the last checkpoint at L4 when the job finishes (keep_last_ckpt = 1), for ftigo inspect/verify; false: delete them all (FTI's default); not given: what -config says, else true")

@@ -259,3 +259,28 @@ func TestDemoHeads(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, matches, 5, "%v", matches)
 }
+
+// TestDemoSnapshotKillInBackground runs the demonstration in snapshot
+// mode (-snapshot) and SIGKILLs the job right after checkpoint 3 (L3)
+// returned, while it is being written from its staging copy in the
+// background, and deletes node 2. Snapshot mode writes L3 straight at its
+// level (no L1 commit on the way): the restart is checkpoint 3 at L3 if
+// it committed before the kill, else checkpoint 2 at L2, never a mix,
+// and the run ends bit-identical. The checkpoints before the kill print
+// their copy, background and durable times.
+func TestDemoSnapshotKillInBackground(t *testing.T) {
+	o := smallOptions(t, "-io-latency", "30ms", "-snapshot", "-kill", "after:3")
+	var out bytes.Buffer
+	require.NoError(t, demo(o, &out), out.String())
+	report := out.String()
+	assert.Contains(t, report, "lost node: deleted node0002's local storage")
+	assert.Regexp(t, `restarted \(restart\) from checkpoint (3 \(L3\) at iteration 150|2 \(L2\) at iteration 100)`, report)
+	assert.Contains(t, report, "bit-identical to the uninterrupted run (1280 values)")
+	assert.Contains(t, report, "\nOK\n", "the demonstration held")
+	assert.Regexp(t, `snapshot mode: id +copy +background +to durable\n +1 `, report)
+	log, err := os.ReadFile(filepath.Join(o.dir, "job.log"))
+	require.NoError(t, err)
+	assert.Regexp(t, `copied in [0-9.]+ sec\. \(Wt [0-9.]+, Cp [0-9.]+\), written in the background`, string(log))
+	assert.Regexp(t, `durable from its staging copy in [0-9.]+ sec\. after the call`, string(log))
+	assert.NotContains(t, string(log), "committed at L1", "snapshot mode commits at the level, not at L1 first")
+}

@@ -52,6 +52,7 @@ var plan = []component{
 	{path: "vfd", floor: floorBase, public: true},
 	{path: "comm", floor: floorBase, public: true},
 	{path: "internal/b3", floor: floorBase},
+	{path: "internal/policy", floor: floorBase},
 	{path: "internal/testutil", floor: floorBase, testOnly: true},
 
 	{path: "fileformat", floor: floorFormats, public: true},
