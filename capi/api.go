@@ -500,7 +500,7 @@ func (l *library) snapshot() int {
 // config is the part of FTI_GetConfig ftigo can fill.
 type config struct {
 	ok                                           bool
-	cfgFile, localDir, globalDir, metaDir        string
+	cfgFile, localDir, globalDir, metaDir, run   string
 	keepLast, keepL4, localTest                  bool
 	verbosity, blockSize, transferSize, maxVarID int
 	nbProc, nbNodes, myRank, nodeSize, groupSize int
@@ -523,7 +523,7 @@ func (l *library) getConfig() config {
 		nbProc: l.comm.Size(), nbNodes: p.Nodes, myRank: l.rank, nodeSize: p.NodeSize, groupSize: p.GroupSize,
 		nodeID: p.Node, groupID: p.Group, sectorID: p.Sector, groupRank: p.GroupRank,
 		right: p.Right, left: p.Left, nodeRank: p.NodeRank,
-		reco: l.status,
+		reco: l.status, run: l.rt.Run(),
 	}
 	for lv := 1; lv <= 4; lv++ {
 		out.intervalMinutes[lv] = int(math.Ceil(c.Interval[lv].Minutes()))

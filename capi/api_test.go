@@ -450,7 +450,11 @@ func TestConfigKeysAsFTI(t *testing.T) {
 	write(2) // both in-process ranks run on this host: one node of 2
 	session(t, 2, host, log, alloc, func(l *library, c comm.Comm) error {
 		conf := l.getConfig()
-		return errors.Join(expect("nodes", conf.nbNodes, 1), expect("node size", conf.nodeSize, 2),
+		var runErr error
+		if _, err := os.Stat(l.cfg.GlobalDir(conf.run)); conf.run == "" || conf.run != l.rt.Run() || err != nil {
+			runErr = fmt.Errorf("FTI_GetConfig's run id %q: want the run %q naming glbl_dir's run directory", conf.run, l.rt.Run())
+		}
+		return errors.Join(runErr, expect("nodes", conf.nbNodes, 1), expect("node size", conf.nodeSize, 2),
 			expect("finalize", l.finalize(), codeSuccess))
 	})
 	write(1) // 2 ranks on one host but node_size 1: refused everywhere

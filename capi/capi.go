@@ -327,6 +327,7 @@ func ftigo_capi_config(out *C.FTIT_allConfiguration) {
 	for lv := 1; lv <= 4; lv++ {
 		out.checkpoint[lv].ckptIntv = C.int(c.intervalMinutes[lv])
 	}
+	setString(&out.execution.id, c.run)
 	out.execution.reco, out.execution.ckptId, out.execution.ckptLvel = C.int(c.reco), C.int(c.ckptID), C.int(c.ckptLevel)
 }
 

@@ -183,6 +183,7 @@ typedef struct FTIT_checkpoint {
 } FTIT_checkpoint;
 
 typedef struct FTIT_execution {
+    char id[FTI_BUFS]; /* the run id (FTI's exec_id): it names the run's directories */
     int reco;       /* FTI_Status() */
     int ckptId;     /* id of the checkpoint this run restarted from, 0 if none */
     int ckptLvel;   /* its level */

@@ -332,6 +332,7 @@ int main(int argc, char **argv) {
     check("GetConfig.maxVarId", c.configuration.maxVarId, 999);
     check("GetConfig.test", c.configuration.test, 1);
     check("GetConfig.nbHeads", c.topology.nbHeads, 0);
+    check("GetConfig.execution.id set", c.execution.id[0] != '\0', 1);
     FTI_Print("a warning from the application", FTI_WARN);
     FTI_Print("debug output hidden at verbosity 2", FTI_DBUG);
     FTI_Print("unknown priority prints nothing", 42);

@@ -239,7 +239,16 @@ func scanRun(cfg ckpt.Config, cfgFile string) (*runScan, error) {
 				continue // the next checkpoint's intent marker, written ahead: nothing was written yet
 			}
 			if s.Pending != "" || s.Primary.State != levels.CopyMissing || s.Replica.State != levels.CopyMissing {
-				rs.entries = append(rs.entries, runEntry{Name: name, Err: "not committed (interrupted while being written: an intent marker; a restart removes it)"})
+				why := "not committed (interrupted while being written: an intent marker; a restart removes it)"
+				if len(s.PendingNodes) > 0 {
+					names := make([]string, len(s.PendingNodes))
+					for i, r := range s.PendingNodes {
+						names[i] = r.String()
+					}
+					why = "not committed (interrupted while being written: an intent marker naming " + strings.Join(names, ", ") +
+						"; a restart removes its files on the nodes it has, the marker once none is left)"
+				}
+				rs.entries = append(rs.entries, runEntry{Name: name, Err: why})
 			}
 		}
 	}

@@ -63,7 +63,8 @@ func (e *Engine) Checkpoint(id int64, lvl ID, write WriteFunc, opts ...Checkpoin
 	var marked chan error
 	if env.Rank == 0 && !ahead {
 		marked = make(chan error, 1)
-		go func() { marked <- writePending(env.Meta, p.Seq) }()
+		nodes := e.numNodes()
+		go func() { marked <- writePending(env.Meta, p.Seq, nodes) }()
 	}
 
 	// 1. Data file under its final name (its tmp name without a marker

@@ -183,7 +183,11 @@ type SeqScan struct {
 	// glbl_dir/<run>/manifests/ckpt%08d.manifest.
 	Primary, Replica ManifestCopy
 	// Pending is the path of the intent marker, "" when absent.
-	Pending string
+	// PendingNodes are the nodes it names: those that may hold the
+	// checkpoint's node-local files (nil when it names none, a marker
+	// of an older version or one a crash left empty).
+	Pending      string
+	PendingNodes []NodeRange
 	// Deleting is the path of the deletion marker, "" when absent;
 	// DeletingM its decoding when it parses (it is the renamed primary).
 	Deleting  string
@@ -224,6 +228,17 @@ func (s *SeqScan) State() SeqState {
 		return SeqLost
 	}
 	return SeqUncommitted
+}
+
+// LeftOn returns, for an uncommitted checkpoint whose intent marker
+// names its nodes, those of them outside the nodes 0..nodes-1 of a job:
+// node-local storage that job cannot reach, where the checkpoint's
+// files may remain after it cleaned its own. Nil otherwise.
+func (s *SeqScan) LeftOn(nodes int) []NodeRange {
+	if s.Pending == "" || s.State() != SeqUncommitted {
+		return nil
+	}
+	return outside(s.PendingNodes, nodes)
 }
 
 // Valid returns the copy to use for a committed checkpoint, or nil. When
@@ -574,7 +589,11 @@ func (m *metaScan) scanDir(s Store, ents []fs.DirEntry, meta bool) {
 			continue
 		}
 		if seq, ok := parseSeq(name, PendingSuffix); ok {
-			m.get(seq).Pending = full
+			sq := m.get(seq)
+			sq.Pending = full
+			if raw, err := vfd.ReadFileLimit(s.Driver, full, maxPendingSize); err == nil {
+				sq.PendingNodes, _ = parsePending(raw, seq)
+			}
 			continue
 		}
 		if seq, by, ok := parseSuperseded(name); ok {

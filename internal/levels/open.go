@@ -62,6 +62,10 @@ type openFinal struct {
 	// Deleting are the checkpoints whose deletion is completed now (for
 	// levels with a [Remover]).
 	Deleting []viewHeader `json:"deleting,omitempty"`
+	// Above is the newest uncommitted checkpoint whose intent marker
+	// stays, naming nodes outside the job's (0: none). Its number is
+	// not reused: the next checkpoint is numbered above it.
+	Above uint64 `json:"above,omitempty"`
 }
 
 // partOrder is what rank 0 tells a leader to check: part Part of
@@ -194,9 +198,9 @@ func (e *Engine) Open() error {
 	if env.Rank == 0 {
 		e.rootViews(sc, start, final)
 	}
-	e.nextSeq = 1
+	e.nextSeq = final.Above + 1
 	if n := len(e.committed); n > 0 {
-		e.nextSeq = e.committed[n-1].Seq + 1
+		e.nextSeq = max(e.nextSeq, e.committed[n-1].Seq+1)
 	}
 	e.prefetch() // read while the start-up below goes on
 
@@ -231,7 +235,14 @@ func (e *Engine) openFinish(scan []SeqScan, sc *metaScan, final openFinal) error
 	env := e.env
 	cerr := e.cleanOrphans()
 	for _, h := range final.Deleting {
-		cerr = errors.Join(cerr, removeElsewhere(e.levels[h.Level], e.env, e.adopt(h.manifest(), nil)))
+		m := e.adopt(h.manifest(), nil)
+		cerr = errors.Join(cerr, removeElsewhere(e.levels[h.Level], e.env, m))
+		if e.nodeLeader() {
+			// A checkpoint of another shape has directories on nodes
+			// this job may not have: removed where seen, as a
+			// retirement does ([Engine.removeFiles]).
+			cerr = errors.Join(cerr, e.removeOtherNodes(e.env, m))
+		}
 	}
 	if err := e.agree(cerr, "clean half-written checkpoints"); err != nil {
 		return err
@@ -250,7 +261,7 @@ func (e *Engine) openFinish(scan []SeqScan, sc *metaScan, final openFinal) error
 	var dirs []Store
 	var markErr error
 	if env.Rank == 0 {
-		markErr = createPending(env.Meta, e.nextSeq)
+		markErr = createPending(env.Meta, e.nextSeq, e.numNodes())
 		dirs = append(dirs, env.Meta, env.Global, replicaStore(env.Global))
 	}
 	if e.nodeLeader() {
@@ -475,6 +486,10 @@ func (e *Engine) decide(sc *metaScan, start openStart, flags []int64) ([]SeqScan
 		case SeqDeleting:
 			if dm := scan[i].DeletingM; dm != nil {
 				final.Deleting = append(final.Deleting, e.headerOf(dm))
+			}
+		case SeqUncommitted:
+			if len(scan[i].LeftOn(e.numNodes())) > 0 {
+				final.Above = max(final.Above, scan[i].Seq)
 			}
 		}
 	}
@@ -972,6 +987,11 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 	meta, repl := env.Meta, replicaStore(env.Global)
 	var errs []error
 	var markers []string
+	type leftMarker struct {
+		path string
+		raw  []byte
+	}
+	var rewrites []leftMarker
 	changed := false
 	for i := range scan {
 		s := &scan[i]
@@ -1014,7 +1034,14 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 			errs = append(errs, storeOf(d, meta, repl).RemoveAll(d))
 			changed = true
 		}
-		if s.Pending != "" {
+		if left := s.LeftOn(e.numNodes()); len(left) > 0 {
+			// Files may remain on nodes this job does not have: the marker
+			// stays, naming them, so that no scan takes those files for
+			// lost metadata and a job on those nodes removes them.
+			rewrites = append(rewrites, leftMarker{s.Pending, pendingContent(s.Seq, left)})
+			env.Logger.Warn(fmt.Sprintf("checkpoint %s was interrupted on nodes this job does not have (%s): its intent marker %s stays until a job on them removes their files",
+				CheckpointDir(s.Seq), joinRanges(left), s.Pending))
+		} else if s.Pending != "" {
 			markers = append(markers, s.Pending)
 		}
 		if s.Deleting != "" {
@@ -1038,6 +1065,11 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err // the markers stay: the next start-up finishes
+	}
+	// A marker rewritten names fewer nodes: those cleaned are gone for
+	// good (synced by the node leaders before this runs).
+	for _, w := range rewrites {
+		errs = append(errs, vfd.WriteFileAtomic(meta.Driver, w.path, w.raw))
 	}
 	for _, p := range markers {
 		errs = append(errs, removeIfExists(meta.Driver, p))
@@ -1158,4 +1190,13 @@ func (e *Engine) cleanTmp(s Store, dir string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// joinRanges names the nodes of span ("node0003, node0005-node0007").
+func joinRanges(span []NodeRange) string {
+	names := make([]string, len(span))
+	for i, r := range span {
+		names[i] = r.String()
+	}
+	return strings.Join(names, ", ")
 }

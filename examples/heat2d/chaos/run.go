@@ -372,11 +372,18 @@ func (rs *runState) afterKill(r *launchResult, startID int64) {
 	if rng.Float64() < 0.3 {
 		node := rng.IntN(rs.maxNodes)
 		nodeDir := filepath.Join(rs.lay.local, fmt.Sprintf("node%04d", node))
+		run := runOf(rs.lay.dir)
 		if rs.name != "" {
 			// Of a shared node-local root, only this job's run directory.
-			nodeDir = filepath.Join(nodeDir, runOf(rs.lay.dir))
+			nodeDir = filepath.Join(nodeDir, run)
 		}
-		if _, err := os.Stat(nodeDir); err == nil && os.RemoveAll(nodeDir) == nil {
+		// A shared job whose meta_dir names no run (killed before it
+		// wrote ftigo.run, or its run retired) has no node directory of
+		// its own: the shared root is the other job's too.
+		if rs.name != "" && run == "" {
+			nodeDir = ""
+		}
+		if _, err := os.Stat(nodeDir); nodeDir != "" && err == nil && os.RemoveAll(nodeDir) == nil {
 			rs.st.NodeLosses++
 			rs.damaged, rs.hard, rs.runHard = true, true, true
 			rs.log = append(rs.log, fmt.Sprintf("deleted node%04d", node))
