@@ -330,6 +330,9 @@ func TestCrashAtEveryOpOfARun(t *testing.T) {
 						return err
 					}
 					if c.Rank() == 0 {
+						// Armed at stage 2: once past the barrier, rank 1 may
+						// start checkpoint 2 before rank 0 labels it.
+						inj.stage.Store(2)
 						inj.base.Store(int64(fault.Ops()))
 					}
 					if err := c.Barrier(); err != nil {

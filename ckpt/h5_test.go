@@ -405,7 +405,9 @@ func TestLevel9OtherRun(t *testing.T) {
 	a.MetaDir, b.MetaDir = filepath.Join(root, "meta-a"), filepath.Join(root, "meta-b")
 	var runA string
 	require.NoError(t, world(t, 2, a, nil, func(r *Runtime) error {
-		runA = r.run
+		if r.c.Rank() == 0 {
+			runA = r.run
+		}
 		if _, _, _, err := reshapeWriter(r, 1); err != nil {
 			return err
 		}
@@ -416,7 +418,9 @@ func TestLevel9OtherRun(t *testing.T) {
 	require.NoError(t, err)
 	var runB string
 	err = world(t, 2, b, nil, func(r *Runtime) error {
-		runB = r.run
+		if r.c.Rank() == 0 {
+			runB = r.run
+		}
 		if _, _, _, err := reshapeWriter(r, 1); err != nil {
 			return err
 		}
