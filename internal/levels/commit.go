@@ -97,17 +97,19 @@ func (e *Engine) commit(p *Pending) (*Manifest, []*Manifest, error) {
 	if env.Rank == 0 {
 		// No directory sync needed: a deletion marker that comes back
 		// with nothing left is resolved by the next Open.
-		var rerr error
+		var done []uint64
 		for i, seq := range e.dropped {
 			if tot[totalsFixed+i] == 0 {
-				rerr = errors.Join(rerr, removeIfExists(env.Meta.Driver, env.Meta.Path(DeletingName(seq))))
+				done = append(done, seq)
 			}
 		}
+		rerr := e.endDeletions(done)
 		if rerr != nil {
 			env.Logger.Warn("removing checkpoint markers", zap.Error(rerr))
 		}
 	}
 	e.dropped, e.rmFailed = nil, nil
+	clear(e.dropNodes) // those left go to the next start-up
 	e.premark(e.nextSeq, m.Seq)
 	return e.adopt(m, p.Files, pw.part), drops, nil
 }

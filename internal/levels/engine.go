@@ -82,6 +82,9 @@ type Engine struct {
 	// failed on this rank (their markers stay for the next Open).
 	dropped  []uint64
 	rmFailed []uint64
+	// dropNodes holds, on rank 0, the node count of each dropped
+	// checkpoint (see [Engine.endDeletion]).
+	dropNodes map[uint64]int
 	// reshape is the checkpoint of another shape the last Recover chose.
 	reshape *Reshape
 	// intent is the checkpoint number whose intent marker rank 0 is

@@ -241,6 +241,20 @@ func (s *SeqScan) LeftOn(nodes int) []NodeRange {
 	return outside(s.PendingNodes, nodes)
 }
 
+// deletionNodes returns the number of nodes that may hold the files of a
+// checkpoint being deleted: those of its manifest, or of its intent
+// marker when that names more (0: unknown).
+func (s *SeqScan) deletionNodes() int {
+	n := 0
+	if s.DeletingM != nil {
+		n = s.DeletingM.NumNodes()
+	}
+	for _, r := range s.PendingNodes {
+		n = max(n, r.Last+1)
+	}
+	return n
+}
+
 // Valid returns the copy to use for a committed checkpoint, or nil. When
 // both are valid but differ (a crash while [Engine.Keep] rewrote them),
 // the one marked Kept wins, otherwise the primary.

@@ -1034,6 +1034,22 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 			errs = append(errs, storeOf(d, meta, repl).RemoveAll(d))
 			changed = true
 		}
+		pending := s.Pending
+		if st == SeqDeleting {
+			if left := e.unreached(s.deletionNodes()); len(left) > 0 {
+				// A deletion this job cannot finish everywhere: an intent
+				// marker names the nodes it cannot reach (see
+				// [Engine.endDeletion]).
+				p := s.Pending
+				if p == "" {
+					p = meta.Path(PendingName(s.Seq))
+				}
+				pending = "" // rewritten, not removed
+				rewrites = append(rewrites, leftMarker{p, pendingContent(s.Seq, left)})
+				env.Logger.Warn(fmt.Sprintf("checkpoint %s was deleted on the nodes this job reaches; files may remain on %s: its intent marker %s stays until a job on them removes them",
+					CheckpointDir(s.Seq), joinRanges(left), p))
+			}
+		}
 		if left := s.LeftOn(e.numNodes()); len(left) > 0 {
 			// Files may remain on nodes this job does not have: the marker
 			// stays, naming them, so that no scan takes those files for
@@ -1041,8 +1057,8 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 			rewrites = append(rewrites, leftMarker{s.Pending, pendingContent(s.Seq, left)})
 			env.Logger.Warn(fmt.Sprintf("checkpoint %s was interrupted on nodes this job does not have (%s): its intent marker %s stays until a job on them removes their files",
 				CheckpointDir(s.Seq), joinRanges(left), s.Pending))
-		} else if s.Pending != "" {
-			markers = append(markers, s.Pending)
+		} else if pending != "" {
+			markers = append(markers, pending)
 		}
 		if s.Deleting != "" {
 			markers = append(markers, s.Deleting)
@@ -1070,6 +1086,14 @@ func (e *Engine) finishClean(scan []SeqScan, tmp []string) error {
 	// good (synced by the node leaders before this runs).
 	for _, w := range rewrites {
 		errs = append(errs, vfd.WriteFileAtomic(meta.Driver, w.path, w.raw))
+	}
+	if len(rewrites) > 0 {
+		// A deletion marker goes only once the intent marker that
+		// replaces it is durable.
+		errs = append(errs, meta.Driver.SyncDir(meta.Dir))
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
 	}
 	for _, p := range markers {
 		errs = append(errs, removeIfExists(meta.Driver, p))

@@ -98,6 +98,12 @@ func (e *Engine) retainMarked(drops []*Manifest) {
 func (e *Engine) removeLater(drop []*Manifest, convert bool) {
 	for _, d := range drop {
 		e.dropped = append(e.dropped, d.Seq)
+		if e.env.Rank == 0 {
+			if e.dropNodes == nil {
+				e.dropNodes = map[uint64]int{}
+			}
+			e.dropNodes[d.Seq] = d.NumNodes()
+		}
 	}
 	done := make(chan struct{})
 	e.bg = done
@@ -214,15 +220,12 @@ func (e *Engine) Settle() error {
 	if e.env.Rank == 0 {
 		// A marker left behind costs nothing: the next Open finds it with
 		// nothing left of its checkpoint and removes it.
-		var errs []error
-		for _, seq := range e.dropped {
-			errs = append(errs, removeIfExists(e.env.Meta.Driver, e.env.Meta.Path(DeletingName(seq))))
-		}
-		if err := errors.Join(errs...); err != nil {
+		if err := e.endDeletions(e.dropped); err != nil {
 			e.env.Logger.Warn("removing deletion markers; the next start-up removes them", zap.Error(err))
 		}
 	}
 	e.dropped, e.rmFailed = nil, nil
+	clear(e.dropNodes) // those left go to the next start-up
 	return nil
 }
 
@@ -354,7 +357,7 @@ func (e *Engine) Delete(m *Manifest) error {
 	}
 	var err error
 	if e.env.Rank == 0 {
-		err = removeIfExists(e.env.Meta.Driver, e.env.Meta.Path(DeletingName(m.Seq)))
+		err = e.endDeletion(m.Seq, m.NumNodes())
 	}
 	return e.agree(err, "remove deletion marker of "+m.Dir())
 }
