@@ -200,16 +200,9 @@ func (e *Engine) Skipped() []Skipped { return slices.Clone(e.skipped) }
 // nodeLeader reports whether this rank is the lowest rank on its node.
 func (e *Engine) nodeLeader() bool { return nodeLeader(e.env) }
 
-// nodeLeader reports whether env's rank is the lowest rank on its node.
-func nodeLeader(env *Env) bool {
-	me := env.Topo.NodeOf(env.Rank)
-	for r := 0; r < env.Rank; r++ {
-		if env.Topo.NodeOf(r) == me {
-			return false
-		}
-	}
-	return true
-}
+// nodeLeader reports whether env's rank is the lowest rank on its node:
+// its node-local index is 0 (ranks are numbered on a node in rank order).
+func nodeLeader(env *Env) bool { return env.Topo.LocalIndex(env.Rank) == 0 }
 
 func (e *Engine) agree(local error, what string) error { return comm.Agree(e.env.Comm, local, what) }
 
