@@ -132,7 +132,7 @@ func (e *Engine) newManifest(seq uint64, id int64, lvl ID, t, bytes int64) *Mani
 	env := e.env
 	return &Manifest{Run: env.Run, Seq: seq, ID: id, Level: lvl, Ranks: env.Comm.Size(), NodeSize: env.Topo.NodeSize(),
 		GroupSize: env.Topo.GroupSize(), Time: t, version: ManifestVersionParts, bytes: bytes, hasBytes: true,
-		nodes: e.shape.nodes, partRanks: e.layout().per}
+		shape: e.shape, partRanks: e.layout().per}
 }
 
 // partsWrite is a leader's part being written, and on rank 0 every

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -147,29 +148,29 @@ func (e *Engine) layout() layout {
 	return layout{ranks: e.env.Comm.Size(), per: partRanksFor(t.NodeSize(), t.GroupSize(), e.cfg.PartRanks)}
 }
 
-// topoShape is what the engine computes once about its topology: the
-// hash of its node table, and whether ranks sit on nodes in FTI's blocks.
+// topoShape is what the engine keeps about a topology: the hash of its
+// node table, computed on first use. Only rank 0 (writing roots) and a
+// restart checking another run's checkpoint need it: hashing the table
+// is O(nodes), which no other rank pays at every Init.
 type topoShape struct {
-	topo    *partner.Topology
-	nodes   Digest
-	blocked bool
+	topo  *partner.Topology
+	once  sync.Once
+	nodes Digest
 }
 
-// shapeOf returns the facts about t: computed once for the engine's
-// topology (O(ranks) local work, like building the topology), and again
-// for another.
+// digest returns the hash of the node table, as a root records it.
+func (s *topoShape) digest() Digest {
+	s.once.Do(func() { s.nodes = tableSum(s.topo) })
+	return s.nodes
+}
+
+// shapeOf returns the facts about t: the engine's topology's, kept, or
+// another's.
 func (e *Engine) shapeOf(t *partner.Topology) *topoShape {
 	if e.shape != nil && e.shape.topo == t {
 		return e.shape
 	}
-	s := &topoShape{topo: t, nodes: nodesSum(t.Table()), blocked: true}
-	for r := range t.NumRanks() {
-		if t.NodeOf(r) != r/t.NodeSize() {
-			s.blocked = false
-			break
-		}
-	}
-	return s
+	return &topoShape{topo: t}
 }
 
 // Env returns the engine's environment.
@@ -202,16 +203,9 @@ func (e *Engine) Skipped() []Skipped { return slices.Clone(e.skipped) }
 // nodeLeader reports whether this rank is the lowest rank on its node.
 func (e *Engine) nodeLeader() bool { return nodeLeader(e.env) }
 
-// nodeLeader reports whether env's rank is the lowest rank on its node.
-func nodeLeader(env *Env) bool {
-	me := env.Topo.NodeOf(env.Rank)
-	for r := 0; r < env.Rank; r++ {
-		if env.Topo.NodeOf(r) == me {
-			return false
-		}
-	}
-	return true
-}
+// nodeLeader reports whether env's rank is the lowest rank on its node:
+// its node-local index is 0 (ranks are numbered on a node in rank order).
+func nodeLeader(env *Env) bool { return env.Topo.LocalIndex(env.Rank) == 0 }
 
 func (e *Engine) agree(local error, what string) error { return comm.Agree(e.env.Comm, local, what) }
 

@@ -78,8 +78,12 @@ type Manifest struct {
 	// bytes is the total size of the data entries, when hasBytes.
 	bytes    int64
 	hasBytes bool
-	// nodes is the hash of the node table (when Nodes is nil).
+	// nodes is the hash of the node table (when Nodes is nil). A
+	// manifest this engine built leaves it zero and names its topology
+	// in shape instead: the hash is computed when something needs it
+	// ([Manifest.nodesDigest]).
 	nodes Digest
+	shape *topoShape
 	// partRanks is the number of ranks per part (0: the default layout).
 	partRanks int
 	// raisedFrom is a root's raised_from.
@@ -374,7 +378,7 @@ type rootBody struct {
 // rootBody returns m's root body; refs must be set.
 func (m *Manifest) rootBody() rootBody {
 	return rootBody{Run: m.Run, Seq: m.Seq, ID: m.ID, Level: m.Level, Ranks: m.Ranks, NodeSize: m.NodeSize, GroupSize: m.GroupSize,
-		Nodes: m.nodes, Time: m.Time, Bytes: m.bytes, PartRanks: m.PartRanks(), Parts: m.refs, Kept: m.Kept, DCP: m.DCP,
+		Nodes: m.nodesDigest(), Time: m.Time, Bytes: m.bytes, PartRanks: m.PartRanks(), Parts: m.refs, Kept: m.Kept, DCP: m.DCP,
 		Compressed: m.Compressed, RaisedFrom: m.raisedFrom}
 }
 

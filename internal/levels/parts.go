@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ftigo/ftigo/internal/b3"
+	"github.com/ftigo/ftigo/internal/partner"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -335,6 +336,32 @@ func nodesSum(nodes []string) Digest {
 	return d
 }
 
+// tableSum is nodesSum of t's node table, without building the table.
+func tableSum(t *partner.Topology) Digest {
+	h := b3.New()
+	buf := make([]byte, 0, 4096)
+	for n := range t.NumNodes() {
+		buf = append(append(buf, t.Host(n)...), '\n')
+		if len(buf) >= 3072 {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	h.Write(buf)
+	var d Digest
+	copy(d[:], h.Sum(nil))
+	return d
+}
+
+// nodesDigest returns the hash of m's node table: the one read, or
+// that of the topology of the engine that built m.
+func (m *Manifest) nodesDigest() Digest {
+	if m.shape != nil {
+		return m.shape.digest()
+	}
+	return m.nodes
+}
+
 // partCopy is one copy of a part as a leader found it.
 type partCopy struct {
 	Path  string
@@ -541,7 +568,7 @@ func (m *Manifest) SameNodes(table []string) bool {
 	if m.Nodes != nil {
 		return slices.Equal(m.Nodes, table)
 	}
-	return nodesSum(table) == m.nodes
+	return nodesSum(table) == m.nodesDigest()
 }
 
 // LoadFull returns m with every rank's file lists and the node names set
@@ -562,7 +589,7 @@ func LoadFull(m *Manifest) (*Manifest, error) {
 		full.Files = append(full.Files, p.Files...)
 		full.Nodes = append(full.Nodes, p.Nodes...)
 	}
-	if m.version == ManifestVersionParts && nodesSum(full.Nodes) != m.nodes {
+	if m.version == ManifestVersionParts && nodesSum(full.Nodes) != m.nodesDigest() {
 		return nil, fmt.Errorf("%w: checkpoint %s: the parts' node names do not hash to the root's nodes_blake3", ErrBadManifest, m.Dir())
 	}
 	full.view = nil

@@ -129,16 +129,19 @@ func (e *Engine) otherShape(t *partner.Topology, m *Manifest) bool {
 		return true
 	}
 	sh := e.shapeOf(t)
-	if m.Nodes != nil {
+	switch {
+	case m.shape == sh:
+		// Written by this engine on t: the same table.
+	case m.Nodes != nil:
 		if !slices.Equal(m.Nodes, []string(t.Table())) {
 			return true
 		}
-	} else if m.nodes != sh.nodes {
+	case m.nodesDigest() != sh.digest():
 		return true
 	}
 	// Same table: FTI places ranks on nodes in blocks; a run launched
 	// with another placement moved ranks between nodes.
-	return !sh.blocked
+	return !t.InBlocks()
 }
 
 // reshapeCand is one possible source of an old rank's data.

@@ -40,7 +40,7 @@ type viewHeader struct {
 // what a view keeps of it (O(ranks): rank 0 only).
 func (m *Manifest) header() viewHeader {
 	h := viewHeader{Version: m.version, Run: m.Run, Seq: m.Seq, ID: m.ID, Level: m.Level, Ranks: m.Ranks, NodeSize: m.NodeSize,
-		GroupSize: m.GroupSize, Time: m.Time, Kept: m.Kept, DCP: m.DCP, Compressed: m.Compressed, Bytes: m.Bytes(), Nodes: m.nodes,
+		GroupSize: m.GroupSize, Time: m.Time, Kept: m.Kept, DCP: m.DCP, Compressed: m.Compressed, Bytes: m.Bytes(), Nodes: m.nodesDigest(),
 		PartRanks: m.PartRanks(), RaisedFrom: m.raisedFrom, Identity: m.ident()}
 	if m.Nodes != nil {
 		h.Nodes = nodesSum(m.Nodes)

@@ -273,6 +273,20 @@ func (t *Topology) Table() NodeTable {
 	return append(NodeTable(nil), t.nodes...)
 }
 
+// InBlocks reports whether rank r is on node r/NodeSize() for every r,
+// FTI's placement. It costs nothing for a topology built in blocks.
+func (t *Topology) InBlocks() bool {
+	if t.blocks {
+		return t.slot == nil
+	}
+	for r := range t.nranks {
+		if t.NodeOf(r) != r/t.nodeSize {
+			return false
+		}
+	}
+	return true
+}
+
 // Host is the host name of node.
 func (t *Topology) Host(node int) string {
 	if t.nodes == nil {
