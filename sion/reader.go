@@ -517,21 +517,7 @@ func layoutTasks(fi *FileInfo, file int) []Task {
 // decodeFile reads and checks META1, META2 and the mapping of one physical file.
 func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
 	d := &fileDecoder{r: r, size: size, name: name, fi: &FileInfo{Name: name, Size: size}}
-	if size < 4 {
-		b := make([]byte, size)
-		if m, _ := r.ReadAt(b, 0); int64(m) == size && strings.HasPrefix(Magic, string(b)) && size > 0 {
-			return nil, corrupt(name, 0, "magic", ErrTruncated)
-		}
-		return nil, corrupt(name, 0, "magic", ErrBadMagic)
-	}
-	mg, err := d.readAt(4, 0, "magic")
-	if err != nil {
-		return nil, err
-	}
-	if string(mg) != Magic {
-		return nil, corrupt(name, 0, "magic", fmt.Errorf("%w: %q", ErrBadMagic, mg))
-	}
-	if err := d.meta1Fixed(); err != nil {
+	if err := d.head(); err != nil {
 		return nil, err
 	}
 	// The tail first: an unclosed or cut file is reported as such before
@@ -550,6 +536,26 @@ func decodeFile(r io.ReaderAt, size int64, name string) (*FileInfo, error) {
 		return nil, err
 	}
 	return d.fi, nil
+}
+
+// head checks the magic and decodes the fixed part of META1.
+func (d *fileDecoder) head() error {
+	r, size, name := d.r, d.size, d.name
+	if size < 4 {
+		b := make([]byte, size)
+		if m, _ := r.ReadAt(b, 0); int64(m) == size && strings.HasPrefix(Magic, string(b)) && size > 0 {
+			return corrupt(name, 0, "magic", ErrTruncated)
+		}
+		return corrupt(name, 0, "magic", ErrBadMagic)
+	}
+	mg, err := d.readAt(4, 0, "magic")
+	if err != nil {
+		return err
+	}
+	if string(mg) != Magic {
+		return corrupt(name, 0, "magic", fmt.Errorf("%w: %q", ErrBadMagic, mg))
+	}
+	return d.meta1Fixed()
 }
 
 // fileDecoder reads a container's metadata into fi, part by part, each

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"strconv"
+	"strings"
 
 	"github.com/ftigo/ftigo/fileformat"
 	"github.com/ftigo/ftigo/sion"
@@ -171,27 +173,87 @@ func OpenTask(global Store, f File) (vfd.File, error) {
 	cerr := func(off int64, err error) error {
 		return &CorruptionError{Path: full, Rank: f.Of, Offset: off, Err: err}
 	}
-	r, err := sion.Open(global.Driver, full)
+	r, t, err := openContainerTask(global.Driver, full, f, rank, cerr)
 	if err != nil {
+		return nil, err
+	}
+	if t.Size != f.Size {
+		return nil, errors.Join(cerr(0, fmt.Errorf("%w: task %d holds %d bytes, manifest says %d", ErrSizeMismatch, t.Index, t.Size, f.Size)), r.Close())
+	}
+	sr, err := r.TaskReader(t.Index)
+	if err != nil {
+		return nil, errors.Join(cerr(0, err), r.Close())
+	}
+	return &taskView{SectionReader: sr, r: r, name: fmt.Sprintf("%s (task of rank %d)", full, rank)}, nil
+}
+
+// openContainerTask opens the task with global rank rank of the L4
+// container full, which the data entry f names. With the task's place
+// on the entry ([AttrPlace]) only that task's metadata is read
+// ([sion.OpenTask]): a rank's cost does not grow with the ranks. An
+// entry without it (written by an older ftigo) has the whole
+// container's metadata read. So does a task whose metadata disagrees
+// with its place: the whole reader then finds the task elsewhere, or
+// names the damage as it always did. Errors are made by cerr: a missing
+// container or task wraps [ErrMissingFile], bad metadata
+// [ErrDigestMismatch] at the offset the sion reader names.
+func openContainerTask(d vfd.Driver, full string, f File, rank int64, cerr func(int64, error) error) (*sion.Reader, sion.Task, error) {
+	bad := func(err error) (*sion.Reader, sion.Task, error) {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, cerr(0, fmt.Errorf("%w: %w", ErrMissingFile, err))
+			return nil, sion.Task{}, cerr(0, fmt.Errorf("%w: %w", ErrMissingFile, err))
 		}
-		return nil, cerr(sionOffset(err), fmt.Errorf("%w: %w", ErrDigestMismatch, err))
+		return nil, sion.Task{}, cerr(sionOffset(err), fmt.Errorf("%w: %w", ErrDigestMismatch, err))
 	}
-	for _, t := range r.Tasks() {
-		if t.GlobalRank != rank {
-			continue
+	if p, ok := taskPlace(f); ok {
+		r, err := sion.OpenTask(d, full, rank, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return bad(err)
 		}
-		if t.Size != f.Size {
-			return nil, errors.Join(cerr(0, fmt.Errorf("%w: task %d holds %d bytes, manifest says %d", ErrSizeMismatch, t.Index, t.Size, f.Size)), r.Close())
+		if err == nil {
+			t, err := r.Task(0)
+			if err != nil {
+				return nil, sion.Task{}, errors.Join(cerr(0, err), r.Close())
+			}
+			return r, t, nil
 		}
-		sr, err := r.TaskReader(t.Index)
-		if err != nil {
-			return nil, errors.Join(cerr(0, err), r.Close())
-		}
-		return &taskView{SectionReader: sr, r: r, name: fmt.Sprintf("%s (task of rank %d)", full, rank)}, nil
 	}
-	return nil, errors.Join(cerr(0, fmt.Errorf("%w: no task with global rank %d", ErrMissingFile, rank)), r.Close())
+	r, err := sion.Open(d, full)
+	if err != nil {
+		return bad(err)
+	}
+	for i := range r.NTasks() {
+		if t, err := r.Task(i); err == nil && t.GlobalRank == rank {
+			return r, t, nil
+		}
+	}
+	return nil, sion.Task{}, errors.Join(cerr(0, fmt.Errorf("%w: no task with global rank %d", ErrMissingFile, rank)), r.Close())
+}
+
+// taskPlace returns the place of the data entry f's task in its L4
+// container ([AttrPlace]); ok is false when f has none, or one this
+// version cannot read (the container's metadata is then read whole).
+func taskPlace(f File) (p sion.Place, ok bool) {
+	v := strings.Fields(f.Attrs[AttrPlace])
+	if len(v) != 5 {
+		return sion.Place{}, false
+	}
+	var n [5]int64
+	for i, s := range v {
+		x, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || x < 0 {
+			return sion.Place{}, false
+		}
+		n[i] = x
+	}
+	if n[0] > math.MaxInt32 || n[1] > math.MaxInt32 {
+		return sion.Place{}, false
+	}
+	return sion.Place{File: int(n[0]), LocalRank: int(n[1]), Start: n[2], Skip: n[3], Chunk: n[4]}, true
+}
+
+// formatPlace is the value of [AttrPlace] for p.
+func formatPlace(p sion.Place) string {
+	return fmt.Sprintf("%d %d %d %d %d", p.File, p.LocalRank, p.Start, p.Skip, p.Chunk)
 }
 
 // verifyTask checks the data entry f inside its L4 container in global.

@@ -32,6 +32,12 @@ const (
 	// AttrFile and AttrNFiles, on a container entry, give its number in the set and the set's size.
 	AttrFile   = "sion-file"
 	AttrNFiles = "sion-nfiles"
+	// AttrPlace, on a rank's data entry, is where its task lies in the
+	// container, as the writer placed it: "file lrank start skip chunk"
+	// ([sion.Place], five decimal numbers). With it a rank reads its
+	// task's metadata alone; an entry without it (written before) has
+	// the container's metadata read whole.
+	AttrPlace = "sion-place"
 )
 
 // Global4 is level 4: every rank's data file becomes its task of one
@@ -130,6 +136,10 @@ func (l Global4) Protect(env *Env, p *Pending) error {
 	if err := comm.Agree(c, cerr, "copy data into L4 container"); err != nil {
 		return errors.Join(err, pw.Abort())
 	}
+	place, err := pw.Place(0)
+	if err != nil {
+		return errors.Join(err, pw.Abort())
+	}
 	if err := closeContainer(env, pw, cname, final); err != nil {
 		return err
 	}
@@ -138,6 +148,7 @@ func (l Global4) Protect(env *Env, p *Pending) error {
 	}
 	data.Attrs[AttrContainer] = cname
 	data.Attrs[AttrTask] = strconv.Itoa(rank)
+	data.Attrs[AttrPlace] = formatPlace(place)
 	if lrank != 0 {
 		return nil
 	}
@@ -303,24 +314,12 @@ func (l Global4) extract(env *Env, m *Manifest, f File, local Store) error {
 	cerr := func(off int64, err error) error {
 		return &CorruptionError{Path: full, Rank: env.Rank, Offset: off, Err: err}
 	}
-	r, err := sion.Open(env.Global.Driver, full)
+	r, t, err := openContainerTask(env.Global.Driver, full, f, int64(env.Rank), cerr)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return cerr(0, fmt.Errorf("%w: %w", ErrMissingFile, err))
-		}
-		return cerr(sionOffset(err), fmt.Errorf("%w: %w", ErrDigestMismatch, err))
+		return err
 	}
 	defer r.Close()
-	task := -1
-	for _, t := range r.Tasks() {
-		if t.GlobalRank == int64(env.Rank) {
-			task = t.Index
-			break
-		}
-	}
-	if task < 0 {
-		return cerr(0, fmt.Errorf("%w: no task with global rank %d", ErrMissingFile, env.Rank))
-	}
+	task := t.Index
 	sr, err := r.TaskReader(task)
 	if err != nil {
 		return cerr(0, err)

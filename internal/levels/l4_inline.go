@@ -112,6 +112,10 @@ func (l Global4) ProtectData(env *Env, p *Pending, f vfd.File) error {
 	data.Attrs[AttrContainer] = tf.cname
 	data.Attrs[AttrTask] = strconv.Itoa(env.Rank)
 	data.Attrs[AttrInContainer] = "1"
+	place, perr := tf.pw.Place(0)
+	if perr == nil {
+		data.Attrs[AttrPlace] = formatPlace(place)
+	}
 	var lerr error
 	if tf.size != data.Size {
 		lerr = fmt.Errorf("%w: task holds %d bytes, the data entry says %d", ErrSizeMismatch, tf.size, data.Size)

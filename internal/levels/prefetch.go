@@ -1,7 +1,6 @@
 package levels
 
 import (
-	"github.com/ftigo/ftigo/sion"
 	"github.com/ftigo/ftigo/vfd"
 )
 
@@ -46,23 +45,22 @@ func (e *Engine) prefetch() {
 }
 
 // prefetchTask starts reading this rank's task of the L4 container
-// holding the data entry f (its metadata is read to find the task; the
+// holding the data entry f (the task's metadata is read to find it; the
 // restart reads it again from the page cache).
 func (e *Engine) prefetchTask(f File) {
 	cname, rank, ok := ContainerPath(f)
 	if !ok {
 		return
 	}
-	r, err := sion.Open(e.env.Global.Driver, e.env.Global.Path(cname))
+	full := e.env.Global.Path(cname)
+	cerr := func(off int64, err error) error { return err }
+	r, t, err := openContainerTask(e.env.Global.Driver, full, f, rank, cerr)
 	if err != nil {
 		return
 	}
 	defer r.Close()
-	for _, t := range r.Tasks() {
-		if t.GlobalRank == rank && t.Size == f.Size {
-			_ = r.StartReadahead(t.Index)
-			return
-		}
+	if t.Size == f.Size {
+		_ = r.StartReadahead(t.Index)
 	}
 }
 
