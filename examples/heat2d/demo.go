@@ -67,7 +67,7 @@ type launch struct {
 	killedAt    string
 	done        bool
 	final       *event // the final checkpoint of a stopped job ("EVENT final")
-	headsDone   int // heads that returned from Init (ckpt.ErrHead) after the application finalized
+	headsDone   int    // heads that returned from Init (ckpt.ErrHead) after the application finalized
 	stderr      string
 	err         error
 }

@@ -113,8 +113,8 @@ type options struct {
 	// walltime and stopGrace set the configuration's walltime and
 	// stop_grace (0: as the configuration says).
 	walltime, stopGrace time.Duration
-	role                      string
-	seed                      uint64
+	role                string
+	seed                uint64
 }
 
 const usageText = `heat2d: a 2-D heat solver that checkpoints with ftigo, is killed, restarts
