@@ -121,6 +121,12 @@ type stopCase struct {
 	action func(rng *rand.Rand, dir string, ref time.Duration) (stopAction, []string, []string)
 	// restart also stops launch 2 early, while it restarts.
 	restart bool
+	// measure first runs a launch stopped by the halt file in its fifth
+	// checkpoint: every level's cost is then measured, and kept in the
+	// run's history for the stop's choice. Unmeasured, L1 is guessed at
+	// 1 s and each level above at twice the one below: a time limit
+	// under 1.2 × 8 s would stop the job at its first check.
+	measure bool
 	// reason is in the job log's stop line.
 	reason string
 	// level is the final checkpoint's expected level (0: the one the
@@ -200,16 +206,14 @@ func TestStopAtRandomMoments(t *testing.T) {
 			action: func(rng *rand.Rand, dir string, ref time.Duration) (stopAction, []string, []string) {
 				return stopAction{delay: time.Duration(rng.Float64() * 0.8 * float64(ref)), do: halt(dir), what: "halt file at a random moment"}, nil, nil
 			}},
-		{name: "walltime", reason: "walltime = ",
+		{name: "walltime", reason: "walltime = ", measure: true,
 			action: func(rng *rand.Rand, _ string, ref time.Duration) (stopAction, []string, []string) {
-				// Past the cost a level is given before it is measured
-				// (1 s), which would stop the job at once at L1.
 				w := (1800*time.Millisecond + time.Duration(rng.Int64N(int64(time.Second)))).Round(time.Millisecond)
 				return stopAction{what: "walltime " + w.String()}, []string{"-walltime=" + w.String(), "-iters=4000"}, nil
 			}},
-		{name: "slurm", reason: "SLURM_JOB_END_TIME",
+		{name: "slurm", reason: "SLURM_JOB_END_TIME", measure: true,
 			action: func(rng *rand.Rand, _ string, ref time.Duration) (stopAction, []string, []string) {
-				// Slurm's end is in whole seconds: the job runs 4 s.
+				// Slurm's end is in whole seconds.
 				end := time.Now().Add(2*time.Second + time.Duration(rng.Int64N(int64(time.Second)))).Unix()
 				return stopAction{what: fmt.Sprintf("Slurm job end %d", end)}, []string{"-iters=6000"}, []string{slurmEnd + "=" + strconv.FormatInt(end, 10)}
 			}},
@@ -220,6 +224,12 @@ func TestStopAtRandomMoments(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d", tc.name, trial), func(t *testing.T) {
 				o := *base
 				o.dir = t.TempDir()
+				var prev *event
+				if tc.measure {
+					l0 := launchStop(t, exe, jobArgs(&o), nil, stopAction{begin: 5, do: halt(o.dir)})
+					prev = checkStopped(t, &o, "launch 0", l0, nil, "halt file", 4)
+					require.NotNil(t, prev, "launch 0 finished before the halt")
+				}
 				a, extra, env := tc.action(rng, o.dir, refTime)
 				args := append(jobArgs(&o), extra...)
 				want := want
@@ -231,7 +241,12 @@ func TestStopAtRandomMoments(t *testing.T) {
 				}
 				t.Logf("seed %d: %s", seed, a.what)
 				l1 := launchStop(t, exe, args, env, a)
-				prev := checkStopped(t, &o, "launch 1", l1, nil, tc)
+				prev = checkStopped(t, &o, "launch 1", l1, prev, tc.reason, tc.level)
+				if tc.measure {
+					require.NotNil(t, prev, "launch 1 finished before its time limit")
+					assert.Greater(t, prev.int("iter"), l1.start.int("iter")+int64(o.ckptEvery),
+						"launch 1 stopped at once: its measured costs fitted the time left")
+				}
 				if prev != nil && a.begin > 0 {
 					assert.GreaterOrEqual(t, prev.int("id"), a.begin, "stopped in checkpoint %d: the final one is not older", a.begin)
 				}
@@ -245,7 +260,7 @@ func TestStopAtRandomMoments(t *testing.T) {
 						// Go runtime's start): killed as without ftigo.
 						t.Logf("launch 2 got SIGTERM before it started: killed by default")
 					} else {
-						prev = checkStopped(t, &o, "launch 2", l2, prev, tc)
+						prev = checkStopped(t, &o, "launch 2", l2, prev, "signal terminated", 4)
 					}
 				}
 				if prev != nil {
@@ -274,7 +289,7 @@ var stopLine = regexp.MustCompile(`stop requested \(([^"]*)\): taking a final ch
 // level, the job log saying why, no halt file left), or finished before
 // the stop. It returns the checkpoint the next launch must resume from:
 // the final one, else the last one l committed (nil when l finished).
-func checkStopped(t *testing.T, o *options, name string, l *stopRun, prev *event, tc stopCase) *event {
+func checkStopped(t *testing.T, o *options, name string, l *stopRun, prev *event, reason string, level int) *event {
 	t.Helper()
 	require.Zero(t, l.signaled, "%s died of a signal; stdout:\n%s\nstderr:\n%s", name, l.stdout, l.stderr)
 	require.Zero(t, l.exitCode, "%s failed; stderr:\n%s", name, l.stderr)
@@ -301,21 +316,18 @@ func checkStopped(t *testing.T, o *options, name string, l *stopRun, prev *event
 	ms := stopLine.FindAllStringSubmatch(string(log), -1)
 	require.NotEmpty(t, ms, "%s: no stop line in the job log", name)
 	m := ms[len(ms)-1]
-	reason := tc.reason
-	if prev != nil {
-		reason = "signal terminated" // launch 2 is stopped by SIGTERM
-	}
 	assert.Contains(t, m[1], reason, "%s: why it stopped", name)
 	assert.Equal(t, f.kv["level"], m[2], "%s: the level agreed is the one committed", name)
 	switch {
-	case tc.level > 0:
-		assert.Equal(t, strconv.Itoa(tc.level), f.kv["level"], "%s: final level", name)
+	case level > 0:
+		assert.Equal(t, strconv.Itoa(level), f.kv["level"], "%s: final level", name)
 	default:
 		// The highest level whose cost, times 1.2, fits the time left;
 		// the lowest when none does.
 		left, err1 := time.ParseDuration(m[3])
 		cost, err2 := time.ParseDuration(m[4])
 		require.NoError(t, errors.Join(err1, err2), "%s: %s", name, m[0])
+		assert.Less(t, cost, 900*time.Millisecond, "%s: the cost is a measured one, not the guess: %s", name, m[0])
 		if m[2] != "1" {
 			assert.LessOrEqual(t, 1.2*float64(cost), float64(left), "%s: %s", name, m[0])
 		}
