@@ -295,6 +295,15 @@ func (r *Runtime) ShouldExit() bool {
 	return r != nil && r.pol.stop.final
 }
 
+// StopLevel returns the level of the final checkpoint once ShouldExit
+// is true (0 before, and for a nil runtime). Local.
+func (r *Runtime) StopLevel() int {
+	if !r.ShouldExit() {
+		return 0
+	}
+	return r.pol.stop.level
+}
+
 // NeedCheckpoint reports whether a stop was agreed, for a program that
 // calls Checkpoint itself: it should call Checkpoint now, which takes
 // the final checkpoint, then end when ShouldExit says so. Collective:

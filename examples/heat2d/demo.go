@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -65,7 +66,8 @@ type launch struct {
 	killed      bool
 	killedAt    string
 	done        bool
-	headsDone   int // heads that returned from Init (ckpt.ErrHead) after the application finalized
+	final       *event // the final checkpoint of a stopped job ("EVENT final")
+	headsDone   int    // heads that returned from Init (ckpt.ErrHead) after the application finalized
 	stderr      string
 	err         error
 }
@@ -128,6 +130,12 @@ func jobArgs(o *options) []string {
 		"-levels=" + strings.Join(lv, ","), "-global-latency=" + o.globalLatency.String(), "-io-latency=" + o.ioLatency.String(),
 		"-keep-last=" + strconv.FormatBool(o.keepLast),
 	}
+	if o.walltime > 0 {
+		args = append(args, "-walltime="+o.walltime.String())
+	}
+	if o.stopGrace > 0 {
+		args = append(args, "-stop-grace="+o.stopGrace.String())
+	}
 	if o.config != "" {
 		args = append(args, "-config="+o.config)
 	}
@@ -162,6 +170,15 @@ func runLaunch(o *options, plan killPlan, out io.Writer) *launch {
 		return &launch{err: err}
 	}
 	l := &launch{}
+	// A stop signal sent to the demonstration is the job's.
+	fwd := make(chan os.Signal, 2)
+	signal.Notify(fwd, syscall.SIGTERM, syscall.SIGUSR1)
+	go func() {
+		for s := range fwd {
+			_ = cmd.Process.Signal(s)
+		}
+	}()
+	defer func() { signal.Stop(fwd); close(fwd) }()
 	kill := func(why string) {
 		if !l.killed {
 			l.killed, l.killedAt = true, why
@@ -194,6 +211,8 @@ func runLaunch(o *options, plan killPlan, out io.Writer) *launch {
 			l.durable = append(l.durable, e)
 		case "done":
 			l.done = true
+		case "final":
+			l.final = &e
 		case "head":
 			l.headsDone++
 		}
@@ -294,6 +313,12 @@ func demo(o *options, out io.Writer) error {
 		}
 		ok = ok && held
 		final = l2
+	}
+	if f := final.final; f != nil {
+		fmt.Fprintf(out, "  stopped (a stop signal, the halt file or the time left): final checkpoint %s at L%s (iteration %s), exiting\n",
+			f.kv["id"], f.kv["level"], f.kv["iter"])
+		fmt.Fprintf(out, "  the job resumes from it with: %s %s\n", shellQuote(os.Args[0]), strings.Join(jobArgs(o), " "))
+		return nil
 	}
 	if !final.done {
 		fmt.Fprintln(out, "FAILED: the job did not finish")

@@ -44,6 +44,11 @@ type jobResult struct {
 	StartIter   int64
 	Checkpoints []ckptRecord
 	Field       []float64 // final field, on completion
+	// Stopped: a stop (a signal, the halt file, the time left) made the
+	// job take a final checkpoint, Final, and end before the last
+	// iteration; Field is then nil.
+	Stopped bool
+	Final   ckptRecord
 }
 
 // ckptRecord is one checkpoint taken by the job.
@@ -66,6 +71,12 @@ func (e *events) emit(format string, args ...any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	fmt.Fprintf(e.w, "EVENT "+format+"\n", args...)
+}
+
+func (e *events) printf(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fmt.Fprintf(e.w, format, args...)
 }
 
 // areas returns the run's storage directories under dir.
@@ -108,6 +119,12 @@ func jobConfig(o *options) (ckpt.Config, error) {
 	if o.snapshot {
 		cfg.Snapshot = true
 	}
+	if o.walltime > 0 {
+		cfg.Policy.Walltime = o.walltime
+	}
+	if o.stopGrace > 0 {
+		cfg.Policy.StopGrace = o.stopGrace
+	}
 	switch {
 	case o.keepLastSet:
 		cfg.KeepLastCkpt = o.keepLast
@@ -127,7 +144,13 @@ func jobConfig(o *options) (ckpt.Config, error) {
 // a restart, iterates with checkpoints every o.ckptEvery iterations at
 // the levels of o.levels in turn, writes trajectory frames, and at the end
 // the HDF set, the image and the raw final field. Every rank calls it.
-func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult, error) {
+//
+// A stop (a stop signal, the halt file, walltime or Slurm's job end)
+// makes the job take a final checkpoint at the next iteration's check,
+// report it ("EVENT final", and "final checkpoint N at Lk, exiting" on
+// standard output), Close the runtime and return with Stopped: the next
+// launch resumes from that checkpoint.
+func runJob(c comm.Comm, o *options, ev *events, early *earlySignals, logger *zap.Logger) (*jobResult, error) {
 	cfg, err := jobConfig(o)
 	if err != nil {
 		return nil, err
@@ -144,6 +167,11 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 	}
 	world := c
 	rt, err := ckpt.Init(cfg, c, opts...)
+	if err == nil {
+		// The runtime catches the stop signals now: the ones held
+		// since the job started are handed to it.
+		err = early.release(rt.Comm())
+	}
 	if errors.Is(err, ckpt.ErrHead) {
 		// A head: Init post-processed the node's checkpoints and returned
 		// once the application ranks finalized. Nothing else to do.
@@ -228,6 +256,7 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 
 	protected := int64(len(interior)*8 + len(iterVar)*8)
 	var pending int64 // a snapshot-mode checkpoint not yet durable (0: none)
+	lastID := res.RestartID
 	for iter < int64(o.iters) {
 		pending = snapshotDone(rt, c, ev, pending, false)
 		if err := b.Exchange(c); err != nil {
@@ -240,9 +269,23 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 				return nil, err
 			}
 		}
-		if o.ckptEvery > 0 && iter%int64(o.ckptEvery) == 0 && len(o.levels) > 0 && iter < int64(o.iters) {
-			id := iter / int64(o.ckptEvery)
-			level := o.levels[int(id-1)%len(o.levels)]
+		// A stop agreed by the ranks (checked at most every second,
+		// one reduction) takes the final checkpoint now.
+		stop, err := rt.NeedCheckpoint()
+		if err != nil {
+			return nil, err
+		}
+		regular := o.ckptEvery > 0 && iter%int64(o.ckptEvery) == 0 && len(o.levels) > 0 && iter < int64(o.iters)
+		if regular || stop {
+			// A final checkpoint between the regular ones takes the
+			// next id; the runtime picks its level.
+			id, level := max(lastID+1, 1), 1
+			if o.ckptEvery > 0 {
+				id = max(iter/int64(o.ckptEvery), id)
+			}
+			if regular {
+				level = o.levels[int(iter/int64(o.ckptEvery)-1)%len(o.levels)]
+			}
 			interior = b.Interior() // Step swapped the buffers
 			if len(iterVar) == 1 {
 				iterVar[0] = iter
@@ -262,6 +305,10 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 			if err != nil {
 				return nil, err
 			}
+			lastID = id
+			if rt.ShouldExit() {
+				level = rt.StopLevel()
+			}
 			rec := ckptRecord{ID: id, Level: level, Iter: iter, Bytes: total, Duration: d}
 			res.Checkpoints = append(res.Checkpoints, rec)
 			if c.Rank() == 0 {
@@ -272,6 +319,9 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 				if c.Rank() == 0 {
 					ev.emit("ckpt-copied id=%d copy_ns=%d blocked_ns=%d wait_ns=%d", id, tm.Copy.Nanoseconds(), tm.Blocked.Nanoseconds(), tm.Wait.Nanoseconds())
 				}
+			}
+			if rt.ShouldExit() {
+				return stopJob(rt, c, ev, res, rec, pending)
 			}
 		}
 	}
@@ -290,6 +340,25 @@ func runJob(c comm.Comm, o *options, ev *events, logger *zap.Logger) (*jobResult
 	if c.Rank() == 0 {
 		ev.emit("done iter=%d", iter)
 	}
+	return res, nil
+}
+
+// stopJob ends a launch after its final checkpoint rec: it waits for
+// the checkpoint's background work (snapshot mode, async levels),
+// reports it and closes the runtime, keeping every checkpoint.
+func stopJob(rt *ckpt.Runtime, c comm.Comm, ev *events, res *jobResult, rec ckptRecord, pending int64) (*jobResult, error) {
+	snapshotDone(rt, c, ev, pending, true)
+	if err := rt.CheckpointWait(); err != nil {
+		return nil, fmt.Errorf("final checkpoint %d at L%d: %w", rec.ID, rec.Level, err)
+	}
+	if err := rt.Close(); err != nil {
+		return nil, fmt.Errorf("close: %w", err)
+	}
+	if c.Rank() == 0 {
+		ev.emit("final id=%d level=%d iter=%d", rec.ID, rec.Level, rec.Iter)
+		ev.printf("heat2d: final checkpoint %d at L%d (iteration %d), exiting\n", rec.ID, rec.Level, rec.Iter)
+	}
+	res.Stopped, res.Final = true, rec
 	return res, nil
 }
 

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"go.uber.org/zap"
 
@@ -41,8 +44,14 @@ func runJobMain(o *options, out, stderr io.Writer) error {
 		logger.Error("job failed", zap.Int("rank", rank), zap.Error(err))
 		_ = logger.Sync()
 	}
+	cfg, err := jobConfig(o)
+	if err != nil {
+		return err
+	}
+	early := catchEarly(cfg.Policy.StopSignals)
+	defer early.stop()
 	err = runWorld(o.ranks, func(c comm.Comm) error {
-		res, err := runJob(c, o, ev, logger) // the runtime adds the rank fields
+		res, err := runJob(c, o, ev, early, logger) // the runtime adds the rank fields
 		if err != nil {
 			return err
 		}
@@ -59,8 +68,8 @@ func runJobMain(o *options, out, stderr io.Writer) error {
 		}
 		return err
 	}
-	if final == nil {
-		return nil // not the solver's rank 0 of an MPI job
+	if final == nil || final.Stopped {
+		return nil // not the solver's rank 0 of an MPI job, or stopped early
 	}
 	if err := vfd.WriteFileAtomic(vfd.Sec2{}, filepath.Join(o.dir, "final.f64"), fieldBytes(final.Field)); err != nil {
 		return err
@@ -71,6 +80,72 @@ func runJobMain(o *options, out, stderr io.Writer) error {
 	}
 	return vfd.WriteFileAtomic(vfd.Sec2{}, filepath.Join(o.dir, "heat2d.png"), img)
 }
+
+// stopSignalNames are the signals the configuration's stop_signals may
+// name (the runtime's list); nil names means SIGTERM and SIGUSR1.
+var stopSignalNames = map[string]syscall.Signal{
+	"SIGTERM": syscall.SIGTERM, "SIGUSR1": syscall.SIGUSR1, "SIGUSR2": syscall.SIGUSR2,
+	"SIGINT": syscall.SIGINT, "SIGHUP": syscall.SIGHUP, "SIGXCPU": syscall.SIGXCPU,
+}
+
+// earlySignals holds the stop signals that arrive before the runtime
+// catches them (the end of ckpt.Init), so that a job stopped while it
+// starts is not killed: release hands them to the runtime.
+type earlySignals struct {
+	ch   chan os.Signal
+	once sync.Once
+	err  error
+}
+
+// catchEarly starts holding the stop signals names says (nil: SIGTERM
+// and SIGUSR1, as the runtime).
+func catchEarly(names []string) *earlySignals {
+	if names == nil {
+		names = []string{"SIGTERM", "SIGUSR1"}
+	}
+	var sigs []os.Signal
+	for _, n := range names {
+		if s, ok := stopSignalNames[n]; ok {
+			sigs = append(sigs, s)
+		}
+	}
+	e := &earlySignals{ch: make(chan os.Signal, len(sigs)+1)}
+	if len(sigs) > 0 {
+		signal.Notify(e.ch, sigs...)
+	}
+	return e
+}
+
+// release is called by every solver rank once its Init returned: after
+// a barrier (every rank of this process catches the signals), the
+// first rank here stops holding them and raises again, to this
+// process, each one held. Collective.
+//
+// A signal landing between Init's catch and the release reaches both:
+// the runtime then sees it twice before its first check, which it
+// counts once.
+func (e *earlySignals) release(c comm.Comm) error {
+	if err := c.Barrier(); err != nil {
+		return err
+	}
+	e.once.Do(func() {
+		signal.Stop(e.ch)
+		for {
+			select {
+			case s := <-e.ch:
+				if ss, ok := s.(syscall.Signal); ok {
+					e.err = errors.Join(e.err, syscall.Kill(os.Getpid(), ss))
+				}
+			default:
+				return
+			}
+		}
+	})
+	return e.err
+}
+
+// stop stops holding the signals (release not called: Init failed).
+func (e *earlySignals) stop() { signal.Stop(e.ch) }
 
 // jobLogger logs the runtime's lines as JSON to DIR/job.log.
 func jobLogger(dir string) (*zap.Logger, error) {

@@ -46,6 +46,17 @@
 // (mpirun -np 8 ... -heads -ranks 8 -nodes 4; comm/mpi asks for
 // MPI_THREAD_MULTIPLE, which heads need).
 //
+// Stopping: a stop signal (SIGTERM or SIGUSR1, stop_signals), the halt
+// file (ftigo halt DIR) or the time left (-walltime, walltime in
+// -config, or Slurm's SLURM_JOB_END_TIME) makes the job take a final
+// checkpoint at its next check (at most a second away), at the highest
+// level whose measured cost fits the time left. It prints "final
+// checkpoint N at Lk (iteration I), exiting", closes the runtime
+// (keeping the checkpoints) and exits 0; its next launch resumes from
+// that checkpoint, bit-identical. The demonstration passes SIGTERM and
+// SIGUSR1 on to the job, reports the stop and exits 0 too. With -heads
+// a stop is not supported: the heads wait for Finalize.
+//
 // -role=job runs one launch of the job itself (what the demonstration
 // starts, and what mpirun starts under the mpi build tag).
 package main
@@ -99,8 +110,11 @@ type options struct {
 	cfgLocal                  string
 	globalLatency             time.Duration
 	ioLatency                 time.Duration
-	role                      string
-	seed                      uint64
+	// walltime and stopGrace set the configuration's walltime and
+	// stop_grace (0: as the configuration says).
+	walltime, stopGrace time.Duration
+	role                string
+	seed                uint64
 }
 
 const usageText = `heat2d: a 2-D heat solver that checkpoints with ftigo, is killed, restarts
@@ -146,6 +160,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.keepLast, "keep-last", true, "keep the last checkpoint at L4 when the job finishes (keep_last_ckpt = 1), for ftigo inspect/verify; false: delete them all (FTI's default); not given: what -config says, else true")
 	fs.DurationVar(&o.globalLatency, "global-latency", 0, "added latency per write to global storage (a slow parallel file system); the demonstration sets it so the L4 kill lands mid-write")
 	fs.DurationVar(&o.ioLatency, "io-latency", 0, "added latency per write and sync on every storage area (slow disks; widens the window a kill lands in)")
+	fs.DurationVar(&o.walltime, "walltime", 0, "time limit of each launch (walltime): the job takes a final checkpoint at the highest level that fits the time left and exits 0 (0: as -config says; SLURM_JOB_END_TIME counts too)")
+	fs.DurationVar(&o.stopGrace, "stop-grace", 0, "time a stop signal leaves for the final checkpoint (stop_grace; 0: as -config says, default 30s)")
 	fs.StringVar(&o.role, "role", "", "internal: job runs one launch of the solver")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed for -kill random (0: from the clock)")
 	if err := fs.Parse(args); err != nil {
@@ -173,6 +189,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-alpha %v is outside (0, 0.25]: the explicit scheme would be unstable", o.alpha)
 	case o.iters < 0 || o.ckptEvery < 0 || o.frameEvery < 0:
 		return nil, fmt.Errorf("-iters, -ckpt-every and -frame-every must not be negative")
+	case o.walltime < 0 || o.stopGrace < 0:
+		return nil, fmt.Errorf("-walltime and -stop-grace must not be negative")
 	case (o.heads || o.cfgHead) && o.ranks/o.nodes < 2:
 		return nil, fmt.Errorf("-heads: -ranks (%d) on -nodes (%d) leaves no application rank beside each node's head; give at least 2 ranks per node", o.ranks, o.nodes)
 	case o.appRanks(o.ranks, o.nodes) > o.ny:
