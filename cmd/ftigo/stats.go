@@ -62,6 +62,7 @@ type statsPlan struct {
 
 func (a *app) statsCmd() *cobra.Command {
 	var jsonOut bool
+	var plot string
 	c := &cobra.Command{
 		Use:   "stats RUN",
 		Short: "goodput of a run from its history: checkpoints per level, restarts, lost work, waste, ETTR",
@@ -75,14 +76,21 @@ effective time-to-result ratio (ETTR: the share of it spent on work that
 was kept). Then the expected waste at the interval the newest launch kept
 beside the optimum that ckpt_interval = auto would choose
 (docs/protocol/interval.md), from the same costs and failure rates (and
-the mtbf keys of a config.fti).
+the mtbf keys of a config.fti). --plot draws the timeline into a .png or
+.svg file: the launches, their recovery and the work failures lost, and a
+row per level of its checkpoints (blocked and background time).
 
 Exit codes: 0 success, 1 no history or an unreadable one, 2 usage error.
 
 ` + runArgHelp,
-		Example: "  ftigo stats run\n  ftigo stats config.fti --json",
+		Example: "  ftigo stats run\n  ftigo stats config.fti --json\n  ftigo stats run --plot timeline.svg",
 		Args:    argNames(false, "RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if plot != "" {
+				if _, err := plotFormat(plot); err != nil {
+					return usagef("--plot %s: %v", plot, err)
+				}
+			}
 			cfg, _, err := loadRun(args[0])
 			if err != nil {
 				return err
@@ -98,14 +106,23 @@ Exit codes: 0 success, 1 no history or an unreadable one, 2 usage error.
 			}
 			res := runStats(h, cfg.Policy)
 			res.History = name
+			if plot != "" {
+				if err := writeStatsPlot(plot, h); err != nil {
+					return fmt.Errorf("--plot %s: %w", plot, err)
+				}
+			}
 			if jsonOut {
 				return writeJSON(a.stdout, res)
 			}
 			a.printStats(res)
+			if plot != "" {
+				fmt.Fprintf(a.stdout, "plot: %s\n", plot)
+			}
 			return nil
 		},
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the result as JSON")
+	c.Flags().StringVar(&plot, "plot", "", "draw the run's timeline into this .png or .svg file")
 	return c
 }
 

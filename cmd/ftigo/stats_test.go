@@ -109,3 +109,37 @@ func TestStatsNoHistory(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, policy.HistoryName)
 }
+
+// --plot draws the timeline: a bar per checkpoint in its level's row
+// (and the background time of the L4 ones), both launches, the second's
+// recovery, the work the failure lost and the failure's mark.
+func TestStatsPlot(t *testing.T) {
+	dir := t.TempDir()
+	statsHistory(t, filepath.Join(dir, "meta"))
+	svg := filepath.Join(dir, "timeline.svg")
+	code, out, errOut := ftigo("stats", dir, "--plot", svg)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "plot: "+svg)
+	classes, texts := parseSVG(t, svg)
+	assert.Equal(t, 9, classes["L1"], "a bar per L1 checkpoint")
+	assert.Equal(t, 4, classes["L4"], "a bar per L4 checkpoint")
+	assert.Equal(t, 4, classes["L4-background"], "L4's total exceeds its blocked time")
+	assert.Zero(t, classes["L1-background"])
+	assert.Zero(t, classes["L2"]+classes["L3"])
+	assert.Equal(t, 2, classes["launch"])
+	assert.Equal(t, 1, classes["recovery"])
+	assert.Equal(t, 1, classes["lost"])
+	assert.Equal(t, 2, classes["failure"], "an X: two strokes")
+	assert.Zero(t, classes["final"])
+	for _, s := range []string{"launches", "L1", "L4", "ftigo stats: the run's timeline (run r1)", "2000"} {
+		assert.Contains(t, texts, s)
+	}
+	png := filepath.Join(dir, "timeline.png")
+	code, _, errOut = ftigo("stats", dir, "--plot", png, "--json")
+	require.Equal(t, 0, code, errOut)
+	assertColors(t, png, levelColor(1), levelColor(4), colLost, colRecover, colRun, colTotal)
+
+	code, _, errOut = ftigo("stats", dir, "--plot", filepath.Join(dir, "x.jpg"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--plot "+filepath.Join(dir, "x.jpg")+": the file name must end in .png or .svg")
+}
