@@ -23,10 +23,13 @@ type statsLevel struct {
 	Blocked     float64 `json:"blocked_s"`
 	Total       float64 `json:"total_s"`
 	Bytes       int64   `json:"bytes"`
-	DCPShare    float64 `json:"dcp_share,omitempty"` // written / protected, dCP checkpoints only
-	Restarts    int64   `json:"restarts"`
-	Recover     float64 `json:"recover_s"`
-	LostWork    float64 `json:"lost_work_s"`
+	// DCPShare is the bytes written over the bytes protected by the
+	// level's checkpoints under dCP, full bases included (FTI's "dCP
+	// share"); 0 when the level took no differential checkpoint.
+	DCPShare float64 `json:"dcp_share,omitempty"`
+	Restarts int64   `json:"restarts"`
+	Recover  float64 `json:"recover_s"`
+	LostWork float64 `json:"lost_work_s"`
 }
 
 // statsResult is ftigo stats' result (--json).
@@ -69,7 +72,8 @@ func (a *app) statsCmd() *cobra.Command {
 		Long: `Reads the run history ftigo keeps in meta_dir (` + policy.HistoryName + `) across
 launches and reports: per level, the checkpoints, the time they blocked
 the solver and their total time (background work included), their bytes
-and the share a differential checkpoint wrote; the restarts from that
+and, at a level that took differential checkpoints, the dCP share (the
+bytes written over the bytes protected, full bases included); the restarts from that
 level, their recovery time and the work the failures before them lost;
 the failures seen per level; the wall time of every launch and the
 effective time-to-result ratio (ETTR: the share of it spent on work that
@@ -150,7 +154,7 @@ func runStats(h *policy.History, p ckpt.PolicyConfig) statsResult {
 		}
 		sl := statsLevel{Level: i + 1, Checkpoints: t.Checkpoints, Blocked: sec(t.Blocked), Total: sec(t.Total), Bytes: t.Bytes,
 			Restarts: t.Restarts, Recover: sec(t.Recover), LostWork: sec(t.LostWork)}
-		if t.Protected > 0 {
+		if t.Differential > 0 && t.Protected > 0 {
 			sl.DCPShare = float64(t.Written) / float64(t.Protected)
 		}
 		res.Levels = append(res.Levels, sl)
