@@ -136,25 +136,25 @@ func gaps(h *policy.History) ([]float64, []int) {
 	return g, lv
 }
 
-// One level with failures: ckpt_interval = auto checkpoints at L1 every
-// Daly's period for the measured cost C and the history's MTBF M,
+// One level with failures: ckpt_interval = auto checkpoints at L4 (the
+// only level that recovers them, the top one) every Daly's period for the measured cost C and the history's MTBF M,
 // sqrt(2CM)(1 + sqrt(C/2M)/3 + C/18M) - C, within one iteration; that
 // is Young's sqrt(2CM) less about 2C/3.
 func TestAutoIntervalOneLevel(t *testing.T) {
 	cfg := testConfig(t.TempDir(), 2)
 	cfg.Policy.Auto = true
-	// 1,000 L1 failures in 1,000 hours: an MTBF of one hour.
-	seedFailures(t, cfg.MetaDir, 1000*time.Hour, [4]int64{1000, 0, 0, 0})
+	// 1,000 L4 failures in 1,000 hours: an MTBF of one hour.
+	seedFailures(t, cfg.MetaDir, 1000*time.Hour, [4]int64{0, 0, 0, 1000})
 	step := time.Second
 	plan, exact, h := autoRun(t, cfg, 2000, step, 500*time.Millisecond, 3*time.Second)
 
-	c := measured(t, h, 1)
+	c := measured(t, h, 4)
 	m := exposure(h) / 1000
 	young := math.Sqrt(2 * c * m)
 	x := c / (2 * m)
 	daly := young*(1+math.Sqrt(x)/3+x/9) - c
-	t.Logf("L1 cost %.3f s, MTBF %.1f s: Young %.2f s, Daly %.2f s; plan %+v", c, m, young, daly, plan)
-	require.Equal(t, []int{1}, plan.Levels, "one level: L4 sees no failure of its own and costs more")
+	t.Logf("L4 cost %.3f s, MTBF %.1f s: Young %.2f s, Daly %.2f s; plan %+v", c, m, young, daly, plan)
+	require.Equal(t, []int{4}, plan.Levels, "one level: no failure L1 alone recovers")
 	// The plan was made at the last checkpoint: the run's last seconds
 	// of exposure move M by under 0.1%.
 	assert.InDelta(t, daly, exact.Segment(), 0.001*daly)
@@ -164,7 +164,7 @@ func TestAutoIntervalOneLevel(t *testing.T) {
 	g, lv := gaps(h)
 	require.GreaterOrEqual(t, len(g), 5, "a checkpoint every %.0f s in 2,000 s", daly)
 	for i, gi := range g[1:] { // the first gap starts at Init
-		assert.Equal(t, 1, lv[i+1])
+		assert.Equal(t, 4, lv[i+1])
 		assert.GreaterOrEqual(t, gi, daly-1e-9, "gap %d", i+1)
 		assert.Less(t, gi, daly+step.Seconds()+1e-9, "gap %d: within one iteration of the period", i+1)
 	}

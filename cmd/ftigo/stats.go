@@ -23,10 +23,13 @@ type statsLevel struct {
 	Blocked     float64 `json:"blocked_s"`
 	Total       float64 `json:"total_s"`
 	Bytes       int64   `json:"bytes"`
-	DCPShare    float64 `json:"dcp_share,omitempty"` // written / protected, dCP checkpoints only
-	Restarts    int64   `json:"restarts"`
-	Recover     float64 `json:"recover_s"`
-	LostWork    float64 `json:"lost_work_s"`
+	// DCPShare is the bytes written over the bytes protected by the
+	// level's checkpoints under dCP, full bases included (FTI's "dCP
+	// share"); 0 when the level took no differential checkpoint.
+	DCPShare float64 `json:"dcp_share,omitempty"`
+	Restarts int64   `json:"restarts"`
+	Recover  float64 `json:"recover_s"`
+	LostWork float64 `json:"lost_work_s"`
 }
 
 // statsResult is ftigo stats' result (--json).
@@ -62,27 +65,36 @@ type statsPlan struct {
 
 func (a *app) statsCmd() *cobra.Command {
 	var jsonOut bool
+	var plot string
 	c := &cobra.Command{
 		Use:   "stats RUN",
 		Short: "goodput of a run from its history: checkpoints per level, restarts, lost work, waste, ETTR",
 		Long: `Reads the run history ftigo keeps in meta_dir (` + policy.HistoryName + `) across
 launches and reports: per level, the checkpoints, the time they blocked
 the solver and their total time (background work included), their bytes
-and the share a differential checkpoint wrote; the restarts from that
+and, at a level that took differential checkpoints, the dCP share (the
+bytes written over the bytes protected, full bases included); the restarts from that
 level, their recovery time and the work the failures before them lost;
 the failures seen per level; the wall time of every launch and the
 effective time-to-result ratio (ETTR: the share of it spent on work that
 was kept). Then the expected waste at the interval the newest launch kept
 beside the optimum that ckpt_interval = auto would choose
 (docs/protocol/interval.md), from the same costs and failure rates (and
-the mtbf keys of a config.fti).
+the mtbf keys of a config.fti). --plot draws the timeline into a .png or
+.svg file: the launches, their recovery and the work failures lost, and a
+row per level of its checkpoints (blocked and background time).
 
 Exit codes: 0 success, 1 no history or an unreadable one, 2 usage error.
 
 ` + runArgHelp,
-		Example: "  ftigo stats run\n  ftigo stats config.fti --json",
+		Example: "  ftigo stats run\n  ftigo stats config.fti --json\n  ftigo stats run --plot timeline.svg",
 		Args:    argNames(false, "RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if plot != "" {
+				if _, err := plotFormat(plot); err != nil {
+					return usagef("--plot %s: %v", plot, err)
+				}
+			}
 			cfg, _, err := loadRun(args[0])
 			if err != nil {
 				return err
@@ -98,14 +110,23 @@ Exit codes: 0 success, 1 no history or an unreadable one, 2 usage error.
 			}
 			res := runStats(h, cfg.Policy)
 			res.History = name
+			if plot != "" {
+				if err := writeStatsPlot(plot, h); err != nil {
+					return fmt.Errorf("--plot %s: %w", plot, err)
+				}
+			}
 			if jsonOut {
 				return writeJSON(a.stdout, res)
 			}
 			a.printStats(res)
+			if plot != "" {
+				fmt.Fprintf(a.stdout, "plot: %s\n", plot)
+			}
 			return nil
 		},
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the result as JSON")
+	c.Flags().StringVar(&plot, "plot", "", "draw the run's timeline into this .png or .svg file")
 	return c
 }
 
@@ -133,7 +154,7 @@ func runStats(h *policy.History, p ckpt.PolicyConfig) statsResult {
 		}
 		sl := statsLevel{Level: i + 1, Checkpoints: t.Checkpoints, Blocked: sec(t.Blocked), Total: sec(t.Total), Bytes: t.Bytes,
 			Restarts: t.Restarts, Recover: sec(t.Recover), LostWork: sec(t.LostWork)}
-		if t.Protected > 0 {
+		if t.Differential > 0 && t.Protected > 0 {
 			sl.DCPShare = float64(t.Written) / float64(t.Protected)
 		}
 		res.Levels = append(res.Levels, sl)

@@ -68,31 +68,40 @@ func TestStats(t *testing.T) {
 	assert.InDelta(t, (2000.0-58-5-594)/2000, r.ETTR, 1e-12)
 
 	// The estimates: C1 = 2 s, C4 = 10 s, R1 = 2 s (no restart: its
-	// cost), one L1 failure in 2,000 s, none at L4 (no mtbf key).
-	r1, c1, c4 := 1/2000.0, 2.0, 10.0
-	// The newest launch kept L1 every 100 s and L4 every 400 s of work:
-	// per pattern 4 C1-sized checkpoints and one L4 band (C4 - C1), and
-	// an L1 failure loses half an L1 period and restarts in R1.
-	curH := (4*c1+(c4-c1))/400 + r1*(100.0/2+c1)
+	// cost), R4 = 5 s (the restart's), one L1 failure in 2,000 s. L4
+	// has seen none and has no mtbf key: its rate is one pseudo-failure
+	// over the exposure plus DefaultJobMTBF.
+	r1, r4, c1, c4, rec1, rec4 := 1/2000.0, 1/(2000+policy.DefaultJobMTBF), 2.0, 10.0, 2.0, 5.0
+	// The overhead of L1 every w/n and L4 every w seconds of work: per
+	// pattern n C1-sized checkpoints and one L4 band (C4 - C1); a failure
+	// loses half its level's period and restarts in its recovery.
+	h := func(w float64, n int) float64 {
+		return (float64(n)*c1+(c4-c1))/w + r1*(w/(2*float64(n))+rec1) + r4*(w/2+rec4)
+	}
+	// The newest launch kept L1 every 100 s and L4 every 400 s of work.
+	curH := h(400, 4)
 	require.NotNil(t, r.Current)
 	assert.Equal(t, []int{1, 4}, r.Current.Levels)
 	assert.InDeltaSlice(t, []float64{100, 400}, r.Current.Periods, 1e-9)
 	assert.InDelta(t, curH/(1+curH), r.Current.Waste, 1e-12)
-	// The optimum: L1 alone (L4 sees no failure) every Daly period.
-	m := 1 / r1
-	x := c1 / (2 * m)
-	daly := math.Sqrt(2*c1*m)*(1+math.Sqrt(x)/3+x/9) - c1
-	optH := c1/daly + r1*(daly/2+c1)
+	// The optimum: the best n, each with its best w (dH/dw = 0).
+	optH, optW, optN := math.Inf(1), 0.0, 0
+	for n := 1; n <= 1000; n++ {
+		w := math.Sqrt((float64(n)*c1 + c4 - c1) / (r1/(2*float64(n)) + r4/2))
+		if v := h(w, n); v < optH {
+			optH, optW, optN = v, w, n
+		}
+	}
 	require.NotNil(t, r.Optimum)
-	assert.Equal(t, []int{1}, r.Optimum.Levels)
-	assert.InDeltaSlice(t, []float64{daly}, r.Optimum.Periods, 1e-9)
+	assert.Equal(t, []int{1, 4}, r.Optimum.Levels)
+	assert.InDeltaSlice(t, []float64{optW / float64(optN), optW}, r.Optimum.Periods, 1e-6)
 	assert.InDelta(t, optH/(1+optH), r.Optimum.Waste, 1e-12)
 	assert.Less(t, r.Optimum.Waste, r.Current.Waste)
 
 	code, out, errOut = ftigo("stats", dir)
 	require.Equal(t, 0, code, errOut)
 	for _, want := range []string{"launches: 2, failures by level: L1 1, L2 0, L3 0, L4 0", "L4     4            40s      1m0s   20000  -          1         5s        9m54s",
-		"ETTR 67.15%", "current interval: L1 every 1m40s, L4 every 6m40s, expected waste 6.19%", "optimum (ckpt_interval = auto): L1 every 1m28.114s, expected waste 4.37%"} {
+		"ETTR 67.15%", "current interval: L1 every 1m40s, L4 every 6m40s, expected waste 6.40%", "optimum (ckpt_interval = auto): L1 every 1m29.911s, L4 every 19m28.838s, expected waste 5.59%"} {
 		assert.Contains(t, out, want)
 	}
 }
@@ -108,4 +117,38 @@ func TestStatsNoHistory(t *testing.T) {
 	code, _, errOut = ftigo("stats", dir)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, policy.HistoryName)
+}
+
+// --plot draws the timeline: a bar per checkpoint in its level's row
+// (and the background time of the L4 ones), both launches, the second's
+// recovery, the work the failure lost and the failure's mark.
+func TestStatsPlot(t *testing.T) {
+	dir := t.TempDir()
+	statsHistory(t, filepath.Join(dir, "meta"))
+	svg := filepath.Join(dir, "timeline.svg")
+	code, out, errOut := ftigo("stats", dir, "--plot", svg)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "plot: "+svg)
+	classes, texts := parseSVG(t, svg)
+	assert.Equal(t, 9, classes["L1"], "a bar per L1 checkpoint")
+	assert.Equal(t, 4, classes["L4"], "a bar per L4 checkpoint")
+	assert.Equal(t, 4, classes["L4-background"], "L4's total exceeds its blocked time")
+	assert.Zero(t, classes["L1-background"])
+	assert.Zero(t, classes["L2"]+classes["L3"])
+	assert.Equal(t, 2, classes["launch"])
+	assert.Equal(t, 1, classes["recovery"])
+	assert.Equal(t, 1, classes["lost"])
+	assert.Equal(t, 2, classes["failure"], "an X: two strokes")
+	assert.Zero(t, classes["final"])
+	for _, s := range []string{"launches", "L1", "L4", "ftigo stats: the run's timeline (run r1)", "2000"} {
+		assert.Contains(t, texts, s)
+	}
+	png := filepath.Join(dir, "timeline.png")
+	code, _, errOut = ftigo("stats", dir, "--plot", png, "--json")
+	require.Equal(t, 0, code, errOut)
+	assertColors(t, png, levelColor(1), levelColor(4), colLost, colRecover, colRun, colTotal)
+
+	code, _, errOut = ftigo("stats", dir, "--plot", filepath.Join(dir, "x.jpg"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--plot "+filepath.Join(dir, "x.jpg")+": the file name must end in .png or .svg")
 }

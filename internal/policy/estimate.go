@@ -18,8 +18,8 @@ type Priors struct {
 	Job float64
 }
 
-// DefaultJobMTBF is the prior used when no MTBF is configured and the
-// run has seen no failure: one failure a day, needing the top level.
+// DefaultJobMTBF is the top level's prior when no MTBF is configured
+// for it and the run has seen no failure of it: one failure a day.
 const DefaultJobMTBF = 24 * 3600.0
 
 // Samples is how many of the newest measurements an estimate uses.
@@ -55,8 +55,9 @@ type Inputs struct {
 //     else its cost;
 //   - its rate is (n + a)/(T + a·M): n failures seen over T seconds of
 //     running, and a = 1 pseudo-failure at the configured MTBF M (a = 0
-//     without one). With no MTBF configured and no failure seen, the
-//     top level gets DefaultJobMTBF.
+//     without one). With no MTBF configured for the top level and no
+//     failure of it seen, the top level gets DefaultJobMTBF, so every
+//     plan keeps a level that survives every failure.
 func Estimate(h *History, avail []int, nodes int, p Priors) Inputs {
 	var in Inputs
 	// The newest Samples costs and recoveries of each level.
@@ -106,12 +107,13 @@ func Estimate(h *History, avail []int, nodes int, p Priors) Inputs {
 		}
 	}
 	prior := priorMTBF(p, avail, nodes)
-	seen := 0
-	for _, n := range in.Failures {
-		seen += n
-	}
-	if seen == 0 && allZero(prior) && len(avail) > 0 {
-		prior[avail[len(avail)-1]-1] = DefaultJobMTBF
+	// The top level keeps a rate: a run that has seen only failures
+	// below it would otherwise drop it, and its first failure there
+	// would start the job again from nothing.
+	if len(avail) > 0 {
+		if top := avail[len(avail)-1]; prior[top-1] == 0 && in.Failures[top-1] == 0 {
+			prior[top-1] = DefaultJobMTBF
+		}
 	}
 	for i := range in.Levels {
 		lv := &in.Levels[i]
@@ -139,15 +141,6 @@ func combine(a, b float64) float64 {
 		return b
 	}
 	return 1 / (1/a + 1/b)
-}
-
-func allZero(p [MaxLevels]float64) bool {
-	for _, v := range p {
-		if v != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // priorMTBF turns the priors into an MTBF per level (0: none).

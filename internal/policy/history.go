@@ -128,9 +128,11 @@ type Totals struct {
 	Bytes       int64 `json:"bytes"`
 	Written     int64 `json:"dcp_written"`
 	Protected   int64 `json:"dcp_protected"`
-	Restarts    int64 `json:"restarts"`
-	Recover     int64 `json:"recover_ns"`
-	LostWork    int64 `json:"lost_work_ns"`
+	// Differential counts the differential (dCP) checkpoints.
+	Differential int64 `json:"dcp_checkpoints,omitempty"`
+	Restarts     int64 `json:"restarts"`
+	Recover      int64 `json:"recover_ns"`
+	LostWork     int64 `json:"lost_work_ns"`
 }
 
 // Bounds of the history.
@@ -168,6 +170,9 @@ func (h *History) AddCheckpoint(c Checkpoint) {
 		t.Bytes += c.Bytes
 		t.Written += c.Written
 		t.Protected += c.Protected
+		if c.DCP {
+			t.Differential++
+		}
 	}
 	h.Checkpoints = append(h.Checkpoints, c)
 	if n := len(h.Checkpoints) - MaxCheckpoints; n > 0 {
@@ -196,6 +201,9 @@ func (h *History) SetTotal(seq uint64, level int, total int64) {
 				o.Bytes -= c.Bytes
 				o.Written -= c.Written
 				o.Protected -= c.Protected
+				if c.DCP {
+					o.Differential--
+				}
 			}
 			n := &h.Totals[level-1]
 			n.Checkpoints++
@@ -203,6 +211,9 @@ func (h *History) SetTotal(seq uint64, level int, total int64) {
 			n.Bytes += c.Bytes
 			n.Written += c.Written
 			n.Protected += c.Protected
+			if c.DCP {
+				n.Differential++
+			}
 			c.Level = level
 		}
 		c.Total = total

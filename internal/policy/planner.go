@@ -21,22 +21,7 @@ type Planner struct {
 // position in the pattern.
 func (p *Planner) Replan() Plan {
 	p.Inputs = Estimate(p.Hist, p.Avail, p.Nodes, p.Priors)
-	plan := Optimize(p.Inputs.Levels)
-	if len(plan.Levels) == 1 {
-		// One level: Daly's higher-order period instead of Young's.
-		for _, l := range p.Inputs.Levels {
-			if l.ID == plan.Levels[0] {
-				rate := 0.0
-				for _, f := range p.Inputs.Levels {
-					if f.ID <= l.ID {
-						rate += f.Rate
-					}
-				}
-				plan.Work = Daly(l.Cost, 1/rate)
-				plan.Overhead = Evaluate(plan, p.Inputs.Levels)
-			}
-		}
-	}
+	plan := Optimum(p.Inputs.Levels)
 	if p.cur.Next == 0 {
 		p.cur.Next = 1
 	}
@@ -65,3 +50,26 @@ func (p *Planner) Advance() { p.cur.Advance() }
 
 // Restart starts the pattern again (a new launch).
 func (p *Planner) Restart() { p.cur.Next = 1 }
+
+// Optimum is the plan ckpt_interval = auto takes for levels ls: the
+// multi-level optimum (Optimize), with Daly's higher-order period when
+// it uses one level.
+func Optimum(ls []Level) Plan {
+	plan := Optimize(ls)
+	if len(plan.Levels) != 1 {
+		return plan
+	}
+	for _, l := range ls {
+		if l.ID == plan.Levels[0] {
+			rate := 0.0
+			for _, f := range ls {
+				if f.ID <= l.ID {
+					rate += f.Rate
+				}
+			}
+			plan.Work = Daly(l.Cost, 1/rate)
+			plan.Overhead = Evaluate(plan, ls)
+		}
+	}
+	return plan
+}
