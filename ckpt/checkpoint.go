@@ -38,7 +38,10 @@ func (r *Runtime) Checkpoint(id int64, level int) error {
 	if err := r.usable("Checkpoint"); err != nil {
 		return err
 	}
-	level, final, err := r.stopAtCheckpoint(id, level)
+	if r.snapOn() {
+		return r.checkpointSnap(id, level)
+	}
+	level, final, err := r.stopAtCheckpoint(id, level, nil)
 	if err != nil {
 		return r.logFailed(id, level, err)
 	}
@@ -56,9 +59,6 @@ func (r *Runtime) checkpointAt(id int64, level int) error {
 			return err
 		}
 		return r.checkpointH5Single(id)
-	}
-	if ok, err := r.snapCheckpointAt(id, level); ok {
-		return err
 	}
 	if err := r.sameArgs(id, int64(level)); err != nil {
 		return fmt.Errorf("ckpt: checkpoint %d: %w", id, err)

@@ -261,14 +261,23 @@ func seconds(s float64) time.Duration {
 // vLen int64s. Every rank leaves with the same check, plan and
 // estimates. Collective.
 func (r *Runtime) agree(elapsed time.Duration) (check, error) {
+	return r.agreeWith(elapsed, nil)
+}
+
+// agreeWith is agree with extra, a caller's vector reduced with Max in
+// the same reduction and left holding the result (snapshot mode's vote
+// rides on Checkpoint's stop check). Collective.
+func (r *Runtime) agreeWith(elapsed time.Duration, extra []int64) (check, error) {
 	p := &r.pol
-	if cap(p.vec) < vLen {
-		p.vec = make([]int64, vLen)
+	n := vLen + len(extra)
+	if cap(p.vec) < n {
+		p.vec = make([]int64, n)
 	}
-	v := p.vec[:vLen]
-	for i := range v {
+	v := p.vec[:n]
+	for i := range v[:vLen] {
 		v[i] = math.MinInt64
 	}
+	copy(v[vLen:], extra)
 	now := r.now()
 	v[vElapsed] = int64(elapsed)
 	since := now.Sub(p.start)
@@ -289,6 +298,7 @@ func (r *Runtime) agree(elapsed time.Duration) (check, error) {
 	if err := comm.AllreduceInt64s(r.c, v, comm.Max); err != nil {
 		return check{}, err // the caller names the call
 	}
+	copy(extra, v[vLen:])
 	c := check{elapsed: time.Duration(v[vElapsed]), since: time.Duration(v[vSince]), signal: v[vSignal] > 0, halt: v[vHalt], now: v[vNow]}
 	if v[vDeadline] != math.MinInt64 {
 		c.deadline = -v[vDeadline]

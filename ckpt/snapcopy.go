@@ -31,7 +31,8 @@ import (
 // rank 0 says so once per run.
 //
 // On the solver's path a checkpoint in this mode makes one fixed-size
-// reduction (snapVote): the same id and level on every rank, every
+// reduction: the stop check's (stop.go), with the snapshot vote folded
+// in. The vote carries the same id and level on every rank, every
 // rank's local checks passed, its data fits, no dataset changed, and
 // whether a differential checkpoint has its parent everywhere. Anything
 // else (a mismatch, an error, a dataset to check, a budget overrun)
@@ -48,6 +49,7 @@ type copyState struct {
 	// before it handed the checkpoint to the full path.
 	waited time.Duration
 	times  CheckpointTimes
+	call   snapCall
 }
 
 // CheckpointTimes are the times of this rank's last checkpoint in
@@ -245,7 +247,7 @@ func (r *Runtime) snapCopy(vars []fileformat.Var) []fileformat.Var {
 // snapshotCheckpoint takes checkpoint id at lvl in snapshot mode when the
 // mode is on and the data fits: it copies vars and starts the background
 // job. ok is false when the checkpoint is to be taken on today's path.
-// Collective. It is the full path's; [Runtime.snapCheckpointAt] is the
+// Collective. It is the full path's; [Runtime.checkpointSnap] is the
 // usual one.
 func (r *Runtime) snapshotCheckpoint(id int64, lvl levels.ID, diff bool, vars []fileformat.Var, waited time.Duration, callStart time.Time) (ok bool, err error) {
 	if !r.snapMode(lvl) {
@@ -285,57 +287,103 @@ const (
 	svLen
 )
 
-// snapCheckpointAt is Checkpoint's path in snapshot mode: local checks,
-// one fixed-size reduction (snapVote), the copy and the start of the
-// background job. handled is false when the checkpoint is to take the
-// full path (checkpointAt's), which then reports what this one only
-// voted on: mismatched arguments, a local error, a dataset change to
-// check together, a checkpoint over the budget. Collective.
-func (r *Runtime) snapCheckpointAt(id int64, level int) (handled bool, err error) {
-	if !r.cfg.Snapshot || r.post.c == nil || r.icp != nil || level < 1 || level > dcpLevelOffset+4 || (level > dcpLevelOffset && !r.cfg.EnableDCP) {
-		return false, nil
-	}
-	lvl, diff, _ := r.requestLevel(level) // no warning: dCP is on
-	if !r.snapMode(lvl) {
-		return false, nil
-	}
+// snapOn says whether Checkpoint takes snapshot mode's call path
+// (checkpointSnap): the same on every rank.
+func (r *Runtime) snapOn() bool {
+	return r.cfg.Snapshot && r.post.c != nil
+}
+
+// snapCall is a snapshot-mode Checkpoint between its local part and
+// the vote. It is reused from one call to the next.
+type snapCall struct {
+	vote      [svLen]int64
+	lvl       levels.ID
+	diff      bool
+	vars      []fileformat.Var
+	cand      *levels.Manifest
+	par       fileformat.Parent
+	waited    time.Duration
+	callStart time.Time
+	err       error // the previous job's failure, the same on every rank
+}
+
+// checkpointSnap is Checkpoint in snapshot mode: local checks, one
+// fixed-size reduction (the stop check with snapVote folded in), the
+// copy and the start of the background job. A checkpoint some rank
+// cannot take so takes the full path (checkpointAt), which then reports
+// what this one only voted on: mismatched arguments, a local error, a
+// dataset change to check together, a checkpoint over the budget. So
+// does the final checkpoint of a stop agreed at this call, at its own
+// level. Collective.
+func (r *Runtime) checkpointSnap(id int64, level int) error {
 	callStart := r.now()
-	r.scopy.waited = 0
-	waited, err := r.awaitPost()
+	st := &r.pol.stop
+	agreed := r.pol.started && !st.final && st.agreed // NeedCheckpoint agreed
+	sc := &r.scopy.call
+	if agreed {
+		r.snapPrepare(sc, id, st.level)
+	} else {
+		r.snapPrepare(sc, id, level)
+	}
+	sc.callStart = callStart
+	lvl, final, err := r.stopAtCheckpoint(id, level, sc.vote[:])
 	if err != nil {
-		return true, err // the same on every rank: the failure was voted
+		*sc = snapCall{}
+		return r.logFailed(id, level, err)
+	}
+	switch v := &sc.vote; {
+	case sc.err != nil:
+		err = sc.err
+	case final && !agreed, v[svID] != -v[svNegID], v[svLevel] != -v[svNegLevel], v[svSlow] != 0:
+		r.scopy.waited = sc.waited
+		err = r.checkpointAt(id, lvl)
+	default:
+		w := &dcpWrite{r: r, vars: sc.vars}
+		if sc.diff && v[svNegParent] == -1 {
+			w.parent, w.par = sc.cand, sc.par
+		}
+		r.snapStart(w, id, sc.lvl, sc.waited, sc.callStart)
+	}
+	*sc = snapCall{} // no reference to the variables or the parent stays
+	err = r.logFailed(id, lvl, err)
+	if final {
+		r.finishStop(lvl, err)
+	}
+	return err
+}
+
+// snapPrepare is checkpointSnap's local part for checkpoint id at
+// level: the wait for the previous job, the full path's checks and the
+// dCP parent, summed up in sc's vote.
+func (r *Runtime) snapPrepare(sc *snapCall, id int64, level int) {
+	*sc = snapCall{}
+	v := &sc.vote
+	v[svID], v[svNegID], v[svLevel], v[svNegLevel] = id, -id, int64(level), -int64(level)
+	v[svSlow] = 1
+	if r.icp != nil || level < 1 || level > dcpLevelOffset+4 || (level > dcpLevelOffset && !r.cfg.EnableDCP) {
+		return
+	}
+	sc.lvl, sc.diff, _ = r.requestLevel(level) // no warning: dCP is on
+	if !r.snapMode(sc.lvl) {
+		return
+	}
+	if sc.waited, sc.err = r.awaitPost(); sc.err != nil {
+		return
 	}
 	if r.scopy.budget == 0 {
 		r.scopy.budget = r.snapBudget()
 	}
-	vars, slow := r.snapLocal(lvl)
-	var cand *levels.Manifest
-	var par fileformat.Parent
-	parentOK := false
-	if diff && !slow {
-		cand, par, parentOK = r.dcpCandidate(lvl)
-	}
-	vote := make([]int64, svLen)
-	vote[svID], vote[svNegID], vote[svLevel], vote[svNegLevel] = id, -id, int64(level), -int64(level)
+	vars, slow := r.snapLocal(sc.lvl)
 	if slow {
-		vote[svSlow] = 1
+		return
 	}
-	if parentOK {
-		vote[svNegParent] = -1 // the Max is -1 only when every rank can build on it
+	sc.vars, v[svSlow] = vars, 0
+	if sc.diff {
+		var ok bool
+		if sc.cand, sc.par, ok = r.dcpCandidate(sc.lvl); ok {
+			v[svNegParent] = -1 // the Max is -1 only when every rank can build on it
+		}
 	}
-	if err := comm.AllreduceInt64s(r.c, vote, comm.Max); err != nil {
-		return true, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
-	}
-	if vote[svID] != -vote[svNegID] || vote[svLevel] != -vote[svNegLevel] || vote[svSlow] != 0 {
-		r.scopy.waited = waited
-		return false, nil
-	}
-	w := &dcpWrite{r: r, vars: vars}
-	if diff && vote[svNegParent] == -1 {
-		w.parent, w.par = cand, par
-	}
-	r.snapStart(w, id, lvl, waited, callStart)
-	return true, nil
 }
 
 // snapLocal collects the protected variables for a checkpoint at lvl

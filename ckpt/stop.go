@@ -347,19 +347,28 @@ func (r *Runtime) NeedCheckpoint() (bool, error) {
 
 // stopAtCheckpoint is Checkpoint's check: it returns the level to take
 // (the caller's, or the final level when the ranks agree to stop) and
-// whether this checkpoint is the final one. Collective.
-func (r *Runtime) stopAtCheckpoint(id int64, level int) (int, bool, error) {
+// whether this checkpoint is the final one. vote, when not nil, is
+// snapshot mode's vote (snapcopy.go): it is reduced with Max in the
+// check's reduction, or alone when no check is due, so that the call
+// makes one reduction either way. Collective.
+func (r *Runtime) stopAtCheckpoint(id int64, level int, vote []int64) (int, bool, error) {
 	st := &r.pol.stop
-	if !r.pol.started || st.final {
-		return level, false, nil
-	}
-	if st.agreed {
-		return st.level, true, nil // NeedCheckpoint agreed already
+	if !r.pol.started || st.final || st.agreed {
+		lvl, final := level, false
+		if r.pol.started && !st.final {
+			lvl, final = st.level, true // NeedCheckpoint agreed already
+		}
+		if vote != nil {
+			if err := comm.AllreduceInt64s(r.c, vote, comm.Max); err != nil {
+				return lvl, final, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
+			}
+		}
+		return lvl, final, nil
 	}
 	// A checkpoint costs far more than reading the halt file: rank 0
 	// reads it at every Checkpoint call.
 	st.lastPoll = time.Time{}
-	c, err := r.agree(r.now().Sub(r.pol.start))
+	c, err := r.agreeWith(r.now().Sub(r.pol.start), vote)
 	if err != nil {
 		return level, false, fmt.Errorf("ckpt: checkpoint %d: %w", id, err)
 	}
