@@ -134,7 +134,6 @@ static int fg_test(MPI_Fint *q, int *flag, long long *count) {
 import "C"
 
 import (
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -298,22 +297,17 @@ func (f *funnel) serve(done <-chan struct{}) {
 				return
 			case <-f.wake:
 			}
-		case abOld && idle.IsZero():
-			idle = time.Now()
-		case abOld && time.Since(idle) < 2*time.Millisecond:
-			f.stats.yields.Add(1)
-			runtime.Gosched()
-		case !abOld && idle.IsZero():
+		case idle.IsZero():
 			idle, nap = time.Now(), 0
 			f.waitReady(seen, spinSlice, 0)
-		case !abOld && time.Since(idle) < spinFor:
+		case time.Since(idle) < spinFor:
 			// Spin first, as MPI_Wait does; then yield the core to
 			// the other ranks; then nap, longer and longer.
 			switch t := time.Since(idle); {
 			case t < spinSlice*time.Microsecond:
 				f.waitReady(seen, spinSlice, 0)
 			case t < yieldFor:
-				f.waitReady(seen, waitSlice, abYield)
+				f.waitReady(seen, waitSlice, -1)
 			default:
 				nap = min(max(2*nap, minNap), maxNap)
 				f.waitReady(seen, waitSlice, nap)
@@ -333,8 +327,6 @@ func (f *funnel) serve(done <-chan struct{}) {
 // yieldFor, then naps minNap to maxNap microseconds between tests, in
 // slices of waitSlice microseconds; after spinFor without progress it
 // sleeps in Go between rounds.
-var abOld = os.Getenv("FTIGO_AB_OLD") != "" // TEMP A/B
-var abYield = map[bool]int{true: 0, false: -1}[os.Getenv("FTIGO_AB_SPIN") != ""]
 
 const (
 	spinSlice = 50
