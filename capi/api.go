@@ -67,6 +67,8 @@ type library struct {
 	// wrongThread, when set, says why the calling thread may not make
 	// the session's MPI calls ("" when it may).
 	wrongThread func(c comm.Comm) string
+	// trace is FTIGO_TRACE's and FTIGO_CPUPROFILE's state (trace.go).
+	trace tracer
 
 	state     state
 	finalized bool // FTI_Finalize has ended a session
@@ -234,6 +236,9 @@ func (l *library) init(path string, c comm.Comm) int {
 	l.types = newTypeTable(l.sizes)
 	l.vars, l.names, l.idNames, l.stored = map[int]*cvar{}, map[string]int{}, map[int]string{}, map[int]int64{}
 	l.groups, l.dsGroup, l.subsetOf = newGroupTable(), map[int]int{}, map[int]int{}
+	if err := l.trace.start(l.rank); err != nil {
+		log.Warn(fn+": FTIGO_CPUPROFILE: no profile", zap.Error(err))
+	}
 	if c.Rank() == 0 {
 		log.Info("FTI has been initialized by ftigo", zap.String("config", path), zap.Int("ranks", c.Size()),
 			zap.Int("status", l.status))
@@ -263,6 +268,7 @@ func (l *library) finalize() int {
 		return codeFailure
 	}
 	err := l.rt.Finalize()
+	l.trace.stop()
 	log, rank := l.log, l.rank
 	l.release()
 	if err != nil {
@@ -438,7 +444,11 @@ func (l *library) checkpoint(id, level int) int {
 	if ok && msg != "" {
 		l.log.Warn(fn + ": " + msg)
 	}
-	err := l.rt.Checkpoint(int64(id), lvl) // lvl is 0 when !ok
+	var err error
+	l.trace.around(l.rank, id, level, func() int {
+		err = l.rt.Checkpoint(int64(id), lvl) // lvl is 0 when !ok
+		return 0
+	})
 	switch {
 	case errors.Is(err, ckpt.ErrMismatchedCall):
 		why := fmt.Sprintf("ranks passed different ids or levels (here id %d, level %d)", id, level)

@@ -32,6 +32,14 @@ func setupComm(l *library) {
 		}
 		return ""
 	}
+	l.trace.funnel = func() [5]int64 {
+		mc, ok := l.comm.(*mpi.Comm)
+		if !ok {
+			return [5]int64{}
+		}
+		s := mc.FunnelStats()
+		return [5]int64{s.Ops, s.Rounds, s.Yields, s.Sleeps, int64(s.Slept)}
+	}
 }
 
 //export ftigo_capi_init

@@ -56,24 +56,28 @@ func BenchmarkSendrecv(b *testing.B) {
 
 // BenchmarkSendrecvChunked is the ring of BenchmarkSendrecv through
 // comm.SendrecvChunked with 1 MiB blocks (FTI's default block size), the
-// bounded-memory route for large partner copies.
+// bounded-memory route for large partner copies, and with 64 KiB blocks
+// (the capi benchmarks' block_size): one MPI call per block, so the cost
+// of each call shows, through the funnel (FTIGO_MPI_THREAD=single) or not.
 func BenchmarkSendrecvChunked(b *testing.B) {
 	n, r := world.Size(), world.Rank()
-	b.Run(fmt.Sprintf("np=%d/ring/size=%dMiB/block=1MiB", n, benchSize>>20), func(b *testing.B) {
-		send, recv := filled(benchSize), filled(benchSize)
-		if err := world.Barrier(); err != nil {
-			b.Fatal(err)
-		}
-		b.SetBytes(benchSize)
-		b.ResetTimer()
-		start := time.Now()
-		for range b.N {
-			if _, err := comm.SendrecvChunked(world, send, (r+1)%n, recv, (r+n-1)%n, 0, 1<<20); err != nil {
+	for _, block := range []int{1 << 20, 64 << 10} {
+		b.Run(fmt.Sprintf("np=%d/ring/size=%dMiB/block=%dKiB", n, benchSize>>20, block>>10), func(b *testing.B) {
+			send, recv := filled(benchSize), filled(benchSize)
+			if err := world.Barrier(); err != nil {
 				b.Fatal(err)
 			}
-		}
-		b.ReportMetric(float64(n)*float64(benchSize)*float64(b.N)/time.Since(start).Seconds()/1e6, "agg-MB/s")
-	})
+			b.SetBytes(benchSize)
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				if _, err := comm.SendrecvChunked(world, send, (r+1)%n, recv, (r+n-1)%n, 0, block); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(benchSize)*float64(b.N)/time.Since(start).Seconds()/1e6, "agg-MB/s")
+		})
+	}
 }
 
 // BenchmarkMemcpy is the reference: one copy() of the same size.

@@ -3,7 +3,9 @@
 package mpi
 
 /*
+#include <sched.h>
 #include <stdint.h>
+#include <time.h>
 #include <mpi.h>
 
 // The non-blocking forms of the package's calls, for the funnel: each
@@ -82,6 +84,34 @@ static int fg_probe_recv(MPI_Fint c, void *buf, int n, int src, int tag, int *fl
 
 static MPI_Fint fg_null(void) { return MPI_Request_c2f(MPI_REQUEST_NULL); }
 
+// fg_wait waits until one of the n requests is complete or one of the
+// m messages awaited by probe is there (probes holds communicator,
+// source and tag of each), or another operation was queued (*queued no
+// longer seen), or usec microseconds passed. Between tests it spins
+// (nap 0), yields the core (nap < 0) or sleeps nap microseconds. It
+// completes nothing: the funnel's round does. It returns 1 when it saw
+// something ready or an error, 0 at the time limit. It runs in C, so the
+// Go scheduler hands the goroutine's P to others meanwhile, as during a
+// blocking MPI call.
+static int fg_wait(MPI_Fint *reqs, int n, int *probes, int m, int *queued, int seen, int usec, int nap) {
+	double end = MPI_Wtime() + usec * 1e-6;
+	struct timespec ts = {0, (long)nap * 1000};
+	for (;;) {
+		for (int i = 0; i < n; i++) {
+			int flag = 0;
+			if (MPI_Request_get_status(MPI_Request_f2c(reqs[i]), &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || flag) return 1;
+		}
+		for (int i = 0; i < m; i++) {
+			int flag = 0;
+			if (MPI_Iprobe(probes[3*i+1], probes[3*i+2], MPI_Comm_f2c(probes[3*i]), &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || flag) return 1;
+		}
+		if (__atomic_load_n(queued, __ATOMIC_ACQUIRE) != seen) return 1;
+		if (MPI_Wtime() >= end) return 0;
+		if (nap < 0) sched_yield();
+		else if (nap > 0) nanosleep(&ts, NULL);
+	}
+}
+
 // fg_test tests one request; on completion it reports the bytes received.
 // MPI_Request_get_status leaves a completed request for MPI_Wait, which
 // reports its error as the blocking calls do (Open MPI's MPI_Test does not
@@ -106,6 +136,7 @@ import "C"
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -135,7 +166,10 @@ type fop struct {
 	post func() ([]C.MPI_Fint, C.int)
 	// poll, when set, is tested before the requests until it reports
 	// done (a receive by probe).
-	poll   func() (bool, C.int)
+	poll func() (bool, C.int)
+	// probe is the communicator, source and tag poll waits for, so
+	// the funnel can wait for it in C (see fg_wait).
+	probe  [3]C.int
 	reqs   []C.MPI_Fint
 	counts []int64 // bytes received, per request
 	left   int
@@ -164,6 +198,19 @@ type funnel struct {
 	mu     sync.Mutex
 	queue  []*fop
 	active []*fop // posted, not complete: the token holder's
+	stats  funnelStats
+	// queued counts the operations ever queued: fg_wait returns when
+	// it changes, so a queued operation is posted at once.
+	queued atomic.Int32
+	// reqs and probes are fg_wait's arguments, reused.
+	reqs   []C.MPI_Fint
+	probes []C.int
+}
+
+// funnelStats counts the funnel's work (see [Comm.FunnelStats]).
+type funnelStats struct {
+	ops, rounds, yields, sleeps atomic.Int64
+	slept                       atomic.Int64 // nanoseconds
 }
 
 func newFunnel(owner int) *funnel {
@@ -178,9 +225,11 @@ func (f *funnel) mayServe() bool { return f.owner == 0 || unix.Gettid() == f.own
 // that is.
 func (f *funnel) exec(op *fop) error {
 	op.done = make(chan struct{})
+	f.stats.ops.Add(1)
 	f.mu.Lock()
 	f.queue = append(f.queue, op)
 	f.mu.Unlock()
+	f.queued.Add(1)
 	select {
 	case f.wake <- struct{}{}:
 	default:
@@ -221,10 +270,17 @@ func (f *funnel) serveWhile(done <-chan struct{}) {
 }
 
 // serve runs rounds until done is closed. The caller holds the token.
+// Between rounds it waits in C for an operation to be ready (fg_wait),
+// as MPI_Wait would, in slices of waitSlice: a wait for a channel closed
+// by Go code (Comm.Serve) sees it within a slice. After spinFor without
+// progress it sleeps between rounds instead, up to a millisecond, so a
+// long wait (a head's) does not keep a core busy.
 func (f *funnel) serve(done <-chan struct{}) {
 	idle := time.Time{}
 	pause := time.Duration(0)
+	nap := 0 // microseconds
 	for {
+		seen := f.queued.Load()
 		progressed := f.round()
 		select {
 		case <-done:
@@ -233,7 +289,7 @@ func (f *funnel) serve(done <-chan struct{}) {
 		}
 		switch {
 		case progressed:
-			idle, pause = time.Time{}, 0
+			idle, pause, nap = time.Time{}, 0, 0
 		case len(f.active) == 0:
 			// Nothing posted: sleep until something is queued.
 			select {
@@ -242,21 +298,77 @@ func (f *funnel) serve(done <-chan struct{}) {
 			case <-f.wake:
 			}
 		case idle.IsZero():
-			idle = time.Now()
-		case time.Since(idle) < 2*time.Millisecond:
-			// MPI moves data only inside its calls: test again at
-			// once for a while, as MPI_Wait would.
-			runtime.Gosched()
+			idle, nap = time.Now(), 0
+			f.waitReady(seen, spinSlice, 0)
+		case time.Since(idle) < spinFor:
+			// Spin first, as MPI_Wait does; then yield the core to
+			// the other ranks; then nap, longer and longer.
+			switch t := time.Since(idle); {
+			case t < spinSlice*time.Microsecond:
+				f.waitReady(seen, spinSlice, 0)
+			case t < yieldFor:
+				f.waitReady(seen, waitSlice, -1)
+			default:
+				nap = min(max(2*nap, minNap), maxNap)
+				f.waitReady(seen, waitSlice, nap)
+			}
 		default:
 			pause = min(max(2*pause, 20*time.Microsecond), time.Millisecond)
+			t := time.Now()
 			time.Sleep(pause)
+			f.stats.sleeps.Add(1)
+			f.stats.slept.Add(int64(time.Since(t)))
 		}
 	}
+}
+
+// How a serving goroutine waits in C (fg_wait) for an operation to be
+// ready: it spins for spinSlice microseconds, yields the core until
+// yieldFor, then naps minNap to maxNap microseconds between tests, in
+// slices of waitSlice microseconds; after spinFor without progress it
+// sleeps in Go between rounds.
+
+const (
+	spinSlice = 50
+	yieldFor  = 2 * time.Millisecond
+	minNap    = 20
+	maxNap    = 500
+	waitSlice = 1000
+	spinFor   = 200 * time.Millisecond
+)
+
+// waitReady waits in C until an active operation may be done, an operation
+// was queued since seen, or usec microseconds passed, napping nap
+// microseconds between tests (see fg_wait).
+func (f *funnel) waitReady(seen int32, usec, nap int) {
+	f.stats.yields.Add(1)
+	null := nullRequest()
+	f.reqs, f.probes = f.reqs[:0], f.probes[:0]
+	for _, op := range f.active {
+		if op.poll != nil {
+			f.probes = append(f.probes, op.probe[:]...)
+		}
+		for _, q := range op.reqs {
+			if q != null {
+				f.reqs = append(f.reqs, q)
+			}
+		}
+	}
+	var rp *C.MPI_Fint
+	var pp *C.int
+	if len(f.reqs) > 0 {
+		rp = &f.reqs[0]
+	}
+	if len(f.probes) > 0 {
+		pp = &f.probes[0]
+	}
+	C.fg_wait(rp, C.int(len(f.reqs)), pp, C.int(len(f.probes)/3), (*C.int)(unsafe.Pointer(&f.queued)), C.int(seen), C.int(usec), C.int(nap))
 }
 
 // round posts the queued operations and tests the posted ones once. It
 // reports whether any operation was posted or completed.
 func (f *funnel) round() bool {
+	f.stats.rounds.Add(1)
 	f.mu.Lock()
 	q := f.queue
 	f.queue = nil
@@ -424,7 +536,8 @@ func probeRecv(h C.MPI_Fint, buf []byte, src, tag int, n *int) func() (bool, C.i
 
 func (f *funnel) recv(h C.MPI_Fint, buf []byte, src, tag int) (int, error) {
 	var n int
-	op := &fop{name: "MPI_Recv", post: func() ([]C.MPI_Fint, C.int) { return nil, 0 }, poll: probeRecv(h, buf, src, tag, &n)}
+	op := &fop{name: "MPI_Recv", post: func() ([]C.MPI_Fint, C.int) { return nil, 0 }, poll: probeRecv(h, buf, src, tag, &n),
+		probe: [3]C.int{C.int(h), C.int(src), C.int(tag)}}
 	op.keep(buf)
 	err := f.exec(op)
 	return n, err
@@ -432,7 +545,7 @@ func (f *funnel) recv(h C.MPI_Fint, buf []byte, src, tag int) (int, error) {
 
 func (f *funnel) sendrecv(h C.MPI_Fint, send []byte, dst, stag int, recv []byte, src, rtag int) (int, error) {
 	var n int
-	op := &fop{name: "MPI_Sendrecv", poll: probeRecv(h, recv, src, rtag, &n)}
+	op := &fop{name: "MPI_Sendrecv", poll: probeRecv(h, recv, src, rtag, &n), probe: [3]C.int{C.int(h), C.int(src), C.int(rtag)}}
 	op.keep(send, recv)
 	op.post = func() ([]C.MPI_Fint, C.int) {
 		var q C.MPI_Fint

@@ -129,6 +129,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -350,6 +351,26 @@ func (c *Comm) Serve(done <-chan struct{}) {
 		return
 	}
 	c.env.fun.serveWhile(done)
+}
+
+// FunnelStats counts the funnel's work since MPI's initialisation: the
+// operations funnelled, the rounds that posted or tested them, and the
+// yields and sleeps of a serving goroutine waiting for MPI (Slept their
+// total time). It is zero at MPI_THREAD_MULTIPLE, where nothing is
+// funnelled.
+func (c *Comm) FunnelStats() FunnelStats {
+	f := c.env.fun
+	if f == nil {
+		return FunnelStats{}
+	}
+	return FunnelStats{Ops: f.stats.ops.Load(), Rounds: f.stats.rounds.Load(), Yields: f.stats.yields.Load(),
+		Sleeps: f.stats.sleeps.Load(), Slept: time.Duration(f.stats.slept.Load())}
+}
+
+// FunnelStats is what [Comm.FunnelStats] counts.
+type FunnelStats struct {
+	Ops, Rounds, Yields, Sleeps int64
+	Slept                       time.Duration
 }
 
 // Finalize shuts MPI down. Call it on the world, from the goroutine that

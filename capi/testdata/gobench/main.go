@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -57,6 +58,7 @@ func run(args []string) error {
 		}
 		pause = time.Duration(ms) * time.Millisecond
 	}
+	trace := os.Getenv("FTIGO_TRACE") != "" // as libftigo's
 	world, err := mpi.Init()
 	if err != nil {
 		return err
@@ -109,11 +111,16 @@ func run(args []string) error {
 			if err := world.Barrier(); err != nil { // as heatdis.c: time the checkpoint only
 				return fail(err)
 			}
-			start := time.Now()
+			start, cpu := time.Now(), cpuTime()
 			if err := rt.Checkpoint(int64(id), level); err != nil {
 				return fail(err)
 			}
-			fmt.Printf("EVENT rank=%d ckpt-end id=%d level=%d rc=1 sec=%.6f\n", rank, id, level, time.Since(start).Seconds())
+			sec := time.Since(start).Seconds()
+			if trace {
+				// As libftigo's FTIGO_TRACE line (capi/trace.go).
+				fmt.Fprintf(os.Stderr, "ftigo-trace rank=%d id=%d level=%d sec=%.6f cpu=%.6f\n", rank, id, level, sec, (cpuTime() - cpu).Seconds())
+			}
+			fmt.Printf("EVENT rank=%d ckpt-end id=%d level=%d rc=1 sec=%.6f\n", rank, id, level, sec)
 		}
 		first, last := bytesOf(h[nx:2*nx]), bytesOf(h[rows*nx:(rows+1)*nx])
 		haloUp, haloDown := bytesOf(h[:nx]), bytesOf(h[(rows+1)*nx:])
@@ -164,4 +171,13 @@ func exchange(c *mpi.Comm, send []byte, dst int, recv []byte, src, tag, size int
 		return err
 	}
 	return nil
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &u) != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
