@@ -382,7 +382,9 @@ func (d *Delta) verifyRuns() error {
 			b.Mismatch = func(j int64) error {
 				return d.corrupt(c.VarID, run.Chunk, at(j), fmt.Errorf("%w: block %d of chunk (compressed)", ErrHashMismatch, j))
 			}
-			b.ReadAt = decodingReadAt(c, soff, bs, d.o.workers, func(p []byte, off int64) error {
+			var zero []bool
+			zero, b.Checked = zeroChecks(c, d.img.fb.blockSize)
+			b.ReadAt = decodingReadAt(c, soff, bs, d.o.workers, zero, func(p []byte, off int64) error {
 				return d.readAt(vfd.MemDraw, p, run.off+off-soff[first])
 			}, func(j int64, err error) error {
 				return d.corrupt(c.VarID, run.Chunk, at(j), fmt.Errorf("%w: block %d of chunk: %v", ErrHashMismatch, j, err))

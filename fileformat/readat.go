@@ -106,7 +106,9 @@ func (r *Reader) blocks(ci int) *b3.Blocks {
 		b.Mismatch = func(j int64) error {
 			return r.corrupt(c.VarID, ci, c.Fptr+soff[j], fmt.Errorf("%w: block %d of chunk (compressed)", ErrHashMismatch, j))
 		}
-		b.ReadAt = decodingReadAt(c, soff, bs, r.o.workers, func(p []byte, off int64) error {
+		var zero []bool
+		zero, b.Checked = zeroChecks(c, r.fb.blockSize)
+		b.ReadAt = decodingReadAt(c, soff, bs, r.o.workers, zero, func(p []byte, off int64) error {
 			err := r.readAt(vfd.MemDraw, p, c.Fptr+off)
 			var ce *CorruptionError
 			if errors.As(err, &ce) {
@@ -130,6 +132,17 @@ func storedOffsets(c *ChunkInfo) []int64 {
 	return out
 }
 
+// zeroChecks returns, for compressed chunk c, the zero table its
+// decodingReadAt fills and the [b3.Blocks] Checked function that trusts
+// a block decoded from the zero frame when its recorded hash is the zero
+// block's: the block is then exactly zeros, so its hash is known.
+func zeroChecks(c *ChunkInfo, bs uint32) ([]bool, func(j int64) bool) {
+	zero := make([]bool, len(c.Stored))
+	return zero, func(j int64) bool {
+		return zero[j] && c.BlockHashes[j] == zeroFormOf(int(blockLen(c.Size, bs, int(j)))).hash
+	}
+}
+
 // decodeMin is the size from which a read's blocks are decompressed by
 // several goroutines.
 const decodeMin = 1 << 20
@@ -139,8 +152,9 @@ const decodeMin = 1 << 20
 // of the blocks p covers in one read (read takes offsets from the
 // chunk's stored start) and decompresses each into its place in p, on up
 // to workers goroutines. A block that does not decompress to its length
-// is bad(j, why).
-func decodingReadAt(c *ChunkInfo, soff []int64, bs int64, workers int, read func(p []byte, off int64) error,
+// is bad(j, why). zero (one entry per block, or nil) records which
+// blocks were the zero frame (decodeBlock).
+func decodingReadAt(c *ChunkInfo, soff []int64, bs int64, workers int, zero []bool, read func(p []byte, off int64) error,
 	bad func(j int64, err error) error) func(p []byte, off int64) error {
 	return func(p []byte, off int64) error {
 		j0 := off / bs
@@ -152,8 +166,12 @@ func decodingReadAt(c *ChunkInfo, soff []int64, bs int64, workers int, read func
 		one := func(j int64) error {
 			lo := (j - j0) * bs
 			d := p[lo : lo+blockLen(c.Size, uint32(bs), int(j))]
-			if err := decompressBlock(d, src[soff[j]-soff[j0]:soff[j+1]-soff[j0]]); err != nil {
+			z, err := decodeBlock(d, src[soff[j]-soff[j0]:soff[j+1]-soff[j0]])
+			if err != nil {
 				return bad(j, err)
+			}
+			if zero != nil {
+				zero[j] = z
 			}
 			return nil
 		}

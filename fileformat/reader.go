@@ -774,15 +774,6 @@ func sortByDptr(cs []int, chunks []ChunkInfo) {
 	}
 }
 
-func allZero(b []byte) bool {
-	for _, x := range b {
-		if x != 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // Meta returns the file's metadata.
 func (r *Reader) Meta() Meta {
 	return Meta{CkptID: r.hdr.ckptID, Rank: r.hdr.rank, Level: r.hdr.level, Timestamp: r.fb.timestamp,

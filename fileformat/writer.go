@@ -614,6 +614,16 @@ func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored [
 	var scratch []byte
 	for j := lo; j < hi; j++ {
 		b := blockOf(data, j, bs)
+		if z := zeroOf(b); z != nil {
+			// Zeros: a known hash and frame, no hashing, no encoder.
+			if hash {
+				hashes[j] = z.hash
+			}
+			out = append(out, z.frame...)
+			stored[j] = uint32(len(z.frame))
+			compressed = true
+			continue
+		}
 		if hash {
 			hashes[j] = BlockHash(b)
 		}

@@ -54,6 +54,12 @@
 //
 // # API stability
 //
+// Compression: datasets are written contiguous and unfiltered, exact,
+// whatever [basic] compression or a variable's lossy mode says. HDF5's
+// deflate filter is not written: it needs chunked datasets, and every
+// reader would pay zlib's speed. This is a documented difference
+// from FTI-FF.
+//
 // h5ckpt is public API as a format package (HDF5 checkpoints,
 // docs/format/h5ckpt.md): its exported names and their behaviour are kept
 // stable. Before 1.0 an incompatible change is still possible.

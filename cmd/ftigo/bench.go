@@ -209,6 +209,11 @@ type benchRow struct {
 	Data              string  `json:"data,omitempty"`
 	Uncompressed      *stats  `json:"uncompressed,omitempty"`
 	RatioUncompressed float64 `json:"ratio_uncompressed,omitempty"`
+	// UncompressedCPU is that case's process CPU (medians), and
+	// CPURatioUncompressed the row's CPU (user+system) over it: the
+	// counted measure, steadier than times on a loaded machine.
+	UncompressedCPU      *cpuStats `json:"uncompressed_cpu,omitempty"`
+	CPURatioUncompressed float64   `json:"cpu_ratio_uncompressed,omitempty"`
 }
 
 type benchResult struct {
@@ -405,7 +410,8 @@ zstd; each checkpoint row then carries the variable's bytes, the bytes
 its files took and their ratio (a "compressed" column), while the raw
 references still write the data as it is. The same run also takes each
 level's checkpoint and restart uncompressed: rows carry that time and
-ratio_uncompressed (a "vs none" column). The result adds zstd's
+ratio_uncompressed (a "vs none" column), and its
+process CPU with cpu_ratio_uncompressed ("cpu vs none"). The result adds zstd's
 compression and decompression rates on one core beside BLAKE3's.
 --data picks what the ranks protect: ramp, heat, random or sparse.
 

@@ -52,6 +52,7 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 	plainBC.codec = fileformat.CodecNone
 	for _, level := range bc.levels {
 		var ck, total, rs, plain, strong, read, restartRef, shared, ckNone, rsNone, firstCk, firstTot []time.Duration
+		var ckNoneC, rsNoneC []cpuTimes
 		var logical, stored int64
 		var ckC, rsC, plainC, strongC, readC, refC, sharedC []cpuTimes
 		steps := []int{0, 1, 2}
@@ -104,6 +105,7 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 						return nil, fmt.Errorf("level %d uncompressed: %w", level, err)
 					}
 					ckNone, rsNone = append(ckNone, m.ckpt), append(rsNone, m.restart)
+					ckNoneC, rsNoneC = append(ckNoneC, m.ckptCPU), append(rsNoneC, m.restartCPU)
 				}
 				tick()
 			}
@@ -116,7 +118,7 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 		if bc.codec != fileformat.CodecNone {
 			row.Compression, row.LogicalBytes, row.StoredBytes = bc.codec.String(), logical, stored
 			row.CompressionRatio = float64(logical) / float64(max(stored, 1))
-			row.setUncompressed(ckNone)
+			row.setUncompressed(ckNone, ckNoneC)
 		}
 		row.Data = bc.data
 		if bc.snapshot {
@@ -135,20 +137,24 @@ func bench(bc benchConfig, tick func()) (*benchResult, error) {
 			CacheDropped: bc.cold, CPU: summarizeCPU(rsC), RawCPU: summarizeCPU(readC), StrongCPU: summarizeCPU(refC)}
 		row.Ratio, row.RatioStrong = row.Time.Median/row.Raw.Median, row.Time.Median/row.Strong.Median
 		row.Data = bc.data
-		row.setUncompressed(rsNone)
+		row.setUncompressed(rsNone, rsNoneC)
 		res.Rows = append(res.Rows, row)
 	}
 	return res, nil
 }
 
-// setUncompressed records the uncompressed times of the row's case and
-// the ratio of the row's median to theirs.
-func (row *benchRow) setUncompressed(ds []time.Duration) {
+// setUncompressed records the uncompressed times and process CPU of the
+// row's case and the ratios of the row's medians to theirs.
+func (row *benchRow) setUncompressed(ds []time.Duration, cs []cpuTimes) {
 	if len(ds) == 0 {
 		return
 	}
-	s := summarize(ds)
+	s, c := summarize(ds), summarizeCPU(cs)
 	row.Uncompressed, row.RatioUncompressed = &s, row.Time.Median/s.Median
+	row.UncompressedCPU = &c
+	if t := c.User + c.Sys; t > 0 {
+		row.CPURatioUncompressed = (row.CPU.User + row.CPU.Sys) / t
+	}
 }
 
 // benchDataKinds are the kinds of data --data accepts.

@@ -40,18 +40,21 @@ func benchTable(rows []benchRow) string {
 	if slices.ContainsFunc(rows, func(r benchRow) bool { return r.Compression != "" }) {
 		// The compression ratio, before the last column.
 		n := len(header) - 1
-		header = slices.Insert(header, n, "compressed", "vs none")
-		right = slices.Insert(right, n, true, true)
+		header = slices.Insert(header, n, "compressed", "vs none", "cpu vs none")
+		right = slices.Insert(right, n, true, true, true)
 		for i, r := range rows {
 			ratio := "-"
 			if r.CompressionRatio > 0 {
 				ratio = fmt.Sprintf("%.2fx", r.CompressionRatio)
 			}
-			vs := "-"
+			vs, vsCPU := "-", "-"
 			if r.Uncompressed != nil {
 				vs = fmt.Sprintf("%.2fx", r.RatioUncompressed)
 			}
-			cells[i] = slices.Insert(cells[i], n, ratio, vs)
+			if r.CPURatioUncompressed > 0 {
+				vsCPU = fmt.Sprintf("%.2fx", r.CPURatioUncompressed)
+			}
+			cells[i] = slices.Insert(cells[i], n, ratio, vs, vsCPU)
 		}
 	}
 	return renderTable(header, cells, right)

@@ -120,6 +120,10 @@ func TestBenchCompression(t *testing.T) {
 		require.NotNil(t, row.Uncompressed, "%s: the same run measures it uncompressed", row.Case)
 		assert.Positive(t, row.Uncompressed.Median, row.Case)
 		assert.InDelta(t, row.Time.Median/row.Uncompressed.Median, row.RatioUncompressed, 1e-9, row.Case)
+		require.NotNil(t, row.UncompressedCPU, row.Case)
+		if u := row.UncompressedCPU.User + row.UncompressedCPU.Sys; u > 0 {
+			assert.InDelta(t, (row.CPU.User+row.CPU.Sys)/u, row.CPURatioUncompressed, 1e-9, row.Case)
+		}
 		if row.Kind == "restart" {
 			assert.Empty(t, row.Compression, row.Case)
 			assert.Zero(t, row.StoredBytes, row.Case)
@@ -144,7 +148,9 @@ func TestBenchCompression(t *testing.T) {
 		assert.True(t, strings.Contains(string(doc), "`"+k+"`"), "docs/performance.md documents `%s`", k)
 	}
 	assert.Contains(t, benchTable(res.Rows), "vs none")
-	for _, k := range []string{"compression", "logical_bytes", "stored_bytes", "compression_ratio", "data", "uncompressed", "ratio_uncompressed"} {
+	assert.Contains(t, benchTable(res.Rows), "cpu vs none")
+	for _, k := range []string{"compression", "logical_bytes", "stored_bytes", "compression_ratio", "data", "uncompressed", "ratio_uncompressed",
+		"uncompressed_cpu", "cpu_ratio_uncompressed"} {
 		assert.Contains(t, string(b), `"`+k+`"`)
 		assert.True(t, strings.Contains(string(doc), "`"+k+"`"), "docs/performance.md documents `%s`", k)
 	}
