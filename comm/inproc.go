@@ -108,7 +108,11 @@ func NewWorld(n int, opts ...Option) []Comm {
 	if o.logger == nil {
 		o.logger = zap.NewNop()
 	}
-	w := &world{opts: o, aborted: make(chan struct{}), tallies: make([]Tally, n)}
+	w := &world{opts: o, aborted: make(chan struct{}), tallies: make([]Tally, n),
+		shards: make([]chan struct{}, (n+fanIn-1)/fanIn)}
+	for i := range w.shards {
+		w.shards[i] = make(chan struct{})
+	}
 	ranks := make([]int, n)
 	for i := range ranks {
 		ranks[i] = i
@@ -122,6 +126,9 @@ type world struct {
 	opts    options
 	once    sync.Once
 	aborted chan struct{} // closed by abort, after cause is set
+	// shards are closed by abort after aborted: world rank r waits on
+	// shards[r/fanIn], so that no channel has more than fanIn waiters.
+	shards  []chan struct{}
 	cause   error
 	tallies []Tally // per world rank, shared by its sub-communicators
 	// scans counts the contributions the collectives visit (the last
@@ -135,6 +142,9 @@ func (w *world) abort(cause error) {
 	w.once.Do(func() {
 		w.cause = cause
 		close(w.aborted)
+		for _, s := range w.shards {
+			close(s)
+		}
 		w.opts.logger.Warn("in-process world aborted", zap.Error(cause))
 	})
 }
@@ -149,8 +159,9 @@ func (w *world) err() error {
 	}
 }
 
-// wait blocks until ch is closed, the world is aborted or the watchdog fires.
-func (w *world) wait(ch <-chan struct{}) error {
+// wait blocks world rank rank until ch is closed, the world is aborted or
+// the watchdog fires.
+func (w *world) wait(ch <-chan struct{}, rank int) error {
 	select {
 	case <-ch:
 		return nil
@@ -165,7 +176,7 @@ func (w *world) wait(ch <-chan struct{}) error {
 	select {
 	case <-ch:
 		return nil
-	case <-w.aborted:
+	case <-w.shards[rank/fanIn]:
 		return abortedError(w.cause)
 	case <-tc:
 		err := fmt.Errorf("%w: call blocked for %v", ErrTimeout, w.opts.timeout)
@@ -180,17 +191,20 @@ type group struct {
 	w          *world
 	worldRanks []int // group rank -> world rank
 	boxes      []*mailbox
+	tree       tree // the shape of every round's combining tree
 
-	mu  sync.Mutex // guards cur
-	cur *round
+	// cur is the round the members arrive at; the last to arrive
+	// replaces it. mu guards the rounds' computed and cancelled flags.
+	cur atomic.Pointer[round]
+	mu  sync.Mutex
 }
 
 func newGroup(w *world, worldRanks []int, isWorld bool) []Comm {
-	g := &group{w: w, worldRanks: worldRanks, boxes: make([]*mailbox, len(worldRanks))}
+	g := &group{w: w, worldRanks: worldRanks, boxes: make([]*mailbox, len(worldRanks)), tree: newTree(len(worldRanks))}
 	for i := range g.boxes {
 		g.boxes[i] = &mailbox{}
 	}
-	g.cur = newRound(len(worldRanks))
+	g.cur.Store(g.newRound())
 	comms := make([]Comm, len(worldRanks))
 	for i := range comms {
 		comms[i] = &proc{g: g, rank: i, world: isWorld}
@@ -335,7 +349,7 @@ func (p *proc) post(dst, tag int, buf []byte) (*msg, *mailbox) {
 // in progress and finish waits for it (a copy never blocks) before returning
 // the error, so the caller's buffer is free when finish returns.
 func (p *proc) finish(box *mailbox, m *msg, isSend bool) error {
-	err := p.g.w.wait(m.done)
+	err := p.g.w.wait(m.done, p.g.worldRanks[p.rank])
 	if err == nil {
 		return nil
 	}
@@ -429,16 +443,26 @@ func (p *proc) Sendrecv(send []byte, dst, sendTag int, recv []byte, src, recvTag
 // ---- collectives ----
 
 // round is one collective operation of a group: every member hands in a
-// contribution, the last to arrive computes out and closes done. A member
-// that gives up waiting (abort, watchdog) before out is computed cancels the
-// round, so nobody can go on to read its buffers after it has returned.
+// contribution, the last to arrive computes out and wakes the others. A
+// member that gives up waiting (abort, watchdog) before out is computed
+// cancels the round, so nobody can go on to read its buffers after it has
+// returned.
+//
+// No lock or channel is shared by more than [fanIn] members. Arrivals
+// meet in a combining tree of counters: the member whose arrival
+// completes a node climbs to its parent, and the one completing the root
+// is the last. Members wait in teams of fanIn on one channel each; the
+// teams form a tree too, and the first member of a team, once awake,
+// wakes its child teams. A round costs O(members) in all and O(log
+// members) on any member.
 type round struct {
-	in        []contrib
-	arrived   int
+	in      []contrib
+	arrived []atomic.Int32  // per node of the group's tree
+	wake    []chan struct{} // per team
+	// computed and cancelled are guarded by the group's mu.
 	computed  bool
 	cancelled bool
 	out       any
-	done      chan struct{}
 	// release counts the members still using the result (copying from
 	// other members' buffers); see rendezvous.
 	release sync.WaitGroup
@@ -449,10 +473,73 @@ type contrib struct {
 	v  any
 }
 
-func newRound(n int) *round {
-	r := &round{in: make([]contrib, n), done: make(chan struct{})}
+// fanIn is the arity of a round's trees: how many members meet on one
+// counter, wait on one channel, or are woken by one member.
+const fanIn = 16
+
+// tree is the shape of a group's combining tree of n members: level 0
+// counts the members of each team of fanIn, level l+1 the nodes of
+// level l that are complete. Level l's nodes are arrived[off[l]:off[l+1]].
+type tree struct {
+	n    int
+	off  []int
+	want []int32 // per node: the arrivals that complete it
+}
+
+func newTree(n int) tree {
+	t := tree{n: n, off: []int{0}}
+	for width := n; ; {
+		nodes := (width + fanIn - 1) / fanIn
+		for i := range nodes {
+			t.want = append(t.want, int32(min(fanIn, width-i*fanIn)))
+		}
+		t.off = append(t.off, t.off[len(t.off)-1]+nodes)
+		if nodes == 1 {
+			return t
+		}
+		width = nodes
+	}
+}
+
+// teams is the number of teams of fanIn members (the nodes of level 0).
+func (t tree) teams() int { return t.off[1] }
+
+func (g *group) newRound() *round {
+	n := g.tree.n
+	r := &round{in: make([]contrib, n), arrived: make([]atomic.Int32, len(g.tree.want)),
+		wake: make([]chan struct{}, g.tree.teams())}
+	for i := range r.wake {
+		r.wake[i] = make(chan struct{})
+	}
 	r.release.Add(n)
 	return r
+}
+
+// count returns how many members have arrived (for tests; racy while
+// members arrive).
+func (r *round) count() int {
+	n := 0
+	for i := range r.wake {
+		n += int(r.arrived[i].Load())
+	}
+	return n
+}
+
+// wakeTeams closes the channels of the teams member rank wakes: team 0's
+// when rank is the last to arrive, and the child teams of its own team
+// when it is its team's first member (team j's children are teams
+// fanIn*j+1 to fanIn*j+fanIn).
+func (r *round) wakeTeams(rank int, last bool) {
+	if last {
+		close(r.wake[0])
+	}
+	if rank%fanIn != 0 {
+		return
+	}
+	j := rank / fanIn
+	for c := fanIn*j + 1; c <= fanIn*j+fanIn && c < len(r.wake); c++ {
+		close(r.wake[c])
+	}
 }
 
 // rendezvous is the one collective primitive: it returns compute's result,
@@ -474,7 +561,7 @@ func (p *proc) rendezvous(op string, v any, compute func(in []contrib) any, use 
 	g := p.g
 	r, last := g.arrive(p.rank, contrib{op: op, v: v}, compute)
 	if !last {
-		if err := g.w.wait(r.done); err != nil {
+		if err := g.w.wait(r.wake[p.rank/fanIn], g.worldRanks[p.rank]); err != nil {
 			g.mu.Lock()
 			if !r.computed {
 				r.cancelled = true
@@ -485,6 +572,7 @@ func (p *proc) rendezvous(op string, v any, compute func(in []contrib) any, use 
 			// Computed meanwhile: take part in the result like everyone else.
 		}
 	}
+	r.wakeTeams(p.rank, last)
 	if err, ok := r.out.(error); ok {
 		return nil, err
 	}
@@ -509,25 +597,28 @@ type finisher interface{ finished() bool }
 
 // arrive hands in one rank's contribution to the current round. The last
 // rank to arrive computes the result (an ErrAborted error when the round
-// was cancelled), starts the next round and wakes the others.
+// was cancelled) and starts the next round; the caller then wakes the
+// others ([round.wakeTeams]). Every atomic add on the way up publishes the
+// contributions below it, so the last rank sees them all.
 func (g *group) arrive(rank int, c contrib, compute func([]contrib) any) (r *round, last bool) {
-	g.mu.Lock()
-	r = g.cur
+	r = g.cur.Load()
 	r.in[rank] = c
-	r.arrived++
-	if r.arrived < len(r.in) {
-		g.mu.Unlock()
-		return r, false
+	t := &g.tree
+	for l, i := 0, rank; l+1 < len(t.off); l, i = l+1, i/fanIn {
+		k := t.off[l] + i/fanIn
+		if r.arrived[k].Add(1) < t.want[k] {
+			return r, false
+		}
 	}
+	g.mu.Lock()
 	if r.cancelled {
 		r.out = abortedError(g.w.err())
 	} else {
 		r.out = g.computeChecked(r.in, compute)
 	}
+	g.cur.Store(g.newRound())
 	r.computed = true
-	g.cur = newRound(len(r.in))
 	g.mu.Unlock()
-	close(r.done)
 	return r, true
 }
 
@@ -552,6 +643,20 @@ type bcastArg struct {
 	buf  []byte
 }
 
+// bcastSerial is the size up to which the last rank to arrive copies a
+// broadcast into every rank's buffer: a copy that small costs less than
+// the second synchronisation of copying in parallel.
+const bcastSerial = 1 << 10
+
+// bcastResult is a Bcast rendezvous' result: root's buffer, and whether
+// compute already copied it to every rank.
+type bcastResult struct {
+	buf  []byte
+	done bool
+}
+
+func (b bcastResult) finished() bool { return b.done }
+
 func (p *proc) Bcast(root int, buf []byte) error {
 	_, err := p.rendezvous("Bcast", bcastArg{root, buf}, func(in []contrib) any {
 		a0 := in[0].v.(bcastArg)
@@ -567,10 +672,20 @@ func (p *proc) Bcast(root int, buf []byte) error {
 				return fmt.Errorf("%w: Bcast: rank %d has %d bytes, rank 0 has %d", ErrBadArgument, i, len(a.buf), len(a0.buf))
 			}
 		}
-		return in[a0.root].v.(bcastArg).buf
+		src := in[a0.root].v.(bcastArg).buf
+		if len(src) > bcastSerial {
+			return bcastResult{buf: src}
+		}
+		p.g.w.scans.Add(int64(len(in)))
+		for i, c := range in {
+			if i != a0.root {
+				copy(c.v.(bcastArg).buf, src)
+			}
+		}
+		return bcastResult{buf: src, done: true}
 	}, func(out any) {
 		if p.rank != root {
-			copy(buf, out.([]byte))
+			copy(buf, out.(bcastResult).buf)
 		}
 	})
 	if err != nil {

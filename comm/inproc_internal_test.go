@@ -22,9 +22,9 @@ func TestCancelledRound(t *testing.T) {
 	require.Eventually(t, func() bool {
 		p0.g.mu.Lock()
 		defer p0.g.mu.Unlock()
-		return p0.g.cur.arrived == 1
+		return p0.g.cur.Load().count() == 1
 	}, 5*time.Second, time.Millisecond)
-	r := p0.g.cur
+	r := p0.g.cur.Load()
 	require.NoError(t, p1.Abort(1))
 	err := <-done
 	assert.ErrorIs(t, err, ErrAborted)
