@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"github.com/ftigo/ftigo/vfd"
+	"io"
 	"os"
 	"runtime/pprof"
 	"syscall"
@@ -19,7 +21,7 @@ import (
 // tracer is the state of those two.
 type tracer struct {
 	on      bool
-	profile *os.File
+	profile vfd.File
 	// funnel, when set, reports the funnel's counters (capi_mpi.go).
 	funnel func() [5]int64
 }
@@ -31,11 +33,11 @@ func (t *tracer) start(rank int) error {
 	if p == "" {
 		return nil
 	}
-	f, err := os.Create(fmt.Sprintf("%s.%d", p, rank))
+	f, err := vfd.Sec2{}.Open(fmt.Sprintf("%s.%d", p, rank), vfd.ReadWrite|vfd.OCreate|vfd.OTrunc)
 	if err != nil {
 		return err
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := pprof.StartCPUProfile(io.NewOffsetWriter(f, 0)); err != nil {
 		f.Close()
 		return err
 	}
