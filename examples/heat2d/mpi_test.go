@@ -20,18 +20,26 @@ import (
 // directory and returns mpirun.openmpi and the binary (skipping, or
 // failing with FTIGO_REQUIRE_TOOLS=1, when Open MPI is missing).
 func buildMPIHeat2d(t *testing.T) (mpirun, bin string) {
+	return buildHeat2dFor(t, "mpirun.openmpi", "ompi", "libopenmpi-dev", "mpi")
+}
+
+// buildHeat2dFor builds heat2d with the build tags tags against the MPI
+// that pkg-config knows as pkg (Debian package dev) and returns the
+// launcher mpirun and the binary, skipping (or failing with
+// FTIGO_REQUIRE_TOOLS=1) when a tool is missing.
+func buildHeat2dFor(t *testing.T, launcher, pkg, dev, tags string) (mpirun, bin string) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("builds heat2d with -tags mpi; skipped with -short")
+		t.Skipf("builds heat2d with -tags '%s'; skipped with -short", tags)
 	}
-	mpirun = testutil.NeedTool(t, "mpirun.openmpi", "runs heat2d under MPI")
-	testutil.NeedTool(t, "pkg-config", "finds Open MPI for the cgo build")
-	goTool := testutil.NeedTool(t, "go", "builds heat2d with -tags mpi")
-	if out, err := exec.Command("pkg-config", "--exists", "ompi").CombinedOutput(); err != nil {
-		testutil.Missing(t, "pkg-config cannot find ompi (libopenmpi-dev): "+string(out))
+	mpirun = testutil.NeedTool(t, launcher, "runs heat2d under MPI")
+	testutil.NeedTool(t, "pkg-config", "finds "+pkg+" for the cgo build")
+	goTool := testutil.NeedTool(t, "go", "builds heat2d with -tags '"+tags+"'")
+	if out, err := exec.Command("pkg-config", "--exists", pkg).CombinedOutput(); err != nil {
+		testutil.Missing(t, "pkg-config cannot find "+pkg+" ("+dev+"): "+string(out))
 	}
-	bin = filepath.Join(t.TempDir(), "heat2d-mpi")
-	out, err := exec.Command(goTool, "build", "-tags", "mpi", "-o", bin, ".").CombinedOutput()
+	bin = filepath.Join(t.TempDir(), "heat2d-"+strings.ReplaceAll(tags, " ", "-"))
+	out, err := exec.Command(goTool, "build", "-tags", tags, "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "build: %s", out)
 	return mpirun, bin
 }

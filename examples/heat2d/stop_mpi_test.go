@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -13,28 +12,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/ftigo/ftigo/internal/testutil"
 )
 
 // buildMPICHHeat2d builds heat2d with the mpi and mpich build tags and
 // returns mpirun.mpich (hydra) and the binary (skipping, or failing with
 // FTIGO_REQUIRE_TOOLS=1, when MPICH is missing).
 func buildMPICHHeat2d(t *testing.T) (mpirun, bin string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds heat2d with -tags 'mpi mpich'; skipped with -short")
-	}
-	mpirun = testutil.NeedTool(t, "mpirun.mpich", "runs heat2d under MPICH's hydra")
-	testutil.NeedTool(t, "pkg-config", "finds MPICH for the cgo build")
-	goTool := testutil.NeedTool(t, "go", "builds heat2d with -tags 'mpi mpich'")
-	if out, err := exec.Command("pkg-config", "--exists", "mpich").CombinedOutput(); err != nil {
-		testutil.Missing(t, "pkg-config cannot find mpich (libmpich-dev): "+string(out))
-	}
-	bin = filepath.Join(t.TempDir(), "heat2d-mpich")
-	out, err := exec.Command(goTool, "build", "-tags", "mpi mpich", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "build: %s", out)
-	return mpirun, bin
+	return buildHeat2dFor(t, "mpirun.mpich", "mpich", "libmpich-dev", "mpi mpich")
 }
 
 // mpiEnv lets Open MPI run as root and oversubscribe the 2 cores.
