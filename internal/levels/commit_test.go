@@ -510,7 +510,8 @@ func checkRestarted(t *testing.T, cl *cluster, n, size int, name string, want []
 		case (parts[0] == "meta" && len(parts) == 3) || (parts[0] == "global" && len(parts) == 4 && parts[1] == ReplicaDir):
 			// A part: of a committed checkpoint, named by its root.
 			seq, ok := parseSeq(parts[len(parts)-2], PartsSuffix)
-			lvl, i, isPart := parsePartBase(base)
+			// A damaged copy moved aside by a repair stays, for forensics.
+			lvl, i, isPart := parsePartBase(strings.TrimSuffix(base, BrokenSuffix))
 			m := roots[seq]
 			assert.True(t, ok && isPart && m != nil && m.Level == lvl && i < m.NumParts(),
 				"%s: %s is not a part of a committed checkpoint's root", name, p)

@@ -760,6 +760,9 @@ func (e *Engine) repairPart(c *partCheck) {
 			err = d.Rename(x.Path, x.Path+BrokenSuffix)
 		}
 		if err == nil {
+			err = d.MkdirAll(path.Dir(x.Path), 0o755) // a crash may have left no directory
+		}
+		if err == nil {
 			err = vfd.WriteFileAtomic(d, x.Path, good.Raw)
 		}
 		if err != nil {
