@@ -393,6 +393,41 @@ func (r *Runtime) observeCheckpoint(m *levels.Manifest, lvl levels.ID, async boo
 	p.hist.save()
 }
 
+// observeSnap records committed checkpoint m of snapshot mode (rank 0):
+// the solver was blocked for the copy, and the checkpoint was durable
+// total after the call.
+// The call started at start; the interval counts from its return
+// ([Runtime.observeSnapCall]).
+func (r *Runtime) observeSnap(m *levels.Manifest, start time.Time, blocked, total time.Duration, final bool, st levels.Stats) {
+	p := &r.pol
+	if !p.started || m == nil || r.c.Rank() != 0 {
+		return
+	}
+	now := r.now()
+	c := policy.Checkpoint{Seq: m.Seq, ID: m.ID, Level: int(m.Level), Time: start.UnixNano(),
+		Blocked: blocked.Nanoseconds(), Total: max(total, blocked).Nanoseconds(),
+		Bytes: m.Bytes(), DCP: m.DCP != nil, Async: true, Final: final}
+	if r.cfg.EnableDCP {
+		c.Written, c.Protected = st.TotalData.Written, st.TotalData.Protected
+	}
+	p.hist.h.AddCheckpoint(c)
+	if l := p.hist.h.Current(); l != nil {
+		l.Seen = now.UnixNano()
+		p.seen = now
+	}
+	r.replan()
+	p.hist.save()
+}
+
+// observeSnapCall notes the return of a snapshot-mode Checkpoint: the
+// solver runs again from here, so the interval to the next checkpoint
+// counts from here.
+func (r *Runtime) observeSnapCall() {
+	if r.pol.started {
+		r.pol.lastEnd = r.now()
+	}
+}
+
 // observePost records the end of checkpoint job's background work (rank 0).
 func (r *Runtime) observePost(job *levels.Manifest, res postResult) {
 	p := &r.pol

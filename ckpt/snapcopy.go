@@ -94,7 +94,10 @@ type snapDone struct {
 	id       int64
 	l1       *levels.Manifest // the commit of the write (nil on failure)
 	image    fileformat.Parent
+	start    time.Time // the call's
+	final    bool      // the final checkpoint of a stop
 	bg, dur  time.Duration
+	stats    levels.Stats
 	raiseErr error // the head's raise failed; l1 stays committed at L1
 }
 
@@ -343,6 +346,11 @@ func (r *Runtime) checkpointSnap(id int64, level int) error {
 			w.parent, w.par = sc.cand, sc.par
 		}
 		r.snapStart(w, id, sc.lvl, sc.waited, sc.callStart)
+		if final {
+			// The job ends after this call: the final checkpoint is
+			// reported only once it is durable.
+			_, err = r.awaitPost()
+		}
 	}
 	*sc = snapCall{} // no reference to the variables or the parent stays
 	err = r.logFailed(id, lvl, err)
@@ -420,6 +428,7 @@ func (r *Runtime) snapStart(w *dcpWrite, id int64, lvl levels.ID, waited time.Du
 	blocked := r.now().Sub(callStart)
 	r.scopy.times = CheckpointTimes{ID: id, Level: int(lvl), Wait: waited, Copy: cp, Blocked: blocked}
 	r.startSnap(w, id, lvl, wlvl, raiseTo, callStart)
+	r.observeSnapCall()
 	if r.c.Rank() == 0 {
 		mib := float64(dataBytes(w.vars)) / (1 << 20)
 		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) copied in %.3f sec. (Wt %.3f, Cp %.3f), written in the background",
@@ -434,6 +443,7 @@ func (r *Runtime) snapStart(w *dcpWrite, id int64, lvl levels.ID, waited time.Du
 func (r *Runtime) startSnap(w *dcpWrite, id int64, lvl, wlvl, raiseTo levels.ID, callStart time.Time) {
 	ch := make(chan postResult, 1)
 	r.post.running, r.post.job = ch, nil
+	final := r.pol.started && r.pol.stop.agreed
 	p := r.poster()
 	hook := r.post.hook
 	go func() {
@@ -447,7 +457,7 @@ func (r *Runtime) startSnap(w *dcpWrite, id int64, lvl, wlvl, raiseTo levels.ID,
 			opts = append(opts, levels.RaiseLater(raiseTo))
 		}
 		m, st, err := p.eng.CheckpointOver(p.pc, id, wlvl, w.write, opts...)
-		d := &snapDone{id: id}
+		d := &snapDone{id: id, start: callStart, final: final}
 		if err != nil {
 			err = fmt.Errorf("%w: checkpoint %d at %v, written from its staging copy, failed and was not committed; the previous checkpoints stand: %w", ErrBackground, id, lvl, err)
 			if p.rank == 0 {
@@ -456,7 +466,7 @@ func (r *Runtime) startSnap(w *dcpWrite, id int64, lvl, wlvl, raiseTo levels.ID,
 			ch <- postResult{err: err, snap: d}
 			return
 		}
-		d.l1, d.image = m, w.image
+		d.l1, d.image, d.stats = m, w.image, st
 		res := postResult{m: m, snap: d}
 		if raiseTo != 0 {
 			req, rerr := p.reqOf(m, raiseTo)
@@ -498,4 +508,5 @@ func (r *Runtime) applySnap(res postResult) {
 	if d.raiseErr != nil {
 		r.post.err, t.Err = d.raiseErr, d.raiseErr
 	}
+	r.observeSnap(res.m, d.start, t.Blocked, d.dur, d.final, d.stats)
 }

@@ -304,6 +304,16 @@ func (r *Runtime) StopLevel() int {
 	return r.pol.stop.level
 }
 
+// StopReason says why the job was asked to stop (a signal, the halt
+// file with its reason, the time left) once a stop was agreed, in rank
+// 0's words: it is empty before, and on every other rank. Local.
+func (r *Runtime) StopReason() string {
+	if r == nil || !r.pol.stop.agreed {
+		return ""
+	}
+	return r.pol.stop.reason
+}
+
 // NeedCheckpoint reports whether a stop was agreed, for a program that
 // calls Checkpoint itself: it should call Checkpoint now, which takes
 // the final checkpoint, then end when ShouldExit says so. Collective:

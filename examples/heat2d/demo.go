@@ -52,6 +52,12 @@ func parseEvent(line string) (event, bool) {
 	e := event{kind: fields[0], kv: map[string]string{}}
 	for _, f := range fields[1:] {
 		if k, v, ok := strings.Cut(f, "="); ok {
+			if k == "why" {
+				// Free text, last on the line: it takes the rest.
+				_, v, _ = strings.Cut(rest, " why=")
+				e.kv[k] = v
+				break
+			}
 			e.kv[k] = v
 		}
 	}
@@ -315,8 +321,8 @@ func demo(o *options, out io.Writer) error {
 		final = l2
 	}
 	if f := final.final; f != nil {
-		fmt.Fprintf(out, "  stopped (a stop signal, the halt file or the time left): final checkpoint %s at L%s (iteration %s), exiting\n",
-			f.kv["id"], f.kv["level"], f.kv["iter"])
+		fmt.Fprintf(out, "  stopped by %s: final checkpoint %s at L%s (iteration %s), exiting\n",
+			f.kv["why"], f.kv["id"], f.kv["level"], f.kv["iter"])
 		fmt.Fprintf(out, "  the job resumes from it with: %s %s\n", shellQuote(os.Args[0]), strings.Join(jobArgs(o), " "))
 		return nil
 	}

@@ -355,8 +355,9 @@ func stopJob(rt *ckpt.Runtime, c comm.Comm, ev *events, res *jobResult, rec ckpt
 		return nil, fmt.Errorf("close: %w", err)
 	}
 	if c.Rank() == 0 {
-		ev.emit("final id=%d level=%d iter=%d", rec.ID, rec.Level, rec.Iter)
-		ev.printf("heat2d: final checkpoint %d at L%d (iteration %d), exiting\n", rec.ID, rec.Level, rec.Iter)
+		why := strings.Join(strings.Fields(rt.StopReason()), " ")
+		ev.emit("final id=%d level=%d iter=%d why=%s", rec.ID, rec.Level, rec.Iter, why)
+		ev.printf("heat2d: final checkpoint %d at L%d (iteration %d), exiting (stopped by %s)\n", rec.ID, rec.Level, rec.Iter, why)
 	}
 	res.Stopped, res.Final = true, rec
 	return res, nil

@@ -51,7 +51,8 @@
 // -config, or Slurm's SLURM_JOB_END_TIME) makes the job take a final
 // checkpoint at its next check (at most a second away), at the highest
 // level whose measured cost fits the time left. It prints "final
-// checkpoint N at Lk (iteration I), exiting", closes the runtime
+// checkpoint N at Lk (iteration I), exiting" and why (the runtime's
+// StopReason), closes the runtime
 // (keeping the checkpoints) and exits 0; its next launch resumes from
 // that checkpoint, bit-identical. The demonstration passes SIGTERM and
 // SIGUSR1 on to the job, reports the stop and exits 0 too. With -heads
