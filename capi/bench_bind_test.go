@@ -42,6 +42,8 @@ var bindLangs = []string{"go", "c", "fortran", "python"}
 //	nice go test ./capi -run '^$' -bench CheckpointBindings -benchtime 8x -timeout 2h
 //
 // FTIGO_BENCH_MIB sets the grid per rank (default 64) for a quick try.
+// FTIGO_BENCH_DIR puts the runs' directories there (say /dev/shm: with
+// the disk out of the way, what differs is the binding's own cost).
 func BenchmarkCheckpointBindings(b *testing.B) {
 	f := flavours[0]
 	needTools(b, f, false)
@@ -71,6 +73,12 @@ func BenchmarkCheckpointBindings(b *testing.B) {
 	}
 	loadBefore := loadAvg()
 	root := b.TempDir()
+	if v := os.Getenv("FTIGO_BENCH_DIR"); v != "" {
+		var err error
+		root, err = os.MkdirTemp(v, "bindings")
+		require.NoError(b, err, "FTIGO_BENCH_DIR")
+		b.Cleanup(func() { _ = os.RemoveAll(root) })
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		k := i % len(bindLangs)
