@@ -303,7 +303,8 @@ func checkStopped(t *testing.T, o *options, name string, l *stopRun, prev *event
 	}
 	f := l.final
 	t.Logf("%s: final checkpoint %s at L%s, iteration %s", name, f.kv["id"], f.kv["level"], f.kv["iter"])
-	assert.Contains(t, l.stdout, fmt.Sprintf("heat2d: final checkpoint %s at L%s (iteration %s), exiting\n", f.kv["id"], f.kv["level"], f.kv["iter"]))
+	assert.Contains(t, l.stdout, fmt.Sprintf("heat2d: final checkpoint %s at L%s (iteration %s), exiting (stopped by %s)\n", f.kv["id"], f.kv["level"], f.kv["iter"], f.kv["why"]))
+	assert.Contains(t, f.kv["why"], reason, "%s: the job says why it stopped", name)
 	assert.False(t, l.done, "%s stopped and finished", name)
 	require.NotEmpty(t, l.ends)
 	lastEnd := l.ends[len(l.ends)-1]
