@@ -205,7 +205,10 @@ func (r *Runtime) AddVarICP(id int) error {
 // the background as for Checkpoint; an L4 checkpoint is written locally
 // and copied to global storage after its L1 commit (with ckpt_io = 5 the
 // L4 HDF5 file is written from the committed L1 file, as a checkpoint
-// of the same id that supersedes it). Collective.
+// of the same id that supersedes it). In snapshot mode, when BeginICP
+// staged the variables, it starts the background job that writes and
+// commits the staged copies and returns, as a snapshot-mode Checkpoint
+// does; a failure then wraps [ErrICP] on every rank. Collective.
 func (r *Runtime) FinalizeICP() error {
 	if err := r.usable("FinalizeICP"); err != nil {
 		return err
