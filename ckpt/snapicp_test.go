@@ -19,8 +19,9 @@ import (
 )
 
 // snapICPRound takes incremental checkpoint v at lvl on r: it sets
-// icpVars' version v, adds the variables in a rank's own order and
-// changes each one right after its AddVarICP. FinalizeICP must return
+// icpVars' version v, adds the variables in a rank's own order (variable
+// 0 added once before with another value) and changes each one right
+// after its AddVarICP. FinalizeICP must return
 // before the poster runs (gate shut): nothing is committed then. The
 // variables are overwritten again before the gate opens. The checkpoint
 // must then be durable at lvl.
@@ -34,6 +35,14 @@ func snapICPRound(r *Runtime, c comm.Comm, g *posterGate, v int, lvl int, a *[]u
 	if r.icp == nil || !r.icp.snap {
 		return fmt.Errorf("rank %d: BeginICP(%d) did not stage in snapshot mode", c.Rank(), v)
 	}
+	// An early add of variable 0 with another value: the second add
+	// copies it again.
+	orig := (*a)[0]
+	(*a)[0] = 77
+	if err := r.AddVarICP(0); err != nil {
+		return err
+	}
+	(*a)[0] = orig
 	for _, id := range orders[(c.Rank()+v)%len(orders)] {
 		if err := r.AddVarICP(id); err != nil {
 			return err
