@@ -133,7 +133,9 @@
 //
 // Protected memory must not change while Checkpoint or Snapshot runs: it
 // is written in place, without a copy. Background post-processing reads
-// the committed file, not the memory. Its goroutine owns the runtime's
+// the committed file, not the memory. In snapshot mode (ckpt_snapshot =
+// 1) Checkpoint and AddVarICP copy it into staging memory, and the
+// background work reads the copy: the solver may change it on return. Its goroutine owns the runtime's
 // engine while it runs, and every method that needs the engine waits for
 // it. The restart state lives in meta_dir; the configuration file is
 // only read.

@@ -22,6 +22,12 @@ import (
 // engine's next checkpoint uses (levels.Engine.NextDataFile); a crash
 // before FinalizeICP leaves only a tmp file of an uncommitted checkpoint,
 // which the next start-up removes.
+//
+// In snapshot mode (snapcopy.go) an iCP whose data fits the staging
+// budget on every rank opens no file: BeginICP gives each variable its
+// staging slot, AddVarICP copies the variable into it, and FinalizeICP
+// starts the background job that writes, hashes, protects and commits
+// the checkpoint from the copies, as a snapshot-mode Checkpoint does.
 
 // icpState is the incremental checkpoint open on this rank.
 type icpState struct {
@@ -35,6 +41,14 @@ type icpState struct {
 	err   error // the first write failure, reported by FinalizeICP
 	start time.Time
 	write time.Duration // time spent in AddVarICP
+	// snap: snapshot mode, the variables staged in their slots, no file.
+	snap    bool
+	staged  []fileformat.Var // the variables, Data in their slots
+	added   []bool           // per staged variable, copied by AddVarICP
+	opts    []fileformat.Option
+	waited  time.Duration // BeginICP's wait for the previous job
+	copy    time.Duration // the copies in AddVarICP
+	blocked time.Duration // BeginICP's and AddVarICP's time
 }
 
 // BeginICP opens incremental checkpoint id at level (1..4; 5..8 are
@@ -45,8 +59,11 @@ type icpState struct {
 // of a run that does not checkpoint at this iteration.
 // Collective; a background post-processing in flight is waited for (and
 // its failure reported) first. No other checkpoint may be taken until
-// FinalizeICP.
+// FinalizeICP. In snapshot mode one more reduction decides whether every
+// rank's data fits the staging budget: then no file is opened, and the
+// checkpoint is written from the copies AddVarICP makes.
 func (r *Runtime) BeginICP(id int64, level int, activate bool) error {
+	callStart := r.now()
 	if err := r.usable("BeginICP"); err != nil {
 		return err
 	}
@@ -57,7 +74,8 @@ func (r *Runtime) BeginICP(id int64, level int, activate bool) error {
 	if !activate {
 		return nil
 	}
-	if _, err := r.awaitPost(); err != nil {
+	waited, err := r.awaitPost()
+	if err != nil {
 		return err
 	}
 	if err := r.sameArgs(id, int64(level)); err != nil {
@@ -88,12 +106,28 @@ func (r *Runtime) BeginICP(id int64, level int, activate bool) error {
 	if err := r.checkDecomposition(); err != nil {
 		return fmt.Errorf("ckpt: incremental checkpoint %d: %w", id, err)
 	}
-	st := &icpState{id: id, lvl: lvl, vars: map[int32]int{}, start: r.now()}
+	st := &icpState{id: id, lvl: lvl, vars: map[int32]int{}, start: callStart}
 	st.meta = fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: r.now().UnixNano()}
 	for i, v := range vars {
 		st.vars[v.ID] = i
 	}
 	w := &dcpWrite{r: r, opts: r.fileDatasets()}
+	if r.snapMode(lvl) {
+		if r.scopy.budget == 0 {
+			r.scopy.budget = r.snapBudget()
+		}
+		fits, err := r.snapFits(id, vars)
+		if err != nil {
+			return fmt.Errorf("ckpt: incremental checkpoint %d: %w", id, err)
+		}
+		if fits {
+			st.snap, st.staged, st.added = true, r.snapStage(vars), make([]bool, len(vars))
+			st.opts, st.waited = w.opts, waited
+			st.blocked = r.now().Sub(callStart)
+			r.icp = st
+			return nil
+		}
+	}
 	store, name := r.eng.NextDataFile(levels.Local)
 	full := store.Path(name)
 	st.path = full
@@ -121,8 +155,11 @@ func (r *Runtime) BeginICP(id int64, level int, activate bool) error {
 // second add rewrites it). The variable must have been protected when
 // BeginICP ran, with the same size. Local; without an open incremental
 // checkpoint it returns an error wrapping [ErrICP]. A write failure is
-// returned here and again, on every rank, by FinalizeICP.
+// returned here and again, on every rank, by FinalizeICP. In snapshot
+// mode it copies the variable into its staging slot instead of writing
+// it: the checkpoint holds the bytes of this call.
 func (r *Runtime) AddVarICP(id int) error {
+	callStart := r.now()
 	if err := r.usable("AddVarICP"); err != nil {
 		return err
 	}
@@ -141,7 +178,11 @@ func (r *Runtime) AddVarICP(id int) error {
 		return fmt.Errorf("%w: variable %d was protected after BeginICP(%d)", ErrICP, id, st.id)
 	}
 	b, err := v.view()
-	if err == nil {
+	switch {
+	case err == nil && st.snap:
+		err = st.stage(int32(id), b, r.now)
+		st.blocked += r.now().Sub(callStart)
+	case err == nil:
 		t := r.now()
 		err = st.inc.Add(int32(id), b)
 		st.write += r.now().Sub(t)
@@ -164,7 +205,10 @@ func (r *Runtime) AddVarICP(id int) error {
 // the background as for Checkpoint; an L4 checkpoint is written locally
 // and copied to global storage after its L1 commit (with ckpt_io = 5 the
 // L4 HDF5 file is written from the committed L1 file, as a checkpoint
-// of the same id that supersedes it). Collective.
+// of the same id that supersedes it). In snapshot mode, when BeginICP
+// staged the variables, it starts the background job that writes and
+// commits the staged copies and returns, as a snapshot-mode Checkpoint
+// does; a failure then wraps [ErrICP] on every rank. Collective.
 func (r *Runtime) FinalizeICP() error {
 	if err := r.usable("FinalizeICP"); err != nil {
 		return err
@@ -178,6 +222,9 @@ func (r *Runtime) FinalizeICP() error {
 		return fmt.Errorf("%w: FinalizeICP without BeginICP", ErrICP)
 	}
 	r.icp = nil
+	if st.snap {
+		return r.finalizeSnapICP(st)
+	}
 	var img fileformat.Parent
 	var data levels.DataStats
 	write := func(vfd.File) (int64, levels.Digest, bool, error) {
@@ -263,8 +310,56 @@ func (r *Runtime) abortICP() {
 		return
 	}
 	r.icp = nil
+	if st.snap {
+		return // nothing but the staging slots, reused by the next checkpoint
+	}
 	err := errors.Join(st.f.Close(), r.env.Local.Driver.Remove(st.path))
 	if err != nil {
 		r.log.Debug("removing the file of an unfinished incremental checkpoint", zap.String("path", st.path), zap.Error(err))
 	}
+}
+
+// stage copies b, variable id's bytes at AddVarICP, into its staging
+// slot (snapshot mode), timing the copy with now. Local.
+func (st *icpState) stage(id int32, b []byte, now func() time.Time) error {
+	i := st.vars[id]
+	dst := st.staged[i].Data
+	if len(b) != len(dst) {
+		return fmt.Errorf("%w: variable %d has %d bytes, BeginICP(%d) staged %d", ErrICP, id, len(b), st.id, len(dst))
+	}
+	t := now()
+	copy(dst, b)
+	st.copy += now().Sub(t)
+	st.added[i] = true
+	return nil
+}
+
+// finalizeSnapICP is FinalizeICP in snapshot mode: every rank agrees
+// that each of its variables was staged, then the background job writes
+// the checkpoint from the staged copies. A failure on any rank fails it
+// on every rank, wrapping [ErrICP], and nothing is committed.
+// Collective.
+func (r *Runtime) finalizeSnapICP(st *icpState) error {
+	callStart := r.now()
+	err := st.err
+	if err == nil {
+		var miss []int32
+		for i, ok := range st.added {
+			if !ok {
+				miss = append(miss, st.staged[i].ID)
+			}
+		}
+		if len(miss) > 0 {
+			err = fmt.Errorf("%w: checkpoint %d: protected variables %v were not added", ErrICP, st.id, miss)
+		}
+	}
+	if err := comm.Agree(r.c, err, "incremental checkpoint"); err != nil {
+		err = fmt.Errorf("%w: incremental checkpoint %d at %v, staged in snapshot mode, is not committed: %w", ErrICP, st.id, st.lvl, err)
+		return r.logFailed(st.id, int(st.lvl), err)
+	}
+	w := &dcpWrite{r: r, meta: st.meta, vars: st.staged, opts: st.opts}
+	blocked := st.blocked + r.now().Sub(callStart)
+	tm := CheckpointTimes{ID: st.id, Level: int(st.lvl), Wait: st.waited, Copy: st.copy, Blocked: blocked}
+	r.snapLaunch(w, tm, st.start, "copied incrementally")
+	return nil
 }

@@ -229,6 +229,18 @@ func (r *Runtime) snapReserve(v *variable) {
 // fit) and returns the variables pointing into them. The list is reused
 // from one checkpoint to the next, as the slots are.
 func (r *Runtime) snapCopy(vars []fileformat.Var) []fileformat.Var {
+	out := r.snapStage(vars)
+	for i := range out {
+		copy(out[i].Data, vars[i].Data)
+	}
+	return out
+}
+
+// snapStage gives each of vars its slot (room said they fit) without
+// copying, and returns the variables pointing into their slots: an
+// incremental checkpoint copies each one at its AddVarICP. The slots of
+// variables no longer protected are freed first. Local.
+func (r *Runtime) snapStage(vars []fileformat.Var) []fileformat.Var {
 	st := &r.scopy
 	for id := range st.slots {
 		if !hasVar(vars, id) {
@@ -238,9 +250,7 @@ func (r *Runtime) snapCopy(vars []fileformat.Var) []fileformat.Var {
 	out := st.vars[:0]
 	for _, v := range vars {
 		st.reserve(int(v.ID), int64(len(v.Data)))
-		b := st.slots[int(v.ID)][:len(v.Data):len(v.Data)]
-		copy(b, v.Data)
-		v.Data = b
+		v.Data = st.slots[int(v.ID)][:len(v.Data):len(v.Data)]
 		out = append(out, v)
 	}
 	st.vars = out
@@ -419,22 +429,31 @@ func (r *Runtime) snapStart(w *dcpWrite, id int64, lvl levels.ID, waited time.Du
 	cp := r.now().Sub(start)
 	w.meta = fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: start.UnixNano()}
 	w.opts = r.fileDatasets()
+	tm := CheckpointTimes{ID: id, Level: int(lvl), Wait: waited, Copy: cp, Blocked: r.now().Sub(callStart)}
+	r.snapLaunch(w, tm, callStart, "copied")
+}
+
+// snapLaunch starts the background job writing w, whose variables are
+// already in their staging slots, as checkpoint tm.ID at tm.Level.
+// tm holds the wait, the copy and the blocked time on the solver's path.
+// how names, in rank 0's log line, how the copy was taken.
+func (r *Runtime) snapLaunch(w *dcpWrite, tm CheckpointTimes, callStart time.Time, how string) {
+	id, lvl := tm.ID, levels.ID(tm.Level)
 	// A level the node's head raises is written at L1 and handed to it.
 	wlvl, raiseTo := lvl, levels.ID(0)
 	if r.post.node != nil && r.asyncLevel(lvl) {
 		wlvl, raiseTo = levels.L1, lvl
 	}
 	r.lastID = id
-	blocked := r.now().Sub(callStart)
-	r.scopy.times = CheckpointTimes{ID: id, Level: int(lvl), Wait: waited, Copy: cp, Blocked: blocked}
+	r.scopy.times = tm
 	r.startSnap(w, id, lvl, wlvl, raiseTo, callStart)
 	r.observeSnapCall()
 	if r.c.Rank() == 0 {
 		mib := float64(dataBytes(w.vars)) / (1 << 20)
-		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) copied in %.3f sec. (Wt %.3f, Cp %.3f), written in the background",
-			id, lvl, mib, blocked.Seconds(), waited.Seconds(), cp.Seconds()),
+		r.log.Info(fmt.Sprintf("Ckpt. ID %d (%v) (%.2f MiB/proc) %s in %.3f sec. (Wt %.3f, Cp %.3f), written in the background",
+			id, lvl, mib, how, tm.Blocked.Seconds(), tm.Wait.Seconds(), tm.Copy.Seconds()),
 			zap.Int64("ckpt-id", id), zap.Stringer("ckpt-level", lvl), zap.Float64("mib-per-rank", mib),
-			zap.Duration("wall", blocked), zap.Duration("wait", waited), zap.Duration("copy", cp), zap.Bool("snapshot", true))
+			zap.Duration("wall", tm.Blocked), zap.Duration("wait", tm.Wait), zap.Duration("copy", tm.Copy), zap.Bool("snapshot", true))
 	}
 }
 
