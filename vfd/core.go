@@ -67,6 +67,9 @@ type coreNode struct {
 	// Directories; guarded by Core.mu.
 	kids       map[string]*coreNode
 	syncedKids map[string]*coreNode
+	// changed names every entry of kids set or removed since the last
+	// SyncDir: SyncDir costs the changes, not the directory's size.
+	changed map[string]struct{}
 
 	// Files; guarded by mu.
 	mu      sync.RWMutex
@@ -160,7 +163,7 @@ func (c *Core) Open(name string, flag Flag) (File, error) {
 			return nil, pathErr("open", name, fs.ErrNotExist)
 		}
 		n = &coreNode{modTime: c.cfg.now()}
-		d.kids[base] = n
+		d.setKid(base, n)
 	case n.dir:
 		return nil, pathErr("open", name, syscall.EISDIR)
 	case flag&(OCreate|OExcl) == OCreate|OExcl:
@@ -210,7 +213,7 @@ func (c *Core) Remove(name string) error {
 	if n.dir && len(n.kids) > 0 {
 		return pathErr("remove", name, syscall.ENOTEMPTY)
 	}
-	delete(d.kids, base)
+	d.delKid(base)
 	return nil
 }
 
@@ -221,7 +224,9 @@ func (c *Core) RemoveAll(name string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(parts) == 0 {
-		clear(c.root.kids)
+		for k := range c.root.kids {
+			c.root.delKid(k)
+		}
 		return nil
 	}
 	d, base, err := c.parent(parts)
@@ -231,7 +236,7 @@ func (c *Core) RemoveAll(name string) error {
 	if err != nil {
 		return pathErr("removeall", name, err)
 	}
-	delete(d.kids, base)
+	d.delKid(base)
 	return nil
 }
 
@@ -272,8 +277,8 @@ func (c *Core) Rename(oldname, newname string) error {
 			return lerr(syscall.ENOTEMPTY)
 		}
 	}
-	delete(od.kids, obase)
-	nd.kids[nbase] = n
+	od.delKid(obase)
+	nd.setKid(nbase, n)
 	return nil
 }
 
@@ -331,7 +336,7 @@ func (c *Core) MkdirAll(name string, perm fs.FileMode) error {
 		k, ok := n.kids[p]
 		if !ok {
 			k = c.newDir()
-			n.kids[p] = k
+			n.setKid(p, k)
 		}
 		if !k.dir {
 			return pathErr("mkdir", name, syscall.ENOTDIR)
@@ -354,8 +359,35 @@ func (c *Core) SyncDir(name string) error {
 	if !n.dir {
 		return pathErr("syncdir", name, syscall.ENOTDIR)
 	}
-	n.syncedKids = maps.Clone(n.kids)
+	for k := range n.changed {
+		if kid, ok := n.kids[k]; ok {
+			n.syncedKids[k] = kid
+		} else {
+			delete(n.syncedKids, k)
+		}
+	}
+	n.changed = nil
 	return nil
+}
+
+// setKid sets directory d's entry name to k; Core.mu must be held.
+func (d *coreNode) setKid(name string, k *coreNode) {
+	d.kids[name] = k
+	d.note(name)
+}
+
+// delKid removes directory d's entry name; Core.mu must be held.
+func (d *coreNode) delKid(name string) {
+	delete(d.kids, name)
+	d.note(name)
+}
+
+// note records that directory d's entry name changed.
+func (d *coreNode) note(name string) {
+	if d.changed == nil {
+		d.changed = map[string]struct{}{}
+	}
+	d.changed[name] = struct{}{}
 }
 
 // CrashClone returns a new Core holding only what a power cut at this

@@ -107,6 +107,28 @@ func TestCoreCrashCloneDirectoryEntries(t *testing.T) {
 			want: map[string]string{"a": "keep"},
 		},
 		{
+			name: "a second SyncDir applies only what changed since the first",
+			setup: func(t *testing.T, c *vfd.Core) {
+				require.NoError(t, vfd.WriteFileAtomic(c, "a", []byte("one")))
+				require.NoError(t, vfd.WriteFileAtomic(c, "b", []byte("two")))
+				require.NoError(t, c.Remove("a"))
+				require.NoError(t, writeFile(t, c, "c", []byte("three"), true).Close())
+				require.NoError(t, c.SyncDir("/"))
+				require.NoError(t, c.Remove("c"))
+			},
+			want: map[string]string{"b": "two", "c": "three"},
+			gone: []string{"a"},
+		},
+		{
+			name: "RemoveAll of the root then SyncDir leaves nothing",
+			setup: func(t *testing.T, c *vfd.Core) {
+				require.NoError(t, vfd.WriteFileAtomic(c, "a", []byte("one")))
+				require.NoError(t, c.RemoveAll("/"))
+				require.NoError(t, c.SyncDir("/"))
+			},
+			gone: []string{"a"},
+		},
+		{
 			name: "directory durable only after parent sync",
 			setup: func(t *testing.T, c *vfd.Core) {
 				require.NoError(t, c.MkdirAll("p/q", 0o755))
