@@ -602,8 +602,9 @@ func putGroupBuf(b []byte) {
 
 // compressBlocks compresses blocks [lo, hi) of data into one buffer,
 // setting their stored sizes and, with hash, their hashes (of the bytes
-// given). It returns nil when every block is stored raw. The first
-// block is probed on a sample (sampleShrinks) before it is compressed
+// given). It returns nil when every block is stored raw. A block of
+// mostly zero words takes the word-sparse form (appendSparse). The first
+// other block is probed on a sample (sampleShrinks) before it is compressed
 // whole. After a block that did not shrink, the next probeEvery-1 are
 // stored raw and the one after is probed again: incompressible data
 // costs a compression of a few KiB in probeEvery blocks.
@@ -626,6 +627,12 @@ func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored [
 		}
 		if hash {
 			hashes[j] = BlockHash(b)
+		}
+		start := len(out)
+		if o, ok := appendSparse(out, b); ok {
+			// Mostly zero words: stored word-sparse, no encoder.
+			out, stored[j], compressed = o, uint32(len(o)-start), true
+			continue
 		}
 		raw := skip > 0
 		if raw {
