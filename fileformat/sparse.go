@@ -34,18 +34,16 @@ func sparseLen(n, nnz int) int { return sparseHdr + (n/8+7)/8 + 8*nnz }
 
 // appendSparse appends the word-sparse form of b to dst when b's length
 // is a multiple of 8 and at most sparseMaxFill/64 of its words are not
-// zero; it returns dst unchanged and false otherwise. It gives up as
-// soon as too many words are nonzero, so dense data costs a scan of its
-// first 32 words, or of a quarter of the block at most.
+// zero; it returns dst unchanged and false otherwise. Dense data costs a
+// look at its first 32 words. The rest is one pass without branches on
+// the data: each word is stored at the next value's place, which only
+// a nonzero word advances.
 func appendSparse(dst, b []byte) ([]byte, bool) {
 	n := len(b)
 	if n%8 != 0 || n < zeroMin || n > MaxBlockSize {
 		return dst, false
 	}
-	words := n / 8
-	limit := words * sparseMaxFill / 64
 	nnz := 0
-	// A look at the first 32 words sends dense data on at once.
 	for i := 0; i < 256 && i < n; i += 8 {
 		if le.Uint64(b[i:]) != 0 {
 			nnz++
@@ -54,35 +52,43 @@ func appendSparse(dst, b []byte) ([]byte, bool) {
 	if nnz > 16 {
 		return dst, false
 	}
-	nnz = 0
-	for i := 0; i < n; i += 8 {
-		if le.Uint64(b[i:]) != 0 {
-			nnz++
-			if nnz > limit {
-				return dst, false
+	words := n / 8
+	limit := words * sparseMaxFill / 64
+	nb := (words + 7) / 8
+	start := len(dst)
+	// Room for limit values plus a group of 64 words past it: the limit
+	// is checked once per group.
+	dst = slices.Grow(dst, sparseHdr+nb+8*(limit+64))
+	f := dst[start : start+sparseHdr+nb+8*(limit+64)]
+	bm := f[sparseHdr : sparseHdr+nb]
+	vals := f[sparseHdr+nb:]
+	k := 0
+	for i0 := 0; i0 < words; i0 += 64 {
+		g := b[8*i0 : 8*min(i0+64, words)]
+		var m uint64
+		for t := 0; 8*t+8 <= len(g); t++ {
+			w := le.Uint64(g[8*t:])
+			le.PutUint64(vals[8*k:], w)
+			nz := 0
+			if w != 0 {
+				nz = 1
 			}
+			m |= uint64(nz) << t
+			k += nz
+		}
+		if k > limit {
+			return dst[:start], false
+		}
+		for q := i0 / 8; q < min(i0/8+8, nb); q++ {
+			bm[q] = byte(m)
+			m >>= 8
 		}
 	}
-	size := sparseLen(n, nnz)
-	start := len(dst)
-	dst = slices.Grow(dst, size)[:start+size]
-	f := dst[start:]
-	clear(f[:sparseHdr+(words+7)/8])
+	size := sparseLen(n, k)
 	le.PutUint32(f[0:], sparseMagic)
 	le.PutUint32(f[4:], uint32(size-8))
 	le.PutUint32(f[8:], uint32(n))
-	bm := f[sparseHdr : sparseHdr+(words+7)/8]
-	vals := f[sparseHdr+len(bm):]
-	k := 0
-	for i := 0; i < words; i++ {
-		w := le.Uint64(b[8*i:])
-		if w != 0 {
-			bm[i>>3] |= 1 << (i & 7)
-			le.PutUint64(vals[8*k:], w)
-			k++
-		}
-	}
-	return dst, true
+	return dst[:start+size], true
 }
 
 // isSparseFrame reports whether src starts as a word-sparse frame.
