@@ -65,17 +65,19 @@ func appendSparse(dst, b []byte) ([]byte, bool) {
 	k := 0
 	for i0 := 0; i0 < words; i0 += 64 {
 		g := b[8*i0 : 8*min(i0+64, words)]
+		v := vals[8*k : 8*k+8*64]
 		var m uint64
-		for t := 0; 8*t+8 <= len(g); t++ {
-			w := le.Uint64(g[8*t:])
-			le.PutUint64(vals[8*k:], w)
-			nz := 0
+		c := 0
+		for t := uint(0); len(g) >= 8; t++ {
+			w := le.Uint64(g)
+			g = g[8:]
+			le.PutUint64(v[(8*c)&(8*63):], w)
 			if w != 0 {
-				nz = 1
+				m |= 1 << t
+				c++
 			}
-			m |= uint64(nz) << t
-			k += nz
 		}
+		k += c
 		if k > limit {
 			return dst[:start], false
 		}
