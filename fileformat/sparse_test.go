@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -204,4 +205,43 @@ func mustEncoder(tb testing.TB) compressor {
 	e, err := getEncoder()
 	require.NoError(tb, err)
 	return e
+}
+
+// TestCompressBlocksRawFirst checks the group layout when incompressible
+// blocks come before stored forms (they are copied in only then), after
+// them, and alone (nil: nothing copied): every block decodes from its
+// place in the group to its bytes, and its hash is its bytes'.
+func TestCompressBlocksRawFirst(t *testing.T) {
+	const bs = 4096
+	k := dataKinds(bs, 8)
+	blocks := map[byte][]byte{'r': k["random"], 's': sparseWords(bs, 10, 4), 'z': make([]byte, bs), 'm': k["smooth"]}
+	for _, pat := range []string{"rrs", "rrrz", "rrm", "srr", "rrrr", "rsrzrmr", "m", "mrrs"} {
+		var data []byte
+		for i := range pat {
+			data = append(data, blocks[pat[i]]...)
+		}
+		n := len(pat)
+		stored := make([]uint32, n)
+		hashes := make([][HashSize]byte, n)
+		out := compressBlocks(mustEncoder(t), data, bs, 0, n, stored, hashes, true)
+		if strings.Trim(pat, "r") == "" || out == nil {
+			// After a raw block the next ones are stored raw untried
+			// (probeEvery): "rrm" keeps its smooth block raw too.
+			require.Nil(t, out, pat)
+			for j := range stored {
+				require.Equal(t, uint32(bs), stored[j], "%s block %d", pat, j)
+			}
+			continue
+		}
+		off := 0
+		for j := 0; j < n; j++ {
+			want := data[j*bs : (j+1)*bs]
+			assert.Equal(t, BlockHash(want), hashes[j], "%s block %d", pat, j)
+			got := make([]byte, bs)
+			require.NoError(t, decompressBlock(got, out[off:off+int(stored[j])]), "%s block %d", pat, j)
+			require.Equal(t, want, got, "%s block %d", pat, j)
+			off += int(stored[j])
+		}
+		require.Equal(t, len(out), off, pat)
+	}
 }
