@@ -507,13 +507,17 @@ func zeroFrame(n int) []byte {
 
 // compressBlock appends the stored form of block b to dst and returns it
 // with the stored length: a zstd frame when it is smaller than b, b
-// itself otherwise. An all-zero block takes zeroFrame without the
-// encoder.
+// itself otherwise. An all-zero block takes zeroFrame and a block of
+// mostly zero words the word-sparse form (appendSparse), both without
+// the encoder.
 func compressBlock(enc *zstd.Encoder, dst, b []byte) ([]byte, uint32) {
 	if z := zeroOf(b); z != nil {
 		return append(dst, z.frame...), uint32(len(z.frame))
 	}
 	start := len(dst)
+	if out, ok := appendSparse(dst, b); ok {
+		return out, uint32(len(out) - start)
+	}
 	dst = enc.EncodeAll(b, dst)
 	if n := len(dst) - start; n < len(b) {
 		return dst, uint32(n)
@@ -572,6 +576,9 @@ func decodeBlock(dst, src []byte) (zero bool, err error) {
 	if isZeroFrame(src, len(dst)) {
 		clear(dst)
 		return true, nil
+	}
+	if isSparseFrame(src) {
+		return false, decodeSparse(dst, src)
 	}
 	return false, decodeFrame(dst, src)
 }

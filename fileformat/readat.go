@@ -151,7 +151,7 @@ const decodeMin = 1 << 20
 // for [b3.Blocks], which asks for whole blocks: it reads the stored forms
 // of the blocks p covers in one read (read takes offsets from the
 // chunk's stored start) and decompresses each into its place in p, on up
-// to workers goroutines. A block that does not decompress to its length
+// to workers goroutines. Blocks all stored raw are read into p directly. A block that does not decompress to its length
 // is bad(j, why). zero (one entry per block, or nil) records which
 // blocks were the zero frame (decodeBlock).
 func decodingReadAt(c *ChunkInfo, soff []int64, bs int64, workers int, zero []bool, read func(p []byte, off int64) error,
@@ -159,6 +159,11 @@ func decodingReadAt(c *ChunkInfo, soff []int64, bs int64, workers int, zero []bo
 	return func(p []byte, off int64) error {
 		j0 := off / bs
 		j1 := j0 + numBlocks(int64(len(p)), uint32(bs))
+		if soff[j1]-soff[j0] == int64(len(p)) {
+			// Stored lengths are at most the blocks' lengths, so every
+			// block here is raw: read straight into p, no copy.
+			return read(p, soff[j0])
+		}
 		src := make([]byte, soff[j1]-soff[j0])
 		if err := read(src, soff[j0]); err != nil {
 			return err

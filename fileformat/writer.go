@@ -602,15 +602,38 @@ func putGroupBuf(b []byte) {
 
 // compressBlocks compresses blocks [lo, hi) of data into one buffer,
 // setting their stored sizes and, with hash, their hashes (of the bytes
-// given). It returns nil when every block is stored raw. The first
-// block is probed on a sample (sampleShrinks) before it is compressed
+// given). It returns nil when every block is stored raw, having copied
+// none of them. A block of
+// mostly zero words takes the word-sparse form (appendSparse). The first
+// other block is probed on a sample (sampleShrinks) before it is compressed
 // whole. After a block that did not shrink, the next probeEvery-1 are
 // stored raw and the one after is probed again: incompressible data
 // costs a compression of a few KiB in probeEvery blocks.
 func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored []uint32, hashes [][HashSize]byte, hash bool) []byte {
 	out := getGroupBuf()
 	skip := 0
-	failing, compressed := true, false
+	failing := true
+	// pending: every block so far is raw and out holds none of them yet;
+	// the first stored form that is not raw copies them into out first,
+	// so a group of incompressible blocks is never copied.
+	pending := true
+	flush := func(j int) {
+		if pending {
+			out = append(out, data[int64(lo)*int64(bs):int64(j)*int64(bs)]...)
+			pending = false
+		}
+	}
+	// place puts the stored form of block j, appended at out[start:],
+	// after the raw blocks still pending (once per group at most).
+	place := func(j, start int) {
+		if !pending {
+			return
+		}
+		f := append([]byte(nil), out[start:]...)
+		out = out[:start]
+		flush(j)
+		out = append(out, f...)
+	}
 	var scratch []byte
 	for j := lo; j < hi; j++ {
 		b := blockOf(data, j, bs)
@@ -619,13 +642,20 @@ func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored [
 			if hash {
 				hashes[j] = z.hash
 			}
+			flush(j)
 			out = append(out, z.frame...)
 			stored[j] = uint32(len(z.frame))
-			compressed = true
 			continue
 		}
 		if hash {
 			hashes[j] = BlockHash(b)
+		}
+		start := len(out)
+		if o, ok := appendSparse(out, b); ok {
+			// Mostly zero words: stored word-sparse, no encoder.
+			out, stored[j] = o, uint32(len(o)-start)
+			place(j, start)
+			continue
 		}
 		raw := skip > 0
 		if raw {
@@ -638,21 +668,24 @@ func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored [
 			}
 		}
 		if raw {
-			out = append(out, b...)
+			if !pending {
+				out = append(out, b...)
+			}
 			stored[j] = uint32(len(b))
 			continue
 		}
-		var n uint32
-		out, n = compressBlock(enc, out, b)
-		stored[j] = n
-		failing = n == uint32(len(b))
+		out, stored[j] = compressBlock(enc, out, b)
+		failing = stored[j] == uint32(len(b))
 		if failing {
 			skip = probeEvery - 1
+			if pending {
+				out = out[:start] // still all raw: nothing kept
+			}
 		} else {
-			compressed = true
+			place(j, start)
 		}
 	}
-	if !compressed {
+	if pending {
 		putGroupBuf(out)
 		return nil
 	}
