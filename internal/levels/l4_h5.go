@@ -185,9 +185,13 @@ func (Global4H5) AbortData(env *Env, _ *Pending, f vfd.File) error {
 
 // Recover checks the HDF5 file's tables against the recorded hash and
 // every block of this rank's variables, and returns the file as this
-// rank's source (the runtime reads it with h5ckpt). An L4 checkpoint
-// written as a SIONlib container is recovered by [Global4], and
-// Global4.Recover hands an HDF5 one to this level, so a restart reads
+// rank's source (the runtime reads it with h5ckpt). Under
+// [Engine.RecoverOne], rank 0 has checked the tables once and handed
+// this rank the view of its own variables ([Engine.h5Views]): the rank
+// then reads only its own blocks, and the Source carries the view.
+// Called alone, it parses the whole file's tables itself. An L4
+// checkpoint written as a SIONlib container is recovered by [Global4],
+// and Global4.Recover hands an HDF5 one to this level, so a restart reads
 // whatever ckpt_io the checkpoint was written with. Makes no collective
 // calls.
 func (Global4H5) Recover(env *Env, m *Manifest) (Source, error) {
