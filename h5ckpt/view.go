@@ -120,7 +120,7 @@ func (f *File) decodeView(rank int, b []byte) error {
 		r.b = r.b[n:]
 		return x
 	}
-	m := Meta{CkptID: r.num(maxField), Level: int(r.num(1 << 31)), Timestamp: r.num(1<<63 - 1), Ranks: int(r.num(1 << 24)), BlockSize: int(r.num(fileformat.MaxBlockSize))}
+	m := Meta{CkptID: r.num(maxField), Level: int(r.num(1 << 31)), Timestamp: r.num(^uint64(0)), Ranks: int(r.num(1 << 24)), BlockSize: int(r.num(fileformat.MaxBlockSize))}
 	m.Run = string(bytesOf(r.num(uint64(len(b)))))
 	copy(f.tables[:], bytesOf(32))
 	if r.err == nil && (rank < 0 || rank >= m.Ranks || m.BlockSize < fileformat.MinBlockSize) {

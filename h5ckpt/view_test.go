@@ -103,3 +103,15 @@ func TestRankViewReadsOneRank(t *testing.T) {
 	require.NoError(t, err)
 	assert.LessOrEqual(t, len(bview), len(view)+8, "a rank's view grows with the ranks: %d bytes at 16, %d at 256", len(view), len(bview))
 }
+
+// TestRankViewKeepsANegativeTimestamp: every field of the identity comes
+// back as written, a timestamp before 1970 too.
+func TestRankViewKeepsANegativeTimestamp(t *testing.T) {
+	f := &File{meta: Meta{CkptID: 3, Level: 9, Timestamp: -5, Ranks: 2, BlockSize: fileformat.MinBlockSize, Run: "r"}, bs: fileformat.MinBlockSize}
+	view, err := f.RankView(1)
+	require.NoError(t, err)
+	g := &File{}
+	require.NoError(t, g.decodeView(1, view))
+	assert.Equal(t, f.meta, g.meta)
+	assert.Empty(t, g.vars)
+}
