@@ -45,8 +45,16 @@ func (r *Runtime) openStored() (*storedFile, error) {
 	}
 	s := r.src.Store
 	if r.srcTask != nil && r.srcTask.Attrs[levels.AttrDigest] == levels.DigestH5 {
-		// The data lives in the L4 HDF5 file.
-		hf, err := h5ckpt.Open(s.Driver, s.Path(r.src.Name), h5ckpt.WithLogger(r.log))
+		// The data lives in the L4 HDF5 file. With the view rank 0 made
+		// at Init, only this rank's variables are read (not every rank's
+		// tables).
+		var hf *h5ckpt.File
+		var err error
+		if r.src.H5View != nil {
+			hf, err = h5ckpt.OpenView(s.Driver, s.Path(r.src.Name), r.c.Rank(), r.src.H5View, h5ckpt.WithLogger(r.log))
+		} else {
+			hf, err = h5ckpt.Open(s.Driver, s.Path(r.src.Name), h5ckpt.WithLogger(r.log))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("ckpt: open recovered file: %w", err)
 		}
@@ -160,7 +168,7 @@ func (h *h5Rank) StoredSize(id int32) (int64, error) {
 }
 
 func (h *h5Rank) SubsetOf(id int32) (fileformat.Subset, bool) {
-	return h.f.Decomposition().SubsetOf(h.rank, id)
+	return h.f.SubsetOf(h.rank, id)
 }
 
 // Recover restores every protected variable from the checkpoint Init

@@ -44,6 +44,13 @@
 // every block hash); [WithResult] gives it to every writing rank, which is
 // how a manifest records an HDF5 L4 checkpoint (ckpt_io = 5).
 //
+// A restart on the same N ranks need not have every rank parse and hash
+// the tables, which grow with N: one rank opens the file and hands each
+// rank [File.RankView] of its own variables (a message of the rank's own
+// records and block hashes), and that rank opens it with [OpenView],
+// which reads only the rank's blocks, each still checked against its
+// hash (ftigo's HDF5 L4 restart does this from rank 0).
+//
 // [File] is a [dataset.Source]: a restart on M ranks builds its own
 // decomposition, a [dataset.Plan] from [File.Decomposition] to it, and
 // runs [dataset.Plan.Execute] against the file; every byte returned was

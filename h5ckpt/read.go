@@ -512,6 +512,9 @@ func (f *File) verify(rank int) error {
 // from whichever ranks' variables hold it, every block checked; in a
 // sparse dataset elements no rank stored read as zero.
 func (f *File) ReadSlab(id int32, offset, count []int64, dst []byte) error {
+	if f.dec == nil {
+		return fmt.Errorf("%w: %s: opened as one rank's view, which holds no decomposition", ErrInvalid, f.path)
+	}
 	x, ok := f.dec.Dataset(id)
 	if !ok {
 		return fmt.Errorf("%w: %s: dataset %d", dataset.ErrUnknown, f.path, id)

@@ -630,7 +630,7 @@ func (f *coreFile) Sync() error {
 		return pathErr("sync", f.name, ErrClosed)
 	}
 	f.n.mu.Lock()
-	f.n.synced = f.n.data.freeze()
+	f.n.data.syncTo(&f.n.synced)
 	f.n.mu.Unlock()
 	return f.writeBacking()
 }

@@ -185,9 +185,13 @@ func (Global4H5) AbortData(env *Env, _ *Pending, f vfd.File) error {
 
 // Recover checks the HDF5 file's tables against the recorded hash and
 // every block of this rank's variables, and returns the file as this
-// rank's source (the runtime reads it with h5ckpt). An L4 checkpoint
-// written as a SIONlib container is recovered by [Global4], and
-// Global4.Recover hands an HDF5 one to this level, so a restart reads
+// rank's source (the runtime reads it with h5ckpt). Under
+// [Engine.RecoverOne], rank 0 has checked the tables once and handed
+// this rank the view of its own variables ([Engine.h5Views]): the rank
+// then reads only its own blocks, and the Source carries the view.
+// Called alone, it parses the whole file's tables itself. An L4
+// checkpoint written as a SIONlib container is recovered by [Global4],
+// and Global4.Recover hands an HDF5 one to this level, so a restart reads
 // whatever ckpt_io the checkpoint was written with. Makes no collective
 // calls.
 func (Global4H5) Recover(env *Env, m *Manifest) (Source, error) {
@@ -200,10 +204,161 @@ func (Global4H5) Recover(env *Env, m *Manifest) (Source, error) {
 		// when it was written): recovered as such.
 		return Global4{Inline: f.Attrs[AttrInContainer] != ""}.Recover(env, m)
 	}
+	if env.h5err != nil {
+		return Source{}, fmt.Errorf("L4: %w", env.h5err)
+	}
+	if env.h5view != nil {
+		if err := verifyH5View(env.Global, f, env.Rank, env.h5view); err != nil {
+			return Source{}, fmt.Errorf("L4: %w", err)
+		}
+		return Source{Store: env.Global, Name: f.Attrs[AttrContainer], Size: f.Size, Digest: f.Digest, H5View: env.h5view}, nil
+	}
 	if err := verifyH5(env.Global, f, env.Rank); err != nil {
 		return Source{}, fmt.Errorf("L4: %w", err)
 	}
 	return Source{Store: env.Global, Name: f.Attrs[AttrContainer], Size: f.Size, Digest: f.Digest}, nil
+}
+
+// h5Views prepares, when m is an L4 checkpoint written as one HDF5 file,
+// each rank's view of it for [Global4H5.Recover]: rank 0 opens the file
+// and checks its tables against the recorded hash once, then hands each
+// rank the records and block hashes of its own variables alone
+// (h5ckpt.File.RankView), so that no rank parses or hashes every rank's
+// tables. A rank then reads and checks only its own blocks. It returns
+// whether it set env.h5view or env.h5err. Collective: a fixed-size
+// reduction decides, and only then a scatter of one view per rank.
+func (e *Engine) h5Views(m *Manifest) (bool, error) {
+	env := e.env
+	if m.Level != L4 {
+		return false, nil
+	}
+	var mine int64
+	f, ok := m.DataFile(env.Rank)
+	if ok && f.Attrs[AttrDigest] == DigestH5 {
+		mine = 1
+	}
+	all, err := env.Comm.AllreduceInt64(mine, comm.Min)
+	if err != nil {
+		return false, err
+	}
+	if all == 0 {
+		return false, nil
+	}
+	var parts [][]byte
+	if env.Rank == 0 {
+		parts = h5Parts(env.Global, f, env.Comm.Size())
+	}
+	part, err := comm.ScattervBytes(env.Comm, 0, parts)
+	if err != nil {
+		return false, fmt.Errorf("hand out the HDF5 L4 views: %w", err)
+	}
+	env.h5view, env.h5err = nil, nil
+	switch {
+	case len(part) > 0 && part[0] == h5PartView:
+		env.h5view = part[1:]
+	case len(part) > 0 && part[0] == h5PartMissing:
+		env.h5err = fmt.Errorf("%w: %s (found by rank 0)", ErrMissingFile, part[1:])
+	case len(part) > 0 && part[0] == h5PartCorrupt:
+		env.h5err = fmt.Errorf("%w: %s (found by rank 0)", ErrDigestMismatch, part[1:])
+	default:
+		env.h5err = fmt.Errorf("%w: malformed HDF5 L4 view from rank 0", ErrDigestMismatch)
+	}
+	return true, nil
+}
+
+// The kinds of the parts [Engine.h5Views] scatters.
+const (
+	h5PartView byte = iota + 1
+	h5PartMissing
+	h5PartCorrupt
+)
+
+// h5Parts runs on rank 0: it opens the HDF5 file of entry f, checks its
+// tables hash, and returns each of the n ranks' views, or to every rank
+// the same error part.
+func h5Parts(s Store, f File, n int) [][]byte {
+	parts := make([][]byte, n)
+	fail := func(err error) [][]byte {
+		kind := h5PartCorrupt
+		if errors.Is(err, ErrMissingFile) {
+			kind = h5PartMissing
+		}
+		msg := append([]byte{kind}, err.Error()...)
+		for r := range parts {
+			parts[r] = msg
+		}
+		return parts
+	}
+	hf, err := openH5(s, f, 0)
+	if err != nil {
+		return fail(err)
+	}
+	defer hf.Close()
+	if hf.Ranks() != n {
+		return fail(fmt.Errorf("%w: %s holds %d ranks, the job has %d", ErrDigestMismatch, s.Path(h5Name(f)), hf.Ranks(), n))
+	}
+	for r := range parts {
+		v, err := hf.RankView(r)
+		if err != nil {
+			return fail(err)
+		}
+		parts[r] = append([]byte{h5PartView}, v...)
+	}
+	return parts
+}
+
+// h5Name is the HDF5 file an entry of digest kind [DigestH5] names.
+func h5Name(f File) string {
+	if c := f.Attrs[AttrContainer]; c != "" {
+		return c
+	}
+	return f.Name
+}
+
+// verifyH5View checks this rank's part of the HDF5 file of entry f in s
+// through view: the tables hash rank 0 checked is the recorded digest,
+// and every block of rank's variables matches its hash.
+func verifyH5View(s Store, f File, rank int, view []byte) error {
+	full := s.Path(h5Name(f))
+	cerr := func(off int64, err error) error {
+		return &CorruptionError{Path: full, Rank: rank, Offset: off, Err: err}
+	}
+	hf, err := h5ckpt.OpenView(s.Driver, full, rank, view)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return cerr(0, fmt.Errorf("%w: %w", ErrMissingFile, err))
+		}
+		return cerr(0, fmt.Errorf("%w: %w", ErrDigestMismatch, err))
+	}
+	defer hf.Close()
+	if th := hf.TablesHash(); !bytes.Equal(th[:], f.Digest[:]) {
+		return cerr(0, fmt.Errorf("%w: tables hash %x, manifest says %s", ErrDigestMismatch, th, f.Digest))
+	}
+	if err := hf.VerifyRank(rank); err != nil {
+		return cerr(h5Offset(err), fmt.Errorf("%w: %w", ErrDigestMismatch, err))
+	}
+	return nil
+}
+
+// openH5 opens the HDF5 file of entry f in s and checks its tables hash
+// against f's digest; errors are CorruptionErrors naming rank.
+func openH5(s Store, f File, rank int) (*h5ckpt.File, error) {
+	full := s.Path(h5Name(f))
+	cerr := func(off int64, err error) error {
+		return &CorruptionError{Path: full, Rank: rank, Offset: off, Err: err}
+	}
+	hf, err := h5ckpt.Open(s.Driver, full)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, cerr(0, fmt.Errorf("%w: %w", ErrMissingFile, err))
+		}
+		return nil, cerr(h5Offset(err), fmt.Errorf("%w: %w", ErrDigestMismatch, err))
+	}
+	if th := hf.TablesHash(); !bytes.Equal(th[:], f.Digest[:]) {
+		hf.Close()
+		return nil, cerr(0, fmt.Errorf("%w: tables hash %x, manifest says %s", ErrDigestMismatch, th, f.Digest))
+	}
+	return hf, nil
 }
 
 // verifyH5 checks an entry of digest kind [DigestH5] in the global area

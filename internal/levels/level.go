@@ -114,6 +114,13 @@ type Env struct {
 	// or replace it.
 	tentative bool
 
+	// h5view, set by [Engine.RecoverOne] around [Global4H5.Recover], is
+	// this rank's view of the HDF5 L4 file, made by rank 0 which parsed
+	// and hashed the file's tables once ([h5Views]); h5err is why there is
+	// none. Without either, Recover parses the whole file itself.
+	h5view []byte
+	h5err  error
+
 	// pre is the verification of this rank's L1 data file that
 	// [Engine.Open] started ahead ([Engine.prefetch]); [Local1.Recover]
 	// takes its image when it checked the very file Recover asks for.
@@ -309,6 +316,11 @@ type Source struct {
 	// differential checkpoint depends on (the full base first); empty for
 	// a full checkpoint. [OpenSource] opens the image they make together.
 	Chain []Source
+	// H5View, for data in an HDF5 L4 file, is this rank's view of it
+	// (h5ckpt.File.RankView, made by the rank that checked the file's
+	// tables): the runtime opens the file with h5ckpt.OpenView, reading
+	// only this rank's variables. Empty: it opens the whole file.
+	H5View []byte
 }
 
 // Level is one storage level. The runtime calls its methods on every rank

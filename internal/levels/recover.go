@@ -141,7 +141,14 @@ func (e *Engine) RecoverOne(m *Manifest) (Source, error) {
 	if m.DCP != nil {
 		return e.recoverChain(m, what)
 	}
+	h5, err := e.h5Views(m)
+	if err != nil {
+		return Source{}, fmt.Errorf("%s: %w", what, err)
+	}
 	src, lerr := l.Recover(e.env, m)
+	if h5 {
+		e.env.h5view, e.env.h5err = nil, nil
+	}
 	if err := e.agree(lerr, "recover "+what); err != nil {
 		if e.cfg.NodeStore != nil && e.OtherShape(m) {
 			// Ranks moved between nodes: read the files where they are.

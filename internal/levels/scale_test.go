@@ -48,9 +48,7 @@ const scaleAllocSlack = 2048
 
 // scaleAllocKnown lists the phases whose allocations per rank still grow
 // with the ranks, and why. Remove an entry once its path is fixed.
-var scaleAllocKnown = map[string]string{
-	"checkpoint L4": "the L4 container's first write grows with the ranks",
-}
+var scaleAllocKnown = map[string]string{}
 
 // scalePhases runs the scale scenario on n in-process ranks (node size 4,
 // groups of 4 nodes, 1 KiB per rank, parts of 16 ranks) and returns each rank's share of
