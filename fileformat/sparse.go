@@ -35,9 +35,8 @@ func sparseLen(n, nnz int) int { return sparseHdr + (n/8+7)/8 + 8*nnz }
 // appendSparse appends the word-sparse form of b to dst when b's length
 // is a multiple of 8 and at most sparseMaxFill/64 of its words are not
 // zero; it returns dst unchanged and false otherwise. Dense data costs a
-// look at its first 32 words. The rest is one pass without branches on
-// the data: each word is stored at the next value's place, which only
-// a nonzero word advances (sparseGroup).
+// look at its first 32 words. The rest goes 64 words at a time
+// (sparseGroup), and the quarter limit is checked once per 64 words.
 func appendSparse(dst, b []byte) ([]byte, bool) {
 	n := len(b)
 	if n%8 != 0 || n < zeroMin || n > MaxBlockSize {
