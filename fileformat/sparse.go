@@ -96,8 +96,9 @@ func appendSparse(dst, b []byte) ([]byte, bool) {
 // of v, in order, and returns the bitmap of g's nonzero words and their
 // count. A first pass builds the bitmap without a branch on the data
 // ((w | -w) >> 63 is 1 when w is not zero), in four independent lanes;
-// a second one visits only its set bits. On 90% zero words that costs
-// about one third of storing every word at the next value's place.
+// a second one visits only its set bits. On 90% zero words that takes
+// about two thirds of the time of storing every word at the next
+// value's place (BenchmarkAppendSparse).
 func sparseGroup(v, g *[512]byte) (uint64, int) {
 	var m0, m1, m2, m3 uint64
 	for t := uint(0); t < 64; t += 4 {
