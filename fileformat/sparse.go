@@ -35,9 +35,8 @@ func sparseLen(n, nnz int) int { return sparseHdr + (n/8+7)/8 + 8*nnz }
 // appendSparse appends the word-sparse form of b to dst when b's length
 // is a multiple of 8 and at most sparseMaxFill/64 of its words are not
 // zero; it returns dst unchanged and false otherwise. Dense data costs a
-// look at its first 32 words. The rest is one pass without branches on
-// the data: each word is stored at the next value's place, which only
-// a nonzero word advances.
+// look at its first 32 words. The rest goes 64 words at a time
+// (sparseGroup), and the quarter limit is checked once per 64 words.
 func appendSparse(dst, b []byte) ([]byte, bool) {
 	n := len(b)
 	if n%8 != 0 || n < zeroMin || n > MaxBlockSize {
@@ -63,25 +62,25 @@ func appendSparse(dst, b []byte) ([]byte, bool) {
 	bm := f[sparseHdr : sparseHdr+nb]
 	vals := f[sparseHdr+nb:]
 	k := 0
-	for i0 := 0; i0 < words; i0 += 64 {
-		g := b[8*i0 : 8*min(i0+64, words)]
-		v := vals[8*k : 8*k+8*64]
-		var m uint64
-		c := 0
-		for t := uint(0); len(g) >= 8; t++ {
-			w := le.Uint64(g)
-			g = g[8:]
-			le.PutUint64(v[(8*c)&(8*63):], w)
-			if w != 0 {
-				m |= 1 << t
-				c++
-			}
-		}
+	full := words / 64 * 64
+	for i0 := 0; i0 < full; i0 += 64 {
+		m, c := sparseGroup((*[512]byte)(vals[8*k:]), (*[512]byte)(b[8*i0:]))
 		k += c
 		if k > limit {
 			return dst[:start], false
 		}
-		for q := i0 / 8; q < min(i0/8+8, nb); q++ {
+		le.PutUint64(bm[i0/8:], m)
+	}
+	if full < words {
+		// The last, partial group goes through a zeroed copy.
+		var g [512]byte
+		copy(g[:], b[8*full:])
+		m, c := sparseGroup((*[512]byte)(vals[8*k:]), &g)
+		k += c
+		if k > limit {
+			return dst[:start], false
+		}
+		for q := full / 8; q < nb; q++ {
 			bm[q] = byte(m)
 			m >>= 8
 		}
@@ -91,6 +90,36 @@ func appendSparse(dst, b []byte) ([]byte, bool) {
 	le.PutUint32(f[4:], uint32(size-8))
 	le.PutUint32(f[8:], uint32(n))
 	return dst[:start+size], true
+}
+
+// sparseGroup stores the nonzero words of the 64 words of g at the start
+// of v, in order, and returns the bitmap of g's nonzero words and their
+// count. A first pass builds the bitmap without a branch on the data
+// ((w | -w) >> 63 is 1 when w is not zero), in four independent lanes;
+// a second one visits only its set bits. On 90% zero words that takes
+// about two thirds of the time of storing every word at the next
+// value's place (BenchmarkAppendSparse).
+func sparseGroup(v, g *[512]byte) (uint64, int) {
+	var m0, m1, m2, m3 uint64
+	for t := uint(0); t < 64; t += 4 {
+		q := (*[32]byte)(g[(8*t)&480:])
+		w0 := le.Uint64(q[0:])
+		w1 := le.Uint64(q[8:])
+		w2 := le.Uint64(q[16:])
+		w3 := le.Uint64(q[24:])
+		m0 |= ((w0 | -w0) >> 63) << t
+		m1 |= ((w1 | -w1) >> 63) << t
+		m2 |= ((w2 | -w2) >> 63) << t
+		m3 |= ((w3 | -w3) >> 63) << t
+	}
+	m := m0 | m1<<1 | m2<<2 | m3<<3
+	c := 0
+	for r := m; r != 0; r &= r - 1 {
+		i := uint(bits.TrailingZeros64(r))
+		le.PutUint64(v[(8*uint(c))&504:], le.Uint64(g[(8*i)&504:]))
+		c++
+	}
+	return m, c
 }
 
 // isSparseFrame reports whether src starts as a word-sparse frame.

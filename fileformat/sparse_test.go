@@ -71,6 +71,76 @@ func TestSparseForm(t *testing.T) {
 	assert.False(t, ok, "shorter than zeroMin")
 }
 
+// refSparse is the word-sparse frame of b built word by word, the
+// definition appendSparse must match byte for byte.
+func refSparse(b []byte) []byte {
+	words := len(b) / 8
+	bm := make([]byte, (words+7)/8)
+	var vals []byte
+	for i := range words {
+		if w := le.Uint64(b[8*i:]); w != 0 {
+			bm[i/8] |= 1 << (i % 8)
+			vals = le.AppendUint64(vals, w)
+		}
+	}
+	f := le.AppendUint32(nil, sparseMagic)
+	f = le.AppendUint32(f, uint32(sparseHdr-8+len(bm)+len(vals)))
+	f = le.AppendUint32(f, uint32(len(b)))
+	return append(append(f, bm...), vals...)
+}
+
+// TestSparseFormMatchesReference checks appendSparse against refSparse
+// at densities up to past the quarter limit, at lengths ending inside a
+// group of 64 words, and exactly at the limit: the frame is the
+// reference's, and a block is refused exactly when its first 32 words
+// hold more than 16 values or the block more than a quarter.
+func TestSparseFormMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 31))
+	for _, n := range []int{64, 504, 512, 520, 4096 - 8, 16384, 16384 + 8*37} {
+		for _, fill := range []int{0, 1, 5, 10, 20, 24, 25, 26, 30, 50} {
+			b := make([]byte, n)
+			for i := 0; i < n; i += 8 {
+				if rng.IntN(100) < fill {
+					le.PutUint64(b[i:], rng.Uint64()|1<<uint(rng.IntN(64)))
+				}
+			}
+			checkSparseRef(t, b)
+		}
+		// Exactly at the limit, then one value past it, put at the end so
+		// the probe of the first 32 words passes.
+		words := n / 8
+		limit := words * sparseMaxFill / 64
+		for _, k := range []int{limit, limit + 1} {
+			b := make([]byte, n)
+			for i := words - 1; i >= 0 && words-1-i < k; i-- {
+				le.PutUint64(b[8*i:], uint64(i)+1)
+			}
+			checkSparseRef(t, b)
+		}
+	}
+}
+
+func checkSparseRef(t *testing.T, b []byte) {
+	t.Helper()
+	nnz, probe := 0, 0
+	for i := 0; i < len(b); i += 8 {
+		if le.Uint64(b[i:]) != 0 {
+			nnz++
+			if i < 256 {
+				probe++
+			}
+		}
+	}
+	want := probe <= 16 && nnz <= len(b)/8*sparseMaxFill/64
+	f, ok := appendSparse([]byte("x"), b)
+	require.Equal(t, want, ok, "n=%d nnz=%d probe=%d", len(b), nnz, probe)
+	if !ok {
+		require.Equal(t, []byte("x"), f)
+		return
+	}
+	require.Equal(t, refSparse(b), f[1:], "n=%d nnz=%d", len(b), nnz)
+}
+
 // TestSparseFormDamaged checks that every kind of damage to a
 // word-sparse frame is refused without writing past the block: a length
 // field, the bitmap (more or fewer words, a bit past the block) and a
