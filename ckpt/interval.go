@@ -376,13 +376,20 @@ func (r *Runtime) observeCheckpoint(m *levels.Manifest, lvl levels.ID, async boo
 	}
 	c := policy.Checkpoint{Seq: m.Seq, ID: m.ID, Level: int(lvl), Time: now.Add(-wall).UnixNano(), Blocked: wall.Nanoseconds(), Total: wall.Nanoseconds(),
 		Bytes: m.Bytes(), DCP: m.DCP != nil, Async: async, Final: p.stop.agreed}
-	if r.cfg.EnableDCP {
-		c.Written, c.Protected = st.TotalData.Written, st.TotalData.Protected
-	}
 	if async {
 		// Recorded at L1 until the background raise reports.
 		c.Level = int(m.Level)
 		p.bgStart[m.Seq] = now.Add(-wall)
+	}
+	r.recordCheckpoint(c, st, now)
+}
+
+// recordCheckpoint adds c, with the dCP bytes of st, to the run's
+// history at now, and replans (rank 0).
+func (r *Runtime) recordCheckpoint(c policy.Checkpoint, st levels.Stats, now time.Time) {
+	p := &r.pol
+	if r.cfg.EnableDCP {
+		c.Written, c.Protected = st.TotalData.Written, st.TotalData.Protected
 	}
 	p.hist.h.AddCheckpoint(c)
 	if l := p.hist.h.Current(); l != nil {
@@ -394,29 +401,18 @@ func (r *Runtime) observeCheckpoint(m *levels.Manifest, lvl levels.ID, async boo
 }
 
 // observeSnap records committed checkpoint m of snapshot mode (rank 0):
-// the solver was blocked for the copy, and the checkpoint was durable
-// total after the call.
-// The call started at start; the interval counts from its return
-// ([Runtime.observeSnapCall]).
+// the call started at start, blocked the solver for blocked (the copy)
+// and the checkpoint was durable total after it. The interval counts
+// from the call's return ([Runtime.observeSnapCall]).
 func (r *Runtime) observeSnap(m *levels.Manifest, start time.Time, blocked, total time.Duration, final bool, st levels.Stats) {
 	p := &r.pol
 	if !p.started || m == nil || r.c.Rank() != 0 {
 		return
 	}
-	now := r.now()
 	c := policy.Checkpoint{Seq: m.Seq, ID: m.ID, Level: int(m.Level), Time: start.UnixNano(),
 		Blocked: blocked.Nanoseconds(), Total: max(total, blocked).Nanoseconds(),
 		Bytes: m.Bytes(), DCP: m.DCP != nil, Async: true, Final: final}
-	if r.cfg.EnableDCP {
-		c.Written, c.Protected = st.TotalData.Written, st.TotalData.Protected
-	}
-	p.hist.h.AddCheckpoint(c)
-	if l := p.hist.h.Current(); l != nil {
-		l.Seen = now.UnixNano()
-		p.seen = now
-	}
-	r.replan()
-	p.hist.save()
+	r.recordCheckpoint(c, st, r.now())
 }
 
 // observeSnapCall notes the return of a snapshot-mode Checkpoint: the

@@ -518,6 +518,14 @@ func compressBlock(enc *zstd.Encoder, dst, b []byte) ([]byte, uint32) {
 	if out, ok := appendSparse(dst, b); ok {
 		return out, uint32(len(out) - start)
 	}
+	return encodeBlock(enc, dst, b)
+}
+
+// encodeBlock is compressBlock for a block already known to be neither
+// all zero nor word-sparse: a zstd frame when it is smaller than b, b
+// itself otherwise.
+func encodeBlock(enc *zstd.Encoder, dst, b []byte) ([]byte, uint32) {
+	start := len(dst)
 	dst = enc.EncodeAll(b, dst)
 	if n := len(dst) - start; n < len(b) {
 		return dst, uint32(n)

@@ -151,8 +151,9 @@ const decodeMin = 1 << 20
 // for [b3.Blocks], which asks for whole blocks: it reads the stored forms
 // of the blocks p covers in one read (read takes offsets from the
 // chunk's stored start) and decompresses each into its place in p, on up
-// to workers goroutines. Blocks all stored raw are read into p directly. A block that does not decompress to its length
-// is bad(j, why). zero (one entry per block, or nil) records which
+// to workers goroutines; blocks all stored raw are read into p
+// directly. A block that does not decompress to its length is bad(j,
+// why). zero (one entry per block, or nil) records which
 // blocks were the zero frame (decodeBlock).
 func decodingReadAt(c *ChunkInfo, soff []int64, bs int64, workers int, zero []bool, read func(p []byte, off int64) error,
 	bad func(j int64, err error) error) func(p []byte, off int64) error {

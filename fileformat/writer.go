@@ -674,7 +674,7 @@ func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored [
 			stored[j] = uint32(len(b))
 			continue
 		}
-		out, stored[j] = compressBlock(enc, out, b)
+		out, stored[j] = encodeBlock(enc, out, b) // zero and word-sparse tried above
 		failing = stored[j] == uint32(len(b))
 		if failing {
 			skip = probeEvery - 1

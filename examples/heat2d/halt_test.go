@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -134,9 +133,7 @@ func TestDemoStopsOnHaltCommandAndSIGTERM(t *testing.T) {
 			want := fieldBytes(ref)
 			got, err := os.ReadFile(filepath.Join(dir, "final.f64"))
 			require.NoError(t, err)
-			if !bytes.Equal(want, got) {
-				t.Fatal(errors.New("final field differs from the uninterrupted run: " + firstDiff(got, want)))
-			}
+			assert.True(t, bytes.Equal(want, got), "final field differs from the uninterrupted run: %s", firstDiff(got, want))
 		})
 	}
 }

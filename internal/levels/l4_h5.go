@@ -208,7 +208,7 @@ func (Global4H5) Recover(env *Env, m *Manifest) (Source, error) {
 		return Source{}, fmt.Errorf("L4: %w", env.h5err)
 	}
 	if env.h5view != nil {
-		if err := verifyH5View(env.Global, f, env.Rank, env.h5view); err != nil {
+		if err := verifyH5Through(env.Global, f, env.Rank, env.h5view); err != nil {
 			return Source{}, fmt.Errorf("L4: %w", err)
 		}
 		return Source{Store: env.Global, Name: f.Attrs[AttrContainer], Size: f.Size, Digest: f.Digest, H5View: env.h5view}, nil
@@ -289,7 +289,7 @@ func h5Parts(s Store, f File, n int) [][]byte {
 		}
 		return parts
 	}
-	hf, err := openH5(s, f, 0)
+	hf, err := openH5(s, f, 0, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -315,39 +315,22 @@ func h5Name(f File) string {
 	return f.Name
 }
 
-// verifyH5View checks this rank's part of the HDF5 file of entry f in s
-// through view: the tables hash rank 0 checked is the recorded digest,
-// and every block of rank's variables matches its hash.
-func verifyH5View(s Store, f File, rank int, view []byte) error {
+// openH5 opens the HDF5 file of entry f in s, through view (rank's,
+// made by [h5ckpt.File.RankView]) when it is set, else whole, and checks
+// its tables hash against f's digest; errors are CorruptionErrors
+// naming rank.
+func openH5(s Store, f File, rank int, view []byte) (*h5ckpt.File, error) {
 	full := s.Path(h5Name(f))
 	cerr := func(off int64, err error) error {
 		return &CorruptionError{Path: full, Rank: rank, Offset: off, Err: err}
 	}
-	hf, err := h5ckpt.OpenView(s.Driver, full, rank, view)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return cerr(0, fmt.Errorf("%w: %w", ErrMissingFile, err))
-		}
-		return cerr(0, fmt.Errorf("%w: %w", ErrDigestMismatch, err))
+	var hf *h5ckpt.File
+	var err error
+	if view != nil {
+		hf, err = h5ckpt.OpenView(s.Driver, full, rank, view)
+	} else {
+		hf, err = h5ckpt.Open(s.Driver, full)
 	}
-	defer hf.Close()
-	if th := hf.TablesHash(); !bytes.Equal(th[:], f.Digest[:]) {
-		return cerr(0, fmt.Errorf("%w: tables hash %x, manifest says %s", ErrDigestMismatch, th, f.Digest))
-	}
-	if err := hf.VerifyRank(rank); err != nil {
-		return cerr(h5Offset(err), fmt.Errorf("%w: %w", ErrDigestMismatch, err))
-	}
-	return nil
-}
-
-// openH5 opens the HDF5 file of entry f in s and checks its tables hash
-// against f's digest; errors are CorruptionErrors naming rank.
-func openH5(s Store, f File, rank int) (*h5ckpt.File, error) {
-	full := s.Path(h5Name(f))
-	cerr := func(off int64, err error) error {
-		return &CorruptionError{Path: full, Rank: rank, Offset: off, Err: err}
-	}
-	hf, err := h5ckpt.Open(s.Driver, full)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, cerr(0, fmt.Errorf("%w: %w", ErrMissingFile, err))
@@ -366,32 +349,24 @@ func openH5(s Store, f File, rank int) (*h5ckpt.File, error) {
 // recorded digest, and the blocks of rank's variables (of every rank for
 // rank < 0) match their hashes.
 func verifyH5(s Store, f File, rank int) error {
-	name := f.Name
-	if c := f.Attrs[AttrContainer]; c != "" {
-		name = c
-	}
-	full := s.Path(name)
-	cerr := func(off int64, err error) error {
-		return &CorruptionError{Path: full, Rank: rank, Offset: off, Err: err}
-	}
-	hf, err := h5ckpt.Open(s.Driver, full)
+	return verifyH5Through(s, f, rank, nil)
+}
+
+// verifyH5Through is [verifyH5], through rank's view when it is set:
+// then only rank's own blocks are read.
+func verifyH5Through(s Store, f File, rank int, view []byte) error {
+	hf, err := openH5(s, f, rank, view)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return cerr(0, fmt.Errorf("%w: %w", ErrMissingFile, err))
-		}
-		return cerr(h5Offset(err), fmt.Errorf("%w: %w", ErrDigestMismatch, err))
+		return err
 	}
 	defer hf.Close()
-	if th := hf.TablesHash(); !bytes.Equal(th[:], f.Digest[:]) {
-		return cerr(0, fmt.Errorf("%w: tables hash %x, manifest says %s", ErrDigestMismatch, th, f.Digest))
-	}
 	if rank < 0 {
 		err = hf.Verify()
 	} else {
 		err = hf.VerifyRank(rank)
 	}
 	if err != nil {
-		return cerr(h5Offset(err), fmt.Errorf("%w: %w", ErrDigestMismatch, err))
+		return &CorruptionError{Path: s.Path(h5Name(f)), Rank: rank, Offset: h5Offset(err), Err: fmt.Errorf("%w: %w", ErrDigestMismatch, err)}
 	}
 	return nil
 }
