@@ -84,7 +84,7 @@ const pollEvery = time.Second
 const (
 	vElapsed  = iota // the rank's time since its first Snapshot
 	vSince           // the rank's time since its last checkpoint ended
-	vSignal          // 1: a stop signal arrived on the rank
+	vSignal          // a stop signal arrived on the rank: its number (stopState.signum)
 	vDeadline        // minus the earliest deadline (Unix ns), MinInt64: none
 	vHalt            // (0) 1: halt now, 2: halt by the deadline
 	vNow             // (0) rank 0's clock, Unix ns
@@ -101,6 +101,7 @@ const (
 type check struct {
 	elapsed, since time.Duration
 	signal         bool
+	signum         int64 // the largest signal number seen (sigUnnamed: one without)
 	deadline       int64 // Unix ns, 0: none
 	halt           int64
 	now            int64
@@ -287,7 +288,7 @@ func (r *Runtime) agreeWith(elapsed time.Duration, extra []int64) (check, error)
 	v[vSince] = int64(since)
 	v[vSignal] = 0
 	if r.pollSignal() {
-		v[vSignal] = 1
+		v[vSignal] = r.pol.stop.signum
 	}
 	if d := p.stop.deadline; !d.IsZero() {
 		v[vDeadline] = -d.UnixNano()
@@ -299,7 +300,7 @@ func (r *Runtime) agreeWith(elapsed time.Duration, extra []int64) (check, error)
 		return check{}, err // the caller names the call
 	}
 	copy(extra, v[vLen:])
-	c := check{elapsed: time.Duration(v[vElapsed]), since: time.Duration(v[vSince]), signal: v[vSignal] > 0, halt: v[vHalt], now: v[vNow]}
+	c := check{elapsed: time.Duration(v[vElapsed]), since: time.Duration(v[vSince]), signal: v[vSignal] > 0, signum: v[vSignal], halt: v[vHalt], now: v[vNow]}
 	if v[vDeadline] != math.MinInt64 {
 		c.deadline = -v[vDeadline]
 	}

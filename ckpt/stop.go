@@ -39,6 +39,9 @@ type stopState struct {
 	// seen is closed once a call took the signal; quit stops the watch.
 	seen, quit chan struct{}
 	signal     string
+	// signum is the signal's number for the check vector, sigUnnamed
+	// for one that has none, 0 before any.
+	signum int64
 	// deadline is this rank's time limit: Init plus walltime, or Slurm's
 	// job end (zero: none); why says which.
 	deadline time.Time
@@ -55,6 +58,10 @@ type stopState struct {
 	reason string
 	level  int
 }
+
+// sigUnnamed stands in the check vector for a stop signal that is no
+// syscall.Signal: above every signal number.
+const sigUnnamed = 1 << 40
 
 // slurmEndVar is Slurm's job end time, Unix seconds.
 const slurmEndVar = "SLURM_JOB_END_TIME"
@@ -136,7 +143,10 @@ func (r *Runtime) pollSignal() bool {
 	if st.signal == "" && st.sig != nil {
 		select {
 		case s := <-st.sig:
-			st.signal = s.String()
+			st.signal, st.signum = s.String(), sigUnnamed
+			if n, ok := s.(syscall.Signal); ok && n > 0 {
+				st.signum = int64(n)
+			}
 			if st.seen != nil {
 				// The next signal acts by default from now on.
 				signal.Stop(st.raw)
@@ -231,7 +241,13 @@ func (r *Runtime) stopReason(c check) string {
 	var why []string
 	if c.signal {
 		sig := st.signal
-		if sig == "" {
+		switch {
+		case sig != "":
+		case c.signum != sigUnnamed:
+			// The signal reached other ranks first (in one process, a
+			// rank that polled before it arrived): named from the check.
+			sig = syscall.Signal(c.signum).String() + " on another rank"
+		default:
 			sig = "on another rank"
 		}
 		why = append(why, "signal "+sig)
