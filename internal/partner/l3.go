@@ -114,6 +114,7 @@ type shift struct {
 // recvUnit is one received data unit: its codeword position and the parity
 // chunks of this member it is added into (with their parity shard index).
 type recvUnit struct {
+	seg    int // the sender's segment
 	pos    int
 	chunks [][2]int // {chunk, parity shard}
 }
@@ -143,7 +144,7 @@ func encodePlan(l encode.Layout, g int) (shifts []shift, used []bool) {
 				shifts[s].send = append(shifts[s].send, seg)
 			}
 			t, pos := l.Segment(from, seg)
-			ru := recvUnit{pos: pos}
+			ru := recvUnit{seg: seg, pos: pos}
 			for j := range l.M {
 				if h := l.Holder(t, d+j); h.Member == g {
 					ru.chunks = append(ru.chunks, [2]int{h.Unit, j})
@@ -277,7 +278,7 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 	transit := pool.get(recvUnits * unit)
 	defer pool.put(transit)
 	rs := rowEncoder{gc: gc, lay: lay, shifts: shifts, used: used, rows: rows, src: src, out: out,
-		dataSize: data.Size, own: own, acc: acc, transit: transit, fail: fail,
+		sizes: sizes, dataSize: data.Size, own: own, acc: acc, transit: transit, fail: fail,
 		units: make([][][]byte, len(rows)), pos: make([][]int, len(rows))}
 	for r := range lay.Rows() {
 		if err := rs.encode(r); err != nil {
@@ -337,6 +338,7 @@ type rowEncoder struct {
 	rows     []*encode.Row // per parity chunk of this member
 	src      *source       // read-ahead of the data file; nil when it failed to open
 	out      *sink         // write-behind of the parity file; nil when it failed to create
+	sizes    []int64       // every member's data size, by group rank
 	dataSize int64
 	own      []byte // my data row when the read-ahead block is short
 	acc      []byte // the parity row when there is no write-behind block
@@ -378,11 +380,16 @@ func (e *rowEncoder) encode(r int64) error {
 		if !e.used[s] {
 			continue
 		}
-		send := unitsOf(row, sh.send, n)
+		to, from := (g+s)%k, (g-s+k)%k
+		// Units wholly beyond a member's data are zeros: they are neither
+		// sent nor multiplied in (shards not listed count as zero). So the
+		// work and the bytes sent follow the group's data sizes, not k
+		// times its largest file.
+		send := unitsOf(row, sh.send[:e.present(g, r, n, sh.send)], n)
+		recv := sh.recv[:e.presentRecv(from, r, n, sh.recv)]
 		rb := send
 		if s > 0 {
-			to, from := (g+s)%k, (g-s+k)%k
-			rb = e.transit[used : used+len(sh.recv)*n]
+			rb = e.transit[used : used+len(recv)*n]
 			used += len(rb)
 			nr, err := e.gc.Sendrecv(send, to, tagEncode, rb, from, tagEncode)
 			if err == nil && nr != len(rb) {
@@ -395,7 +402,7 @@ func (e *rowEncoder) encode(r int64) error {
 				return fmt.Errorf("L3 encode exchange at row %d: %w", r, err)
 			}
 		}
-		for i, ru := range sh.recv {
+		for i, ru := range recv {
 			blk := rb[i*n : (i+1)*n]
 			for _, cj := range ru.chunks {
 				e.units[cj[0]] = append(e.units[cj[0]], blk)
@@ -413,6 +420,34 @@ func (e *rowEncoder) encode(r int64) error {
 		e.out.put(a)
 	}
 	return nil
+}
+
+// present counts the leading segments of segs (increasing) of member x's
+// row r (units of n bytes) that hold some of its data: the rest lie
+// wholly beyond its size.
+func (e *rowEncoder) present(x int, r int64, n int, segs []int) int {
+	start := e.lay.DataOffset(r)
+	c := 0
+	for _, seg := range segs {
+		if start+int64(seg)*int64(n) >= e.sizes[x] {
+			break
+		}
+		c++
+	}
+	return c
+}
+
+// presentRecv is [rowEncoder.present] for the units received from x.
+func (e *rowEncoder) presentRecv(x int, r int64, n int, units []recvUnit) int {
+	start := e.lay.DataOffset(r)
+	c := 0
+	for _, u := range units {
+		if start+int64(u.seg)*int64(n) >= e.sizes[x] {
+			break
+		}
+		c++
+	}
+	return c
 }
 
 // unitsOf returns units idx (each n bytes) of row as one slice; idx is a

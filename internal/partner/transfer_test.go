@@ -1019,3 +1019,56 @@ func TestL2RestoreChecksTheCopyOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestL3EncodeSendsOnlyData: units wholly beyond a member's data are
+// zeros that the encoder neither sends nor multiplies in. In the full
+// scheme every member sends each of its units to the k-1 others, so a
+// member sends exactly k-1 times its data, rounded up to whole units,
+// more payload than a member with no data. In the rotated schemes a member of empty data sends nothing but
+// the size exchange either. The parity still matches the central
+// encoding.
+func TestL3EncodeSendsOnlyData(t *testing.T) {
+	sizes := []int{200_000, 0, 3_001, 0, 65_536}
+	for _, m := range []int{0, 2, 1} {
+		t.Run(fmt.Sprintf("m%d", m), func(t *testing.T) {
+			k := len(sizes)
+			cl := newCluster(t, vfd.NewCore(), k, 1, k, func(r int) int { return sizes[r] })
+			sent := make([]int64, k)
+			err := cl.run(func(c comm.Comm) error {
+				before := comm.CountsOf(c)
+				_, err := EncodeGroup(c, cl.topo, Options{BlockSize: 4096}, m, cl.own(c.Rank()), Ref{cl.d, cl.parityPath(c.Rank())})
+				sent[c.Rank()] = comm.CountsOf(c).Sub(before).BytesSent
+				return err
+			})
+			require.NoError(t, err)
+			mm := ParityCount(k, m)
+			padded := encode.PaddedSize(cl.sizes)
+			lay, err := encode.NewLayout(k, mm, padded, stripeUnit(k, mm, padded, 4096))
+			require.NoError(t, err)
+			want, err := lay.EncodeFiles(cl.data)
+			require.NoError(t, err)
+			for r := range k {
+				assert.True(t, bytes.Equal(want[r], cl.read(cl.parityPath(r))[:lay.ParitySize()]), "parity of %d", r)
+			}
+			require.Positive(t, sent[1], "the size exchange")
+			assert.Equal(t, sent[1], sent[3], "members without data send the same")
+			for r, s := range sizes {
+				if s == 0 {
+					continue
+				}
+				extra := sent[r] - sent[1]
+				units := (int64(s) + int64(lay.Unit) - 1) / int64(lay.Unit)
+				if mm == k {
+					// whole units (the group's last row may be shorter)
+					span := min(units*int64(lay.Unit), padded)
+					assert.Equal(t, int64(k-1)*span, extra, "member %d of %d bytes", r, s)
+					continue
+				}
+				// rotated: each data unit goes to its stripe's m parity
+				// holders (less the member itself), whole units
+				assert.LessOrEqual(t, extra, units*int64(mm*lay.Unit), "member %d", r)
+				assert.GreaterOrEqual(t, extra, int64(s)*int64(mm-1), "member %d", r)
+			}
+		})
+	}
+}
