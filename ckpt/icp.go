@@ -119,7 +119,7 @@ func (r *Runtime) BeginICP(id int64, level int, activate bool) error {
 		st.vars[v.ID] = i
 	}
 	w := &dcpWrite{r: r, opts: r.fileDatasets()}
-	if r.snapMode(lvl) {
+	if r.snapOn() {
 		if r.scopy.budget == 0 {
 			r.scopy.budget = r.snapBudget()
 		}

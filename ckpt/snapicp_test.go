@@ -102,12 +102,20 @@ func snapICPRound(r *Runtime, c comm.Comm, g *posterGate, v int, lvl int, a *[]u
 // anything is written, and the solver's changes after each AddVarICP
 // and after FinalizeICP never reach the checkpoint. A restart recovers
 // the values at each AddVarICP bit for bit, at the level, and again
-// after losing what the level protects against.
+// after losing what the level protects against. With ckpt_io = 5 the L4
+// is the HDF5 file, written in the background from the copies too.
 func TestSnapshotICP(t *testing.T) {
-	for lvl := 1; lvl <= 4; lvl++ {
-		t.Run(fmt.Sprintf("L%d", lvl), func(t *testing.T) {
+	for _, lvl := range []int{1, 2, 3, 4, 5} {
+		h5 := lvl == 5 // L4 with ckpt_io = 5: the HDF5 file from the copies
+		if h5 {
+			lvl = 4
+		}
+		t.Run(fmt.Sprintf("L%d/h5=%v", lvl, h5), func(t *testing.T) {
 			core := vfd.NewCore()
 			cfg := snapConfig(false)
+			if h5 {
+				cfg.CkptIO = 5
+			}
 			g := newPosterGate()
 			require.NoError(t, comm.Run(4, func(c comm.Comm) error {
 				r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()), g.option())
