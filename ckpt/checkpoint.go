@@ -130,7 +130,7 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 	if lvl == levels.L4 && r.cfg.CkptIO == 5 {
 		// ckpt_io = 5: one HDF5 file, always whole (as FTI, whose dCP
 		// covers its POSIX and FTI-FF I/O only).
-		w.h5 = r.h5Write(id, int(lvl), vars, r.datasetView())
+		w.h5 = r.h5Write(r.c, id, int(lvl), vars, r.datasetView())
 		if diff && r.c.Rank() == 0 {
 			r.log.Warn(fmt.Sprintf("dCP requested at %v, but ckpt_io = 5 writes L4 as one HDF5 file: checkpoint %d is taken whole", lvl, id),
 				zap.Int64("ckpt-id", id))
@@ -483,7 +483,7 @@ func (r *Runtime) copyL4(m *levels.Manifest) (*levels.Manifest, levels.Stats, er
 		// The L4 is an HDF5 file: every rank writes the variables of its
 		// file (read back whole, every block checked) with h5ckpt.
 		vars, view, rerr := readAllVars(src)
-		write = r.h5Write(m.ID, int(levels.L4), vars, view)
+		write = r.h5Write(r.c, m.ID, int(levels.L4), vars, view)
 		if rerr != nil {
 			write = func(vfd.File) (int64, levels.Digest, bool, error) { return 0, levels.Digest{}, false, rerr }
 		}

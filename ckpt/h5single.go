@@ -139,8 +139,10 @@ func (r *Runtime) readVPRRecords() ([]vprRecord, error) {
 // file (ckpt_io = 5): every rank writes its variables and subsets with
 // h5ckpt.Write into the file the level names; the digest is the file's
 // tables hash. view is what the file records (the run's datasets, or
-// those of the checkpoint a keep_last_ckpt flush copies).
-func (r *Runtime) h5Write(id int64, level int, vars []fileformat.Var, view dataset.View) levels.WriteFunc {
+// those of the checkpoint a keep_last_ckpt flush copies). c is the
+// communicator the ranks write over: the solver's, or the background
+// worker's in snapshot mode (which then writes from the staged copies).
+func (r *Runtime) h5Write(c comm.Comm, id int64, level int, vars []fileformat.Var, view dataset.View) levels.WriteFunc {
 	return func(f vfd.File) (int64, levels.Digest, bool, error) {
 		hf, ok := f.(*levels.H5File)
 		if !ok {
@@ -151,7 +153,7 @@ func (r *Runtime) h5Write(id int64, level int, vars []fileformat.Var, view datas
 			size += int64(len(v.Data))
 		}
 		var res h5ckpt.Result
-		err := h5ckpt.Write(r.c, hf.Driver, hf.Path, h5ckpt.Meta{CkptID: id, Level: level, Run: r.run}, vars, view.Datasets, view.Subsets,
+		err := h5ckpt.Write(c, hf.Driver, hf.Path, h5ckpt.Meta{CkptID: id, Level: level, Run: r.run}, vars, view.Datasets, view.Subsets,
 			h5ckpt.WithClock(r.now), h5ckpt.WithLogger(r.log), h5ckpt.WithResult(&res))
 		return size, levels.Digest(res.TablesHash), true, err
 	}

@@ -61,7 +61,9 @@ type icpState struct {
 // its failure reported) first. No other checkpoint may be taken until
 // FinalizeICP. In snapshot mode one more reduction decides whether every
 // rank's data fits the staging budget: then no file is opened, and the
-// checkpoint is written from the copies AddVarICP makes.
+// checkpoint is written from the copies AddVarICP makes. Once a stop was
+// agreed ([Runtime.NeedCheckpoint] returned true) the checkpoint is the
+// stop's final one, taken at the level the stop chose, as by Checkpoint.
 func (r *Runtime) BeginICP(id int64, level int, activate bool) error {
 	callStart := r.now()
 	if err := r.usable("BeginICP"); err != nil {
@@ -77,6 +79,11 @@ func (r *Runtime) BeginICP(id int64, level int, activate bool) error {
 	waited, err := r.awaitPost()
 	if err != nil {
 		return err
+	}
+	if r.stopPending() {
+		// The final checkpoint of a stop agreed earlier (NeedCheckpoint)
+		// is taken at the level the stop chose, as by Checkpoint.
+		level = r.pol.stop.level
 	}
 	if err := r.sameArgs(id, int64(level)); err != nil {
 		return err
@@ -112,7 +119,7 @@ func (r *Runtime) BeginICP(id int64, level int, activate bool) error {
 		st.vars[v.ID] = i
 	}
 	w := &dcpWrite{r: r, opts: r.fileDatasets()}
-	if r.snapMode(lvl) {
+	if r.snapOn() {
 		if r.scopy.budget == 0 {
 			r.scopy.budget = r.snapBudget()
 		}
@@ -208,7 +215,11 @@ func (r *Runtime) AddVarICP(id int) error {
 // of the same id that supersedes it). In snapshot mode, when BeginICP
 // staged the variables, it starts the background job that writes and
 // commits the staged copies and returns, as a snapshot-mode Checkpoint
-// does; a failure then wraps [ErrICP] on every rank. Collective.
+// does; a failure is reported as on the file path. The final checkpoint
+// of an agreed stop ends the stop as Checkpoint's does:
+// [Runtime.ShouldExit] is true afterwards, even when it failed; in
+// snapshot mode FinalizeICP then returns only once the checkpoint is
+// durable. Collective.
 func (r *Runtime) FinalizeICP() error {
 	if err := r.usable("FinalizeICP"); err != nil {
 		return err
@@ -222,9 +233,23 @@ func (r *Runtime) FinalizeICP() error {
 		return fmt.Errorf("%w: FinalizeICP without BeginICP", ErrICP)
 	}
 	r.icp = nil
+	final := r.stopPending()
+	var err error
 	if st.snap {
-		return r.finalizeSnapICP(st)
+		err = r.finalizeSnapICP(st, final)
+	} else {
+		err = r.finalizeFileICP(st)
 	}
+	if final {
+		r.pol.stop.level = int(st.lvl) // the stop may have been agreed after BeginICP
+		r.finishStop(int(st.lvl), err)
+	}
+	return err
+}
+
+// finalizeFileICP is FinalizeICP on the file path: it completes the
+// file and commits it at st's level. Collective.
+func (r *Runtime) finalizeFileICP(st *icpState) error {
 	var img fileformat.Parent
 	var data levels.DataStats
 	write := func(vfd.File) (int64, levels.Digest, bool, error) {
@@ -299,6 +324,13 @@ func (r *Runtime) FinalizeICP() error {
 			compressionNote(m)),
 			zap.Int64("ckpt-id", st.id), zap.Stringer("ckpt-level", st.lvl), zap.Bool("icp", true), zap.Bool("async", async))
 	}
+	// The run's history records it as Checkpoint's: blocked for the
+	// writes in AddVarICP and FinalizeICP's time, at the level it holds.
+	olvl := st.lvl
+	if upErr != nil {
+		olvl = m.Level
+	}
+	r.observeCheckpoint(m, olvl, async, st.write+r.now().Sub(t), cst)
 	return r.logFailed(st.id, int(st.lvl), upErr)
 }
 
@@ -337,9 +369,11 @@ func (st *icpState) stage(id int32, b []byte, now func() time.Time) error {
 // finalizeSnapICP is FinalizeICP in snapshot mode: every rank agrees
 // that each of its variables was staged, then the background job writes
 // the checkpoint from the staged copies. A failure on any rank fails it
-// on every rank, wrapping [ErrICP], and nothing is committed.
-// Collective.
-func (r *Runtime) finalizeSnapICP(st *icpState) error {
+// on every rank, and nothing is committed; as on the file path the
+// error wraps [ErrICP] only on the ranks that missed a variable (or
+// staged one of another size). The final checkpoint of a stop (final)
+// returns only once it is durable, as Checkpoint's does. Collective.
+func (r *Runtime) finalizeSnapICP(st *icpState, final bool) error {
 	callStart := r.now()
 	err := st.err
 	if err == nil {
@@ -354,12 +388,18 @@ func (r *Runtime) finalizeSnapICP(st *icpState) error {
 		}
 	}
 	if err := comm.Agree(r.c, err, "incremental checkpoint"); err != nil {
-		err = fmt.Errorf("%w: incremental checkpoint %d at %v, staged in snapshot mode, is not committed: %w", ErrICP, st.id, st.lvl, err)
+		err = fmt.Errorf("ckpt: incremental checkpoint %d at %v, staged in snapshot mode, is not committed: %w", st.id, st.lvl, err)
 		return r.logFailed(st.id, int(st.lvl), err)
 	}
 	w := &dcpWrite{r: r, meta: st.meta, vars: st.staged, opts: st.opts}
 	blocked := st.blocked + r.now().Sub(callStart)
 	tm := CheckpointTimes{ID: st.id, Level: int(st.lvl), Wait: st.waited, Copy: st.copy, Blocked: blocked}
 	r.snapLaunch(w, tm, st.start, "copied incrementally")
-	return nil
+	if !final {
+		return nil
+	}
+	// The job ends after this call: the final checkpoint is reported
+	// only once it is durable.
+	_, err = r.awaitPost()
+	return r.logFailed(st.id, int(st.lvl), err)
 }

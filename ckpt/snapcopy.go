@@ -20,6 +20,8 @@ import (
 // raised by the node's head (head = 1, inline_lL = 0) is written at L1
 // from the copy and handed to the head, as today. Every other level,
 // L4 included, is written straight at its level: no L1 file is made.
+// The L4 of ckpt_io = 5 is the one HDF5 file, which the workers write
+// together over their communicator from the copies.
 //
 // The staging memory is one slot per variable, allocated and touched
 // page by page when the variable is protected (or when it grew, at the
@@ -263,7 +265,7 @@ func (r *Runtime) snapStage(vars []fileformat.Var) []fileformat.Var {
 // Collective. It is the full path's; [Runtime.checkpointSnap] is the
 // usual one.
 func (r *Runtime) snapshotCheckpoint(id int64, lvl levels.ID, diff bool, vars []fileformat.Var, waited time.Duration, callStart time.Time) (ok bool, err error) {
-	if !r.snapMode(lvl) {
+	if !r.snapOn() {
 		return false, nil
 	}
 	if r.scopy.budget == 0 {
@@ -283,12 +285,6 @@ func (r *Runtime) snapshotCheckpoint(id int64, lvl levels.ID, diff bool, vars []
 	return true, nil
 }
 
-// snapMode says whether a checkpoint at lvl is taken in snapshot mode
-// (the L4 of ckpt_io = 5 is one HDF5 file the ranks write themselves).
-func (r *Runtime) snapMode(lvl levels.ID) bool {
-	return r.cfg.Snapshot && r.post.c != nil && !(lvl == levels.L4 && r.cfg.CkptIO == 5)
-}
-
 // Indices of snapVote's reduction (a Max; minima are negated).
 const (
 	svID = iota
@@ -301,7 +297,10 @@ const (
 )
 
 // snapOn says whether Checkpoint takes snapshot mode's call path
-// (checkpointSnap): the same on every rank.
+// (checkpointSnap), and a checkpoint at any level is taken in the mode:
+// the same on every rank. The L4 of ckpt_io = 5, one HDF5 file, is
+// written by the background workers over their communicator from the
+// staged copies, as the container is.
 func (r *Runtime) snapOn() bool {
 	return r.cfg.Snapshot && r.post.c != nil
 }
@@ -382,7 +381,7 @@ func (r *Runtime) snapPrepare(sc *snapCall, id int64, level int) {
 		return
 	}
 	sc.lvl, sc.diff, _ = r.requestLevel(level) // no warning: dCP is on
-	if !r.snapMode(sc.lvl) {
+	if !r.snapOn() {
 		return
 	}
 	if sc.waited, sc.err = r.awaitPost(); sc.err != nil {
@@ -439,6 +438,16 @@ func (r *Runtime) snapStart(w *dcpWrite, id int64, lvl levels.ID, waited time.Du
 // how names, in rank 0's log line, how the copy was taken.
 func (r *Runtime) snapLaunch(w *dcpWrite, tm CheckpointTimes, callStart time.Time, how string) {
 	id, lvl := tm.ID, levels.ID(tm.Level)
+	if lvl == levels.L4 && r.cfg.CkptIO == 5 {
+		// ckpt_io = 5: one HDF5 file, always whole (as on the solver's
+		// path), written from the staged copies over the workers' comm.
+		if w.parent != nil && r.c.Rank() == 0 {
+			r.log.Warn(fmt.Sprintf("dCP requested at %v, but ckpt_io = 5 writes L4 as one HDF5 file: checkpoint %d is taken whole", lvl, id),
+				zap.Int64("ckpt-id", id))
+		}
+		w.parent, w.par = nil, fileformat.Parent{}
+		w.h5 = r.h5Write(r.post.c, id, int(lvl), w.vars, r.datasetView())
+	}
 	// A level the node's head raises is written at L1 and handed to it.
 	wlvl, raiseTo := lvl, levels.ID(0)
 	if r.post.node != nil && r.asyncLevel(lvl) {

@@ -102,12 +102,20 @@ func snapICPRound(r *Runtime, c comm.Comm, g *posterGate, v int, lvl int, a *[]u
 // anything is written, and the solver's changes after each AddVarICP
 // and after FinalizeICP never reach the checkpoint. A restart recovers
 // the values at each AddVarICP bit for bit, at the level, and again
-// after losing what the level protects against.
+// after losing what the level protects against. With ckpt_io = 5 the L4
+// is the HDF5 file, written in the background from the copies too.
 func TestSnapshotICP(t *testing.T) {
-	for lvl := 1; lvl <= 4; lvl++ {
-		t.Run(fmt.Sprintf("L%d", lvl), func(t *testing.T) {
+	for _, lvl := range []int{1, 2, 3, 4, 5} {
+		h5 := lvl == 5 // L4 with ckpt_io = 5: the HDF5 file from the copies
+		if h5 {
+			lvl = 4
+		}
+		t.Run(fmt.Sprintf("L%d/h5=%v", lvl, h5), func(t *testing.T) {
 			core := vfd.NewCore()
 			cfg := snapConfig(false)
+			if h5 {
+				cfg.CkptIO = 5
+			}
 			g := newPosterGate()
 			require.NoError(t, comm.Run(4, func(c comm.Comm) error {
 				r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()), g.option())
@@ -136,60 +144,7 @@ func TestSnapshotICP(t *testing.T) {
 	}
 }
 
-// TestSnapshotICPMissing: in snapshot mode a variable rank 1 did not add
-// fails FinalizeICP on every rank with the same error, wrapping ErrICP,
-// and starts nothing; checkpoint 1 stays the one recovered.
-func TestSnapshotICPMissing(t *testing.T) {
-	core := vfd.NewCore()
-	cfg := snapConfig(false)
-	errs := make([]error, 4)
-	require.NoError(t, comm.Run(4, func(c comm.Comm) error {
-		r, err := Init(cfg, c, WithDriver(core), WithLogger(zap.NewNop()))
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		a, b, x := icpVars(c.Rank(), 1)
-		ver := []int64{1}
-		if err := protectICPVars(r, &a, &b, &x, &ver); err != nil {
-			return err
-		}
-		if err := errors.Join(r.Checkpoint(1, 2), r.CheckpointWait()); err != nil {
-			return err
-		}
-		a, b, x = icpVars(c.Rank(), 2)
-		ver[0] = 2
-		if err := r.BeginICP(2, 2, true); err != nil {
-			return err
-		}
-		for _, id := range []int{0, 1, 2, 3} {
-			if id == 2 && c.Rank() == 1 {
-				continue // rank 1 forgets variable 2
-			}
-			if err := r.AddVarICP(id); err != nil {
-				return err
-			}
-		}
-		errs[c.Rank()] = r.FinalizeICP()
-		if r.post.running != nil || r.icp != nil {
-			return fmt.Errorf("rank %d: a failed iCP left work behind", c.Rank())
-		}
-		if err := r.CheckpointWait(); err != nil {
-			return fmt.Errorf("rank %d: CheckpointWait after a failed iCP: %w", c.Rank(), err)
-		}
-		if cm := r.eng.Committed(); len(cm) != 1 || cm[0].ID != 1 {
-			return fmt.Errorf("rank %d: the failed iCP changed what is committed", c.Rank())
-		}
-		return nil
-	}, comm.WithTimeout(30*time.Second)))
-	for rank, err := range errs {
-		require.ErrorIs(t, err, ErrICP, "rank %d", rank)
-		assert.Equal(t, errs[0].Error(), err.Error(), "rank %d", rank)
-		assert.Contains(t, err.Error(), "failed on rank 1: ")
-		assert.Contains(t, err.Error(), "protected variables [2] were not added")
-	}
-	icpRecover(t, cfg, core, 1, levels.L2)
-}
+// A variable missing at FinalizeICP: TestICPMissingModes (icpstop_test.go).
 
 // TestSnapshotICPBudget gives a budget smaller than the data: BeginICP
 // says so once and takes today's file path, FinalizeICP commits on the

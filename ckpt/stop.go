@@ -301,6 +301,15 @@ func (r *Runtime) finishStop(lvl int, err error) {
 	}
 }
 
+// stopPending says whether a stop was agreed and its final checkpoint
+// is still to be taken: the next checkpoint (Checkpoint, or an
+// incremental one from BeginICP to FinalizeICP) is the final one. The
+// same on every rank.
+func (r *Runtime) stopPending() bool {
+	st := &r.pol.stop
+	return r.pol.started && st.agreed && !st.final
+}
+
 // ShouldExit reports whether the job should end: a stop was asked for
 // (a signal, the halt file, the end of the allocation) and the final
 // checkpoint was taken, or failed. The job then calls Close, not
