@@ -52,6 +52,9 @@ type copyState struct {
 	waited time.Duration
 	times  CheckpointTimes
 	call   snapCall
+	// copied, when set, is called once the copy that overlaps the call's
+	// reduction is done, on the copying goroutine (a test hook).
+	copied func()
 }
 
 // CheckpointTimes are the times of this rank's last checkpoint in
@@ -338,7 +341,27 @@ func (r *Runtime) checkpointSnap(id int64, level int) error {
 		r.snapPrepare(sc, id, level)
 	}
 	sc.callStart = callStart
+	// The copy needs no agreement: it runs while the reduction waits for
+	// the other ranks. A checkpoint the vote sends to the full path wasted
+	// it, and the staging slots are free (snapPrepare waited for the
+	// previous job).
+	var copied chan snapCopied
+	if sc.err == nil && sc.vote[svSlow] == 0 {
+		copied = make(chan snapCopied, 1)
+		go func(vars []fileformat.Var) {
+			start := r.now()
+			staged := r.snapCopy(vars)
+			if r.scopy.copied != nil {
+				r.scopy.copied()
+			}
+			copied <- snapCopied{staged, r.now().Sub(start)}
+		}(sc.vars)
+	}
 	lvl, final, err := r.stopAtCheckpoint(id, level, sc.vote[:])
+	var cp snapCopied
+	if copied != nil {
+		cp = <-copied // no goroutine writes the slots past this point
+	}
 	if err != nil {
 		*sc = snapCall{}
 		return r.logFailed(id, level, err)
@@ -350,11 +373,11 @@ func (r *Runtime) checkpointSnap(id int64, level int) error {
 		r.scopy.waited = sc.waited
 		err = r.checkpointAt(id, lvl)
 	default:
-		w := &dcpWrite{r: r, vars: sc.vars}
+		w := &dcpWrite{r: r, vars: cp.vars}
 		if sc.diff && v[svNegParent] == -1 {
 			w.parent, w.par = sc.cand, sc.par
 		}
-		r.snapStart(w, id, sc.lvl, sc.waited, sc.callStart)
+		r.snapStarted(w, id, sc.lvl, sc.waited, cp.took, sc.callStart)
 		if final {
 			// The job ends after this call: the final checkpoint is
 			// reported only once it is durable.
@@ -420,13 +443,25 @@ func (r *Runtime) snapLocal(lvl levels.ID) (vars []fileformat.Var, slow bool) {
 	return vars, err != nil || r.dsVersion != r.dsChecked || !r.scopy.room(vars)
 }
 
+// snapCopied is a staging copy taken: the variables pointing into their
+// slots, and the time it took.
+type snapCopied struct {
+	vars []fileformat.Var
+	took time.Duration
+}
+
 // snapStart copies w's variables into the staging slots and starts the
 // background job writing checkpoint id at lvl from them.
 func (r *Runtime) snapStart(w *dcpWrite, id int64, lvl levels.ID, waited time.Duration, callStart time.Time) {
 	start := r.now()
 	w.vars = r.snapCopy(w.vars)
-	cp := r.now().Sub(start)
-	w.meta = fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: start.UnixNano()}
+	r.snapStarted(w, id, lvl, waited, r.now().Sub(start), callStart)
+}
+
+// snapStarted starts the background job writing checkpoint id at lvl
+// from w's variables, already in their staging slots (the copy took cp).
+func (r *Runtime) snapStarted(w *dcpWrite, id int64, lvl levels.ID, waited, cp time.Duration, callStart time.Time) {
+	w.meta = fileformat.Meta{CkptID: id, Rank: int32(r.c.Rank()), Level: uint8(lvl), Timestamp: r.now().UnixNano()}
 	w.opts = r.fileDatasets()
 	tm := CheckpointTimes{ID: id, Level: int(lvl), Wait: waited, Copy: cp, Blocked: r.now().Sub(callStart)}
 	r.snapLaunch(w, tm, callStart, "copied")
