@@ -16,6 +16,9 @@ const span = guts.MaxSIMD * guts.ChunkSize
 // Hasher is an incremental BLAKE3-256 hasher. The zero value is ready to
 // use. It is not safe for concurrent use.
 type Hasher struct {
+	// z hashes instead when this process took zeebo's path ([fastPath]);
+	// it is made at the first Write.
+	z *blake3.Hasher
 	// stack holds the chaining values of complete subtrees of span bytes
 	// and more, one per bit set in counter (in chunks).
 	stack   [64 - 4][8]uint32
@@ -33,15 +36,29 @@ func New() *Hasher { return new(Hasher) }
 // Clone returns an independent copy of h's state.
 func (h *Hasher) Clone() *Hasher {
 	c := *h
+	if h.z != nil {
+		c.z = h.z.Clone()
+	}
 	return &c
 }
 
 // Reset forgets everything written.
-func (h *Hasher) Reset() { h.counter, h.buflen = 0, 0 }
+func (h *Hasher) Reset() {
+	h.counter, h.buflen = 0, 0
+	if h.z != nil {
+		h.z.Reset()
+	}
+}
 
 // Write hashes p. It never fails.
 func (h *Hasher) Write(p []byte) (int, error) {
 	n := len(p)
+	if h.z != nil || (n > 0 && path() == pathZeebo) {
+		if h.z == nil {
+			h.z = blake3.New()
+		}
+		return h.z.Write(p)
+	}
 	if h.buflen > 0 {
 		k := copy(h.buf[h.buflen:], p)
 		h.buflen += k
@@ -80,6 +97,11 @@ func (h *Hasher) push(b *[span]byte) {
 // Sum256 returns the digest of everything written so far; the hasher
 // may go on being written to.
 func (h *Hasher) Sum256() [Size]byte {
+	if h.z != nil {
+		var out [Size]byte
+		h.z.Sum(out[:0])
+		return out
+	}
 	n := guts.CompressBuffer(&h.buf, h.buflen, &guts.IV, h.counter, 0)
 	for i := bits.TrailingZeros64(h.counter); i < bits.Len64(h.counter); i++ {
 		if h.counter&(1<<i) != 0 {
@@ -105,16 +127,18 @@ func (h *Hasher) Size() int { return Size }
 // BlockSize returns BLAKE3's block size (hash.Hash).
 func (h *Hasher) BlockSize() int { return guts.BlockSize }
 
-// Sum256 returns the BLAKE3-256 digest of p. It takes one of two paths,
-// with the same digest. An input of a power-of-two number of spans (16
-// KiB, 32 KiB, ..., every full dCP block of the default size) is a
-// complete BLAKE3 tree. It is hashed where it lies, 16 chunks per SIMD
-// call, about 1.4x the per-core speed of 8-way AVX2. Any other input
-// goes to github.com/zeebo/blake3's one-shot hash, which needs no
-// hasher state: the cheaper path for short inputs.
+// Sum256 returns the BLAKE3-256 digest of p. On the guts path an input
+// of a power-of-two number of spans (16 KiB, 32 KiB, ..., every full dCP
+// block of the default size) is a complete BLAKE3 tree. It is hashed
+// where it lies, 16 chunks per SIMD call. Any other input, and every
+// input on the zeebo path, goes to github.com/zeebo/blake3's one-shot
+// hash, which needs no hasher state: the cheaper path for short inputs.
+// Both give the same digest.
 func Sum256(p []byte) [Size]byte {
-	if out, ok := sumTree(p); ok {
-		return out
+	if path() == pathGuts {
+		if out, ok := sumTree(p); ok {
+			return out
+		}
 	}
 	return blake3.Sum256(p)
 }

@@ -19,7 +19,9 @@ func input(n int) []byte {
 
 // TestSum256MatchesReference checks the digest of every length around the
 // chunk, span and tree boundaries against github.com/zeebo/blake3.
-func TestSum256MatchesReference(t *testing.T) {
+func TestSum256MatchesReference(t *testing.T) { onPaths(t, testSum256MatchesReference) }
+
+func testSum256MatchesReference(t *testing.T) {
 	var lengths []int
 	for _, base := range []int{0, 1024, span, 2 * span, 3 * span, 16 * span, 17 * span, 64 * span, 1 << 20, 3<<20 + 5} {
 		for d := -2; d <= 2; d++ {
@@ -42,7 +44,9 @@ func TestSum256MatchesReference(t *testing.T) {
 
 // TestWriteSplits checks that how the input is cut into writes does not
 // change the digest, and that Sum does not disturb later writes.
-func TestWriteSplits(t *testing.T) {
+func TestWriteSplits(t *testing.T) { onPaths(t, testWriteSplits) }
+
+func testWriteSplits(t *testing.T) {
 	p := input(5*span + 777)
 	want := blake3.Sum256(p)
 	half := blake3.Sum256(p[:len(p)/2])
@@ -82,6 +86,7 @@ func TestWriteSplits(t *testing.T) {
 }
 
 func FuzzHasher(f *testing.F) {
+	usePath(f, pathGuts) // the reference is zeebo's: check the other path
 	f.Add([]byte("abc"), uint16(1))
 	f.Add(make([]byte, 3*span+5), uint16(1000))
 	f.Fuzz(func(t *testing.T, p []byte, cut uint16) {
@@ -95,11 +100,13 @@ func FuzzHasher(f *testing.F) {
 	})
 }
 
-// BenchmarkHash compares this hasher with github.com/zeebo/blake3's on
-// 1 MiB writes (the transfers' block size).
+// BenchmarkHash compares this hasher, on the path the process chose and
+// on the 16-way guts path, with github.com/zeebo/blake3's, on 1 MiB
+// writes (the transfers' block size).
 func BenchmarkHash(b *testing.B) {
 	p := input(64 << 20)
-	b.Run("b3", func(b *testing.B) {
+	b.Logf("the process hashes on %v", path())
+	run := func(b *testing.B) {
 		b.SetBytes(int64(len(p)))
 		for b.Loop() {
 			h := New()
@@ -108,6 +115,11 @@ func BenchmarkHash(b *testing.B) {
 			}
 			h.Sum256()
 		}
+	}
+	b.Run("b3", run)
+	b.Run("guts", func(b *testing.B) {
+		usePath(b, pathGuts)
+		run(b)
 	})
 	b.Run("zeebo", func(b *testing.B) {
 		b.SetBytes(int64(len(p)))
@@ -138,4 +150,57 @@ func TestSumTreePath(t *testing.T) {
 			}
 		}
 	}
+}
+
+// usePath makes the package hash on p until t ends.
+func usePath(t testing.TB, p hashPath) {
+	path() // the process's choice is made, so that it is not made later
+	saved := chosen
+	t.Cleanup(func() { chosen = saved })
+	chosen = p
+}
+
+// onPaths runs fn once on each hash path.
+func onPaths(t *testing.T, fn func(t *testing.T)) {
+	for _, p := range []hashPath{pathGuts, pathZeebo} {
+		t.Run(p.String(), func(t *testing.T) {
+			usePath(t, p)
+			fn(t)
+		})
+	}
+}
+
+// TestPathChoice: the calibration returns one of the two paths, the
+// process keeps the one it chose, and a Hasher written on each path
+// gives the reference digest, clones and resets included.
+func TestPathChoice(t *testing.T) {
+	got := fastPath(calibrationBytes, 1)
+	if got != pathGuts && got != pathZeebo {
+		t.Fatalf("fastPath = %d, want one of the two paths", got)
+	}
+	if a, b := path(), path(); a != b || (a != pathGuts && a != pathZeebo) {
+		t.Fatalf("path() = %v then %v", a, b)
+	}
+	p := input(3*span + 5)
+	want := blake3.Sum256(p)
+	onPaths(t, func(t *testing.T) {
+		h := New()
+		h.Write(p[:100])
+		c := h.Clone()
+		h.Write(p[100:])
+		c.Write(p[100:])
+		if got := h.Sum256(); got != want {
+			t.Fatalf("%x, want %x", got[:8], want[:8])
+		}
+		if got := c.Sum256(); got != want {
+			t.Fatalf("clone: %x, want %x", got[:8], want[:8])
+		}
+		if (h.z != nil) != (chosen == pathZeebo) {
+			t.Fatalf("on %v the hasher took the other path", chosen)
+		}
+		h.Reset()
+		if got, w := h.Sum256(), blake3.Sum256(nil); got != w {
+			t.Fatalf("after Reset: %x, want %x", got[:8], w[:8])
+		}
+	})
 }
