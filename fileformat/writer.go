@@ -3,6 +3,7 @@ package fileformat
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 
 	"go.uber.org/zap"
@@ -461,15 +462,18 @@ func (w *writer) writeData(chunks []ChunkInfo, bs uint32) error {
 		}()
 	}
 	var err error
+	var compressed []func() // each waits for a compressed chunk's hashes
 	off := int64(HeaderSize)
 	for i := range chunks {
 		c := &chunks[i]
 		c.Fptr = off
 		if c.Compressed {
-			if werr := w.writeCompressed(c, bs); werr != nil {
+			done, werr := w.writeCompressed(c, bs)
+			if werr != nil {
 				err = fmt.Errorf("write var %d chunk %d: %w", c.VarID, i, werr)
 				break
 			}
+			compressed = append(compressed, done)
 			off += c.StoredSize
 			continue
 		}
@@ -489,6 +493,9 @@ func (w *writer) writeData(chunks []ChunkInfo, bs uint32) error {
 	}
 	if hashed != nil {
 		<-hashed
+	}
+	for _, done := range compressed {
+		done()
 	}
 	return err
 }
@@ -510,14 +517,21 @@ type group struct {
 	lo, hi int
 	out    []byte
 	err    error
-	done   chan struct{}
+	// ready is closed once the stored form is known (out and err set),
+	// done once the blocks are hashed too. The writer writes a group at
+	// ready: hashing does not hold the write back.
+	ready, done chan struct{}
 }
 
 // writeCompressed compresses, hashes and writes the compressed chunk c
-// at c.Fptr and sets its stored sizes, its chunk hash and StoredSize.
-// Groups are compressed by up to w.o.workers goroutines, at most twice
-// that many in flight, and written in order as they complete.
-func (w *writer) writeCompressed(c *ChunkInfo, bs uint32) error {
+// at c.Fptr and sets its stored sizes and StoredSize. Groups are
+// compressed by up to w.o.workers goroutines, at most twice that many in
+// flight, and written in order as their stored forms are known; each
+// group's blocks are hashed after that, beside the writes. hashed waits
+// for the last hash and sets the chunk hash: the caller calls it once
+// the data is written, and synced, so the sync overlaps the hashing as
+// for a raw chunk.
+func (w *writer) writeCompressed(c *ChunkInfo, bs uint32) (hashed func(), err error) {
 	data := w.chunkData(c)
 	groups := compressGroups(c, bs)
 	sem := make(chan struct{}, 2*w.o.workers)
@@ -529,16 +543,19 @@ func (w *writer) writeCompressed(c *ChunkInfo, bs uint32) error {
 			case <-stop:
 				return
 			}
-			go w.compressOne(c, data, bs, &groups[i])
+			go func(g *group) {
+				defer func() { <-sem }()
+				w.compressOne(c, data, bs, g)
+			}(&groups[i])
 		}
 	}()
 	defer close(stop)
 	off := c.Fptr
 	for i := range groups {
 		g := &groups[i]
-		<-g.done
+		<-g.ready
 		if g.err != nil {
-			return g.err
+			return nil, g.err
 		}
 		b := g.out
 		if b == nil {
@@ -546,19 +563,22 @@ func (w *writer) writeCompressed(c *ChunkInfo, bs uint32) error {
 		}
 		werr := writeStarting(w.f, b, off)
 		putGroupBuf(g.out)
-		<-sem
 		if werr != nil {
-			// Groups still being compressed finish on their own; their
-			// buffers are left to the collector.
-			return werr
+			// Groups still being compressed or hashed finish on their
+			// own; their buffers are left to the collector.
+			return nil, werr
 		}
 		off += int64(len(b))
 	}
 	c.StoredSize = off - c.Fptr
-	if !w.o.noHash {
-		c.Hash = chunkHash(c.Size, bs, c.BlockHashes)
-	}
-	return nil
+	return func() {
+		for i := range groups {
+			<-groups[i].done
+		}
+		if !w.o.noHash {
+			c.Hash = chunkHash(c.Size, bs, c.BlockHashes)
+		}
+	}, nil
 }
 
 // compressGroups cuts chunk c into groups of about compressGroup bytes.
@@ -567,22 +587,44 @@ func compressGroups(c *ChunkInfo, bs uint32) []group {
 	n := len(c.BlockHashes)
 	out := make([]group, 0, (n+per-1)/per)
 	for lo := 0; lo < n; lo += per {
-		out = append(out, group{lo: lo, hi: min(lo+per, n), done: make(chan struct{})})
+		out = append(out, group{lo: lo, hi: min(lo+per, n), ready: make(chan struct{}), done: make(chan struct{})})
 	}
 	return out
 }
 
-// compressOne compresses and hashes the blocks of g with a pooled
-// encoder.
+// compressOne compresses the blocks of g with a pooled encoder, then
+// hashes them.
 func (w *writer) compressOne(c *ChunkInfo, data []byte, bs uint32, g *group) {
 	defer close(g.done)
 	enc, err := getEncoder()
 	if err != nil {
 		g.err = err
+		close(g.ready)
 		return
 	}
-	g.out = compressBlocks(enc, data, bs, g.lo, g.hi, c.Stored, c.BlockHashes, !w.o.noHash)
+	g.out = compressBlocks(enc, data, bs, g.lo, g.hi, c.Stored, c.BlockHashes, false)
 	putEncoder(enc)
+	close(g.ready)
+	if w.o.noHash {
+		return
+	}
+	// The writer, woken by ready, runs next on this processor: it issues
+	// the group's write while this goroutine waits to hash.
+	runtime.Gosched()
+	hashGroup(data, bs, g.lo, g.hi, c.BlockHashes)
+}
+
+// hashGroup sets the hashes of blocks [lo, hi) of data: an all-zero
+// block's is known, the others are hashed.
+func hashGroup(data []byte, bs uint32, lo, hi int, hashes [][HashSize]byte) {
+	for j := lo; j < hi; j++ {
+		b := blockOf(data, j, bs)
+		if z := zeroOf(b); z != nil {
+			hashes[j] = z.hash
+		} else {
+			hashes[j] = BlockHash(b)
+		}
+	}
 }
 
 var groupBufs sync.Pool
@@ -601,8 +643,8 @@ func putGroupBuf(b []byte) {
 }
 
 // compressBlocks compresses blocks [lo, hi) of data into one buffer,
-// setting their stored sizes and, with hash, their hashes (of the bytes
-// given). It returns nil when every block is stored raw, having copied
+// setting their stored sizes and, with hash, then their hashes (of the
+// bytes given: [hashGroup]). It returns nil when every block is stored raw, having copied
 // none of them. A block of
 // mostly zero words takes the word-sparse form (appendSparse). The first
 // other block is probed on a sample (sampleShrinks) before it is compressed
@@ -638,17 +680,11 @@ func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored [
 	for j := lo; j < hi; j++ {
 		b := blockOf(data, j, bs)
 		if z := zeroOf(b); z != nil {
-			// Zeros: a known hash and frame, no hashing, no encoder.
-			if hash {
-				hashes[j] = z.hash
-			}
+			// Zeros: a known frame, no encoder.
 			flush(j)
 			out = append(out, z.frame...)
 			stored[j] = uint32(len(z.frame))
 			continue
-		}
-		if hash {
-			hashes[j] = BlockHash(b)
 		}
 		start := len(out)
 		if o, ok := appendSparse(out, b); ok {
@@ -684,6 +720,9 @@ func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored [
 		} else {
 			place(j, start)
 		}
+	}
+	if hash {
+		hashGroup(data, bs, lo, hi, hashes)
 	}
 	if pending {
 		putGroupBuf(out)
