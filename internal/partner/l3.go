@@ -263,7 +263,7 @@ func EncodeGroup(c comm.Comm, t *Topology, o Options, m int, data FileInfo, pari
 		}
 		return Parity{}, errors.Join(append(errs, err)...)
 	}
-	recvUnits := 1 // every unit received in a row's shifts, kept until it is combined
+	recvUnits := 0 // every unit received in a row's shifts (shift 0 uses the row itself), kept until it is combined
 	for i, s := range shifts {
 		if i > 0 && used[i] {
 			recvUnits += len(s.recv)
