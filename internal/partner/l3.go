@@ -177,7 +177,9 @@ func encodePlan(l encode.Layout, g int) (shifts []shift, used []bool) {
 // [ParityCount]) member j holds parity shard j of the whole files. With
 // m < k the parity is rotated over stripes. The stripe unit is then the
 // block size, at most a data segment's length. Files of different sizes
-// are padded with zeros in memory only.
+// are padded with zeros in memory only. A unit wholly in that padding
+// is neither sent nor multiplied in: the exchange and the parity
+// arithmetic follow the members' data sizes.
 //
 // The encoding is pipelined by rows of units. For each row, every member
 // reads its data units, hashing the file as it goes. A pairwise exchange
