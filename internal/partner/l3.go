@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 
 	"go.uber.org/zap"
 
@@ -387,8 +388,9 @@ func (e *rowEncoder) encode(r int64) error {
 		// sent nor multiplied in (shards not listed count as zero). So the
 		// work and the bytes sent follow the group's data sizes, not k
 		// times its largest file.
-		send := unitsOf(row, sh.send[:e.present(g, r, n, sh.send)], n)
-		recv := sh.recv[:e.presentRecv(from, r, n, sh.recv)]
+		mine, theirs := e.dataSegs(g, r, n), e.dataSegs(from, r, n)
+		send := unitsOf(row, sh.send[:sort.SearchInts(sh.send, mine)], n)
+		recv := sh.recv[:sort.Search(len(sh.recv), func(i int) bool { return sh.recv[i].seg >= theirs })]
 		rb := send
 		if s > 0 {
 			rb = e.transit[used : used+len(recv)*n]
@@ -424,32 +426,15 @@ func (e *rowEncoder) encode(r int64) error {
 	return nil
 }
 
-// present counts the leading segments of segs (increasing) of member x's
-// row r (units of n bytes) that hold some of its data: the rest lie
-// wholly beyond its size.
-func (e *rowEncoder) present(x int, r int64, n int, segs []int) int {
-	start := e.lay.DataOffset(r)
-	c := 0
-	for _, seg := range segs {
-		if start+int64(seg)*int64(n) >= e.sizes[x] {
-			break
-		}
-		c++
+// dataSegs is how many leading segments of member x's row r (units of
+// n bytes) hold some of its data: the others lie wholly beyond its size.
+// A shift's segments are increasing, so those it moves are a prefix.
+func (e *rowEncoder) dataSegs(x int, r int64, n int) int {
+	left := e.sizes[x] - e.lay.DataOffset(r)
+	if left <= 0 {
+		return 0
 	}
-	return c
-}
-
-// presentRecv is [rowEncoder.present] for the units received from x.
-func (e *rowEncoder) presentRecv(x int, r int64, n int, units []recvUnit) int {
-	start := e.lay.DataOffset(r)
-	c := 0
-	for _, u := range units {
-		if start+int64(u.seg)*int64(n) >= e.sizes[x] {
-			break
-		}
-		c++
-	}
-	return c
+	return int(min((left+int64(n)-1)/int64(n), int64(e.lay.Segments())))
 }
 
 // unitsOf returns units idx (each n bytes) of row as one slice; idx is a
