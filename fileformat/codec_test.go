@@ -488,7 +488,8 @@ func TestCompressBlocksProbe(t *testing.T) {
 			data := kinds[tc.kind]
 			stored := make([]uint32, n)
 			hashes := make([][HashSize]byte, n)
-			out := compressBlocks(enc, data, bs, 0, n, stored, hashes, true)
+			out := compressBlocks(enc, data, bs, 0, n, stored)
+			hashGroup(data, bs, 0, n, hashes)
 			var sum int
 			for j := range n {
 				b := blockOf(data, j, bs)

@@ -28,7 +28,8 @@ func BenchmarkCompressBlocks(b *testing.B) {
 			enc := mustEncoder(b)
 			b.SetBytes(n)
 			for range b.N {
-				putGroupBuf(compressBlocks(enc, data, bs, 0, nb, stored, hashes, true))
+				putGroupBuf(compressBlocks(enc, data, bs, 0, nb, stored))
+				hashGroup(data, bs, 0, nb, hashes)
 			}
 		})
 	}

@@ -293,7 +293,8 @@ func TestCompressBlocksRawFirst(t *testing.T) {
 		n := len(pat)
 		stored := make([]uint32, n)
 		hashes := make([][HashSize]byte, n)
-		out := compressBlocks(mustEncoder(t), data, bs, 0, n, stored, hashes, true)
+		out := compressBlocks(mustEncoder(t), data, bs, 0, n, stored)
+		hashGroup(data, bs, 0, n, hashes)
 		if strings.Trim(pat, "r") == "" || out == nil {
 			// After a raw block the next ones are stored raw untried
 			// (probeEvery): "rrm" keeps its smooth block raw too.

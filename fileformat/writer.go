@@ -602,7 +602,7 @@ func (w *writer) compressOne(c *ChunkInfo, data []byte, bs uint32, g *group) {
 		close(g.ready)
 		return
 	}
-	g.out = compressBlocks(enc, data, bs, g.lo, g.hi, c.Stored, c.BlockHashes, false)
+	g.out = compressBlocks(enc, data, bs, g.lo, g.hi, c.Stored)
 	putEncoder(enc)
 	close(g.ready)
 	if w.o.noHash {
@@ -643,15 +643,14 @@ func putGroupBuf(b []byte) {
 }
 
 // compressBlocks compresses blocks [lo, hi) of data into one buffer,
-// setting their stored sizes and, with hash, then their hashes (of the
-// bytes given: [hashGroup]). It returns nil when every block is stored raw, having copied
-// none of them. A block of
+// setting their stored sizes; [hashGroup] hashes them. It returns nil
+// when every block is stored raw, having copied none of them. A block of
 // mostly zero words takes the word-sparse form (appendSparse). The first
 // other block is probed on a sample (sampleShrinks) before it is compressed
 // whole. After a block that did not shrink, the next probeEvery-1 are
 // stored raw and the one after is probed again: incompressible data
 // costs a compression of a few KiB in probeEvery blocks.
-func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored []uint32, hashes [][HashSize]byte, hash bool) []byte {
+func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored []uint32) []byte {
 	out := getGroupBuf()
 	skip := 0
 	failing := true
@@ -720,9 +719,6 @@ func compressBlocks(enc compressor, data []byte, bs uint32, lo, hi int, stored [
 		} else {
 			place(j, start)
 		}
-	}
-	if hash {
-		hashGroup(data, bs, lo, hi, hashes)
 	}
 	if pending {
 		putGroupBuf(out)
