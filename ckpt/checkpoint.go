@@ -131,9 +131,8 @@ func (r *Runtime) checkpoint(id int64, lvl levels.ID, diff bool) (*levels.Manife
 		// ckpt_io = 5: one HDF5 file, always whole (as FTI, whose dCP
 		// covers its POSIX and FTI-FF I/O only).
 		w.h5 = r.h5Write(r.c, id, int(lvl), vars, r.datasetView())
-		if diff && r.c.Rank() == 0 {
-			r.log.Warn(fmt.Sprintf("dCP requested at %v, but ckpt_io = 5 writes L4 as one HDF5 file: checkpoint %d is taken whole", lvl, id),
-				zap.Int64("ckpt-id", id))
+		if diff {
+			r.warnH5Whole(id, lvl)
 		}
 		diff = false
 	}

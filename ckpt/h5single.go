@@ -135,6 +135,16 @@ func (r *Runtime) readVPRRecords() ([]vprRecord, error) {
 	return out, nil
 }
 
+// warnH5Whole says, on rank 0, that dCP checkpoint id at lvl, the L4
+// of ckpt_io = 5, is taken whole: the HDF5 file is always written whole
+// (as FTI, whose dCP covers its POSIX and FTI-FF I/O only).
+func (r *Runtime) warnH5Whole(id int64, lvl levels.ID) {
+	if r.c.Rank() == 0 {
+		r.log.Warn(fmt.Sprintf("dCP requested at %v, but ckpt_io = 5 writes L4 as one HDF5 file: checkpoint %d is taken whole", lvl, id),
+			zap.Int64("ckpt-id", id))
+	}
+}
+
 // h5Write returns the WriteFunc of an L4 checkpoint written as one HDF5
 // file (ckpt_io = 5): every rank writes its variables and subsets with
 // h5ckpt.Write into the file the level names; the digest is the file's

@@ -332,11 +332,10 @@ type snapCall struct {
 // level. Collective.
 func (r *Runtime) checkpointSnap(id int64, level int) error {
 	callStart := r.now()
-	st := &r.pol.stop
-	agreed := r.pol.started && !st.final && st.agreed // NeedCheckpoint agreed
+	agreed := r.stopPending() // NeedCheckpoint agreed
 	sc := &r.scopy.call
 	if agreed {
-		r.snapPrepare(sc, id, st.level)
+		r.snapPrepare(sc, id, r.pol.stop.level)
 	} else {
 		r.snapPrepare(sc, id, level)
 	}
@@ -476,9 +475,8 @@ func (r *Runtime) snapLaunch(w *dcpWrite, tm CheckpointTimes, callStart time.Tim
 	if lvl == levels.L4 && r.cfg.CkptIO == 5 {
 		// ckpt_io = 5: one HDF5 file, always whole (as on the solver's
 		// path), written from the staged copies over the workers' comm.
-		if w.parent != nil && r.c.Rank() == 0 {
-			r.log.Warn(fmt.Sprintf("dCP requested at %v, but ckpt_io = 5 writes L4 as one HDF5 file: checkpoint %d is taken whole", lvl, id),
-				zap.Int64("ckpt-id", id))
+		if w.parent != nil {
+			r.warnH5Whole(id, lvl)
 		}
 		w.parent, w.par = nil, fileformat.Parent{}
 		w.h5 = r.h5Write(r.post.c, id, int(lvl), w.vars, r.datasetView())
